@@ -1,0 +1,5 @@
+import sys
+
+from mechanism.cli import main
+
+sys.exit(main())

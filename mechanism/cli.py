@@ -1,0 +1,60 @@
+"""The ``mechanism`` command. Each subcommand lives in ``mechanism/commands/<name>.py`` and
+exposes ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
+
+Every input error becomes one line on stderr and exit status 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from mechanism.errors import MechanismError
+
+COMMANDS = ("demo", "read", "simulate", "passkt", "strategies", "reweighting", "integration")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mechanism",
+        description="What did reinforcement learning do to an LLM agent? "
+                    "PASS@(k,T), strategy spaces and reweighting from trajectories.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"mechanism.commands.{name}")
+        except ModuleNotFoundError as exc:  # a command still being built is left out, not a crash
+            if exc.name == f"mechanism.commands.{name}":
+                continue
+            raise
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(command)
+        command.set_defaults(_run=module.run)
+    return parser
+
+
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args._run(args) or 0)
+    except MechanismError as exc:
+        print(f"mechanism {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        print(f"mechanism {args.command}: error: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mechanism: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

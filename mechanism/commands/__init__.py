@@ -1,0 +1,1 @@
+"""Subcommands of the ``mechanism`` CLI, one module each."""

@@ -1,0 +1,78 @@
+"""Error types and the skip report shared by every stage.
+
+Every problem with user input becomes a :class:`InputError` whose message is one line
+naming the file, the line (or record) and the field, so the CLI can print it and exit 2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class MechanismError(ValueError):
+    """Base class of every error the toolkit raises on purpose."""
+
+
+class InputError(MechanismError):
+    """Bad input: a malformed record, a missing field, an unknown format, an empty file.
+
+    Parameters
+    ----------
+    reason
+        What is wrong, lowercase, with the offending field in backticks.
+    source
+        The file (or other source) the record came from.
+    line
+        1-based line number, or record index where the file has no lines.
+    field
+        The offending field, when one is to blame.
+    """
+
+    def __init__(self, reason: str, *, source: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.reason = reason
+        self.source = source
+        self.line = line
+        self.field = field
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.source is not None:
+            where.append(str(self.source))
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        if self.field is not None and f"`{self.field}`" not in self.reason:
+            where.append(f"field `{self.field}`")
+        text = " ".join(self.reason.split())  # one line, whatever the input held
+        return f"{': '.join([', '.join(where), text]) if where else text}"
+
+
+@dataclass(frozen=True)
+class SkippedRecord:
+    """One record left out under ``errors="skip"``, and why."""
+
+    source: str
+    line: int | None
+    field: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        return str(InputError(self.reason, source=self.source, line=self.line, field=self.field))
+
+
+@dataclass
+class ReadReport:
+    """What a read kept and what it skipped: ``rows_in == rows_kept + len(skipped)``."""
+
+    rows_in: int = 0
+    rows_kept: int = 0
+    skipped: list[SkippedRecord] = field(default_factory=list)
+    formats: dict[str, str] = field(default_factory=dict)  # source -> detected format
+    notes: list[str] = field(default_factory=list)
+
+    def merge(self, other: "ReadReport") -> None:
+        self.rows_in += other.rows_in
+        self.rows_kept += other.rows_kept
+        self.skipped.extend(other.skipped)
+        self.formats.update(other.formats)
+        self.notes.extend(other.notes)

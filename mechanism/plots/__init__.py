@@ -1,0 +1,1 @@
+"""Figures: one consistent paper style (see :mod:`mechanism.plots.style`)."""

@@ -1,0 +1,80 @@
+"""One paper style for every figure, applied locally (``with paper_style():``), never globally."""
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import matplotlib
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+# Okabe-Ito: distinguishable under the common colour-vision deficiencies and in greyscale print.
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+ARM_COLORS = {"base": "#0072B2", "rl": "#D55E00", "sft": "#009E73"}
+DIVERGING_CMAP = "RdBu_r"
+SEQUENTIAL_CMAP = "viridis"
+
+RC = {
+    "figure.dpi": 110,
+    "savefig.dpi": 200,
+    "savefig.bbox": "tight",
+    "font.size": 9,
+    "axes.titlesize": 9.5,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.25,
+    "grid.linewidth": 0.6,
+    "lines.linewidth": 1.6,
+    "legend.frameon": False,
+    "pdf.fonttype": 42,  # editable text in the PDF, as journals ask
+}
+
+
+@contextlib.contextmanager
+def paper_style() -> Iterator[None]:
+    """Context in which figures take the toolkit's paper style; rcParams are restored after."""
+    with matplotlib.rc_context(RC):
+        yield
+
+
+def arm_colors(arms: Sequence[str]) -> dict[str, str]:
+    """A stable colour per arm: the known arms keep theirs, others take the palette in order."""
+    spare = [c for c in PALETTE if c not in ARM_COLORS.values()]
+    out: dict[str, str] = {}
+    for arm in arms:
+        if arm in ARM_COLORS:
+            out[arm] = ARM_COLORS[arm]
+        else:
+            out[arm] = spare[len([a for a in out if a not in ARM_COLORS]) % len(spare)]
+    return out
+
+
+def safe_filename(name: str, *, max_length: int = 80) -> str:
+    """A file-name-safe rendering of an arm or strategy name (untrusted text)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._")
+    return (cleaned or "unnamed")[:max_length]
+
+
+def save_figure(fig: Figure, out_dir: str | Path, stem: str, *, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
+    """Write ``fig`` as ``out_dir/stem.png`` and ``.pdf``; return the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in formats:
+        path = out / f"{safe_filename(stem)}.{ext}"
+        with paper_style():
+            fig.savefig(path, metadata={"CreationDate": None} if ext == "pdf" else None)
+        paths.append(path)
+    return paths
+
+
+def close(fig: Figure) -> None:
+    """Release a figure that was only written to disk."""
+    plt.close(fig)

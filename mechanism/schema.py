@@ -1,0 +1,130 @@
+"""The canonical trajectory table: one row per trajectory (DESIGN.md section 3).
+
+Stages meet only through this table, so it is defined once here, with a validator that
+says exactly what is wrong.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import polars as pl
+
+from mechanism.errors import InputError
+
+STEP_FIELDS = ("thought", "tool", "arguments", "query", "observation")
+
+STEP_DTYPE = pl.Struct({name: pl.String for name in STEP_FIELDS})
+
+REQUIRED_COLUMNS: dict[str, pl.DataType] = {
+    "arm": pl.String,
+    "question_id": pl.String,
+    "sample_id": pl.Int64,
+    "question": pl.String,
+    "gold": pl.List(pl.String),
+    "answer": pl.String,
+    "correct": pl.Boolean,
+    "n_rounds": pl.Int64,
+    "steps": pl.List(STEP_DTYPE),
+}
+
+OPTIONAL_COLUMNS: dict[str, pl.DataType] = {
+    "t_cap": pl.Int64,
+    "category": pl.String,
+    "score": pl.Float64,
+    "meta": pl.String,  # JSON text of whatever else the source held
+}
+
+KEY_COLUMNS = ("arm", "question_id", "sample_id")
+
+
+def make_step(thought: str | None = None, tool: str | None = None, arguments: str | None = None,
+              query: str | None = None, observation: str | None = None) -> dict[str, str | None]:
+    """One tool call as the canonical ``steps`` struct expects it."""
+    return {"thought": thought, "tool": tool, "arguments": arguments, "query": query,
+            "observation": observation}
+
+
+def from_records(records: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
+    """Build a canonical table from dicts holding the canonical columns.
+
+    Optional columns are kept when any record has them; the result is validated.
+    """
+    records = list(records)
+    schema = dict(REQUIRED_COLUMNS)
+    for name, dtype in OPTIONAL_COLUMNS.items():
+        if any(name in r for r in records):
+            schema[name] = dtype
+    frame = pl.DataFrame(
+        [{name: r.get(name) for name in schema} for r in records], schema=schema, orient="row"
+    ) if records else pl.DataFrame(schema=schema)
+    validate(frame)
+    return frame
+
+
+def empty() -> pl.DataFrame:
+    """An empty canonical table with the required columns."""
+    return pl.DataFrame(schema=REQUIRED_COLUMNS)
+
+
+def validate(runs: pl.DataFrame, *, source: str = "table", required: Iterable[str] | None = None) -> pl.DataFrame:
+    """Check that ``runs`` is a canonical trajectory table; return it unchanged.
+
+    Parameters
+    ----------
+    runs
+        The table to check.
+    source
+        Named in error messages.
+    required
+        The columns this caller needs (default: all required columns).
+
+    Raises
+    ------
+    InputError
+        Naming the first missing column, wrong type, null key, negative round count or
+        duplicate ``(arm, question_id, sample_id)``.
+    """
+    if not isinstance(runs, pl.DataFrame):
+        raise InputError(f"expected a polars DataFrame, got {type(runs).__name__}", source=source)
+    needed = list(REQUIRED_COLUMNS) if required is None else list(required)
+    for name in needed:
+        if name not in runs.columns:
+            raise InputError(f"missing required column `{name}`", source=source, field=name)
+        want = REQUIRED_COLUMNS.get(name) or OPTIONAL_COLUMNS.get(name)
+        have = runs.schema[name]
+        if want is not None and not _compatible(have, want):
+            raise InputError(f"column `{name}` has type {have}, expected {want}", source=source, field=name)
+    for name in ("arm", "question_id", "sample_id"):
+        if name in needed and runs[name].null_count():
+            row = int(runs[name].is_null().arg_max())
+            raise InputError(f"null value in key column `{name}`", source=source, line=row + 1, field=name)
+    if "correct" in needed and runs["correct"].null_count():
+        row = int(runs["correct"].is_null().arg_max())
+        raise InputError("null value in column `correct`", source=source, line=row + 1, field="correct")
+    if "n_rounds" in needed and runs.height and (runs["n_rounds"] < 0).any():
+        row = int((runs["n_rounds"] < 0).arg_max())
+        raise InputError("negative value in column `n_rounds`", source=source, line=row + 1, field="n_rounds")
+    keys = [k for k in KEY_COLUMNS if k in runs.columns]
+    if len(keys) == len(KEY_COLUMNS) and runs.height:
+        dup = runs.select(keys).is_duplicated()
+        if dup.any():
+            row = int(dup.arg_max())
+            key = runs.row(row, named=True)
+            raise InputError(
+                "duplicate (arm, question_id, sample_id) = "
+                f"({key['arm']!r}, {key['question_id']!r}, {key['sample_id']!r})",
+                source=source, line=row + 1, field="sample_id")
+    return runs
+
+
+def _compatible(have: pl.DataType, want: pl.DataType) -> bool:
+    if have == want:
+        return True
+    if want == pl.Int64:
+        return have.is_integer()
+    if want == pl.Float64:
+        return have.is_numeric()
+    if isinstance(want, pl.List) and isinstance(have, pl.List):
+        return want.inner == STEP_DTYPE and isinstance(have.inner, pl.Struct) or have.inner == want.inner
+    return have == pl.Null

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIREACT = ROOT.parent / "shared" / "data" / "fireact-hotpotqa"
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def fireact_dir() -> Path:
+    if not (FIREACT / "trajs").is_dir():
+        pytest.skip(f"FireAct data not found at {FIREACT} (it lives in ../shared beside the project)")
+    return FIREACT
