@@ -107,7 +107,7 @@ def validate(runs: pl.DataFrame, *, source: str = "table", required: Iterable[st
         raise InputError("negative value in column `n_rounds`", source=source, line=row + 1, field="n_rounds")
     keys = [k for k in KEY_COLUMNS if k in runs.columns]
     if len(keys) == len(KEY_COLUMNS) and runs.height:
-        dup = runs.select(keys).is_duplicated()
+        dup = ~runs.select(pl.struct(keys).is_first_distinct()).to_series()  # blame the later copy
         if dup.any():
             row = int(dup.arg_max())
             key = runs.row(row, named=True)
