@@ -1,0 +1,271 @@
+"""The simulate() entry point, the Simulation result and its file writers."""
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from mechanism.errors import MechanismError
+from mechanism.plots.style import safe_filename
+from mechanism.progress import progress as _progress
+from mechanism.schema import from_records
+from mechanism.scoring import contains_answer, exact_match, f1_score
+from mechanism.simulate.agent import run_episode
+from mechanism.simulate.policies import REMAP, STRATEGIES, Policy, default_policies
+from mechanism.simulate.retriever import ParagraphRetriever
+from mechanism.simulate.world import Question, make_world
+
+SYSTEM_PROMPT = ("You are a research assistant. Answer the question. You may call the `search` tool, "
+                 "which returns the best-matching paragraph; give the final answer in <answer> tags.")
+TOP_K = 1
+
+TRUTH_SCHEMA = {
+    "arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64,
+    "strategy": pl.String, "planned_strategy": pl.String, "category": pl.String,
+    "relation": pl.String, "n_rounds": pl.Int64, "truncated": pl.Boolean,
+    "evidence": pl.Boolean, "retrieved_gold": pl.Boolean, "integrated": pl.Boolean,
+    "correct": pl.Boolean,
+}
+
+
+@dataclass
+class Simulation:
+    """A simulated experiment: trajectories, the truth behind them, and how they were made.
+
+    Attributes
+    ----------
+    runs
+        Canonical trajectory table (with ``t_cap``, ``category`` and ``score``, the answer's
+        token F1); ``correct`` is exact match after SQuAD normalisation.
+    truth
+        One row per trajectory: ``arm, question_id, sample_id``, the executed ``strategy``,
+        the ``planned_strategy`` (before remapping to the question's category), ``category``,
+        ``relation``, ``n_rounds``, ``truncated`` (stopped at ``t_cap``), ``evidence`` (the
+        retrieved paragraphs held what the answer needs), ``retrieved_gold`` (a gold answer
+        appears in an observation), ``integrated`` (evidence used correctly), ``correct``.
+    questions
+        One row per question: id, category, relation, text, gold, the two key entities and
+        the titles of the gold paragraphs.
+    policies
+        The arms' :class:`Policy` objects.
+    config
+        Everything needed to reproduce the run (JSON-ready).
+    """
+
+    runs: pl.DataFrame
+    truth: pl.DataFrame
+    questions: pl.DataFrame
+    policies: dict[str, Policy]
+    config: dict[str, Any]
+    _episodes: list[dict] = field(default_factory=list, repr=False)
+
+    def summary(self) -> pl.DataFrame:
+        """Per arm and executed strategy: count, share and success rate."""
+        return (self.truth.group_by("arm", "strategy")
+                .agg(n=pl.len(), success=pl.col("correct").mean())
+                .with_columns(share=pl.col("n") / pl.col("n").sum().over("arm"))
+                .sort("arm", "strategy"))
+
+    def write(self, out_dir: str | Path) -> list[Path]:
+        """Write ``<arm>.searchr1.jsonl``, ``<arm>.openai.jsonl``, ``truth.parquet``, ``config.json``.
+
+        The trajectory files hold no ground truth (no strategy, no correctness label); the
+        truth sits apart in ``truth.parquet``. Output is byte-identical for the same inputs.
+
+        Returns
+        -------
+        list of Path
+            The files written.
+        """
+        out = Path(out_dir)
+        if out.exists() and not out.is_dir():
+            raise MechanismError(f"`out_dir` {str(out)!r} exists and is not a folder")
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for arm in self.config["arms"]:
+            rows = [e for e in self._episodes if e["arm"] == arm]
+            stem = safe_filename(arm)
+            for fmt, render in (("searchr1", searchr1_record), ("openai", openai_record)):
+                path = out / f"{stem}.{fmt}.jsonl"
+                with path.open("w", encoding="utf-8", newline="\n") as fh:
+                    for e in rows:
+                        fh.write(json.dumps(render(e), ensure_ascii=False) + "\n")
+                written.append(path)
+        truth_path = out / "truth.parquet"
+        self.truth.write_parquet(truth_path, statistics=False)
+        written.append(truth_path)
+        config_path = out / "config.json"
+        config_path.write_text(json.dumps(self.config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        written.append(config_path)
+        return written
+
+
+def searchr1_record(e: dict) -> dict:
+    """One episode in Search-R1's format: tagged text in ``response``."""
+    parts = [f"<think>{s['thought']}</think>\n<search> {s['query']} </search>\n"
+             f"<information> {s['observation']} </information>\n" for s in e["steps"]]
+    parts.append(f"<think>{e['final_thought']}</think>\n<answer> {e['answer']} </answer>")
+    return {"arm": e["arm"], "question_id": e["question_id"], "sample_id": e["sample_id"],
+            "question": e["question"], "golden_answers": e["gold"], "category": e["category"],
+            "t_cap": e["t_cap"], "response": "".join(parts)}
+
+
+def openai_record(e: dict) -> dict:
+    """One episode as OpenAI chat messages with ``tool_calls`` and ``tool`` results."""
+    messages: list[dict] = [{"role": "system", "content": SYSTEM_PROMPT},
+                            {"role": "user", "content": e["question"]}]
+    for i, s in enumerate(e["steps"], start=1):
+        call_id = f"call_{i}"
+        messages.append({"role": "assistant", "content": s["thought"], "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "search", "arguments": s["arguments"]}}]})
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": s["observation"]})
+    messages.append({"role": "assistant",
+                     "content": f"<think>{e['final_thought']}</think><answer>{e['answer']}</answer>"})
+    return {"arm": e["arm"], "question_id": e["question_id"], "sample_id": e["sample_id"],
+            "question": e["question"], "gold": e["gold"], "category": e["category"],
+            "t_cap": e["t_cap"], "messages": messages}
+
+
+def _arm_key(arm: str) -> int:
+    # stable across runs and Python versions (unlike hash()), so adding an arm leaves the others unchanged
+    return zlib.crc32(arm.encode("utf-8"))
+
+
+def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str] = ("base", "rl", "sft"),
+             t_cap: int = 5, seed: int = 0, policies: Mapping[str, Policy] | None = None,
+             bridge_share: float = 0.6, hard_share: float = 0.2, progress: bool | None = None) -> Simulation:
+    """Simulate base, RL and SFT agents answering multi-hop questions with a BM25 search tool.
+
+    Parameters
+    ----------
+    n_questions
+        Questions in the world (shared by all arms).
+    n_samples
+        Episodes per (arm, question).
+    arms
+        Arms to run; each needs a policy in ``policies`` (default: :func:`default_policies`,
+        which defines ``base``, ``rl`` and ``sft``).
+    t_cap
+        Most search rounds an episode may take; an episode that would exceed it answers at
+        the cap from what it has.
+    seed
+        Seeds everything: the world, the planned strategies per (arm, question)
+        (``SeedSequence(seed, spawn_key=(1, crc32(arm), question index))``) and each episode
+        (``spawn_key=(1, crc32(arm), question index, sample index)``). The same seed gives
+        identical output; an arm's episodes do not depend on which other arms run; and a
+        sample run under a lower ``t_cap`` is the same episode cut at the cap, so runs made
+        at several caps pair up sample by sample.
+    policies
+        Arm name -> :class:`Policy`; merged over the defaults.
+    bridge_share
+        Probability that a question is a bridge question (the rest are comparisons).
+    hard_share
+        Probability that a bridge question is hard to integrate (see
+        :func:`mechanism.simulate.world.make_world`); these put questions near the boundary.
+    progress
+        Show a progress bar (``None``: only on a terminal).
+
+    Returns
+    -------
+    Simulation
+
+    Examples
+    --------
+    >>> sim = simulate(n_questions=3, n_samples=2, seed=1, progress=False)
+    >>> sim.runs.height, sorted(sim.runs["arm"].unique())
+    (18, ['base', 'rl', 'sft'])
+    """
+    if n_questions < 1 or n_samples < 1:
+        raise MechanismError("`n_questions` and `n_samples` must be at least 1")
+    if t_cap < 0:
+        raise MechanismError(f"`t_cap` must be non-negative, got {t_cap}")
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise MechanismError(f"`seed` must be a non-negative integer, got {seed!r}")
+    for name, value in (("bridge_share", bridge_share), ("hard_share", hard_share)):
+        if not 0.0 <= value <= 1.0:
+            raise MechanismError(f"`{name}` must lie in [0, 1], got {value}")
+    arms = list(dict.fromkeys(arms))
+    if not arms:
+        raise MechanismError("`arms` is empty")
+    pols = dict(default_policies())
+    pols.update(policies or {})
+    missing = [a for a in arms if a not in pols]
+    if missing:
+        raise MechanismError(f"no policy for arm `{missing[0]}` (pass it in `policies`)")
+    pols = {a: pols[a] for a in arms}
+
+    world = make_world(n_questions, np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,))),
+                       bridge_share=bridge_share, hard_share=hard_share)
+    retrievers = [ParagraphRetriever([p.text for p in q.paragraphs], top_k=TOP_K) for q in world]
+    episodes: list[dict] = []
+    jobs = [(arm, qi) for arm in arms for qi in range(n_questions)]
+    for arm, qi in _progress(jobs, enabled=progress, desc="simulate", total=len(jobs)):
+        policy, q, retriever = pols[arm], world[qi], retrievers[qi]
+        key = (1, _arm_key(arm), qi)
+        planned = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key)).choice(
+            len(STRATEGIES), size=n_samples, p=policy.probabilities)
+        for s in range(n_samples):
+            # one stream per sample: the same sample under a lower t_cap is the same episode
+            # cut at the cap (then answered), so runs at different caps pair up sample by sample
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*key, s)))
+            out = run_episode(q, retriever, policy, STRATEGIES[int(planned[s])], rng, t_cap)
+            episodes.append({
+                "arm": arm, "question_id": q.question_id, "sample_id": s, "question": q.text,
+                "gold": list(q.gold), "category": q.category, "t_cap": t_cap, "steps": out.steps,
+                "answer": out.answer, "final_thought": out.final_thought,
+                # truth, kept out of the trajectory files
+                "_strategy": out.strategy, "_planned": STRATEGIES[int(planned[s])],
+                "_relation": q.relation, "_truncated": out.truncated, "_evidence": out.evidence,
+                "_integrated": out.integrated,
+            })
+    runs = from_records({
+        "arm": e["arm"], "question_id": e["question_id"], "sample_id": e["sample_id"],
+        "question": e["question"], "gold": e["gold"], "answer": e["answer"],
+        "correct": exact_match(e["answer"], e["gold"]), "score": f1_score(e["answer"], e["gold"]),
+        "n_rounds": len(e["steps"]),
+        "steps": e["steps"], "t_cap": e["t_cap"], "category": e["category"],
+    } for e in episodes)
+    truth = pl.DataFrame([{
+        "arm": e["arm"], "question_id": e["question_id"], "sample_id": e["sample_id"],
+        "strategy": e["_strategy"], "planned_strategy": e["_planned"], "category": e["category"],
+        "relation": e["_relation"], "n_rounds": len(e["steps"]), "truncated": e["_truncated"],
+        "evidence": e["_evidence"],
+        "retrieved_gold": contains_answer(" ".join(s["observation"] for s in e["steps"]), e["gold"]),
+        "integrated": e["_integrated"], "correct": c,
+    } for e, c in zip(episodes, runs["correct"].to_list())], schema=TRUTH_SCHEMA, orient="row") \
+        if episodes else pl.DataFrame(schema=TRUTH_SCHEMA)
+    questions = _question_table(world)
+    config = {
+        "seed": int(seed), "n_questions": n_questions, "n_samples": n_samples, "t_cap": t_cap,
+        "arms": arms, "bridge_share": bridge_share, "hard_share": hard_share, "retriever": {"method": "bm25s", "top_k": TOP_K},
+        "strategies": list(STRATEGIES), "remap": REMAP,
+        "policies": {a: p.to_dict() for a, p in pols.items()},
+    }
+    sim = Simulation(runs, truth, questions, pols, config, episodes)
+    # the ground truth in brief: what each arm actually did and how well each strategy worked
+    config["observed"] = {
+        arm: {row["strategy"]: {"n": row["n"], "share": round(row["share"], 6), "success": round(row["success"], 6)}
+              for row in sim.summary().filter(pl.col("arm") == arm).iter_rows(named=True)}
+        for arm in arms}
+    return sim
+
+
+def _question_table(world: list[Question]) -> pl.DataFrame:
+    return pl.DataFrame({
+        "question_id": [q.question_id for q in world],
+        "category": [q.category for q in world],
+        "relation": [q.relation for q in world],
+        "question": [q.text for q in world],
+        "gold": [list(q.gold) for q in world],
+        "entity_1": [q.entities[0] for q in world],
+        "entity_2": [q.entities[1] for q in world],
+        "gold_titles": [[q.paragraphs[i].title for i in q.gold_docs] for q in world],
+    }, schema={"question_id": pl.String, "category": pl.String, "relation": pl.String,
+               "question": pl.String, "gold": pl.List(pl.String), "entity_1": pl.String,
+               "entity_2": pl.String, "gold_titles": pl.List(pl.String)})

@@ -1,0 +1,456 @@
+"""The simulator: determinism, planted mixtures, the arms' planted differences, t_cap, files."""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from mechanism.errors import MechanismError
+from mechanism.resample import percentile_interval, question_bootstrap_weights
+from mechanism.schema import validate
+from mechanism.simulate import STRATEGIES, Policy, default_policies, simulate
+from mechanism.simulate.retriever import ParagraphRetriever, tokenize
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return simulate(n_questions=60, n_samples=32, seed=7, progress=False)
+
+
+def _files(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+# -- determinism ---------------------------------------------------------------------------
+
+def test_same_seed_gives_byte_identical_files(tmp_path):
+    a = simulate(n_questions=6, n_samples=4, seed=3, progress=False)
+    b = simulate(n_questions=6, n_samples=4, seed=3, progress=False)
+    a.write(tmp_path / "a")
+    b.write(tmp_path / "b")
+    fa, fb = _files(tmp_path / "a"), _files(tmp_path / "b")
+    assert sorted(fa) == sorted(["base.searchr1.jsonl", "base.openai.jsonl", "rl.searchr1.jsonl",
+                                 "rl.openai.jsonl", "sft.searchr1.jsonl", "sft.openai.jsonl",
+                                 "truth.parquet", "config.json"])
+    assert fa == fb
+
+
+@pytest.mark.slow
+def test_files_are_identical_across_processes(tmp_path):
+    # string hashing is randomised per process; no output may depend on set or hash order
+    import os
+    import subprocess
+    import sys
+    for i, hash_seed in enumerate(("1", "999")):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        subprocess.run([sys.executable, "-m", "mechanism", "simulate", "--out", str(tmp_path / str(i)),
+                        "--questions", "12", "--samples", "4", "--no-progress"],
+                       check=True, env=env, capture_output=True)
+    assert _files(tmp_path / "0") == _files(tmp_path / "1")
+
+
+def test_different_seeds_differ(tmp_path):
+    simulate(n_questions=6, n_samples=4, seed=3, progress=False).write(tmp_path / "a")
+    simulate(n_questions=6, n_samples=4, seed=4, progress=False).write(tmp_path / "b")
+    fa, fb = _files(tmp_path / "a"), _files(tmp_path / "b")
+    for name in fa:
+        assert fa[name] != fb[name], name  # config.json differs by its seed
+
+
+def test_an_arms_episodes_do_not_depend_on_the_other_arms():
+    both = simulate(n_questions=5, n_samples=3, arms=("base", "rl"), seed=2, progress=False).runs
+    alone = simulate(n_questions=5, n_samples=3, arms=("rl",), seed=2, progress=False).runs
+    assert both.filter(pl.col("arm") == "rl").equals(alone)
+
+
+# -- the canonical table and the truth ----------------------------------------------------
+
+def test_runs_are_a_valid_canonical_table_with_t_cap_and_category(sim):
+    runs = validate(sim.runs)
+    assert runs.height == 3 * 60 * 32
+    assert {"t_cap", "category", "score"} <= set(runs.columns)
+    assert set(runs["category"].unique()) == {"bridge", "comparison"}
+    assert (runs["n_rounds"] == runs["steps"].list.len()).all()
+    steps = runs.explode("steps").drop_nulls("steps").unnest("steps")
+    assert (steps["tool"] == "search").all()
+    assert all(json.loads(a) == {"query": q} for a, q in zip(steps["arguments"], steps["query"]))
+
+
+def test_truth_lines_up_with_runs(sim):
+    keys = ["arm", "question_id", "sample_id"]
+    joined = sim.runs.join(sim.truth, on=keys, how="full", coalesce=True, suffix="_truth")
+    assert joined.height == sim.runs.height == sim.truth.height
+    assert (joined["correct"] == joined["correct_truth"]).all()
+    assert (joined["n_rounds"] == joined["n_rounds_truth"]).all()
+    # integration means a correct answer from evidence; no search means no rounds
+    t = sim.truth
+    assert t.filter(pl.col("integrated"))["correct"].all()
+    assert t.filter(pl.col("integrated"))["evidence"].all()
+    assert (t.filter(pl.col("strategy") == "no_search")["n_rounds"] == 0).all()
+
+
+def test_round_counts_per_strategy_overlap(sim):
+    t = sim.truth.filter(~pl.col("truncated"))
+    rounds = {s: set(t.filter(pl.col("strategy") == s)["n_rounds"].to_list()) for s in STRATEGIES}
+    assert rounds["no_search"] == {0}
+    assert rounds["whole_question"] == {1, 2}
+    assert rounds["bridge"] == {2} and rounds["parallel_compare"] == {2}
+    assert rounds["verify"] <= {2, 3} and 2 in rounds["verify"]
+    assert rounds["reformulate_loop"] == {2, 3, 4}
+    # two rounds do not identify a strategy: five of them produce two-round episodes
+    assert sum(2 in r for r in rounds.values()) == 5
+
+
+def test_strategy_remapping_by_category(sim):
+    t = sim.truth
+    assert t.filter((pl.col("category") == "comparison") & (pl.col("strategy") == "bridge")).height == 0
+    assert t.filter((pl.col("category") == "bridge") & (pl.col("strategy") == "parallel_compare")).height == 0
+    moved = t.filter(pl.col("strategy") != pl.col("planned_strategy"))
+    assert set(zip(moved["category"], moved["planned_strategy"], moved["strategy"])) == {
+        ("comparison", "bridge", "parallel_compare"), ("bridge", "parallel_compare", "bridge")}
+
+
+# -- planted mixtures ---------------------------------------------------------------------
+
+# The runs are fixed draws (fixed seeds), so the threshold only has to separate "matches" from
+# "wrong mixture": at 1e-6 a 5-point error in one share is still rejected (test below).
+ALPHA = 1e-6
+
+
+def _chi2_p(counts: dict[str, int], probs: dict[str, float]) -> float:
+    support = [s for s in STRATEGIES if probs[s] > 0]
+    assert sum(counts.get(s, 0) for s in STRATEGIES if probs[s] == 0) == 0
+    obs = np.array([counts.get(s, 0) for s in support], dtype=float)
+    exp = np.array([probs[s] for s in support]) * obs.sum()
+    return float(stats.chisquare(obs, exp).pvalue) if len(support) > 1 else 1.0
+
+
+def test_planned_strategy_shares_match_the_mixtures(sim):
+    for arm, policy in sim.policies.items():
+        counts = Counter(sim.truth.filter(pl.col("arm") == arm)["planned_strategy"].to_list())
+        assert _chi2_p(counts, dict(zip(STRATEGIES, policy.probabilities))) > ALPHA, arm
+
+
+def test_executed_shares_match_the_remapped_mixtures(sim):
+    for arm, policy in sim.policies.items():
+        for cat in ("bridge", "comparison"):
+            counts = Counter(sim.truth.filter((pl.col("arm") == arm) & (pl.col("category") == cat))["strategy"].to_list())
+            assert _chi2_p(counts, policy.shares(cat)) > ALPHA, (arm, cat)
+
+
+def test_the_mixture_test_can_fail(sim):
+    counts = Counter(sim.truth.filter(pl.col("arm") == "base")["planned_strategy"].to_list())
+    probs = dict(zip(STRATEGIES, sim.policies["base"].probabilities))
+    off = {**probs, "bridge": probs["bridge"] + 0.05, "whole_question": probs["whole_question"] - 0.05}
+    assert _chi2_p(counts, off) < ALPHA
+    rl = Counter(sim.truth.filter(pl.col("arm") == "rl")["planned_strategy"].to_list())
+    assert _chi2_p(rl, probs) < ALPHA
+
+
+# -- the arms' planted differences ---------------------------------------------------------
+
+def test_rl_accuracy_exceeds_base_with_a_question_bootstrap(sim):
+    per_q = (sim.runs.group_by("arm", "question_id").agg(pl.col("correct").mean())
+             .pivot(on="arm", index="question_id", values="correct").sort("question_id"))
+    diff = (per_q["rl"] - per_q["base"]).to_numpy()
+    w = question_bootstrap_weights(len(diff), 2000, 0)
+    low, high = percentile_interval(w @ diff / len(diff), 0.95)
+    assert diff.mean() > 0 and low > 0
+
+
+def test_good_strategies_succeed_more_than_guessing_and_loops(sim):
+    rate = {(c, s): r for c, s, r in sim.truth.group_by("category", "strategy")
+            .agg(pl.col("correct").mean()).iter_rows()}
+    for cat, good in (("bridge", "bridge"), ("comparison", "parallel_compare"), ("bridge", "verify"),
+                      ("comparison", "verify")):
+        for weak in ("no_search", "whole_question", "reformulate_loop"):
+            assert rate[cat, good] > rate[cat, weak] + 0.1, (cat, good, weak)
+
+
+def test_success_comes_from_evidence(sim):
+    t = sim.truth.filter(pl.col("strategy") != "no_search")
+    with_ev = t.filter(pl.col("evidence"))["correct"].mean()
+    without = t.filter(~pl.col("evidence"))["correct"].mean()
+    assert with_ev > without + 0.3
+
+
+def _distinct_query_sequences(runs: pl.DataFrame) -> dict[str, float]:
+    seqs = runs.with_columns(seq=pl.col("steps").list.eval(pl.element().struct.field("query")).list.join("\x1f"))
+    per_q = seqs.group_by("arm", "question_id").agg(pl.col("seq").n_unique())
+    return dict(per_q.group_by("arm").agg(pl.col("seq").mean()).iter_rows())
+
+
+def test_sft_has_far_fewer_distinct_query_sequences(sim):
+    d = _distinct_query_sequences(sim.runs)
+    assert d["sft"] < 0.5 * d["base"]
+    assert d["rl"] > d["sft"]
+
+
+def test_rl_strategies_all_occur_in_base(sim):
+    base = set(sim.truth.filter(pl.col("arm") == "base")["strategy"].unique())
+    rl = set(sim.truth.filter(pl.col("arm") == "rl")["strategy"].unique())
+    assert rl <= base
+
+
+# -- t_cap --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("t_cap", [0, 1, 2, 3])
+def test_t_cap_is_respected(t_cap):
+    s = simulate(n_questions=10, n_samples=8, t_cap=t_cap, seed=1, progress=False)
+    assert (s.runs["n_rounds"] <= t_cap).all()
+    assert (s.runs["t_cap"] == t_cap).all()
+    capped = s.truth.filter(pl.col("truncated"))
+    assert (capped["n_rounds"] == t_cap).all()
+    if t_cap <= 1:
+        assert capped.height > 0  # every multi-round strategy hits a cap of 1
+    if t_cap == 0:
+        assert (s.runs["n_rounds"] == 0).all()
+
+
+def test_t_cap_truncates_the_same_plans():
+    # the planned strategies are drawn before acting, so caps change rounds, not plans
+    a = simulate(n_questions=8, n_samples=6, t_cap=1, seed=5, progress=False).truth
+    b = simulate(n_questions=8, n_samples=6, t_cap=5, seed=5, progress=False).truth
+    assert a["planned_strategy"].equals(b["planned_strategy"])
+
+
+@pytest.mark.parametrize("t_cap", [0, 1, 2, 3])
+def test_a_lower_cap_cuts_the_same_episodes(t_cap):
+    full = simulate(n_questions=10, n_samples=6, t_cap=5, seed=8, progress=False)
+    cut = simulate(n_questions=10, n_samples=6, t_cap=t_cap, seed=8, progress=False)
+    assert (cut.runs["n_rounds"] == full.runs["n_rounds"].clip(upper_bound=t_cap)).all()
+    for a, b in zip(cut.runs["steps"].to_list(), full.runs["steps"].to_list()):
+        assert a == b[:t_cap]
+    # episodes that fit under the cap are untouched, answer included
+    fits = (full.runs["n_rounds"] <= t_cap) & ~full.truth["truncated"]
+    assert cut.runs.filter(fits)["answer"].equals(full.runs.filter(fits)["answer"])
+    assert cut.truth.filter(~fits)["truncated"].all()
+
+
+# -- files --------------------------------------------------------------------------------
+
+def test_trajectory_files_hold_no_ground_truth(tmp_path, sim):
+    small = simulate(n_questions=3, n_samples=2, seed=0, progress=False)
+    small.write(tmp_path)
+    for path in tmp_path.glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            assert not {"strategy", "planned_strategy", "correct", "integrated", "evidence"} & set(rec)
+    truth = pl.read_parquet(tmp_path / "truth.parquet")
+    assert truth.equals(small.truth)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["seed"] == 0 and config["arms"] == ["base", "rl", "sft"]
+    assert config["policies"]["rl"]["mixture"]["bridge"] == pytest.approx(0.28)
+
+
+def test_file_formats_match_the_interface(tmp_path):
+    s = simulate(n_questions=4, n_samples=3, arms=("base",), seed=0, progress=False)
+    s.write(tmp_path)
+    sr = [json.loads(x) for x in (tmp_path / "base.searchr1.jsonl").read_text().splitlines()]
+    oa = [json.loads(x) for x in (tmp_path / "base.openai.jsonl").read_text().splitlines()]
+    assert set(sr[0]) == {"arm", "question_id", "sample_id", "question", "golden_answers", "category",
+                          "t_cap", "response"}
+    assert set(oa[0]) == {"arm", "question_id", "sample_id", "question", "gold", "category", "t_cap", "messages"}
+    for rec, row in zip(oa, s.runs.iter_rows(named=True)):
+        msgs = rec["messages"]
+        assert [m["role"] for m in msgs[:2]] == ["system", "user"] and msgs[1]["content"] == row["question"]
+        calls = [m for m in msgs if m["role"] == "assistant" and m.get("tool_calls")]
+        assert len(calls) == row["n_rounds"]
+        assert msgs[-1]["role"] == "assistant" and f"<answer>{row['answer']}</answer>" in msgs[-1]["content"]
+    for rec, row in zip(sr, s.runs.iter_rows(named=True)):
+        assert rec["response"].count("<search>") == row["n_rounds"]
+        assert rec["response"].endswith(f"<answer> {row['answer']} </answer>")
+
+
+def test_written_files_read_back_to_the_same_runs(tmp_path):
+    readers = pytest.importorskip("mechanism.readers")
+    s = simulate(n_questions=8, n_samples=4, seed=11, progress=False)
+    s.write(tmp_path)
+    keys = ["arm", "question_id", "sample_id"]
+    cols = keys + ["question", "gold", "answer", "correct", "score", "n_rounds", "t_cap", "category"]
+    want = s.runs.sort(keys)
+    for fmt in ("searchr1", "openai"):
+        got = readers.read(sorted(tmp_path.glob(f"*.{fmt}.jsonl")), format=fmt).sort(keys)
+        assert got.select(cols).equals(want.select(cols)), fmt
+        for field in ("query", "observation", "thought", "tool"):
+            g = got["steps"].list.eval(pl.element().struct.field(field)).to_list()
+            w = want["steps"].list.eval(pl.element().struct.field(field)).to_list()
+            assert g == w, (fmt, field)
+    auto = readers.read(tmp_path / "rl.openai.jsonl").sort(keys)
+    assert auto.select(cols).equals(want.filter(pl.col("arm") == "rl").select(cols))
+
+
+# -- parameters and errors ----------------------------------------------------------------
+
+def test_extra_arms_take_a_policy():
+    step = Policy("step-400", {"bridge": 1.0}, integration=0.9)
+    s = simulate(n_questions=4, n_samples=5, arms=("base", "step-400"), policies={"step-400": step},
+                 seed=0, progress=False)
+    assert set(s.truth.filter(pl.col("arm") == "step-400")["planned_strategy"]) == {"bridge"}
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"arms": ("base", "nope")}, "no policy for arm `nope`"),
+    ({"n_questions": 0}, "`n_questions`"),
+    ({"t_cap": -1}, "`t_cap`"),
+    ({"bridge_share": 2.0}, "`bridge_share`"),
+    ({"hard_share": -0.1}, "`hard_share`"),
+    ({"seed": -1}, "`seed`"),
+])
+def test_bad_simulate_arguments(kwargs, match):
+    with pytest.raises(MechanismError, match=match):
+        simulate(**{"n_questions": 2, "n_samples": 2, "progress": False, **kwargs})
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"mixture": {"teleport": 1.0}}, "unknown strategy"),
+    ({"mixture": {"bridge": -1.0, "verify": 2.0}}, "non-negative"),
+    ({"mixture": {"bridge": 1.0}, "integration": 1.5}, "`integration`"),
+    ({"mixture": {"bridge": 1.0}, "wording": 0.0}, "`wording`"),
+    ({"mixture": {"bridge": 1.0}, "loop_rounds": (3, 2)}, "`loop_rounds`"),
+])
+def test_bad_policies(kwargs, match):
+    with pytest.raises(MechanismError, match=match):
+        Policy("x", **kwargs)
+
+
+def test_default_policies_are_what_the_docs_say():
+    p = default_policies()
+    assert set(p) == {"base", "rl", "sft"}
+    assert all(v > 0 for v in p["base"].probabilities)  # broad
+    assert {s for s, v in zip(STRATEGIES, p["rl"].probabilities) if v > 0} <= \
+        {s for s, v in zip(STRATEGIES, p["base"].probabilities) if v > 0}  # nothing new
+    assert p["rl"].integration == p["base"].integration  # pure reweighting by default
+    assert sum(v > 0 for v in p["sft"].probabilities) <= 2
+
+
+@settings(max_examples=15, deadline=None)
+@given(n_q=st.integers(1, 4), n_s=st.integers(1, 3), t_cap=st.integers(0, 5), seed=st.integers(0, 2**32 - 1),
+       bridge_share=st.sampled_from([0.0, 0.5, 1.0]))
+def test_any_small_simulation_is_consistent(n_q, n_s, t_cap, seed, bridge_share):
+    s = simulate(n_questions=n_q, n_samples=n_s, t_cap=t_cap, seed=seed, bridge_share=bridge_share,
+                 progress=False)
+    validate(s.runs)
+    assert s.runs.height == s.truth.height == 3 * n_q * n_s
+    assert (s.runs["n_rounds"] <= t_cap).all()
+    assert s.runs.select("arm", "question_id", "sample_id").equals(s.truth.select("arm", "question_id", "sample_id"))
+
+
+# -- the retriever ------------------------------------------------------------------------
+
+def _bm25_brute(docs: list[list[str]], query: list[str], k1=1.5, b=0.75) -> np.ndarray:
+    n = len(docs)
+    avgdl = sum(len(d) for d in docs) / n
+    out = np.zeros(n)
+    for term in query:
+        df = sum(term in d for d in docs)
+        if df == 0:
+            continue
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for i, d in enumerate(docs):
+            tf = d.count(term)
+            out[i] += idf * tf / (tf + k1 * (1 - b + b * len(d) / avgdl))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(docs=st.lists(st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "omega", "river"]),
+                              min_size=1, max_size=8), min_size=2, max_size=10),
+       query=st.lists(st.sampled_from(["alpha", "beta", "gamma", "zeta", "river"]), min_size=1, max_size=4))
+def test_bm25_scores_match_the_formula(docs, query):
+    r = ParagraphRetriever([" ".join(d) for d in docs], top_k=2)
+    got = r.scores(" ".join(query))
+    np.testing.assert_allclose(got, _bm25_brute(docs, query), rtol=1e-5, atol=1e-6)
+    want = _bm25_brute(docs, query)
+    order = sorted(range(len(docs)), key=lambda i: (-round(float(got[i]), 6), i))
+    assert r.search(" ".join(query)) == tuple(i for i in order[:2] if got[i] > 0)
+
+
+def test_retriever_returns_nothing_for_unmatched_queries():
+    r = ParagraphRetriever(["the silent harbor", "crimson tide"])
+    assert r.search("zebra") == ()
+    assert r.search("the of") == ()  # stop words only
+    assert tokenize("Who directed The Silent Harbor?") == ["directed", "silent", "harbor"]
+
+
+# -- CLI ----------------------------------------------------------------------------------
+
+def test_cli_writes_the_files(tmp_path, capsys):
+    from mechanism.cli import main
+    rc = main(["simulate", "--out", str(tmp_path), "--questions", "3", "--samples", "2", "--arms", "base", "sft",
+               "--t-cap", "3", "--seed", "9", "--no-progress"])
+    assert rc == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "base.openai.jsonl", "base.searchr1.jsonl", "config.json", "sft.openai.jsonl", "sft.searchr1.jsonl",
+        "truth.parquet"]
+    assert "base: 6 trajectories" in capsys.readouterr().out
+
+
+def test_cli_out_is_a_file_exits_2(tmp_path, capsys):
+    from mechanism.cli import main
+    (tmp_path / "f").write_text("x")
+    assert main(["simulate", "--out", str(tmp_path / "f"), "--questions", "1", "--samples", "1",
+                 "--no-progress"]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--arms", "base", "nope"], "unknown arm `nope`"),
+    (["--questions", "0"], "`n_questions`"),
+    (["--seed", "-3"], "`seed`"),
+])
+def test_cli_bad_arguments_exit_2(tmp_path, capsys, argv, match):
+    from mechanism.cli import main
+    assert main(["simulate", "--out", str(tmp_path), "--no-progress", *argv]) == 2
+    err = capsys.readouterr().err
+    assert match in err and len(err.strip().splitlines()) == 1
+
+
+# -- the world ----------------------------------------------------------------------------
+
+def test_world_questions_are_well_formed():
+    from mechanism.scoring import cover_match, normalize_answer
+    from mechanism.simulate.world import make_world
+
+    world = make_world(80, np.random.default_rng(0))
+    for q in world:
+        assert len(q.paragraphs) == 10 and len({p.title for p in q.paragraphs}) == 10
+        a, b = (q.paragraphs[i] for i in q.gold_docs)
+        assert (a.subject, b.subject) == q.entities
+        if q.category == "bridge":
+            assert a.facts[q.link] == b.subject and b.facts[q.attr] == q.gold[0]
+            assert q.gold[0] in b.text and b.subject in a.text
+            # a work comes after its maker: 20 years after a person's birth, after a label's founding
+            born = int(b.facts.get("birth_year", b.facts.get("founded")))
+            assert int(a.facts.get("year", a.facts.get("founded"))) >= born
+        else:
+            assert q.gold[0] in ({"yes", "no"} if q.attr == "nationality" else set(q.entities))
+        # a wrong answer never scores as right, even under cover match
+        assert q.wrong_pool and all(not cover_match(w, q.gold) and not cover_match(q.gold[0], [w])
+                                    for w in q.wrong_pool), q.question_id
+        assert normalize_answer(q.gold[0])
+        assert 0.0 <= q.familiarity <= 1.0 and 0.0 <= q.ease <= 1.0
+    assert {q.relation for q in world} >= {"film_director_birthplace", "company_founder_birthyear",
+                                          "novel_author_nationality", "album_label_headquarters",
+                                          "company_founded_first", "person_born_first",
+                                          "person_same_nationality"}
+
+
+def test_questions_table(sim):
+    qt = sim.questions
+    assert qt.height == 60 and qt["question_id"].is_unique().all()
+    assert set(qt["question_id"]) == set(sim.runs["question_id"])
+    assert qt.join(sim.runs.select("question_id", "question").unique(), on="question_id")["question"].len() == 60
+
+
+def test_progress_off_prints_nothing(capsys):
+    simulate(n_questions=2, n_samples=2, seed=0, progress=False)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
