@@ -1,0 +1,136 @@
+"""Benchmark: reading Search-R1 style trajectories into the canonical table.
+
+Writes N searchr1-format trajectories (default 100,000; 0-4 searches each, three retrieved
+passages of about 60 words per search, like Search-R1's top-3 retrieval) to a temporary
+file, then times in the same run:
+
+- ``mechanism.read`` (the toolkit's reader: streamed, validated, scored, duplicates checked);
+- a naive reference: ``json.loads`` per line, ``re.findall`` per tag type, a dict per row,
+  ``polars.DataFrame(rows)`` (no validation, no per-record error handling).
+
+Usage: ``python benchmarks/bench_read.py [--n 100000] [--repeat 1]``; prints a markdown table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+
+from mechanism.readers import read
+from mechanism.scoring import exact_match
+
+WORDS = ("the of and in to a was is for on as with by he that at from his it an were are which this be "
+         "film album band river city born american british french director novel series season team club "
+         "university company station church village district county population museum published released "
+         "founded played known largest second first national international football league record").split()
+
+
+def _sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+_POOL = [_sentence(random.Random(i), 12) for i in range(4096)]  # sentences to draw passages from
+
+
+def _passages(rng: random.Random) -> str:
+    return "\n".join(f'Doc {i + 1}(Title: "{rng.choice(WORDS).title()} {rng.choice(WORDS).title()}") '
+                     + " ".join(rng.choices(_POOL, k=5)) for i in range(3))
+
+
+def make_record(i: int, rng: random.Random) -> dict:
+    gold = f"{rng.choice(WORDS).title()} {rng.choice(WORDS).title()}"
+    parts = []
+    for _ in range(rng.choice((0, 1, 2, 2, 3, 3, 4))):
+        parts.append(f"<think>{_sentence(rng, 20)}</think>\n<search> {_sentence(rng, 6)} </search>\n"
+                     f"<information>{_passages(rng)}</information>\n")
+    answer = gold if rng.random() < 0.4 else f"{rng.choice(WORDS).title()}"
+    parts.append(f"<think>{_sentence(rng, 15)}</think>\n<answer> {answer} </answer>")
+    return {"arm": ("base", "rl", "sft")[i % 3], "question_id": f"q{i // 24}", "sample_id": (i // 3) % 8,
+            "question": _sentence(rng, 16), "golden_answers": [gold], "category": "bridge", "t_cap": 5,
+            "response": "".join(parts)}
+
+
+def write_file(path: Path, n: int, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            fh.write(json.dumps(make_record(i, rng)) + "\n")
+
+
+_RE = {t: re.compile(f"<{t}>(.*?)</{t}>", re.S) for t in ("think", "search", "information", "answer")}
+
+
+def naive_read(path: Path) -> pl.DataFrame:
+    """The reference: the obvious per-line script a researcher would write."""
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            text = rec["response"]
+            searches = [s.strip() for s in _RE["search"].findall(text)]
+            infos = [s.strip() for s in _RE["information"].findall(text)]
+            thinks = [s.strip() for s in _RE["think"].findall(text)]
+            answers = _RE["answer"].findall(text)
+            answer = answers[-1].strip() if answers else None
+            steps = [{"thought": thinks[j] if j < len(thinks) else None, "tool": "search",
+                      "arguments": json.dumps({"query": q}), "query": q,
+                      "observation": infos[j] if j < len(infos) else None} for j, q in enumerate(searches)]
+            rows.append({"arm": rec["arm"], "question_id": rec["question_id"], "sample_id": rec["sample_id"],
+                         "question": rec["question"], "gold": rec["golden_answers"], "answer": answer,
+                         "correct": exact_match(answer, rec["golden_answers"]), "n_rounds": len(steps),
+                         "steps": steps, "t_cap": rec["t_cap"], "category": rec["category"]})
+    return pl.DataFrame(rows)
+
+
+def _time(fn, repeat: int) -> tuple[float, float, object]:
+    """(median wall seconds, median CPU seconds of this process, last result)."""
+    walls, cpus, out = [], [], None
+    for _ in range(repeat):
+        w0, c0 = time.perf_counter(), time.process_time()
+        out = fn()
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return statistics.median(walls), statistics.median(cpus), out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.searchr1.jsonl"
+        t0 = time.perf_counter()
+        write_file(path, args.n)
+        write_s = time.perf_counter() - t0
+        size_mb = path.stat().st_size / 1e6
+        t_ours, c_ours, ours = _time(lambda: read(path, format="searchr1"), args.repeat)
+        t_auto, c_auto, _ = _time(lambda: read(path), args.repeat)
+        t_naive, c_naive, naive = _time(lambda: naive_read(path), args.repeat)
+        assert ours.height == naive.height == args.n
+        assert ours["n_rounds"].to_list() == naive["n_rounds"].to_list()
+        assert ours["correct"].to_list() == naive["correct"].to_list()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"searchr1 read benchmark: {args.n:,} trajectories, {size_mb:,.0f} MB JSONL "
+          f"(written in {write_s:.1f} s), mean rounds {ours['n_rounds'].mean():.2f}; "
+          f"{os.cpu_count()} CPUs, load average {load:.1f} at the end, Python {platform.python_version()}, "
+          f"polars {pl.__version__}; median of {args.repeat}")
+    print()
+    print("| implementation | wall s | CPU s | trajectories/s (wall) | speed vs naive (wall) |")
+    print("|---|---:|---:|---:|---:|")
+    for name, t, c in (("mechanism.read(format='searchr1')", t_ours, c_ours),
+                       ("mechanism.read(format='auto')", t_auto, c_auto),
+                       ("naive json.loads + re.findall + pl.DataFrame", t_naive, c_naive)):
+        print(f"| {name} | {t:.2f} | {c:.2f} | {args.n / t:,.0f} | {t_naive / t:.2f}x |")
+
+if __name__ == "__main__":
+    main()

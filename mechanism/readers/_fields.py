@@ -1,0 +1,222 @@
+"""Finding a canonical field in a source record: ``columns=`` overrides, default aliases,
+dotted paths, and coercion of the values to the canonical types.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from mechanism.errors import InputError
+
+# canonical name -> the names sources commonly use for it, tried in order
+ALIASES: dict[str, tuple[str, ...]] = {
+    "arm": ("arm", "model", "policy", "checkpoint"),
+    "question_id": ("question_id", "qid", "problem_id", "id", "_id"),
+    "sample_id": ("sample_id", "sample", "sample_idx", "sample_index"),
+    "question": ("question", "problem"),
+    "gold": ("gold", "golden_answers", "answers", "gt", "gold_answers", "ground_truth", "reward_model.ground_truth.target"),
+    "answer": ("answer", "pred", "prediction", "final_answer"),
+    "correct": ("correct", "is_correct", "success", "reward"),
+    "n_rounds": ("n_rounds",),
+    "steps": ("steps",),
+    "category": ("category", "type", "level"),
+    "t_cap": ("t_cap", "max_turns", "max_rounds"),
+    "score": ("score", "f1"),
+    "text": ("response", "text", "output", "completion", "transcript", "trajectory"),
+    "messages": ("messages", "conversation", "traj"),
+    "meta": ("meta",),
+}
+
+_MISSING = object()
+
+
+def _get_path(record: Mapping[str, Any], path: str) -> Any:
+    if path in record:  # a literal key with dots wins over a nested path
+        return record[path]
+    node: Any = record
+    for part in path.split("."):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return _MISSING
+    return node
+
+
+class FieldMap:
+    """Resolve canonical names in a record through ``columns=`` and the default aliases.
+
+    Parameters
+    ----------
+    columns
+        Canonical name -> the source's field name (dotted paths reach into nested
+        objects). A mapped name replaces the aliases for that field.
+    """
+
+    def __init__(self, columns: Mapping[str, str] | None = None) -> None:
+        columns = dict(columns or {})
+        unknown = sorted(set(columns) - set(ALIASES))
+        if unknown:
+            raise InputError(f"unknown canonical name `{unknown[0]}` in `columns`; known: "
+                             + ", ".join(sorted(ALIASES)), field="columns")
+        for key, value in columns.items():
+            if not isinstance(value, str) or not value:
+                raise InputError(f"`columns[{key!r}]` must be a non-empty field name", field="columns")
+        self.columns = columns
+        self._paths = {name: (columns[name],) if name in columns else aliases for name, aliases in ALIASES.items()}
+        # record key tuple -> canonical name -> candidate top-level keys present, in alias order;
+        # files repeat one key layout, so the alias search runs once per layout
+        self._plans: dict[tuple[str, ...], dict[str, tuple[str, ...]]] = {}
+
+    def paths(self, name: str) -> tuple[str, ...]:
+        return self._paths[name]
+
+    def _plan(self, record: Mapping[str, Any]) -> dict[str, tuple[str, ...]] | None:
+        if not isinstance(record, dict):
+            return None
+        layout = tuple(record)
+        plan = self._plans.get(layout)
+        if plan is None:
+            if len(self._plans) > 256:  # a file with ever-changing layouts: stop caching
+                return None
+            keys = set(layout)
+            plan = {}
+            for name, paths in self._paths.items():
+                # a dotted path that is not a literal key needs the slow walk: no plan for it
+                if any("." in p and p not in keys for p in paths):
+                    plan[name] = None  # type: ignore[assignment]
+                else:
+                    plan[name] = tuple(p for p in paths if p in keys)
+            self._plans[layout] = plan
+        return plan
+
+    def find(self, record: Mapping[str, Any], name: str) -> tuple[str | None, Any]:
+        """The (source field, value) for ``name``: the first of its paths that holds a
+        non-null value; ``(None, None)`` when none does."""
+        plan = self._plan(record)
+        candidates = plan.get(name) if plan is not None else None
+        if candidates is not None:
+            for path in candidates:
+                value = record[path]
+                if value is not None:
+                    return path, value
+            return None, None
+        for path in self._paths[name]:
+            value = _get_path(record, path)
+            if value is not _MISSING and value is not None:
+                return path, value
+        return None, None
+
+    def find_all(self, record: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, tuple[str | None, Any]]:
+        """:meth:`find` for several names at once (one plan lookup per record)."""
+        plan = self._plan(record)
+        out: dict[str, tuple[str | None, Any]] = {}
+        for name in names:
+            candidates = plan.get(name) if plan is not None else None
+            if candidates is None:
+                out[name] = self.find(record, name) if plan is None or name in plan else (None, None)
+                continue
+            out[name] = (None, None)
+            for path in candidates:
+                value = record[path]
+                if value is not None:
+                    out[name] = (path, value)
+                    break
+        return out
+
+    def get(self, record: Mapping[str, Any], name: str) -> Any:
+        return self.find(record, name)[1]
+
+
+# ---------------------------------------------------------------- coercions
+# each raises InputError(field=...) naming the source field; the caller adds file and line
+
+def as_str(value: Any, field: str, *, allow_number: bool = True) -> str:
+    if isinstance(value, str):
+        return value
+    if allow_number and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        return str(value)
+    raise InputError(f"`{field}` must be a string, got {type(value).__name__}", field=field)
+
+
+def as_int(value: Any, field: str) -> int:
+    if isinstance(value, bool):
+        raise InputError(f"`{field}` must be an integer, got a boolean", field=field)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise InputError(f"`{field}` must be an integer, got {_show(value)}", field=field)
+
+
+def as_float(value: Any, field: str) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise InputError(f"`{field}` must be a number, got {_show(value)}", field=field)
+
+
+_TRUE = {"true", "1", "yes", "1.0"}
+_FALSE = {"false", "0", "no", "0.0"}
+
+
+def as_bool(value: Any, field: str) -> bool:
+    """Booleans, 0/1 numbers (a reward) and the strings true/false/1/0/yes/no."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise InputError(f"`{field}` must be a boolean (or 0/1), got {_show(value)}", field=field)
+
+
+def as_gold(value: Any, field: str) -> list[str]:
+    """A list of answers; a single string is one answer, a JSON array in text is parsed."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                return [value]
+            if isinstance(parsed, list):
+                value = parsed
+            else:
+                return [value]
+        else:
+            return [value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [as_str(value, field)]
+    if isinstance(value, (list, tuple)):
+        out = []
+        for item in value:
+            if item is None:
+                continue
+            if isinstance(item, (list, tuple)):  # nested answer groups: flatten
+                out.extend(as_gold(item, field))
+            else:
+                out.append(as_str(item, field))
+        return out
+    if hasattr(value, "to_list"):  # a polars Series from a parquet list column
+        return as_gold(value.to_list(), field)
+    raise InputError(f"`{field}` must be a list of strings, got {_show(value)}", field=field)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
