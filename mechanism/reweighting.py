@@ -1,0 +1,754 @@
+"""Did the treated arm reweight the base arm's strategies, or do something new?
+
+Works from a canonical trajectory table plus one strategy label per row (``-1`` = outlier,
+kept as its own stratum so that no trajectory is dropped from the accounting).
+
+Conventions (stated once, used everywhere below):
+
+- **Questions.** A comparison uses the questions both arms answered; the number left out is
+  reported in ``notes``. Shares, success rates and accuracies are pooled over trajectories
+  (ratio of sums), which equals the mean over questions when every question has the same
+  number of samples.
+- **Intervals.** Percentile bootstrap over questions: questions are resampled with
+  replacement and keep all their samples, in both arms together (the arms stay paired).
+- **Kitagawa split.** ``total = acc_t - acc_b = composition + within`` with
+  ``composition = sum_s (p_t(s) - p_b(s)) (r_t(s) + r_b(s)) / 2`` and
+  ``within = sum_s (r_t(s) - r_b(s)) (p_t(s) + p_b(s)) / 2``.
+- **Alignment.** Weighted Pearson correlation, over the strategies both arms use (outliers
+  excluded), of ``log(p_t(s) / p_b(s))`` with the base success rate ``r_b(s)``, weights
+  ``(p_b(s) + p_t(s)) / 2``. Positive: the treated arm moved mass toward the strategies the
+  base arm already executed well. Undefined (NaN) with fewer than three such strategies.
+- **Reweighting vs replacement.** ``shared_mass``: the treated arm's share of trajectories
+  in (non-outlier) strategies the base arm uses at least once. With ``coordinates``:
+  each treated trajectory's distance to its nearest base trajectory against each base
+  trajectory's distance to its nearest *other* base trajectory; ``far_share`` is the share
+  of treated trajectories beyond the base arm's 95th percentile of the latter (about 0.05
+  under pure reweighting).
+- **Query sequences.** A trajectory's query sequence is its queries, lower-cased and
+  white-space-collapsed, in order (no search = the empty sequence). Per arm:
+  ``unique_per_problem``, the mean over questions of the number of distinct sequences.
+  For the treated arm: ``overlap_with_base``, the share of its trajectories whose sequence
+  also occurs among the base arm's sequences *for the same question*, and
+  ``overlap_distinct``, the same share counted over distinct (question, sequence) pairs.
+- **Strategies absent from one arm.** Their success rate there is undefined; the split
+  borrows the other arm's rate. The identity still holds exactly (the borrowed rate is
+  multiplied by a zero share), the strategy's within part is zero, and all of its effect
+  counts as composition: using a strategy the other arm never used is a change of *which*
+  strategies are used, not of how well one is executed. The tables show the undefined
+  rate as null.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from mechanism.errors import InputError
+from mechanism.resample import percentile_interval, question_bootstrap_weights
+from mechanism.schema import KEY_COLUMNS, validate
+
+__all__ = [
+    "Reweighting", "reweighting", "compare_arms", "kitagawa_split", "js_divergence",
+    "weighted_correlation", "query_sequence_keys", "labels_from_table", "permutation_test", "stream",
+    "OUTLIER",
+]
+
+OUTLIER = -1
+_SEP = "\x1f"  # joins the queries of one trajectory; cannot occur in normalised text
+
+
+# ----------------------------------------------------------------------------- closed forms
+def kitagawa_split(n_base: np.ndarray, c_base: np.ndarray, n_treated: np.ndarray,
+                   c_treated: np.ndarray) -> dict[str, np.ndarray]:
+    """Kitagawa's symmetric split of an accuracy difference over strata.
+
+    Vectorised over leading axes: the last axis indexes strata (strategies).
+
+    Parameters
+    ----------
+    n_base, c_base, n_treated, c_treated
+        Trajectory counts and success counts per stratum, shape ``(..., S)``.
+
+    Returns
+    -------
+    dict
+        ``share_base``, ``share_treated``, ``rate_base``, ``rate_treated`` (NaN where the
+        arm has no trajectory in the stratum), ``composition`` and ``within`` per stratum
+        (shape ``(..., S)``), and ``accuracy_base``, ``accuracy_treated``, ``total``,
+        ``composition_total``, ``within_total`` (shape ``(...)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = kitagawa_split(np.array([5., 5.]), np.array([1., 4.]),
+    ...                      np.array([2., 8.]), np.array([0., 7.]))
+    >>> round(float(out["composition_total"] + out["within_total"]), 12) == round(float(out["total"]), 12)
+    True
+    """
+    n_b = np.asarray(n_base, dtype=float)
+    n_t = np.asarray(n_treated, dtype=float)
+    c_b = np.asarray(c_base, dtype=float)
+    c_t = np.asarray(c_treated, dtype=float)
+    tot_b = n_b.sum(axis=-1, keepdims=True)
+    tot_t = n_t.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_b = np.where(tot_b > 0, n_b / np.where(tot_b > 0, tot_b, 1.0), np.nan)
+        p_t = np.where(tot_t > 0, n_t / np.where(tot_t > 0, tot_t, 1.0), np.nan)
+        r_b = np.where(n_b > 0, c_b / np.where(n_b > 0, n_b, 1.0), np.nan)
+        r_t = np.where(n_t > 0, c_t / np.where(n_t > 0, n_t, 1.0), np.nan)
+    # absent in one arm: borrow the other arm's rate; absent in both: the stratum weighs nothing
+    rb = np.where(n_b > 0, r_b, np.where(n_t > 0, r_t, 0.0))
+    rt = np.where(n_t > 0, r_t, np.where(n_b > 0, r_b, 0.0))
+    composition = (p_t - p_b) * (rt + rb) / 2.0
+    within = (rt - rb) * (p_t + p_b) / 2.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc_b = c_b.sum(axis=-1) / tot_b[..., 0]
+        acc_t = c_t.sum(axis=-1) / tot_t[..., 0]
+    return {
+        "share_base": p_b, "share_treated": p_t, "rate_base": r_b, "rate_treated": r_t,
+        "composition": composition, "within": within,
+        "accuracy_base": acc_b, "accuracy_treated": acc_t, "total": acc_t - acc_b,
+        "composition_total": composition.sum(axis=-1), "within_total": within.sum(axis=-1),
+    }
+
+
+def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Jensen-Shannon divergence in bits between distributions on the last axis.
+
+    Inputs need not be normalised (each is divided by its sum). 0 for identical
+    distributions, 1 for disjoint supports.
+
+    Examples
+    --------
+    >>> float(js_divergence(np.array([1., 0.]), np.array([0., 1.])))
+    1.0
+    >>> float(js_divergence(np.array([.5, .5]), np.array([.5, .5])))
+    0.0
+    """
+    p = np.asarray(p, dtype=float)
+    q = np.asarray(q, dtype=float)
+    p = p / p.sum(axis=-1, keepdims=True)
+    q = q / q.sum(axis=-1, keepdims=True)
+    m = (p + q) / 2.0
+
+    def _kl(a: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(a > 0, a * np.log2(np.where(a > 0, a, 1.0) / np.where(m > 0, m, 1.0)), 0.0)
+        return terms.sum(axis=-1)
+
+    # clip the tiny negative values rounding can leave
+    return np.clip(0.5 * _kl(p) + 0.5 * _kl(q), 0.0, 1.0)
+
+
+def weighted_correlation(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted Pearson correlation along the last axis; entries with ``w == 0`` are ignored.
+
+    NaN where fewer than two entries carry weight or either variable is constant.
+
+    Examples
+    --------
+    >>> float(weighted_correlation(np.array([1., 2., 3.]), np.array([2., 4., 6.]), np.ones(3)))
+    1.0
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    w = np.asarray(w, dtype=float)
+    ok = (w > 0) & np.isfinite(x) & np.isfinite(y)
+    w = np.where(ok, w, 0.0)
+    x = np.where(ok, x, 0.0)
+    y = np.where(ok, y, 0.0)
+    sw = w.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = (w * x).sum(axis=-1, keepdims=True) / sw
+        my = (w * y).sum(axis=-1, keepdims=True) / sw
+        dx = np.where(ok, x - mx, 0.0)
+        dy = np.where(ok, y - my, 0.0)
+        cov = (w * dx * dy).sum(axis=-1)
+        vx = (w * dx * dx).sum(axis=-1)
+        vy = (w * dy * dy).sum(axis=-1)
+        denom = np.sqrt(vx * vy)
+        # a constant variable leaves rounding-level variance: treat as undefined, not as +-1
+        scale = np.sqrt((w * x * x).sum(axis=-1) * (w * y * y).sum(axis=-1))
+        out = np.where((ok.sum(axis=-1) >= 2) & (denom > 1e-12 * np.maximum(scale, 1e-300)),
+                       cov / np.where(denom > 0, denom, 1.0), np.nan)
+    return np.clip(out, -1.0, 1.0)
+
+
+# ----------------------------------------------------------------------------- labels
+def labels_from_table(runs: pl.DataFrame, table: pl.DataFrame, *, column: str = "strategy",
+                      source: str = "labels") -> np.ndarray:
+    """Align a label table (``arm, question_id, sample_id, <column>``) to the rows of ``runs``.
+
+    Raises
+    ------
+    InputError
+        When a key or the label column is missing, or a row of ``runs`` has no label.
+    """
+    for name in (*KEY_COLUMNS, column):
+        if name not in table.columns:
+            raise InputError(f"label table lacks column `{name}`", source=source, field=name)
+    keys = list(KEY_COLUMNS)
+    left = runs.select(keys).with_row_index("_row").with_columns(
+        pl.col("question_id").cast(pl.String), pl.col("sample_id").cast(pl.Int64))
+    right = table.select(*keys, column).with_columns(
+        pl.col("question_id").cast(pl.String), pl.col("sample_id").cast(pl.Int64)
+    ).unique(subset=keys, keep="first", maintain_order=True)
+    joined = left.join(right, on=keys, how="left").sort("_row")
+    missing = joined[column].is_null()
+    if missing.any():
+        row = joined.filter(missing).row(0, named=True)
+        raise InputError(
+            f"no label for trajectory (arm={row['arm']!r}, question_id={row['question_id']!r}, "
+            f"sample_id={row['sample_id']!r}) in column `{column}`", source=source, field=column)
+    return joined[column].to_numpy()
+
+
+def stream(random_state: int | np.random.Generator | None, purpose: str) -> np.random.Generator:
+    """A generator for one purpose (``"bootstrap"``, ``"permutation"``), derived from the seed.
+
+    The same seed gives the same stream, but each purpose gets its own: data simulated with
+    ``default_rng(0)`` and analysed with ``random_state=0`` must not share uniforms, or a
+    permutation test would reuse the very draws that made the labels.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    key = int.from_bytes(purpose.encode(), "little") % (2**32)
+    return np.random.default_rng(np.random.SeedSequence(random_state, spawn_key=(key,)))
+
+
+def _check_labels(runs: pl.DataFrame, labels: Any) -> np.ndarray:
+    if isinstance(labels, pl.Series):
+        values = labels.to_numpy()
+    else:
+        values = np.asarray(labels)
+    if values.ndim != 1 or values.shape[0] != runs.height:
+        raise InputError(f"`labels` must hold one label per row of `runs` ({runs.height}), "
+                         f"got shape {values.shape}", field="labels")
+    if values.dtype.kind in "fc":
+        if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
+            raise InputError("`labels` must be integers or strings (found a non-integer float or NaN)",
+                             field="labels")
+        values = values.astype(np.int64)
+    elif values.dtype.kind == "O":
+        if any(v is None for v in values):
+            raise InputError("`labels` holds a null label", field="labels")
+        values = values.astype(str)
+    elif values.dtype.kind == "b":
+        values = values.astype(np.int64)
+    return values
+
+
+def _is_outlier(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and int(value) == OUTLIER
+
+
+# ----------------------------------------------------------------------------- queries
+def query_sequence_keys(runs: pl.DataFrame) -> pl.Series:
+    """One text key per trajectory: its queries, lower-cased and white-space-collapsed, in order.
+
+    Two trajectories share a key when they issued the same queries in the same order; a
+    trajectory without tool calls has the empty key.
+    """
+    normalised = (pl.element().struct.field("query").fill_null("").str.to_lowercase()
+                  .str.replace_all(r"\s+", " ").str.strip_chars())
+    return runs.select(pl.col("steps").list.eval(normalised).list.join(_SEP).fill_null("")
+                       .alias("query_sequence")).to_series()
+
+
+# ----------------------------------------------------------------------------- result
+@dataclass(frozen=True)
+class Reweighting:
+    """Result of :func:`reweighting`. Floats are point estimates; ``*_ci`` are (low, high)."""
+
+    base: str
+    treated: str
+    ci: float | None
+    n_questions: int
+    n_base: int
+    n_treated: int
+    accuracy_base: float
+    accuracy_treated: float
+    total: float
+    composition: float
+    within: float
+    total_ci: tuple[float, float]
+    composition_ci: tuple[float, float]
+    within_ci: tuple[float, float]
+    js_divergence: float
+    js_divergence_ci: tuple[float, float]
+    permutation_p: float
+    n_permutations: int
+    alignment: float
+    alignment_ci: tuple[float, float]
+    shared_mass: float
+    shared_mass_ci: tuple[float, float]
+    strategies: pl.DataFrame
+    query_sequences: pl.DataFrame | None = None
+    neighbours: pl.DataFrame | None = None
+    notes: tuple[str, ...] = ()
+    replicates: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    def summary(self) -> pl.DataFrame:
+        """One row per headline quantity: ``quantity, estimate, ci_low, ci_high``."""
+        rows: list[tuple[str, float, float, float]] = []
+
+        def add(name: str, value: float | None, interval: tuple[float, float] | None = None) -> None:
+            lo, hi = interval if interval is not None else (math.nan, math.nan)
+            rows.append((name, _f(value), _f(lo), _f(hi)))
+
+        acc_b = self.replicates.get("accuracy_base")
+        acc_t = self.replicates.get("accuracy_treated")
+        add("accuracy_base", self.accuracy_base, self._interval(acc_b))
+        add("accuracy_treated", self.accuracy_treated, self._interval(acc_t))
+        add("total", self.total, self.total_ci)
+        add("composition", self.composition, self.composition_ci)
+        add("within", self.within, self.within_ci)
+        add("js_divergence_bits", self.js_divergence, self.js_divergence_ci)
+        add("permutation_p", self.permutation_p)
+        add("alignment", self.alignment, self.alignment_ci)
+        add("shared_mass", self.shared_mass, self.shared_mass_ci)
+        if self.query_sequences is not None:
+            for row in self.query_sequences.iter_rows(named=True):
+                add(f"unique_query_sequences_{row['arm']}", row["unique_per_problem"],
+                    (row["unique_per_problem_ci_low"], row["unique_per_problem_ci_high"]))
+            for row in self.query_sequences.iter_rows(named=True):
+                if row["arm"] == self.treated:
+                    add("query_overlap_with_base", row["overlap_with_base"],
+                        (row["overlap_with_base_ci_low"], row["overlap_with_base_ci_high"]))
+                    add("query_overlap_distinct", row["overlap_distinct"],
+                        (row["overlap_distinct_ci_low"], row["overlap_distinct_ci_high"]))
+        if self.neighbours is not None:
+            for row in self.neighbours.iter_rows(named=True):
+                add(row["quantity"], row["estimate"], (row["ci_low"], row["ci_high"]))
+        return pl.DataFrame(rows, schema={"quantity": pl.String, "estimate": pl.Float64,
+                                          "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")
+
+    def _interval(self, reps: np.ndarray | None) -> tuple[float, float] | None:
+        if reps is None or self.ci is None:
+            return None
+        lo, hi = _quiet_interval(reps, self.ci)
+        return float(lo), float(hi)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict: scalars, intervals as lists, tables as lists of rows."""
+        out: dict[str, Any] = {}
+        for name in ("base", "treated", "ci", "n_questions", "n_base", "n_treated", "accuracy_base",
+                     "accuracy_treated", "total", "composition", "within", "js_divergence",
+                     "permutation_p", "n_permutations", "alignment", "shared_mass"):
+            value = getattr(self, name)
+            out[name] = _json_float(value) if isinstance(value, float) else value
+        for name in ("total_ci", "composition_ci", "within_ci", "js_divergence_ci", "alignment_ci",
+                     "shared_mass_ci"):
+            out[name] = [_json_float(v) for v in getattr(self, name)]
+        for name in ("strategies", "query_sequences", "neighbours"):
+            table = getattr(self, name)
+            out[name] = None if table is None else [
+                {k: _json_float(v) if isinstance(v, float) else v for k, v in row.items()}
+                for row in table.iter_rows(named=True)]
+        out["notes"] = list(self.notes)
+        return out
+
+
+def _quiet_interval(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    # a strategy absent from every replicate has an all-NaN column: its interval is NaN, by design
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return percentile_interval(replicates, level, axis=0)
+
+
+def _f(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _json_float(value: float) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+# ----------------------------------------------------------------------------- main entry
+def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci: float | None = 0.95,
+                n_boot: int = 1000, random_state: int | None = 0, n_permutations: int = 1000,
+                coordinates: np.ndarray | None = None, progress: bool | None = False) -> Reweighting:
+    """Split the treated arm's accuracy gain into strategy reweighting and execution.
+
+    Parameters
+    ----------
+    runs
+        Canonical trajectory table (needs ``arm``, ``question_id``, ``correct``; ``steps``
+        for the query-sequence statistics).
+    labels
+        One strategy label per row of ``runs`` (integers or strings); ``-1`` marks an
+        outlier, which is kept as its own stratum in the split and left out of alignment
+        and shared mass.
+    base, treated
+        The arms compared.
+    ci
+        Confidence level of the bootstrap intervals; ``None`` skips the bootstrap.
+    n_boot
+        Bootstrap replicates (resampling questions, both arms together).
+    random_state
+        Seed of the bootstrap and the permutation test.
+    n_permutations
+        Permutations of arm labels within questions for the test of equal strategy
+        distributions (statistic: Jensen-Shannon divergence); 0 skips the test.
+    coordinates
+        Optional ``(n_rows, d)`` positions of the rows in strategy space (e.g.
+        ``StrategySpace.coordinates(runs)``); adds nearest-base-neighbour distances.
+    progress
+        Show a progress bar for the permutation test.
+
+    Returns
+    -------
+    Reweighting
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> runs = pl.DataFrame({"arm": ["base"] * 4 + ["rl"] * 4, "question_id": ["q1", "q1", "q2", "q2"] * 2,
+    ...                      "correct": [True, False, False, False, True, True, False, True]})
+    >>> rw = reweighting(runs, ["a", "b", "b", "b", "a", "a", "b", "a"], base="base", treated="rl",
+    ...                  n_boot=50, n_permutations=0)
+    >>> rw.total, round(rw.composition + rw.within, 12)
+    (0.5, 0.5)
+    """
+    validate(runs, required=("arm", "question_id", "correct"))
+    values = _check_labels(runs, labels)
+    arms = set(runs["arm"].unique().to_list())
+    for name, arm in (("base", base), ("treated", treated)):
+        if arm not in arms:
+            raise InputError(f"arm {arm!r} given as `{name}` is not in `runs` (arms: {sorted(arms)})",
+                             field=name)
+    if base == treated:
+        raise InputError("`base` and `treated` must be different arms", field="treated")
+    if ci is not None and not 0.0 < ci < 1.0:
+        raise InputError(f"`ci` must be in (0, 1) or None, got {ci}", field="ci")
+    if coordinates is not None:
+        coordinates = np.asarray(coordinates, dtype=float)
+        if coordinates.ndim != 2 or coordinates.shape[0] != runs.height:
+            raise InputError(f"`coordinates` must have shape (n_rows={runs.height}, d), "
+                             f"got {coordinates.shape}", field="coordinates")
+
+    notes: list[str] = []
+    in_pair = (runs["arm"] == base) | (runs["arm"] == treated)
+    pair = runs.with_columns(pl.Series("_label_idx", np.zeros(runs.height, dtype=np.int64)),
+                             pl.Series("_row", np.arange(runs.height))).filter(in_pair)
+    qb = set(pair.filter(pl.col("arm") == base)["question_id"].to_list())
+    qt = set(pair.filter(pl.col("arm") == treated)["question_id"].to_list())
+    common = sorted(qb & qt)
+    if not common:
+        raise InputError(f"arms {base!r} and {treated!r} share no `question_id`", field="question_id")
+    if len(common) < len(qb | qt):
+        notes.append(f"{len(qb | qt) - len(common)} question(s) answered by only one arm were left out "
+                     f"({len(qb - qt)} base-only, {len(qt - qb)} treated-only)")
+    pair = pair.filter(pl.col("question_id").is_in(common))
+    rows = pair["_row"].to_numpy()
+    pair_labels = values[rows]
+    strategies, label_idx = np.unique(pair_labels, return_inverse=True)
+    q_index = {q: i for i, q in enumerate(common)}
+    q_idx = np.fromiter((q_index[q] for q in pair["question_id"].to_list()), dtype=np.int64, count=pair.height)
+    is_t = (pair["arm"] == treated).to_numpy()
+    correct = pair["correct"].to_numpy().astype(float)
+    n_q, n_s = len(common), len(strategies)
+
+    # per (arm, question, strategy) counts: every statistic below is a function of these
+    counts = np.zeros((2, n_q, n_s))
+    wins = np.zeros((2, n_q, n_s))
+    np.add.at(counts, (is_t.astype(int), q_idx, label_idx), 1.0)
+    np.add.at(wins, (is_t.astype(int), q_idx, label_idx), correct)
+
+    outlier = np.array([_is_outlier(s) for s in strategies], dtype=bool)
+    point = _statistics(counts.sum(axis=1)[None], wins.sum(axis=1)[None], outlier)
+    point = {k: v[0] for k, v in point.items()}
+
+    reps: dict[str, np.ndarray] = {}
+    if ci is not None and n_boot > 0:
+        weights = question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
+        n_rep = np.einsum("bq,aqs->bas", weights, counts)
+        c_rep = np.einsum("bq,aqs->bas", weights, wins)
+        reps = _statistics(n_rep, c_rep, outlier)
+
+    def interval(name: str, axis_values: bool = False) -> Any:
+        if not reps:
+            shape = np.shape(point[name])
+            nan = np.full(shape, np.nan)
+            return (nan, nan) if axis_values else (math.nan, math.nan)
+        lo, hi = _quiet_interval(reps[name], ci)
+        return (lo, hi) if axis_values else (float(lo), float(hi))
+
+    strategies_table = _strategy_table(strategies, counts, point, interval)
+
+    perm_p = math.nan
+    if n_permutations > 0:
+        perm_p = permutation_test(q_idx, label_idx, is_t, n_permutations=n_permutations,
+                                  random_state=random_state, progress=progress)
+
+    query_table = None
+    if "steps" in pair.columns:
+        query_table = _query_sequences(pair, base, treated, q_idx, n_q, ci, n_boot, random_state)
+    else:
+        notes.append("no `steps` column: query-sequence statistics skipped")
+
+    neighbours = None
+    if coordinates is not None:
+        neighbours = _neighbour_distances(coordinates[rows], is_t, q_idx, n_q, ci, n_boot, random_state)
+
+    return Reweighting(
+        base=base, treated=treated, ci=ci, n_questions=n_q,
+        n_base=int((~is_t).sum()), n_treated=int(is_t.sum()),
+        accuracy_base=float(point["accuracy_base"]), accuracy_treated=float(point["accuracy_treated"]),
+        total=float(point["total"]), composition=float(point["composition_total"]),
+        within=float(point["within_total"]),
+        total_ci=interval("total"), composition_ci=interval("composition_total"),
+        within_ci=interval("within_total"),
+        js_divergence=float(point["js"]), js_divergence_ci=interval("js"),
+        permutation_p=float(perm_p), n_permutations=int(n_permutations),
+        alignment=float(point["alignment"]), alignment_ci=interval("alignment"),
+        shared_mass=float(point["shared_mass"]), shared_mass_ci=interval("shared_mass"),
+        strategies=strategies_table, query_sequences=query_table, neighbours=neighbours,
+        notes=tuple(notes), replicates=reps,
+    )
+
+
+def _statistics(n: np.ndarray, c: np.ndarray, outlier: np.ndarray) -> dict[str, np.ndarray]:
+    """All share-based statistics from counts of shape ``(B, 2, S)`` (arm 0 = base)."""
+    out = kitagawa_split(n[:, 0], c[:, 0], n[:, 1], c[:, 1])
+    out["js"] = js_divergence(n[:, 0], n[:, 1])
+    p_b, p_t = out["share_base"], out["share_treated"]
+    strategy = ~outlier[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        both = (p_b > 0) & (p_t > 0)
+        log_ratio = np.where(both, np.log(np.where(p_t > 0, p_t, 1.0) / np.where(p_b > 0, p_b, 1.0)), np.nan)
+    weight = np.where(strategy & (p_b > 0) & (p_t > 0), (p_b + p_t) / 2.0, 0.0)
+    # two points always correlate at +-1: alignment needs three strategies both arms use
+    enough = (weight > 0).sum(axis=-1) >= 3
+    out["alignment"] = np.where(enough, weighted_correlation(log_ratio, out["rate_base"], weight), np.nan)
+    out["shared_mass"] = np.where(strategy & (n[:, 0] > 0), p_t, 0.0).sum(axis=-1)
+    out["outlier_mass_treated"] = np.where(outlier[None, :], p_t, 0.0).sum(axis=-1)
+    return out
+
+
+def _strategy_table(strategies: np.ndarray, counts: np.ndarray, point: dict[str, np.ndarray],
+                    interval: Any) -> pl.DataFrame:
+    n_b = counts[0].sum(axis=0)
+    n_t = counts[1].sum(axis=0)
+    cols: dict[str, Any] = {
+        "strategy": strategies.tolist(),
+        "n_base": n_b.astype(np.int64), "n_treated": n_t.astype(np.int64),
+    }
+    for name, key in (("share_base", "share_base"), ("share_treated", "share_treated"),
+                      ("success_base", "rate_base"), ("success_treated", "rate_treated"),
+                      ("composition", "composition"), ("within", "within")):
+        est = np.asarray(point[key], dtype=float)
+        lo, hi = interval(key, axis_values=True)
+        cols[name] = est
+        cols[f"{name}_ci_low"] = np.asarray(lo, dtype=float)
+        cols[f"{name}_ci_high"] = np.asarray(hi, dtype=float)
+    table = pl.DataFrame(cols)
+    # undefined success rates are null, not NaN, so they read as missing in CSV and notebooks
+    return table.with_columns(pl.col(pl.Float64).fill_nan(None))
+
+
+# ----------------------------------------------------------------------------- permutation test
+def permutation_test(q_idx: np.ndarray, label_idx: np.ndarray, is_treated: np.ndarray, *,
+                     n_permutations: int = 1000, random_state: int | np.random.Generator | None = 0,
+                     progress: bool | None = False) -> float:
+    """P-value of equal strategy distributions, permuting arm labels within each question.
+
+    The statistic is the Jensen-Shannon divergence between the arms' strategy shares;
+    the p-value is ``(1 + #{perm >= observed}) / (1 + n_permutations)``.
+
+    Permuting arm labels inside a question hands the base arm's ``n_b(q)`` slots a uniformly
+    random subset of that question's rows, so the base arm's strategy counts in the question
+    are multivariate hypergeometric. They are drawn that way, for all permutations at once,
+    one question at a time: memory ``n_permutations x strategies``, work linear in the
+    number of questions, the same distribution as shuffling rows.
+
+    Parameters
+    ----------
+    q_idx, label_idx
+        Integer question and strategy index of each row.
+    is_treated
+        Boolean arm indicator of each row; the per-question arm counts are kept.
+    n_permutations
+        Number of permutations.
+    random_state
+        Seed; the test draws its own stream from it (see :func:`stream`).
+    progress
+        Show a progress bar over questions.
+    """
+    from mechanism.progress import progress as bar
+
+    q_idx = np.asarray(q_idx)
+    label_idx = np.asarray(label_idx)
+    is_treated = np.asarray(is_treated, dtype=bool)
+    if q_idx.size == 0 or n_permutations < 1:
+        return math.nan
+    n_s = int(label_idx.max()) + 1
+    n_q = int(q_idx.max()) + 1
+    per_q = np.zeros((n_q, n_s), dtype=np.int64)  # rows of each strategy in each question
+    np.add.at(per_q, (q_idx, label_idx), 1)
+    base_n = np.bincount(q_idx[~is_treated], minlength=n_q)
+    total = per_q.sum(axis=0).astype(float)
+
+    def js_of(base_counts: np.ndarray) -> np.ndarray:
+        return js_divergence(base_counts, total[None, :] - base_counts)
+
+    observed = float(js_of(np.bincount(label_idx[~is_treated], minlength=n_s)[None].astype(float))[0])
+    rng = stream(random_state, "permutation")
+    base_counts = np.zeros((n_permutations, n_s))
+    for q in bar(range(n_q), enabled=progress, desc="permutations", total=n_q):
+        colors, k = per_q[q], int(base_n[q])
+        if k == 0:
+            continue
+        if k == colors.sum() or np.count_nonzero(colors) == 1:
+            base_counts += np.minimum(colors, k)[None, :]  # nothing to permute in this question
+            continue
+        base_counts += rng.multivariate_hypergeometric(colors, k, size=n_permutations)
+    # a tolerance keeps ties that differ only by rounding counted as ties
+    exceed = int((js_of(base_counts) >= observed - 1e-12).sum())
+    return (1.0 + exceed) / (1.0 + n_permutations)
+
+
+# ----------------------------------------------------------------------------- query sequences
+def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndarray, n_q: int,
+                     ci: float | None, n_boot: int, random_state: int | None) -> pl.DataFrame:
+    keys = query_sequence_keys(pair)
+    frame = pl.DataFrame({"arm": pair["arm"], "q": q_idx, "seq": keys})
+    base_set = frame.filter(pl.col("arm") == base).select("q", "seq").unique().with_columns(
+        pl.lit(True).alias("in_base"))
+    frame = frame.join(base_set, on=["q", "seq"], how="left").with_columns(pl.col("in_base").fill_null(False))
+    weights = None
+    if ci is not None and n_boot > 0:
+        weights = question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
+    rows = []
+    for arm in (base, treated):
+        sub = frame.filter(pl.col("arm") == arm)
+        per_q = sub.group_by("q").agg(
+            pl.len().alias("n"), pl.col("seq").n_unique().alias("unique"),
+            pl.col("in_base").sum().alias("in_base"),
+            pl.col("seq").filter(pl.col("in_base")).n_unique().alias("unique_in_base"))
+        n = np.zeros(n_q)
+        uniq = np.zeros(n_q)
+        inb = np.zeros(n_q)
+        uinb = np.zeros(n_q)
+        qi = per_q["q"].to_numpy()
+        n[qi] = per_q["n"].to_numpy()
+        uniq[qi] = per_q["unique"].to_numpy()
+        inb[qi] = per_q["in_base"].to_numpy()
+        uinb[qi] = per_q["unique_in_base"].to_numpy()
+        row: dict[str, Any] = {"arm": arm, "n_questions": n_q,
+                               "samples_per_problem": float(n.mean()),
+                               "unique_per_problem": float(uniq.mean())}
+        is_base = arm == base
+        row["overlap_with_base"] = None if is_base else float(inb.sum() / n.sum())
+        row["overlap_distinct"] = None if is_base else float(uinb.sum() / uniq.sum())
+        if weights is not None:
+            lo, hi = percentile_interval(weights @ uniq / n_q, ci)
+            row["unique_per_problem_ci_low"], row["unique_per_problem_ci_high"] = float(lo), float(hi)
+            if not is_base:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    lo, hi = _quiet_interval((weights @ inb) / (weights @ n), ci)
+                    lo2, hi2 = _quiet_interval((weights @ uinb) / (weights @ uniq), ci)
+                row["overlap_with_base_ci_low"], row["overlap_with_base_ci_high"] = float(lo), float(hi)
+                row["overlap_distinct_ci_low"], row["overlap_distinct_ci_high"] = float(lo2), float(hi2)
+        rows.append(row)
+    schema = {"arm": pl.String, "n_questions": pl.Int64, "samples_per_problem": pl.Float64,
+              "unique_per_problem": pl.Float64, "unique_per_problem_ci_low": pl.Float64,
+              "unique_per_problem_ci_high": pl.Float64, "overlap_with_base": pl.Float64,
+              "overlap_with_base_ci_low": pl.Float64, "overlap_with_base_ci_high": pl.Float64,
+              "overlap_distinct": pl.Float64, "overlap_distinct_ci_low": pl.Float64,
+              "overlap_distinct_ci_high": pl.Float64}
+    return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema, orient="row")
+
+
+# ----------------------------------------------------------------------------- neighbours
+def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray, n_q: int,
+                         ci: float | None, n_boot: int, random_state: int | None) -> pl.DataFrame:
+    """Treated-to-nearest-base distances against base-to-nearest-other-base distances.
+
+    ``far_share`` is the share of treated trajectories farther from every base trajectory
+    than 95 % of base trajectories are from their nearest other base trajectory: about 0.05
+    when the treated arm only reweights base behaviour, near 1 when it replaces it.
+    """
+    from sklearn.neighbors import NearestNeighbors
+
+    base_xy = coords[~is_t]
+    treat_xy = coords[is_t]
+    if base_xy.shape[0] < 2 or treat_xy.shape[0] < 1:
+        raise InputError("nearest-neighbour distances need at least 2 base and 1 treated rows",
+                         field="coordinates")
+    nn = NearestNeighbors(n_neighbors=2).fit(base_xy)
+    d_base = nn.kneighbors(base_xy, n_neighbors=2)[0][:, 1]  # column 0 is the point itself
+    d_treat = nn.kneighbors(treat_xy, n_neighbors=1)[0][:, 0]
+    threshold = float(np.quantile(d_base, 0.95))
+    far = (d_treat > threshold).astype(float)
+    q_b, q_t = q_idx[~is_t], q_idx[is_t]
+    sums = {
+        "base_sum": np.bincount(q_b, weights=d_base, minlength=n_q),
+        "base_n": np.bincount(q_b, minlength=n_q).astype(float),
+        "treat_sum": np.bincount(q_t, weights=d_treat, minlength=n_q),
+        "treat_far": np.bincount(q_t, weights=far, minlength=n_q),
+        "treat_n": np.bincount(q_t, minlength=n_q).astype(float),
+    }
+
+    def stats(w: np.ndarray) -> dict[str, np.ndarray]:
+        agg = {k: w @ v for k, v in sums.items()}
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_b = agg["base_sum"] / agg["base_n"]
+            mean_t = agg["treat_sum"] / agg["treat_n"]
+            return {"nn_distance_base_to_base": mean_b, "nn_distance_treated_to_base": mean_t,
+                    "nn_distance_ratio": mean_t / mean_b, "far_share": agg["treat_far"] / agg["treat_n"]}
+
+    point = stats(np.ones((1, n_q)))
+    reps = stats(question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)) \
+        if ci is not None and n_boot > 0 else None
+    rows = []
+    for name, value in point.items():
+        lo, hi = (_quiet_interval(reps[name], ci) if reps is not None else (math.nan, math.nan))
+        rows.append((name, float(value[0]), float(lo), float(hi)))
+    rows.append(("far_threshold_base_q95", threshold, math.nan, math.nan))
+    return pl.DataFrame(rows, schema={"quantity": pl.String, "estimate": pl.Float64,
+                                      "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")
+
+
+# ----------------------------------------------------------------------------- several arms
+def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, others: Sequence[str] | None = None,
+                 ci: float | None = 0.95, n_boot: int = 1000, random_state: int | None = 0,
+                 n_permutations: int = 1000, coordinates: np.ndarray | None = None,
+                 progress: bool | None = False) -> pl.DataFrame:
+    """:func:`reweighting` of every arm in ``others`` against ``base``, as one long table.
+
+    Parameters
+    ----------
+    others
+        Arms to compare with ``base`` (default: every other arm, in order of appearance).
+
+    Returns
+    -------
+    polars.DataFrame
+        ``base, treated, quantity, estimate, ci_low, ci_high``: the rows of each
+        :meth:`Reweighting.summary`.
+    """
+    validate(runs, required=("arm",))
+    if others is None:
+        others = [a for a in runs["arm"].unique(maintain_order=True).to_list() if a != base]
+    frames = []
+    for arm in others:
+        rw = reweighting(runs, labels, base=base, treated=arm, ci=ci, n_boot=n_boot,
+                         random_state=random_state, n_permutations=n_permutations,
+                         coordinates=coordinates, progress=progress)
+        frames.append(rw.summary().select(pl.lit(base).alias("base"), pl.lit(arm).alias("treated"),
+                                          pl.all()))
+    if not frames:
+        raise InputError(f"no arm to compare with {base!r}", field="others")
+    return pl.concat(frames)
+
+
+def reweightings(runs: pl.DataFrame, labels: Any, *, base: str, others: Iterable[str],
+                 **options: Any) -> list[Reweighting]:
+    """The :class:`Reweighting` of each arm in ``others`` against ``base`` (for figures)."""
+    return [reweighting(runs, labels, base=base, treated=arm, **options) for arm in others]
