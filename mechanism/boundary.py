@@ -1,0 +1,429 @@
+"""The capability boundary between two arms (DESIGN.md section 5).
+
+``B_T(arm)`` is the set of problems the arm solves at least once in its n samples within T
+rounds (PASS@(n,T) > 0). Between a base and a treated arm this module lists the problems
+gained and lost, tests the discordant counts exactly (two-sided binomial, McNemar's exact
+form), splits the PASS@(1,T) difference into efficiency (problems both solve), expansion
+(problems only the treated arm solves) and loss (problems only the base solves), and
+reports the marginal gains in k and in T, the saturation depth T*, the k where the two
+curves cross and the gap at large k, each difference with a paired bootstrap interval over
+questions.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+from scipy.stats import binomtest
+
+from mechanism.errors import InputError
+from mechanism.passkt import DEFAULT_T, PassEstimate, estimate_pass, summary_table
+from mechanism.resample import percentile_interval, question_bootstrap_weights
+
+STATUSES = ("both", "gained", "lost", "neither")
+
+
+@dataclass
+class Boundary:
+    """Result of :func:`boundary`; every table is a polars DataFrame.
+
+    Attributes
+    ----------
+    base, treated
+        The two arms compared.
+    k, t
+        The k and T grids.
+    problems
+        One row per shared problem and T: ``question_id``, ``t``, ``n_base``, ``c_base``,
+        ``n_treated``, ``c_treated``, ``base_solved``, ``treated_solved``, ``status`` (one of
+        both, gained, lost, neither), ``pass1_base``, ``pass1_treated``.
+    sets
+        Size of ``B_T`` per arm and T: ``arm``, ``t``, ``n_problems``, ``n_solved``, ``share``.
+    tests
+        Per T: ``n_problems``, ``both``, ``gained``, ``lost``, ``neither``, ``p_value`` (exact
+        two-sided binomial test of gained vs lost), ``p_holm`` (Holm-adjusted over the T
+        grid), ``expansion`` (more gained than lost with ``p_holm < alpha``) and
+        ``contraction`` (more lost than gained, same test), and ``verdict`` in words. With one
+        sample per problem neither is called: solved sets are then solved-once sets.
+    split
+        Per T and component (``total``, ``efficiency``, ``expansion``, ``loss``): the
+        PASS@(1,T) difference treated - base, ``total = efficiency + expansion - loss``,
+        with ``ci_low``/``ci_high``.
+    curves
+        :func:`mechanism.passkt.pass_at_kt` of both arms on the shared problems.
+    gap
+        Per T and k: ``base``, ``treated``, ``gap`` (treated - base), ``ci_low``, ``ci_high``.
+    marginal_k
+        Per arm, T and k: ``gain = Pass(k_next, T) - Pass(k, T)`` with ``k_next = 2k``.
+    marginal_t
+        Per arm, k and T: ``gain = Pass(k, t_next) - Pass(k, T)`` for consecutive depths of
+        the grid, and ``gain_per_round``.
+    saturation
+        Per arm and k: ``t_star``, the smallest T from which every later step of the T grid
+        gains less than ``tol`` (null when the last step still gains ``tol`` or more).
+    crossings
+        Every k where the treated curve crosses the base curve, per T (interpolated linearly
+        on log2 k), and the ``direction``.
+    notes
+        What a reader should know (problems present in one arm only, and so on).
+    """
+
+    base: str
+    treated: str
+    k: list[int]
+    t: list[int]
+    alpha: float
+    tol: float
+    t_source: str
+    problems: pl.DataFrame
+    sets: pl.DataFrame
+    tests: pl.DataFrame
+    split: pl.DataFrame
+    curves: pl.DataFrame
+    gap: pl.DataFrame
+    marginal_k: pl.DataFrame
+    marginal_t: pl.DataFrame
+    saturation: pl.DataFrame
+    crossings: pl.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    def gained(self, t: int) -> list[str]:
+        """Question ids in ``B_t(treated)`` but not ``B_t(base)``."""
+        return self._status(t, "gained")
+
+    def lost(self, t: int) -> list[str]:
+        """Question ids in ``B_t(base)`` but not ``B_t(treated)``."""
+        return self._status(t, "lost")
+
+    def crossing_k(self, t: int) -> float | None:
+        """The first k at which the curves cross at depth ``t``, or None if they never do."""
+        rows = self.crossings.filter(pl.col("t") == t)
+        return None if rows.height == 0 else float(rows["k_cross"][0])
+
+    @property
+    def expansion(self) -> bool:
+        """Whether any depth shows a significant net gain of solved problems."""
+        return bool(self.tests["expansion"].any())
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Every table by a file-friendly name."""
+        return {"boundary_problems": self.problems, "boundary_sets": self.sets,
+                "boundary_tests": self.tests, "boundary_split": self.split,
+                "pass_curves": self.curves, "gap": self.gap, "marginal_k": self.marginal_k,
+                "marginal_t": self.marginal_t, "saturation": self.saturation,
+                "crossings": self.crossings}
+
+    def summary(self) -> str:
+        """A few plain-text lines stating the findings, with their uncertainty."""
+        lines = [f"capability boundary: {self.treated} vs {self.base} "
+                 f"({self.problems['question_id'].n_unique()} shared problems; T from {self.t_source})"]
+        for row in self.tests.iter_rows(named=True):
+            verdict = row["verdict"]
+            lines.append(
+                f"  T={row['t']}: solved {self.base} {row['both'] + row['lost']}, {self.treated} "
+                f"{row['both'] + row['gained']}; gained {row['gained']}, lost {row['lost']} "
+                f"(exact two-sided p = {row['p_value']:.3g}, Holm {row['p_holm']:.3g}): {verdict}")
+        kmax = max(self.k)
+        for row in self.gap.filter(pl.col("k") == kmax).iter_rows(named=True):
+            text = (f"  T={row['t']}: gap at k={kmax} {row['gap']:+.3f} "
+                    f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]")
+            if len(self.k) > 1:
+                crossed = self.crossings.filter(pl.col("t") == row["t"])
+                text += "; curves cross at " + (", ".join(
+                    f"k = {c:.2f} ({d})" for c, d in crossed.select("k_cross", "direction").iter_rows())
+                    if crossed.height else "no k in the grid")
+            lines.append(text)
+        lines.extend(f"  note: {note}" for note in self.notes)
+        return "\n".join(lines)
+
+    def _status(self, t: int, status: str) -> list[str]:
+        if t not in self.t:
+            raise InputError(f"`t` = {t} is not in the analysed grid {self.t}", field="t")
+        return (self.problems.filter((pl.col("t") == t) & (pl.col("status") == status))
+                ["question_id"].sort().to_list())
+
+
+def boundary(
+    runs: pl.DataFrame,
+    *,
+    base: str,
+    treated: str,
+    t: Iterable[int] = DEFAULT_T,
+    k: Iterable[int] | None = None,
+    ci: float = 0.95,
+    n_boot: int = 1000,
+    random_state: int | np.random.Generator | None = 0,
+    alpha: float = 0.05,
+    tol: float = 0.01,
+    t_source: str = "auto",
+) -> Boundary:
+    """Compare the capability boundaries of two arms.
+
+    Parameters
+    ----------
+    runs
+        Canonical trajectory table holding both arms (``arm``, ``question_id``,
+        ``correct``, ``n_rounds``; ``t_cap`` when runs were made per T).
+    base, treated
+        The arm names compared (treated - base throughout).
+    t
+        Round budgets T.
+    k
+        Grid of k for the curves, gaps and marginal gains. Default: powers of two up to the
+        smallest per-problem sample count.
+    ci
+        Level of the paired percentile bootstrap intervals over questions.
+    n_boot, random_state
+        Bootstrap replicates and seed (same seed, same intervals).
+    alpha
+        Level of the discordant-pair test (Holm-adjusted across the T grid) for calling an
+        expansion.
+    tol
+        Saturation tolerance: a step in T gaining less than this is flat.
+    t_source
+        As in :func:`mechanism.passkt.pass_at_kt`.
+
+    Returns
+    -------
+    Boundary
+
+    Raises
+    ------
+    InputError
+        An arm is missing, the arms share no problem, or k exceeds some problem's n.
+    """
+    if base == treated:
+        raise InputError("`base` and `treated` must name different arms", field="treated")
+    if ci is None or not 0.0 < ci < 1.0:
+        raise InputError(f"`ci` must be in (0, 1), got {ci}", field="ci")
+    if not 0.0 < alpha < 1.0:
+        raise InputError(f"`alpha` must be in (0, 1), got {alpha}", field="alpha")
+    if "arm" not in runs.columns:
+        raise InputError("missing required column `arm`", field="arm")
+    arms = set(runs["arm"].unique().to_list())
+    for name, arm in (("base", base), ("treated", treated)):
+        if arm not in arms:
+            raise InputError(f"`{name}` arm {arm!r} is not in the runs (arms: {sorted(map(str, arms))})",
+                             field=name)
+    both = runs.filter(pl.col("arm").is_in([base, treated]))
+    qsets = {a: set(both.filter(pl.col("arm") == a)["question_id"].unique().to_list()) for a in (base, treated)}
+    shared = qsets[base] & qsets[treated]
+    if not shared:
+        raise InputError(f"arms {base!r} and {treated!r} share no `question_id`", field="question_id")
+    notes = []
+    for arm, other in ((base, treated), (treated, base)):
+        only = len(qsets[arm] - qsets[other])
+        if only:
+            notes.append(f"{only} problem(s) answered only by {arm!r} are left out of the comparison")
+    both = both.filter(pl.col("question_id").is_in(sorted(shared)))
+
+    if k is None:
+        probe = estimate_pass(both, [1], t, ci=None, t_source=t_source)
+        n_min = int(probe.n.min())
+        k = [2 ** i for i in range(int(np.log2(max(n_min, 1))) + 1)]
+    est = estimate_pass(both, k, t, ci=ci, n_boot=n_boot, random_state=random_state, t_source=t_source)
+    arm_of = est.groups["arm"].to_list()
+    g_base, g_treat = arm_of.index(base), arm_of.index(treated)
+    rows_b = np.flatnonzero(est.group_index == g_base)
+    rows_t = np.flatnonzero(est.group_index == g_treat)
+    # problems are sorted by (arm, question_id), so the two arms' rows line up question by question
+    qids = est.problems["question_id"].to_numpy()[rows_b]
+    ks, ts = est.k.tolist(), est.t.tolist()
+
+    problems, tests = _discordant(est, rows_b, rows_t, qids, alpha)
+    if int(est.n.max()) < 2:
+        # one try per problem: "solved" is "solved on that try", so a significant difference
+        # in solved sets is a difference in success rates, not evidence about the boundary
+        tests = tests.with_columns(
+            verdict=pl.when(pl.col("expansion")).then(pl.lit("more solved (one sample)"))
+            .when(pl.col("contraction")).then(pl.lit("fewer solved (one sample)"))
+            .otherwise(pl.lit("no significant change")),
+            expansion=pl.lit(False), contraction=pl.lit(False))
+        notes.append("one sample per problem: solved sets are solved-once sets, not capability "
+                     "boundaries; the exact test compares success rates (McNemar)")
+    else:
+        tests = tests.with_columns(
+            verdict=pl.when(pl.col("expansion")).then(pl.lit("expansion"))
+            .when(pl.col("contraction")).then(pl.lit("contraction"))
+            .otherwise(pl.lit("no significant change")))
+    split = _split(est, rows_b, rows_t, ci, n_boot, random_state)
+    curves = summary_table(est, ci=ci)
+    sets = (problems.unpivot(index=["question_id", "t"], on=["base_solved", "treated_solved"],
+                             variable_name="which", value_name="solved")
+            .with_columns(arm=pl.when(pl.col("which") == "base_solved").then(pl.lit(base)).otherwise(pl.lit(treated)))
+            .group_by("arm", "t").agg(n_problems=pl.len(), n_solved=pl.col("solved").sum())
+            .with_columns(pl.col("n_problems", "n_solved").cast(pl.Int64),
+                          share=pl.col("n_solved") / pl.col("n_problems"))
+            .sort(pl.col("arm") != base, "t"))
+
+    gap = _gap(est, g_base, g_treat, ci)
+    marginal_k, marginal_t = _marginals(est, ci)
+    saturation = _saturation(marginal_t, tol, ks)
+    crossings = _crossings(est, g_base, g_treat)
+    return Boundary(base=base, treated=treated, k=ks, t=ts, alpha=alpha, tol=tol, t_source=est.t_source,
+                    problems=problems, sets=sets, tests=tests, split=split, curves=curves, gap=gap,
+                    marginal_k=marginal_k, marginal_t=marginal_t, saturation=saturation,
+                    crossings=crossings, notes=notes)
+
+
+def _discordant(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, qids: np.ndarray,
+                alpha: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+    n_t = est.t.size
+    solved_b = est.c[rows_b] > 0
+    solved_t = est.c[rows_t] > 0
+    status = np.select([solved_b & solved_t, solved_t & ~solved_b, solved_b & ~solved_t],
+                       ["both", "gained", "lost"], default="neither")
+    q = qids.size
+    problems = pl.DataFrame({
+        "question_id": np.repeat(qids, n_t).astype(str),
+        "t": np.tile(est.t, q),
+        "n_base": est.n[rows_b].reshape(-1), "c_base": est.c[rows_b].reshape(-1),
+        "n_treated": est.n[rows_t].reshape(-1), "c_treated": est.c[rows_t].reshape(-1),
+        "base_solved": solved_b.reshape(-1), "treated_solved": solved_t.reshape(-1),
+        "status": status.reshape(-1),
+        "pass1_base": (est.c[rows_b] / est.n[rows_b]).reshape(-1),
+        "pass1_treated": (est.c[rows_t] / est.n[rows_t]).reshape(-1),
+    }).with_columns(pl.col("t").cast(pl.Int64))
+    counts = {s: (status == s).sum(axis=0) for s in STATUSES}
+    p_values = np.array([
+        binomtest(int(g), int(g + l), 0.5, alternative="two-sided").pvalue if g + l else 1.0
+        for g, l in zip(counts["gained"], counts["lost"])])
+    p_holm = _holm(p_values)
+    tests = pl.DataFrame({
+        "t": est.t.astype(np.int64), "n_problems": np.full(n_t, q, dtype=np.int64),
+        **{s: counts[s].astype(np.int64) for s in STATUSES},
+        "p_value": p_values, "p_holm": p_holm,
+        "expansion": (counts["gained"] > counts["lost"]) & (p_holm < alpha),
+        "contraction": (counts["lost"] > counts["gained"]) & (p_holm < alpha),
+    })
+    return problems, tests
+
+
+def _holm(p: np.ndarray) -> np.ndarray:
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out = np.empty(m)
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
+def _split(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, ci: float, n_boot: int,
+           random_state) -> pl.DataFrame:
+    p_b = est.c[rows_b] / est.n[rows_b]
+    p_t = est.c[rows_t] / est.n[rows_t]
+    solved_b, solved_t = est.c[rows_b] > 0, est.c[rows_t] > 0
+    parts = np.stack([
+        p_t - p_b,                                   # total
+        np.where(solved_b & solved_t, p_t - p_b, 0.0),  # efficiency: problems both solve
+        np.where(solved_t & ~solved_b, p_t, 0.0),       # expansion: newly solved
+        np.where(solved_b & ~solved_t, p_b, 0.0),       # loss: no longer solved
+    ], axis=-1)  # (Q, T, 4)
+    q = parts.shape[0]
+    point = parts.mean(axis=0)
+    # the same question draws as the curves, so every interval here is paired with theirs
+    weights = question_bootstrap_weights(est.questions.size, n_boot, random_state).astype(np.float64)
+    w = weights[:, est.question_index[rows_b]]
+    reps = (w @ parts.reshape(q, -1) / w.sum(axis=1)[:, None]).reshape(n_boot, *point.shape)
+    low, high = percentile_interval(reps, ci, axis=0)
+    names = ["total", "efficiency", "expansion", "loss"]
+    n_t = est.t.size
+    return pl.DataFrame({
+        "t": np.repeat(est.t, 4).astype(np.int64), "component": names * n_t,
+        "value": point.reshape(-1), "ci_low": low.reshape(-1), "ci_high": high.reshape(-1),
+    })
+
+
+def _gap(est: PassEstimate, g_base: int, g_treat: int, ci: float) -> pl.DataFrame:
+    diff = est.estimate[g_treat] - est.estimate[g_base]  # (T, K)
+    low, high = percentile_interval(est.replicates[:, g_treat] - est.replicates[:, g_base], ci, axis=0)
+    n_t, n_k = diff.shape
+    return pl.DataFrame({
+        "t": np.repeat(est.t, n_k).astype(np.int64), "k": np.tile(est.k, n_t).astype(np.int64),
+        "base": est.estimate[g_base].reshape(-1), "treated": est.estimate[g_treat].reshape(-1),
+        "gap": diff.reshape(-1), "ci_low": low.reshape(-1), "ci_high": high.reshape(-1),
+    })
+
+
+def _marginals(est: PassEstimate, ci: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+    arms = est.groups["arm"].to_list()
+    k_list = est.k.tolist()
+    pairs_k = [(i, k_list.index(2 * kv)) for i, kv in enumerate(k_list) if 2 * kv in k_list]
+    rows_k, rows_t = [], []
+    for g, arm in enumerate(arms):
+        for i, j in pairs_k:
+            gain = est.estimate[g, :, j] - est.estimate[g, :, i]
+            low, high = percentile_interval(est.replicates[:, g, :, j] - est.replicates[:, g, :, i], ci, axis=0)
+            for ti, tv in enumerate(est.t):
+                rows_k.append((arm, int(tv), k_list[i], k_list[j], gain[ti], low[ti], high[ti]))
+        for ti in range(est.t.size - 1):
+            gain = est.estimate[g, ti + 1] - est.estimate[g, ti]
+            low, high = percentile_interval(est.replicates[:, g, ti + 1] - est.replicates[:, g, ti], ci, axis=0)
+            step = int(est.t[ti + 1] - est.t[ti])
+            for ki, kv in enumerate(k_list):
+                rows_t.append((arm, kv, int(est.t[ti]), int(est.t[ti + 1]), gain[ki], gain[ki] / step,
+                               low[ki], high[ki]))
+    marginal_k = pl.DataFrame(rows_k, schema={"arm": pl.String, "t": pl.Int64, "k": pl.Int64, "k_next": pl.Int64,
+                                              "gain": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64},
+                              orient="row")
+    marginal_t = pl.DataFrame(rows_t, schema={"arm": pl.String, "k": pl.Int64, "t": pl.Int64, "t_next": pl.Int64,
+                                              "gain": pl.Float64, "gain_per_round": pl.Float64,
+                                              "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")
+    return marginal_k.sort("arm", "t", "k"), marginal_t.sort("arm", "k", "t")
+
+
+def saturation_depth(t_grid: list[int], gains: list[float], tol: float) -> int | None:
+    """Smallest T of the grid from which every later step gains less than ``tol``.
+
+    ``gains[i]`` is the gain of the step ``t_grid[i] -> t_grid[i + 1]``. None when the last
+    step still gains ``tol`` or more (not saturated within the grid).
+    """
+    if len(gains) != len(t_grid) - 1:
+        raise ValueError("need one gain per step of the grid")
+    if not gains or gains[-1] >= tol:
+        return None
+    i = len(gains) - 1
+    while i >= 0 and gains[i] < tol:
+        i -= 1
+    return t_grid[i + 1]
+
+
+def _saturation(marginal_t: pl.DataFrame, tol: float, ks: list[int]) -> pl.DataFrame:
+    rows = []
+    for (arm, kv), part in marginal_t.sort("arm", "k", "t").group_by("arm", "k", maintain_order=True):
+        grid = part["t"].to_list() + [part["t_next"][-1]] if part.height else []
+        rows.append((arm, kv, saturation_depth(grid, part["gain"].to_list(), tol) if grid else None, tol))
+    return pl.DataFrame(rows, schema={"arm": pl.String, "k": pl.Int64, "t_star": pl.Int64, "tol": pl.Float64},
+                        orient="row")
+
+
+def crossing_points(k: np.ndarray, diff: np.ndarray) -> list[tuple[float, str]]:
+    """Where ``diff`` (treated - base over the k grid) changes sign, on a log2 k scale.
+
+    Returns ``(k_cross, direction)`` pairs; ``direction`` is ``"treated overtakes base"``
+    or ``"base overtakes treated"``. Exact zeros between opposite signs cross at the middle
+    of the zero run (geometric mean of its k).
+    """
+    x = np.log2(np.asarray(k, dtype=np.float64))
+    d = np.asarray(diff, dtype=np.float64)
+    nonzero = np.flatnonzero(np.abs(d) > 1e-12)
+    out = []
+    for a, b in zip(nonzero[:-1], nonzero[1:]):
+        if np.sign(d[a]) == np.sign(d[b]):
+            continue
+        if b == a + 1:
+            xc = x[a] + (x[b] - x[a]) * d[a] / (d[a] - d[b])
+        else:
+            xc = (x[a + 1] + x[b - 1]) / 2.0
+        out.append((float(2.0 ** xc), "treated overtakes base" if d[b] > 0 else "base overtakes treated"))
+    return out
+
+
+def _crossings(est: PassEstimate, g_base: int, g_treat: int) -> pl.DataFrame:
+    rows = []
+    for ti, tv in enumerate(est.t):
+        diff = est.estimate[g_treat, ti] - est.estimate[g_base, ti]
+        rows.extend((int(tv), kc, direction) for kc, direction in crossing_points(est.k, diff))
+    return pl.DataFrame(rows, schema={"t": pl.Int64, "k_cross": pl.Float64, "direction": pl.String}, orient="row")

@@ -1,0 +1,364 @@
+"""PASS@(k,T): the chance that at least one of k episodes, each allowed at most T tool-use
+rounds, ends with a correct answer (DESIGN.md section 5).
+
+With n samples of a problem of which c_T succeed within T rounds, the unbiased estimator
+(Chen et al. 2021) is ``1 - C(n - c_T, k) / C(n, k)``, averaged over problems. Everything
+here is vectorised over problems, k and T: successes are counted for every depth in one
+polars group-by, and the ratio ``C(n - c, k) / C(n, k)`` is read from an exact table built
+once per distinct n (cumulative products of ``(n - c - j) / (n - j)``), never looped over
+problems and never through ``lgamma`` differences.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from mechanism.errors import InputError
+from mechanism.resample import percentile_interval, question_bootstrap_weights
+from mechanism.schema import validate
+
+DEFAULT_K: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+DEFAULT_T: tuple[int, ...] = (0, 1, 2, 3, 5)
+T_SOURCES = ("auto", "t_cap", "truncation")
+
+
+@dataclass
+class PassEstimate:
+    """Per-problem PASS@(k,T) values and their group means, with bootstrap replicates.
+
+    The common core of :func:`pass_at_kt`, :func:`pass_at_kt_per_problem` and the boundary
+    analysis, so that every downstream difference is computed from the same replicates.
+
+    Attributes
+    ----------
+    problems
+        One row per (group, question): the ``by`` columns and ``question_id``.
+    groups
+        One row per group (the ``by`` columns), in output order.
+    k, t
+        The grids, ascending.
+    n, c
+        Integer arrays ``(P, len(t))``: samples available at each depth and successes
+        within it, per problem.
+    values
+        ``(P, len(t), len(k))`` per-problem PASS@(k,T).
+    group_index
+        ``(P,)`` index of each problem's group in ``groups``.
+    question_index
+        ``(P,)`` index of each problem's question in ``questions``.
+    questions
+        Sorted distinct question ids: the units the bootstrap resamples.
+    estimate
+        ``(G, len(t), len(k))`` mean over each group's problems.
+    replicates
+        ``(B, G, len(t), len(k))`` bootstrap replicate means, or ``None`` without intervals.
+    t_source
+        ``"t_cap"`` or ``"truncation"``.
+    """
+
+    problems: pl.DataFrame
+    groups: pl.DataFrame
+    k: np.ndarray
+    t: np.ndarray
+    n: np.ndarray
+    c: np.ndarray
+    values: np.ndarray
+    group_index: np.ndarray
+    question_index: np.ndarray
+    questions: np.ndarray
+    estimate: np.ndarray
+    replicates: np.ndarray | None
+    t_source: str
+
+
+def pass_at_kt(
+    runs: pl.DataFrame,
+    k: Iterable[int] = DEFAULT_K,
+    t: Iterable[int] = DEFAULT_T,
+    *,
+    ci: float | None = 0.95,
+    n_boot: int = 1000,
+    random_state: int | np.random.Generator | None = 0,
+    by: Sequence[str] = ("arm",),
+    t_source: str = "auto",
+) -> pl.DataFrame:
+    """PASS@(k,T) per arm (or other grouping), with bootstrap intervals over problems.
+
+    Parameters
+    ----------
+    runs
+        Canonical trajectory table. Needs ``question_id``, ``correct``, ``n_rounds`` and the
+        ``by`` columns; ``t_cap`` is used when present (see ``t_source``).
+    k
+        Numbers of sampled episodes. Every problem needs at least ``max(k)`` samples.
+    t
+        Round budgets T (tool calls allowed).
+    ci
+        Confidence level of the percentile bootstrap interval, or ``None`` for no interval
+        columns (then no resampling is done).
+    n_boot
+        Bootstrap replicates.
+    random_state
+        Seed of the bootstrap; the same seed gives the same intervals.
+    by
+        Columns that define the curves (default one per arm).
+    t_source
+        ``"t_cap"``: an episode counts for T when it was run with ``t_cap == T``;
+        ``"truncation"``: it counts for T when correct with ``n_rounds <= T``; ``"auto"``
+        (default) counts by ``t_cap`` when that column holds more than one cap (runs made
+        per T), else by truncation.
+
+    Returns
+    -------
+    polars.DataFrame
+        The ``by`` columns, then ``k``, ``t``, ``pass_at_kt``, ``ci_low``, ``ci_high`` (left
+        out when ``ci=None``), ``n_problems`` and ``t_source``; sorted by group, k, t.
+
+    Raises
+    ------
+    InputError
+        Missing columns, empty grids, or a problem with fewer samples than ``max(k)``
+        (the message names the problem; it is never dropped silently).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> runs = pl.DataFrame({"arm": ["a"] * 4, "question_id": ["q1", "q1", "q2", "q2"],
+    ...                      "correct": [True, False, False, False], "n_rounds": [1, 2, 0, 3]})
+    >>> pass_at_kt(runs, k=[1, 2], t=[0, 1], ci=None)["pass_at_kt"].to_list()
+    [0.0, 0.25, 0.0, 0.5]
+    """
+    est = estimate_pass(runs, k, t, ci=ci, n_boot=n_boot, random_state=random_state, by=by,
+                        t_source=t_source)
+    return summary_table(est, ci=ci)
+
+
+def pass_at_kt_per_problem(
+    runs: pl.DataFrame,
+    k: Iterable[int] = DEFAULT_K,
+    t: Iterable[int] = DEFAULT_T,
+    *,
+    by: Sequence[str] = ("arm",),
+    t_source: str = "auto",
+) -> pl.DataFrame:
+    """PASS@(k,T) of every problem.
+
+    Parameters
+    ----------
+    runs, k, t, by, t_source
+        As in :func:`pass_at_kt`.
+
+    Returns
+    -------
+    polars.DataFrame
+        The ``by`` columns, ``question_id``, ``n`` (samples counted at that depth), ``t``,
+        ``c`` (successes within T), ``k``, ``pass_at_kt`` and ``t_source``; one row per
+        problem, T and k.
+    """
+    est = estimate_pass(runs, k, t, ci=None, by=by, t_source=t_source)
+    n_p, n_t, n_k = est.values.shape
+    idx_p = np.repeat(np.arange(n_p), n_t * n_k)
+    idx_t = np.tile(np.repeat(np.arange(n_t), n_k), n_p)
+    idx_k = np.tile(np.arange(n_k), n_p * n_t)
+    return est.problems[idx_p].with_columns(
+        pl.Series("n", est.n[idx_p, idx_t], dtype=pl.Int64),
+        pl.Series("t", est.t[idx_t], dtype=pl.Int64),
+        pl.Series("c", est.c[idx_p, idx_t], dtype=pl.Int64),
+        pl.Series("k", est.k[idx_k], dtype=pl.Int64),
+        pl.Series("pass_at_kt", est.values.reshape(-1), dtype=pl.Float64),
+        pl.Series("t_source", [est.t_source] * idx_p.size, dtype=pl.String),
+    )
+
+
+def summary_table(est: PassEstimate, *, ci: float | None) -> pl.DataFrame:
+    """The long table of :func:`pass_at_kt` from an estimate."""
+    n_g, n_t, n_k = est.estimate.shape
+    idx_g = np.repeat(np.arange(n_g), n_k * n_t)
+    idx_k = np.tile(np.repeat(np.arange(n_k), n_t), n_g)
+    idx_t = np.tile(np.arange(n_t), n_g * n_k)
+    n_problems = np.bincount(est.group_index, minlength=n_g)
+    cols = [
+        pl.Series("k", est.k[idx_k], dtype=pl.Int64),
+        pl.Series("t", est.t[idx_t], dtype=pl.Int64),
+        pl.Series("pass_at_kt", est.estimate[idx_g, idx_t, idx_k], dtype=pl.Float64),
+    ]
+    if ci is not None and est.replicates is not None:
+        low, high = percentile_interval(est.replicates, ci, axis=0)
+        cols += [pl.Series("ci_low", low[idx_g, idx_t, idx_k], dtype=pl.Float64),
+                 pl.Series("ci_high", high[idx_g, idx_t, idx_k], dtype=pl.Float64)]
+    cols += [pl.Series("n_problems", n_problems[idx_g], dtype=pl.Int64),
+             pl.Series("t_source", [est.t_source] * idx_g.size, dtype=pl.String)]
+    if est.groups.width == 0:
+        return pl.DataFrame(cols)
+    return est.groups[idx_g].with_columns(cols)
+
+
+def estimate_pass(
+    runs: pl.DataFrame,
+    k: Iterable[int] = DEFAULT_K,
+    t: Iterable[int] = DEFAULT_T,
+    *,
+    ci: float | None = 0.95,
+    n_boot: int = 1000,
+    random_state: int | np.random.Generator | None = 0,
+    by: Sequence[str] = ("arm",),
+    t_source: str = "auto",
+) -> PassEstimate:
+    """Per-problem values, group means and (when ``ci`` is set) bootstrap replicates.
+
+    Parameters are those of :func:`pass_at_kt`. The bootstrap draws whole questions from the
+    union of all groups' questions, the same draw for every group, so differences between
+    arms are paired.
+    """
+    ks = _grid(k, "k", minimum=1)
+    ts = _grid(t, "t", minimum=0)
+    by = list(by)
+    if t_source not in T_SOURCES:
+        raise InputError(f"`t_source` must be one of {', '.join(T_SOURCES)}, got {t_source!r}",
+                         field="t_source")
+    if ci is not None and not 0.0 < ci < 1.0:
+        raise InputError(f"`ci` must be in (0, 1) or None, got {ci}", field="ci")
+    if ci is not None and n_boot < 1:
+        raise InputError(f"`n_boot` must be at least 1, got {n_boot}", field="n_boot")
+    source = _resolve_source(runs, t_source)
+    needed = [*by, "question_id", "correct", "n_rounds"] + (["t_cap"] if source == "t_cap" else [])
+    validate(runs, required=list(dict.fromkeys(needed)))
+
+    keys = [*by, "question_id"]
+    if source == "truncation":
+        counts = _count_truncation(runs, keys, ts)
+        n = np.repeat(counts["n"].to_numpy().astype(np.int64)[:, None], ts.size, axis=1)
+    else:
+        counts, n = _count_t_cap(runs, keys, ts)
+    c = counts.select([f"c{i}" for i in range(ts.size)]).to_numpy().astype(np.int64)
+    problems = counts.select(keys)
+    _check_enough(problems, n, ks, ts, source)
+
+    values = _pass_values(n, c, ks)
+
+    if by:
+        groups = problems.select(by).unique(maintain_order=True)
+        group_index = problems.select(by).with_row_index("_r").join(
+            groups.with_row_index("_g"), on=by, how="left", nulls_equal=True
+        ).sort("_r")["_g"].to_numpy().astype(np.int64)
+    else:
+        groups = pl.DataFrame()
+        group_index = np.zeros(problems.height, dtype=np.int64)
+    n_groups = max(groups.height, 1)
+    flat = values.reshape(values.shape[0], -1)
+    sizes = np.bincount(group_index, minlength=n_groups).astype(np.float64)
+    # problems are sorted by their group's keys, so each group is one contiguous block
+    starts = np.concatenate([[0], np.cumsum(sizes[:-1])]).astype(np.int64)
+    sums = np.add.reduceat(flat, starts, axis=0)
+    estimate = (sums / sizes[:, None]).reshape(n_groups, ts.size, ks.size)
+
+    questions, question_index = np.unique(problems["question_id"].to_numpy().astype(str),
+                                          return_inverse=True)
+    replicates = None
+    if ci is not None:
+        weights = question_bootstrap_weights(questions.size, n_boot, random_state).astype(np.float64)
+        replicates = np.empty((n_boot, n_groups, ts.size, ks.size))
+        for g in range(n_groups):
+            rows = np.flatnonzero(group_index == g)
+            w = weights[:, question_index[rows]]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                replicates[:, g] = ((w @ flat[rows]) / w.sum(axis=1)[:, None]).reshape(
+                    n_boot, ts.size, ks.size)
+    return PassEstimate(problems=problems, groups=groups, k=ks, t=ts, n=n, c=c, values=values,
+                        group_index=group_index, question_index=question_index.reshape(-1),
+                        questions=questions, estimate=estimate, replicates=replicates,
+                        t_source=source)
+
+
+def ratio_table(n: int, ks: np.ndarray) -> np.ndarray:
+    """Exact ``C(n - c, k) / C(n, k)`` for ``c = 0..n`` (rows) and each k in ``ks`` (columns).
+
+    It is ``prod_{i<c} (n - k - i) / (n - i)``, a running product over c: every factor lies
+    in [0, 1], so it never overflows or cancels (unlike ``lgamma`` differences), and it is
+    exactly 0 once ``c > n - k`` (a success is then certain among k draws). The table costs
+    ``n x len(ks)`` operations, once per distinct n.
+    """
+    i = np.arange(n, dtype=np.float64)[:, None]
+    factors = np.clip(n - ks[None, :].astype(np.float64) - i, 0.0, None) / (n - i)
+    table = np.ones((n + 1, ks.size))
+    np.cumprod(factors, axis=0, out=table[1:])
+    return table
+
+
+def _pass_values(n: np.ndarray, c: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    out = np.empty((*n.shape, ks.size))
+    for n_value in np.unique(n):  # a handful of distinct sample counts, not one per problem
+        mask = n == n_value
+        out[mask] = 1.0 - ratio_table(int(n_value), ks)[c[mask]]
+    return out
+
+
+def _count_truncation(runs: pl.DataFrame, keys: list[str], ts: np.ndarray) -> pl.DataFrame:
+    # One pass over the table counts successes at every depth: each correct episode adds to
+    # the depths it fits under.
+    within = [(pl.col("correct") & (pl.col("n_rounds") <= int(d))).sum().alias(f"c{i}")
+              for i, d in enumerate(ts)]
+    return runs.group_by(keys).agg(pl.len().alias("n"), *within).sort(keys)
+
+
+def _count_t_cap(runs: pl.DataFrame, keys: list[str], ts: np.ndarray) -> tuple[pl.DataFrame, np.ndarray]:
+    if runs["t_cap"].null_count():
+        row = int(runs["t_cap"].is_null().arg_max())
+        raise InputError("null value in column `t_cap` while episodes are counted by their cap; "
+                         "pass t_source=\"truncation\" to ignore it", line=row + 1, field="t_cap")
+    cap_in = [pl.col("t_cap") == int(d) for d in ts]
+    agg = [e.sum().alias(f"n{i}") for i, e in enumerate(cap_in)]
+    agg += [(e & pl.col("correct")).sum().alias(f"c{i}") for i, e in enumerate(cap_in)]
+    counts = runs.group_by(keys).agg(*agg).sort(keys)
+    n = counts.select([f"n{i}" for i in range(ts.size)]).to_numpy().astype(np.int64)
+    return counts, n
+
+
+def _check_enough(problems: pl.DataFrame, n: np.ndarray, ks: np.ndarray, ts: np.ndarray, source: str) -> None:
+    if problems.height == 0:
+        raise InputError("no trajectories to estimate PASS@(k,T) from", field="question_id")
+    short = n < ks.max()
+    if not short.any():
+        return
+    row, col = np.argwhere(short)[0]
+    who = ", ".join(f"{name} {value!r}" for name, value in problems.row(int(row), named=True).items())
+    where = f" with `t_cap` == {int(ts[col])}" if source == "t_cap" else ""
+    hint = ("; episodes are counted per `t_cap` because it holds several caps (t_source=\"truncation\" "
+            "counts by `n_rounds` instead)" if source == "t_cap" else "")
+    raise InputError(
+        f"k = {int(ks.max())} is larger than the {int(n[row, col])} samples{where} of problem "
+        f"({who}); {int(short.any(axis=1).sum())} problem(s) have too few samples: lower `k` "
+        f"or drop them explicitly{hint}", field="k")
+
+
+def _resolve_source(runs: pl.DataFrame, t_source: str) -> str:
+    if t_source != "auto":
+        return t_source
+    # A single cap shared by every episode is the environment's limit, not a sweep over T:
+    # only runs made under several caps are counted per cap.
+    per_t = (isinstance(runs, pl.DataFrame) and "t_cap" in runs.columns
+             and runs["t_cap"].drop_nulls().n_unique() > 1)
+    return "t_cap" if per_t else "truncation"
+
+
+def _grid(values: Iterable[int] | int, name: str, *, minimum: int) -> np.ndarray:
+    if isinstance(values, (int, np.integer)):
+        values = [values]
+    try:
+        items = list(values)
+    except TypeError:
+        raise InputError(f"`{name}` must be a list of integers, got {values!r}", field=name) from None
+    if not items:
+        raise InputError(f"`{name}` is empty", field=name)
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) and not (
+                isinstance(v, float) and v.is_integer()):
+            raise InputError(f"`{name}` must hold integers, got {v!r}", field=name)
+        if int(v) < minimum:
+            raise InputError(f"`{name}` values must be at least {minimum}, got {v}", field=name)
+        out.append(int(v))
+    return np.unique(np.asarray(out, dtype=np.int64))

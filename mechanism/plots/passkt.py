@@ -1,0 +1,298 @@
+"""Figures for PASS@(k,T): curves over k, the k x T surface, the difference between two arms
+and the gained/lost boundary chart. Every function returns a matplotlib Figure built in the
+toolkit's paper style; nothing is shown or saved here (see ``mechanism.plots.style.save_figure``).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+from matplotlib.colors import TwoSlopeNorm
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, NullLocator
+
+from mechanism.boundary import Boundary
+from mechanism.errors import InputError
+from mechanism.plots.style import DIVERGING_CMAP, SEQUENTIAL_CMAP, arm_colors, paper_style
+
+
+def plot_pass_curves(
+    curves: pl.DataFrame,
+    *,
+    arms: Sequence[str] | None = None,
+    t: Sequence[int] | None = None,
+    title: str | None = None,
+    colors: Mapping[str, str] | None = None,
+) -> Figure:
+    """PASS@(k,T) over k on a log2 axis: one panel per T, one line per arm, interval bands.
+
+    Parameters
+    ----------
+    curves
+        Output of :func:`mechanism.passkt.pass_at_kt` (``ci_low``/``ci_high`` optional).
+    arms, t
+        Which arms and depths to draw (default: all, in table order).
+    title
+        Figure title.
+    colors
+        Arm -> colour (default :func:`mechanism.plots.style.arm_colors`); pass the same
+        mapping to every figure of one analysis so an arm keeps its colour.
+    """
+    _need(curves, ["arm", "k", "t", "pass_at_kt"], "curves")
+    arms = list(dict.fromkeys(curves["arm"].to_list())) if arms is None else list(arms)
+    ts = sorted(set(curves["t"].to_list())) if t is None else list(t)
+    colors = {**arm_colors(arms), **(colors or {})}
+    has_ci = {"ci_low", "ci_high"} <= set(curves.columns)
+    with paper_style():
+        ncols = min(len(ts), 5)
+        nrows = int(np.ceil(len(ts) / ncols))
+        fig, axes = plt.subplots(nrows, ncols, figsize=(1.0 + 2.1 * ncols, 0.6 + 2.2 * nrows),
+                                 sharex=True, sharey=True, squeeze=False)
+        ks = sorted(set(curves["k"].to_list()))
+        for ax, tv in zip(axes.flat, ts):
+            for arm in arms:
+                part = curves.filter((pl.col("arm") == arm) & (pl.col("t") == tv)).sort("k")
+                if part.height == 0:
+                    continue
+                x = part["k"].to_numpy()
+                ax.plot(x, part["pass_at_kt"].to_numpy(), marker="o", markersize=2.8, color=colors[arm],
+                        label=str(arm))
+                if has_ci:
+                    ax.fill_between(x, part["ci_low"].to_numpy(), part["ci_high"].to_numpy(),
+                                    color=colors[arm], alpha=0.18, linewidth=0)
+            ax.set_xscale("log", base=2)
+            ax.xaxis.set_major_locator(FixedLocator(ks))
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.set_xticklabels([str(k) for k in ks], rotation=0 if len(ks) <= 7 else 90)
+            ax.set_title(f"T = {tv} round{'s' if tv != 1 else ''}")
+        for ax in axes.flat[len(ts):]:
+            ax.set_visible(False)
+        for ax in axes[-1]:
+            ax.set_xlabel("k (samples)")
+        for ax in axes[:, 0]:
+            ax.set_ylabel("PASS@(k,T)")
+        axes.flat[0].set_ylim(-0.02, 1.02)
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="upper center", ncol=len(arms), bbox_to_anchor=(0.5, 1.0),
+                   title=None)
+        if title:
+            fig.suptitle(title, y=1.07)
+        band = " (bands: bootstrap interval over problems)" if has_ci else ""
+        fig.text(0.5, -0.02, f"PASS@(k,T) by arm{band}", ha="center", va="top", fontsize=7.5, color="0.35")
+        fig.tight_layout(rect=(0, 0, 1, 0.92))
+    return fig
+
+
+def plot_pass_over_t(curves: pl.DataFrame, *, k: int = 1, arms: Sequence[str] | None = None,
+                     colors: Mapping[str, str] | None = None) -> Figure:
+    """PASS@(k,T) over the round budget T at one k, one line per arm, with interval bands.
+
+    The view that remains when problems have too few samples for a curve over k (with one
+    sample per problem only k = 1 exists).
+    """
+    _need(curves, ["arm", "k", "t", "pass_at_kt"], "curves")
+    part_k = curves.filter(pl.col("k") == k)
+    if part_k.height == 0:
+        raise InputError(f"`curves` has no rows with k = {k}", field="k")
+    arms = list(dict.fromkeys(part_k["arm"].to_list())) if arms is None else list(arms)
+    colors = {**arm_colors(arms), **(colors or {})}
+    has_ci = {"ci_low", "ci_high"} <= set(curves.columns)
+    ts = sorted(set(part_k["t"].to_list()))
+    with paper_style():
+        fig, ax = plt.subplots(figsize=(3.9, 2.8), constrained_layout=True)
+        for arm in arms:
+            part = part_k.filter(pl.col("arm") == arm).sort("t")
+            x = part["t"].to_numpy()
+            ax.plot(x, part["pass_at_kt"].to_numpy(), marker="o", markersize=3, color=colors[arm], label=str(arm))
+            if has_ci:
+                ax.fill_between(x, part["ci_low"].to_numpy(), part["ci_high"].to_numpy(), color=colors[arm],
+                                alpha=0.18, linewidth=0)
+        ax.set_xticks(ts)
+        ax.set_xlabel("T (round budget)")
+        ax.set_ylabel(f"PASS@({k},T)")
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="lower right")
+        ax.set_title(f"PASS@({k},T) by round budget" + (" (bands: bootstrap interval)" if has_ci else ""))
+    return fig
+
+
+def plot_pass_surfaces(curves: pl.DataFrame, *, arms: Sequence[str] | None = None) -> Figure:
+    """The k x T surface of each arm as an annotated heatmap (one panel per arm, shared scale)."""
+    _need(curves, ["arm", "k", "t", "pass_at_kt"], "curves")
+    arms = list(dict.fromkeys(curves["arm"].to_list())) if arms is None else list(arms)
+    ks = sorted(set(curves["k"].to_list()))
+    ts = sorted(set(curves["t"].to_list()))
+    with paper_style():
+        fig, axes = plt.subplots(1, len(arms), figsize=(1.2 + (0.4 * len(ks) + 0.4) * len(arms), 0.9 + 0.4 * len(ts)),
+                                 squeeze=False, constrained_layout=True)
+        image = None
+        for ax, arm in zip(axes[0], arms):
+            grid = _grid(curves.filter(pl.col("arm") == arm), "pass_at_kt", ks, ts)
+            image = ax.imshow(grid, cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=1.0, origin="lower", aspect="auto")
+            _annotate(ax, grid, fmt="{:.2f}", dark_above=0.55, reverse=True)
+            _label_grid(ax, ks, ts)
+            ax.set_title(f"{arm}")
+        for ax in axes[0][1:]:
+            ax.set_ylabel("")
+        fig.colorbar(image, ax=axes[0].tolist(), shrink=0.9, label="PASS@(k,T)")
+    return fig
+
+
+def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str) -> Figure:
+    """Treated - base over the k x T grid, on a diverging map centred on zero.
+
+    Parameters
+    ----------
+    gap
+        :attr:`mechanism.boundary.Boundary.gap` (``t``, ``k``, ``gap``, ``ci_low``,
+        ``ci_high``). Cells whose interval excludes zero are marked with an asterisk.
+    base, treated
+        Arm names for the title.
+    """
+    _need(gap, ["t", "k", "gap"], "gap")
+    ks = sorted(set(gap["k"].to_list()))
+    ts = sorted(set(gap["t"].to_list()))
+    grid = _grid(gap, "gap", ks, ts)
+    sig = None
+    if {"ci_low", "ci_high"} <= set(gap.columns):
+        sig = (_grid(gap, "ci_low", ks, ts) > 0) | (_grid(gap, "ci_high", ks, ts) < 0)
+    limit = max(float(np.nanmax(np.abs(grid))), 1e-3)
+    with paper_style():
+        fig, ax = plt.subplots(figsize=(1.6 + 0.5 * len(ks), 1.1 + 0.4 * len(ts)), constrained_layout=True)
+        image = ax.imshow(grid, cmap=DIVERGING_CMAP, norm=TwoSlopeNorm(0.0, -limit, limit), origin="lower",
+                          aspect="auto")
+        labels = np.vectorize(lambda v: f"{v:+.2f}")(grid)
+        if sig is not None:
+            labels = np.where(sig, np.char.add(labels.astype(str), "*"), labels)
+        for (i, j), text in np.ndenumerate(labels):
+            strong = abs(grid[i, j]) > 0.6 * limit
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if strong else "black")
+        _label_grid(ax, ks, ts)
+        ax.set_title(f"PASS@(k,T): {treated} − {base}")
+        fig.colorbar(image, ax=ax, shrink=0.9, label=f"{treated} − {base}")
+        if sig is not None:
+            fig.text(0.5, -0.01, "* bootstrap interval over problems excludes 0", ha="center", va="top",
+                     fontsize=7.5, color="0.35")
+    return fig
+
+
+def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None) -> Figure:
+    """The capability boundary per T: problems solved by each arm, and gained vs lost.
+
+    Left: ``|B_T|`` per arm. Right: problems gained (up) and lost (down) by the treated arm,
+    with the exact two-sided p-value of the discordant-pair test above each depth.
+    """
+    base, treated = result.base, result.treated
+    colors = {**arm_colors([base, treated]), **(colors or {})}
+    tests = result.tests.sort("t")
+    ts = tests["t"].to_list()
+    x = np.arange(len(ts))
+    with paper_style():
+        fig, (ax_sets, ax_diff) = plt.subplots(1, 2, figsize=(8.2, 2.8), constrained_layout=True)
+        width = 0.38
+        solved_b = (tests["both"] + tests["lost"]).to_numpy()
+        solved_t = (tests["both"] + tests["gained"]).to_numpy()
+        ax_sets.bar(x - width / 2, solved_b, width, color=colors[base], label=str(base))
+        ax_sets.bar(x + width / 2, solved_t, width, color=colors[treated], label=str(treated))
+        n_problems = int(tests["n_problems"][0])
+        ax_sets.set_ylim(0, n_problems * 1.12)
+        ax_sets.axhline(n_problems, color="0.5", linewidth=0.8, linestyle=":")
+        ax_sets.text(x[-1] + 0.5, n_problems, f"all {n_problems}", ha="right", va="bottom", fontsize=7, color="0.35")
+        ax_sets.set_xticks(x, [str(t) for t in ts])
+        ax_sets.set_xlabel("T (round budget)")
+        ax_sets.set_ylabel("problems solved at least once")
+        one_sample = int(result.problems.select(pl.max_horizontal("n_base", "n_treated").max()).item()) < 2
+        ax_sets.set_title("problems solved on their one try" if one_sample else "boundary size |B_T|")
+        ax_sets.legend(loc="upper left", ncol=2)
+
+        gained = tests["gained"].to_numpy()
+        lost = tests["lost"].to_numpy()
+        ax_diff.bar(x, gained, 0.6, color=colors[treated], label=f"gained by {treated}")
+        ax_diff.bar(x, -lost, 0.6, color=colors[base], label=f"lost (only {base})")
+        ax_diff.axhline(0, color="0.2", linewidth=0.8)
+        top = max(int(gained.max(initial=0)), int(lost.max(initial=0)), 1)
+        ax_diff.set_ylim(-top * 1.35, top * 1.55)
+        significant = (tests["p_holm"] < result.alpha).to_list()
+        for xi, g, l, p, exp in zip(x, gained, lost, tests["p_value"], significant):
+            ax_diff.text(xi, g + top * 0.06, f"+{g}" if g else "0", ha="center", va="bottom", fontsize=7)
+            ax_diff.text(xi, -l - top * 0.06, f"−{l}" if l else "0", ha="center", va="top", fontsize=7)
+            ax_diff.text(xi, top * 1.32, _p_label(p) + ("*" if exp else ""), ha="center", va="bottom",
+                         fontsize=6.5, color="0.25")
+        ax_diff.text(x[-1] + 0.45, top * 1.32, "← p", ha="left", va="bottom", fontsize=6.5, color="0.25")
+        ax_diff.set_xticks(x, [str(t) for t in ts])
+        ax_diff.set_xlabel("T (round budget)")
+        ax_diff.set_ylabel("problems")
+        ax_diff.set_title(f"gained vs lost ({treated} vs {base})")
+        ax_diff.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
+        fig.text(0.5, -0.02, "p: exact two-sided binomial test on discordant problems; "
+                 f"* significant at {result.alpha:g} after Holm adjustment over T", ha="center", va="top",
+                 fontsize=7, color="0.35")
+    return fig
+
+
+def plot_gap_over_t(gap: pl.DataFrame, *, base: str, treated: str, k: int | None = None,
+                    colors: Mapping[str, str] | None = None) -> Figure:
+    """Treated - base at one k over the round budget T, with its bootstrap interval.
+
+    The view of the gap that remains with a single k (one sample per problem).
+    """
+    _need(gap, ["t", "k", "gap"], "gap")
+    k = int(gap["k"].max()) if k is None else k
+    part = gap.filter(pl.col("k") == k).sort("t")
+    if part.height == 0:
+        raise InputError(f"`gap` has no rows with k = {k}", field="k")
+    color = {**arm_colors([base, treated]), **(colors or {})}[treated]
+    with paper_style():
+        fig, ax = plt.subplots(figsize=(3.9, 2.6), constrained_layout=True)
+        x = part["t"].to_numpy()
+        ax.axhline(0.0, color="0.3", linewidth=0.8)
+        ax.plot(x, part["gap"].to_numpy(), marker="o", markersize=3, color=color)
+        if {"ci_low", "ci_high"} <= set(part.columns):
+            ax.fill_between(x, part["ci_low"].to_numpy(), part["ci_high"].to_numpy(), color=color, alpha=0.2,
+                            linewidth=0, label="bootstrap interval")
+            ax.legend(loc="best")
+        ax.set_xticks(x)
+        ax.set_xlabel("T (round budget)")
+        ax.set_ylabel(f"difference in PASS@({k},T)")
+        ax.set_title(f"{treated} − {base} at k = {k}")
+    return fig
+
+
+def _p_label(p: float) -> str:
+    return "<.001" if p < 0.001 else f"{p:.2g}".replace("0.", ".", 1) if p < 1 else "1"
+
+
+def _need(frame: pl.DataFrame, columns: list[str], name: str) -> None:
+    for col in columns:
+        if col not in frame.columns:
+            raise InputError(f"`{name}` table lacks column `{col}`", field=col)
+    if frame.height == 0:
+        raise InputError(f"`{name}` table is empty", field=name)
+
+
+def _grid(frame: pl.DataFrame, column: str, ks: list[int], ts: list[int]) -> np.ndarray:
+    out = np.full((len(ts), len(ks)), np.nan)
+    k_at = {k: j for j, k in enumerate(ks)}
+    t_at = {t: i for i, t in enumerate(ts)}
+    for kv, tv, value in frame.select("k", "t", column).iter_rows():
+        out[t_at[tv], k_at[kv]] = value
+    return out
+
+
+def _annotate(ax, grid: np.ndarray, *, fmt: str, dark_above: float, reverse: bool = False) -> None:
+    for (i, j), value in np.ndenumerate(grid):
+        if np.isnan(value):
+            continue
+        light_bg = value > dark_above if reverse else value < dark_above
+        ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=6.5,
+                color="black" if light_bg else "white")
+
+
+def _label_grid(ax, ks: list[int], ts: list[int]) -> None:
+    ax.set_xticks(range(len(ks)), [str(k) for k in ks])
+    ax.set_yticks(range(len(ts)), [str(t) for t in ts])
+    ax.set_xlabel("k (samples)")
+    ax.set_ylabel("T (round budget)")
+    ax.grid(False)

@@ -1,0 +1,90 @@
+"""``mechanism passkt`` end to end, on simulated files and on the FireAct data, and the
+issue's acceptance statement on simulated base vs rl."""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from mechanism.boundary import boundary
+from mechanism.cli import main
+from mechanism.passkt import pass_at_kt
+
+
+@pytest.fixture(scope="module")
+def simulation():
+    from mechanism.simulate import simulate
+    return simulate(n_questions=40, n_samples=16, seed=0, progress=False)
+
+
+def test_cli_writes_tables_and_figures(simulation, tmp_path, capsys):
+    simulation.write(tmp_path / "sim")
+    out = tmp_path / "out"
+    code = main(["passkt", str(tmp_path / "sim" / "base.searchr1.jsonl"), str(tmp_path / "sim" / "rl.openai.jsonl"),
+                 "--k", "1", "2", "4", "16", "--t", "0", "2", "5", "--n-boot", "100", "--out", str(out)])
+    assert code == 0
+    table = pl.read_csv(out / "pass_at_kt.csv")
+    assert table.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "n_problems", "t_source"]
+    assert table.height == 2 * 4 * 3
+    # the table read back from files equals the estimate from the simulator's own table
+    direct = pass_at_kt(simulation.runs.filter(pl.col("arm").is_in(["base", "rl"])), k=[1, 2, 4, 16],
+                        t=[0, 2, 5], n_boot=100)
+    assert np.allclose(table.sort("arm", "k", "t")["pass_at_kt"].to_numpy(),
+                       direct.sort("arm", "k", "t")["pass_at_kt"].to_numpy(), atol=1e-12)
+    for name in ("pass_curves.png", "pass_curves.pdf", "pass_surfaces.png", "pass_at_kt_per_problem.parquet",
+                 "rl_vs_base/boundary_tests.csv", "rl_vs_base/gap_surface.png", "rl_vs_base/boundary.pdf",
+                 "rl_vs_base/summary.txt", "rl_vs_base/crossings.csv"):
+        assert (out / name).is_file(), name
+    assert "capability boundary: rl vs base" in capsys.readouterr().out
+
+
+def test_cli_k_above_n_exits_2_with_one_line(simulation, tmp_path, capsys):
+    simulation.write(tmp_path / "sim")
+    code = main(["passkt", str(tmp_path / "sim" / "base.searchr1.jsonl"), "--k", "1", "32",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "k = 32 is larger than the 16 samples" in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_unknown_base_exits_2(simulation, tmp_path, capsys):
+    simulation.write(tmp_path / "sim")
+    code = main(["passkt", str(tmp_path / "sim" / "base.searchr1.jsonl"), "--base", "nope", "--k", "1",
+                 "--no-figures", "--out", str(tmp_path / "out")])
+    assert code == 2 and "`--base` arm 'nope'" in capsys.readouterr().err
+
+
+def test_simulated_rl_leads_at_k1_and_gap_at_large_k_has_an_interval(simulation):
+    b = boundary(simulation.runs, base="base", treated="rl", t=[0, 1, 2, 3, 5], k=[1, 2, 4, 8, 16], n_boot=300)
+    at1 = b.gap.filter((pl.col("k") == 1) & (pl.col("t") == 5)).row(0, named=True)
+    assert at1["gap"] > 0 and at1["ci_low"] > 0  # rl leads at k = 1 with the full budget
+    large = b.gap.filter((pl.col("k") == 16) & (pl.col("t") == 5)).row(0, named=True)
+    assert large["ci_low"] <= large["gap"] <= large["ci_high"]
+    assert "gap at k=16" in b.summary()
+
+
+@pytest.mark.slow
+def test_simulated_noise_only_arms_are_not_called_expansion():
+    from mechanism.simulate import default_policies, simulate
+    base = default_policies()["base"]
+    calls = 0
+    for seed in range(8):
+        sim = simulate(n_questions=40, n_samples=8, arms=("base", "twin"), policies={"twin": base}, seed=seed,
+                       progress=False)
+        calls += boundary(sim.runs, base="base", treated="twin", t=[0, 2, 5], n_boot=50).expansion
+    assert calls == 0
+
+
+@pytest.mark.slow
+def test_fireact_one_sample(fireact_dir, tmp_path, capsys):
+    code = main(["passkt", str(fireact_dir / "trajs"), "--format", "fireact", "--base", "llama-2-7b",
+                 "--t", "0", "1", "2", "5", "--n-boot", "200", "--out", str(tmp_path)])
+    assert code == 0
+    table = pl.read_csv(tmp_path / "pass_at_kt.csv")
+    assert table["k"].unique().to_list() == [1]  # n = 1: only k = 1 exists
+    assert (tmp_path / "pass_over_t.png").is_file()
+    tests = pl.read_csv(tmp_path / "llama-2-13b_vs_llama-2-7b" / "boundary_tests.csv")
+    assert not tests["expansion"].any()  # one sample never supports a boundary claim
+    assert "one sample per problem" in capsys.readouterr().out
+    assert main(["passkt", str(fireact_dir / "trajs"), "--format", "fireact", "--k", "2",
+                 "--out", str(tmp_path / "x")]) == 2
