@@ -1,0 +1,106 @@
+"""The strategy space: figures and tables for the built-in simulated default and for the
+FireAct HotpotQA agents.
+
+Writes ``figures/strategies/simulated/`` and ``figures/strategies/fireact/``: the strategy
+map (``strategy_map.png/.pdf``), shares per arm (``strategy_shares``), the strategy table
+(``strategy_table`` figure and ``strategies.csv``), ``shares.csv``, and ``summary.txt``. On
+simulated data the summary also gives the adjusted Rand index against the planted
+strategies, and the space is applied, without refitting, to a fresh simulated sample.
+
+Run: ``python analyses/strategies.py [--out figures/strategies] [--embedder NAME]``.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import polars as pl
+
+from mechanism.commands.strategies import shares
+from mechanism.plots.strategies import strategy_label, strategy_map, strategy_shares, strategy_table
+from mechanism.plots.style import close, save_figure
+from mechanism.strategy_space import StrategySpace
+
+ROOT = Path(__file__).resolve().parents[1]
+FIREACT = ROOT.parent / "shared" / "data" / "fireact-hotpotqa"
+
+
+def write_outputs(space: StrategySpace, runs: pl.DataFrame, out: Path, *, arms: list[str], title: str) -> str:
+    """Figures, tables and a text summary of a fitted space on ``runs``; returns the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    for stem, fig in (("strategy_map", strategy_map(space, runs, arms=arms)),
+                      ("strategy_shares", strategy_shares(space, runs, arms=arms)),
+                      ("strategy_table", strategy_table(space))):
+        save_figure(fig, out, stem)
+        close(fig)
+    desc = space.describe()
+    desc.with_columns(pl.col("keywords").list.join(" ")).write_csv(out / "strategies.csv")
+    labels = space.assign(runs).drop("rendering", "moves")
+    table = shares(labels)
+    table.write_csv(out / "shares.csv")
+    lines = [f"{title}: {runs.height:,} trajectories, {space.n_strategies_} strategies "
+             f"(embedder {space.embedding_model_}, method {space.method}, resolution {space.resolution})"]
+    for r in desc.head(10).iter_rows(named=True):
+        per_arm = ", ".join(f"{a} {table.filter((pl.col('arm') == a) & (pl.col('strategy') == r['strategy']))['share'].sum():.1%}"
+                            for a in arms)
+        lines.append(f"  {strategy_label(r['strategy'], r['typical_moves'], r['typical_member']):<40} n={r['size']:>6,}  "
+                     f"success {r['success_rate']:.2f}  shares: {per_arm}")
+    return "\n".join(lines)
+
+
+def simulated(out: Path, *, embedder: str | None, seed: int) -> str:
+    """base / rl / sft from the simulator (100 questions x 64 samples)."""
+    from sklearn.metrics import adjusted_rand_score
+
+    from mechanism.simulate import simulate
+
+    sim = simulate(n_questions=100, n_samples=64, seed=seed, progress=None)
+    space = StrategySpace(embedder=embedder, random_state=seed, progress=None).fit(sim.runs)
+    text = write_outputs(space, sim.runs, out, arms=["base", "rl", "sft"], title="Simulated default")
+    keys = ["arm", "question_id", "sample_id"]
+    truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
+    fresh = simulate(n_questions=100, n_samples=16, seed=seed + 1, progress=None)
+    fresh_truth = fresh.runs.select(keys).join(fresh.truth, on=keys, how="left")["strategy"].to_numpy()
+    applied = space.transform(fresh.runs)
+    text += (f"\n  adjusted Rand index vs planted strategies: {adjusted_rand_score(truth, space.labels_):.3f}"
+             f"\n  saved space applied to a fresh sample (seed {seed + 1}), no refit: ARI "
+             f"{adjusted_rand_score(fresh_truth, applied):.3f}, outliers {(applied == -1).mean():.2%}")
+    space.save(out / "space")
+    (out / "summary.txt").write_text(text + "\n", encoding="utf-8")
+    return text
+
+
+def fireact(out: Path, path: Path, *, embedder: str | None, seed: int) -> str:
+    """The three FireAct agents in one space."""
+    from mechanism.readers import read
+
+    runs = read(path / "trajs", format="fireact")
+    arms = [a for a in ("llama-2-7b", "llama-2-13b", "gpt-3.5-turbo") if a in runs["arm"].to_list()]
+    arms += sorted(set(runs["arm"].to_list()) - set(arms))
+    space = StrategySpace(embedder=embedder, random_state=seed, progress=None).fit(runs)
+    text = write_outputs(space, runs, out, arms=arms, title="FireAct HotpotQA agents")
+    no_search = space.describe().filter(pl.col("no_search_share") == 1.0)["strategy"].to_list()
+    labels = pl.DataFrame({"arm": runs["arm"], "strategy": space.labels_})
+    share = labels.group_by("arm").agg(pl.col("strategy").is_in(no_search).mean().alias("s")).sort("arm")
+    text += "\n  share in no-search strategies: " + ", ".join(
+        f"{r['arm']} {r['s']:.1%}" for r in share.iter_rows(named=True))
+    (out / "summary.txt").write_text(text + "\n", encoding="utf-8")
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "figures" / "strategies")
+    parser.add_argument("--fireact", type=Path, default=FIREACT, help="FireAct data folder")
+    parser.add_argument("--embedder", default=None, help="embedding model (default all-MiniLM-L6-v2)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    print(simulated(args.out / "simulated", embedder=args.embedder, seed=args.seed))
+    if (args.fireact / "trajs").is_dir():
+        print(fireact(args.out / "fireact", args.fireact, embedder=args.embedder, seed=args.seed))
+    else:
+        print(f"FireAct data not found at {args.fireact}; skipped")
+
+
+if __name__ == "__main__":
+    main()

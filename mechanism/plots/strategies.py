@@ -1,0 +1,195 @@
+"""Figures of a strategy space: the 2-D strategy map per arm, strategy shares, a strategy table.
+
+Every function takes a fitted :class:`~mechanism.strategy_space.StrategySpace` (and the runs
+to show) and returns a matplotlib Figure built inside :func:`paper_style`; nothing global
+changes. Strategy labels shown are derived from move names, never from trajectory text, and
+arm names are shown as given (matplotlib renders them as text, not markup).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
+
+from mechanism.plots.style import PALETTE, arm_colors, paper_style
+
+_SHORT = {
+    "first_lookup": "lookup", "bridge_lookup": "bridge", "parallel_lookup": "parallel",
+    "new_lookup": "new", "reformulation": "reword", "repeat": "repeat", "verification": "verify",
+    "answer_with_evidence": "", "answer_without_evidence": "", "no_answer": "no answer",
+}
+_OTHER = "#BBBBBB"
+
+
+def strategy_label(strategy: int, typical_moves: str | None, typical_member: str | None = None, *,
+                   max_moves: int = 4) -> str:
+    """A short name from a strategy's typical move sequence, e.g. ``S1 ask part › bridge``.
+
+    The first lookup is named by its scope when the typical member shows it: ``ask whole``
+    (the whole question), ``ask part`` (most or part of it), else ``lookup``.
+
+    Examples
+    --------
+    >>> strategy_label(1, "first_lookup > bridge_lookup > answer_with_evidence",
+    ...                "1. search first_lookup: part of question [Q] | 2. search bridge_lookup: "
+    ...                "no question + [OBS] | answer")
+    'S1 ask part › bridge'
+    >>> strategy_label(0, "answer_without_evidence")
+    'S0 no search'
+    """
+    moves = [_SHORT.get(m.strip(), m.strip()) for m in (typical_moves or "").split(">")]
+    moves = [m for m in moves if m]
+    first = (typical_member or "").split("|")[0]
+    if moves == ["lookup"]:
+        return f"S{strategy} search once"  # one lookup is one strategy, however worded
+    if moves and moves[0] == "lookup" and "first_lookup:" in first:
+        moves[0] = "ask whole" if "whole question" in first else (
+            "ask part" if "of question" in first else "lookup")
+    if not moves:
+        return f"S{strategy} no search"
+    collapsed: list[str] = []
+    for m in moves:  # "repeat › repeat › repeat" reads as "repeat×3"
+        if collapsed and collapsed[-1].split("×")[0] == m:
+            base, _, n = collapsed[-1].partition("×")
+            collapsed[-1] = f"{base}×{int(n or 1) + 1}"
+        else:
+            collapsed.append(m)
+    if len(collapsed) > max_moves:
+        collapsed = collapsed[:max_moves] + ["…"]
+    return f"S{strategy} " + " › ".join(collapsed)
+
+
+_COLORS = [c for c in PALETTE if c != "#000000"]  # black marks outliers
+
+
+def _colors(n_strategies: int, top: int) -> dict[int, str]:
+    out = {s: _COLORS[s] if s < min(top, len(_COLORS)) else _OTHER for s in range(n_strategies)}
+    out[-1] = "#000000"
+    return out
+
+
+def strategy_map(space, runs: pl.DataFrame, *, arms: Sequence[str] | None = None, top: int = 8,
+                 panel_size: float = 2.6) -> Figure:
+    """The 2-D strategy map (seeded UMAP of the joined space), one panel per arm.
+
+    Each distinct rendering is one marker, its area proportional to how many of the arm's
+    trajectories it holds; colour is the strategy (the ``top`` largest get colours, the rest
+    grey, outliers black); the other arms' positions are drawn faintly behind for reference.
+
+    Parameters
+    ----------
+    space
+        A fitted :class:`~mechanism.strategy_space.StrategySpace`.
+    runs
+        Trajectories to place (any arms; assigned without refitting).
+    arms
+        Panels, in order (default: the arms of ``runs``, sorted).
+    top
+        How many of the largest strategies get their own colour (at most 8).
+    """
+    assigned = space.assign(runs)
+    xy = space.map_coordinates(runs)
+    frame = assigned.select("arm", "strategy").with_columns(
+        pl.Series("x", np.round(xy[:, 0], 4)), pl.Series("y", np.round(xy[:, 1], 4)))
+    points = frame.group_by("arm", "strategy", "x", "y").agg(pl.len().alias("n")).sort("arm", "strategy", "x", "y")
+    arms = list(arms) if arms is not None else sorted(frame["arm"].unique().to_list())
+    desc = space.describe()
+    names = {r["strategy"]: strategy_label(r["strategy"], r["typical_moves"], r["typical_member"]) for r in desc.iter_rows(named=True)}
+    colors = _colors(space.n_strategies_, top)
+    with paper_style():
+        ncols = min(len(arms), 3)
+        nrows = int(np.ceil(len(arms) / ncols))
+        fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols + 1.9, panel_size * nrows + 0.3),
+                                 squeeze=False, sharex=True, sharey=True, constrained_layout=True)
+        everything = points.group_by("x", "y").agg(pl.col("n").sum())
+        for ax, arm in zip(axes.ravel(), arms):
+            ax.scatter(everything["x"], everything["y"], s=6, color="#E6E6E6", linewidths=0, zorder=1)
+            mine = points.filter(pl.col("arm") == arm)
+            total = max(int(mine["n"].sum()), 1)
+            # biggest markers first so small ones stay visible on top
+            mine = mine.sort("n", descending=True)
+            ax.scatter(mine["x"], mine["y"], s=8 + 900 * mine["n"].to_numpy() / total,
+                       c=[colors.get(s, _OTHER) for s in mine["strategy"].to_list()],
+                       alpha=0.75, linewidths=0.4, edgecolors="white", zorder=2)
+            ax.set_title(f"{arm} (n = {total:,})")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.grid(False)
+        for ax in axes.ravel()[len(arms):]:
+            ax.set_visible(False)
+        for ax in axes[-1, :]:
+            ax.set_xlabel("UMAP 1")
+        for ax in axes[:, 0]:
+            ax.set_ylabel("UMAP 2")
+        shown = list(range(min(space.n_strategies_, top, len(_COLORS))))
+        handles = [plt.Line2D([], [], marker="o", ls="", color=colors[s], label=names.get(s, f"S{s}"), markersize=6)
+                   for s in shown]
+        if space.n_strategies_ > len(shown):
+            rest = space.n_strategies_ - len(shown)
+            handles.append(plt.Line2D([], [], marker="o", ls="", color=_OTHER, markersize=6,
+                                      label=f"{rest} smaller {'strategy' if rest == 1 else 'strategies'}"))
+        if (assigned["strategy"] == -1).any():
+            handles.append(plt.Line2D([], [], marker="o", ls="", color="#000000", markersize=6, label="outlier"))
+        fig.legend(handles=handles, loc="outside right center", title="strategy (typical moves)",
+                   alignment="left")
+        fig.suptitle("Strategy map: marker area = share of the arm's trajectories", fontsize=9.5)
+    return fig
+
+
+def strategy_shares(space, runs: pl.DataFrame, *, arms: Sequence[str] | None = None,
+                    top: int = 10) -> Figure:
+    """Share of each arm's trajectories in each strategy (grouped horizontal bars)."""
+    assigned = space.assign(runs)
+    arms = list(arms) if arms is not None else sorted(assigned["arm"].unique().to_list())
+    counts = assigned.group_by("arm", "strategy").agg(pl.len().alias("n"))
+    totals = assigned.group_by("arm").agg(pl.len().alias("total"))
+    shares = counts.join(totals, on="arm").with_columns((pl.col("n") / pl.col("total")).alias("share"))
+    desc = space.describe()
+    keep = [s for s in desc["strategy"].to_list() if s >= 0][:top]
+    names = {r["strategy"]: strategy_label(r["strategy"], r["typical_moves"], r["typical_member"]) for r in desc.iter_rows(named=True)}
+    colors = arm_colors(arms)
+    with paper_style():
+        fig, ax = plt.subplots(figsize=(6.2, 0.42 * len(keep) + 1.0), constrained_layout=True)
+        height = 0.8 / max(len(arms), 1)
+        for i, arm in enumerate(arms):
+            sub = dict(zip(*shares.filter(pl.col("arm") == arm).select("strategy", "share").to_dict(as_series=False).values()))
+            vals = [sub.get(s, 0.0) for s in keep]
+            ax.barh(np.arange(len(keep)) + (i - (len(arms) - 1) / 2) * height, vals, height=height,
+                    color=colors[arm], label=arm)
+        ax.set_yticks(np.arange(len(keep)), [names[s] for s in keep])
+        ax.invert_yaxis()
+        ax.set_xlabel("share of the arm's trajectories")
+        ax.grid(axis="y", visible=False)
+        ax.legend(title="arm", loc="lower right")
+        ax.set_title("Strategy shares per arm")
+    return fig
+
+
+def strategy_table(space, *, top: int = 12) -> Figure:
+    """The strategies as a table figure: size, share, success rate per arm, typical moves."""
+    desc = space.describe().filter(pl.col("strategy") >= 0).head(top)
+    arms = [c[len("n["):-1] for c in desc.columns if c.startswith("n[")]
+    header = ["strategy", "n", "share", *[f"success\n{a}" for a in arms], "keywords"]
+    rows = []
+    for r in desc.iter_rows(named=True):
+        rate = [("–" if r[f"success_rate[{a}]"] is None else f"{r[f'success_rate[{a}]']:.2f}") for a in arms]
+        rows.append([strategy_label(r["strategy"], r["typical_moves"], r["typical_member"]), f"{r['size']:,}", f"{r['share']:.1%}",
+                     *rate, ", ".join(r["keywords"][:3])])
+    with paper_style():
+        fig, ax = plt.subplots(figsize=(3.0 + 0.9 * len(header), 0.24 * len(rows) + 0.6),
+                               constrained_layout=True)
+        ax.axis("off")
+        table = ax.table(cellText=rows, colLabels=header, loc="center", cellLoc="left", colLoc="left")
+        table.auto_set_font_size(False)
+        table.set_fontsize(7.5)
+        table.auto_set_column_width(list(range(len(header))))
+        for (row, _), cell in table.get_celld().items():
+            cell.set_linewidth(0.3)
+            if row == 0:
+                cell.set_text_props(weight="bold")
+                cell.set_height(cell.get_height() * 1.6)
+        ax.set_title("Strategies (c-TF-IDF keywords over masked renderings)")
+    return fig

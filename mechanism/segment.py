@@ -1,0 +1,378 @@
+"""Segment trajectories into moves and render each one with the question's content masked.
+
+A strategy is how an agent uses its tools, not what it asks about (DESIGN.md section 5):
+raw transcripts cluster by entity names. So every query's content words are replaced by
+where they came from:
+
+``[Q]``
+    the word is in the question;
+``[PREV]``
+    the word was in an earlier query (reuse, even if a result also showed it);
+``[OBS]``
+    the word is a name or number first met in an earlier result (the mark of a bridge);
+``[NEW]``
+    none of these.
+
+Each tool call becomes a *move* (``first_lookup``, ``bridge_lookup``, ``parallel_lookup``,
+``new_lookup``, ``reformulation``, ``repeat``, ``verification``) and the episode ends in
+``answer_with_evidence``, ``answer_without_evidence`` or ``no_answer``. A trajectory is
+rendered as its sequence of masked moves, each with the query's scope (whole, most or part of
+the question, or none of it) and the other sources of its words, e.g.
+``1. search first_lookup: most of question [Q] | 2. search bridge_lookup: no question +
+[OBS] [NEW] | answer``; it is summarised by strategy descriptors
+(:data:`STRATEGY_FEATURES`) and descriptive columns (move counts, provenance shares,
+question coverage, whether the answer was retrieved).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+from mechanism.schema import validate
+
+LOOKUP_MOVES = ("first_lookup", "bridge_lookup", "parallel_lookup", "new_lookup",
+                "reformulation", "repeat", "verification")
+FINAL_MOVES = ("answer_with_evidence", "answer_without_evidence", "no_answer")
+MOVES = LOOKUP_MOVES + FINAL_MOVES
+
+PROVENANCE_TAGS = ("[Q]", "[OBS]", "[PREV]", "[NEW]")
+
+# Strategy descriptors, and the weight each carries in the distance between trajectories.
+# They are indicators and a log count, so they share a scale without standardising (which
+# would inflate rare moves). What they encode: did the agent search; how long it went on;
+# did it restate its query verbatim or reworded; did it carry a name from a result into a
+# query (bridge, verification); did it branch to a sibling lookup (parallel, new target);
+# and, for a plan that went beyond restating, did it open by asking the whole question
+# (ask-then-check) or a part of it (decompose). One-lookup episodes are not told apart by
+# their query's scope: "search once and answer" is one strategy however it was worded.
+STRATEGY_FEATURES: dict[str, float] = {
+    "searched": 2.0,
+    "log_rounds": 0.5,
+    "restates_verbatim": 1.0,
+    "rewords": 0.5,
+    "carries_over": 1.0,
+    "branches": 1.0,
+    "opens_whole": 1.0,
+    "gives_answer": 1.0,
+}
+FEATURE_COLUMNS = tuple(STRATEGY_FEATURES)
+# Descriptive columns: reported per trajectory, not used to define strategies. Evidence flags
+# are outcomes: a strategy defined by its outcome would fold within-strategy success into
+# composition (mechanism.reweighting).
+DESCRIPTIVE_COLUMNS = (
+    "n_rounds", "n_first_lookup", "n_bridge_lookup", "n_parallel_lookup", "n_new_lookup",
+    "n_reformulation", "n_repeat", "n_verification", "share_question", "share_observation",
+    "share_previous", "share_new", "first_query_coverage", "max_query_coverage",
+    "n_distinct_queries", "answer_in_query", "answer_in_retrieved", "answer_from_question",
+)
+
+# A query keeping at least this share of an earlier query's content words is a
+# reformulation of it rather than a new lookup.
+REFORMULATION_KEEP = 0.6
+# Rendering bounds: untrusted fields can be arbitrarily long; these keep memory and the
+# embedder's input bounded.
+# Query scope: all of the question's content words ("whole"), at least this share ("most",
+# e.g. a reworded question or a question minus its target), or fewer ("part", e.g. one entity).
+MOST_QUESTION_COVERAGE = 0.5
+MAX_STEPS_RENDERED = 16
+MAX_FIELD_CHARS = 20_000
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_STOP = frozenset(ENGLISH_STOP_WORDS)
+_NAME = re.compile(r"\b(?:[^\W\d_a-z][^\W_]*|\d[^\W_]*)", re.UNICODE)
+_TOOL_NAME = re.compile(r"[^a-z0-9_]+")
+
+
+def content_tokens(text: str | None) -> list[str]:
+    """Lowercase content words of ``text`` (stop words dropped), in order, each kept once.
+
+    Examples
+    --------
+    >>> content_tokens("Where was the director of Jaws born?")
+    ['director', 'jaws', 'born']
+    """
+    if not text:
+        return []
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text[:MAX_FIELD_CHARS].lower()):
+        if word not in _STOP and word not in seen:
+            seen[word] = None
+    return list(seen)
+
+
+def _mask(tool: str, move: str, coverage: float, counts: dict[str, int]) -> str:
+    """A query as placeholders: how much of the question it restates and which other sources
+    its words came from (the order and number of words vary with entity names, so only the
+    presence of each source is kept)."""
+    if counts["[Q]"] == 0:
+        scope = "no question"
+    elif coverage >= 1.0:
+        scope = "whole question [Q]"
+    elif coverage >= MOST_QUESTION_COVERAGE:
+        scope = "most of question [Q]"
+    else:
+        scope = "part of question [Q]"
+    sources = " ".join(tag for tag in ("[OBS]", "[PREV]", "[NEW]") if counts[tag])
+    return f"{tool} {move}: {scope}" + (f" + {sources}" if sources else "")
+
+
+def _names(text: str | None) -> set[str]:
+    """Lowercased capitalised words and numbers of ``text``: the entities a result names.
+
+    A generic word a result happens to contain ("birthplace") is not carried-over
+    information; a name or a year is."""
+    if not text:
+        return set()
+    text = text[:MAX_FIELD_CHARS]
+    if text == text.lower():
+        # A lowercased corpus shows no capitals to tell names by: every content word counts.
+        return set(content_tokens(text))
+    return {w.lower() for w in _NAME.findall(text)} - _STOP
+
+
+def _tool_label(tool: str | None) -> str:
+    label = _TOOL_NAME.sub("_", (tool or "tool").lower()).strip("_")[:24]
+    return label or "tool"
+
+
+@dataclass
+class _Step:
+    move: str
+    tool: str
+    n_tokens: int
+    share_question: float
+    share_observation: float
+    share_previous: float
+    share_new: float
+    question_coverage: float
+    answer_in_query: bool
+    answer_in_observation: bool
+    masked: str
+
+
+def _segment_one(question: str | None, answer: str | None,
+                 steps: Sequence[dict] | None) -> tuple[list[_Step], _Step, dict[str, float], str]:
+    """Moves, final move, structural features and rendering of one trajectory."""
+    qset = set(content_tokens(question))
+    atoks = content_tokens(answer)
+    aset = set(atoks)
+    obs_seen: set[str] = set()
+    obs_names: set[str] = set()  # names and numbers met in results: what a bridge carries over
+    prev_words: set[str] = set()
+    prev_queries: list[set[str]] = []
+    prev_norm: set[str] = set()
+    moves: list[_Step] = []
+    for i, step in enumerate(steps or ()):
+        step = step or {}  # a null step is a call with nothing recorded
+        query = step.get("query")
+        if query is None:
+            query = step.get("arguments")
+        toks = content_tokens(query)
+        tset = set(toks)
+        tags = []
+        counts = {"[Q]": 0, "[OBS]": 0, "[PREV]": 0, "[NEW]": 0}
+        for tok in toks:
+            # An earlier query's word is reuse even when a result also showed it: only words
+            # first met in a result mark information carried over (a bridge).
+            if tok in qset:
+                tag = "[Q]"
+            elif tok in prev_words:
+                tag = "[PREV]"
+            elif tok in obs_names:
+                tag = "[OBS]"
+            else:
+                tag = "[NEW]"
+            counts[tag] += 1
+            tags.append(tag)
+        n = len(toks)
+        norm = " ".join(sorted(tset))
+        repeat = bool(norm) and norm in prev_norm
+        # A reformulation keeps most of an earlier query's words (rewording swaps a few).
+        near = (not repeat and bool(tset)
+                and any(p and len(tset & p) / len(p) >= REFORMULATION_KEEP for p in prev_queries))
+        answer_in_query = bool(aset) and aset <= tset
+        # Checking an answer already retrieved: the query names it, and it came from retrieval
+        # rather than from the question (in comparison questions the answer is in the question).
+        verifying = i > 0 and answer_in_query and not aset <= qset and aset <= obs_seen
+        if i == 0:
+            move = "first_lookup"
+        elif repeat:
+            move = "repeat"
+        elif verifying:
+            move = "verification"
+        elif counts["[OBS]"]:
+            move = "bridge_lookup"
+        elif near:
+            move = "reformulation"
+        elif n and counts["[Q]"] * 2 >= n:
+            move = "parallel_lookup"
+        else:
+            move = "new_lookup"
+        observation = step.get("observation")
+        obs_toks = set(content_tokens(observation))
+        tool = _tool_label(step.get("tool"))
+        coverage = len(tset & qset) / len(qset) if qset else 0.0
+        moves.append(_Step(
+            move=move, tool=tool, n_tokens=n,
+            share_question=counts["[Q]"] / n if n else 0.0,
+            share_observation=counts["[OBS]"] / n if n else 0.0,
+            share_previous=counts["[PREV]"] / n if n else 0.0,
+            share_new=counts["[NEW]"] / n if n else 0.0,
+            question_coverage=coverage,
+            answer_in_query=answer_in_query,
+            answer_in_observation=bool(aset) and aset <= obs_toks,
+            masked=_mask(tool, move, coverage, counts),
+        ))
+        obs_seen |= obs_toks
+        obs_names |= _names(observation)
+        prev_words |= tset
+        prev_queries.append(tset)
+        if norm:
+            prev_norm.add(norm)
+    if answer is None:
+        final_move = "no_answer"
+    elif aset and aset <= obs_seen:
+        final_move = "answer_with_evidence"
+    else:
+        final_move = "answer_without_evidence"
+    atags = ["[Q]" if t in qset else "[OBS]" if t in obs_seen else "[NEW]" for t in atoks]
+    final = _Step(
+        move=final_move, tool="answer", n_tokens=len(atoks),
+        share_question=atags.count("[Q]") / len(atoks) if atoks else 0.0,
+        share_observation=atags.count("[OBS]") / len(atoks) if atoks else 0.0,
+        share_previous=0.0,
+        share_new=atags.count("[NEW]") / len(atoks) if atoks else 0.0,
+        question_coverage=len(aset & qset) / len(qset) if qset else 0.0,
+        answer_in_query=any(m.answer_in_query for m in moves),
+        answer_in_observation=bool(aset) and aset <= obs_seen,
+        masked=final_move,
+    )
+    queries = [m for m in moves if m.n_tokens]
+    feats: dict[str, float] = {f"n_{m}": 0.0 for m in LOOKUP_MOVES}
+    for m in moves:
+        feats[f"n_{m.move}"] += 1.0
+    for key in ("share_question", "share_observation", "share_previous", "share_new"):
+        feats[key] = sum(getattr(m, key) for m in queries) / len(queries) if queries else 0.0
+    feats["first_query_coverage"] = moves[0].question_coverage if moves else 0.0
+    feats["max_query_coverage"] = max((m.question_coverage for m in moves), default=0.0)
+    feats["n_distinct_queries"] = float(len(prev_norm) + any(not m.n_tokens for m in moves))
+    searched = bool(moves)
+    carries = feats["n_bridge_lookup"] + feats["n_verification"] > 0
+    branches = feats["n_parallel_lookup"] + feats["n_new_lookup"] > 0
+    feats["searched"] = float(searched)
+    feats["log_rounds"] = float(np.log1p(len(moves)))
+    feats["restates_verbatim"] = float(feats["n_repeat"] > 0)
+    feats["rewords"] = float(feats["n_reformulation"] > 0)
+    feats["carries_over"] = float(carries)
+    feats["branches"] = float(branches)
+    feats["opens_whole"] = float(searched and (carries or branches) and moves[0].question_coverage >= 1.0)
+    feats["gives_answer"] = float(answer is not None)
+    feats["answer_in_retrieved"] = float(final.answer_in_observation)
+    feats["answer_in_query"] = float(final.answer_in_query)
+    feats["answer_from_question"] = float(bool(aset) and aset <= qset)
+    parts = [f"{i + 1}. {m.masked}" for i, m in enumerate(moves[:MAX_STEPS_RENDERED])]
+    if len(moves) > MAX_STEPS_RENDERED:
+        parts.append(f"... {len(moves) - MAX_STEPS_RENDERED} more lookups")
+    # The rendering ends in "answer", not in whether it was supported: evidence is an
+    # outcome, and a strategy defined by its outcome would fold within-strategy success into
+    # composition (mechanism.reweighting). The evidence flags stay in the move table.
+    parts.append("answer" if answer is not None else "no answer")
+    rendering = " | ".join(parts)
+    return moves, final, feats, rendering
+
+
+_MOVE_SCHEMA = {
+    "arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64, "step": pl.Int64,
+    "tool": pl.String, "move": pl.String, "n_tokens": pl.Int64, "share_question": pl.Float64,
+    "share_observation": pl.Float64, "share_previous": pl.Float64, "share_new": pl.Float64,
+    "question_coverage": pl.Float64, "answer_in_query": pl.Boolean,
+    "answer_in_observation": pl.Boolean, "masked": pl.String,
+}
+
+
+def segment_all(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Moves (one row per tool call plus the final answer) and per-trajectory renderings.
+
+    Parameters
+    ----------
+    runs
+        A canonical trajectory table (needs ``arm``, ``question_id``, ``sample_id``,
+        ``question``, ``answer``, ``n_rounds``, ``steps``).
+
+    Returns
+    -------
+    moves, trajectories
+        See :func:`segment` and :func:`render`.
+    """
+    validate(runs, source="runs", required=("arm", "question_id", "sample_id", "question",
+                                            "answer", "n_rounds", "steps"))
+    cols = {name: [] for name in _MOVE_SCHEMA}
+    feats = {name: [] for name in FEATURE_COLUMNS + DESCRIPTIVE_COLUMNS if name != "n_rounds"}
+    renderings: list[str] = []
+    sequences: list[str] = []
+    for arm, qid, sid, question, answer, steps in zip(
+            runs["arm"].to_list(), runs["question_id"].to_list(), runs["sample_id"].to_list(),
+            runs["question"].to_list(), runs["answer"].to_list(), runs["steps"].to_list()):
+        moves, final, f, rendering = _segment_one(question, answer, steps)
+        for j, m in enumerate([*moves, final]):
+            cols["arm"].append(arm)
+            cols["question_id"].append(qid)
+            cols["sample_id"].append(sid)
+            cols["step"].append(j)
+            for name in ("tool", "move", "n_tokens", "share_question", "share_observation",
+                         "share_previous", "share_new", "question_coverage", "answer_in_query",
+                         "answer_in_observation", "masked"):
+                cols[name].append(getattr(m, name))
+        for name in feats:
+            feats[name].append(f[name])
+        renderings.append(rendering)
+        sequences.append(" > ".join([m.move for m in moves] + [final.move]))
+    moves_df = pl.DataFrame(cols, schema=_MOVE_SCHEMA)
+    traj = runs.select("arm", "question_id", "sample_id").with_columns(
+        pl.Series("rendering", renderings, dtype=pl.String),
+        pl.Series("moves", sequences, dtype=pl.String),
+        runs["n_rounds"].cast(pl.Float64).alias("n_rounds"),
+        *[pl.Series(name, values, dtype=pl.Float64) for name, values in feats.items()],
+    )
+    return moves_df, traj.select("arm", "question_id", "sample_id", "rendering", "moves",
+                                 *FEATURE_COLUMNS, *DESCRIPTIVE_COLUMNS)
+
+
+def segment(runs: pl.DataFrame) -> pl.DataFrame:
+    """One row per move: every tool call, then the final answer.
+
+    Columns: ``arm, question_id, sample_id, step`` (0-based; the final answer is the last),
+    ``tool``, ``move`` (one of :data:`MOVES`), ``n_tokens`` (content words in the query),
+    the provenance shares of the query's words (``share_question``, ``share_observation``,
+    ``share_previous``, ``share_new``), ``question_coverage``, ``answer_in_query``,
+    ``answer_in_observation`` and ``masked`` (the move with names replaced by placeholders).
+
+    Examples
+    --------
+    >>> from mechanism.schema import from_records, make_step
+    >>> runs = from_records([{"arm": "a", "question_id": "q", "sample_id": 0,
+    ...     "question": "Where was the director of Jaws born?", "gold": ["Cincinnati"],
+    ...     "answer": "Cincinnati", "correct": True, "n_rounds": 2, "steps": [
+    ...     make_step(tool="search", query="director of Jaws",
+    ...               observation="Jaws was directed by Steven Spielberg."),
+    ...     make_step(tool="search", query="Steven Spielberg birthplace",
+    ...               observation="Spielberg was born in Cincinnati, Ohio.")]}])
+    >>> segment(runs)["move"].to_list()
+    ['first_lookup', 'bridge_lookup', 'answer_with_evidence']
+    """
+    return segment_all(runs)[0]
+
+
+def render(runs: pl.DataFrame) -> pl.DataFrame:
+    """One row per trajectory: its masked rendering, move sequence and structural features.
+
+    Columns: ``arm, question_id, sample_id``, ``rendering`` (text for the embedder, no
+    names), ``moves`` (e.g. ``"first_lookup > bridge_lookup > answer_with_evidence"``), the
+    strategy descriptors :data:`FEATURE_COLUMNS` and the :data:`DESCRIPTIVE_COLUMNS`.
+    """
+    return segment_all(runs)[1]

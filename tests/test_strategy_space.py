@@ -1,0 +1,213 @@
+"""StrategySpace: recovers the simulator's planted strategies, is deterministic and stable,
+saves and loads without pickle, refuses mismatches, applies to new checkpoints."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from sklearn.metrics import adjusted_rand_score, silhouette_score
+
+from mechanism.errors import InputError, MechanismError
+from mechanism.schema import from_records, make_step
+from mechanism.simulate import simulate
+from mechanism.strategy_space import StrategySpace, c_tf_idf_keywords, weighted_silhouette
+
+FAST = "hashing-256"  # model-free embedder for the fast tests; the real model has its own test
+
+
+def _truth(sim) -> np.ndarray:
+    keys = ["arm", "question_id", "sample_id"]
+    return sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return simulate(n_questions=60, n_samples=8, seed=0, progress=False)
+
+
+@pytest.fixture(scope="module")
+def fresh():
+    return simulate(n_questions=60, n_samples=8, seed=11, progress=False)
+
+
+@pytest.fixture(scope="module")
+def space(sim):
+    return StrategySpace(embedder=FAST, progress=False).fit(sim.runs)
+
+
+def test_recovers_planted_strategies(sim, space):
+    ari = adjusted_rand_score(_truth(sim), space.labels_)
+    assert ari >= 0.8, ari
+    assert len(space.labels_) == sim.runs.height
+    assert (space.labels_ >= 0).all()
+
+
+def test_raw_text_baseline_does_not(sim):
+    """The pitfall the design avoids: clustering raw transcripts groups by names, not strategy."""
+    from sklearn.cluster import AgglomerativeClustering
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    text = [" ".join(s["query"] + " " + s["observation"] for s in steps) for steps in sim.runs["steps"].to_list()]
+    x = TfidfVectorizer().fit_transform(text).toarray()
+    labels = AgglomerativeClustering(n_clusters=6).fit_predict(x)
+    assert adjusted_rand_score(_truth(sim), labels) < 0.5
+
+
+def test_deterministic_and_seed_stable(sim, space):
+    again = StrategySpace(embedder=FAST, progress=False).fit(sim.runs)
+    np.testing.assert_array_equal(again.labels_, space.labels_)
+    assert again.describe().equals(space.describe())
+    other_seed = StrategySpace(embedder=FAST, random_state=7, progress=False).fit(sim.runs)
+    assert adjusted_rand_score(other_seed.labels_, space.labels_) >= 0.8
+
+
+def test_stable_across_simulator_seeds(space, fresh):
+    """Two spaces fitted on independent samples label a third sample alike."""
+    other = StrategySpace(embedder=FAST, progress=False).fit(fresh.runs)
+    third = simulate(n_questions=40, n_samples=8, seed=23, progress=False).runs
+    assert adjusted_rand_score(space.transform(third), other.transform(third)) >= 0.8
+
+
+def test_transform_reproduces_fit_labels(sim, space):
+    np.testing.assert_array_equal(space.transform(sim.runs), space.labels_)
+    np.testing.assert_array_equal(space.fit_transform(sim.runs), space.labels_)
+
+
+def test_saved_space_applied_to_fresh_sample(tmp_path, space, fresh):
+    space.save(tmp_path / "space")
+    loaded = StrategySpace.load(tmp_path / "space", progress=False)
+    labels = loaded.transform(fresh.runs)
+    np.testing.assert_array_equal(labels, space.transform(fresh.runs))
+    assert adjusted_rand_score(_truth(fresh), labels) >= 0.8
+    assert (labels == -1).mean() < 0.01
+    assert loaded.describe().equals(space.describe())
+    np.testing.assert_array_equal(loaded.labels_, space.labels_)
+
+
+def test_save_writes_no_pickle(tmp_path, space):
+    out = space.save(tmp_path / "space")
+    suffixes = {p.suffix for p in out.iterdir()}
+    assert suffixes <= {".json", ".npy", ".parquet"}
+    for p in out.glob("*.npy"):
+        np.load(p, allow_pickle=False)  # would raise on an object array
+    config = json.loads((out / "space.json").read_text())
+    assert config["embedding_model"] == FAST and config["format_version"] == 1
+
+
+def test_load_refuses_model_mismatch(tmp_path, space):
+    space.save(tmp_path / "space")
+    with pytest.raises(InputError, match="embedding model `hashing-256`, got `hashing-128`"):
+        StrategySpace.load(tmp_path / "space", embedder="hashing-128")
+
+
+def test_load_refuses_other_version_and_corruption(tmp_path, space):
+    out = space.save(tmp_path / "space")
+    cfg = json.loads((out / "space.json").read_text())
+    (out / "space.json").write_text(json.dumps({**cfg, "format_version": 99}))
+    with pytest.raises(InputError, match="format version 99"):
+        StrategySpace.load(out)
+    (out / "space.json").write_text(json.dumps(cfg))
+    arr = np.load(out / "train_labels.npy")
+    np.save(out / "train_labels.npy", arr[::-1].copy())
+    with pytest.raises(InputError, match="checksum"):
+        StrategySpace.load(out)
+    with pytest.raises(InputError, match="space.json"):
+        StrategySpace.load(tmp_path / "nowhere")
+
+
+def test_far_rows_are_outliers(space):
+    steps = [make_step(tool="calculator", query=f"{i} * {i}", observation=str(i * i)) for i in range(12)]
+    odd = from_records([{"arm": "new", "question_id": "x", "sample_id": 0, "question": "What is it?",
+                         "gold": ["1"], "answer": None, "correct": False, "n_rounds": 12, "steps": steps}])
+    assigned = space.assign(odd)
+    assert assigned["strategy"][0] == -1 and assigned["outlier"][0]
+    assert assigned["distance"][0] > space.threshold_
+
+
+def test_describe_matches_brute_force(sim, space):
+    d = space.describe()
+    assert d["strategy"].to_list() == list(range(space.n_strategies_))
+    assert d["size"].sum() == sim.runs.height
+    assert d["size"].to_list() == sorted(d["size"].to_list(), reverse=True)  # numbered by size
+    for row in d.iter_rows(named=True):
+        members = sim.runs.filter(pl.Series(space.labels_ == row["strategy"]))
+        assert row["size"] == members.height
+        assert row["success_rate"] == pytest.approx(members["correct"].mean())
+        base = members.filter(pl.col("arm") == "base")
+        assert row["n[base]"] == base.height
+        if base.height:
+            assert row["success_rate[base]"] == pytest.approx(base["correct"].mean())
+        assert row["keywords"] and row["typical_member"] and row["typical_moves"]
+    no_search = d.filter(pl.col("no_search_share") == 1.0)
+    assert no_search.height == 1 and no_search["typical_member"][0] == "answer"
+
+
+def test_coordinates(sim, space):
+    coords = space.coordinates(sim.runs)
+    assert coords.shape == (sim.runs.height, space.train_features_.shape[1])
+    np.testing.assert_array_equal(space.coordinates(sim.runs.head(5)), coords[:5])
+
+
+@pytest.mark.parametrize("method", ["kmeans", "hdbscan"])
+def test_other_methods_are_deterministic(sim, method):
+    a = StrategySpace(embedder=FAST, method=method, progress=False).fit(sim.runs)
+    b = StrategySpace(embedder=FAST, method=method, progress=False).fit(sim.runs)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert a.labels_.max() >= 1
+
+
+def test_umap_clustering_and_map(sim):
+    sp = StrategySpace(embedder=FAST, cluster_on="umap", n_components=2, max_umap_points=600,
+                       progress=False).fit(sim.runs)
+    assert sp.coordinates(sim.runs).shape == (sim.runs.height, 2)
+    m1 = sp.map_coordinates(sim.runs)
+    m2 = StrategySpace(embedder=FAST, cluster_on="umap", n_components=2, max_umap_points=600,
+                       progress=False).fit(sim.runs).map_coordinates(sim.runs)
+    np.testing.assert_allclose(m1, m2)  # seeded UMAP: same input, same map
+
+
+def test_bad_input_and_params(sim):
+    with pytest.raises(InputError, match="empty"):
+        StrategySpace(embedder=FAST, progress=False).fit(sim.runs.head(0))
+    with pytest.raises(MechanismError, match="`method`"):
+        StrategySpace(embedder=FAST, method="dbscan", progress=False).fit(sim.runs)
+    with pytest.raises(MechanismError, match="not fitted"):
+        StrategySpace(embedder=FAST).transform(sim.runs)
+
+
+def test_weighted_silhouette_equals_expanded_sklearn():
+    rng = np.random.default_rng(0)
+    pts = rng.normal(size=(12, 3))
+    lab = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 0, 1])
+    w = rng.integers(1, 4, size=12)
+    expanded = np.repeat(pts, w, axis=0)
+    assert weighted_silhouette(pts, lab, w) == pytest.approx(silhouette_score(expanded, np.repeat(lab, w)))
+
+
+def test_c_tf_idf_prefers_distinctive_terms():
+    docs = ["1. search bridge_lookup: no question + [OBS] | answer", "answer",
+            "1. search repeat: whole question [Q] | answer"]
+    kw = c_tf_idf_keywords(docs, np.array([3, 5, 2]), np.array([0, 1, 2]), top_n=2)
+    assert kw[0][0] in ("bridge_lookup", "[OBS]", "no_question")
+    assert kw[1] == ["answer"]
+    assert "whole_question" in kw[2] or "repeat" in kw[2]
+
+
+@pytest.mark.slow
+def test_real_model_recovers_planted_strategies(sim, tmp_path):
+    sp = StrategySpace(random_state=0, cache_dir=tmp_path, progress=False).fit(sim.runs)
+    assert sp.embedding_model_ == "all-MiniLM-L6-v2"
+    assert adjusted_rand_score(_truth(sim), sp.labels_) >= 0.8
+
+
+def test_sklearn_clone_and_params():
+    from sklearn.base import clone
+
+    sp = StrategySpace(embedder=FAST, resolution=0.5, random_state=3)
+    twin = clone(sp)
+    assert twin.get_params() == sp.get_params() and twin.resolution == 0.5
+    assert sp.set_params(resolution=0.9).resolution == 0.9
+    with pytest.raises(MechanismError, match="`nope`"):
+        sp.set_params(nope=1)
