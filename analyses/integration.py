@@ -10,15 +10,13 @@ Run: ``python analyses/integration.py [--out figures/integration] [--n-boot 1000
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
 
 from mechanism.commands.integration import write_outputs
 
-ROOT = Path(__file__).resolve().parents[1]
-FIREACT = ROOT.parent / "shared" / "data" / "fireact-hotpotqa"
+from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
 
 
 def simulated(out: Path, *, n_boot: int, seed: int) -> str:
@@ -50,19 +48,10 @@ def fireact(out: Path, path: Path, *, n_boot: int, seed: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "figures" / "integration")
-    parser.add_argument("--fireact", type=Path, default=FIREACT, help="FireAct data folder (read in place)")
-    parser.add_argument("--n-boot", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    print(simulated(args.out / "simulated", n_boot=args.n_boot, seed=args.seed))
-    print()
-    if (args.fireact / "trajs").is_dir():
-        print(fireact(args.out / "fireact", args.fireact, n_boot=args.n_boot, seed=args.seed))
-    else:
-        print(f"FireAct data not found at {args.fireact}: skipped")
-
+    args = analysis_parser(__doc__, "integration").parse_args()
+    run_both(args.fireact,
+             lambda: simulated(args.out / "simulated", n_boot=args.n_boot, seed=args.seed),
+             lambda: fireact(args.out / "fireact", args.fireact, n_boot=args.n_boot, seed=args.seed))
 
 if __name__ == "__main__":
     main()

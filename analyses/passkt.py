@@ -10,15 +10,13 @@ Run: ``python analyses/passkt.py [--out figures/passkt] [--fireact PATH] [--n-bo
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import polars as pl
 
 from mechanism.commands.passkt import write_outputs
 
-ROOT = Path(__file__).resolve().parents[1]
-FIREACT = ROOT.parent / "shared" / "data" / "fireact-hotpotqa"
+from _common import ROOT, analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
 T_GRID = [0, 1, 2, 3, 5]
 K_GRID = [1, 2, 4, 8, 16, 32, 64]
 
@@ -101,19 +99,10 @@ def _shown(path: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "figures" / "passkt")
-    parser.add_argument("--fireact", type=Path, default=FIREACT, help="FireAct data folder (read in place)")
-    parser.add_argument("--n-boot", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    print(simulated(args.out / "simulated", n_boot=args.n_boot, seed=args.seed))
-    print()
-    if (args.fireact / "trajs").is_dir():
-        print(fireact(args.out / "fireact", args.fireact, n_boot=args.n_boot, seed=args.seed))
-    else:
-        print(f"FireAct data not found at {args.fireact}: skipped")
-
+    args = analysis_parser(__doc__, "passkt").parse_args()
+    run_both(args.fireact,
+             lambda: simulated(args.out / "simulated", n_boot=args.n_boot, seed=args.seed),
+             lambda: fireact(args.out / "fireact", args.fireact, n_boot=args.n_boot, seed=args.seed))
 
 if __name__ == "__main__":
     main()

@@ -17,7 +17,6 @@ Run: ``python analyses/reweighting.py [--out figures/reweighting] [--labels all]
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +24,7 @@ import polars as pl
 
 from mechanism.commands.reweighting import rounds_labels, write_outputs
 
-ROOT = Path(__file__).resolve().parents[1]
-FIREACT = ROOT.parent / "shared" / "data" / "fireact-hotpotqa"
+from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
 
 
 MOVE_NAMES = {"first_lookup": "look", "bridge_lookup": "bridge", "parallel_lookup": "parallel",
@@ -104,25 +102,15 @@ def fireact(out: Path, path: Path, *, sources: list[str], n_boot: int, n_permuta
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "figures" / "reweighting")
+    parser = analysis_parser(__doc__, "reweighting")
     parser.add_argument("--labels", choices=["all", "planted", "space", "rounds"], default="all",
                         help="label source (default: all that apply)")
-    parser.add_argument("--fireact", type=Path, default=FIREACT, help="FireAct data folder (read in place)")
-    parser.add_argument("--n-boot", type=int, default=1000)
     parser.add_argument("--n-permutations", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     sources = ["planted", "space", "rounds"] if args.labels == "all" else [args.labels]
-    print(simulated(args.out, sources=sources, n_boot=args.n_boot, n_permutations=args.n_permutations,
-                    seed=args.seed))
-    print()
-    if (args.fireact / "trajs").is_dir():
-        print(fireact(args.out, args.fireact, sources=sources, n_boot=args.n_boot,
-                      n_permutations=args.n_permutations, seed=args.seed))
-    else:
-        print(f"FireAct data not found at {args.fireact}: skipped")
-
+    options = dict(sources=sources, n_boot=args.n_boot, n_permutations=args.n_permutations, seed=args.seed)
+    run_both(args.fireact, lambda: simulated(args.out, **options),
+             lambda: fireact(args.out, args.fireact, **options))
 
 if __name__ == "__main__":
     main()

@@ -11,7 +11,6 @@ Run: ``python analyses/strategies.py [--out figures/strategies] [--embedder NAME
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import polars as pl
@@ -21,8 +20,7 @@ from mechanism.plots.strategies import strategy_label, strategy_map, strategy_sh
 from mechanism.plots.style import close, save_figure
 from mechanism.strategy_space import StrategySpace
 
-ROOT = Path(__file__).resolve().parents[1]
-FIREACT = ROOT.parent / "shared" / "data" / "fireact-hotpotqa"
+from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
 
 
 def write_outputs(space: StrategySpace, runs: pl.DataFrame, out: Path, *, arms: list[str], title: str) -> str:
@@ -89,18 +87,12 @@ def fireact(out: Path, path: Path, *, embedder: str | None, seed: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "figures" / "strategies")
-    parser.add_argument("--fireact", type=Path, default=FIREACT, help="FireAct data folder")
+    parser = analysis_parser(__doc__, "strategies", bootstrap=False)
     parser.add_argument("--embedder", default=None, help="embedding model (default all-MiniLM-L6-v2)")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    print(simulated(args.out / "simulated", embedder=args.embedder, seed=args.seed))
-    if (args.fireact / "trajs").is_dir():
-        print(fireact(args.out / "fireact", args.fireact, embedder=args.embedder, seed=args.seed))
-    else:
-        print(f"FireAct data not found at {args.fireact}; skipped")
-
+    run_both(args.fireact,
+             lambda: simulated(args.out / "simulated", embedder=args.embedder, seed=args.seed),
+             lambda: fireact(args.out / "fireact", args.fireact, embedder=args.embedder, seed=args.seed))
 
 if __name__ == "__main__":
     main()

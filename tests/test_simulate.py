@@ -368,7 +368,6 @@ def test_bm25_scores_match_the_formula(docs, query):
     r = ParagraphRetriever([" ".join(d) for d in docs], top_k=2)
     got = r.scores(" ".join(query))
     np.testing.assert_allclose(got, _bm25_brute(docs, query), rtol=1e-5, atol=1e-6)
-    want = _bm25_brute(docs, query)
     order = sorted(range(len(docs)), key=lambda i: (-round(float(got[i]), 6), i))
     assert r.search(" ".join(query)) == tuple(i for i in order[:2] if got[i] > 0)
 

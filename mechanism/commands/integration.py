@@ -9,30 +9,27 @@ from pathlib import Path
 
 import polars as pl
 
+from mechanism.commands._common import (
+    add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs,
+)
+
 HELP = ("retrieval, integration and parametric rates per arm, the exact split of accuracy differences "
         "into retrieval and integration parts, and follow-up queries built on observations")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="trajectory files or folders")
-    parser.add_argument("--out", required=True, type=Path, help="output folder (created if missing)")
+    add_input_arguments(parser)
+    add_output_argument(parser)
     parser.add_argument("--arms", nargs="+", default=None, help="arms to report, in order (default: all)")
     parser.add_argument("--base", default=None, help="arm the others are split against (default: first arm)")
-    parser.add_argument("--format", default="auto", help="input format (default: auto)")
-    parser.add_argument("--arm", default=None, help="arm name for files that have none")
     parser.add_argument("--logprobs-column", default=None,
                         help="column of base-model token log-probabilities, "
                              "list[struct{segment, logprob}] (adds query vs reasoning perplexity)")
-    parser.add_argument("--ci", type=float, default=0.95, help="bootstrap interval level (default 0.95)")
-    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--no-figures", action="store_true", help="write tables only")
+    add_bootstrap_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechanism.readers import read
-
-    runs = read(args.inputs, format=args.format, arm=args.arm)
+    runs = read_inputs(args)
     written, summary = write_outputs(runs, args.out, arms=args.arms, base=args.base, ci=args.ci,
                                      n_boot=args.n_boot, random_state=args.seed,
                                      logprobs_column=args.logprobs_column, figures=not args.no_figures)

@@ -8,6 +8,10 @@ from pathlib import Path
 
 import polars as pl
 
+from mechanism.commands._common import (
+    add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs,
+)
+
 from mechanism.errors import InputError
 
 HELP = ("PASS@(k,T) with bootstrap intervals, the capability boundary between two arms "
@@ -15,10 +19,8 @@ HELP = ("PASS@(k,T) with bootstrap intervals, the capability boundary between tw
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="trajectory files or folders")
-    parser.add_argument("--out", required=True, type=Path, help="output folder (created if missing)")
-    parser.add_argument("--format", default="auto", help="input format (default: auto)")
-    parser.add_argument("--arm", default=None, help="arm name for files that have none")
+    add_input_arguments(parser)
+    add_output_argument(parser)
     parser.add_argument("--k", nargs="+", type=int, default=None,
                         help="numbers of samples k (default: 1, 2, 4, ... up to the smallest n)")
     parser.add_argument("--t", nargs="+", type=int, default=[0, 1, 2, 3, 5],
@@ -29,16 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="reference arm of the boundary analysis (default: 'base' when present)")
     parser.add_argument("--treated", nargs="+", default=None,
                         help="arm(s) compared with --base (default: every other arm)")
-    parser.add_argument("--ci", type=float, default=0.95, help="bootstrap interval level (default 0.95)")
-    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--no-figures", action="store_true", help="write tables only")
+    add_bootstrap_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechanism.readers import read
-
-    runs = read(args.inputs, format=args.format, arm=args.arm)
+    runs = read_inputs(args)
     written, summary = write_outputs(runs, args.out, k=args.k, t=args.t, base=args.base,
                                      treated=args.treated, ci=args.ci, n_boot=args.n_boot,
                                      random_state=args.seed, t_source=args.t_source,

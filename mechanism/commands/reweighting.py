@@ -11,6 +11,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from mechanism.commands._common import (
+    add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs,
+)
+
 from mechanism.errors import InputError
 
 HELP = ("split accuracy differences into strategy reweighting (composition) and execution (within), "
@@ -18,8 +22,8 @@ HELP = ("split accuracy differences into strategy reweighting (composition) and 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="trajectory files or folders")
-    parser.add_argument("--out", required=True, type=Path, help="output folder (created if missing)")
+    add_input_arguments(parser)
+    add_output_argument(parser)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--labels", type=Path, metavar="LABELS",
                         help="parquet/CSV/JSONL table of arm, question_id, sample_id and a strategy column "
@@ -32,20 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", required=True, help="reference arm")
     parser.add_argument("--treated", nargs="+", default=None,
                         help="arm(s) compared with --base (default: every other arm)")
-    parser.add_argument("--format", default="auto", help="input format (default: auto)")
-    parser.add_argument("--arm", default=None, help="arm name for files that have none")
-    parser.add_argument("--ci", type=float, default=0.95, help="bootstrap interval level (default 0.95)")
-    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    add_bootstrap_arguments(parser)
     parser.add_argument("--n-permutations", type=int, default=1000,
                         help="permutations of the within-question test (default 1000; 0 skips it)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of bootstrap and permutations (default 0)")
-    parser.add_argument("--no-figures", action="store_true", help="write tables only")
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechanism.readers import read
-
-    runs = read(args.inputs, format=args.format, arm=args.arm)
+    runs = read_inputs(args)
     coordinates = None
     if args.labels is not None:
         labels = read_labels(runs, args.labels, column=args.label_column)

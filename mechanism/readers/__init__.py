@@ -24,7 +24,7 @@ from mechanism.readers import atif, canonical, fireact, openai, react, searchr1
 from mechanism.readers._build import Columns, Tally, build_row, safe_name
 from mechanism.readers._fields import FieldMap
 from mechanism.readers._io import (
-    BadRecord, check_nonempty, container, frame_records, iter_jsonl, json_records, load_json,
+    check_nonempty, container, frame_records, iter_jsonl, json_records, load_json,
     read_csv, read_parquet,
 )
 from mechanism.schema import validate

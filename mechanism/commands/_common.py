@@ -1,0 +1,46 @@
+"""Arguments and input handling that every analysis command shares."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import polars as pl
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """INPUT..., ``--format``, ``--arm`` and ``--errors``, as ``mechanism read`` takes them."""
+    from mechanism.readers import FORMATS
+
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="trajectory files or folders")
+    parser.add_argument("--format", default="auto", choices=("auto", *FORMATS),
+                        help="input format (default: detect per file)")
+    parser.add_argument("--arm", default=None, help="arm name for files that have none")
+    parser.add_argument("--errors", default="raise", choices=("raise", "skip"),
+                        help="stop at the first bad record (raise, default) or skip and report bad records")
+
+
+def add_output_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, type=Path, help="output folder (created if missing)")
+
+
+def add_bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--ci``, ``--n-boot``, ``--seed`` and ``--no-figures``."""
+    parser.add_argument("--ci", type=float, default=0.95, help="bootstrap interval level (default 0.95)")
+    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates over questions (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every resampling (default 0)")
+    parser.add_argument("--no-figures", action="store_true", help="write tables only")
+
+
+def read_inputs(args: argparse.Namespace) -> pl.DataFrame:
+    """Read the command's inputs; under ``--errors skip`` say on stderr what was left out."""
+    from mechanism.readers import read
+
+    runs, report = read(args.inputs, format=args.format, arm=args.arm, errors=args.errors, report=True)
+    if report.skipped:
+        print(f"skipped {len(report.skipped)} of {report.rows_in} records:", file=sys.stderr)
+        for record in report.skipped[:10]:
+            print(f"  {record}", file=sys.stderr)
+        if len(report.skipped) > 10:
+            print(f"  ... and {len(report.skipped) - 10} more", file=sys.stderr)
+    return runs
