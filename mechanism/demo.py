@@ -141,7 +141,7 @@ def run_demo(out: str | Path, *, n_questions: int = 40, n_samples: int = 16, see
     # 7. a new checkpoint, post hoc: assign through the saved space without refitting
     new = simulate(n_questions=n_questions, n_samples=n_samples, arms=("rl",), t_cap=t_cap, seed=seed + 1,
                    progress=progress).runs.with_columns(arm=pl.lit("rl-new"))
-    loaded = StrategySpace.load(out / "space")
+    loaded = StrategySpace.load(out / "space", cache_dir=out / "cache", progress=progress)
     new_labels = loaded.transform(new)
     shares = _shares(pl.concat([runs.select("arm"), new.select("arm")]),
                      np.concatenate([labels, new_labels]))

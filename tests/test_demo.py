@@ -1,0 +1,63 @@
+"""`mechanism demo`: the whole study end to end on a small simulated default."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mechanism.cli import main
+from mechanism.demo import run_demo
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    return run_demo(out, n_questions=12, n_samples=8, seed=0, embedder="hashing-256", progress=False)
+
+
+def test_demo_writes_every_stage(demo):
+    out = demo.out
+    for rel in ("data/truth.parquet", "data/base.searchr1.jsonl", "data/rl.openai.jsonl",
+                "passkt/pass_at_kt.csv", "passkt/pass_curves.png", "passkt/pass_curves.pdf",
+                "strategies/strategy_map.png", "strategies/strategies.csv", "strategies/labels.parquet",
+                "space", "reweighting/share_success.png", "reweighting/decomposition.png",
+                "integration/integration_grid.png", "summary.md", "summary.html", "numbers.json"):
+        assert (out / rel).exists(), rel
+    assert set(demo.seconds) >= {"simulate", "read", "pass@(k,T)", "strategies", "reweighting", "integration"}
+
+
+def test_demo_reads_back_every_trajectory_and_checks_strategies(demo):
+    numbers = json.loads((demo.out / "numbers.json").read_text())
+    assert numbers["read"]["rows"] == 3 * 12 * 8 and numbers["read"]["skipped"] == 0
+    assert set(numbers["read"]["formats"].values()) == {"searchr1", "openai"}
+    assert -1.0 <= numbers["strategies"]["ari_vs_planted"] <= 1.0
+    assert numbers["post_hoc"]["rows"] == 12 * 8
+
+
+def test_demo_summary_links_existing_figures_and_escapes_text(demo):
+    page = demo.summary_html.read_text()
+    assert "<script" not in page.lower()
+    markdown = demo.summary_markdown.read_text()
+    for line in markdown.splitlines():
+        if line.startswith("!["):
+            assert (demo.out / line[line.rindex("(") + 1:-1]).exists(), line
+
+
+def test_demo_is_deterministic(demo, tmp_path):
+    again = run_demo(tmp_path, n_questions=12, n_samples=8, seed=0, embedder="hashing-256", progress=False)
+    assert (again.out / "passkt/pass_at_kt.csv").read_text() == (demo.out / "passkt/pass_at_kt.csv").read_text()
+    assert json.loads((again.out / "numbers.json").read_text())["strategies"] == \
+        json.loads((demo.out / "numbers.json").read_text())["strategies"]
+
+
+def test_demo_cli_rejects_a_bad_size_with_one_line(capsys, tmp_path):
+    assert main(["demo", "--out", str(tmp_path), "--questions", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "questions" in err
+
+
+@pytest.mark.slow
+def test_demo_cli_with_the_default_embedder(capsys, tmp_path):
+    assert main(["demo", "--out", str(tmp_path), "--questions", "6", "--samples", "4", "--no-progress"]) == 0
+    assert "what did RL do to the agent" in capsys.readouterr().out
+    assert (tmp_path / "summary.html").exists()
