@@ -11,8 +11,8 @@ HELP = ("simulate base, RL and SFT agents and run every analysis on them: PASS@(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("demo-out"), help="output folder (default: demo-out)")
-    parser.add_argument("--questions", type=int, default=40, help="simulated questions (default 40)")
-    parser.add_argument("--samples", type=int, default=16, help="samples per question and arm (default 16)")
+    parser.add_argument("--questions", type=int, default=100, help="simulated questions (default 100, as the reference study)")
+    parser.add_argument("--samples", type=int, default=64, help="samples per question and arm (default 64, as the reference study)")
     parser.add_argument("--seed", type=int, default=0, help="seed of everything random (default 0)")
     parser.add_argument("--embedder", default=None,
                         help="sentence-transformers model name or path (default: the bundled all-MiniLM-L6-v2)")
