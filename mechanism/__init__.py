@@ -10,19 +10,65 @@ stage is its own module and they meet only through the canonical table
 >>> sorted(sim.runs["arm"].unique())
 ['base', 'rl']
 """
-from mechanism import plots
-from mechanism.boundary import Boundary, boundary
-from mechanism.errors import InputError, MechanismError, ReadReport, SkippedRecord
-from mechanism.integration import Integration, integration
-from mechanism.passkt import pass_at_kt, pass_at_kt_per_problem
-from mechanism.plots.style import paper_style
-from mechanism.readers import FORMATS, detect_format, read
-from mechanism.schema import REQUIRED_COLUMNS, STEP_FIELDS, make_step, validate
-from mechanism.scoring import contains_answer, cover_match, exact_match, f1_score, normalize_answer
-from mechanism.reweighting import Reweighting, compare_arms, js_divergence, kitagawa_split, reweighting
-from mechanism.segment import render, segment
-from mechanism.simulate import STRATEGIES, Policy, Simulation, default_policies, simulate
-from mechanism.strategy_space import StrategySpace
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
+# Public names, imported on first use (PEP 562): importing everything eagerly costs ~1.5 s
+# (matplotlib, scipy.stats), which a script that only fits a strategy space from its cache
+# would pay many times over.
+_EXPORTS = {
+    "InputError": "mechanism.errors", "MechanismError": "mechanism.errors",
+    "ReadReport": "mechanism.errors", "SkippedRecord": "mechanism.errors",
+    "REQUIRED_COLUMNS": "mechanism.schema", "STEP_FIELDS": "mechanism.schema",
+    "make_step": "mechanism.schema", "validate": "mechanism.schema",
+    "read": "mechanism.readers", "detect_format": "mechanism.readers", "FORMATS": "mechanism.readers",
+    "normalize_answer": "mechanism.scoring", "exact_match": "mechanism.scoring",
+    "f1_score": "mechanism.scoring", "cover_match": "mechanism.scoring",
+    "contains_answer": "mechanism.scoring",
+    "simulate": "mechanism.simulate", "Simulation": "mechanism.simulate", "Policy": "mechanism.simulate",
+    "default_policies": "mechanism.simulate", "STRATEGIES": "mechanism.simulate",
+    "pass_at_kt": "mechanism.passkt", "pass_at_kt_per_problem": "mechanism.passkt",
+    "boundary": "mechanism.boundary", "Boundary": "mechanism.boundary",
+    "segment": "mechanism.segment", "render": "mechanism.segment",
+    "StrategySpace": "mechanism.strategy_space",
+    "reweighting": "mechanism.reweighting", "Reweighting": "mechanism.reweighting",
+    "compare_arms": "mechanism.reweighting", "kitagawa_split": "mechanism.reweighting",
+    "js_divergence": "mechanism.reweighting",
+    "integration": "mechanism.integration", "Integration": "mechanism.integration",
+    "paper_style": "mechanism.plots.style",
+}
+# Functions named like the submodule that defines them: importing the submodule makes Python
+# set the package attribute to the module, which would hide the function (`mx.segment(runs)`
+# must stay the function, as when everything was imported eagerly).
+_SHADOWED = frozenset(name for name, module in _EXPORTS.items() if module == f"mechanism.{name}")
+
+
+def __getattr__(name: str):
+    if name == "plots":
+        value = importlib.import_module("mechanism.plots")
+    elif name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    else:
+        raise AttributeError(f"module 'mechanism' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value) -> None:
+        if name in _SHADOWED and isinstance(value, types.ModuleType):
+            value = getattr(value, name, value)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __version__ = "0.1.0"
 

@@ -25,13 +25,17 @@ question coverage, whether the answer was retrieved).
 """
 from __future__ import annotations
 
+import functools
+import hashlib
+import io
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from mechanism.schema import validate
 
@@ -83,9 +87,17 @@ MAX_STEPS_RENDERED = 16
 MAX_FIELD_CHARS = 20_000
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_STOP = frozenset(ENGLISH_STOP_WORDS)
 _NAME = re.compile(r"\b(?:[^\W\d_a-z][^\W_]*|\d[^\W_]*)", re.UNICODE)
 _TOOL_NAME = re.compile(r"[^a-z0-9_]+")
+
+
+@functools.lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    # Imported on first use: scikit-learn costs ~0.3 s to import, and a fit whose
+    # segmentations all come from the cache never tokenizes anything.
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 def content_tokens(text: str | None) -> list[str]:
@@ -98,9 +110,10 @@ def content_tokens(text: str | None) -> list[str]:
     """
     if not text:
         return []
+    stop = _stop_words()
     seen: dict[str, None] = {}
     for word in _WORD.findall(text[:MAX_FIELD_CHARS].lower()):
-        if word not in _STOP and word not in seen:
+        if word not in stop and word not in seen:
             seen[word] = None
     return list(seen)
 
@@ -132,7 +145,7 @@ def _names(text: str | None) -> set[str]:
     if text == text.lower():
         # A lowercased corpus shows no capitals to tell names by: every content word counts.
         return set(content_tokens(text))
-    return {w.lower() for w in _NAME.findall(text)} - _STOP
+    return {w.lower() for w in _NAME.findall(text)} - _stop_words()
 
 
 def _tool_label(tool: str | None) -> str:
@@ -155,12 +168,49 @@ class _Step:
     masked: str
 
 
-def _segment_one(question: str | None, answer: str | None,
-                 steps: Sequence[dict] | None) -> tuple[list[_Step], _Step, dict[str, float], str]:
+class _Memo:
+    """Tokenisations of the texts met in one segmentation pass, each computed once.
+
+    A table repeats its texts heavily (one question for every sample of it, one retrieved
+    passage for many queries; 36,275 observations but 323 distinct ones in 20,016 simulated
+    trajectories), and tokenising is most of the work. The memo lives for one call, so
+    memory stays bounded by the table being segmented.
+    """
+
+    def __init__(self) -> None:
+        self._tokens: dict[str | None, tuple[tuple[str, ...], frozenset[str]]] = {}
+        self._names: dict[str | None, frozenset[str]] = {}
+        self._tools: dict[str | None, str] = {}
+
+    def tokens(self, text: str | None) -> tuple[tuple[str, ...], frozenset[str]]:
+        """:func:`content_tokens` of ``text``, in order and as a set."""
+        hit = self._tokens.get(text)
+        if hit is None:
+            toks = tuple(content_tokens(text))
+            hit = self._tokens[text] = (toks, frozenset(toks))
+        return hit
+
+    def names(self, text: str | None) -> frozenset[str]:
+        """:func:`_names` of ``text``."""
+        hit = self._names.get(text)
+        if hit is None:
+            hit = self._names[text] = frozenset(_names(text))
+        return hit
+
+    def tool(self, tool: str | None) -> str:
+        """:func:`_tool_label` of ``tool``."""
+        hit = self._tools.get(tool)
+        if hit is None:
+            hit = self._tools[tool] = _tool_label(tool)
+        return hit
+
+
+def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict] | None,
+                 memo: _Memo | None = None) -> tuple[list[_Step], _Step, dict[str, float], str]:
     """Moves, final move, structural features and rendering of one trajectory."""
-    qset = set(content_tokens(question))
-    atoks = content_tokens(answer)
-    aset = set(atoks)
+    memo = memo or _Memo()
+    qset = memo.tokens(question)[1]
+    atoks, aset = memo.tokens(answer)
     obs_seen: set[str] = set()
     obs_names: set[str] = set()  # names and numbers met in results: what a bridge carries over
     prev_words: set[str] = set()
@@ -172,8 +222,7 @@ def _segment_one(question: str | None, answer: str | None,
         query = step.get("query")
         if query is None:
             query = step.get("arguments")
-        toks = content_tokens(query)
-        tset = set(toks)
+        toks, tset = memo.tokens(query)
         tags = []
         counts = {"[Q]": 0, "[OBS]": 0, "[PREV]": 0, "[NEW]": 0}
         for tok in toks:
@@ -214,8 +263,8 @@ def _segment_one(question: str | None, answer: str | None,
         else:
             move = "new_lookup"
         observation = step.get("observation")
-        obs_toks = set(content_tokens(observation))
-        tool = _tool_label(step.get("tool"))
+        obs_toks = memo.tokens(observation)[1]
+        tool = memo.tool(step.get("tool"))
         coverage = len(tset & qset) / len(qset) if qset else 0.0
         moves.append(_Step(
             move=move, tool=tool, n_tokens=n,
@@ -229,7 +278,7 @@ def _segment_one(question: str | None, answer: str | None,
             masked=_mask(tool, move, coverage, counts),
         ))
         obs_seen |= obs_toks
-        obs_names |= _names(observation)
+        obs_names |= memo.names(observation)
         prev_words |= tset
         prev_queries.append(tset)
         if norm:
@@ -295,8 +344,70 @@ _MOVE_SCHEMA = {
 }
 
 
+_SEGMENT_COLUMNS = ("rendering", "moves", *(c for c in FEATURE_COLUMNS + DESCRIPTIVE_COLUMNS if c != "n_rounds"))
+# What a row's segmentation reads: the question, the answer and every step. Not `gold` (the
+# segmentation never looks at it, and keying on it would only split identical episodes) nor
+# the arm or ids (the same episode in two arms is segmented alike).
+_KEY_COLUMNS = ("question", "answer", "steps")
+_REQUIRED = ("arm", "question_id", "sample_id", "question", "answer", "n_rounds", "steps")
+
+
+def row_keys(runs: pl.DataFrame) -> pl.Series:
+    """Content key of each row: BLAKE2b-128 (hex) of its question, answer and steps.
+
+    The serialisation is polars' JSON encoding of the row's fields, which tells a null
+    from an empty string and keeps every step field, so two rows share a key only when
+    their segmentation inputs are identical.
+    """
+    encoded = runs.select(pl.struct(*_KEY_COLUMNS).struct.json_encode())["question"].to_list()
+    return pl.Series("key", [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+                             for t in encoded], dtype=pl.String)
+
+
+def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *,
+                      with_moves: bool) -> tuple[pl.DataFrame, list[list[_Step]] | None]:
+    """Segment each distinct row of ``runs`` once.
+
+    Returns one row per distinct key (``key`` and :data:`_SEGMENT_COLUMNS`, in order of first
+    appearance) and, when ``with_moves``, each distinct row's moves (final answer last).
+    """
+    first = keys.is_first_distinct().to_numpy()
+    idx = np.flatnonzero(first)
+    sub = runs[idx] if len(idx) < runs.height else runs
+    memo = _Memo()
+    feats: dict[str, list[float]] = {name: [] for name in _SEGMENT_COLUMNS[2:]}
+    renderings: list[str] = []
+    sequences: list[str] = []
+    all_moves: list[list[_Step]] | None = [] if with_moves else None
+    for question, answer, steps in zip(sub["question"].to_list(), sub["answer"].to_list(),
+                                       sub["steps"].to_list()):
+        moves, final, f, rendering = _segment_one(question, answer, steps, memo)
+        for name, values in feats.items():
+            values.append(f[name])
+        renderings.append(rendering)
+        sequences.append(" > ".join([m.move for m in moves] + [final.move]))
+        if all_moves is not None:
+            all_moves.append([*moves, final])
+    table = pl.DataFrame({"key": keys.gather(idx), "rendering": renderings, "moves": sequences,
+                          **feats},
+                         schema={"key": pl.String, "rendering": pl.String, "moves": pl.String,
+                                 **{name: pl.Float64 for name in feats}})
+    return table, all_moves
+
+
+def _trajectories(runs: pl.DataFrame, keys: pl.Series, table: pl.DataFrame) -> pl.DataFrame:
+    """Per-row output of :func:`render` from per-key segmentations."""
+    traj = (runs.select("arm", "question_id", "sample_id").with_columns(keys)
+            .join(table, on="key", how="left", maintain_order="left"))
+    return traj.with_columns(runs["n_rounds"].cast(pl.Float64).alias("n_rounds")).select(
+        "arm", "question_id", "sample_id", "rendering", "moves", *FEATURE_COLUMNS, *DESCRIPTIVE_COLUMNS)
+
+
 def segment_all(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Moves (one row per tool call plus the final answer) and per-trajectory renderings.
+
+    Identical rows (same question, answer and steps, see :func:`row_keys`) are segmented
+    once.
 
     Parameters
     ----------
@@ -309,38 +420,29 @@ def segment_all(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     moves, trajectories
         See :func:`segment` and :func:`render`.
     """
-    validate(runs, source="runs", required=("arm", "question_id", "sample_id", "question",
-                                            "answer", "n_rounds", "steps"))
-    cols = {name: [] for name in _MOVE_SCHEMA}
-    feats = {name: [] for name in FEATURE_COLUMNS + DESCRIPTIVE_COLUMNS if name != "n_rounds"}
-    renderings: list[str] = []
-    sequences: list[str] = []
-    for arm, qid, sid, question, answer, steps in zip(
-            runs["arm"].to_list(), runs["question_id"].to_list(), runs["sample_id"].to_list(),
-            runs["question"].to_list(), runs["answer"].to_list(), runs["steps"].to_list()):
-        moves, final, f, rendering = _segment_one(question, answer, steps)
-        for j, m in enumerate([*moves, final]):
-            cols["arm"].append(arm)
-            cols["question_id"].append(qid)
-            cols["sample_id"].append(sid)
-            cols["step"].append(j)
-            for name in ("tool", "move", "n_tokens", "share_question", "share_observation",
-                         "share_previous", "share_new", "question_coverage", "answer_in_query",
-                         "answer_in_observation", "masked"):
-                cols[name].append(getattr(m, name))
-        for name in feats:
-            feats[name].append(f[name])
-        renderings.append(rendering)
-        sequences.append(" > ".join([m.move for m in moves] + [final.move]))
-    moves_df = pl.DataFrame(cols, schema=_MOVE_SCHEMA)
-    traj = runs.select("arm", "question_id", "sample_id").with_columns(
-        pl.Series("rendering", renderings, dtype=pl.String),
-        pl.Series("moves", sequences, dtype=pl.String),
-        runs["n_rounds"].cast(pl.Float64).alias("n_rounds"),
-        *[pl.Series(name, values, dtype=pl.Float64) for name, values in feats.items()],
-    )
-    return moves_df, traj.select("arm", "question_id", "sample_id", "rendering", "moves",
-                                 *FEATURE_COLUMNS, *DESCRIPTIVE_COLUMNS)
+    validate(runs, source="runs", required=_REQUIRED)
+    keys = row_keys(runs)
+    table, distinct_moves = _segment_distinct(runs, keys, with_moves=True)
+    assert distinct_moves is not None
+    # Moves of each distinct row, laid out once, then gathered for every row in table order.
+    lengths = np.array([len(m) for m in distinct_moves], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    flat = [m for moves in distinct_moves for m in moves]
+    position = {k: i for i, k in enumerate(table["key"].to_list())}
+    inverse = np.array([position[k] for k in keys.to_list()], dtype=np.int64)
+    row_len = lengths[inverse]
+    total = int(row_len.sum())
+    within = np.arange(total) - np.repeat(np.cumsum(row_len) - row_len, row_len)
+    gather = np.repeat(offsets[inverse], row_len) + within
+    names = ("tool", "move", "n_tokens", "share_question", "share_observation", "share_previous",
+             "share_new", "question_coverage", "answer_in_query", "answer_in_observation", "masked")
+    distinct = pl.DataFrame({name: [getattr(m, name) for m in flat] for name in names},
+                            schema={name: _MOVE_SCHEMA[name] for name in names})
+    row = np.repeat(np.arange(runs.height), row_len)
+    ids = runs.select("arm", "question_id", "sample_id")[row]
+    moves_df = pl.concat([ids, pl.DataFrame({"step": within}, schema={"step": pl.Int64}), distinct[gather]],
+                         how="horizontal").select(list(_MOVE_SCHEMA))
+    return moves_df, _trajectories(runs, keys, table)
 
 
 def segment(runs: pl.DataFrame) -> pl.DataFrame:
@@ -368,11 +470,105 @@ def segment(runs: pl.DataFrame) -> pl.DataFrame:
     return segment_all(runs)[0]
 
 
-def render(runs: pl.DataFrame) -> pl.DataFrame:
+def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None) -> pl.DataFrame:
     """One row per trajectory: its masked rendering, move sequence and structural features.
 
     Columns: ``arm, question_id, sample_id``, ``rendering`` (text for the embedder, no
     names), ``moves`` (e.g. ``"first_lookup > bridge_lookup > answer_with_evidence"``), the
     strategy descriptors :data:`FEATURE_COLUMNS` and the :data:`DESCRIPTIVE_COLUMNS`.
+
+    Parameters
+    ----------
+    runs
+        A canonical trajectory table.
+    cache_dir
+        Folder of the segmentation cache (:class:`SegmentCache`); ``None`` keeps nothing.
+        Each distinct row (:func:`row_keys`) is segmented once, and with a cache only the
+        rows it does not yet hold.
     """
-    return segment_all(runs)[1]
+    validate(runs, source="runs", required=_REQUIRED)
+    keys = row_keys(runs)
+    if cache_dir is None:
+        return _trajectories(runs, keys, _segment_distinct(runs, keys, with_moves=False)[0])
+    cache = SegmentCache(cache_dir)
+    wanted = keys.unique(maintain_order=True)
+    found = cache.load(wanted)
+    missing = ~keys.is_in(found["key"].implode())
+    if missing.any():
+        rows = runs.filter(missing)
+        computed = _segment_distinct(rows, keys.filter(missing), with_moves=False)[0]
+        cache.store(computed)
+        found = pl.concat([found, computed])
+    return _trajectories(runs, keys, found)
+
+
+class SegmentCache:
+    """Per-trajectory segmentations on disk, keyed by :func:`row_keys` and by this module's code.
+
+    Layout: ``folder/<segmenter id>/<shard>.parquet`` plus a ``.json`` sidecar per shard
+    (:mod:`mechanism.cachefile`: atomic writes, digests checked on read, a corrupt shard is
+    deleted and its rows segmented again). The segmenter id is a digest of this source file,
+    so editing the segmentation never serves results of the old code. Parquet and JSON only.
+
+    Parameters
+    ----------
+    folder
+        Cache root.
+    """
+
+    FORMAT = 1
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.root = Path(folder) / segmenter_id()
+        self.rebuilt: list[str] = []  # shards found corrupt and removed, for reports and tests
+
+    def load(self, keys: pl.Series) -> pl.DataFrame:
+        """Cached segmentations of ``keys`` (``key`` and the segment columns; misses absent)."""
+        from mechanism.cachefile import read_checked
+
+        frames = []
+        if self.root.is_dir():
+            wanted = keys.implode()
+            for path in sorted(self.root.glob("*.parquet")):
+                data = read_checked(path, {"format": self.FORMAT})
+                if data is None:
+                    if not path.exists():  # it was corrupt and is gone now
+                        self.rebuilt.append(path.stem)
+                    continue
+                try:
+                    shard = pl.read_parquet(io.BytesIO(data))
+                    shard = shard.select(self._schema().keys()).cast(self._schema())
+                except Exception:  # noqa: BLE001 - any unreadable shard is rebuilt, whatever polars raises
+                    from mechanism.cachefile import discard
+
+                    discard(path)
+                    self.rebuilt.append(path.stem)
+                    continue
+                frames.append(shard.filter(pl.col("key").is_in(wanted)))
+        if not frames:
+            return pl.DataFrame(schema=self._schema())
+        return pl.concat(frames).unique("key", keep="first", maintain_order=True)
+
+    def store(self, table: pl.DataFrame) -> None:
+        """Write one shard of segmentations (``key`` plus the segment columns)."""
+        from mechanism.cachefile import digest, write_checked
+
+        if table.height == 0:
+            return
+        buf = io.BytesIO()
+        table.select(self._schema().keys()).write_parquet(buf, statistics=False)
+        data = buf.getvalue()
+        write_checked(self.root / f"{digest(data)[:24]}.parquet", data,
+                      {"format": self.FORMAT, "rows": table.height})
+
+    @staticmethod
+    def _schema() -> dict[str, pl.DataType]:
+        return {"key": pl.String, "rendering": pl.String, "moves": pl.String,
+                **{name: pl.Float64 for name in _SEGMENT_COLUMNS[2:]}}
+
+
+@functools.lru_cache(maxsize=1)
+def segmenter_id() -> str:
+    """Digest of this module's source: cached segmentations are valid only for the code that
+    made them."""
+    return hashlib.blake2b(Path(__file__).read_bytes(), digest_size=8).hexdigest()

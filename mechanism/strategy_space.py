@@ -26,6 +26,11 @@ no-search episodes, say) is glued to whatever lies nearest. On the simulator's p
 strategies, clustering a 5-D UMAP of the joined space reached an adjusted Rand index of
 0.26-0.29 where the joined space reaches 0.84 (``benchmarks/results/strategies.md``).
 
+Caching (``cache_dir``) and deduplication keep the fixed cost low: identical trajectories
+are segmented once, the joined space is built from the distinct (rendering, descriptors)
+pairs rather than from every row, and a refit on known content is read back whole
+(``benchmarks/results/strategies.md``).
+
 New trajectories are assigned to the strategy of their nearest training row in the joined
 space (a rendering seen at fit gets exactly its fit label); rows farther than ``threshold_``
 from every training row (the larger of ``resolution`` and ``outlier_factor`` times the fit's
@@ -49,6 +54,7 @@ from mechanism.segment import FEATURE_COLUMNS, STRATEGY_FEATURES, render
 from mechanism.schema import validate
 
 FORMAT_VERSION = 1
+_FIT_CACHE_FORMAT = 1
 _FORMAT_NAME = "mechanism.StrategySpace"
 # Silhouette needs all pairwise distances; above this many distinct rows it is computed on
 # a seeded subsample (weights kept), which bounds memory at about 36 MB.
@@ -163,7 +169,14 @@ class StrategySpace:
     random_state
         Seed of UMAP and k-means.
     cache_dir
-        Folder for the embedding and UMAP caches (``None``: no cache).
+        Folder of the caches (``None``: no cache): ``embeddings/`` (per rendering and
+        model), ``segments/`` (per trajectory, keyed by its content and the segmentation
+        code), ``fits/`` (the clustering of a set of distinct rows, keyed by those rows,
+        their counts, renderings and move sequences, the parameters, the model, and the code
+        and library versions) and ``reductions/`` (UMAP). A fit on a table seen before reads
+        everything from them: nothing is segmented, embedded or clustered again, and the
+        embedding model is not loaded. Entries are JSON, parquet or numpy files written
+        atomically and checked on read; a corrupt one is deleted and rebuilt.
     progress
         Show progress bars (``None``: only on a terminal).
 
@@ -222,16 +235,22 @@ class StrategySpace:
     def _cache_path(self, kind: str) -> Path | None:
         return None if self.cache_dir is None else Path(self.cache_dir) / kind
 
-    def _features(self, traj: pl.DataFrame) -> np.ndarray:
-        """Joined rows (weighted descriptors, weighted embedding) of a rendered table."""
-        texts = traj["rendering"].to_list()
-        emb = self._embedder().embed(texts) if texts else np.zeros((0, self.embedding_dim_), np.float32)
-        return self._join(traj, emb)
+    def _features(self, traj: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Joined rows of a rendered table's distinct (rendering, descriptors) pairs, and
+        each row's pair: the joined space of row ``i`` is ``pairs[inverse[i]]``."""
+        first, inverse, texts, text_of_pair = _distinct_pairs(traj)
+        emb = (self._embedder().embed(texts) if texts
+               else np.zeros((0, getattr(self, "embedding_dim_", 0)), np.float32))
+        if not hasattr(self, "embedding_dim_"):
+            self.embedding_dim_ = int(emb.shape[1])
+        return self._join(traj[first], emb[text_of_pair]), inverse
 
     def _join(self, traj: pl.DataFrame, emb: np.ndarray) -> np.ndarray:
         if emb.ndim != 2 or emb.shape[1] != self.embedding_dim_:
             raise MechanismError(f"embedder `{self._embedder().model_id}` gives {emb.shape[-1]} dimensions, "
                                  f"the space was fitted with {self.embedding_dim_}")
+        # Elementwise in each row, so joining each distinct (rendering, descriptors) pair once
+        # gives exactly the rows joining every trajectory would.
         struct = traj.select(FEATURE_COLUMNS).to_numpy().astype(np.float64)
         left = struct * (self.feature_weights_ * self.structure_weight)
         right = emb.astype(np.float64) * self.embedding_weight
@@ -261,37 +280,123 @@ class StrategySpace:
         validate(runs, source="runs")
         if runs.height == 0:
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
-        for attr in ("_nn", "map_coords_", "_embedder_obj"):
+        for attr in ("_nn", "map_coords_", "_embedder_obj", "embedding_dim_", "silhouette_", "train_space_",
+                     "fit_cache_rebuilt_"):
             self.__dict__.pop(attr, None)
         emb = self._embedder()
         self.embedding_model_ = emb.model_id
         self.feature_weights_ = np.array([STRATEGY_FEATURES[c] for c in FEATURE_COLUMNS], dtype=np.float64)
-        traj = render(runs)
-        vectors = emb.embed(traj["rendering"].to_list())
-        self.embedding_dim_ = int(vectors.shape[1])
-        features = self._join(traj, vectors)
-        uniq, inverse, counts = np.unique(features, axis=0, return_inverse=True, return_counts=True)
-        inverse = inverse.ravel()
-        first = np.full(len(uniq), -1)
-        first[inverse[::-1]] = np.arange(len(inverse))[::-1]  # first row holding each distinct row
+        traj = render(runs, cache_dir=self._cache_path("segments"))
+        pair_rows, pair_of_row = self._features(traj)
+        # The distinct joined rows, as np.unique over every trajectory's row would give them
+        # (same rows, same sorted order), from the few distinct pairs instead of 20,000 rows.
+        uniq, pair_inverse = np.unique(pair_rows, axis=0, return_inverse=True)
+        inverse = pair_inverse.ravel()[pair_of_row]
+        counts = np.bincount(inverse, minlength=len(uniq))
+        first = np.full(len(uniq), len(inverse))
+        np.minimum.at(first, inverse, np.arange(len(inverse)))  # first row holding each distinct row
+        renderings = traj["rendering"].gather(first).to_list()
+        moves = traj["moves"].gather(first).to_list()
+        self.train_features_ = uniq
+        self.train_counts_ = counts.astype(np.int64)
+        self.train_renderings_ = [str(r) for r in renderings]
+        self.train_moves_ = [str(m) for m in moves]
+        fitted = self._fit_cached()
+        self.train_labels_ = labels = fitted["labels"]
+        self.threshold_ = fitted["threshold"]
+        if fitted.get("train_space") is not None:
+            self.train_space_ = fitted["train_space"]
+        if fitted.get("silhouette") is not None:
+            self.silhouette_ = fitted["silhouette"]
+        self.labels_ = labels[inverse]
+        self.n_strategies_ = int(labels.max() + 1) if (labels >= 0).any() else 0
+        self.strategies_ = self._describe(runs, traj, self.labels_, fitted["summaries"])
+        return self
+
+    def _fit_clusters(self) -> dict[str, Any]:
+        """Cluster the distinct training rows: labels, outlier threshold and what describes
+        each strategy (medoid and keywords) - everything that depends only on them."""
+        uniq, counts = self.train_features_, self.train_counts_
+        out: dict[str, Any] = {}
         if self.cluster_on == "umap":
             space = self._umap(uniq, counts, self.n_components)
-            self.train_space_ = space.astype(np.float32)
+            out["train_space"] = space.astype(np.float32)
         else:
             space = uniq.astype(np.float64)
         raw = self._cluster(space, counts)
-        renderings = np.array(traj["rendering"].to_list(), dtype=object)[first]
+        renderings = np.array(self.train_renderings_, dtype=object)
         labels = self._renumber(raw, space, counts, renderings)
-        self.train_features_ = uniq
-        self.train_labels_ = labels
-        self.train_counts_ = counts.astype(np.int64)
-        self.train_renderings_ = [str(r) for r in renderings]
-        self.train_moves_ = [str(m) for m in np.array(traj["moves"].to_list(), dtype=object)[first]]
-        self.labels_ = labels[inverse]
-        self.n_strategies_ = int(labels.max() + 1) if (labels >= 0).any() else 0
-        self.threshold_ = self._outlier_threshold(uniq)
-        self.strategies_ = self._describe(runs, traj, self.labels_, space)
-        return self
+        if hasattr(self, "silhouette_"):
+            out["silhouette"] = self.silhouette_
+        out["labels"] = labels
+        out["threshold"] = self._outlier_threshold(uniq)
+        out["summaries"] = self._summaries(labels, space)
+        return out
+
+    def _fit_key(self) -> str:
+        """Identity of a clustering: the distinct rows (descriptors and embedding), their
+        counts, first renderings and move sequences, the estimator's parameters, the
+        embedding model, and the code and library versions that cluster them."""
+        from importlib.metadata import version
+
+        from mechanism.cachefile import digest
+
+        libs = {"scikit-learn": version("scikit-learn"), "numpy": np.__version__}
+        if self.cluster_on == "umap":
+            libs["umap-learn"] = _umap_version()
+        header = {"format": _FIT_CACHE_FORMAT, "params": self._model_params(), "model": self.embedding_model_,
+                  "code": _code_id(), "libs": libs, "shape": list(self.train_features_.shape),
+                  "feature_weights": self.feature_weights_.tolist()}
+        parts = [json.dumps(header, sort_keys=True).encode(),
+                 np.ascontiguousarray(self.train_features_, dtype=np.float32).tobytes(),
+                 np.ascontiguousarray(self.train_counts_, dtype=np.int64).tobytes(),
+                 json.dumps([self.train_renderings_, self.train_moves_]).encode("utf-8", "surrogatepass")]
+        return digest(b"\0".join(len(p).to_bytes(8, "little") + p for p in parts))[:40]
+
+    def _fit_cached(self) -> dict[str, Any]:
+        """:meth:`_fit_clusters`, served from ``cache_dir/fits`` when this exact clustering
+        was done before (a corrupt or inconsistent entry is deleted and recomputed)."""
+        folder = self._cache_path("fits")
+        if folder is None:
+            return self._fit_clusters()
+        from mechanism.cachefile import discard, read_checked, write_checked
+
+        path = folder / f"{self._fit_key()}.json"
+        data = read_checked(path, {"format": _FIT_CACHE_FORMAT})
+        if data is not None:
+            try:
+                return self._decode_fit(json.loads(data))
+            except (ValueError, TypeError, KeyError):
+                discard(path)
+                self.fit_cache_rebuilt_ = True  # for tests and reports
+        fitted = self._fit_clusters()
+        record = {"labels": fitted["labels"].tolist(), "threshold": fitted["threshold"],
+                  "summaries": fitted["summaries"],
+                  "silhouette": ({str(k): v for k, v in fitted["silhouette"].items()}
+                                 if "silhouette" in fitted else None),
+                  "train_space": fitted["train_space"].tolist() if "train_space" in fitted else None}
+        write_checked(path, json.dumps(record).encode("utf-8", "surrogatepass"), {"format": _FIT_CACHE_FORMAT})
+        return fitted
+
+    def _decode_fit(self, record: dict[str, Any]) -> dict[str, Any]:
+        """A cached clustering, checked against the rows it must describe."""
+        m = len(self.train_features_)
+        labels = np.asarray(record["labels"], dtype=np.int64)
+        if labels.shape != (m,):
+            raise ValueError("cached labels do not match the distinct rows")
+        summaries = [{"strategy": int(d["strategy"]), "typical_member": str(d["typical_member"]),
+                      "keywords": [str(k) for k in d["keywords"]]} for d in record["summaries"]]
+        if sorted(d["strategy"] for d in summaries) != sorted(set(labels.tolist())):
+            raise ValueError("cached summaries do not match the labels")
+        out: dict[str, Any] = {"labels": labels, "threshold": float(record["threshold"]), "summaries": summaries}
+        if record.get("silhouette") is not None:
+            out["silhouette"] = {int(k): float(v) for k, v in record["silhouette"].items()}
+        if record.get("train_space") is not None:
+            space = np.asarray(record["train_space"], dtype=np.float32)
+            if space.shape != (m, self.n_components):
+                raise ValueError("cached UMAP coordinates do not match the distinct rows")
+            out["train_space"] = space
+        return out
 
     def fit_transform(self, runs: pl.DataFrame, y: Any = None) -> np.ndarray:
         """Fit and return the strategy of each row (-1: outlier)."""
@@ -464,17 +569,18 @@ class StrategySpace:
         self._check_fitted()
         validate(runs, source="runs", required=("arm", "question_id", "sample_id", "question",
                                                 "answer", "n_rounds", "steps"))
-        traj = render(runs)
-        x = self._features(traj)
+        traj = render(runs, cache_dir=self._cache_path("segments"))
+        pairs, inverse = self._features(traj)
         if getattr(self, "_nn", None) is None:
             from sklearn.neighbors import NearestNeighbors
 
             self._nn = NearestNeighbors(n_neighbors=min(5, len(self.train_features_))).fit(self.train_features_)
-        if len(x):
-            dist, idx = self._nn.kneighbors(x)
-        else:
-            dist, idx = np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
-        return traj, x, dist, idx
+        if len(pairs):
+            # Neighbours of each distinct pair once; each query is answered independently,
+            # so gathering them per row equals querying every row.
+            dist, idx = self._nn.kneighbors(pairs)
+            return traj, pairs[inverse], dist[inverse], idx[inverse]
+        return traj, pairs[inverse], np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
 
     def assign(self, runs: pl.DataFrame) -> pl.DataFrame:
         """Strategy of each row of ``runs``, with how far it lies from the fitted rows.
@@ -527,9 +633,19 @@ class StrategySpace:
         return _interpolate(self.map_coords_, dist, idx)
 
     # ------------------------------------------------------------------ describing
+    def _summaries(self, labels: np.ndarray, space: np.ndarray) -> list[dict[str, Any]]:
+        """Each strategy's medoid rendering and c-TF-IDF keywords (from the distinct rows only)."""
+        keywords = c_tf_idf_keywords(self.train_renderings_, self.train_counts_, labels)
+        medoids = []
+        for c in sorted(set(labels.tolist())):
+            idx = np.flatnonzero(labels == c)
+            med = idx[_medoid(space[idx], self.train_counts_[idx])]
+            medoids.append({"strategy": c, "typical_member": self.train_renderings_[med],
+                            "keywords": keywords.get(c, [])})
+        return medoids
+
     def _describe(self, runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray,
-                  space: np.ndarray) -> pl.DataFrame:
-        keywords = c_tf_idf_keywords(self.train_renderings_, self.train_counts_, self.train_labels_)
+                  summaries: list[dict[str, Any]]) -> pl.DataFrame:
         table = traj.select("arm", "moves").with_columns(
             pl.Series("strategy", labels, dtype=pl.Int64), runs["correct"].alias("correct"),
             runs["n_rounds"].alias("n_rounds"))
@@ -543,13 +659,7 @@ class StrategySpace:
                    .sort(["strategy", "n", "moves"], descending=[False, True, False])
                    .group_by("strategy", maintain_order=True).first()
                    .select("strategy", pl.col("moves").alias("typical_moves")))
-        medoids = []
-        for c in sorted(set(self.train_labels_.tolist())):
-            idx = np.flatnonzero(self.train_labels_ == c)
-            med = idx[_medoid(space[idx], self.train_counts_[idx])]
-            medoids.append({"strategy": c, "typical_member": self.train_renderings_[med],
-                            "keywords": keywords.get(c, [])})
-        meds = pl.DataFrame(medoids, schema={"strategy": pl.Int64, "typical_member": pl.String,
+        meds = pl.DataFrame(summaries, schema={"strategy": pl.Int64, "typical_member": pl.String,
                                              "keywords": pl.List(pl.String)})
         out = base.join(meds, on="strategy", how="left").join(typical, on="strategy", how="left")
         arms = sorted(table["arm"].unique().to_list())
@@ -707,6 +817,36 @@ class StrategySpace:
         return space
 
 
+def _distinct_pairs(traj: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """The distinct (rendering, strategy descriptors) pairs of a rendered table.
+
+    Returns
+    -------
+    first
+        The first row of each pair, in order of first appearance.
+    inverse
+        Each row's pair.
+    texts
+        The distinct renderings, in order of first appearance (the order an embedder that
+        deduplicates would see them in).
+    text_of_pair
+        Each pair's index into ``texts``.
+    """
+    renderings = traj["rendering"].to_list()
+    text_index: dict[str, int] = {}
+    codes = np.fromiter((text_index.setdefault(r, len(text_index)) for r in renderings),
+                        dtype=np.int64, count=len(renderings))
+    if not len(codes):
+        return (np.zeros(0, np.int64), np.zeros(0, np.int64), [], np.zeros(0, np.int64))
+    keyed = np.column_stack([codes.astype(np.float64), traj.select(FEATURE_COLUMNS).to_numpy().astype(np.float64)])
+    _, first, inverse = np.unique(keyed, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    order = np.argsort(first, kind="stable")  # pairs in order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return first[order], rank[inverse], list(text_index), codes[first[order]]
+
+
 def _interpolate(coords: np.ndarray, dist: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """Inverse-distance-weighted mean of neighbours' coordinates; exact for a seen row."""
     if not len(idx):
@@ -729,6 +869,19 @@ def _medoid(points: np.ndarray, weights: np.ndarray) -> int:
 
     cost = pairwise_distances(points) @ weights.astype(np.float64)
     return int(np.argmin(cost))
+
+
+def _code_id() -> str:
+    """Digest of this module's source: a cached clustering is valid only for the code that made it."""
+    global _CODE_ID
+    if _CODE_ID is None:
+        from mechanism.cachefile import digest
+
+        _CODE_ID = digest(Path(__file__).read_bytes())[:16]
+    return _CODE_ID
+
+
+_CODE_ID: str | None = None
 
 
 def _umap_version() -> str:
