@@ -233,6 +233,12 @@ def boundary(
     ks, ts = est.k.tolist(), est.t.tolist()
 
     problems, tests = _discordant(est, rows_b, rows_t, qids, alpha)
+    if not np.array_equal(est.n[rows_b], est.n[rows_t]):
+        # B_T grows with n: an arm sampled more often solves more problems at least once
+        notes.append(f"the arms have different numbers of samples per problem ({base!r}: "
+                     f"{int(est.n[rows_b].min())}-{int(est.n[rows_b].max())}, {treated!r}: "
+                     f"{int(est.n[rows_t].min())}-{int(est.n[rows_t].max())}); solved sets grow with n, so "
+                     "gained and lost problems partly reflect the sampling, not the policies")
     if int(est.n.max()) < 2:
         # one try per problem: "solved" is "solved on that try", so a significant difference
         # in solved sets is a difference in success rates, not evidence about the boundary

@@ -48,8 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MechanismError as exc:
         print(f"mechanism {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        print(f"mechanism {args.command}: error: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
+    except OSError as exc:  # an output path that cannot be written (not a folder, no permission, disk full)
+        where = f": {exc.filename}" if exc.filename is not None else ""
+        text = " ".join(str(exc.strerror or exc).split())
+        print(f"mechanism {args.command}: error: {text}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mechanism: interrupted", file=sys.stderr)

@@ -38,7 +38,7 @@ class InputError(MechanismError):
     def _render(self) -> str:
         where = []
         if self.source is not None:
-            where.append(str(self.source))
+            where.append(" ".join(str(self.source).split()) or repr(str(self.source)))  # one line, even for odd names
         if self.line is not None:
             where.append(f"line {self.line}")
         if self.field is not None and f"`{self.field}`" not in self.reason:

@@ -235,7 +235,7 @@ def estimate_pass(
         counts, n = _count_t_cap(runs, keys, ts)
     c = counts.select([f"c{i}" for i in range(ts.size)]).to_numpy().astype(np.int64)
     problems = counts.select(keys)
-    _check_enough(problems, n, ks, ts, source)
+    _check_enough(problems, n, ks, ts, source, chosen=t_source == "auto")
 
     values = _pass_values(n, c, ks)
 
@@ -317,7 +317,8 @@ def _count_t_cap(runs: pl.DataFrame, keys: list[str], ts: np.ndarray) -> tuple[p
     return counts, n
 
 
-def _check_enough(problems: pl.DataFrame, n: np.ndarray, ks: np.ndarray, ts: np.ndarray, source: str) -> None:
+def _check_enough(problems: pl.DataFrame, n: np.ndarray, ks: np.ndarray, ts: np.ndarray, source: str,
+                  *, chosen: bool = True) -> None:
     if problems.height == 0:
         raise InputError("no trajectories to estimate PASS@(k,T) from", field="question_id")
     short = n < ks.max()
@@ -326,8 +327,13 @@ def _check_enough(problems: pl.DataFrame, n: np.ndarray, ks: np.ndarray, ts: np.
     row, col = np.argwhere(short)[0]
     who = ", ".join(f"{name} {value!r}" for name, value in problems.row(int(row), named=True).items())
     where = f" with `t_cap` == {int(ts[col])}" if source == "t_cap" else ""
-    hint = ("; episodes are counted per `t_cap` because it holds several caps (t_source=\"truncation\" "
-            "counts by `n_rounds` instead)" if source == "t_cap" else "")
+    if source != "t_cap":
+        hint = ""
+    elif chosen:  # auto picked t_cap mode: say why, and how to count by rounds instead
+        hint = ("; episodes are counted per `t_cap` because it holds several caps (t_source=\"truncation\" "
+                "counts by `n_rounds` instead)")
+    else:
+        hint = "; episodes are counted per `t_cap` (t_source=\"truncation\" counts by `n_rounds` instead)"
     raise InputError(
         f"k = {int(ks.max())} is larger than the {int(n[row, col])} samples{where} of problem "
         f"({who}); {int(short.any(axis=1).sum())} problem(s) have too few samples: lower `k` "
@@ -360,5 +366,7 @@ def _grid(values: Iterable[int] | int, name: str, *, minimum: int) -> np.ndarray
             raise InputError(f"`{name}` must hold integers, got {v!r}", field=name)
         if int(v) < minimum:
             raise InputError(f"`{name}` values must be at least {minimum}, got {v}", field=name)
+        if int(v) > 2**62:  # far beyond any sample count or round budget; keeps int64 arithmetic exact
+            raise InputError(f"`{name}` values must be at most 2**62, got {v}", field=name)
         out.append(int(v))
     return np.unique(np.asarray(out, dtype=np.int64))

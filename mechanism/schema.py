@@ -82,7 +82,8 @@ def validate(runs: pl.DataFrame, *, source: str = "table", required: Iterable[st
     Raises
     ------
     InputError
-        Naming the first missing column, wrong type, null key, negative round count or
+        Naming the first missing column, wrong type, null key, null ``correct`` or
+        ``n_rounds``, negative round count or
         duplicate ``(arm, question_id, sample_id)``.
     """
     if not isinstance(runs, pl.DataFrame):
@@ -102,6 +103,10 @@ def validate(runs: pl.DataFrame, *, source: str = "table", required: Iterable[st
     if "correct" in needed and runs["correct"].null_count():
         row = int(runs["correct"].is_null().arg_max())
         raise InputError("null value in column `correct`", source=source, line=row + 1, field="correct")
+    if "n_rounds" in needed and runs["n_rounds"].null_count():
+        # a null round count would silently fail every depth of PASS@(k,T)
+        row = int(runs["n_rounds"].is_null().arg_max())
+        raise InputError("null value in column `n_rounds`", source=source, line=row + 1, field="n_rounds")
     if "n_rounds" in needed and runs.height and (runs["n_rounds"] < 0).any():
         row = int((runs["n_rounds"] < 0).arg_max())
         raise InputError("negative value in column `n_rounds`", source=source, line=row + 1, field="n_rounds")

@@ -100,6 +100,14 @@ def test_unshared_problems_are_left_out_with_a_note():
     assert any("1 problem(s) answered only by 'rl'" in note for note in b.notes)
 
 
+def test_unequal_sample_counts_are_noted():
+    runs = constructed().filter((pl.col("arm") == "base") | (pl.col("sample_id") < 2))
+    b = boundary(runs, base="base", treated="rl", t=[3], k=[1], n_boot=50)
+    assert any("different numbers of samples" in note for note in b.notes)
+    assert not any("different numbers" in note for note in boundary(constructed(), base="base", treated="rl",
+                                                                        t=[3], k=[1], n_boot=50).notes)
+
+
 def test_errors():
     runs = constructed()
     with pytest.raises(InputError, match="`treated` arm 'sft'"):

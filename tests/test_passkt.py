@@ -123,11 +123,17 @@ def test_k_larger_than_n_is_an_error_naming_the_problem():
 
 
 @pytest.mark.parametrize("bad", [dict(k=[]), dict(k=[0]), dict(t=[-1]), dict(k=[1.5]), dict(ci=1.5),
-                                 dict(t_source="cap")])
+                                 dict(t_source="cap"), dict(k=[10**20]), dict(t=[10**20])])
 def test_bad_arguments_are_input_errors(bad):
     runs = make_runs({"a": [[(True, 0)] * 2]})
     with pytest.raises(InputError):
         pass_at_kt(runs, **{"k": [1], "t": [0], **bad})
+
+
+def test_null_round_count_is_an_error_not_a_failure():
+    runs = make_runs({"a": [[(True, 0)] * 2]}).with_columns(pl.Series("n_rounds", [0, None], dtype=pl.Int64))
+    with pytest.raises(InputError, match="null value in column `n_rounds`"):
+        pass_at_kt(runs, k=[1], t=[0], ci=None)
 
 
 def test_missing_column_is_named():

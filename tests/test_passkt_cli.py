@@ -88,3 +88,14 @@ def test_fireact_one_sample(fireact_dir, tmp_path, capsys):
     assert "one sample per problem" in capsys.readouterr().out
     assert main(["passkt", str(fireact_dir / "trajs"), "--format", "fireact", "--k", "2",
                  "--out", str(tmp_path / "x")]) == 2
+
+
+def test_treated_arms_sharing_an_output_folder_are_refused(tmp_path):
+    from mechanism.commands.passkt import write_outputs
+    from mechanism.errors import InputError
+
+    rows = [{"arm": arm, "question_id": f"q{q}", "sample_id": s, "correct": (q + s) % 2 == 0, "n_rounds": 1}
+            for arm in ("base", "x y", "x_y") for q in range(3) for s in range(2)]
+    runs = pl.DataFrame(rows)
+    with pytest.raises(InputError, match="same output folder 'x_y_vs_base'"):
+        write_outputs(runs, tmp_path / "out", k=[1, 2], t=[1], n_boot=20, figures=False)

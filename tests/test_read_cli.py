@@ -49,3 +49,11 @@ def test_read_command_bad_input_exits_2_one_line(fixtures, tmp_path, capsys):
         err = capsys.readouterr().err
         assert code == 2, args
         assert err.count("\n") == 1 and err.startswith("mechanism read: error: "), err
+
+
+def test_unwritable_output_is_one_line_and_status_2(fixtures, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code = main(["read", str(fixtures / "searchr1.jsonl"), "--out", str(blocker / "o.parquet")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("mechanism read: error:")

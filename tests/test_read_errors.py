@@ -195,3 +195,19 @@ def test_raise_reports_the_first_bad_record_even_when_it_is_a_duplicate(tmp_path
     path.write_text("\n".join([json.dumps(rec), json.dumps(rec), json.dumps({**rec, "sample_id": 1})[:-5]]))
     err = _raises(path)
     assert err.line == 2 and err.field == "sample_id"
+
+
+def test_missing_sample_ids_never_collide_with_given_ones(tmp_path):
+    row = {"arm": "a", "question_id": "q", "question": "Q", "gold": ["x"], "answer": "x", "n_rounds": 0}
+    path = tmp_path / "mixed_ids.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in ({**row, "sample_id": 1}, row, {**row, "sample_id": 0}, row)))
+    runs = read(path, format="canonical")
+    assert runs["sample_id"].to_list() == [1, 2, 0, 3]
+
+
+def test_integer_out_of_int64_range_is_an_input_error(tmp_path):
+    path = tmp_path / "big.jsonl"
+    path.write_text(json.dumps({"arm": "a", "question_id": "q", "question": "Q", "gold": ["x"], "correct": True,
+                                "n_rounds": 10**30}) + "\n")
+    err = _raises(path, format="canonical")
+    assert err.line == 1 and err.field == "n_rounds" and "64-bit" in err.reason

@@ -296,6 +296,14 @@ def test_extra_arms_take_a_policy():
     assert set(s.truth.filter(pl.col("arm") == "step-400")["planned_strategy"]) == {"bridge"}
 
 
+def test_arms_whose_file_names_clash_are_refused(tmp_path):
+    pols = {"a b": Policy("a b", {"bridge": 1.0}), "a_b": Policy("a_b", {"verify": 1.0})}
+    s = simulate(n_questions=1, n_samples=1, arms=("a b", "a_b"), policies=pols, seed=0, progress=False)
+    with pytest.raises(MechanismError, match="same file name 'a_b'"):
+        s.write(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"arms": ("base", "nope")}, "no policy for arm `nope`"),
     ({"n_questions": 0}, "`n_questions`"),

@@ -98,7 +98,7 @@ def write_outputs(
     order = _arm_order(arms)
     colors = arm_colors(order)  # one colour per arm across every figure of this report
     lines = [f"PASS@(k,T) of {len(arms)} arm(s) on k = {ks}, T = {list(t)} "
-             f"(T from {curves['t_source'][0]}; {int(ci * 100)}% bootstrap intervals over problems)"]
+             f"(T from {curves['t_source'][0]}; {ci * 100:g}% bootstrap intervals over problems)"]
     tmax = max(t)
     for arm in order:
         row1 = curves.filter((pl.col("arm") == arm) & (pl.col("k") == ks[0]) & (pl.col("t") == tmax)).row(0, named=True)
@@ -123,7 +123,13 @@ def write_outputs(
     if base is not None:
         if base not in arms:
             raise InputError(f"`--base` arm {base!r} is not in the input (arms: {arms})", field="base")
-        for other in (list(treated) if treated else [a for a in order if a != base]):
+        compared = list(dict.fromkeys(treated)) if treated else [a for a in order if a != base]
+        folders = [f"{safe_filename(other)}_vs_{safe_filename(base)}" for other in compared]
+        for other, name in zip(compared, folders):
+            if folders.count(name) > 1:  # one folder for two arms: the second would overwrite the first
+                raise InputError(f"arms {[a for a, f in zip(compared, folders) if f == name]} give the same "
+                                 f"output folder {name!r}: rename one (e.g. with `--arm`)", field="arm")
+        for other in compared:
             result = boundary(runs, base=base, treated=other, t=t, k=ks, ci=ci, n_boot=n_boot,
                               random_state=random_state, t_source=t_source)
             folder = out / f"{safe_filename(other)}_vs_{safe_filename(base)}"

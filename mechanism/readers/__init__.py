@@ -247,11 +247,17 @@ def _assign_samples(frame: pl.DataFrame, errors: str, rep: ReadReport) -> pl.Dat
     on) duplicate keys, naming both lines."""
     numbered = frame["sample_id"].null_count()
     if numbered:
+        # number only the rows without an id, after the largest id given in their group, so a
+        # number made up here never collides with one the file gave
+        group = ("arm", "question_id")
+        missing = pl.col("sample_id").is_null()
         frame = frame.with_columns(
-            pl.when(pl.col("sample_id").is_null())
-            .then(pl.int_range(pl.len(), dtype=pl.Int64).over("arm", "question_id"))
-            .otherwise(pl.col("sample_id")).alias("sample_id"))
-        rep.notes.append(f"{numbered} rows had no `sample_id`: numbered within (arm, question_id) in file order")
+            pl.when(missing)
+            .then((pl.col("sample_id").max().over(group) + 1).fill_null(0)
+                  + missing.cast(pl.Int64).cum_sum().over(group) - 1)
+            .otherwise(pl.col("sample_id")).cast(pl.Int64).alias("sample_id"))
+        rep.notes.append(f"{numbered} rows had no `sample_id`: numbered within (arm, question_id) in file order "
+                         "(after the largest given id)")
     keys = pl.struct("arm", "question_id", "sample_id")
     frame = frame.with_columns(_first=keys.is_first_distinct())
     if frame["_first"].all():

@@ -310,11 +310,3 @@ def _list_series(name: str, flat: pl.Series, lengths: list[int]) -> pl.Series:
     np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
     arr = pa.LargeListArray.from_arrays(pa.array(offsets), flat.to_arrow())
     return pl.Series(name, pl.from_arrow(arr))
-
-
-def to_frame(rows: list[dict[str, Any]], *, origin: bool = False) -> pl.DataFrame:
-    """The canonical table from row dicts (see :class:`Columns`)."""
-    cols = Columns()
-    for row in rows:
-        cols.append(row)
-    return cols.frame(origin=origin)

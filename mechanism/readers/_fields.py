@@ -144,19 +144,27 @@ def as_str(value: Any, field: str, *, allow_number: bool = True) -> str:
     raise InputError(f"`{field}` must be a string, got {type(value).__name__}", field=field)
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def as_int(value: Any, field: str) -> int:
     if isinstance(value, bool):
         raise InputError(f"`{field}` must be an integer, got a boolean", field=field)
+    out: int | None = None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
+        out = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        out = int(value)
+    elif isinstance(value, str):
         try:
-            return int(value.strip())
+            out = int(value.strip())
         except ValueError:
             pass
-    raise InputError(f"`{field}` must be an integer, got {_show(value)}", field=field)
+    if out is None:
+        raise InputError(f"`{field}` must be an integer, got {_show(value)}", field=field)
+    if not _INT64_MIN <= out <= _INT64_MAX:  # the canonical columns are Int64
+        raise InputError(f"`{field}` is out of the 64-bit integer range, got {_show(value)}", field=field)
+    return out
 
 
 def as_float(value: Any, field: str) -> float:

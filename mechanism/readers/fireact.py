@@ -66,7 +66,10 @@ def records(path: Path, doc: Mapping[str, Any] | None = None) -> Iterator[tuple[
         record["question_id"] = str(key)
         record.setdefault("arm", arm)
         try:
-            q = questions[int(key)]
+            position = int(key)
+            if position < 0:  # a negative key would silently pick a question from the end
+                raise IndexError(position)
+            q = questions[position]
         except (ValueError, IndexError):
             yield index, InputError(f"question index `{key}` not found in {qpath.name}", source=source,
                                     line=index, field="question_id")

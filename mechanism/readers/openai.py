@@ -70,6 +70,23 @@ def _arguments(raw: Any) -> tuple[str, dict[str, Any] | None]:
 
 
 def main_text(args: dict[str, Any] | None, raw: str, keys: tuple[str, ...] = QUERY_KEYS) -> str | None:
+    """The main text argument of a tool call.
+
+    Parameters
+    ----------
+    args
+        The parsed arguments object, or ``None`` when the arguments were not a JSON object.
+    raw
+        The arguments as given (returned when ``args`` is ``None``).
+    keys
+        Argument names tried first, in order.
+
+    Returns
+    -------
+    str or None
+        The first of ``keys`` holding a string, else the first string argument, else
+        ``None`` (no string argument at all).
+    """
     if args is None:
         return raw
     for key in keys:
@@ -78,8 +95,6 @@ def main_text(args: dict[str, Any] | None, raw: str, keys: tuple[str, ...] = QUE
     for value in args.values():
         if isinstance(value, str):
             return value
-    if args:
-        return None
     return None
 
 

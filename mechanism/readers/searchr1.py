@@ -76,7 +76,7 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
         if open_tag != tag:
             if open_tag is None and tag == "think" and not steps and not thoughts:
                 # the chat template opened <think> in the prompt: the reply starts inside it
-                thoughts.append("".join(parts[:i]).strip())
+                thoughts.append(parts[i - 1].strip())  # the text since the last tag, never tag names
                 continue
             raise InputError(f"unmatched `</{tag}>` in `{field}`", field=field)
         body = parts[i - 1].strip()

@@ -86,6 +86,11 @@ class Simulation:
         out = Path(out_dir)
         if out.exists() and not out.is_dir():
             raise MechanismError(f"`out_dir` {str(out)!r} exists and is not a folder")
+        stems = [safe_filename(arm) for arm in self.config["arms"]]
+        clash = next((a for a, st in zip(self.config["arms"], stems) if stems.count(st) > 1), None)
+        if clash is not None:  # two arms in one file would overwrite each other
+            raise MechanismError(f"arm names {[a for a in self.config['arms'] if safe_filename(a) == safe_filename(clash)]} "
+                                 f"give the same file name {safe_filename(clash)!r}: rename one")
         out.mkdir(parents=True, exist_ok=True)
         written = []
         for arm in self.config["arms"]:
