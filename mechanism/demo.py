@@ -151,7 +151,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, se
 
     md, page = _summary(out, sim, runs, numbers, seconds, passkt_text, reweighting_text, integration_text,
                         described, shares)
-    (out / "numbers.json").write_text(json.dumps(numbers, indent=2, default=float))
+    (out / "numbers.json").write_text(json.dumps(numbers, indent=2, default=float), encoding="utf-8")
     return DemoResult(out=out, summary_markdown=md, summary_html=page, seconds=seconds, numbers=numbers)
 
 
@@ -178,7 +178,7 @@ def _shares(arms: pl.DataFrame, labels: np.ndarray) -> pl.DataFrame:
 
 def _verdict(out: Path, treated: str) -> str:
     """One paragraph per treated arm: the boundary test at the deepest T and the reweighting split."""
-    rw = json.loads((out / "reweighting" / f"{treated}_vs_base" / "reweighting.json").read_text())
+    rw = json.loads((out / "reweighting" / f"{treated}_vs_base" / "reweighting.json").read_text("utf-8"))
     tests = pl.read_csv(out / "passkt" / f"{treated}_vs_base" / "boundary_tests.csv").sort("t")
     deepest = tests.row(-1, named=True)
 
@@ -248,7 +248,7 @@ def _summary(out: Path, sim, runs: pl.DataFrame, numbers: dict, seconds: dict, p
         md_lines += ["```text", text, "```", ""] if fenced else [text, ""]
     md_lines += ["## Figures", ""] + [f"![{t}]({rel})" for t, rel in figures]
     md_path = out / "summary.md"
-    md_path.write_text("\n".join(md_lines) + "\n")
+    md_path.write_text("\n".join(md_lines) + "\n", encoding="utf-8")
 
     # Untrusted text (model answers, retrieved passages reach these tables) is escaped.
     body = ["<h1>mechanism demo: what did RL do to the agent?</h1>"]
@@ -264,5 +264,5 @@ def _summary(out: Path, sim, runs: pl.DataFrame, numbers: dict, seconds: dict, p
             "pre{white-space:pre-wrap;background:#f6f6f6;padding:.6em}</style></head><body>"
             + "\n".join(body) + "</body></html>")
     html_path = out / "summary.html"
-    html_path.write_text(page)
+    html_path.write_text(page, encoding="utf-8")
     return md_path, html_path

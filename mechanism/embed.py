@@ -18,13 +18,13 @@ import importlib.util
 import io
 import json
 import os
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from mechanism.cachefile import atomic_write as _atomic_write
 from mechanism.errors import MechanismError
 from mechanism.progress import progress as _progress
 
@@ -62,17 +62,6 @@ def text_key(text: str) -> str:
 def _slug(model_id: str) -> str:
     readable = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_id)[-48:].strip("._")
     return f"{readable}-{hashlib.sha256(model_id.encode()).hexdigest()[:12]}"
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @contextlib.contextmanager
@@ -200,6 +189,7 @@ class Embedder:
 
     @property
     def model_id(self) -> str:
+        """The model's identity in caches and saved spaces (aliases of the default map to one)."""
         return DEFAULT_MODEL if self.model in _ALIASES else str(self.model)
 
     def _load(self):
@@ -212,8 +202,9 @@ class Embedder:
             try:
                 with _quiet_loading(not self.progress):
                     self._model = SentenceTransformer(path, device=device)
-            except OSError as exc:
-                raise MechanismError(f"cannot load embedding model `{self.model}`: {exc}") from exc
+            except (OSError, ValueError) as exc:  # missing files; a folder that holds no model
+                reason = " ".join(str(exc).split())[:300]
+                raise MechanismError(f"cannot load embedding model `{self.model}`: {reason}") from exc
         return self._model
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -282,9 +273,11 @@ class HashingEmbedder:
 
     @property
     def model_id(self) -> str:
+        """``hashing-<n_features>``: the name :func:`make_embedder` takes back."""
         return f"hashing-{self.n_features}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One float32, unit-length (or all-zero, for a text without tokens) row per text."""
         from sklearn.feature_extraction.text import HashingVectorizer
 
         vec = HashingVectorizer(n_features=self.n_features, ngram_range=(1, 2), norm="l2",

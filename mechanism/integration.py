@@ -218,7 +218,7 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     """
     validate(runs)
     present = runs["arm"].unique(maintain_order=True).to_list()
-    arms = list(present if arms is None else arms)
+    arms = list(dict.fromkeys(present if arms is None else arms))  # an arm named twice counts once
     for arm in arms:
         if arm not in present:
             raise InputError(f"arm {arm!r} is not in `runs` (arms: {sorted(present)})", field="arms")
@@ -229,6 +229,8 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
         raise InputError(f"`base` {base!r} is not among `arms` {arms}", field="base")
     if ci is not None and not 0.0 < ci < 1.0:
         raise InputError(f"`ci` must be in (0, 1) or None, got {ci}", field="ci")
+    if n_boot < 0:
+        raise InputError(f"`n_boot` must be >= 0, got {n_boot}", field="n_boot")
     if logprobs_column is not None and model_path is not None:
         raise InputError("give `logprobs_column` or `model_path`, not both", field="model_path")
     if logprobs_column is not None:

@@ -184,20 +184,37 @@ def labels_from_table(runs: pl.DataFrame, table: pl.DataFrame, *, column: str = 
                       source: str = "labels") -> np.ndarray:
     """Align a label table (``arm, question_id, sample_id, <column>``) to the rows of ``runs``.
 
+    Rows of ``table`` that match no row of ``runs`` are ignored; a key listed twice with the
+    same label counts once.
+
     Raises
     ------
     InputError
-        When a key or the label column is missing, or a row of ``runs`` has no label.
+        When a key or the label column is missing, a row of ``runs`` has no label, or a key
+        has two different labels.
     """
     for name in (*KEY_COLUMNS, column):
         if name not in table.columns:
             raise InputError(f"label table lacks column `{name}`", source=source, field=name)
+    dtype = table.schema[column]
+    if not (dtype.is_integer() or dtype in (pl.String, pl.Categorical, pl.Boolean)):
+        raise InputError(f"label column `{column}` has type {dtype}; expected integers or strings",
+                         source=source, field=column)
     keys = list(KEY_COLUMNS)
     left = runs.select(keys).with_row_index("_row").with_columns(
         pl.col("question_id").cast(pl.String), pl.col("sample_id").cast(pl.Int64))
-    right = table.select(*keys, column).with_columns(
-        pl.col("question_id").cast(pl.String), pl.col("sample_id").cast(pl.Int64)
-    ).unique(subset=keys, keep="first", maintain_order=True)
+    try:
+        right = table.select(*keys, column).with_columns(
+            pl.col("question_id").cast(pl.String), pl.col("sample_id").cast(pl.Int64)
+        ).unique(maintain_order=True)
+    except pl.exceptions.PolarsError:
+        raise InputError("label table's `sample_id` is not an integer column", source=source,
+                         field="sample_id") from None
+    if right.select(keys).is_duplicated().any():  # one trajectory, two different labels: refuse to pick
+        row = right.filter(right.select(keys).is_duplicated()).row(0, named=True)
+        raise InputError(
+            f"trajectory (arm={row['arm']!r}, question_id={row['question_id']!r}, sample_id={row['sample_id']!r}) "
+            f"has conflicting labels in column `{column}`", source=source, field=column)
     joined = left.join(right, on=keys, how="left").sort("_row")
     missing = joined[column].is_null()
     if missing.any():
@@ -237,6 +254,9 @@ def _check_labels(runs: pl.DataFrame, labels: Any) -> np.ndarray:
     elif values.dtype.kind == "O":
         if any(v is None for v in values):
             raise InputError("`labels` holds a null label", field="labels")
+        if not all(isinstance(v, (str, int, np.integer)) for v in values):
+            raise InputError("`labels` must be integers or strings (found a nested or other value)",
+                             field="labels")
         values = values.astype(str)
     elif values.dtype.kind == "b":
         values = values.astype(np.int64)
@@ -426,6 +446,9 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         raise InputError("`base` and `treated` must be different arms", field="treated")
     if ci is not None and not 0.0 < ci < 1.0:
         raise InputError(f"`ci` must be in (0, 1) or None, got {ci}", field="ci")
+    if n_boot < 0 or n_permutations < 0:
+        raise InputError(f"`n_boot` and `n_permutations` must be >= 0, got {n_boot} and {n_permutations}",
+                         field="n_boot" if n_boot < 0 else "n_permutations")
     if coordinates is not None:
         coordinates = np.asarray(coordinates, dtype=float)
         if coordinates.ndim != 2 or coordinates.shape[0] != runs.height:
@@ -434,8 +457,7 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
 
     notes: list[str] = []
     in_pair = (runs["arm"] == base) | (runs["arm"] == treated)
-    pair = runs.with_columns(pl.Series("_label_idx", np.zeros(runs.height, dtype=np.int64)),
-                             pl.Series("_row", np.arange(runs.height))).filter(in_pair)
+    pair = runs.with_columns(pl.Series("_row", np.arange(runs.height))).filter(in_pair)
     qb = set(pair.filter(pl.col("arm") == base)["question_id"].to_list())
     qt = set(pair.filter(pl.col("arm") == treated)["question_id"].to_list())
     common = sorted(qb & qt)

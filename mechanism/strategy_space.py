@@ -167,7 +167,8 @@ class StrategySpace:
         Scales the fit's median nearest-neighbour distance into the outlier threshold (which
         is at least ``resolution``).
     random_state
-        Seed of UMAP and k-means.
+        Seed of UMAP and k-means: an integer in ``[0, 2**32)`` (``None`` is refused, so that
+        the same input always gives the same strategies).
     cache_dir
         Folder of the caches (``None``: no cache): ``embeddings/`` (per rendering and
         model), ``segments/`` (per trajectory, keyed by its content and the segmentation
@@ -266,6 +267,9 @@ class StrategySpace:
             raise MechanismError(f"`resolution` must be positive, got {self.resolution!r}")
         if self.embedding_weight < 0 or self.structure_weight < 0:
             raise MechanismError("`embedding_weight` and `structure_weight` must be non-negative")
+        if isinstance(self.random_state, bool) or not isinstance(self.random_state, (int, np.integer)) \
+                or not 0 <= int(self.random_state) < 2**32:
+            raise MechanismError(f"`random_state` must be an integer in [0, 2**32), got {self.random_state!r}")
 
     # ------------------------------------------------------------------ fitting
     def fit(self, runs: pl.DataFrame, y: Any = None) -> "StrategySpace":
@@ -740,7 +744,7 @@ class StrategySpace:
             "params": self._model_params(), "threshold": self.threshold_,
             "n_strategies": self.n_strategies_, "arrays": checksums,
         }
-        (out / "space.json").write_text(json.dumps(config, indent=1))
+        (out / "space.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
         return out
 
     @classmethod
@@ -779,6 +783,10 @@ class StrategySpace:
         if config.get("feature_columns") != list(FEATURE_COLUMNS):
             raise InputError("saved strategy descriptors differ from this version's (field `feature_columns`)",
                              source=str(cfg_path), field="feature_columns")
+        model = config.get("embedding_model")
+        if not isinstance(model, str) or not model:
+            raise InputError("missing or bad `embedding_model` in space.json", source=str(cfg_path),
+                             field="embedding_model")
         try:
             params = dict(config["params"])
             params["k_range"] = tuple(params["k_range"])
@@ -791,30 +799,58 @@ class StrategySpace:
         if emb.model_id != config["embedding_model"]:
             raise InputError(f"space was fitted with embedding model `{config['embedding_model']}`, "
                              f"got `{emb.model_id}`", source=str(cfg_path), field="embedding_model")
+        # Only the arrays `save` writes are read, under fixed attribute names: the names in
+        # space.json are untrusted and must neither pick files outside the folder nor set
+        # arbitrary attributes.
+        required = {"train_features", "train_labels", "train_counts", "labels"}
+        if space.cluster_on == "umap":
+            required.add("train_space")
         try:
-            for name, digest in config["arrays"].items():
+            arrays = config["arrays"]
+            if not isinstance(arrays, dict):
+                raise ValueError("`arrays` in space.json is not a mapping")
+            unknown = set(arrays) - set(_SAVED_ARRAYS)
+            if unknown:
+                raise ValueError(f"unknown array(s) {sorted(map(str, unknown))} in space.json")
+            if required - set(arrays):
+                raise ValueError(f"space.json lists no {sorted(required - set(arrays))}")
+            for name, digest in arrays.items():
                 arr = np.load(folder / f"{name}.npy", allow_pickle=False)
                 if hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest() != digest:
                     raise ValueError(f"`{name}.npy` does not match its checksum")
-                target = {"labels": "labels_", "map_coords": "map_coords_"}.get(name, f"{name}_")
-                setattr(space, target, arr)
-            rows = pl.read_parquet(folder / "train_rows.parquet")
+                setattr(space, _SAVED_ARRAYS[name], arr)
+            rows = pl.read_parquet(folder / "train_rows.parquet", columns=["rendering", "moves"])
             space.strategies_ = pl.read_parquet(folder / "strategies.parquet")
-        except (OSError, ValueError, KeyError, AttributeError) as exc:
-            raise InputError(f"saved strategy space is incomplete or corrupt: {exc}", source=str(folder)) from None
-        m = len(space.train_features_)
-        dim = len(FEATURE_COLUMNS) + int(config["embedding_dim"])
-        if (space.train_features_.shape != (m, dim) or len(space.train_labels_) != m
-                or len(space.train_counts_) != m or rows.height != m):
+            embedding_dim = int(config["embedding_dim"])
+            feature_weights = np.asarray(config["feature_weights"], dtype=np.float64)
+            threshold = float(config["threshold"])
+            n_strategies = int(config["n_strategies"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as exc:
+            reason = " ".join(str(exc).split())[:300]
+            raise InputError(f"saved strategy space is incomplete or corrupt: {reason}", source=str(folder)) from None
+        m = space.train_features_.shape[0] if space.train_features_.ndim == 2 else -1
+        dim = len(FEATURE_COLUMNS) + embedding_dim
+        if (space.train_features_.shape != (m, dim) or space.train_labels_.shape != (m,)
+                or space.train_counts_.shape != (m,) or rows.height != m
+                or feature_weights.shape != (len(FEATURE_COLUMNS),)
+                or (space.cluster_on == "umap" and space.train_space_.shape != (m, space.n_components))):
             raise InputError("saved arrays disagree in shape", source=str(folder), field="train_features")
+        if not np.isfinite(threshold):
+            raise InputError("bad `threshold` in space.json", source=str(cfg_path), field="threshold")
         space.train_renderings_ = rows["rendering"].to_list()
         space.train_moves_ = rows["moves"].to_list()
-        space.embedding_model_ = config["embedding_model"]
-        space.embedding_dim_ = int(config["embedding_dim"])
-        space.feature_weights_ = np.asarray(config["feature_weights"], dtype=np.float64)
-        space.threshold_ = float(config["threshold"])
-        space.n_strategies_ = int(config["n_strategies"])
+        space.embedding_model_ = model
+        space.embedding_dim_ = embedding_dim
+        space.feature_weights_ = feature_weights
+        space.threshold_ = threshold
+        space.n_strategies_ = n_strategies
         return space
+
+
+# The arrays `save` writes, and the attribute each is read back into.
+_SAVED_ARRAYS = {"train_features": "train_features_", "train_labels": "train_labels_",
+                 "train_counts": "train_counts_", "labels": "labels_", "train_space": "train_space_",
+                 "map_coords": "map_coords_"}
 
 
 def _distinct_pairs(traj: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
@@ -893,7 +929,7 @@ def _umap_version() -> str:
 def _save_checked(path: Path, arr: np.ndarray) -> None:
     import io
 
-    from mechanism.embed import _atomic_write
+    from mechanism.cachefile import atomic_write as _atomic_write
 
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()

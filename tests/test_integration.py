@@ -259,3 +259,24 @@ def test_base_model_log_probabilities_from_a_local_model(tiny_model):
         integration(runs, model_path=tiny_model / "nope")
     with pytest.raises(InputError, match="not both"):
         integration(runs, model_path=tiny_model, logprobs_column="x")
+
+
+@pytest.mark.slow
+def test_cli_scores_perplexity_with_a_local_model(tiny_model, tmp_path, capsys):
+    from mechanism.cli import main
+
+    runs = from_records([
+        _row("base", "q1", 0, correct=True, question="Who directed Inception?", queries=["Inception director"],
+             observations=["Inception was directed by Christopher Nolan."]),
+        _row("rl", "q1", 0, correct=False, question="Who?", queries=["nolan"], observations=["film"]),
+    ])
+    path = tmp_path / "runs.parquet"
+    runs.write_parquet(path)
+    rc = main(["integration", str(path), "--format", "canonical", "--model-path", str(tiny_model),
+               "--out", str(tmp_path / "out"), "--no-figures", "--n-boot", "10"])
+    assert rc == 0
+    table = pl.read_csv(tmp_path / "out" / "perplexity.csv")
+    assert set(table["segment"]) >= {"query"} and (table["perplexity"] >= 1).all()
+    rc = main(["integration", str(path), "--format", "canonical", "--model-path", str(tmp_path / "nope"),
+               "--out", str(tmp_path / "out2"), "--no-figures"])
+    assert rc == 2 and "model folder not found" in capsys.readouterr().err

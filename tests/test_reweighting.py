@@ -386,6 +386,26 @@ def test_labels_from_a_table_are_aligned_by_key():
         labels_from_table(runs, table.head(2))
     with pytest.raises(InputError, match="`strategy`"):
         labels_from_table(runs, table.drop("strategy"))
+    # a repeated row is harmless; a trajectory with two different labels is refused, not resolved silently
+    assert labels_from_table(runs, pl.concat([table, table.head(1)])).tolist() == [3, 5, 7]
+    clash = pl.concat([table, table.head(1).with_columns(pl.lit(9, dtype=pl.Int64).alias("strategy"))])
+    with pytest.raises(InputError, match="conflicting labels"):
+        labels_from_table(runs, clash)
+    # a malformed label table is an InputError, not whatever polars or numpy raise
+    with pytest.raises(InputError, match="`sample_id`"):
+        labels_from_table(runs, table.with_columns(pl.col("sample_id").cast(pl.String) + "x"))
+    with pytest.raises(InputError, match="type List"):
+        labels_from_table(runs, table.with_columns(pl.col("strategy").cast(pl.String).str.split("")))
+    with pytest.raises(InputError, match="nested"):
+        reweighting(runs, pl.Series([[1], [2], [3]]), base="base", treated="rl")
+
+
+def test_negative_resampling_counts_are_refused():
+    runs = _table(["base", "rl"], ["q1", "q1"], [True, False])
+    with pytest.raises(InputError, match="n_permutations"):
+        reweighting(runs, [0, 1], base="base", treated="rl", n_permutations=-3)
+    with pytest.raises(InputError, match="n_boot"):
+        reweighting(runs, [0, 1], base="base", treated="rl", n_boot=-1)
 
 
 def test_compare_arms_returns_one_long_table():
@@ -398,3 +418,17 @@ def test_compare_arms_returns_one_long_table():
     one = reweighting(runs, labels, base="base", treated="sft", n_boot=50, n_permutations=50)
     got = table.filter((pl.col("treated") == "sft") & (pl.col("quantity") == "total"))["estimate"][0]
     assert got == one.total
+
+
+def test_cli_outputs_refuse_arms_that_sanitise_to_one_folder(tmp_path):
+    """Arm names become folder names; two arms must not overwrite each other's tables."""
+    from mechanism.commands.reweighting import write_outputs
+
+    runs = _table(["base", "base", "rl/a", "rl/a", "rl_a", "rl_a"], ["q1", "q2"] * 3,
+                  [True, False, True, True, False, True])
+    with pytest.raises(InputError, match="clashing output folder"):
+        write_outputs(runs, [0, 1, 0, 1, 0, 1], tmp_path, base="base", n_boot=10, n_permutations=0,
+                      figures=False)
+    write_outputs(runs, [0, 1, 0, 1, 0, 1], tmp_path, base="base", treated=["rl_a", "rl_a"],
+                  n_boot=10, n_permutations=0, figures=False)
+    assert pl.read_csv(tmp_path / "reweighting_summary.csv")["treated"].unique().to_list() == ["rl_a"]

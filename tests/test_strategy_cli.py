@@ -41,3 +41,23 @@ def test_bad_space_is_one_line_exit_2(tmp_path, files, capsys):
     assert rc == 2
     err = capsys.readouterr().err.strip()
     assert "space.json" in err and "\n" not in err and "Traceback" not in err
+
+
+def test_skipped_records_are_reported(tmp_path, files, capsys):
+    """Under --errors skip, every left-out record is said on stderr (rows in = kept + reported)."""
+    good = (files / "a" / "base.searchr1.jsonl").read_text().splitlines()[:3]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("\n".join([*good, "not json", '{"arm": "base"}']) + "\n")
+    rc = main(["strategies", "fit", str(mixed), "--format", "searchr1", "--errors", "skip",
+               "--out", str(tmp_path / "space"), "--embedder", "hashing-16", "--no-progress", "--quiet"])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "skipped 2 of 5 records" in err and "line 4" in err and "line 5" in err
+
+
+def test_model_folder_without_a_model_is_one_line_exit_2(tmp_path, files, capsys):
+    rc = main(["strategies", "fit", str(files / "a" / "base.searchr1.jsonl"), "--out", str(tmp_path / "s"),
+               "--embedder", str(tmp_path), "--no-progress"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot load embedding model" in err and "\n" not in err

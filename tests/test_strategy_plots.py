@@ -41,3 +41,18 @@ def test_labels():
         == "S3 ask whole › repeat×3"
     assert strategy_label(0, "first_lookup > answer_with_evidence") == "S0 search once"
     assert strategy_label(2, "no_answer") == "S2 no answer"
+
+
+def test_untrusted_arm_names_are_drawn_literally(tmp_path):
+    """An arm name holding `$...$` is text, not mathtext: a malformed expression must not
+    make saving the figure fail."""
+    import polars as pl
+
+    runs = simulate(n_questions=8, n_samples=4, arms=("base", "rl"), seed=0, progress=False).runs
+    evil = r"$\evil{$"
+    runs = runs.with_columns(pl.when(pl.col("arm") == "rl").then(pl.lit(evil)).otherwise(pl.col("arm")).alias("arm"))
+    space = StrategySpace(embedder="hashing-32", progress=False).fit(runs)
+    for stem, fig in (("map", strategy_map(space, runs)), ("shares", strategy_shares(space, runs)),
+                      ("table", strategy_table(space))):
+        save_figure(fig, tmp_path, stem)
+        close(fig)

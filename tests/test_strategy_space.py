@@ -117,6 +117,28 @@ def test_load_refuses_other_version_and_corruption(tmp_path, space):
         StrategySpace.load(tmp_path / "nowhere")
 
 
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda out, cfg: (out / "train_rows.parquet").write_bytes(b"garbage"), "incomplete or corrupt"),
+    (lambda out, cfg: (out / "strategies.parquet").unlink(), "incomplete or corrupt"),
+    (lambda out, cfg: cfg.update(threshold="x"), "incomplete or corrupt"),
+    (lambda out, cfg: cfg.update(threshold=None), "incomplete or corrupt"),
+    (lambda out, cfg: cfg.update(embedding_model=None), "embedding_model"),
+    (lambda out, cfg: cfg.update(feature_weights=[1.0]), "disagree in shape"),
+    (lambda out, cfg: cfg["arrays"].pop("train_labels"), "train_labels"),
+    (lambda out, cfg: cfg["arrays"].update({"../outside": "0"}), "unknown array"),
+    (lambda out, cfg: cfg.update(arrays=[1]), "not a mapping"),
+])
+def test_load_turns_every_edited_or_missing_file_into_an_input_error(tmp_path, space, edit, match):
+    """A saved space is untrusted input: each bad file is one InputError, never another exception,
+    and array names in space.json cannot reach files outside the folder or set attributes."""
+    out = space.save(tmp_path / "space")
+    cfg = json.loads((out / "space.json").read_text())
+    edit(out, cfg)
+    (out / "space.json").write_text(json.dumps(cfg))
+    with pytest.raises(InputError, match=match):
+        StrategySpace.load(out)
+
 def test_far_rows_are_outliers(space):
     steps = [make_step(tool="calculator", query=f"{i} * {i}", observation=str(i * i)) for i in range(12)]
     odd = from_records([{"arm": "new", "question_id": "x", "sample_id": 0, "question": "What is it?",
@@ -175,6 +197,9 @@ def test_bad_input_and_params(sim):
         StrategySpace(embedder=FAST, method="dbscan", progress=False).fit(sim.runs)
     with pytest.raises(MechanismError, match="not fitted"):
         StrategySpace(embedder=FAST).transform(sim.runs)
+    for bad in (-1, None, 1.5):  # a seed is required: the same input must give the same strategies
+        with pytest.raises(MechanismError, match="`random_state`"):
+            StrategySpace(embedder=FAST, random_state=bad, progress=False).fit(sim.runs)
 
 
 def test_weighted_silhouette_equals_expanded_sklearn():

@@ -28,6 +28,6 @@ def run(args: argparse.Namespace) -> int:
     result = run_demo(args.out, n_questions=args.questions, n_samples=args.samples, seed=args.seed,
                       embedder=args.embedder, progress=False if args.no_progress else None,
                       echo=lambda line: print(line, file=sys.stderr))
-    print(result.summary_markdown.read_text())
+    print(result.summary_markdown.read_text("utf-8"))
     print(f"summary: {result.summary_markdown} and {result.summary_html}")
     return 0

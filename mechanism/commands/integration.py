@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--logprobs-column", default=None,
                         help="column of base-model token log-probabilities, "
                              "list[struct{segment, logprob}] (adds query vs reasoning perplexity)")
+    parser.add_argument("--model-path", type=Path, default=None,
+                        help="local folder of the base model (transformers causal LM, fast tokenizer; never "
+                             "downloaded): it scores every trajectory for query vs reasoning perplexity")
     add_bootstrap_arguments(parser)
 
 
@@ -32,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     runs = read_inputs(args)
     written, summary = write_outputs(runs, args.out, arms=args.arms, base=args.base, ci=args.ci,
                                      n_boot=args.n_boot, random_state=args.seed,
-                                     logprobs_column=args.logprobs_column, figures=not args.no_figures)
+                                     logprobs_column=args.logprobs_column, model_path=args.model_path,
+                                     figures=not args.no_figures)
     print(summary)
     print(f"wrote {len(written)} files to {args.out}")
     return 0
@@ -40,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
 def write_outputs(runs: pl.DataFrame, out: str | Path, *, arms: Sequence[str] | None = None,
                   base: str | None = None, ci: float = 0.95, n_boot: int = 1000, random_state: int = 0,
-                  logprobs_column: str | None = None, figures: bool = True,
+                  logprobs_column: str | None = None, model_path: str | Path | None = None, figures: bool = True,
                   title: str | None = None) -> tuple[list[Path], str]:
     """Write ``per_arm.csv``, ``split.csv``, ``per_trajectory.parquet``, ``integration.json``
     (and ``perplexity.csv``) plus the ``integration_grid`` and ``integration_split`` figures.
@@ -56,7 +60,7 @@ def write_outputs(runs: pl.DataFrame, out: str | Path, *, arms: Sequence[str] | 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     res = integration(runs, arms=arms, base=base, ci=ci, n_boot=n_boot, random_state=random_state,
-                      logprobs_column=logprobs_column)
+                      logprobs_column=logprobs_column, model_path=model_path)
     written: list[Path] = []
     for name, table in (("per_arm", res.per_arm), ("split", res.split), ("perplexity", res.perplexity)):
         if table is not None:

@@ -128,7 +128,13 @@ def write_outputs(runs: pl.DataFrame, labels: Any, out: str | Path, *, base: str
     arms = runs["arm"].unique(maintain_order=True).to_list()
     if base not in arms:
         raise InputError(f"`--base` arm {base!r} is not in the input (arms: {sorted(arms)})", field="base")
-    others = list(treated) if treated else [a for a in arms if a != base]
+    others = list(dict.fromkeys(treated)) if treated else [a for a in arms if a != base]
+    # Arm names are untrusted and sanitised into folder names: two arms that sanitise alike
+    # would silently overwrite each other's tables.
+    folders = [f"{safe_filename(a)}_vs_{safe_filename(base)}" for a in others]
+    if len(set(folders)) < len(folders):
+        raise InputError(f"arms {sorted(set(others))} give clashing output folder names "
+                         f"after sanitising; rename an arm", field="treated")
     results = []
     for arm in others:
         results.append(reweighting(runs, labels, base=base, treated=arm, ci=ci, n_boot=n_boot,
@@ -142,7 +148,9 @@ def write_outputs(runs: pl.DataFrame, labels: Any, out: str | Path, *, base: str
     written.append(path)
     lines = [f"Reweighting against `{base}`"
              + (f" (strata: {label_source})" if label_source else "")
-             + f"; {int(round(ci * 100))}% bootstrap intervals over questions, {n_permutations} permutations"]
+             + (f"; {int(round(ci * 100))}% bootstrap intervals over questions ({n_boot} replicates)"
+                if ci is not None and n_boot > 0 else "; no bootstrap intervals")
+             + f", {n_permutations} permutations"]
     for rw in results:
         folder = out / f"{safe_filename(rw.treated)}_vs_{safe_filename(base)}"
         folder.mkdir(parents=True, exist_ok=True)

@@ -50,8 +50,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _read(args: argparse.Namespace) -> pl.DataFrame:
     from mechanism.readers import read
 
-    runs = read([str(p) for p in args.inputs], format=args.format, arm=args.arm, errors=args.errors,
-                progress=not args.no_progress and None)
+    runs, report = read([str(p) for p in args.inputs], format=args.format, arm=args.arm, errors=args.errors,
+                        report=True, progress=not args.no_progress and None)
+    if report.skipped:  # --errors skip: nothing is left out without saying so
+        print(f"skipped {len(report.skipped)} of {report.rows_in} records:", file=sys.stderr)
+        for record in report.skipped[:10]:
+            print(f"  {record}", file=sys.stderr)
+        if len(report.skipped) > 10:
+            print(f"  ... and {len(report.skipped) - 10} more", file=sys.stderr)
     if runs.height == 0:
         raise InputError("no trajectories in the input", source=", ".join(map(str, args.inputs)))
     return runs

@@ -2,12 +2,14 @@
 
 Every function takes a fitted :class:`~mechanism.strategy_space.StrategySpace` (and the runs
 to show) and returns a matplotlib Figure built inside :func:`paper_style`; nothing global
-changes. Strategy labels shown are derived from move names, never from trajectory text, and
-arm names are shown as given (matplotlib renders them as text, not markup).
+changes. Strategy labels shown are derived from move names, never from trajectory text; arm
+names are untrusted and drawn with ``$`` escaped (matplotlib would parse ``$...$`` as mathtext,
+and a malformed expression makes saving the figure fail).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -16,12 +18,20 @@ from matplotlib.figure import Figure
 
 from mechanism.plots.style import PALETTE, arm_colors, paper_style
 
+if TYPE_CHECKING:  # imported for the annotations only: the plots need no fitted-space machinery
+    from mechanism.strategy_space import StrategySpace
+
 _SHORT = {
     "first_lookup": "lookup", "bridge_lookup": "bridge", "parallel_lookup": "parallel",
     "new_lookup": "new", "reformulation": "reword", "repeat": "repeat", "verification": "verify",
     "answer_with_evidence": "", "answer_without_evidence": "", "no_answer": "no answer",
 }
 _OTHER = "#BBBBBB"
+
+
+def _plain(name: object) -> str:
+    """An arm name drawn literally: ``$`` escaped so that matplotlib parses no mathtext."""
+    return str(name).replace("$", r"\$")
 
 
 def strategy_label(strategy: int, typical_moves: str | None, typical_member: str | None = None, *,
@@ -71,7 +81,7 @@ def _colors(n_strategies: int, top: int) -> dict[int, str]:
     return out
 
 
-def strategy_map(space, runs: pl.DataFrame, *, arms: Sequence[str] | None = None, top: int = 8,
+def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str] | None = None, top: int = 8,
                  panel_size: float = 2.6) -> Figure:
     """The 2-D strategy map (seeded UMAP of the joined space), one panel per arm.
 
@@ -114,7 +124,7 @@ def strategy_map(space, runs: pl.DataFrame, *, arms: Sequence[str] | None = None
             ax.scatter(mine["x"], mine["y"], s=8 + 900 * mine["n"].to_numpy() / total,
                        c=[colors.get(s, _OTHER) for s in mine["strategy"].to_list()],
                        alpha=0.75, linewidths=0.4, edgecolors="white", zorder=2)
-            ax.set_title(f"{arm} (n = {total:,})")
+            ax.set_title(f"{_plain(arm)} (n = {total:,})")
             ax.set_xticks([])
             ax.set_yticks([])
             ax.grid(False)
@@ -139,7 +149,7 @@ def strategy_map(space, runs: pl.DataFrame, *, arms: Sequence[str] | None = None
     return fig
 
 
-def strategy_shares(space, runs: pl.DataFrame, *, arms: Sequence[str] | None = None,
+def strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str] | None = None,
                     top: int = 10) -> Figure:
     """Share of each arm's trajectories in each strategy (grouped horizontal bars)."""
     assigned = space.assign(runs)
@@ -158,7 +168,7 @@ def strategy_shares(space, runs: pl.DataFrame, *, arms: Sequence[str] | None = N
             sub = dict(zip(*shares.filter(pl.col("arm") == arm).select("strategy", "share").to_dict(as_series=False).values()))
             vals = [sub.get(s, 0.0) for s in keep]
             ax.barh(np.arange(len(keep)) + (i - (len(arms) - 1) / 2) * height, vals, height=height,
-                    color=colors[arm], label=arm)
+                    color=colors[arm], label=_plain(arm))
         ax.set_yticks(np.arange(len(keep)), [names[s] for s in keep])
         ax.invert_yaxis()
         ax.set_xlabel("share of the arm's trajectories")
@@ -168,11 +178,11 @@ def strategy_shares(space, runs: pl.DataFrame, *, arms: Sequence[str] | None = N
     return fig
 
 
-def strategy_table(space, *, top: int = 12) -> Figure:
+def strategy_table(space: StrategySpace, *, top: int = 12) -> Figure:
     """The strategies as a table figure: size, share, success rate per arm, typical moves."""
     desc = space.describe().filter(pl.col("strategy") >= 0).head(top)
     arms = [c[len("n["):-1] for c in desc.columns if c.startswith("n[")]
-    header = ["strategy", "n", "share", *[f"success\n{a}" for a in arms], "keywords"]
+    header = ["strategy", "n", "share", *[f"success\n{_plain(a)}" for a in arms], "keywords"]
     rows = []
     for r in desc.iter_rows(named=True):
         rate = [("–" if r[f"success_rate[{a}]"] is None else f"{r[f'success_rate[{a}]']:.2f}") for a in arms]
