@@ -10,6 +10,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from mechanism.commands._common import terminal_safe
 from mechanism.errors import MechanismError
 
 COMMANDS = ("demo", "read", "simulate", "passkt", "strategies", "reweighting", "integration")
@@ -46,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except MechanismError as exc:
-        print(f"mechanism {args.command}: error: {exc}", file=sys.stderr)
+        print(terminal_safe(f"mechanism {args.command}: error: {exc}"), file=sys.stderr)
         return 2
     except OSError as exc:  # an output path that cannot be written (not a folder, no permission, disk full)
         where = f": {exc.filename}" if exc.filename is not None else ""

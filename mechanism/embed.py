@@ -194,14 +194,14 @@ class Embedder:
 
     def _load(self):
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the hub at run time
             from sentence_transformers import SentenceTransformer
 
             path = str(default_model_path()) if self.model in _ALIASES else str(self.model)
             device = None if self.device == "auto" else self.device
             try:
                 with _quiet_loading(not self.progress):
-                    self._model = SentenceTransformer(path, device=device)
+                    # never reach for the hub at run time; set per call, not in the process environment
+                    self._model = SentenceTransformer(path, device=device, local_files_only=True)
             except (OSError, ValueError) as exc:  # missing files; a folder that holds no model
                 reason = " ".join(str(exc).split())[:300]
                 raise MechanismError(f"cannot load embedding model `{self.model}`: {reason}") from exc

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -385,10 +384,7 @@ def _perplexity(runs: pl.DataFrame, column: str, arms: Sequence[str], arm_col: n
 
 
 def _quiet_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
-    # an arm with no retrieved trajectory in a replicate has an undefined rate there
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        lo, hi = percentile_interval(replicates, level)
+    lo, hi = percentile_interval(replicates, level)
     return float(lo), float(hi)
 
 

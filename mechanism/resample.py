@@ -2,6 +2,8 @@
 bootstrap in the toolkit resamples questions and keeps all their samples."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 
@@ -30,10 +32,16 @@ def question_bootstrap_weights(n_questions: int, n_boot: int, random_state: int 
 
 
 def percentile_interval(replicates: np.ndarray, level: float, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap interval of ``replicates`` along ``axis`` at confidence ``level``."""
+    """Percentile bootstrap interval of ``replicates`` along ``axis`` at confidence ``level``.
+
+    Replicates where the statistic is undefined (NaN: a rate over an empty stratum in that
+    resample) are left out; an all-NaN slice gives a NaN interval, without a warning.
+    """
     if not 0.0 < level < 1.0:
         raise ValueError(f"confidence level must be in (0, 1), got {level}")
     alpha = (1.0 - level) / 2.0
-    low = np.nanquantile(replicates, alpha, axis=axis)
-    high = np.nanquantile(replicates, 1.0 - alpha, axis=axis)
+    with warnings.catch_warnings():  # local: the all-NaN case is answered with NaN on purpose
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low = np.nanquantile(replicates, alpha, axis=axis)
+        high = np.nanquantile(replicates, 1.0 - alpha, axis=axis)
     return low, high

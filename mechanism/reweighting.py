@@ -40,7 +40,6 @@ Conventions (stated once, used everywhere below):
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -351,7 +350,7 @@ class Reweighting:
     def _interval(self, reps: np.ndarray | None) -> tuple[float, float] | None:
         if reps is None or self.ci is None:
             return None
-        lo, hi = _quiet_interval(reps, self.ci)
+        lo, hi = percentile_interval(reps, self.ci)
         return float(lo), float(hi)
 
     def to_dict(self) -> dict[str, Any]:
@@ -373,12 +372,6 @@ class Reweighting:
         out["notes"] = list(self.notes)
         return out
 
-
-def _quiet_interval(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    # a strategy absent from every replicate has an all-NaN column: its interval is NaN, by design
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return percentile_interval(replicates, level, axis=0)
 
 
 def _f(value: Any) -> float:
@@ -498,7 +491,7 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
             shape = np.shape(point[name])
             nan = np.full(shape, np.nan)
             return (nan, nan) if axis_values else (math.nan, math.nan)
-        lo, hi = _quiet_interval(reps[name], ci)
+        lo, hi = percentile_interval(reps[name], ci)
         return (lo, hi) if axis_values else (float(lo), float(hi))
 
     strategies_table = _strategy_table(strategies, counts, point, interval)
@@ -673,8 +666,8 @@ def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndar
             row["unique_per_problem_ci_low"], row["unique_per_problem_ci_high"] = float(lo), float(hi)
             if not is_base:
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    lo, hi = _quiet_interval((weights @ inb) / (weights @ n), ci)
-                    lo2, hi2 = _quiet_interval((weights @ uinb) / (weights @ uniq), ci)
+                    lo, hi = percentile_interval((weights @ inb) / (weights @ n), ci)
+                    lo2, hi2 = percentile_interval((weights @ uinb) / (weights @ uniq), ci)
                 row["overlap_with_base_ci_low"], row["overlap_with_base_ci_high"] = float(lo), float(hi)
                 row["overlap_distinct_ci_low"], row["overlap_distinct_ci_high"] = float(lo2), float(hi2)
         rows.append(row)
@@ -730,7 +723,7 @@ def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray
         if ci is not None and n_boot > 0 else None
     rows = []
     for name, value in point.items():
-        lo, hi = (_quiet_interval(reps[name], ci) if reps is not None else (math.nan, math.nan))
+        lo, hi = (percentile_interval(reps[name], ci) if reps is not None else (math.nan, math.nan))
         rows.append((name, float(value[0]), float(lo), float(hi)))
     rows.append(("far_threshold_base_q95", threshold, math.nan, math.nan))
     return pl.DataFrame(rows, schema={"quantity": pl.String, "estimate": pl.Float64,

@@ -103,3 +103,8 @@ def test_cli_help_lists_commands(capsys):
         main(["--help"])
     assert info.value.code == 0
     assert "mechanism" in capsys.readouterr().out
+
+
+def test_cli_output_escapes_control_characters():
+    from mechanism.commands._common import terminal_safe
+    assert terminal_safe("rl\x1b[2J\nok\tτ") == "rl\\x1b[2J\nok\tτ"

@@ -44,3 +44,10 @@ def read_inputs(args: argparse.Namespace) -> pl.DataFrame:
         if len(report.skipped) > 10:
             print(f"  ... and {len(report.skipped) - 10} more", file=sys.stderr)
     return runs
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with control characters escaped: arm names, answers and queries come from the
+    input, and an escape sequence planted there must not reach the terminal."""
+    return "".join(ch if ch in "\n\t" or ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in text)

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from mechanism.commands._common import (
-    add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs,
+    add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs, terminal_safe,
 )
 
 HELP = ("retrieval, integration and parametric rates per arm, the exact split of accuracy differences "
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
                                      n_boot=args.n_boot, random_state=args.seed,
                                      logprobs_column=args.logprobs_column, model_path=args.model_path,
                                      figures=not args.no_figures)
-    print(summary)
+    print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from mechanism.commands._common import (
-    add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs,
+    add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs, terminal_safe,
 )
 
 from mechanism.errors import InputError
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
                                      treated=args.treated, ci=args.ci, n_boot=args.n_boot,
                                      random_state=args.seed, t_source=args.t_source,
                                      figures=not args.no_figures)
-    print(summary)
+    print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
+from mechanism.commands._common import terminal_safe
 from mechanism.errors import InputError, ReadReport
 from mechanism.readers import FORMATS, read
 
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     runs.write_parquet(args.out)
     if not args.quiet:
-        print(summary(runs, rep))
+        print(terminal_safe(summary(runs, rep)))
         print(f"wrote {runs.height} rows to {args.out}")
     return 0
 

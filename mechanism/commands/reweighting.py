@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.commands._common import (
-    add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs,
+    add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs, terminal_safe,
 )
 
 from mechanism.errors import InputError
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
                                      ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
                                      random_state=args.seed, coordinates=coordinates,
                                      figures=not args.no_figures, label_source=source)
-    print(summary)
+    print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0
 

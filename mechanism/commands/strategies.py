@@ -13,16 +13,14 @@ from pathlib import Path
 
 import polars as pl
 
+from mechanism.commands._common import add_input_arguments, read_inputs
 from mechanism.errors import InputError
 
 HELP = "find tool-use strategies (fit a strategy space) or assign new runs to saved ones (apply)"
 
 
 def _input_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default="auto", help="input format (default: detect per file)")
-    parser.add_argument("--arm", default=None, help="arm name for every row when the files have none")
-    parser.add_argument("--errors", default="raise", choices=("raise", "skip"),
-                        help="stop at the first bad record, or skip bad records and report them")
+    add_input_arguments(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--cache-dir", type=Path, default=None, help="embedding cache folder")
     parser.add_argument("--quiet", action="store_true", help="print nothing")
@@ -31,7 +29,6 @@ def _input_args(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     fit = sub.add_parser("fit", help="fit a strategy space on trajectories and save it")
-    fit.add_argument("inputs", nargs="+", metavar="INPUT", help="trajectory files (or canonical parquet)")
     fit.add_argument("--out", required=True, type=Path, help="folder to save the space in")
     fit.add_argument("--seed", type=int, default=0, help="random_state (default 0)")
     fit.add_argument("--embedder", default=None,
@@ -42,22 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _input_args(fit)
     apply = sub.add_parser("apply", help="assign trajectories to a saved space's strategies")
     apply.add_argument("space", type=Path, metavar="SPACE", help="folder written by `strategies fit`")
-    apply.add_argument("inputs", nargs="+", metavar="INPUT", help="trajectory files (or canonical parquet)")
     apply.add_argument("--out", required=True, type=Path, help="folder for labels.parquet and shares.csv")
     _input_args(apply)
 
 
 def _read(args: argparse.Namespace) -> pl.DataFrame:
-    from mechanism.readers import read
-
-    runs, report = read([str(p) for p in args.inputs], format=args.format, arm=args.arm, errors=args.errors,
-                        report=True, progress=not args.no_progress and None)
-    if report.skipped:  # --errors skip: nothing is left out without saying so
-        print(f"skipped {len(report.skipped)} of {report.rows_in} records:", file=sys.stderr)
-        for record in report.skipped[:10]:
-            print(f"  {record}", file=sys.stderr)
-        if len(report.skipped) > 10:
-            print(f"  ... and {len(report.skipped) - 10} more", file=sys.stderr)
+    runs = read_inputs(args)
     if runs.height == 0:
         raise InputError("no trajectories in the input", source=", ".join(map(str, args.inputs)))
     return runs
