@@ -21,9 +21,9 @@ from _common import analysis_parser, run_both  # noqa: E402  (sibling module of 
 
 def simulated(out: Path, *, n_boot: int, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples)."""
-    from mechanism.integration import retrieval_flags
-    from mechanism.reweighting import labels_from_table
-    from mechanism.simulate import simulate
+    from mechanism.information import retrieval_flags
+    from mechanism.compare import labels_from_table
+    from mechanism.simulation import simulate
 
     sim = simulate(n_questions=100, n_samples=64, seed=seed, progress=None)
     _, text = write_outputs(sim.runs, out, arms=["base", "rl", "sft"], base="base", n_boot=n_boot,

@@ -51,8 +51,8 @@ def space_labels(runs: pl.DataFrame, seed: int, out: Path) -> tuple[np.ndarray, 
 
 def simulated(out: Path, *, sources: list[str], n_boot: int, n_permutations: int, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples, the study's n)."""
-    from mechanism.reweighting import labels_from_table
-    from mechanism.simulate import simulate
+    from mechanism.compare import labels_from_table
+    from mechanism.simulation import simulate
 
     sim = simulate(n_questions=100, n_samples=64, seed=seed, progress=None)
     texts = []

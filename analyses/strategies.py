@@ -50,7 +50,7 @@ def simulated(out: Path, *, embedder: str | None, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples)."""
     from sklearn.metrics import adjusted_rand_score
 
-    from mechanism.simulate import simulate
+    from mechanism.simulation import simulate
 
     sim = simulate(n_questions=100, n_samples=64, seed=seed, progress=None)
     space = StrategySpace(embedder=embedder, random_state=seed, progress=None).fit(sim.runs)

@@ -140,7 +140,7 @@ def main() -> None:
     if args.child:
         _child(*args.child, sample=args.reference_sample)
         return
-    from mechanism.simulate import simulate
+    from mechanism.simulation import simulate
 
     n_samples = 48
     n_questions = max(1, round(args.n / (3 * n_samples)))

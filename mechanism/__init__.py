@@ -13,12 +13,12 @@ stage is its own module and they meet only through the canonical table
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 
 # Public names, imported on first use (PEP 562): importing everything eagerly costs ~1.5 s
 # (matplotlib, scipy.stats), which a script that only fits a strategy space from its cache
-# would pay many times over.
+# would pay many times over. No module is named like a public function (`simulation`
+# defines `simulate`, `compare` defines `reweighting`), so `import mechanism.simulation.run`
+# and `mx.simulate` never shadow each other.
 _EXPORTS = {
     "InputError": "mechanism.errors", "MechanismError": "mechanism.errors",
     "ReadReport": "mechanism.errors", "SkippedRecord": "mechanism.errors",
@@ -28,22 +28,18 @@ _EXPORTS = {
     "normalize_answer": "mechanism.scoring", "exact_match": "mechanism.scoring",
     "f1_score": "mechanism.scoring", "cover_match": "mechanism.scoring",
     "contains_answer": "mechanism.scoring",
-    "simulate": "mechanism.simulate", "Simulation": "mechanism.simulate", "Policy": "mechanism.simulate",
-    "default_policies": "mechanism.simulate", "STRATEGIES": "mechanism.simulate",
+    "simulate": "mechanism.simulation", "Simulation": "mechanism.simulation", "Policy": "mechanism.simulation",
+    "default_policies": "mechanism.simulation", "STRATEGIES": "mechanism.simulation",
     "pass_at_kt": "mechanism.passkt", "pass_at_kt_per_problem": "mechanism.passkt",
-    "boundary": "mechanism.boundary", "Boundary": "mechanism.boundary",
-    "segment": "mechanism.segment", "render": "mechanism.segment",
+    "boundary": "mechanism.boundaries", "Boundary": "mechanism.boundaries",
+    "segment": "mechanism.segmentation", "render": "mechanism.segmentation",
     "StrategySpace": "mechanism.strategy_space",
-    "reweighting": "mechanism.reweighting", "Reweighting": "mechanism.reweighting",
-    "compare_arms": "mechanism.reweighting", "kitagawa_split": "mechanism.reweighting",
-    "js_divergence": "mechanism.reweighting",
-    "integration": "mechanism.integration", "Integration": "mechanism.integration",
+    "reweighting": "mechanism.compare", "Reweighting": "mechanism.compare",
+    "compare_arms": "mechanism.compare", "kitagawa_split": "mechanism.compare",
+    "js_divergence": "mechanism.compare",
+    "integration": "mechanism.information", "Integration": "mechanism.information",
     "paper_style": "mechanism.plots.style",
 }
-# Functions named like the submodule that defines them: importing the submodule makes Python
-# set the package attribute to the module, which would hide the function (`mx.segment(runs)`
-# must stay the function, as when everything was imported eagerly).
-_SHADOWED = frozenset(name for name, module in _EXPORTS.items() if module == f"mechanism.{name}")
 
 
 def __getattr__(name: str):
@@ -60,15 +56,6 @@ def __getattr__(name: str):
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
-
-class _Package(types.ModuleType):
-    def __setattr__(self, name: str, value) -> None:
-        if name in _SHADOWED and isinstance(value, types.ModuleType):
-            value = getattr(value, name, value)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 __version__ = "0.1.0"
 

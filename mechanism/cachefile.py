@@ -1,6 +1,6 @@
 """Checked cache files: written atomically, committed by a JSON sidecar, verified on read.
 
-The caches of :mod:`mechanism.segment` (per-trajectory segmentations) and
+The caches of :mod:`mechanism.segmentation` (per-trajectory segmentations) and
 :mod:`mechanism.strategy_space` (fitted clusterings) store each entry as a payload file
 (parquet or JSON; never pickle) plus ``<name>.json``, a sidecar holding the payload's
 BLAKE2b digest and size. The payload is written first and the sidecar last, each to a

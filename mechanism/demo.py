@@ -1,6 +1,6 @@
 """The whole study on the built-in simulated default, end to end, with a one-page summary.
 
-Simulate base, RL and SFT agents (:mod:`mechanism.simulate`), write their trajectories in two
+Simulate base, RL and SFT agents (:mod:`mechanism.simulation`), write their trajectories in two
 native formats and read them back (:mod:`mechanism.readers`), then PASS@(k,T) and the
 capability boundary, the strategy space (checked against the planted strategies), reweighting,
 information integration, and post-hoc assignment of a new checkpoint through the saved space.
@@ -68,7 +68,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, se
     from mechanism.commands.reweighting import write_outputs as write_reweighting
     from mechanism.plots.strategies import strategy_map, strategy_shares, strategy_table
     from mechanism.readers import read
-    from mechanism.simulate import simulate
+    from mechanism.simulation import simulate
     from mechanism.strategy_space import StrategySpace
 
     say = echo or (lambda line: None)

@@ -4,8 +4,8 @@ without refitting.
 
 Pipeline (DESIGN.md section 5):
 
-1. :func:`mechanism.segment.render` masks the question's content and summarises each
-   trajectory by its moves and strategy descriptors (:data:`~mechanism.segment.STRATEGY_FEATURES`).
+1. :func:`mechanism.segmentation.render` masks the question's content and summarises each
+   trajectory by its moves and strategy descriptors (:data:`~mechanism.segmentation.STRATEGY_FEATURES`).
 2. Distinct renderings are embedded once (:mod:`mechanism.embed`); the weighted descriptors
    are joined with the embedding (times ``embedding_weight``).
 3. Identical joined rows are collapsed and carry their count as a weight.
@@ -50,7 +50,7 @@ import polars as pl
 
 from mechanism.embed import TextEmbedder, make_embedder
 from mechanism.errors import InputError, MechanismError
-from mechanism.segment import FEATURE_COLUMNS, STRATEGY_FEATURES, render
+from mechanism.segmentation import FEATURE_COLUMNS, STRATEGY_FEATURES, render
 from mechanism.schema import validate
 
 FORMAT_VERSION = 1
@@ -195,7 +195,7 @@ class StrategySpace:
 
     Examples
     --------
-    >>> from mechanism.simulate import simulate
+    >>> from mechanism.simulation import simulate
     >>> runs = simulate(n_questions=20, n_samples=4, seed=0, progress=False).runs
     >>> space = StrategySpace(embedder="hashing-64", progress=False).fit(runs)
     >>> bool((space.transform(runs) == space.labels_).all())

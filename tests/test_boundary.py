@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from mechanism.boundary import boundary, crossing_points, saturation_depth
+from mechanism.boundaries import boundary, crossing_points, saturation_depth
 from mechanism.errors import InputError
 
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mechanism.errors import InputError
-from mechanism.integration import (
+from mechanism.information import (
     LOGPROBS_DTYPE, content_tokens, followup_entity_flags, integration, retrieval_flags,
 )
 from mechanism.schema import from_records, make_step
@@ -218,7 +218,7 @@ def test_base_model_log_probabilities_from_a_local_model(tiny_model):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from mechanism.integration import render_segments, token_logprobs
+    from mechanism.information import render_segments, token_logprobs
 
     runs = from_records([
         {**_row("base", "q1", 0, correct=True, question="Who directed Inception?",

@@ -6,14 +6,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.boundary import boundary
+from mechanism.boundaries import boundary
 from mechanism.cli import main
 from mechanism.passkt import pass_at_kt
 
 
 @pytest.fixture(scope="module")
 def simulation():
-    from mechanism.simulate import simulate
+    from mechanism.simulation import simulate
     return simulate(n_questions=40, n_samples=16, seed=0, progress=False)
 
 
@@ -65,7 +65,7 @@ def test_simulated_rl_leads_at_k1_and_gap_at_large_k_has_an_interval(simulation)
 
 @pytest.mark.slow
 def test_simulated_noise_only_arms_are_not_called_expansion():
-    from mechanism.simulate import default_policies, simulate
+    from mechanism.simulation import default_policies, simulate
     base = default_policies()["base"]
     calls = 0
     for seed in range(8):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.spatial.distance import jensenshannon
 
 from mechanism.errors import InputError
-from mechanism.reweighting import (
+from mechanism.compare import (
     compare_arms, js_divergence, kitagawa_split, labels_from_table, permutation_test,
     query_sequence_keys, reweighting, weighted_correlation,
 )

@@ -10,17 +10,17 @@ from matplotlib.figure import Figure
 
 from mechanism.cli import main
 from mechanism.errors import InputError
-from mechanism.integration import integration, retrieval_flags
+from mechanism.information import integration, retrieval_flags
 from mechanism.plots.integration import plot_integration_grid, plot_integration_split
 from mechanism.plots.reweighting import plot_decomposition, plot_share_success, text_label
 from mechanism.plots.style import save_figure
-from mechanism.reweighting import labels_from_table, reweighting
+from mechanism.compare import labels_from_table, reweighting
 from mechanism.schema import from_records, make_step
 
 
 @pytest.fixture(scope="module")
 def sim():
-    from mechanism.simulate import simulate
+    from mechanism.simulation import simulate
 
     return simulate(n_questions=30, n_samples=8, seed=3, progress=False)
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from mechanism.errors import InputError
 from mechanism.schema import from_records, make_step
-from mechanism.segment import (DESCRIPTIVE_COLUMNS, FEATURE_COLUMNS, MAX_STEPS_RENDERED, MOVES,
+from mechanism.segmentation import (DESCRIPTIVE_COLUMNS, FEATURE_COLUMNS, MAX_STEPS_RENDERED, MOVES,
                                content_tokens, render, segment, segment_all)
 
 QUESTION = "Where was the director of Glass Harbor born?"

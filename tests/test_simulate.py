@@ -15,8 +15,8 @@ from scipy import stats
 from mechanism.errors import MechanismError
 from mechanism.resample import percentile_interval, question_bootstrap_weights
 from mechanism.schema import validate
-from mechanism.simulate import STRATEGIES, Policy, default_policies, simulate
-from mechanism.simulate.retriever import ParagraphRetriever, tokenize
+from mechanism.simulation import STRATEGIES, Policy, default_policies, simulate
+from mechanism.simulation.retriever import ParagraphRetriever, tokenize
 
 
 @pytest.fixture(scope="module")
@@ -424,7 +424,7 @@ def test_cli_bad_arguments_exit_2(tmp_path, capsys, argv, match):
 
 def test_world_questions_are_well_formed():
     from mechanism.scoring import cover_match, normalize_answer
-    from mechanism.simulate.world import make_world
+    from mechanism.simulation.world import make_world
 
     world = make_world(80, np.random.default_rng(0))
     for q in world:

@@ -15,10 +15,10 @@ import polars as pl
 import pytest
 
 from mechanism.cachefile import read_checked, sidecar, write_checked
-from mechanism.simulate import simulate
+from mechanism.simulation import simulate
 from mechanism.strategy_space import StrategySpace
 
-seg = importlib.import_module("mechanism.segment")  # `mechanism.segment` the attribute is the function
+seg = importlib.import_module("mechanism.segmentation")  # `mechanism.segmentation` the attribute is the function
 
 FAST = "hashing-64"
 
@@ -209,8 +209,8 @@ def test_fitting_from_cache_imports_no_heavy_library(tmp_path, runs):
 
 
 def test_package_keeps_functions_named_like_modules():
-    code = ("import mechanism.segment, mechanism.boundary, mechanism.simulate, mechanism.reweighting, "
-            "mechanism.integration, sys; import mechanism as mx; "
+    code = ("import mechanism.segmentation, mechanism.boundaries, mechanism.simulation, mechanism.compare, "
+            "mechanism.information, sys; import mechanism as mx; "
             "assert all(callable(getattr(mx, n)) for n in "
             "('segment', 'boundary', 'simulate', 'reweighting', 'integration', 'render', 'StrategySpace')); "
             "mx.plots.strategy_map")

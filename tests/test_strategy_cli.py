@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 from mechanism.cli import main
-from mechanism.simulate import simulate
+from mechanism.simulation import simulate
 
 
 @pytest.fixture(scope="module")

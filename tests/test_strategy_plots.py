@@ -6,7 +6,7 @@ import pytest
 
 from mechanism.plots.strategies import strategy_label, strategy_map, strategy_shares, strategy_table
 from mechanism.plots.style import close, save_figure
-from mechanism.simulate import simulate
+from mechanism.simulation import simulate
 from mechanism.strategy_space import StrategySpace
 
 

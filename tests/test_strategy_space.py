@@ -11,7 +11,7 @@ from sklearn.metrics import adjusted_rand_score, silhouette_score
 
 from mechanism.errors import InputError, MechanismError
 from mechanism.schema import from_records, make_step
-from mechanism.simulate import simulate
+from mechanism.simulation import simulate
 from mechanism.strategy_space import StrategySpace, c_tf_idf_keywords, weighted_silhouette
 
 FAST = "hashing-256"  # model-free embedder for the fast tests; the real model has its own test

@@ -53,7 +53,7 @@ def write_outputs(runs: pl.DataFrame, out: str | Path, *, arms: Sequence[str] | 
     -------
     (paths written, plain-text summary)
     """
-    from mechanism.integration import integration
+    from mechanism.information import integration
     from mechanism.plots.integration import plot_integration_grid, plot_integration_split
     from mechanism.plots.style import close, save_figure
 

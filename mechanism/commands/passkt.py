@@ -77,7 +77,7 @@ def write_outputs(
     -------
     (paths written, plain-text summary)
     """
-    from mechanism.boundary import boundary
+    from mechanism.boundaries import boundary
     from mechanism.passkt import pass_at_kt, pass_at_kt_per_problem
     from mechanism.plots.passkt import (plot_boundary, plot_gap_over_t, plot_gap_surface, plot_pass_curves,
                                         plot_pass_over_t, plot_pass_surfaces)

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 def read_labels(runs: pl.DataFrame, path: str | Path, *, column: str = "strategy") -> np.ndarray:
     """Strategy labels for the rows of ``runs`` from a parquet, CSV or JSONL table keyed by
     ``arm, question_id, sample_id``."""
-    from mechanism.reweighting import labels_from_table
+    from mechanism.compare import labels_from_table
 
     path = Path(path)
     if not path.is_file():
@@ -121,7 +121,7 @@ def write_outputs(runs: pl.DataFrame, labels: Any, out: str | Path, *, base: str
     """
     from mechanism.plots.reweighting import plot_decomposition, plot_share_success
     from mechanism.plots.style import close, safe_filename, save_figure
-    from mechanism.reweighting import reweighting
+    from mechanism.compare import reweighting
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from mechanism.simulate import default_policies, simulate
+    from mechanism.simulation import default_policies, simulate
 
     known = default_policies()
     unknown = [a for a in args.arms if a not in known]

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from mechanism.errors import InputError
-from mechanism.integration import Integration
+from mechanism.information import Integration
 from mechanism.plots.reweighting import text_label
 from mechanism.plots.style import SEQUENTIAL_CMAP, arm_colors, paper_style
 

@@ -13,7 +13,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from mechanism.boundary import Boundary
+from mechanism.boundaries import Boundary
 from mechanism.errors import InputError
 from mechanism.plots.style import DIVERGING_CMAP, SEQUENTIAL_CMAP, arm_colors, paper_style
 
@@ -146,7 +146,7 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str) -> Figure:
     Parameters
     ----------
     gap
-        :attr:`mechanism.boundary.Boundary.gap` (``t``, ``k``, ``gap``, ``ci_low``,
+        :attr:`mechanism.boundaries.Boundary.gap` (``t``, ``k``, ``gap``, ``ci_low``,
         ``ci_high``). Cells whose interval excludes zero are marked with an asterisk.
     base, treated
         Arm names for the title.

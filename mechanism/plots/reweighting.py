@@ -17,7 +17,7 @@ from matplotlib.ticker import MaxNLocator
 from mechanism.errors import InputError
 from mechanism.plots.style import arm_colors, paper_style
 from mechanism.resample import percentile_interval
-from mechanism.reweighting import OUTLIER, Reweighting
+from mechanism.compare import OUTLIER, Reweighting
 
 POSITIVE = "#009E73"
 NEGATIVE = "#D55E00"
@@ -58,7 +58,7 @@ def plot_share_success(results: Reweighting | Sequence[Reweighting], *, title: s
     Parameters
     ----------
     results
-        One :class:`~mechanism.reweighting.Reweighting` or several against the same base.
+        One :class:`~mechanism.compare.Reweighting` or several against the same base.
     title
         Figure title.
     label_top

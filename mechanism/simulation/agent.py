@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mechanism.schema import make_step
-from mechanism.simulate.policies import REMAP, Policy
-from mechanism.simulate.retriever import ParagraphRetriever
-from mechanism.simulate.world import BRIDGE_SPECS, Paragraph, Question
+from mechanism.simulation.policies import REMAP, Policy
+from mechanism.simulation.retriever import ParagraphRetriever
+from mechanism.simulation.world import BRIDGE_SPECS, Paragraph, Question
 
 # Query templates: {e} is an entity name. The first template of each list is the one a
 # low-``wording`` policy uses most.

@@ -16,10 +16,10 @@ from mechanism.plots.style import safe_filename
 from mechanism.progress import progress as _progress
 from mechanism.schema import from_records
 from mechanism.scoring import contains_answer, exact_match, f1_score
-from mechanism.simulate.agent import run_episode
-from mechanism.simulate.policies import REMAP, STRATEGIES, Policy, default_policies
-from mechanism.simulate.retriever import ParagraphRetriever
-from mechanism.simulate.world import Question, make_world
+from mechanism.simulation.agent import run_episode
+from mechanism.simulation.policies import REMAP, STRATEGIES, Policy, default_policies
+from mechanism.simulation.retriever import ParagraphRetriever
+from mechanism.simulation.world import Question, make_world
 
 SYSTEM_PROMPT = ("You are a research assistant. Answer the question. You may call the `search` tool, "
                  "which returns the best-matching paragraph; give the final answer in <answer> tags.")
@@ -172,7 +172,7 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
         Probability that a question is a bridge question (the rest are comparisons).
     hard_share
         Probability that a bridge question is hard to integrate (see
-        :func:`mechanism.simulate.world.make_world`); these put questions near the boundary.
+        :func:`mechanism.simulation.world.make_world`); these put questions near the boundary.
     progress
         Show a progress bar (``None``: only on a terminal).
 

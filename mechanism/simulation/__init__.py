@@ -1,14 +1,14 @@
 """A simulated multi-hop tool-use world with planted strategies: the toolkit's default data and
 its test bed (the truth behind every trajectory is known).
 
->>> from mechanism.simulate import simulate
+>>> from mechanism.simulation import simulate
 >>> sim = simulate(n_questions=2, n_samples=2, arms=("base",), seed=0, progress=False)
 >>> sim.runs.height
 4
 """
-from mechanism.simulate.policies import REMAP, STRATEGIES, Policy, default_policies
-from mechanism.simulate.run import Simulation, simulate
-from mechanism.simulate.world import Question, make_world
+from mechanism.simulation.policies import REMAP, STRATEGIES, Policy, default_policies
+from mechanism.simulation.run import Simulation, simulate
+from mechanism.simulation.world import Question, make_world
 
 __all__ = ["simulate", "Simulation", "Policy", "default_policies", "STRATEGIES", "REMAP",
            "Question", "make_world"]

@@ -10,11 +10,11 @@ episode answered correctly. Per arm:
 
 so that ``accuracy = R I + (1 - R) P`` exactly. Between two arms the accuracy difference
 splits exactly (Kitagawa's symmetric form over the two strata, see
-:func:`mechanism.reweighting.kitagawa_split`) into a **retrieval** part
+:func:`mechanism.compare.kitagawa_split`) into a **retrieval** part
 ``(R_t - R_b) ((I_t + I_b) / 2 - (P_t + P_b) / 2)``, an **integration** part
 ``(I_t - I_b) (R_t + R_b) / 2`` and a **parametric** part
 ``(P_t - P_b) (2 - R_t - R_b) / 2``. A stratum that one arm never reaches borrows the other
-arm's rate (its within part is zero), as in :mod:`mechanism.reweighting`.
+arm's rate (its within part is zero), as in :mod:`mechanism.compare`.
 
 Also: the share of follow-up queries (rounds >= 2) that carry a content word first seen in
 an observation (the mark of a bridge step), and, where base-model token log-probabilities
@@ -38,7 +38,7 @@ import polars as pl
 
 from mechanism.errors import InputError
 from mechanism.resample import percentile_interval, question_bootstrap_weights
-from mechanism.reweighting import kitagawa_split, stream
+from mechanism.compare import kitagawa_split, stream
 from mechanism.schema import validate
 from mechanism.scoring import contains_answer, normalize_answer
 

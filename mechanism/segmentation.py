@@ -67,7 +67,7 @@ STRATEGY_FEATURES: dict[str, float] = {
 FEATURE_COLUMNS = tuple(STRATEGY_FEATURES)
 # Descriptive columns: reported per trajectory, not used to define strategies. Evidence flags
 # are outcomes: a strategy defined by its outcome would fold within-strategy success into
-# composition (mechanism.reweighting).
+# composition (mechanism.compare).
 DESCRIPTIVE_COLUMNS = (
     "n_rounds", "n_first_lookup", "n_bridge_lookup", "n_parallel_lookup", "n_new_lookup",
     "n_reformulation", "n_repeat", "n_verification", "share_question", "share_observation",
@@ -329,7 +329,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         parts.append(f"... {len(moves) - MAX_STEPS_RENDERED} more lookups")
     # The rendering ends in "answer", not in whether it was supported: evidence is an
     # outcome, and a strategy defined by its outcome would fold within-strategy success into
-    # composition (mechanism.reweighting). The evidence flags stay in the move table.
+    # composition (mechanism.compare). The evidence flags stay in the move table.
     parts.append("answer" if answer is not None else "no answer")
     rendering = " | ".join(parts)
     return moves, final, feats, rendering
