@@ -189,8 +189,12 @@ def _verdict(out: Path, treated: str) -> str:
     return (f"{treated} vs base: accuracy change {ci('total')} = composition (reweighting) {ci('composition')} "
             f"+ within-strategy execution {ci('within')}; {100 * rw['shared_mass']:.0f}% of {treated}'s "
             f"trajectories lie in strategies base also uses. Capability boundary at T={deepest['t']}: "
-            f"{deepest['gained']} problems gained, {deepest['lost']} lost (exact p = {deepest['p_value']:.3g}: "
+            f"{_problems(deepest['gained'])} gained, {deepest['lost']} lost (exact p = {deepest['p_value']:.3g}: "
             f"{deepest['verdict']}).")
+
+
+def _problems(n: int) -> str:
+    return f"{n} problem" if n == 1 else f"{n} problems"
 
 
 def _summary(out: Path, sim, runs: pl.DataFrame, numbers: dict, seconds: dict, passkt_text: str,
