@@ -65,6 +65,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, se
     """
     from mechanism.commands.integration import write_outputs as write_integration
     from mechanism.commands.passkt import write_outputs as write_passkt
+    from mechanism.commands.strategies import csv_ready, shares as strategy_shares_table
     from mechanism.commands.reweighting import write_outputs as write_reweighting
     from mechanism.plots.strategies import strategy_map, strategy_shares, strategy_table
     from mechanism.readers import read
@@ -118,7 +119,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, se
     strategies_dir.mkdir(parents=True, exist_ok=True)
     space.save(out / "space")
     described = space.describe()
-    _csv_ready(described).write_csv(strategies_dir / "strategies.csv")
+    csv_ready(described).write_csv(strategies_dir / "strategies.csv")
     runs.select("arm", "question_id", "sample_id").with_columns(strategy=pl.Series(labels)).write_parquet(
         strategies_dir / "labels.parquet")
     for stem, fig in (("strategy_map", strategy_map(space, runs)), ("strategy_shares", strategy_shares(space, runs)),
@@ -143,8 +144,8 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, se
                    progress=progress).runs.with_columns(arm=pl.lit("rl-new"))
     loaded = StrategySpace.load(out / "space", cache_dir=out / "cache", progress=progress)
     new_labels = loaded.transform(new)
-    shares = _shares(pl.concat([runs.select("arm"), new.select("arm")]),
-                     np.concatenate([labels, new_labels]))
+    shares = strategy_shares_table(pl.concat([runs.select("arm"), new.select("arm")]).with_columns(
+        strategy=pl.Series(np.concatenate([labels, new_labels]).astype(np.int64))))
     shares.write_csv(out / "strategies" / "shares_with_new_checkpoint.csv")
     numbers["post_hoc"] = {"rows": new.height, "unassigned": int((new_labels == -1).sum())}
     lap("post-hoc checkpoint")
@@ -161,19 +162,6 @@ def _strategy_names(described: pl.DataFrame) -> dict[int, str]:
     moves = "typical_moves" if "typical_moves" in described.columns else None
     return {int(row["strategy"]): strategy_label(int(row["strategy"]), row.get(moves) if moves else None)
             for row in described.iter_rows(named=True)}
-
-
-def _csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
-    # CSV holds no nested columns: lists become "; "-joined text
-    return frame.with_columns([pl.col(c).cast(pl.List(pl.String)).list.join("; ")
-                               for c, dtype in frame.schema.items() if isinstance(dtype, pl.List)])
-
-
-def _shares(arms: pl.DataFrame, labels: np.ndarray) -> pl.DataFrame:
-    frame = arms.with_columns(strategy=pl.Series(labels.astype(np.int64)))
-    return (frame.group_by("arm", "strategy").len()
-            .with_columns(share=pl.col("len") / pl.col("len").sum().over("arm"))
-            .sort("arm", "strategy").rename({"len": "n"}))
 
 
 def _verdict(out: Path, treated: str) -> str:

@@ -57,9 +57,10 @@ def shares(labels: pl.DataFrame) -> pl.DataFrame:
             .sort("arm", "strategy"))
 
 
-def _csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.with_columns([pl.col(c).list.join(" ") for c, t in frame.schema.items()
-                               if isinstance(t, pl.List)])
+def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with list columns joined into "; "-separated text, since CSV holds no nesting."""
+    return frame.with_columns([pl.col(c).cast(pl.List(pl.String)).list.join("; ")
+                               for c, dtype in frame.schema.items() if isinstance(dtype, pl.List)])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         space.save(args.out)
         labels = runs.select("arm", "question_id", "sample_id").with_columns(
             pl.Series("strategy", space.labels_, dtype=pl.Int64))
-        _csv_ready(space.describe()).write_csv(args.out / "strategies.csv")
+        csv_ready(space.describe()).write_csv(args.out / "strategies.csv")
         labels.write_parquet(args.out / "labels.parquet")
         shares(labels).write_csv(args.out / "shares.csv")
         if not args.quiet:
