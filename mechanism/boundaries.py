@@ -19,7 +19,7 @@ import polars as pl
 from scipy.stats import binomtest
 
 from mechanism.errors import InputError
-from mechanism.passkt import DEFAULT_T, PassEstimate, estimate_pass, summary_table
+from mechanism.passkt import DEFAULT_T, PassEstimate, default_k, estimate_pass, summary_table
 from mechanism.resample import percentile_interval, question_bootstrap_weights
 
 STATUSES = ("both", "gained", "lost", "neither")
@@ -220,9 +220,7 @@ def boundary(
     both = both.filter(pl.col("question_id").is_in(sorted(shared)))
 
     if k is None:
-        probe = estimate_pass(both, [1], t, ci=None, t_source=t_source)
-        n_min = int(probe.n.min())
-        k = [2 ** i for i in range(int(np.log2(max(n_min, 1))) + 1)]
+        k = default_k(both, t, t_source=t_source)
     est = estimate_pass(both, k, t, ci=ci, n_boot=n_boot, random_state=random_state, t_source=t_source)
     arm_of = est.groups["arm"].to_list()
     g_base, g_treat = arm_of.index(base), arm_of.index(treated)

@@ -136,6 +136,27 @@ def pass_at_kt(
     return summary_table(est, ci=ci)
 
 
+def default_k(runs: pl.DataFrame, t: Iterable[int] = DEFAULT_T, *, t_source: str = "auto") -> list[int]:
+    """Powers of two up to the smallest number of samples any problem has at any depth in ``t``.
+
+    Parameters
+    ----------
+    runs
+        Canonical table (arm, question_id, correct, n_rounds; t_cap when present).
+    t
+        Round budgets.
+    t_source
+        As in :func:`pass_at_kt`.
+
+    Returns
+    -------
+    list of int
+        ``[1, 2, 4, ...]``; ``[1]`` at least, so a problem without samples is reported by name.
+    """
+    n_min = int(estimate_pass(runs, [1], t, ci=None, t_source=t_source).n.min())
+    return [2 ** i for i in range(max(n_min, 1).bit_length())]
+
+
 def pass_at_kt_per_problem(
     runs: pl.DataFrame,
     k: Iterable[int] = DEFAULT_K,

@@ -13,6 +13,7 @@ from mechanism.commands._common import (
 )
 
 from mechanism.errors import InputError
+from mechanism.passkt import default_k
 
 HELP = ("PASS@(k,T) with bootstrap intervals, the capability boundary between two arms "
         "(gained/lost problems, exact test, crossings, saturation) and their figures")
@@ -43,14 +44,6 @@ def run(args: argparse.Namespace) -> int:
     print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0
-
-
-def default_k(runs: pl.DataFrame, t: Sequence[int], *, t_source: str = "auto") -> list[int]:
-    """Powers of two up to the smallest number of samples any problem has at any depth."""
-    from mechanism.passkt import estimate_pass
-
-    n_min = int(estimate_pass(runs, [1], t, ci=None, t_source=t_source).n.min())
-    return [2 ** i for i in range(n_min.bit_length())]
 
 
 def write_outputs(

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+
+from mechanism.names import safe_filename  # noqa: F401  (re-exported: figures are saved under it)
 
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies and in greyscale print.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -54,12 +55,6 @@ def arm_colors(arms: Sequence[str]) -> dict[str, str]:
         else:
             out[arm] = spare[len([a for a in out if a not in ARM_COLORS]) % len(spare)]
     return out
-
-
-def safe_filename(name: str, *, max_length: int = 80) -> str:
-    """A file-name-safe rendering of an arm or strategy name (untrusted text)."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._")
-    return (cleaned or "unnamed")[:max_length]
 
 
 def save_figure(fig: Figure, out_dir: str | Path, stem: str, *, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:

@@ -21,7 +21,8 @@ import polars as pl
 from mechanism.errors import InputError, ReadReport, SkippedRecord
 from mechanism.progress import progress as _progress
 from mechanism.readers import atif, canonical, fireact, openai, react, searchr1
-from mechanism.readers._build import Columns, Tally, build_row, safe_name
+from mechanism.names import safe_filename
+from mechanism.readers._build import Columns, Tally, build_row
 from mechanism.readers._fields import FieldMap
 from mechanism.readers._io import (
     check_nonempty, container, frame_records, iter_jsonl, json_records, load_json,
@@ -206,7 +207,7 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
         fmt = src.detect() if format == "auto" else format
         rep.formats[src.name] = fmt
         module = _MODULES[fmt]
-        stem_arm = safe_name(path.stem)
+        stem_arm = safe_filename(path.stem)
         for line, record in _progress(src.records(fmt), enabled=progress, desc=path.name):
             rep.rows_in += 1
             try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,11 +24,6 @@ from mechanism.scoring import _f1, cover_match, normalize_answer
 # canonical fields the driver resolves itself (the format parsers give steps and answer)
 _RECORD_FIELDS = ("arm", "question_id", "sample_id", "question", "gold", "correct", "category",
                   "t_cap", "score", "meta")
-
-
-def safe_name(name: str, *, max_length: int = 80) -> str:
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._")
-    return (cleaned or "unnamed")[:max_length]
 
 
 def question_hash(question: str) -> str:

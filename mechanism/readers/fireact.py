@@ -16,7 +16,7 @@ from typing import Any
 
 from mechanism.errors import InputError
 from mechanism.readers import react
-from mechanism.readers._build import safe_name
+from mechanism.names import safe_filename
 from mechanism.readers._fields import FieldMap
 from mechanism.readers._io import load_json
 from mechanism.scoring import normalize_answer
@@ -36,7 +36,7 @@ def detect_document(doc: Any) -> bool:
 
 def arm_from_name(path: Path) -> str:
     m = _MODEL.search(path.name)
-    return m.group(1).lower() if m else safe_name(path.stem)
+    return m.group(1).lower() if m else safe_filename(path.stem)
 
 
 def questions_file(path: Path) -> Path:

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.errors import MechanismError
-from mechanism.plots.style import safe_filename
+from mechanism.names import safe_filename
 from mechanism.progress import progress as _progress
 from mechanism.schema import from_records
 from mechanism.scoring import contains_answer, exact_match, f1_score
