@@ -147,7 +147,11 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, se
     shares = strategy_shares_table(pl.concat([runs.select("arm"), new.select("arm")]).with_columns(
         strategy=pl.Series(np.concatenate([labels, new_labels]).astype(np.int64))))
     shares.write_csv(out / "strategies" / "shares_with_new_checkpoint.csv")
-    numbers["post_hoc"] = {"rows": new.height, "unassigned": int((new_labels == -1).sum())}
+    paired = (shares.filter(pl.col("arm") == "rl").select("strategy", rl="share")
+              .join(shares.filter(pl.col("arm") == "rl-new").select("strategy", new="share"),
+                    on="strategy", how="full", coalesce=True).fill_null(0.0))
+    numbers["post_hoc"] = {"rows": new.height, "unassigned": int((new_labels == -1).sum()),
+                           "max_share_difference_vs_rl": float((paired["rl"] - paired["new"]).abs().max())}
     lap("post-hoc checkpoint")
 
     md, page = _summary(out, sim, runs, numbers, seconds, passkt_text, reweighting_text, integration_text,
@@ -229,7 +233,9 @@ def _summary(out: Path, sim, runs: pl.DataFrame, numbers: dict, seconds: dict, p
         ("Information integration", integration_text),
         ("New checkpoint through the saved space",
          f"{numbers['post_hoc']['rows']} trajectories of a fresh RL sample assigned without refitting; "
-         f"{numbers['post_hoc']['unassigned']} far from every strategy. Shares in "
+         f"{numbers['post_hoc']['unassigned']} far from every strategy; its strategy shares differ from the "
+         f"fitted rl arm's by at most {numbers['post_hoc']['max_share_difference_vs_rl']:.3f} (a fresh sample of "
+         "the same policy, so only sampling noise). Shares in "
          "strategies/shares_with_new_checkpoint.csv."),
         ("Time", ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())),
     ]
