@@ -94,7 +94,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, se
     lap("simulate")
 
     # 2. read them back the way a user's files are read: two formats, auto-detected
-    files = [data / "base.searchr1.jsonl", data / "rl.openai.jsonl", data / "sft.searchr1.jsonl"]
+    files = [data / "searchr1" / "base.jsonl", data / "openai" / "rl.jsonl", data / "searchr1" / "sft.jsonl"]
     runs, report = read(files, format="auto", report=True)
     numbers["read"] = {"rows": runs.height, "formats": {Path(k).name: v for k, v in report.formats.items()},
                        "skipped": len(report.skipped)}

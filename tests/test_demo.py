@@ -17,7 +17,7 @@ def demo(tmp_path_factory):
 
 def test_demo_writes_every_stage(demo):
     out = demo.out
-    for rel in ("data/truth.parquet", "data/base.searchr1.jsonl", "data/rl.openai.jsonl",
+    for rel in ("data/truth/truth.parquet", "data/searchr1/base.jsonl", "data/openai/rl.jsonl",
                 "passkt/pass_at_kt.csv", "passkt/pass_curves.png", "passkt/pass_curves.pdf",
                 "strategies/strategy_map.png", "strategies/strategies.csv", "strategies/labels.parquet",
                 "space", "reweighting/share_success.png", "reweighting/decomposition.png",

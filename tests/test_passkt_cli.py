@@ -20,7 +20,7 @@ def simulation():
 def test_cli_writes_tables_and_figures(simulation, tmp_path, capsys):
     simulation.write(tmp_path / "sim")
     out = tmp_path / "out"
-    code = main(["passkt", str(tmp_path / "sim" / "base.searchr1.jsonl"), str(tmp_path / "sim" / "rl.openai.jsonl"),
+    code = main(["passkt", str(tmp_path / "sim" / "searchr1" / "base.jsonl"), str(tmp_path / "sim" / "openai" / "rl.jsonl"),
                  "--k", "1", "2", "4", "16", "--t", "0", "2", "5", "--n-boot", "100", "--out", str(out)])
     assert code == 0
     table = pl.read_csv(out / "pass_at_kt.csv")
@@ -40,7 +40,7 @@ def test_cli_writes_tables_and_figures(simulation, tmp_path, capsys):
 
 def test_cli_k_above_n_exits_2_with_one_line(simulation, tmp_path, capsys):
     simulation.write(tmp_path / "sim")
-    code = main(["passkt", str(tmp_path / "sim" / "base.searchr1.jsonl"), "--k", "1", "32",
+    code = main(["passkt", str(tmp_path / "sim" / "searchr1" / "base.jsonl"), "--k", "1", "32",
                  "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2
@@ -49,7 +49,7 @@ def test_cli_k_above_n_exits_2_with_one_line(simulation, tmp_path, capsys):
 
 def test_cli_unknown_base_exits_2(simulation, tmp_path, capsys):
     simulation.write(tmp_path / "sim")
-    code = main(["passkt", str(tmp_path / "sim" / "base.searchr1.jsonl"), "--base", "nope", "--k", "1",
+    code = main(["passkt", str(tmp_path / "sim" / "searchr1" / "base.jsonl"), "--base", "nope", "--k", "1",
                  "--no-figures", "--out", str(tmp_path / "out")])
     assert code == 2 and "`--base` arm 'nope'" in capsys.readouterr().err
 

@@ -100,9 +100,9 @@ def test_untrusted_strategy_names_render_as_plain_text(tmp_path):
 def test_cli_reweighting_and_integration(sim, tmp_path, capsys):
     data = tmp_path / "data"
     sim.write(data)
-    inputs = [str(data / f"{arm}.searchr1.jsonl") for arm in ("base", "rl", "sft")]
+    inputs = [str(data / "searchr1" / f"{arm}.jsonl") for arm in ("base", "rl", "sft")]
     out = tmp_path / "rw"
-    code = main(["reweighting", *inputs, "--labels", str(data / "truth.parquet"), "--base", "base",
+    code = main(["reweighting", *inputs, "--labels", str(data / "truth" / "truth.parquet"), "--base", "base",
                  "--out", str(out), "--n-boot", "50", "--n-permutations", "50", "--no-figures"])
     assert code == 0
     table = pl.read_csv(out / "reweighting_summary.csv")
@@ -113,13 +113,13 @@ def test_cli_reweighting_and_integration(sim, tmp_path, capsys):
                  "--out", str(tmp_path / "rounds"), "--n-boot", "20", "--n-permutations", "0"])
     assert code == 0 and (tmp_path / "rounds" / "decomposition.png").is_file()
     # bad input: one line and exit status 2
-    code = main(["reweighting", *inputs[:2], "--labels", str(data / "config.json"), "--base", "base",
+    code = main(["reweighting", *inputs[:2], "--labels", str(data / "truth" / "config.json"), "--base", "base",
                  "--out", str(tmp_path / "x")])
     assert code == 2 and "labels file type" in capsys.readouterr().err
     code = main(["reweighting", *inputs[:2], "--by-rounds", "--base", "nope", "--out", str(tmp_path / "x")])
     assert code == 2
     out2 = tmp_path / "ig"
-    code = main(["integration", *[str(data / f"{a}.openai.jsonl") for a in ("base", "rl")], "--out", str(out2),
+    code = main(["integration", *[str(data / "openai" / f"{a}.jsonl") for a in ("base", "rl")], "--out", str(out2),
                  "--n-boot", "50", "--no-figures"])
     assert code == 0
     split = pl.read_csv(out2 / "split.csv")
@@ -151,7 +151,7 @@ def test_cli_assigns_a_new_checkpoint_through_a_saved_space(sim, tmp_path):
     StrategySpace(embedder="hashing-64", random_state=0, progress=False).fit(fitted).save(tmp_path / "space")
     data = tmp_path / "data"
     sim.write(data)
-    inputs = [str(data / f"{arm}.openai.jsonl") for arm in ("base", "rl", "sft")]
+    inputs = [str(data / "openai" / f"{arm}.jsonl") for arm in ("base", "rl", "sft")]
     out = tmp_path / "rw"
     code = main(["reweighting", *inputs, "--space", str(tmp_path / "space"), "--base", "base", "--out", str(out),
                  "--n-boot", "30", "--n-permutations", "30", "--no-figures"])

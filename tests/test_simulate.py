@@ -25,7 +25,7 @@ def sim():
 
 
 def _files(folder):
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 # -- determinism ---------------------------------------------------------------------------
@@ -36,9 +36,9 @@ def test_same_seed_gives_byte_identical_files(tmp_path):
     a.write(tmp_path / "a")
     b.write(tmp_path / "b")
     fa, fb = _files(tmp_path / "a"), _files(tmp_path / "b")
-    assert sorted(fa) == sorted(["base.searchr1.jsonl", "base.openai.jsonl", "rl.searchr1.jsonl",
-                                 "rl.openai.jsonl", "sft.searchr1.jsonl", "sft.openai.jsonl",
-                                 "truth.parquet", "config.json"])
+    assert sorted(fa) == sorted(["searchr1/base.jsonl", "openai/base.jsonl", "searchr1/rl.jsonl",
+                                 "openai/rl.jsonl", "searchr1/sft.jsonl", "openai/sft.jsonl",
+                                 "truth/truth.parquet", "truth/config.json"])
     assert fa == fb
 
 
@@ -239,13 +239,13 @@ def test_a_lower_cap_cuts_the_same_episodes(t_cap):
 def test_trajectory_files_hold_no_ground_truth(tmp_path, sim):
     small = simulate(n_questions=3, n_samples=2, seed=0, progress=False)
     small.write(tmp_path)
-    for path in tmp_path.glob("*.jsonl"):
+    for path in tmp_path.glob("*/*.jsonl"):
         for line in path.read_text().splitlines():
             rec = json.loads(line)
             assert not {"strategy", "planned_strategy", "correct", "integrated", "evidence"} & set(rec)
-    truth = pl.read_parquet(tmp_path / "truth.parquet")
+    truth = pl.read_parquet(tmp_path / "truth" / "truth.parquet")
     assert truth.equals(small.truth)
-    config = json.loads((tmp_path / "config.json").read_text())
+    config = json.loads((tmp_path / "truth" / "config.json").read_text())
     assert config["seed"] == 0 and config["arms"] == ["base", "rl", "sft"]
     assert config["policies"]["rl"]["mixture"]["bridge"] == pytest.approx(0.28)
 
@@ -253,8 +253,8 @@ def test_trajectory_files_hold_no_ground_truth(tmp_path, sim):
 def test_file_formats_match_the_interface(tmp_path):
     s = simulate(n_questions=4, n_samples=3, arms=("base",), seed=0, progress=False)
     s.write(tmp_path)
-    sr = [json.loads(x) for x in (tmp_path / "base.searchr1.jsonl").read_text().splitlines()]
-    oa = [json.loads(x) for x in (tmp_path / "base.openai.jsonl").read_text().splitlines()]
+    sr = [json.loads(x) for x in (tmp_path / "searchr1" / "base.jsonl").read_text().splitlines()]
+    oa = [json.loads(x) for x in (tmp_path / "openai" / "base.jsonl").read_text().splitlines()]
     assert set(sr[0]) == {"arm", "question_id", "sample_id", "question", "golden_answers", "category",
                           "t_cap", "response"}
     assert set(oa[0]) == {"arm", "question_id", "sample_id", "question", "gold", "category", "t_cap", "messages"}
@@ -277,13 +277,13 @@ def test_written_files_read_back_to_the_same_runs(tmp_path):
     cols = keys + ["question", "gold", "answer", "correct", "score", "n_rounds", "t_cap", "category"]
     want = s.runs.sort(keys)
     for fmt in ("searchr1", "openai"):
-        got = readers.read(sorted(tmp_path.glob(f"*.{fmt}.jsonl")), format=fmt).sort(keys)
+        got = readers.read(tmp_path / fmt, format=fmt).sort(keys)  # the whole folder: every arm once
         assert got.select(cols).equals(want.select(cols)), fmt
         for field in ("query", "observation", "thought", "tool"):
             g = got["steps"].list.eval(pl.element().struct.field(field)).to_list()
             w = want["steps"].list.eval(pl.element().struct.field(field)).to_list()
             assert g == w, (fmt, field)
-    auto = readers.read(tmp_path / "rl.openai.jsonl").sort(keys)
+    auto = readers.read(tmp_path / "openai" / "rl.jsonl").sort(keys)
     assert auto.select(cols).equals(want.filter(pl.col("arm") == "rl").select(cols))
 
 
@@ -394,9 +394,9 @@ def test_cli_writes_the_files(tmp_path, capsys):
     rc = main(["simulate", "--out", str(tmp_path), "--questions", "3", "--samples", "2", "--arms", "base", "sft",
                "--t-cap", "3", "--seed", "9", "--no-progress"])
     assert rc == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "base.openai.jsonl", "base.searchr1.jsonl", "config.json", "sft.openai.jsonl", "sft.searchr1.jsonl",
-        "truth.parquet"]
+    assert sorted(_files(tmp_path)) == [
+        "openai/base.jsonl", "openai/sft.jsonl", "searchr1/base.jsonl", "searchr1/sft.jsonl",
+        "truth/config.json", "truth/truth.parquet"]
     assert "base: 6 trajectories" in capsys.readouterr().out
 
 

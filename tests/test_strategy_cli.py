@@ -18,14 +18,14 @@ def files(tmp_path_factory):
 
 def test_fit_then_apply(tmp_path, files, capsys):
     space = tmp_path / "space"
-    rc = main(["strategies", "fit", str(files / "a" / "base.searchr1.jsonl"), str(files / "a" / "rl.openai.jsonl"),
+    rc = main(["strategies", "fit", str(files / "a" / "searchr1" / "base.jsonl"), str(files / "a" / "openai" / "rl.jsonl"),
                "--out", str(space), "--embedder", "hashing-128", "--no-progress", "--quiet"])
     assert rc == 0
     assert (space / "space.json").is_file() and (space / "strategies.csv").is_file()
     labels = pl.read_parquet(space / "labels.parquet")
     assert labels.height == 2 * 15 * 4 and set(labels["arm"]) == {"base", "rl"}
     out = tmp_path / "applied"
-    rc = main(["strategies", "apply", str(space), str(files / "b" / "rl.searchr1.jsonl"), "--out", str(out),
+    rc = main(["strategies", "apply", str(space), str(files / "b" / "searchr1" / "rl.jsonl"), "--out", str(out),
                "--no-progress"])
     assert rc == 0
     applied = pl.read_parquet(out / "labels.parquet")
@@ -36,7 +36,7 @@ def test_fit_then_apply(tmp_path, files, capsys):
 
 
 def test_bad_space_is_one_line_exit_2(tmp_path, files, capsys):
-    rc = main(["strategies", "apply", str(tmp_path / "missing"), str(files / "b" / "rl.searchr1.jsonl"),
+    rc = main(["strategies", "apply", str(tmp_path / "missing"), str(files / "b" / "searchr1" / "rl.jsonl"),
                "--out", str(tmp_path / "x"), "--no-progress"])
     assert rc == 2
     err = capsys.readouterr().err.strip()
@@ -45,7 +45,7 @@ def test_bad_space_is_one_line_exit_2(tmp_path, files, capsys):
 
 def test_skipped_records_are_reported(tmp_path, files, capsys):
     """Under --errors skip, every left-out record is said on stderr (rows in = kept + reported)."""
-    good = (files / "a" / "base.searchr1.jsonl").read_text().splitlines()[:3]
+    good = (files / "a" / "searchr1" / "base.jsonl").read_text().splitlines()[:3]
     mixed = tmp_path / "mixed.jsonl"
     mixed.write_text("\n".join([*good, "not json", '{"arm": "base"}']) + "\n")
     rc = main(["strategies", "fit", str(mixed), "--format", "searchr1", "--errors", "skip",
@@ -56,7 +56,7 @@ def test_skipped_records_are_reported(tmp_path, files, capsys):
 
 
 def test_model_folder_without_a_model_is_one_line_exit_2(tmp_path, files, capsys):
-    rc = main(["strategies", "fit", str(files / "a" / "base.searchr1.jsonl"), "--out", str(tmp_path / "s"),
+    rc = main(["strategies", "fit", str(files / "a" / "searchr1" / "base.jsonl"), "--out", str(tmp_path / "s"),
                "--embedder", str(tmp_path), "--no-progress"])
     assert rc == 2
     err = capsys.readouterr().err.strip()

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--labels", type=Path, metavar="LABELS",
                         help="parquet/CSV/JSONL table of arm, question_id, sample_id and a strategy column "
-                             "(e.g. a simulation's truth.parquet)")
+                             "(e.g. a simulation's truth/truth.parquet)")
     source.add_argument("--space", type=Path, metavar="SPACE",
                         help="folder of a saved StrategySpace: assign every trajectory to its strategies")
     source.add_argument("--by-rounds", action="store_true",

@@ -8,7 +8,7 @@ from pathlib import Path
 from mechanism.errors import MechanismError
 
 HELP = ("simulate base/RL/SFT search agents on generated multi-hop questions; write "
-        "<arm>.searchr1.jsonl, <arm>.openai.jsonl, truth.parquet and config.json")
+        "searchr1/<arm>.jsonl, openai/<arm>.jsonl and, kept apart, truth/truth.parquet and truth/config.json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

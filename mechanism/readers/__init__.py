@@ -52,7 +52,10 @@ def _paths(path_or_paths: PathArg) -> list[Path]:
         if p.is_dir():
             found = sorted(c for c in p.iterdir() if c.is_file() and c.suffix.lower() in _FILE_SUFFIXES)
             if not found:
-                raise InputError("folder holds no trajectory files (.jsonl, .json, .parquet, .csv)", source=str(p))
+                subfolders = sorted(c.name for c in p.iterdir() if c.is_dir())
+                hint = f"; it has the subfolders {', '.join(subfolders[:8])}" if subfolders else ""
+                raise InputError(f"folder holds no trajectory files (.jsonl, .json, .parquet, .csv){hint}",
+                                 source=str(p))
             out.extend(found)
         else:
             out.append(p)

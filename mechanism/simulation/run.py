@@ -73,10 +73,12 @@ class Simulation:
                 .sort("arm", "strategy"))
 
     def write(self, out_dir: str | Path) -> list[Path]:
-        """Write ``<arm>.searchr1.jsonl``, ``<arm>.openai.jsonl``, ``truth.parquet``, ``config.json``.
+        """Write ``searchr1/<arm>.jsonl``, ``openai/<arm>.jsonl``, ``truth/truth.parquet`` and
+        ``truth/config.json`` under ``out_dir``.
 
-        The trajectory files hold no ground truth (no strategy, no correctness label); the
-        truth sits apart in ``truth.parquet``. Output is byte-identical for the same inputs.
+        One folder per format, so ``mechanism read out_dir/searchr1`` reads every arm once. The
+        trajectory files hold no ground truth (no strategy, no correctness label); the truth
+        sits apart in ``truth/``. Output is byte-identical for the same inputs.
 
         Returns
         -------
@@ -97,15 +99,17 @@ class Simulation:
             rows = [e for e in self._episodes if e["arm"] == arm]
             stem = safe_filename(arm)
             for fmt, render in (("searchr1", searchr1_record), ("openai", openai_record)):
-                path = out / f"{stem}.{fmt}.jsonl"
+                (out / fmt).mkdir(exist_ok=True)
+                path = out / fmt / f"{stem}.jsonl"
                 with path.open("w", encoding="utf-8", newline="\n") as fh:
                     for e in rows:
                         fh.write(json.dumps(render(e), ensure_ascii=False) + "\n")
                 written.append(path)
-        truth_path = out / "truth.parquet"
+        (out / "truth").mkdir(exist_ok=True)
+        truth_path = out / "truth" / "truth.parquet"
         self.truth.write_parquet(truth_path, statistics=False)
         written.append(truth_path)
-        config_path = out / "config.json"
+        config_path = out / "truth" / "config.json"
         config_path.write_text(json.dumps(self.config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         written.append(config_path)
         return written
