@@ -737,12 +737,14 @@ class StrategySpace:
         pl.DataFrame({"rendering": self.train_renderings_, "moves": self.train_moves_},
                      schema={"rendering": pl.String, "moves": pl.String}).write_parquet(out / "train_rows.parquet")
         self.strategies_.write_parquet(out / "strategies.parquet")
+        tables = {name: hashlib.sha256((out / f"{name}.parquet").read_bytes()).hexdigest()
+                  for name in _SAVED_TABLES}
         config = {
             "format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
             "embedding_model": self.embedding_model_, "embedding_dim": self.embedding_dim_,
             "feature_columns": list(FEATURE_COLUMNS), "feature_weights": self.feature_weights_.tolist(),
             "params": self._model_params(), "threshold": self.threshold_,
-            "n_strategies": self.n_strategies_, "arrays": checksums,
+            "n_strategies": self.n_strategies_, "arrays": checksums, "tables": tables,
         }
         (out / "space.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
         return out
@@ -819,6 +821,12 @@ class StrategySpace:
                 if hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest() != digest:
                     raise ValueError(f"`{name}.npy` does not match its checksum")
                 setattr(space, _SAVED_ARRAYS[name], arr)
+            tables = config["tables"]
+            if not isinstance(tables, dict) or set(tables) != set(_SAVED_TABLES):
+                raise ValueError(f"`tables` in space.json must list exactly {list(_SAVED_TABLES)}")
+            for name in _SAVED_TABLES:  # fixed names: the keys of space.json never pick a file
+                if hashlib.sha256((folder / f"{name}.parquet").read_bytes()).hexdigest() != tables[name]:
+                    raise ValueError(f"`{name}.parquet` does not match its checksum")
             rows = pl.read_parquet(folder / "train_rows.parquet", columns=["rendering", "moves"])
             space.strategies_ = pl.read_parquet(folder / "strategies.parquet")
             embedding_dim = int(config["embedding_dim"])
@@ -846,6 +854,9 @@ class StrategySpace:
         space.n_strategies_ = n_strategies
         return space
 
+
+# The tables `save` writes, each checked against its checksum in space.json on load.
+_SAVED_TABLES = ("train_rows", "strategies")
 
 # The arrays `save` writes, and the attribute each is read back into.
 _SAVED_ARRAYS = {"train_features": "train_features_", "train_labels": "train_labels_",

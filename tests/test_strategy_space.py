@@ -128,6 +128,9 @@ def test_load_refuses_other_version_and_corruption(tmp_path, space):
     (lambda out, cfg: cfg["arrays"].pop("train_labels"), "train_labels"),
     (lambda out, cfg: cfg["arrays"].update({"../outside": "0"}), "unknown array"),
     (lambda out, cfg: cfg.update(arrays=[1]), "not a mapping"),
+    (lambda out, cfg: pl.read_parquet(out / "strategies.parquet").with_columns(size=pl.lit(0))
+     .write_parquet(out / "strategies.parquet"), "`strategies.parquet` does not match its checksum"),
+    (lambda out, cfg: cfg.pop("tables"), "incomplete or corrupt"),
 ])
 def test_load_turns_every_edited_or_missing_file_into_an_input_error(tmp_path, space, edit, match):
     """A saved space is untrusted input: each bad file is one InputError, never another exception,
@@ -138,6 +141,7 @@ def test_load_turns_every_edited_or_missing_file_into_an_input_error(tmp_path, s
     (out / "space.json").write_text(json.dumps(cfg))
     with pytest.raises(InputError, match=match):
         StrategySpace.load(out)
+
 
 def test_far_rows_are_outliers(space):
     steps = [make_step(tool="calculator", query=f"{i} * {i}", observation=str(i * i)) for i in range(12)]
