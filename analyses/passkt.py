@@ -104,5 +104,6 @@ def main() -> None:
              lambda: simulated(args.out / "simulated", n_boot=args.n_boot, seed=args.seed),
              lambda: fireact(args.out / "fireact", args.fireact, n_boot=args.n_boot, seed=args.seed))
 
+
 if __name__ == "__main__":
     main()

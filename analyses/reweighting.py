@@ -112,5 +112,6 @@ def main() -> None:
     run_both(args.fireact, lambda: simulated(args.out, **options),
              lambda: fireact(args.out, args.fireact, **options))
 
+
 if __name__ == "__main__":
     main()

@@ -15,35 +15,10 @@ from pathlib import Path
 
 import polars as pl
 
-from mechanism.commands.strategies import shares
-from mechanism.plots.strategies import strategy_label, strategy_map, strategy_shares, strategy_table
-from mechanism.plots.style import close, save_figure
+from mechanism.commands.strategies import write_outputs
 from mechanism.strategy_space import StrategySpace
 
 from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
-
-
-def write_outputs(space: StrategySpace, runs: pl.DataFrame, out: Path, *, arms: list[str], title: str) -> str:
-    """Figures, tables and a text summary of a fitted space on ``runs``; returns the summary."""
-    out.mkdir(parents=True, exist_ok=True)
-    for stem, fig in (("strategy_map", strategy_map(space, runs, arms=arms)),
-                      ("strategy_shares", strategy_shares(space, runs, arms=arms)),
-                      ("strategy_table", strategy_table(space))):
-        save_figure(fig, out, stem)
-        close(fig)
-    desc = space.describe()
-    desc.with_columns(pl.col("keywords").list.join(" ")).write_csv(out / "strategies.csv")
-    labels = space.assign(runs).drop("rendering", "moves")
-    table = shares(labels)
-    table.write_csv(out / "shares.csv")
-    lines = [f"{title}: {runs.height:,} trajectories, {space.n_strategies_} strategies "
-             f"(embedder {space.embedding_model_}, method {space.method}, resolution {space.resolution})"]
-    for r in desc.head(10).iter_rows(named=True):
-        per_arm = ", ".join(f"{a} {table.filter((pl.col('arm') == a) & (pl.col('strategy') == r['strategy']))['share'].sum():.1%}"
-                            for a in arms)
-        lines.append(f"  {strategy_label(r['strategy'], r['typical_moves'], r['typical_member']):<40} n={r['size']:>6,}  "
-                     f"success {r['success_rate']:.2f}  shares: {per_arm}")
-    return "\n".join(lines)
 
 
 def simulated(out: Path, *, embedder: str | None, seed: int) -> str:
@@ -93,6 +68,7 @@ def main() -> None:
     run_both(args.fireact,
              lambda: simulated(args.out / "simulated", embedder=args.embedder, seed=args.seed),
              lambda: fireact(args.out / "fireact", args.fireact, embedder=args.embedder, seed=args.seed))
+
 
 if __name__ == "__main__":
     main()

@@ -20,7 +20,6 @@ import numpy as np
 import polars as pl
 from sklearn.metrics import adjusted_rand_score
 
-from mechanism.plots.style import close, save_figure
 
 Echo = Callable[[str], None]
 
@@ -65,9 +64,9 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, se
     """
     from mechanism.commands.integration import write_outputs as write_integration
     from mechanism.commands.passkt import write_outputs as write_passkt
-    from mechanism.commands.strategies import csv_ready, shares as strategy_shares_table
+    from mechanism.commands.strategies import shares as strategy_shares_table
+    from mechanism.commands.strategies import write_outputs as write_strategies
     from mechanism.commands.reweighting import write_outputs as write_reweighting
-    from mechanism.plots.strategies import strategy_map, strategy_shares, strategy_table
     from mechanism.readers import read
     from mechanism.simulation import simulate
     from mechanism.strategy_space import StrategySpace
@@ -116,16 +115,11 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, se
     numbers["strategies"] = {"n_strategies": int(len(set(labels.tolist()) - {-1})), "ari_vs_planted": ari,
                              "outliers": int((labels == -1).sum())}
     strategies_dir = out / "strategies"
-    strategies_dir.mkdir(parents=True, exist_ok=True)
     space.save(out / "space")
+    write_strategies(space, runs, strategies_dir, arms=["base", "rl", "sft"], title="Simulated default")
     described = space.describe()
-    csv_ready(described).write_csv(strategies_dir / "strategies.csv")
     runs.select("arm", "question_id", "sample_id").with_columns(strategy=pl.Series(labels)).write_parquet(
         strategies_dir / "labels.parquet")
-    for stem, fig in (("strategy_map", strategy_map(space, runs)), ("strategy_shares", strategy_shares(space, runs)),
-                      ("strategy_table", strategy_table(space))):
-        save_figure(fig, strategies_dir, stem)
-        close(fig)
     lap("strategies")
 
     # 5. reweighting: composition vs within-strategy execution

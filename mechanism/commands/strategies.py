@@ -63,6 +63,56 @@ def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
                                for c, dtype in frame.schema.items() if isinstance(dtype, pl.List)])
 
 
+def write_outputs(space, runs: pl.DataFrame, out: Path, *, arms: list[str] | None = None,
+                  title: str = "strategies") -> str:
+    """Figures and tables of a fitted space on ``runs``, as the analyses and the demo write them.
+
+    Writes the ``strategy_map``, ``strategy_shares`` and ``strategy_table`` figures (PNG and
+    PDF), ``strategies.csv`` (the description of every strategy) and ``shares.csv`` (share of
+    each strategy per arm) to ``out``.
+
+    Parameters
+    ----------
+    space
+        A fitted :class:`~mechanism.strategy_space.StrategySpace`.
+    runs
+        Canonical table, assigned to the space's strategies without refitting.
+    out
+        Output folder (created).
+    arms
+        Arms to show, in order (default: every arm, sorted).
+    title
+        First words of the summary.
+
+    Returns
+    -------
+    str
+        A text summary: the ten largest strategies with their success rate and share per arm.
+    """
+    from mechanism.plots.strategies import strategy_label, strategy_map, strategy_shares, strategy_table
+    from mechanism.plots.style import close, save_figure
+
+    arms = arms if arms is not None else sorted(runs["arm"].unique().to_list())
+    out.mkdir(parents=True, exist_ok=True)
+    for stem, fig in (("strategy_map", strategy_map(space, runs, arms=arms)),
+                      ("strategy_shares", strategy_shares(space, runs, arms=arms)),
+                      ("strategy_table", strategy_table(space))):
+        save_figure(fig, out, stem)
+        close(fig)
+    desc = space.describe()
+    csv_ready(desc).write_csv(out / "strategies.csv")
+    table = shares(space.assign(runs).drop("rendering", "moves"))
+    table.write_csv(out / "shares.csv")
+    lines = [f"{title}: {runs.height:,} trajectories, {space.n_strategies_} strategies "
+             f"(embedder {space.embedding_model_}, method {space.method}, resolution {space.resolution})"]
+    for r in desc.head(10).iter_rows(named=True):
+        per_arm = ", ".join(f"{a} {table.filter((pl.col('arm') == a) & (pl.col('strategy') == r['strategy']))['share'].sum():.1%}"
+                            for a in arms)
+        lines.append(f"  {strategy_label(r['strategy'], r['typical_moves'], r['typical_member']):<40} n={r['size']:>6,}  "
+                     f"success {r['success_rate']:.2f}  shares: {per_arm}")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     from mechanism.strategy_space import StrategySpace
 
