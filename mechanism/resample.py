@@ -45,3 +45,41 @@ def percentile_interval(replicates: np.ndarray, level: float, axis: int = 0) -> 
         low = np.nanquantile(replicates, alpha, axis=axis)
         high = np.nanquantile(replicates, 1.0 - alpha, axis=axis)
     return low, high
+
+
+def question_weighted(counts: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Weigh questions equally within an arm: divide per-question tallies by the question's samples.
+
+    Real runs are unbalanced (different samples per question and arm, uneven skips). Pooling
+    trajectories lets a question's sample count decide its weight, so two identical policies
+    sampled in different proportions look different. Dividing every tally of one (arm,
+    question) by that question's number of trajectories in the arm gives each question weight
+    1 in every arm: shares and rates built from the result are means over questions.
+
+    Parameters
+    ----------
+    counts
+        Trajectory counts with strata on the last axis, e.g. shape ``(arms, Q, S)``; the
+        samples of one (arm, question) are ``counts.sum(axis=-1)``.
+    *arrays
+        Further tallies of the same shape (successes, retrievals, ...), divided by the same
+        per-question totals.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The weighted ``counts`` followed by each weighted array; an (arm, question) with no
+        trajectory stays all zero.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> n = np.array([[[3., 1.], [0., 4.]]])      # one arm, two questions, two strata
+    >>> c = np.array([[[3., 0.], [0., 2.]]])
+    >>> wn, wc = question_weighted(n, c)
+    >>> wn.tolist(), wc.tolist()
+    ([[[0.75, 0.25], [0.0, 1.0]]], [[[0.75, 0.0], [0.0, 0.5]]])
+    """
+    totals = np.asarray(counts, dtype=float).sum(axis=-1, keepdims=True)
+    scale = np.divide(1.0, totals, out=np.zeros_like(totals), where=totals > 0)
+    return (np.asarray(counts, dtype=float) * scale,) + tuple(np.asarray(a, dtype=float) * scale for a in arrays)
