@@ -1,8 +1,9 @@
 """Information integration: did the agent find the answer, and did it use what it found?
 
 Per trajectory: was a gold answer retrieved (it appears, as whole words after SQuAD
-normalisation, in some observation: :func:`mechanism.scoring.contains_answer`), and was the
-episode answered correctly. Per arm:
+normalisation, in some observation: :func:`mechanism.scoring.contains_answer`; yes/no and
+other one-word function answers never count, see :func:`retrievable`), and was the episode
+answered correctly. Per arm:
 
 - retrieval rate ``R = P(retrieved)``,
 - integration rate ``I = P(correct | retrieved)``,
@@ -20,8 +21,18 @@ Also: the share of follow-up queries (rounds >= 2) that carry a content word fir
 an observation (the mark of a bridge step), and, where base-model token log-probabilities
 are given, the perplexity of query tokens vs reasoning tokens.
 
+With strategy labels the same quantities are reported per strategy, and the question the
+mission asks is answered directly: did the treated arm move its mass toward the strategies
+whose retrieved information leads to correct answers (``shift``), and how does the accuracy
+change split into mass moved between strategies and, within them, retrieval, integration and
+parametric parts (the nested split, exact)? See :func:`integration`.
+
+Weighting: every question weighs the same within an arm (each trajectory weighted
+1 / its arm's samples of that question, :func:`mechanism.resample.question_weighted`), so
+rates are means over questions and unequal sample counts cannot make identical policies look
+different; ``weighting="trajectory"`` pools trajectories instead, on request.
 Intervals: percentile bootstrap over questions (all samples of a question together; arms
-paired). Rates are pooled over trajectories (ratio of sums).
+paired).
 """
 from __future__ import annotations
 
@@ -36,14 +47,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from mechanism.compare import OUTLIER, kitagawa_split, stream, weighted_correlation
 from mechanism.errors import InputError
-from mechanism.resample import percentile_interval, question_bootstrap_weights
-from mechanism.compare import kitagawa_split, stream
+from mechanism.resample import percentile_interval, question_bootstrap_weights, question_weighted
 from mechanism.schema import validate
 from mechanism.scoring import contains_answer, normalize_answer
 
-__all__ = ["Integration", "integration", "retrieval_flags", "followup_entity_flags",
-           "content_tokens", "token_logprobs", "render_segments", "LOGPROBS_DTYPE"]
+__all__ = ["Integration", "integration", "verdict", "retrieval_flags", "retrievable", "retrievable_flags",
+           "gold_in_observations", "followup_entity_flags", "content_tokens", "token_logprobs",
+           "render_segments", "LOGPROBS_DTYPE", "POLAR_ANSWERS", "WEIGHTINGS"]
 
 #: Format of a log-probability column: one entry per token of the trajectory's text as the
 #: base model scores it; ``segment`` says which part the token belongs to ("query",
@@ -80,10 +92,45 @@ def content_tokens(text: str | None) -> set[str]:
             and (len(t) > 1 or t.isdigit())}
 
 
-def retrieval_flags(runs: pl.DataFrame, *, progress: bool | None = False) -> np.ndarray:
-    """Per row: does any observation contain a gold answer (whole words, normalised)?
+#: Gold answers that a word match cannot find in a text: a polar answer is never stated as
+#: such by a retrieved page ("There is no record" does not retrieve "no").
+POLAR_ANSWERS = frozenset({"yes", "no", "true", "false"})
 
-    A row with an empty ``gold`` list cannot have retrieved it: False.
+
+def retrievable(gold: str | None) -> bool:
+    """Whether a gold answer can count as retrieved by a whole-word match in an observation.
+
+    The rule: after SQuAD normalisation the answer must not be a polar answer
+    (:data:`POLAR_ANSWERS`), must carry a content word (not only function words such as
+    "no", "none", "it"), and must be longer than one character (a lone letter or digit
+    occurs in almost any page). Such a gold answer is judged only through ``correct``: an
+    episode whose gold answers are all non-retrievable counts as not retrieved, and
+    :func:`integration` says how many there were.
+
+    Examples
+    --------
+    >>> [retrievable(g) for g in ("Paris", "no", "Yes.", "None", "7", "1987", "the")]
+    [True, False, False, False, False, True, False]
+    """
+    norm = normalize_answer(gold)
+    return len(norm) > 1 and norm not in POLAR_ANSWERS and bool(content_tokens(norm))
+
+
+def gold_in_observations(observations: Sequence[str | None], golds: Sequence[str] | None) -> bool:
+    """Does some observation contain a retrievable gold answer (whole words, normalised)?
+
+    See :func:`retrievable` for which gold answers can count.
+    """
+    usable = [g for g in (golds or []) if g is not None and retrievable(g)]
+    return bool(usable) and any(contains_answer(o, usable) for o in observations)
+
+
+def retrieval_flags(runs: pl.DataFrame, *, progress: bool | None = False) -> np.ndarray:
+    """Per row: does any observation contain a retrievable gold answer (whole words, normalised)?
+
+    A row with an empty ``gold`` list, or whose gold answers are all non-retrievable
+    (yes/no and other one-word function answers, see :func:`retrievable`), cannot have
+    retrieved it: False.
     """
     from mechanism.progress import progress as bar
 
@@ -93,8 +140,15 @@ def retrieval_flags(runs: pl.DataFrame, *, progress: bool | None = False) -> np.
     for i, (golds, steps) in enumerate(bar(rows, enabled=progress, desc="retrieval", total=runs.height)):
         if not golds or not steps:
             continue
-        out[i] = any(contains_answer(step.get("observation"), golds) for step in steps)
+        out[i] = gold_in_observations([step.get("observation") for step in steps], golds)
     return out
+
+
+def retrievable_flags(runs: pl.DataFrame) -> np.ndarray:
+    """Per row: does the row have at least one retrievable gold answer (:func:`retrievable`)?"""
+    validate(runs, required=("gold",))
+    return np.fromiter((any(g is not None and retrievable(g) for g in (golds or []))
+                        for golds in runs["gold"].to_list()), dtype=bool, count=runs.height)
 
 
 def followup_entity_flags(runs: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -130,17 +184,32 @@ class Integration:
     Attributes
     ----------
     per_trajectory
-        ``arm, question_id, sample_id, retrieved, correct, n_followup, n_followup_from_observation``.
+        ``arm, question_id, sample_id, retrieved, correct, n_followup, n_followup_from_observation``
+        (and ``strategy`` when labels were given).
     per_arm
         Per arm: counts, ``accuracy``, ``retrieval_rate``, ``integration_rate``,
         ``parametric_rate``, ``followup_from_observation``, each with ``_ci_low``/``_ci_high``.
     split
         Per treated arm against ``base``: ``part`` in total / retrieval / integration /
-        parametric with ``estimate, ci_low, ci_high``; retrieval + integration + parametric
-        equals total exactly.
+        parametric with ``estimate, ci_low, ci_high`` and ``detectable_effect``; retrieval +
+        integration + parametric equals total exactly.
     perplexity
         Per arm and segment: tokens, mean log-probability and perplexity with intervals;
         ``None`` when no log-probabilities were given.
+    by_strategy
+        With labels: per strategy and arm, ``n``, ``n_questions``, ``n_retrieved`` and the
+        ``share``, ``retrieval_rate``, ``integration_rate``, ``parametric_rate`` and
+        ``accuracy`` (success within the strategy), each with intervals.
+    shift
+        With labels, per treated arm against ``base`` (questions both arms answered):
+        ``quantity, estimate, ci_low, ci_high, detectable_effect`` for the alignments, the mass
+        in above-average-integration strategies and the nested split (see :func:`integration`).
+    strategy_shift
+        With labels: per treated arm and strategy, the share change, the base arm's retrieval
+        and integration rates, ``above_average`` and the strategy's parts of the nested split,
+        with intervals.
+    perplexity_by_strategy
+        With labels and log-probabilities: per arm, strategy and segment, as ``perplexity``.
     """
 
     base: str
@@ -151,9 +220,15 @@ class Integration:
     split: pl.DataFrame | None
     perplexity: pl.DataFrame | None = None
     notes: tuple[str, ...] = ()
+    treated: tuple[str, ...] = ()
+    weighting: str = "question"
+    by_strategy: pl.DataFrame | None = None
+    shift: pl.DataFrame | None = None
+    strategy_shift: pl.DataFrame | None = None
+    perplexity_by_strategy: pl.DataFrame | None = None
 
     def summary(self) -> pl.DataFrame:
-        """Long table ``arm, quantity, estimate, ci_low, ci_high`` of the per-arm rates and splits."""
+        """Long table ``arm, quantity, estimate, ci_low, ci_high`` of the per-arm rates, splits and shifts."""
         rows = []
         for row in self.per_arm.iter_rows(named=True):
             for q in ("accuracy", "retrieval_rate", "integration_rate", "parametric_rate",
@@ -163,12 +238,20 @@ class Integration:
             for row in self.split.iter_rows(named=True):
                 rows.append((row["treated"], f"split_{row['part']}_vs_{row['base']}", row["estimate"],
                              row["ci_low"], row["ci_high"]))
+        if self.shift is not None:
+            for row in self.shift.iter_rows(named=True):
+                rows.append((row["treated"], f"shift_{row['quantity']}_vs_{row['base']}", row["estimate"],
+                             row["ci_low"], row["ci_high"]))
         if self.perplexity is not None:
             for row in self.perplexity.iter_rows(named=True):
                 rows.append((row["arm"], f"perplexity_{row['segment']}", row["perplexity"],
                              row["perplexity_ci_low"], row["perplexity_ci_high"]))
         return pl.DataFrame(rows, schema={"arm": pl.String, "quantity": pl.String, "estimate": pl.Float64,
                                           "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")
+
+    def verdict(self, treated: str | None = None) -> str:
+        """One line: did ``treated`` move toward strategies that integrate well? See :func:`verdict`."""
+        return verdict(self, treated)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict of every table."""
@@ -177,32 +260,51 @@ class Integration:
                 return None
             return [{k: (None if isinstance(v, float) and not math.isfinite(v) else v)
                      for k, v in r.items()} for r in table.iter_rows(named=True)]
-        return {"base": self.base, "arms": list(self.arms), "ci": self.ci,
-                "per_arm": rows(self.per_arm), "split": rows(self.split),
-                "perplexity": rows(self.perplexity), "notes": list(self.notes)}
+        return {"base": self.base, "arms": list(self.arms), "treated": list(self.treated), "ci": self.ci,
+                "weighting": self.weighting, "per_arm": rows(self.per_arm), "split": rows(self.split),
+                "perplexity": rows(self.perplexity), "by_strategy": rows(self.by_strategy),
+                "shift": rows(self.shift), "strategy_shift": rows(self.strategy_shift),
+                "perplexity_by_strategy": rows(self.perplexity_by_strategy), "notes": list(self.notes)}
+
+
+WEIGHTINGS = ("question", "trajectory")
 
 
 def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: str | None = None,
+                treated: str | Sequence[str] | None = None, labels: Any = None,
                 ci: float | None = 0.95, n_boot: int = 1000, random_state: int | None = 0,
-                logprobs_column: str | None = None, model_path: str | Path | None = None,
-                progress: bool | None = False) -> Integration:
-    """Retrieval, integration and parametric rates per arm, and the split between arms.
+                weighting: str = "question", logprobs_column: str | None = None,
+                model_path: str | Path | None = None, progress: bool | None = False) -> Integration:
+    """Retrieval, integration and parametric rates per arm (and strategy), and the splits between arms.
 
     Parameters
     ----------
     runs
         Canonical trajectory table.
     arms
-        Arms to report, in order (default: all, in order of appearance).
+        Arms to report, in order (default: ``base`` and ``treated`` when given, else all, in
+        order of appearance).
     base
         The arm the others are split against (default: the first of ``arms``).
+    treated
+        Arm or arms compared with ``base`` (default: every other arm of ``arms``).
+    labels
+        One strategy label per row of ``runs`` (integers or strings; ``-1`` = outlier, kept as
+        its own stratum and left out of the alignments and the above-average mass), e.g.
+        ``StrategySpace.transform(runs)``. Adds ``by_strategy``, ``shift`` and
+        ``strategy_shift``.
     ci
         Confidence level of the bootstrap intervals; ``None`` skips them.
     n_boot, random_state
         Bootstrap replicates over questions and their seed.
+    weighting
+        ``"question"`` (default): every question weighs the same within an arm, each trajectory
+        weighted 1 / (its arm's samples of that question). ``"trajectory"``: pooled over
+        trajectories (ratio of sums), which lets a question's sample count set its weight;
+        labelled as such in ``notes``.
     logprobs_column
         Name of a column of base-model token log-probabilities in the format
-        :data:`LOGPROBS_DTYPE`; adds per-segment perplexities.
+        :data:`LOGPROBS_DTYPE`; adds per-segment perplexities (per strategy too, with labels).
     model_path
         A local folder holding a causal language model and its fast tokenizer (loaded with
         transformers, never downloaded): the base model scores every trajectory
@@ -214,10 +316,46 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     Returns
     -------
     Integration
+
+    Notes
+    -----
+    With labels, per strategy ``s`` and arm: share ``p(s)``, retrieval rate ``R(s)``,
+    integration rate ``I(s) = P(correct | retrieved, s)``, parametric rate
+    ``P(s) = P(correct | not retrieved, s)``, success ``r(s) = R I + (1 - R) P``. Against the
+    base arm (questions both answered):
+
+    - **nested split** ``total = composition + within`` over strategies (Kitagawa), and each
+      strategy's within part ``(r_t - r_b) (p_t + p_b) / 2`` split again over retrieved / not
+      retrieved into ``within_retrieval = w (R_t - R_b) ((I_t + I_b) / 2 - (P_t + P_b) / 2)``,
+      ``within_integration = w (I_t - I_b) (R_t + R_b) / 2`` and
+      ``within_parametric = w (P_t - P_b) (2 - R_t - R_b) / 2`` with ``w = (p_t + p_b) / 2``;
+      the parts sum to the total exactly. A strategy one arm never uses borrows the other
+      arm's rates (its within parts are zero), as in :mod:`mechanism.compare`.
+    - **alignment_integration**: weighted correlation, over the strategies with a base
+      integration rate, of the share change ``p_t - p_b`` with ``I_b(s)``, weights
+      ``(p_b + p_t) / 2`` (NaN with fewer than three strategies); **alignment_retrieval**
+      the same with ``R_b(s)``.
+    - **mass_above_base / mass_above_treated**: each arm's share in the strategies whose base
+      integration rate exceeds the base arm's overall ``P(correct | retrieved)``
+      (``base_integration_rate``); ``mass_moved_above`` is their difference. The set is
+      chosen again in every bootstrap replicate, so its interval carries that choice.
     """
+    from mechanism.compare import _check_labels
+
     validate(runs)
     present = runs["arm"].unique(maintain_order=True).to_list()
-    arms = list(dict.fromkeys(present if arms is None else arms))  # an arm named twice counts once
+    treated_list = None
+    if treated is not None:
+        treated_list = list(dict.fromkeys([treated] if isinstance(treated, str) else treated))
+        if not treated_list:
+            raise InputError("`treated` is empty", field="treated")
+    if arms is None:
+        if treated_list is not None:
+            first = base if base is not None else next((a for a in present if a not in treated_list), None)
+            arms = [a for a in (first, *treated_list) if a is not None]
+        else:
+            arms = present
+    arms = list(dict.fromkeys(arms))  # an arm named twice counts once
     for arm in arms:
         if arm not in present:
             raise InputError(f"arm {arm!r} is not in `runs` (arms: {sorted(present)})", field="arms")
@@ -226,16 +364,29 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     base = arms[0] if base is None else base
     if base not in arms:
         raise InputError(f"`base` {base!r} is not among `arms` {arms}", field="base")
+    if treated_list is None:
+        treated_list = [a for a in arms if a != base]
+    for arm in treated_list:
+        if arm not in arms:
+            raise InputError(f"`treated` arm {arm!r} is not among `arms` {arms}", field="treated")
+        if arm == base:
+            raise InputError("`base` and `treated` must be different arms", field="treated")
     if ci is not None and not 0.0 < ci < 1.0:
         raise InputError(f"`ci` must be in (0, 1) or None, got {ci}", field="ci")
     if n_boot < 0:
         raise InputError(f"`n_boot` must be >= 0, got {n_boot}", field="n_boot")
+    if weighting not in WEIGHTINGS:
+        raise InputError(f"`weighting` must be one of {WEIGHTINGS}, got {weighting!r}", field="weighting")
     if logprobs_column is not None and model_path is not None:
         raise InputError("give `logprobs_column` or `model_path`, not both", field="model_path")
     if logprobs_column is not None:
         _check_logprobs(runs, logprobs_column)
+    values = _check_labels(runs, labels) if labels is not None else None
 
-    runs = runs.filter(pl.col("arm").is_in(arms))
+    keep = runs["arm"].is_in(arms).to_numpy()
+    runs = runs.filter(pl.Series(keep))
+    if values is not None:
+        values = values[keep]
     if model_path is not None:
         logprobs_column = "_base_model_logprobs"
         runs = runs.with_columns(token_logprobs(runs, model_path, progress=progress).alias(logprobs_column))
@@ -245,56 +396,169 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
         pl.Series("retrieved", retrieved), runs["correct"],
         pl.Series("n_followup", n_follow), pl.Series("n_followup_from_observation", n_hits))
 
+    notes: list[str] = []
+    if weighting == "trajectory":
+        notes.append("weighting: pooled over trajectories (ratio of sums), not questions weighing equally; "
+                     "a question's sample count sets its weight")
+    no_gold = ~retrievable_flags(runs)
+    if no_gold.any():
+        notes.append(f"{int(no_gold.sum())} trajectories ({runs.filter(pl.Series(no_gold))['question_id'].n_unique()} "
+                     "questions) have only yes/no or one-word function gold answers, which a word match cannot "
+                     "find in an observation: they count as not retrieved (their accuracy is parametric)")
+
     questions = sorted(set(runs["question_id"].to_list()))
     q_index = {q: i for i, q in enumerate(questions)}
     q_idx = np.fromiter((q_index[q] for q in runs["question_id"].to_list()), dtype=np.int64,
                         count=runs.height)
-    n_q = len(questions)
-    weights = (question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
-               if ci is not None and n_boot > 0 else None)
-    arm_col = runs["arm"].to_numpy()
+    n_q, n_a = len(questions), len(arms)
+    a_index = {a: i for i, a in enumerate(arms)}
+    a_idx = np.fromiter((a_index[a] for a in runs["arm"].to_list()), dtype=np.int64, count=runs.height)
+    if values is not None:
+        strategies, s_idx = np.unique(values, return_inverse=True)
+        s_idx = s_idx.reshape(-1)
+        per_traj = per_traj.with_columns(pl.Series("strategy", strategies[s_idx].tolist()))
+    else:
+        strategies, s_idx = np.array([0]), np.zeros(runs.height, dtype=np.int64)
+    n_s = len(strategies)
+    outlier = np.array([isinstance(s, (int, np.integer)) and int(s) == OUTLIER for s in strategies.tolist()])
     correct = runs["correct"].to_numpy().astype(bool)
 
+    # Tallies per (arm, question, strategy, retrieved): every statistic is a function of them.
+    flat = ((a_idx * n_q + q_idx) * n_s + s_idx) * 2 + retrieved.astype(np.int64)
+    size = n_a * n_q * n_s * 2
+    N = np.bincount(flat, minlength=size).astype(float).reshape(n_a, n_q, n_s * 2)
+    C = np.bincount(flat, weights=correct.astype(float), minlength=size).reshape(n_a, n_q, n_s * 2)
+    samples = N.sum(axis=-1)  # trajectories per (arm, question)
+    if weighting == "question":
+        N, C = question_weighted(N, C)
+        row_w = 1.0 / samples[a_idx, q_idx]
+    else:
+        row_w = np.ones(runs.height)
+    N = N.reshape(n_a, n_q, n_s, 2)
+    C = C.reshape(n_a, n_q, n_s, 2)
+    weights = (question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
+               if ci is not None and n_boot > 0 else None)
+
+    def interval(reps: np.ndarray | None) -> tuple[Any, Any]:
+        if reps is None:
+            return math.nan, math.nan
+        return percentile_interval(reps, ci)
+
+    # --- per arm
+    aq = a_idx * n_q + q_idx
+    per_q = {
+        "n": N.sum(axis=(2, 3)), "ret": N[..., 1].sum(axis=2), "cor": C.sum(axis=(2, 3)),
+        "cor_ret": C[..., 1].sum(axis=2),
+        "follow": np.bincount(aq, weights=row_w * n_follow, minlength=n_a * n_q).reshape(n_a, n_q),
+        "hits": np.bincount(aq, weights=row_w * n_hits, minlength=n_a * n_q).reshape(n_a, n_q),
+    }
+    point = _arm_rates({k: v.sum(axis=1) for k, v in per_q.items()})
+    reps = _arm_rates({k: np.einsum("bq,aq->ba", weights, v) for k, v in per_q.items()}) \
+        if weights is not None else None
     per_arm_rows = []
-    for arm in arms:
-        m = arm_col == arm
-        sums = {
-            "n": np.bincount(q_idx[m], minlength=n_q).astype(float),
-            "ret": np.bincount(q_idx[m], weights=retrieved[m], minlength=n_q),
-            "cor": np.bincount(q_idx[m], weights=correct[m], minlength=n_q),
-            "cor_ret": np.bincount(q_idx[m], weights=correct[m] & retrieved[m], minlength=n_q),
-            "follow": np.bincount(q_idx[m], weights=n_follow[m], minlength=n_q),
-            "hits": np.bincount(q_idx[m], weights=n_hits[m], minlength=n_q),
-        }
-        point = _arm_rates({k: v.sum(keepdims=True) for k, v in sums.items()})
-        reps = _arm_rates({k: weights @ v for k, v in sums.items()}) if weights is not None else None
-        row: dict[str, Any] = {"arm": arm, "n": int(m.sum()),
-                               "n_questions": int((sums["n"] > 0).sum()),
-                               "n_retrieved": int(sums["ret"].sum()),
-                               "n_followup": int(sums["follow"].sum())}
+    for a, arm in enumerate(arms):
+        m = a_idx == a
+        row: dict[str, Any] = {"arm": arm, "n": int(m.sum()), "n_questions": int((samples[a] > 0).sum()),
+                               "n_retrieved": int(retrieved[m].sum()), "n_followup": int(n_follow[m].sum())}
         for name, value in point.items():
-            row[name] = float(value[0])
-            lo, hi = _quiet_interval(reps[name], ci) if reps is not None else (math.nan, math.nan)
+            row[name] = float(value[a])
+            lo, hi = (percentile_interval(reps[name][:, a], ci) if reps is not None else (math.nan, math.nan))
             row[f"{name}_ci_low"], row[f"{name}_ci_high"] = float(lo), float(hi)
         per_arm_rows.append(row)
     per_arm = pl.DataFrame(per_arm_rows).with_columns(pl.col(pl.Float64).fill_nan(None))
 
-    notes: list[str] = []
-    split_rows = []
-    for arm in arms:
-        if arm == base:
+    # --- pairs: the split over arms, and with labels the nested split and the shift
+    split_rows: list[tuple] = []
+    shift_rows: list[tuple] = []
+    strategy_frames: list[pl.DataFrame] = []
+    for arm in treated_list:
+        b, t = a_index[base], a_index[arm]
+        common = (samples[b] > 0) & (samples[t] > 0)
+        if not common.any():
+            raise InputError(f"arms {base!r} and {arm!r} share no `question_id`", field="question_id")
+        either = int(((samples[b] > 0) | (samples[t] > 0)).sum())
+        if common.sum() < either:
+            notes.append(f"{arm} vs {base}: {either - int(common.sum())} question(s) answered by only one "
+                         "arm were left out of the split")
+        pair_n = N[[b, t]] * common[None, :, None, None]
+        pair_c = C[[b, t]] * common[None, :, None, None]
+        pt_n, pt_c = pair_n.sum(axis=1)[None], pair_c.sum(axis=1)[None]  # (1, 2, S, 2)
+        stats = _pair_statistics(pt_n, pt_c, outlier)
+        rstats = None
+        if weights is not None:
+            rstats = _pair_statistics(np.einsum("bq,aqsr->basr", weights, pair_n),
+                                      np.einsum("bq,aqsr->basr", weights, pair_c), outlier)
+        n_common = int(common.sum())
+        for part in ("total", "retrieval", "integration", "parametric"):
+            est = float(stats[f"arm_{part}"][0])
+            lo, hi = interval(rstats[f"arm_{part}"] if rstats else None)
+            split_rows.append((base, arm, n_common, part, est, float(lo), float(hi),
+                               _detectable(float(lo), float(hi), ci)))
+        if values is None:
             continue
-        split_rows.extend(_split(arm_col, q_idx, retrieved, correct, base, arm, n_q, weights, ci, notes))
-    split = pl.DataFrame(split_rows, schema={
-        "base": pl.String, "treated": pl.String, "n_questions": pl.Int64, "part": pl.String,
-        "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row") \
-        if split_rows else None
+        for quantity in SHIFT_QUANTITIES:
+            est = float(stats[quantity][0])
+            lo, hi = interval(rstats[quantity] if rstats else None)
+            shift_rows.append((base, arm, n_common, quantity, est, float(lo), float(hi),
+                               _detectable(float(lo), float(hi), ci) if quantity in DECOMPOSITION else math.nan))
+        cols: dict[str, Any] = {"base": [base] * n_s, "treated": [arm] * n_s, "strategy": strategies.tolist()}
+        for name, key in STRATEGY_SHIFT_COLUMNS.items():
+            cols[name] = np.asarray(stats[key][0], dtype=float)
+            lo, hi = interval(rstats[key] if rstats else None)
+            cols[f"{name}_ci_low"] = np.broadcast_to(np.asarray(lo, dtype=float), (n_s,))
+            cols[f"{name}_ci_high"] = np.broadcast_to(np.asarray(hi, dtype=float), (n_s,))
+        cols["above_average"] = stats["above"][0]
+        strategy_frames.append(pl.DataFrame(cols).with_columns(pl.col(pl.Float64).fill_nan(None)))
+    split = pl.DataFrame(split_rows, schema=SPLIT_SCHEMA, orient="row") if split_rows else None
+    shift = pl.DataFrame(shift_rows, schema=SHIFT_SCHEMA, orient="row") if shift_rows else None
+    strategy_shift = pl.concat(strategy_frames) if strategy_frames else None
 
-    perplexity = None
+    by_strategy = None
+    if values is not None:
+        by_strategy = _by_strategy(N, C, a_idx, q_idx, s_idx, retrieved, arms, strategies, weights, ci)
+        notes.append(f"per-strategy intervals are not adjusted for multiple comparisons ({n_s} strategies)")
+
+    perplexity = perplexity_by_strategy = None
     if logprobs_column is not None:
-        perplexity = _perplexity(runs, logprobs_column, arms, arm_col, q_idx, n_q, weights, ci)
+        perplexity = _perplexity(runs, logprobs_column, arms, a_idx, q_idx, n_q, row_w, weights, ci)
+        if values is not None:
+            perplexity_by_strategy = _perplexity(runs, logprobs_column, arms, a_idx, q_idx, n_q, row_w, weights,
+                                                 ci, strategy=s_idx, strategies=strategies)
     return Integration(base=base, arms=tuple(arms), ci=ci, per_trajectory=per_traj, per_arm=per_arm,
-                       split=split, perplexity=perplexity, notes=tuple(notes))
+                       split=split, perplexity=perplexity, notes=tuple(notes), treated=tuple(treated_list),
+                       weighting=weighting, by_strategy=by_strategy, shift=shift,
+                       strategy_shift=strategy_shift, perplexity_by_strategy=perplexity_by_strategy)
+
+
+SHIFT_QUANTITIES = ("alignment_integration", "alignment_retrieval", "base_integration_rate",
+                    "mass_above_base", "mass_above_treated", "mass_moved_above",
+                    "total", "composition", "within", "within_retrieval", "within_integration",
+                    "within_parametric")
+DECOMPOSITION = ("total", "composition", "within", "within_retrieval", "within_integration", "within_parametric")
+# strategy_shift column -> key of the per-strategy array in _pair_statistics
+STRATEGY_SHIFT_COLUMNS = {"share_base": "share_base", "share_treated": "share_treated",
+                          "share_change": "share_change", "retrieval_rate_base": "retrieval_rate_base",
+                          "integration_rate_base": "integration_rate_base", "composition": "composition_s",
+                          "within": "within_s", "within_retrieval": "within_retrieval_s",
+                          "within_integration": "within_integration_s",
+                          "within_parametric": "within_parametric_s"}
+SPLIT_SCHEMA = {"base": pl.String, "treated": pl.String, "n_questions": pl.Int64, "part": pl.String,
+                "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+                "detectable_effect": pl.Float64}
+SHIFT_SCHEMA = {"base": pl.String, "treated": pl.String, "n_questions": pl.Int64, "quantity": pl.String,
+                "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+                "detectable_effect": pl.Float64}
+
+
+def _detectable(lo: float, hi: float, ci: float | None, power: float = 0.8) -> float:
+    """Smallest effect the design detects at ``power`` (two-sided, level ``1 - ci``), from the
+    interval's width read as a normal interval: ``(z_ci + z_power) * width / (2 z_ci)``."""
+    if ci is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return math.nan
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + ci / 2)
+    return (z + NormalDist().inv_cdf(power)) * (hi - lo) / (2 * z)
 
 
 def _arm_rates(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -308,41 +572,55 @@ def _arm_rates(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         }
 
 
-def _split(arm_col: np.ndarray, q_idx: np.ndarray, retrieved: np.ndarray, correct: np.ndarray,
-           base: str, treated: str, n_q: int, weights: np.ndarray | None, ci: float | None,
-           notes: list[str]) -> list[tuple]:
-    qb = set(q_idx[arm_col == base].tolist())
-    qt = set(q_idx[arm_col == treated].tolist())
-    common = np.zeros(n_q, dtype=bool)
-    common[list(qb & qt)] = True
-    if not common.any():
-        raise InputError(f"arms {base!r} and {treated!r} share no `question_id`", field="question_id")
-    if common.sum() < len(qb | qt):
-        notes.append(f"split {treated} vs {base}: {len(qb | qt) - int(common.sum())} question(s) "
-                     "answered by only one arm were left out")
-    # strata: 0 = not retrieved, 1 = retrieved; counts per (arm, question, stratum)
-    n = np.zeros((2, n_q, 2))
-    c = np.zeros((2, n_q, 2))
-    for a, arm in enumerate((base, treated)):
-        m = (arm_col == arm) & common[q_idx]
-        np.add.at(n[a], (q_idx[m], retrieved[m].astype(int)), 1.0)
-        np.add.at(c[a], (q_idx[m], retrieved[m].astype(int)), correct[m].astype(float))
-
-    def parts(nn: np.ndarray, cc: np.ndarray) -> dict[str, np.ndarray]:
-        out = kitagawa_split(nn[..., 0, :], cc[..., 0, :], nn[..., 1, :], cc[..., 1, :])
-        return {"total": out["total"], "retrieval": out["composition_total"],
-                "integration": out["within"][..., 1], "parametric": out["within"][..., 0]}
-
-    point = parts(n.sum(axis=1), c.sum(axis=1))
-    reps = None
-    if weights is not None:
-        reps = parts(np.einsum("bq,aqs->bas", weights * common[None, :], n),
-                     np.einsum("bq,aqs->bas", weights * common[None, :], c))
-    rows = []
-    for part in ("total", "retrieval", "integration", "parametric"):
-        lo, hi = _quiet_interval(reps[part], ci) if reps is not None else (math.nan, math.nan)
-        rows.append((base, treated, int(common.sum()), part, float(point[part]), float(lo), float(hi)))
-    return rows
+def _pair_statistics(n: np.ndarray, c: np.ndarray, outlier: np.ndarray) -> dict[str, np.ndarray]:
+    """Every base-vs-treated statistic from (weighted) tallies of shape ``(B, 2, S, 2)``:
+    arm 0 = base, strategies, then not retrieved / retrieved."""
+    nb, nt, cb, ct = n[:, 0], n[:, 1], c[:, 0], c[:, 1]
+    out: dict[str, np.ndarray] = {}
+    # split over arms (strategies pooled): strata = not retrieved / retrieved
+    arm = kitagawa_split(nb.sum(axis=1), cb.sum(axis=1), nt.sum(axis=1), ct.sum(axis=1))
+    out.update(arm_total=arm["total"], arm_retrieval=arm["composition_total"],
+               arm_integration=arm["within"][..., 1], arm_parametric=arm["within"][..., 0])
+    # nested split: over strategies, then each strategy's within part over retrieved / not
+    outer = kitagawa_split(nb.sum(axis=-1), cb.sum(axis=-1), nt.sum(axis=-1), ct.sum(axis=-1))
+    pb, pt = outer["share_base"], outer["share_treated"]
+    in_b, in_t = nb.sum(axis=-1) > 0, nt.sum(axis=-1) > 0
+    # a strategy one arm never uses borrows the other arm's tallies: its within parts are zero
+    nb_i, cb_i = np.where(in_b[..., None], nb, nt), np.where(in_b[..., None], cb, ct)
+    nt_i, ct_i = np.where(in_t[..., None], nt, nb), np.where(in_t[..., None], ct, cb)
+    inner = kitagawa_split(nb_i, cb_i, nt_i, ct_i)
+    used = in_b | in_t
+    w = (pb + pt) / 2.0
+    out["composition_s"] = outer["composition"]
+    out["within_s"] = outer["within"]
+    out["within_retrieval_s"] = np.where(used, w * inner["composition_total"], 0.0)
+    out["within_integration_s"] = np.where(used, w * inner["within"][..., 1], 0.0)
+    out["within_parametric_s"] = np.where(used, w * inner["within"][..., 0], 0.0)
+    out["total"] = outer["total"]
+    out["composition"] = outer["composition_total"]
+    out["within"] = outer["within_total"]
+    for part in ("retrieval", "integration", "parametric"):
+        out[f"within_{part}"] = out[f"within_{part}_s"].sum(axis=-1)
+    # base rates per strategy, the alignments and the above-average mass
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ib = np.where(nb[..., 1] > 0, cb[..., 1] / np.where(nb[..., 1] > 0, nb[..., 1], 1.0), np.nan)
+        rb = np.where(in_b, nb[..., 1] / np.where(in_b, nb.sum(axis=-1), 1.0), np.nan)
+        ibar = cb[..., 1].sum(axis=-1) / nb[..., 1].sum(axis=-1)
+    change = pt - pb
+    strategy = ~outlier[None, :]
+    for name, x in (("alignment_integration", ib), ("alignment_retrieval", rb)):
+        weight = np.where(strategy & np.isfinite(x), w, 0.0)
+        enough = (weight > 0).sum(axis=-1) >= 3
+        out[name] = np.where(enough, weighted_correlation(change, x, weight), np.nan)
+    above = strategy & np.isfinite(ib) & (ib > ibar[:, None])
+    out["above"] = above
+    out["base_integration_rate"] = ibar
+    out["mass_above_base"] = np.where(above, pb, 0.0).sum(axis=-1)
+    out["mass_above_treated"] = np.where(above, pt, 0.0).sum(axis=-1)
+    out["mass_moved_above"] = out["mass_above_treated"] - out["mass_above_base"]
+    out.update(share_base=pb, share_treated=pt, share_change=change, retrieval_rate_base=rb,
+               integration_rate_base=ib)
+    return out
 
 
 def _check_logprobs(runs: pl.DataFrame, column: str) -> None:
@@ -356,36 +634,134 @@ def _check_logprobs(runs: pl.DataFrame, column: str) -> None:
                          "list[struct{segment: str, logprob: f64}]", field=column)
 
 
-def _perplexity(runs: pl.DataFrame, column: str, arms: Sequence[str], arm_col: np.ndarray,
-                q_idx: np.ndarray, n_q: int, weights: np.ndarray | None, ci: float | None) -> pl.DataFrame:
-    tokens = runs.select(pl.Series("_q", q_idx), pl.col("arm"), pl.col(column)).explode(column).unnest(column) \
+def _perplexity(runs: pl.DataFrame, column: str, arms: Sequence[str], a_idx: np.ndarray, q_idx: np.ndarray,
+                n_q: int, row_w: np.ndarray, weights: np.ndarray | None, ci: float | None, *,
+                strategy: np.ndarray | None = None, strategies: np.ndarray | None = None) -> pl.DataFrame:
+    """Per arm (and strategy) and segment: base-model perplexity of the tokens, each token
+    weighted by its trajectory's weight (questions weigh equally within an arm)."""
+    s_idx = np.zeros(runs.height, dtype=np.int64) if strategy is None else strategy
+    tokens = runs.select(pl.Series("_q", q_idx), pl.Series("_a", a_idx), pl.Series("_s", s_idx),
+                         pl.Series("_w", row_w), pl.col(column)).explode(column).unnest(column) \
         .drop_nulls(["segment", "logprob"])
     if tokens.height and not np.all(tokens["logprob"].to_numpy() <= 1e-9):
         raise InputError(f"column `{column}` holds a positive log-probability", field=column)
     rows = []
-    for arm in arms:
-        sub = tokens.filter(pl.col("arm") == arm)
-        for segment in sorted(set(sub["segment"].to_list())):
-            seg = sub.filter(pl.col("segment") == segment)
-            qi = seg["_q"].to_numpy()
-            lp = np.bincount(qi, weights=seg["logprob"].to_numpy(), minlength=n_q)
-            cnt = np.bincount(qi, minlength=n_q).astype(float)
-            mean_lp = lp.sum() / cnt.sum()
-            lo = hi = math.nan
-            if weights is not None:
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    rep = np.exp(-(weights @ lp) / (weights @ cnt))
-                lo, hi = (float(v) for v in _quiet_interval(rep, ci))
-            rows.append((arm, segment, int(cnt.sum()), float(mean_lp), float(math.exp(-mean_lp)), lo, hi))
-    return pl.DataFrame(rows, schema={"arm": pl.String, "segment": pl.String, "n_tokens": pl.Int64,
-                                      "mean_logprob": pl.Float64, "perplexity": pl.Float64,
-                                      "perplexity_ci_low": pl.Float64, "perplexity_ci_high": pl.Float64},
-                        orient="row")
+    for (a, s, segment), group in sorted(tokens.group_by(["_a", "_s", "segment"]), key=lambda kv: kv[0]):
+        qi = group["_q"].to_numpy()
+        w = group["_w"].to_numpy()
+        lp = np.bincount(qi, weights=w * group["logprob"].to_numpy(), minlength=n_q)
+        cnt = np.bincount(qi, weights=w, minlength=n_q)
+        mean_lp = lp.sum() / cnt.sum()
+        lo = hi = math.nan
+        if weights is not None:
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                rep = np.exp(-(weights @ lp) / (weights @ cnt))
+            lo, hi = (float(v) for v in _quiet_interval(rep, ci))
+        row = {"arm": arms[a]}
+        if strategies is not None:
+            row["strategy"] = strategies[s].item()
+        row.update(segment=segment, n_tokens=group.height, mean_logprob=float(mean_lp),
+                   perplexity=float(math.exp(-mean_lp)), perplexity_ci_low=lo, perplexity_ci_high=hi)
+        rows.append(row)
+    schema = {"arm": pl.String}
+    if strategies is not None:
+        schema["strategy"] = pl.Int64 if strategies.dtype.kind in "iu" else pl.String
+    schema.update({"segment": pl.String, "n_tokens": pl.Int64, "mean_logprob": pl.Float64,
+                   "perplexity": pl.Float64, "perplexity_ci_low": pl.Float64, "perplexity_ci_high": pl.Float64})
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
 def _quiet_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
     lo, hi = percentile_interval(replicates, level)
     return float(lo), float(hi)
+
+
+def _by_strategy(N: np.ndarray, C: np.ndarray, a_idx: np.ndarray, q_idx: np.ndarray, s_idx: np.ndarray,
+                 retrieved: np.ndarray, arms: Sequence[str], strategies: np.ndarray,
+                 weights: np.ndarray | None, ci: float | None) -> pl.DataFrame:
+    """Per strategy and arm (each arm over its own questions): share and conditional rates."""
+    n_a, n_q, n_s, _ = N.shape
+
+    def rates(n: np.ndarray, c: np.ndarray) -> dict[str, np.ndarray]:  # (..., A, S, 2)
+        tot = n.sum(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return {"share": tot / tot.sum(axis=-1, keepdims=True),
+                    "retrieval_rate": n[..., 1] / tot,
+                    "integration_rate": c[..., 1] / n[..., 1],
+                    "parametric_rate": c[..., 0] / n[..., 0],
+                    "accuracy": c.sum(axis=-1) / tot}
+
+    point = rates(N.sum(axis=1), C.sum(axis=1))
+    reps = None
+    if weights is not None:
+        reps = rates(np.einsum("bq,aqsr->basr", weights, N), np.einsum("bq,aqsr->basr", weights, C))
+    raw = np.zeros((n_a, n_s, 2), dtype=np.int64)
+    np.add.at(raw, (a_idx, s_idx, retrieved.astype(np.int64)), 1)
+    seen = np.zeros((n_a, n_s, n_q), dtype=bool)
+    seen[a_idx, s_idx, q_idx] = True
+    cols: dict[str, Any] = {
+        "strategy": np.tile(strategies, n_a).tolist(), "arm": np.repeat(np.array(arms, dtype=object), n_s).tolist(),
+        "n": raw.sum(axis=-1).reshape(-1), "n_questions": seen.sum(axis=-1).reshape(-1),
+        "n_retrieved": raw[..., 1].reshape(-1)}
+    for name, value in point.items():
+        cols[name] = value.reshape(-1)
+        if reps is not None:
+            lo, hi = percentile_interval(reps[name], ci)
+            cols[f"{name}_ci_low"], cols[f"{name}_ci_high"] = lo.reshape(-1), hi.reshape(-1)
+        else:
+            cols[f"{name}_ci_low"] = cols[f"{name}_ci_high"] = np.full(n_a * n_s, np.nan)
+    return pl.DataFrame(cols).with_columns(pl.col(pl.Float64).fill_nan(None))
+
+
+def verdict(result: Integration, treated: str | None = None) -> str:
+    """One line: did ``treated`` shift toward strategies whose information integration leads to
+    correct answers, how much of the accuracy change that explains, and what changed within.
+
+    Needs a result computed with ``labels``.
+
+    Examples
+    --------
+    A line reads like: ``rl moved 23 points of mass toward strategies whose base integration
+    rate is above average (31% -> 54% [+17, +29]; alignment +0.71 [+0.52, +0.86]); moving mass
+    between strategies explains +0.15 [+0.12, +0.18] of the +0.19 [+0.15, +0.23] accuracy
+    change; within strategies, integration +0.03 [-0.01, +0.07] (not distinguishable from 0),
+    retrieval +0.00 [-0.01, +0.01] (not distinguishable from 0)``.
+    """
+    if result.shift is None:
+        raise InputError("the verdict needs a result computed with `labels` (one strategy per row)",
+                         field="labels")
+    arms = list(dict.fromkeys(result.shift["treated"].to_list()))
+    treated = arms[0] if treated is None else treated
+    if treated not in arms:
+        raise InputError(f"arm {treated!r} was not compared with {result.base!r} (compared: {arms})",
+                         field="treated")
+    q = {r["quantity"]: r for r in result.shift.filter(pl.col("treated") == treated).iter_rows(named=True)}
+
+    def iv(name: str, scale: float = 1.0, fmt: str = "+.2f") -> str:
+        lo, hi = q[name]["ci_low"], q[name]["ci_high"]
+        if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+            return ""
+        return f" [{scale * lo:{fmt}}, {scale * hi:{fmt}}]"
+
+    def part(name: str, label: str) -> str:
+        row = q[name]
+        text = f"{label} {row['estimate']:+.2f}{iv(name)}"
+        lo, hi = row["ci_low"], row["ci_high"]
+        if lo is not None and hi is not None and math.isfinite(lo) and lo <= 0 <= hi:
+            text += " (not distinguishable from 0)"
+        return text
+
+    moved = 100 * q["mass_moved_above"]["estimate"]
+    way = "toward" if moved >= 0 else "away from"
+    align = q["alignment_integration"]["estimate"]
+    align_text = (f"alignment {align:+.2f}{iv('alignment_integration')}" if align is not None
+                  and math.isfinite(align) else "alignment n/a: fewer than 3 strategies with a base integration rate")
+    return (f"{treated} moved {abs(moved):.0f} points of mass {way} strategies whose base integration rate is "
+            f"above average ({100 * q['mass_above_base']['estimate']:.0f}% -> "
+            f"{100 * q['mass_above_treated']['estimate']:.0f}%{iv('mass_moved_above', 100, '+.0f')}; {align_text}); "
+            f"moving mass between strategies explains {q['composition']['estimate']:+.2f}{iv('composition')} of the "
+            f"{q['total']['estimate']:+.2f}{iv('total')} accuracy change; within strategies, "
+            f"{part('within_integration', 'integration')}, {part('within_retrieval', 'retrieval')}")
 
 
 # ----------------------------------------------------------------------------- base-model scoring

@@ -64,12 +64,21 @@ def test_rates_match_a_hand_count_and_recompose_accuracy():
         _row("base", "q2", 1, correct=False, observations=["no"]),
         _row("base", "q2", 2, correct=False, observations=["no"]),
     ]
-    res = integration(from_records(records), n_boot=100)
+    # pooled over trajectories (on request): ratios of counts
+    res = integration(from_records(records), n_boot=100, weighting="trajectory")
     row = res.per_arm.row(0, named=True)
     assert row["retrieval_rate"] == pytest.approx(2 / 5)
     assert row["integration_rate"] == pytest.approx(1 / 2)
     assert row["parametric_rate"] == pytest.approx(1 / 3)
     assert row["accuracy"] == pytest.approx(2 / 5)
+    assert any("pooled over trajectories" in n for n in res.notes)
+    # the default: questions weigh equally (q1's two samples weigh 1/2 each, q2's three 1/3)
+    res = integration(from_records(records), n_boot=100)
+    row = res.per_arm.row(0, named=True)
+    assert row["retrieval_rate"] == pytest.approx(1 / 2)  # (1 + 0) / 2
+    assert row["integration_rate"] == pytest.approx(1 / 2)  # (1/2) / 1
+    assert row["parametric_rate"] == pytest.approx(1 / 3)  # (1/3) / 1
+    assert row["accuracy"] == pytest.approx((1 / 2 + 1 / 3) / 2)
     r, i, p = row["retrieval_rate"], row["integration_rate"], row["parametric_rate"]
     assert r * i + (1 - r) * p == pytest.approx(row["accuracy"], abs=1e-15)
     assert row["retrieval_rate_ci_low"] <= row["retrieval_rate"] <= row["retrieval_rate_ci_high"]
