@@ -1,6 +1,6 @@
 """Figures, one consistent paper style (:mod:`mechanism.plots.style`); every function returns a
 matplotlib Figure and changes no global state."""
-from mechanism.plots.integration import plot_integration_grid, plot_integration_split
+from mechanism.plots.integration import plot_integration_grid, plot_integration_shift, plot_integration_split
 from mechanism.plots.passkt import (
     plot_boundary, plot_gap_over_t, plot_gap_surface, plot_pass_curves, plot_pass_over_t, plot_pass_surfaces,
 )
@@ -12,4 +12,5 @@ __all__ = [
     "plot_pass_curves", "plot_pass_over_t", "plot_pass_surfaces", "plot_gap_surface", "plot_gap_over_t",
     "plot_boundary", "strategy_map", "strategy_shares", "strategy_table", "plot_share_success",
     "plot_decomposition", "plot_integration_grid", "plot_integration_split", "paper_style", "save_figure",
+    "plot_integration_shift",
 ]

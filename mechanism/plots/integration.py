@@ -1,16 +1,23 @@
-"""Figures for information integration: the retrieved x correct 2x2 per arm, and the split of
-accuracy differences into retrieval, integration and parametric parts. Functions return
-Figures; nothing is shown or saved here.
+"""Figures for information integration: the retrieved x correct 2x2 per arm, the split of
+accuracy differences into retrieval, integration and parametric parts, and, with strategy
+labels, the shift: did the treated arm move toward strategies that use what they retrieve,
+with the nested split of the accuracy change. Functions return Figures; nothing is shown or
+saved here.
 """
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from mechanism.errors import InputError
+from mechanism.compare import OUTLIER
 from mechanism.information import Integration
 from mechanism.plots.reweighting import text_label
 from mechanism.plots.style import SEQUENTIAL_CMAP, arm_colors, paper_style
@@ -104,4 +111,159 @@ def plot_integration_split(result: Integration, *, title: str | None = None) -> 
     return fig
 
 
-__all__ = ["plot_integration_grid", "plot_integration_split"]
+
+def plot_integration_shift(result: Integration, *, treated: str | Sequence[str] | None = None,
+                           names: Mapping[Any, str] | None = None, title: str | None = None,
+                           label_top: int = 10) -> Figure:
+    """Did the treated arm move toward strategies that use what they retrieve? One row per
+    treated arm: the strategies and the nested split of the accuracy change.
+
+    Left: one point per strategy at x = its integration rate in the base arm,
+    P(correct | gold retrieved), and y = its share change (treated - base), with bootstrap
+    whiskers on both; marker area follows the base share; the dashed line is the base arm's
+    overall integration rate (strategies right of it are "above average"). Strategies the base
+    arm never retrieved with have no integration rate and sit in a strip at the left.
+    Right: total = composition (mass moved between strategies) + within strategies, within
+    split into retrieval, integration and parametric parts, with intervals against 0.
+
+    Parameters
+    ----------
+    result
+        An :class:`~mechanism.information.Integration` computed with ``labels``.
+    treated
+        Arm or arms to draw (default: every compared arm).
+    names
+        Display names of strategy ids (e.g. from ``StrategySpace.describe()``).
+    title
+        Figure title.
+    label_top
+        Name at most this many strategies per panel (those whose share moved most).
+    """
+    if result.shift is None or result.strategy_shift is None:
+        raise InputError("the result holds no strategy shift; compute it with `labels`", field="result")
+    compared = list(dict.fromkeys(result.shift["treated"].to_list()))
+    arms = compared if treated is None else ([treated] if isinstance(treated, str) else list(treated))
+    for arm in arms:
+        if arm not in compared:
+            raise InputError(f"arm {arm!r} was not compared with {result.base!r} (compared: {compared})",
+                             field="treated")
+    colors = arm_colors([result.base, *compared])
+    with paper_style():
+        fig, axes = plt.subplots(len(arms), 2, figsize=(9.2, 3.6 * len(arms)), squeeze=False,
+                                 gridspec_kw={"width_ratios": [1.35, 1.0]})
+        for row, arm in enumerate(arms):
+            table = result.strategy_shift.filter(pl.col("treated") == arm)
+            shift = {r["quantity"]: r for r in result.shift.filter(pl.col("treated") == arm).iter_rows(named=True)}
+            _draw_strategies(axes[row, 0], table, shift, result.base, arm, colors[arm], names, label_top)
+            _draw_nested_split(axes[row, 1], shift, colors[arm], result.base, arm)
+        handles = [Line2D([], [], marker="o", linestyle="", markerfacecolor="0.5", markeredgecolor="0.1",
+                          markersize=7, label="base integration rate above the base average"),
+                   Line2D([], [], marker="o", linestyle="", markerfacecolor="white", markeredgecolor="0.4",
+                          markersize=7, label="at or below it, or no rate"),
+                   Line2D([], [], marker="o", linestyle="", markerfacecolor="white", markeredgecolor="0.4",
+                          markersize=3.5, label="marker area ~ base share")]
+        fig.tight_layout(rect=(0, 0.07, 1, 0.96 if title else 1.0))
+        fig.legend(handles=handles, loc="lower center", ncol=3, bbox_to_anchor=(0.5, 0.025), fontsize=7.5)
+        if title:
+            fig.suptitle(title)
+        fig.text(0.5, 0.0, "whiskers: bootstrap intervals over questions (questions weigh equally within an arm; "
+                 "per-strategy intervals not adjusted for multiplicity)\ncomposition + within = total and "
+                 "retrieval + integration + parametric = within, exactly", ha="center", va="bottom",
+                 fontsize=7, color="0.35")
+    return fig
+
+
+def _draw_strategies(ax: Any, table: pl.DataFrame, shift: dict, base: str, arm: str, color: str,
+                     names: Mapping[Any, str] | None, label_top: int) -> None:
+    def col(name: str) -> np.ndarray:
+        return table[name].fill_null(np.nan).to_numpy().astype(float)
+
+    x, y, share = col("integration_rate_base"), col("share_change"), col("share_base")
+    xlo, xhi = col("integration_rate_base_ci_low"), col("integration_rate_base_ci_high")
+    ylo, yhi = col("share_change_ci_low"), col("share_change_ci_high")
+    strategies = table["strategy"].to_list()
+    outlier = np.array([isinstance(s, (int, np.integer)) and int(s) == OUTLIER for s in strategies])
+    no_rate = ~np.isfinite(x)
+    strip = -0.12  # where strategies without a base integration rate are drawn
+    xs = np.where(no_rate, strip, x)
+    size = 25 + 1400 * np.nan_to_num(share)
+    ok = ~outlier
+    xerr = np.vstack([np.clip(x - xlo, 0, None), np.clip(xhi - x, 0, None)])
+    yerr = np.vstack([np.clip(y - ylo, 0, None), np.clip(yhi - y, 0, None)])
+    has_x = ok & ~no_rate & np.isfinite(xerr).all(axis=0)
+    ax.errorbar(xs[has_x], y[has_x], xerr=xerr[:, has_x], fmt="none", ecolor="0.6", elinewidth=0.6, zorder=2)
+    has_y = ok & np.isfinite(yerr).all(axis=0)
+    ax.errorbar(xs[has_y], y[has_y], yerr=yerr[:, has_y], fmt="none", ecolor="0.15", elinewidth=0.9,
+                capsize=2, zorder=3)
+    above = table["above_average"].to_numpy()
+    ax.scatter(xs[ok & above], y[ok & above], s=size[ok & above], color=color, alpha=0.75,
+               edgecolors="0.1", linewidths=0.6, zorder=4)
+    rest = ok & ~above
+    ax.scatter(xs[rest], y[rest], s=size[rest], facecolors="white", edgecolors=color, linewidths=1.2,
+               zorder=4)
+    ax.axhline(0, color="0.2", lw=0.7, zorder=1)
+    mean = shift["base_integration_rate"]["estimate"]
+    if mean is not None and np.isfinite(mean):
+        ax.axvline(mean, color="0.3", lw=0.8, ls="--", zorder=1)
+        ax.text(mean, 1.0, f" base average {mean:.2f}", transform=ax.get_xaxis_transform(), fontsize=7,
+                va="top", ha="left", color="0.3")
+    if no_rate[ok].any():
+        ax.axvspan(strip - 0.06, strip + 0.06, color="0.92", zorder=0)
+    order = np.argsort(-np.abs(np.nan_to_num(y)), kind="stable")
+    for i in [i for i in order if ok[i]][:label_top]:
+        label = text_label(strategies[i], names=names, max_length=24)
+        ax.annotate(label, (xs[i], y[i]), xytext=(6, 4), textcoords="offset points", fontsize=6.8,
+                    color="0.15", zorder=5)
+    lo = min(strip - 0.08, np.nanmin(np.r_[xlo[~no_rate], x[~no_rate], 1.0]) - 0.05) if no_rate.any() else \
+        np.nanmin(np.r_[xlo, x, 1.0]) - 0.05
+    ax.set_xlim(lo, 1.05)
+    ticks = [t for t in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0) if t >= lo]
+    ax.set_xticks(([strip] if no_rate[ok].any() else []) + ticks,
+                  (["no rate\nin base"] if no_rate[ok].any() else []) + [f"{t:.1f}" for t in ticks])
+    ax.set_xlabel(f"integration rate in {text_label(base)}: P(correct | gold retrieved)")
+    ax.set_ylabel(f"share change, {text_label(arm)} \u2212 {text_label(base)}")
+    align = shift["alignment_integration"]
+    atext = (f"alignment {align['estimate']:+.2f} [{align['ci_low']:+.2f}, {align['ci_high']:+.2f}]"
+             if align["estimate"] is not None and np.isfinite(align["estimate"]) and align["ci_low"] is not None
+             else "alignment n/a")
+    moved = shift["mass_moved_above"]
+    ax.set_title(f"{text_label(base)} \u2192 {text_label(arm)}: {atext}\nmass in above-average strategies "
+                 f"{100 * shift['mass_above_base']['estimate']:.0f}% \u2192 "
+                 f"{100 * shift['mass_above_treated']['estimate']:.0f}% ({100 * moved['estimate']:+.0f} points)",
+                 fontsize=8.5)
+
+
+def _draw_nested_split(ax: Any, shift: dict, color: str, base: str, arm: str) -> None:
+    parts = [("composition", "composition"), ("within_retrieval", "retrieval"),
+             ("within_integration", "integration"), ("within_parametric", "parametric"),
+             ("within", "within (sum)"), ("total", "total \u0394acc")]
+    est = np.array([_num(shift[p]["estimate"]) for p, _ in parts])
+    lo = np.array([_num(shift[p]["ci_low"]) for p, _ in parts])
+    hi = np.array([_num(shift[p]["ci_high"]) for p, _ in parts])
+    x = np.arange(len(parts), dtype=float)
+    x[4:] += 0.4  # the sums stand apart from their parts
+    shades = [color, color, color, color, "0.55", "0.25"]
+    ax.bar(x, est, width=0.7, color=shades, alpha=0.85, zorder=3)
+    yerr = np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)])
+    ok = np.isfinite(yerr).all(axis=0)
+    ax.errorbar(x[ok], est[ok], yerr=yerr[:, ok], fmt="none", ecolor="0.1", elinewidth=0.8, capsize=2, zorder=4)
+    ax.axhline(0, color="0.2", lw=0.7)
+    ax.axvline(3.7, color="0.7", lw=0.6, ls="--")
+    ax.set_xticks(x, [label for _, label in parts], fontsize=7.5, rotation=35, ha="right",
+                  rotation_mode="anchor")
+    ax.text(2.0, 1.0, "within strategies", transform=ax.get_xaxis_transform(), ha="center", va="top",
+            fontsize=7, color="0.35")
+    ax.text(0.0, 1.0, "mass moved", transform=ax.get_xaxis_transform(), ha="center", va="top",
+            fontsize=7, color="0.35")
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=6))
+    ax.grid(axis="x", visible=False)
+    ax.set_ylabel("contribution to accuracy change")
+    ax.set_title(f"nested split of {text_label(arm)} \u2212 {text_label(base)}: "
+                 f"{_num(shift['total']['estimate']):+.3f}", fontsize=8.5)
+
+
+def _num(value: float | None) -> float:
+    return np.nan if value is None else float(value)
+
+
+__all__ = ["plot_integration_grid", "plot_integration_split", "plot_integration_shift"]

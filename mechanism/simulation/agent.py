@@ -1,9 +1,10 @@
 """One simulated episode: a strategy acting in the world through the retriever.
 
 An episode searches (each search is one round), reads what its results say, and answers:
-from the retrieved paragraphs when they hold the answer and the policy integrates them
-(probability ``Policy.integration``), else with a wrong value it read or a guess. Rounds
-beyond ``t_cap`` are not taken: the episode answers at the cap from what it has.
+from the retrieved paragraphs when they hold the answer and the strategy integrates them
+(probability ``Policy.integration_of(strategy) * question.ease``), else with a wrong value
+it read or a guess. Rounds beyond ``t_cap`` are not taken: the episode answers at the cap
+from what it has.
 """
 from __future__ import annotations
 
@@ -251,7 +252,7 @@ RUNNERS = {"whole_question": _whole, "reformulate_loop": _loop, "bridge": _bridg
            "parallel_compare": _parallel, "verify": _verify, "no_search": lambda ep: None}
 
 
-def _answer(ep: Episode) -> tuple[str, bool, bool]:
+def _answer(ep: Episode, strategy: str) -> tuple[str, bool, bool]:
     """(answer, evidence held the answer, integrated) from what the episode saw."""
     q, rng = ep.q, ep.rng
     seen = set(ep.seen)
@@ -266,7 +267,7 @@ def _answer(ep: Episode) -> tuple[str, bool, bool]:
         evidence = set(q.gold_docs) <= seen
         read = []
     if evidence:
-        if rng.random() < ep.policy.integration * q.ease:
+        if rng.random() < ep.policy.integration_of(strategy) * q.ease:
             return gold, True, True
         if q.category == "bridge":  # misread: a wrong value from the pages it saw
             wrong = read or q.wrong_pool
@@ -294,7 +295,7 @@ def run_episode(q: Question, retriever: ParagraphRetriever, policy: Policy, plan
         RUNNERS[strategy](ep)
     except CapReached:
         truncated = True
-    answer, evidence, integrated = _answer(ep)
+    answer, evidence, integrated = _answer(ep, strategy)
     key = "recall" if not ep.steps else "answer"
     final = ep.thought(key, a=answer)
     return Outcome(strategy, ep.steps, answer, truncated, evidence, integrated, final)

@@ -21,6 +21,13 @@ Strategies (``STRATEGIES``) and where they apply:
 ========================  =====================================================================
 
 The truth table records both the planned strategy and the one executed after that remapping.
+
+Strategies differ in how often they retrieve the answer (that follows from what they search
+for) and, planted here, in how often they use it: an episode whose retrieved paragraphs hold
+the answer answers correctly with probability
+``Policy.integration * STRATEGY_INTEGRATION[strategy] * question.ease``. A verification step
+confirms the candidate, a bridge chain reads the answer off the page it asked for, while a
+loop that keeps re-asking the question mixes up what its many results say.
 """
 from __future__ import annotations
 
@@ -31,6 +38,11 @@ from mechanism.errors import MechanismError
 
 QUERY_STYLES = ("natural", "terse")
 STRATEGIES = ("no_search", "whole_question", "bridge", "parallel_compare", "verify", "reformulate_loop")
+
+#: How well each strategy uses retrieved evidence, relative to the policy's ``integration``
+#: skill (the simulator's known truth for integration analyses; ``no_search`` never has evidence).
+STRATEGY_INTEGRATION = {"no_search": 1.0, "whole_question": 0.7, "bridge": 1.0, "parallel_compare": 0.95,
+                        "verify": 1.0, "reformulate_loop": 0.4}
 
 # planned strategy -> executed strategy, per question category (identity where absent)
 REMAP = {
@@ -51,7 +63,11 @@ class Policy:
         Strategy -> probability (normalised; strategies left out have probability 0).
     integration
         Probability that an episode whose retrieved paragraphs hold the answer uses them
-        correctly; otherwise it answers with a wrong value it saw (or a plausible wrong one).
+        correctly, before the strategy's factor; otherwise it answers with a wrong value it
+        saw (or a plausible wrong one).
+    strategy_integration
+        Strategy -> factor in [0, 1] on ``integration`` (default :data:`STRATEGY_INTEGRATION`;
+        strategies left out keep theirs).
     wording
         Share of the phrasing templates (queries and thoughts) the policy uses, in (0, 1];
         a low value gives repetitive, low-diversity wording (SFT-like).
@@ -75,6 +91,7 @@ class Policy:
     loop_rounds: tuple[int, int] = (2, 4)
     recheck: float = 0.6
     query_style: str = "natural"
+    strategy_integration: Mapping[str, float] | None = None
     probabilities: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -94,11 +111,23 @@ class Policy:
         if self.query_style not in QUERY_STYLES:
             raise MechanismError(f"policy `{self.name}`: `query_style` must be one of {QUERY_STYLES}, "
                                  f"got {self.query_style!r}")
+        factors = dict(self.strategy_integration or {})
+        unknown = sorted(set(factors) - set(STRATEGIES))
+        if unknown:
+            raise MechanismError(f"policy `{self.name}`: unknown strategy in `strategy_integration`: "
+                                 f"{unknown[0]!r} (known: {', '.join(STRATEGIES)})")
+        if any(not 0.0 <= float(v) <= 1.0 for v in factors.values()):
+            raise MechanismError(f"policy `{self.name}`: `strategy_integration` factors must lie in [0, 1]")
         lo, hi = self.loop_rounds
         if not 1 <= lo <= hi:
             raise MechanismError(f"policy `{self.name}`: `loop_rounds` must be (lo, hi) with 1 <= lo <= hi")
         total = sum(weights)
         object.__setattr__(self, "probabilities", tuple(w / total for w in weights))
+
+    def integration_of(self, strategy: str) -> float:
+        """Probability that ``strategy`` uses evidence it holds (before the question's ``ease``)."""
+        factors = {**STRATEGY_INTEGRATION, **(self.strategy_integration or {})}
+        return self.integration * float(factors[strategy])
 
     def shares(self, category: str | None = None) -> dict[str, float]:
         """Strategy shares as planned (``category=None``) or as executed on that category."""
@@ -114,6 +143,8 @@ class Policy:
         d.pop("probabilities", None)
         d["mixture"] = {s: p for s, p in zip(STRATEGIES, self.probabilities)}
         d["loop_rounds"] = list(self.loop_rounds)
+        factors = {**STRATEGY_INTEGRATION, **(self.strategy_integration or {})}
+        d["strategy_integration"] = {s: float(factors[s]) for s in STRATEGIES}
         return d
 
 
@@ -123,7 +154,9 @@ def default_policies() -> dict[str, Policy]:
     - ``base``: a broad mixture over every strategy.
     - ``rl``: the same strategies, reweighted toward those that succeed in this world
       (bridge, parallel lookups, verification) and away from guessing and rephrasing loops;
-      the same integration skill, so the default difference is pure reweighting.
+      the same integration skill per strategy, so the default difference is pure
+      reweighting, and a move toward the strategies that use what they retrieve
+      (:data:`STRATEGY_INTEGRATION`).
     - ``sft``: collapsed onto whole-question search and bridge decomposition, with
       low-diversity wording in a query style of its own (``query_style="terse"``).
     """

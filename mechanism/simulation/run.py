@@ -15,7 +15,8 @@ from mechanism.errors import MechanismError
 from mechanism.names import safe_filename
 from mechanism.progress import progress as _progress
 from mechanism.schema import from_records
-from mechanism.scoring import contains_answer, exact_match, f1_score
+from mechanism.information import gold_in_observations
+from mechanism.scoring import exact_match, f1_score
 from mechanism.simulation.agent import run_episode
 from mechanism.simulation.policies import REMAP, STRATEGIES, Policy, default_policies
 from mechanism.simulation.retriever import ParagraphRetriever
@@ -245,7 +246,7 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
         "strategy": e["_strategy"], "planned_strategy": e["_planned"], "category": e["category"],
         "relation": e["_relation"], "n_rounds": len(e["steps"]), "truncated": e["_truncated"],
         "evidence": e["_evidence"],
-        "retrieved_gold": contains_answer(" ".join(s["observation"] for s in e["steps"]), e["gold"]),
+        "retrieved_gold": gold_in_observations([s["observation"] for s in e["steps"]], e["gold"]),
         "integrated": e["_integrated"], "correct": c,
     } for e, c in zip(episodes, runs["correct"].to_list())], schema=TRUTH_SCHEMA, orient="row") \
         if episodes else pl.DataFrame(schema=TRUTH_SCHEMA)
