@@ -130,7 +130,8 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, se
     lap("reweighting")
 
     # 6. information integration
-    _, integration_text = write_integration(runs, out / "integration", base="base", random_state=seed)
+    _, integration_text = write_integration(runs, out / "integration", base="base", random_state=seed,
+                                            labels=labels, names=names)
     lap("integration")
 
     # 7. a new checkpoint, post hoc: assign through the saved space without refitting
@@ -201,6 +202,7 @@ def _summary(out: Path, sim, runs: pl.DataFrame, numbers: dict, seconds: dict, p
         ("Decomposition: composition + within", "reweighting/decomposition.png"),
         ("Information integration", "integration/integration_grid.png"),
         ("Accuracy difference: retrieval + integration + parametric", "integration/integration_split.png"),
+        ("Did RL move toward strategies that use what they retrieve?", "integration/integration_shift.png"),
     ]
     figures = [(title, rel) for title, rel in figures if (out / rel).exists()]
     headline = "- " + (
@@ -210,6 +212,8 @@ def _summary(out: Path, sim, runs: pl.DataFrame, numbers: dict, seconds: dict, p
     )
     for treated in ("rl", "sft"):
         headline += "\n- " + _verdict(out, treated)
+    headline += "".join(f"\n- {line.split('verdict: ', 1)[1]}" for line in integration_text.splitlines()
+                        if line.strip().startswith("verdict: "))
     sections = [
         ("What this is", f"A simulated experiment ({sim.runs['question_id'].n_unique()} questions, "
                          f"{runs.height} trajectories over arms base, rl, sft; RL reweights base's planted "
