@@ -38,6 +38,7 @@ _EXPORTS = {
     "compare_arms": "mechanism.compare", "kitagawa_split": "mechanism.compare",
     "js_divergence": "mechanism.compare",
     "integration": "mechanism.information", "Integration": "mechanism.information",
+    "integration_verdict": "mechanism.information",
     "paper_style": "mechanism.plots.style",
 }
 
@@ -74,7 +75,7 @@ __all__ = [
     "segment", "render", "StrategySpace",
     # reweighting and information integration
     "reweighting", "Reweighting", "compare_arms", "kitagawa_split", "js_divergence",
-    "integration", "Integration",
+    "integration", "Integration", "integration_verdict",
     # plot
     "plots", "paper_style",
 ]

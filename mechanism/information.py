@@ -53,9 +53,9 @@ from mechanism.resample import percentile_interval, question_bootstrap_weights, 
 from mechanism.schema import validate
 from mechanism.scoring import contains_answer, normalize_answer
 
-__all__ = ["Integration", "integration", "verdict", "retrieval_flags", "retrievable", "retrievable_flags",
+__all__ = ["Integration", "integration", "verdict", "integration_verdict", "retrieval_flags", "retrievable", "retrievable_flags",
            "gold_in_observations", "followup_entity_flags", "content_tokens", "token_logprobs",
-           "render_segments", "LOGPROBS_DTYPE", "POLAR_ANSWERS", "WEIGHTINGS"]
+           "render_segments", "LOGPROBS_DTYPE", "UNRETRIEVABLE_ANSWERS", "WEIGHTINGS"]
 
 #: Format of a log-probability column: one entry per token of the trajectory's text as the
 #: base model scores it; ``segment`` says which part the token belongs to ("query",
@@ -92,17 +92,17 @@ def content_tokens(text: str | None) -> set[str]:
             and (len(t) > 1 or t.isdigit())}
 
 
-#: Gold answers that a word match cannot find in a text: a polar answer is never stated as
-#: such by a retrieved page ("There is no record" does not retrieve "no").
-POLAR_ANSWERS = frozenset({"yes", "no", "true", "false"})
+#: Gold answers that a word match cannot find in a text: a polar (or "none") answer is never
+#: stated as such by a retrieved page ("There is no record" does not retrieve "no").
+UNRETRIEVABLE_ANSWERS = frozenset({"yes", "no", "true", "false", "none"})
 
 
 def retrievable(gold: str | None) -> bool:
     """Whether a gold answer can count as retrieved by a whole-word match in an observation.
 
-    The rule: after SQuAD normalisation the answer must not be a polar answer
-    (:data:`POLAR_ANSWERS`), must carry a content word (not only function words such as
-    "no", "none", "it"), and must be longer than one character (a lone letter or digit
+    The rule: after SQuAD normalisation the answer must not be yes, no, true, false or none
+    (:data:`UNRETRIEVABLE_ANSWERS`), must carry a content word (not only function words such
+    as "it" or "them"), and must be longer than one character (a lone letter or digit
     occurs in almost any page). Such a gold answer is judged only through ``correct``: an
     episode whose gold answers are all non-retrievable counts as not retrieved, and
     :func:`integration` says how many there were.
@@ -113,7 +113,7 @@ def retrievable(gold: str | None) -> bool:
     [True, False, False, False, False, True, False]
     """
     norm = normalize_answer(gold)
-    return len(norm) > 1 and norm not in POLAR_ANSWERS and bool(content_tokens(norm))
+    return len(norm) > 1 and norm not in UNRETRIEVABLE_ANSWERS and bool(content_tokens(norm))
 
 
 def gold_in_observations(observations: Sequence[str | None], golds: Sequence[str] | None) -> bool:
@@ -762,6 +762,10 @@ def verdict(result: Integration, treated: str | None = None) -> str:
             f"moving mass between strategies explains {q['composition']['estimate']:+.2f}{iv('composition')} of the "
             f"{q['total']['estimate']:+.2f}{iv('total')} accuracy change; within strategies, "
             f"{part('within_integration', 'integration')}, {part('within_retrieval', 'retrieval')}")
+
+
+#: :func:`verdict` under the name the package exports (``mx.integration_verdict``).
+integration_verdict = verdict
 
 
 # ----------------------------------------------------------------------------- base-model scoring
