@@ -3,8 +3,9 @@ FireAct HotpotQA agents.
 
 Writes ``figures/integration/simulated/`` and ``figures/integration/fireact/`` (per-arm rates,
 the retrieval / integration / parametric split, per-trajectory flags, the 2x2 grid and split
-figures, ``summary.txt``). On simulated data the retrieval flag is also checked against the
-simulator's own ``retrieved_gold`` truth.
+figures, ``summary.txt``). On simulated data the planted strategies are the labels (per-strategy
+rates, the shift toward strategies that use what they retrieve, the nested split and its
+figure), and the retrieval flag is checked against the simulator's own ``retrieved_gold`` truth.
 
 Run: ``python analyses/integration.py [--out figures/integration] [--n-boot 1000]``.
 """
@@ -26,8 +27,10 @@ def simulated(out: Path, *, n_boot: int, seed: int) -> str:
     from mechanism.simulation import simulate
 
     sim = simulate(n_questions=100, n_samples=64, seed=seed, progress=None)
+    # the planted strategies as labels: the shift toward strategies that use what they retrieve
     _, text = write_outputs(sim.runs, out, arms=["base", "rl", "sft"], base="base", n_boot=n_boot,
-                            random_state=seed, title="Simulated default")
+                            random_state=seed, title="Simulated default, planted strategies",
+                            labels=labels_from_table(sim.runs, sim.truth))
     truth = labels_from_table(sim.runs, sim.truth, column="retrieved_gold").astype(bool)
     agree = float(np.mean(retrieval_flags(sim.runs) == truth))
     check = f"  check: retrieval flag agrees with the simulator's truth on {100 * agree:.2f}% of trajectories"

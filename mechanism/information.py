@@ -402,9 +402,10 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
                      "a question's sample count sets its weight")
     no_gold = ~retrievable_flags(runs)
     if no_gold.any():
-        notes.append(f"{int(no_gold.sum())} trajectories ({runs.filter(pl.Series(no_gold))['question_id'].n_unique()} "
-                     "questions) have only yes/no or one-word function gold answers, which a word match cannot "
-                     "find in an observation: they count as not retrieved (their accuracy is parametric)")
+        n_no = runs.filter(pl.Series(no_gold))["question_id"].n_unique()
+        notes.append(f"{int(no_gold.sum())} trajectories ({n_no} question{'s' if n_no != 1 else ''}) have only "
+                     "yes/no or one-word function gold answers, which a word match cannot find in an "
+                     "observation: they count as not retrieved (their accuracy is parametric)")
 
     questions = sorted(set(runs["question_id"].to_list()))
     q_index = {q: i for i, q in enumerate(questions)}
@@ -509,8 +510,11 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
             cols[f"{name}_ci_high"] = np.broadcast_to(np.asarray(hi, dtype=float), (n_s,))
         cols["above_average"] = stats["above"][0]
         strategy_frames.append(pl.DataFrame(cols).with_columns(pl.col(pl.Float64).fill_nan(None)))
-    split = pl.DataFrame(split_rows, schema=SPLIT_SCHEMA, orient="row") if split_rows else None
-    shift = pl.DataFrame(shift_rows, schema=SHIFT_SCHEMA, orient="row") if shift_rows else None
+    # undefined values (no interval without a bootstrap, an alignment over < 3 strategies) are null
+    split = pl.DataFrame(split_rows, schema=SPLIT_SCHEMA, orient="row").with_columns(
+        pl.col(pl.Float64).fill_nan(None)) if split_rows else None
+    shift = pl.DataFrame(shift_rows, schema=SHIFT_SCHEMA, orient="row").with_columns(
+        pl.col(pl.Float64).fill_nan(None)) if shift_rows else None
     strategy_shift = pl.concat(strategy_frames) if strategy_frames else None
 
     by_strategy = None

@@ -158,11 +158,9 @@ def describe(res) -> str:  # noqa: ANN001 - an Integration result
     if res.split is not None:
         for treated in dict.fromkeys(res.split["treated"].to_list()):
             sub = {r["part"]: r for r in res.split.filter(pl.col("treated") == treated).iter_rows(named=True)}
-            parts = ", ".join(f"{p} {sub[p]['estimate']:+.3f} [{sub[p]['ci_low']:+.3f}, {sub[p]['ci_high']:+.3f}]"
-                              for p in ("retrieval", "integration", "parametric"))
+            parts = ", ".join(f"{p} {_signed(sub[p])}" for p in ("retrieval", "integration", "parametric"))
             lines.append(f"  {treated} - {res.base} ({sub['total']['n_questions']} shared questions): "
-                         f"{sub['total']['estimate']:+.3f} [{sub['total']['ci_low']:+.3f}, "
-                         f"{sub['total']['ci_high']:+.3f}] = {parts}")
+                         f"{_signed(sub['total'])} = {parts}")
     if res.perplexity is not None:
         for r in res.perplexity.iter_rows(named=True):
             lines.append(f"  {r['arm']} base-model perplexity of {r['segment']} tokens: {r['perplexity']:.2f} "
@@ -174,6 +172,14 @@ def describe(res) -> str:  # noqa: ANN001 - an Integration result
             lines.append(f"  verdict: {res.verdict(arm)}")
     lines += [f"  note: {n}" for n in res.notes]
     return "\n".join(lines)
+
+
+def _signed(row: dict) -> str:
+    """``+0.123 [+0.045, +0.201]``, or the estimate alone when there is no interval."""
+    text = f"{row['estimate']:+.3f}"
+    if row["ci_low"] is not None and row["ci_high"] is not None:
+        text += f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+    return text
 
 
 if __name__ == "__main__":  # pragma: no cover

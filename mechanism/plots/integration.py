@@ -85,9 +85,9 @@ def plot_integration_split(result: Integration, *, title: str | None = None) -> 
         width = 0.8 / len(treated)
         for k, arm in enumerate(treated):
             sub = split.filter(pl.col("treated") == arm)
-            est = np.array([sub.filter(pl.col("part") == p)["estimate"][0] for p in parts])
-            lo = np.array([sub.filter(pl.col("part") == p)["ci_low"][0] for p in parts])
-            hi = np.array([sub.filter(pl.col("part") == p)["ci_high"][0] for p in parts])
+            est = np.array([_num(sub.filter(pl.col("part") == p)["estimate"][0]) for p in parts])
+            lo = np.array([_num(sub.filter(pl.col("part") == p)["ci_low"][0]) for p in parts])
+            hi = np.array([_num(sub.filter(pl.col("part") == p)["ci_high"][0]) for p in parts])
             x = np.arange(len(parts)) + (k - (len(treated) - 1) / 2) * width
             ax.bar(x, est, width=width * 0.92, color=colors[arm], label=f"{text_label(arm)} \u2212 "
                    f"{text_label(result.base)}", zorder=3)
@@ -209,28 +209,53 @@ def _draw_strategies(ax: Any, table: pl.DataFrame, shift: dict, base: str, arm: 
                 va="top", ha="left", color="0.3")
     if no_rate[ok].any():
         ax.axvspan(strip - 0.06, strip + 0.06, color="0.92", zorder=0)
+    # name the strategies whose share moved most; a strategy too small to see is left unnamed
     order = np.argsort(-np.abs(np.nan_to_num(y)), kind="stable")
-    for i in [i for i in order if ok[i]][:label_top]:
-        label = text_label(strategies[i], names=names, max_length=24)
-        ax.annotate(label, (xs[i], y[i]), xytext=(6, 4), textcoords="offset points", fontsize=6.8,
-                    color="0.15", zorder=5)
+    visible = ok & ((np.abs(np.nan_to_num(y)) >= 0.005) | (np.nan_to_num(share) >= 0.01))
+    chosen = [i for i in order if visible[i]][:label_top]
     lo = min(strip - 0.08, np.nanmin(np.r_[xlo[~no_rate], x[~no_rate], 1.0]) - 0.05) if no_rate.any() else \
         np.nanmin(np.r_[xlo, x, 1.0]) - 0.05
     ax.set_xlim(lo, 1.05)
+    _place_labels(ax, [(xs[i], y[i], text_label(strategies[i], names=names, max_length=24)) for i in chosen])
     ticks = [t for t in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0) if t >= lo]
     ax.set_xticks(([strip] if no_rate[ok].any() else []) + ticks,
                   (["no rate\nin base"] if no_rate[ok].any() else []) + [f"{t:.1f}" for t in ticks])
     ax.set_xlabel(f"integration rate in {text_label(base)}: P(correct | gold retrieved)")
     ax.set_ylabel(f"share change, {text_label(arm)} \u2212 {text_label(base)}")
     align = shift["alignment_integration"]
-    atext = (f"alignment {align['estimate']:+.2f} [{align['ci_low']:+.2f}, {align['ci_high']:+.2f}]"
-             if align["estimate"] is not None and np.isfinite(align["estimate"]) and align["ci_low"] is not None
-             else "alignment n/a")
+    atext = "alignment n/a"
+    if align["estimate"] is not None:
+        atext = f"alignment {align['estimate']:+.2f}"
+        if align["ci_low"] is not None and align["ci_high"] is not None:
+            atext += f" [{align['ci_low']:+.2f}, {align['ci_high']:+.2f}]"
     moved = shift["mass_moved_above"]
     ax.set_title(f"{text_label(base)} \u2192 {text_label(arm)}: {atext}\nmass in above-average strategies "
                  f"{100 * shift['mass_above_base']['estimate']:.0f}% \u2192 "
                  f"{100 * shift['mass_above_treated']['estimate']:.0f}% ({100 * moved['estimate']:+.0f} points)",
                  fontsize=8.5)
+
+
+def _place_labels(ax: Any, items: list[tuple[float, float, str]], *, fontsize: float = 6.8) -> None:
+    """Write labels beside their points, pushing a label down while it would overlap one
+    already placed (a greedy pass in display units; enough for a dozen strategies)."""
+    fig = ax.figure
+    fig.canvas.draw()  # fixes the axes limits and transforms
+    to_points = 72.0 / fig.dpi
+    placed: list[tuple[float, float, float]] = []  # x, y (points) and width of each placed label
+    height = fontsize * 1.25
+    for x, y, text in sorted(items, key=lambda item: -item[1]):
+        px, py = (v * to_points for v in ax.transData.transform((x, y)))
+        width = 0.55 * fontsize * len(text)
+        dx, dy = 6.0, 3.0
+        for _ in range(12):
+            lx, ly = px + dx, py + dy
+            if all(abs(ly - qy) >= height or lx + width <= qx or qx + qw <= lx for qx, qy, qw in placed):
+                break
+            dy -= height
+        placed.append((px + dx, py + dy, width))
+        ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                    color="0.15", zorder=5, arrowprops=None if dy >= 0 else
+                    {"arrowstyle": "-", "color": "0.6", "lw": 0.5, "shrinkA": 0, "shrinkB": 3})
 
 
 def _draw_nested_split(ax: Any, shift: dict, color: str, base: str, arm: str) -> None:
