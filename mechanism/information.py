@@ -400,12 +400,14 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     if weighting == "trajectory":
         notes.append("weighting: pooled over trajectories (ratio of sums), not questions weighing equally; "
                      "a question's sample count sets its weight")
-    no_gold = ~retrievable_flags(runs)
-    if no_gold.any():
-        n_no = runs.filter(pl.Series(no_gold))["question_id"].n_unique()
-        notes.append(f"{int(no_gold.sum())} trajectories ({n_no} question{'s' if n_no != 1 else ''}) have only "
-                     "yes/no or one-word function gold answers, which a word match cannot find in an "
-                     "observation: they count as not retrieved (their accuracy is parametric)")
+    has_gold = (runs["gold"].list.len().fill_null(0) > 0).to_numpy()
+    for mask, what in ((~has_gold, "no gold answer (only a correctness label)"),
+                       (has_gold & ~retrievable_flags(runs), "only yes/no or one-word function gold answers, "
+                        "which a word match cannot find in an observation")):
+        if mask.any():
+            n_no = runs.filter(pl.Series(mask))["question_id"].n_unique()
+            notes.append(f"{int(mask.sum())} trajectories ({n_no} question{'s' if n_no != 1 else ''}) have {what}: "
+                         "they count as not retrieved (their accuracy is parametric)")
 
     questions = sorted(set(runs["question_id"].to_list()))
     q_index = {q: i for i, q in enumerate(questions)}
@@ -487,8 +489,8 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
         stats = _pair_statistics(pt_n, pt_c, outlier)
         rstats = None
         if weights is not None:
-            rstats = _pair_statistics(np.einsum("bq,aqsr->basr", weights, pair_n),
-                                      np.einsum("bq,aqsr->basr", weights, pair_c), outlier)
+            rstats = _pair_statistics(_replicate(weights, pair_n),
+                                      _replicate(weights, pair_c), outlier)
         n_common = int(common.sum())
         for part in ("total", "retrieval", "integration", "parametric"):
             est = float(stats[f"arm_{part}"][0])
@@ -552,6 +554,12 @@ SPLIT_SCHEMA = {"base": pl.String, "treated": pl.String, "n_questions": pl.Int64
 SHIFT_SCHEMA = {"base": pl.String, "treated": pl.String, "n_questions": pl.Int64, "quantity": pl.String,
                 "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
                 "detectable_effect": pl.Float64}
+
+
+def _replicate(weights: np.ndarray, tallies: np.ndarray) -> np.ndarray:
+    """Bootstrap replicates of per-question tallies: ``(B, Q) x (A, Q, ...) -> (B, A, ...)``
+    (a tensordot, so BLAS does the work)."""
+    return np.tensordot(weights, tallies, axes=([1], [1]))
 
 
 def _detectable(lo: float, hi: float, ci: float | None, power: float = 0.8) -> float:
@@ -698,7 +706,7 @@ def _by_strategy(N: np.ndarray, C: np.ndarray, a_idx: np.ndarray, q_idx: np.ndar
     point = rates(N.sum(axis=1), C.sum(axis=1))
     reps = None
     if weights is not None:
-        reps = rates(np.einsum("bq,aqsr->basr", weights, N), np.einsum("bq,aqsr->basr", weights, C))
+        reps = rates(_replicate(weights, N), _replicate(weights, C))
     raw = np.zeros((n_a, n_s, 2), dtype=np.int64)
     np.add.at(raw, (a_idx, s_idx, retrieved.astype(np.int64)), 1)
     seen = np.zeros((n_a, n_s, n_q), dtype=bool)

@@ -316,9 +316,11 @@ def test_yes_no_and_one_word_function_answers_are_never_retrieved():
     records = [{"arm": "base", "question_id": "q1", "sample_id": 0, "question": "Same country?", "gold": ["no"],
                 "answer": "no", "correct": True, "n_rounds": 1,
                 "steps": [make_step(query="x", observation="There is no record of that.")]}]
+    records.append({**records[0], "sample_id": 1, "gold": []})  # only a correctness label
     res = integration(from_records(records), n_boot=10)
-    assert res.per_trajectory["retrieved"].to_list() == [False]
-    assert any("yes/no" in n for n in res.notes)
+    assert res.per_trajectory["retrieved"].to_list() == [False, False]
+    assert any(n.startswith("1 trajectories (1 question) have only yes/no") for n in res.notes)
+    assert any(n.startswith("1 trajectories (1 question) have no gold answer") for n in res.notes)
 
 
 # ----------------------------------------------------------------------------- perplexity, api
@@ -455,3 +457,18 @@ def test_simulator_plants_strategies_that_differ_in_using_what_they_retrieve():
         Policy("x", {"verify": 1.0}, strategy_integration={"verify": 2.0})
     with pytest.raises(MechanismError, match="strategy_integration"):
         Policy("x", {"verify": 1.0}, strategy_integration={"teleport": 0.5})
+
+
+def test_grid_cells_weigh_questions_like_the_rates():
+    from mechanism.plots.integration import plot_integration_grid
+    from mechanism.plots.style import close
+
+    runs, labels = _unequal_design(8, n_q=20)
+    res = integration(runs, base="base", treated="rl", labels=labels, n_boot=20)
+    fig = plot_integration_grid(res)
+    for ax, row in zip(fig.axes, res.per_arm.iter_rows(named=True)):
+        cells = [t.get_text().split("\n")[0] for t in ax.texts]
+        r, i = row["retrieval_rate"], row["integration_rate"]
+        assert cells[0] == f"{100 * r * i:.1f}%"  # retrieved and correct
+        assert cells[1] == f"{100 * r * (1 - i):.1f}%"
+    close(fig)

@@ -26,8 +26,9 @@ from mechanism.plots.style import SEQUENTIAL_CMAP, arm_colors, paper_style
 def plot_integration_grid(result: Integration, *, title: str | None = None) -> Figure:
     """One 2x2 panel per arm: rows retrieved / not retrieved, columns correct / wrong.
 
-    Cells hold the share of the arm's trajectories (colour, one scale for all panels) and
-    the count; the panel title gives the retrieval, integration and parametric rates.
+    Cells hold the share of the arm's trajectories (colour, one scale for all panels; questions
+    weigh equally unless the result pooled trajectories) and the count; the panel title gives
+    the retrieval, integration and parametric rates.
     """
     per = result.per_trajectory
     arms = list(result.arms)
@@ -43,7 +44,12 @@ def plot_integration_grid(result: Integration, *, title: str | None = None) -> F
             cor = sub["correct"].to_numpy()
             counts = np.array([[np.sum(ret & cor), np.sum(ret & ~cor)],
                                [np.sum(~ret & cor), np.sum(~ret & ~cor)]], dtype=float)
-            shares = counts / max(counts.sum(), 1.0)
+            # shares weigh questions as the result's rates do (each trajectory 1 / its question's samples)
+            w = (1.0 / sub.select(pl.len().over("question_id"))["len"].to_numpy()
+                 if getattr(result, "weighting", "question") == "question" else np.ones(sub.height))
+            mass = np.array([[np.sum(w * (ret & cor)), np.sum(w * (ret & ~cor))],
+                             [np.sum(w * (~ret & cor)), np.sum(w * (~ret & ~cor))]])
+            shares = mass / max(mass.sum(), 1e-300)
             image = ax.imshow(shares, cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=1.0)
             for (i, j), share in np.ndenumerate(shares):
                 ax.text(j, i, f"{100 * share:.1f}%\n(n={int(counts[i, j])})", ha="center", va="center",
@@ -205,8 +211,8 @@ def _draw_strategies(ax: Any, table: pl.DataFrame, shift: dict, base: str, arm: 
     mean = shift["base_integration_rate"]["estimate"]
     if mean is not None and np.isfinite(mean):
         ax.axvline(mean, color="0.3", lw=0.8, ls="--", zorder=1)
-        ax.text(mean, 1.0, f" base average {mean:.2f}", transform=ax.get_xaxis_transform(), fontsize=7,
-                va="top", ha="left", color="0.3")
+        ax.text(mean, 0.01, f" base average {mean:.2f}", transform=ax.get_xaxis_transform(), fontsize=7,
+                va="bottom", ha="left", color="0.3")
     if no_rate[ok].any():
         ax.axvspan(strip - 0.06, strip + 0.06, color="0.92", zorder=0)
     # name the strategies whose share moved most; a strategy too small to see is left unnamed
@@ -278,7 +284,7 @@ def _draw_nested_split(ax: Any, shift: dict, color: str, base: str, arm: str) ->
                   rotation_mode="anchor")
     ax.text(2.0, 1.0, "within strategies", transform=ax.get_xaxis_transform(), ha="center", va="top",
             fontsize=7, color="0.35")
-    ax.text(0.0, 1.0, "mass moved", transform=ax.get_xaxis_transform(), ha="center", va="top",
+    ax.text(0.0, 1.0, "between", transform=ax.get_xaxis_transform(), ha="center", va="top",
             fontsize=7, color="0.35")
     ax.yaxis.set_major_locator(MaxNLocator(nbins=6))
     ax.grid(axis="x", visible=False)
