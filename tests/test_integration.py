@@ -259,8 +259,10 @@ def test_base_model_log_probabilities_from_a_local_model(tiny_model):
                 logits = model(torch.tensor([ids[:i]])).logits[0, -1]
                 brute.append(float(torch.log_softmax(logits, -1)[ids[i]]))
     assert [e["logprob"] for e in first] == pytest.approx(brute, abs=1e-5)
-    res = integration(runs, model_path=tiny_model, n_boot=20)
+    res = integration(runs, model_path=tiny_model, n_boot=20, labels=[3, 4])
     ppl = {(r["arm"], r["segment"]): r for r in res.perplexity.iter_rows(named=True)}
+    by = {(r["strategy"], r["segment"]): r for r in res.perplexity_by_strategy.iter_rows(named=True)}
+    assert by[3, "query"]["perplexity"] == pytest.approx(ppl[("base", "query")]["perplexity"], rel=1e-12)
     q = [e["logprob"] for e in first if e["segment"] == "query"]
     assert ppl[("base", "query")]["perplexity"] == pytest.approx(math.exp(-np.mean(q)), rel=1e-9)
     assert ppl[("rl", "query")]["n_tokens"] == 1
