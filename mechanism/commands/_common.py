@@ -40,7 +40,7 @@ def add_reading_options(parser: argparse.ArgumentParser) -> None:
                         help="an episode without a final answer: a failure (default) or a bad record")
     parser.add_argument("--round-tools", default=None, metavar="TOOLS",
                         help="tools that count as rounds, comma-separated (search,lookup), or the ones that "
-                             "do not, prefixed with - (-reflect,-think)")
+                             "do not, prefixed with - (--round-tools=-reflect,-think)")
 
 
 def parse_columns(items: list[str]) -> dict[str, str]:

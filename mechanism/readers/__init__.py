@@ -308,9 +308,9 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
     frame = _assign_samples(rows.frame(origin=True), errors, rep)
     rep.rows_kept = frame.height
     rep.unanswered = tally.unanswered
+    rep.rows_in += rep.rows_filtered
     if filt is not None:
         rep.notes.append(f"`where` {filt.text}: left out {rep.rows_filtered} of {rep.rows_in} records")
-    rep.rows_in += rep.rows_filtered
     rep.notes.extend(tally.notes())
     rep.warnings.extend(tally.warnings())
     for message in rep.warnings:

@@ -115,6 +115,7 @@ class Tally:
     scorer_name: str = "em"
     answer_rules: Counter = field(default_factory=Counter)
     folded_calls: Counter = field(default_factory=Counter)
+    folded_trailing: int = 0
     parser_notes: dict[str, list[Any]] = field(default_factory=dict)  # kind -> [count, examples]
     # arm -> [rows scored here, of them with an answer, of them correct]
     arm_scoring: dict[str, list[int]] = field(default_factory=dict)
@@ -206,13 +207,17 @@ class Tally:
         if self.unanswered:
             out.append(f"{self.unanswered} episodes ended without a final answer and without a label: kept as "
                        "failures (`answer` = null, `correct` = false)")
-        rules = {k: v for k, v in self.answer_rules.items() if k != "answer_tag"}
+        # only answers cut out of free text are worth a note; tags and finish calls are explicit
+        rules = {k: v for k, v in self.answer_rules.items() if k not in ("answer_tag", "finish", "finish_tool")}
         if rules:
             shown = ", ".join(f"{n} by {_RULE_NAMES.get(k, k)}" for k, v in sorted(rules.items()) for n in [v])
             out.append(f"final answers found in the last message: {shown}")
         for tool, n in sorted(self.folded_calls.items()):
-            out.append(f"{n} calls of `{tool}` not counted as rounds (`round_tools`): folded into the next "
+            out.append(f"{n} calls of `{tool}` not counted as rounds (`round_tools`): their text joins the next "
                        "step's thought")
+        if self.folded_trailing:
+            out.append(f"{self.folded_trailing} of those calls came after an episode's last round and are left "
+                       "out of `steps`")
         for kind, (n, examples) in self.parser_notes.items():
             out.append(f"{n} {kind}; e.g. " + "; ".join(examples))
         if self.given:
@@ -253,6 +258,10 @@ def _fold_steps(steps: list[dict[str, Any]], options: ReadOptions, tally: Tally)
         if step.get("thought"):
             carried.append(step["thought"])
         carried.append(f"{step.get('tool')}[{step.get('query') or ''}]")
+    for step in reversed(steps):  # calls after the last round have no step to join
+        if options.counts(step.get("tool")):
+            break
+        tally.folded_trailing += 1
     return kept
 
 
