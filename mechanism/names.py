@@ -36,7 +36,7 @@ def escape_control(text: str) -> str:
     return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
 
 
-def display_name(name: object, *, max_length: int = 40, mathtext: bool = True) -> str:
+def display_name(name: object, *, max_length: int = 28, mathtext: bool = True) -> str:
     """A name to show in a figure, a table or on a terminal: control characters escaped,
     at most ``max_length`` characters (cut with an ellipsis), and with ``mathtext`` (for
     matplotlib text) every ``$`` escaped so that no mathtext is ever interpreted.

@@ -133,8 +133,12 @@ class _Source:
     def detect(self) -> str:
         if self.kind == "json" and fireact.detect_document(unwrap(self._doc)):
             return "fireact"
-        sample = (rec for _, rec in islice(self.records("auto"), 200) if not isinstance(rec, InputError))
+        bad: list[InputError] = []
+        sample = (rec for _, rec in islice(self.records("auto"), 200)
+                  if not (isinstance(rec, InputError) and not bad.append(rec)))
         fmt = _detect_records(islice(sample, _DETECT_RECORDS), self.fields)
+        if fmt is None and bad:
+            raise bad[0]  # nothing decoded: the first decoding error is the real cause
         if fmt is None:
             raise InputError("unknown format: no record looks like canonical, searchr1, openai, react, atif "
                              "or fireact (name the fields with `columns=` or pick `format=`)", source=self.name,

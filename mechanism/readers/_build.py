@@ -18,6 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from mechanism.errors import InputError
+from mechanism.names import _CONTROL as _HAS_CONTROL, escape_control
 from mechanism.readers._fields import FieldMap, as_bool, as_float, as_gold, as_int, as_str
 from mechanism.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS
 from mechanism.scoring import _f1, cover_match, normalize_answer
@@ -116,6 +117,7 @@ class Tally:
     answer_rules: Counter = field(default_factory=Counter)
     folded_calls: Counter = field(default_factory=Counter)
     folded_trailing: int = 0
+    escaped_arms: dict[str, str] = field(default_factory=dict)
     parser_notes: dict[str, list[Any]] = field(default_factory=dict)  # kind -> [count, examples]
     # arm -> [rows scored here, of them with an answer, of them correct]
     arm_scoring: dict[str, list[int]] = field(default_factory=dict)
@@ -199,6 +201,8 @@ class Tally:
             out.append(f"{self.hashed_qid} rows had no `question_id`: derived a stable id from the question text")
         for source, arm in self.arm_from_stem.items():
             out.append(f"{source}: no `arm` field and no `arm=`: arm named {arm!r} after the file")
+        for escaped in self.escaped_arms:
+            out.append(f"arm name with control characters (newlines, escape sequences) kept escaped: {escaped!r}")
         if self.arm_overridden:
             out.append(f"{self.arm_overridden} rows had an `arm` field that `arm=` replaced")
         if self.kept_without_answer:
@@ -297,6 +301,13 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
     else:
         from_stem = True
         row["arm"] = stem_arm
+
+    if _HAS_CONTROL.search(row["arm"]):
+        # an arm name is a label printed on terminals and drawn in figures: a newline or an
+        # escape sequence in it would forge output lines
+        escaped = escape_control(row["arm"])
+        tally.escaped_arms.setdefault(escaped, row["arm"])
+        row["arm"] = escaped
 
     key, value = found["question"]
     question = as_str(value, key) if key is not None else parsed.get("question")
