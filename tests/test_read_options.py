@@ -99,3 +99,29 @@ def test_fireact_repairs_are_noted(fireact_dir):
     folded, rep7 = read(path7, report=True, round_tools="-reflect")
     assert plain["n_rounds"].sum() - folded["n_rounds"].sum() == 26
     assert any(n.startswith("26 calls of `reflect` not counted as rounds") for n in rep7.notes)
+
+
+def test_rl_rollout_dump_reads_with_columns(tmp_path):
+    """The README's recipe: one JSON line per rollout (prompt, response, reward)."""
+    path = tmp_path / "rollouts.jsonl"
+    rows = []
+    for step in (300, 400):
+        for i, (answer, reward) in enumerate([("Paris", 1.0), ("Lyon", 0.0), ("Paris", 1.0)]):
+            rows.append({"prompt": "Question: What is the capital of France?", "uid": "q17", "step": step,
+                         "response": f"<think>look</think><search> capital France </search><information> Paris "
+                                     f"</information><answer> {answer} </answer>",
+                         "reward": reward, "ground_truth": ["Paris"]})
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    runs, rep = read(path, format="searchr1", arm="step-400", report=True, where="step = 400",
+                     columns={"question": "prompt", "text": "response", "question_id": "uid",
+                              "gold": "ground_truth", "correct": "reward"})
+    assert runs.height == 3 and rep.rows_filtered == 3
+    assert runs["correct"].to_list() == [True, False, True] and runs["sample_id"].to_list() == [0, 1, 2]
+    assert runs["n_rounds"].to_list() == [1, 1, 1] and set(runs["arm"]) == {"step-400"}
+    # a graded reward is a score, not a label: the answers are scored instead
+    graded = [{**r, "reward": 0.7} for r in rows]
+    path.write_text("\n".join(json.dumps(r) for r in graded))
+    runs = read(path, format="searchr1", arm="step-400", where="step = 400", scorer="f1",
+                columns={"question": "prompt", "text": "response", "question_id": "uid",
+                         "gold": "ground_truth", "score": "reward"})
+    assert runs["correct"].to_list() == [True, False, True]

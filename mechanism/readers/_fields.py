@@ -83,7 +83,11 @@ class FieldMap:
             if not isinstance(value, str) or not value:
                 raise InputError(f"`columns[{key!r}]` must be a non-empty field name", field="columns")
         self.columns = columns
-        self._paths = {name: (columns[name],) if name in columns else aliases for name, aliases in ALIASES.items()}
+        # a field the user mapped to one canonical name is never taken for another by default
+        claimed = set(columns.values())
+        self._paths = {name: (columns[name],) if name in columns
+                       else tuple(a for a in aliases if a not in claimed) or aliases
+                       for name, aliases in ALIASES.items()}
         # record key tuple -> canonical name -> candidate top-level keys present, in alias order;
         # files repeat one key layout, so the alias search runs once per layout
         self._plans: dict[tuple[str, ...], dict[str, tuple[str, ...]]] = {}
