@@ -17,7 +17,7 @@ OPTIONS = dict(format="react", columns={"text": "traj", "question_id": "qid", "g
 
 
 def test_reflexion_style_log_reads_with_options_only(fixtures):
-    path = fixtures / "react_trials.jsonl"
+    path = fixtures / "options" / "react_trials.jsonl"
     runs, rep = read(path, report=True, **OPTIONS)
     assert rep.rows_in == 8 and rep.rows_filtered == 3 and rep.rows_kept == 5 and not rep.skipped
     assert rep.rows_in == rep.rows_kept + len(rep.skipped) + rep.rows_filtered
@@ -46,17 +46,17 @@ def test_reflexion_style_log_reads_with_options_only(fixtures):
 
 def test_same_through_the_command_line(fixtures, tmp_path, capsys):
     out = tmp_path / "o.parquet"
-    code = main(["read", str(fixtures / "react_trials.jsonl"), "--format", "react",
+    code = main(["read", str(fixtures / "options" / "react_trials.jsonl"), "--format", "react",
                  "--columns", "text=traj,question_id=qid,gold=gold_answer,correct=status:CORRECT",
                  "--where", "trial == 1 and not carried_over", "--round-tools=-reflect,-think", "--out", str(out)])
     assert code == 0
     assert "left out by --where 3" in capsys.readouterr().out
-    expected = read(fixtures / "react_trials.jsonl", **OPTIONS)
+    expected = read(fixtures / "options" / "react_trials.jsonl", **OPTIONS)
     assert pl.read_parquet(out).equals(expected)
 
 
 def test_where_forms_and_errors(fixtures):
-    path = fixtures / "react_trials.jsonl"
+    path = fixtures / "options" / "react_trials.jsonl"
     base = dict(OPTIONS)
     del base["where"]
     as_expr = read(path, where=(pl.col("trial") == 1) & ~pl.col("carried_over"), **base)
@@ -70,12 +70,12 @@ def test_where_forms_and_errors(fixtures):
 
 
 def test_round_tools_include_list(fixtures):
-    runs = read(fixtures / "react_trials.jsonl", round_tools=["search"],
+    runs = read(fixtures / "options" / "react_trials.jsonl", round_tools=["search"],
                 **{k: v for k, v in OPTIONS.items() if k != "round_tools"})
     got = {r["question_id"]: r["n_rounds"] for r in runs.to_dicts()}
     assert got["q3"] == 2  # the lookup is not a round when only search counts
     with pytest.raises(InputError, match="`round_tools` names no tool"):
-        read(fixtures / "react_trials.jsonl", round_tools=",", format="react", columns=OPTIONS["columns"])
+        read(fixtures / "options" / "react_trials.jsonl", round_tools=",", format="react", columns=OPTIONS["columns"])
 
 
 def test_label_value_mapping(tmp_path):
