@@ -136,8 +136,9 @@ def load_npy(source: "Path | bytes", *, dtype: "np.dtype | type | None" = None, 
             shape, fortran, have = np.lib.format.read_array_header_2_0(fh)
         else:
             raise ValueError(f"unknown .npy version {version}")
-    except (ValueError, TypeError, SyntaxError, OverflowError) as exc:
-        raise ValueError(f"bad .npy header ({exc})") from None
+    except Exception as exc:  # numpy's header parser raises many types (tokenize, syntax, EOF) on junk
+        reason = " ".join(str(exc).split())[:120]
+        raise ValueError(f"bad .npy header ({type(exc).__name__}: {reason})") from None
     if have.hasobject:
         raise ValueError("object arrays are not loaded (they would need pickle)")
     if dtype is not None and have != np.dtype(dtype):
