@@ -87,3 +87,19 @@ def test_broken_log_is_one_line(tmp_path):
         read(path)
     assert "\n" not in str(info.value) and str(info.value).startswith(str(path))
     assert "Inspect AI log" in str(info.value)
+
+
+def test_lone_surrogate_in_a_json_log_is_reported(tmp_path):
+    log = _log([_sample("q1", 1, "What?", "Paris", [], "Final answer: Paris", "C"),
+                _sample("q2", 1, "Who?", "Ann", [], "Final answer: Ann", "C")])
+    path = tmp_path / "s.json"
+    inspect_log.write_eval_log(log, str(path), format="json")
+    text = path.read_text()
+    assert '"Who?"' in text
+    path.write_text(text.replace('"Who?"', '"Who\\ud800?"'))
+    try:  # inspect_ai's own JSON parser refuses the file, or the record is skipped and reported
+        runs, rep = read(path, errors="skip", report=True)
+    except InputError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(str(path))
+        return
+    assert runs.height == 1 and rep.skipped and "surrogate" in rep.skipped[0].reason

@@ -22,6 +22,7 @@ from typing import Any
 
 from mechanism.errors import InputError
 from mechanism.readers._fields import FieldMap
+from mechanism.readers._io import check_surrogates
 from mechanism.readers.openai import parse_messages
 
 FORMAT = "inspect"
@@ -110,8 +111,14 @@ def records(path: Path) -> Iterator[tuple[int, Any]]:
     for index, sample in enumerate(log.samples or [], 1):
         try:
             record = _record(sample, arm)
+            check_surrogates(record, source, index)  # a JSON log may carry lone surrogate escapes
+        except InputError as bad:
+            yield index, bad
+            continue
         except (AttributeError, TypeError, ValueError) as exc:
-            yield index, InputError(f"sample not readable ({type(exc).__name__}: {exc})", source=source, line=index)
+            reason = " ".join(str(exc).split())[:200]
+            yield index, InputError(f"sample not readable ({type(exc).__name__}: {reason})", source=source,
+                                    line=index)
             continue
         yield index, record
 
