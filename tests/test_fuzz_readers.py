@@ -202,3 +202,57 @@ def test_time_is_linear_in_input_size(unit, fmt):
         t_small = min(timed(small) for _ in range(2))
         t_big = min(timed(big) for _ in range(2))
         assert t_big < 8 * t_small + 0.05, (unit, t_small, t_big)
+
+
+_INSPECT_BASE: dict = {}
+
+
+def _inspect_log_json(tmp: str) -> dict:
+    """A JSON log written by inspect_ai itself (built once per session)."""
+    if not _INSPECT_BASE:
+        import pytest
+
+        log_mod = pytest.importorskip("inspect_ai.log", reason="the `inspect` extra is not installed")
+        from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser
+        from inspect_ai.scorer import Score
+        from inspect_ai.tool import ToolCall
+
+        call = ToolCall(id="c1", function="search", arguments={"query": "x"})
+        sample = log_mod.EvalSample(id="q1", epoch=1, input="q", target="Paris", scores={"m": Score(value="C")},
+                                    messages=[ChatMessageUser(content="q"),
+                                              ChatMessageAssistant(content="", tool_calls=[call]),
+                                              ChatMessageTool(content="obs", tool_call_id="c1", function="search"),
+                                              ChatMessageAssistant(content="Final answer: Paris")])
+        spec = log_mod.EvalSpec(created="2026-01-01T00:00:00+00:00", task="t", dataset=log_mod.EvalDataset(name="d"),
+                                model="m/x", config=log_mod.EvalConfig())
+        path = Path(tmp) / "base.json"
+        log_mod.write_eval_log(log_mod.EvalLog(eval=spec, samples=[sample], status="success"), str(path), format="json")
+        _INSPECT_BASE["doc"] = json.loads(path.read_text())
+    return json.loads(json.dumps(_INSPECT_BASE["doc"]))
+
+
+INSPECT_TARGETS = [("samples", 0, "target"), ("samples", 0, "id"), ("samples", 0, "epoch"), ("samples", 0, "input"),
+                   ("samples", 0, "scores"), ("samples", 0, "messages", 1, "tool_calls"),
+                   ("samples", 0, "messages", 2, "tool_call_id"), ("samples", 0, "messages", 3, "content"),
+                   ("samples", 0, "messages", 0, "role"), ("eval", "model"), ("samples",)]
+
+
+@settings(max_examples=max(10, N // 2), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(INSPECT_TARGETS), json_like), min_size=1, max_size=3))
+def test_fuzz_inspect_json_logs(edits):
+    with tempfile.TemporaryDirectory() as tmp:
+        doc = _inspect_log_json(tmp)
+        def holds(node, key) -> bool:
+            if isinstance(node, dict):
+                return isinstance(key, str)
+            return isinstance(node, list) and isinstance(key, int) and key < len(node)
+
+        for target, value in edits:
+            node = doc
+            for key in target[:-1]:
+                node = node[key] if holds(node, key) and (isinstance(node, list) or key in node) else None
+            if holds(node, target[-1]):
+                node[target[-1]] = value
+        path = Path(tmp) / "log.json"
+        path.write_text(json.dumps(doc))
+        _check(path)
