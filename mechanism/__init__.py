@@ -39,6 +39,7 @@ _EXPORTS = {
     "js_divergence": "mechanism.compare",
     "integration": "mechanism.information", "Integration": "mechanism.information",
     "paper_style": "mechanism.plots.style",
+    "ReadWarning": "mechanism.errors", "extract_answer": "mechanism.readers._answer",
 }
 
 
@@ -77,4 +78,6 @@ __all__ = [
     "integration", "Integration",
     # plot
     "plots", "paper_style",
+    # reading real logs (issue 11)
+    "ReadWarning", "extract_answer",
 ]

@@ -119,8 +119,8 @@ def test_wrong_types_name_the_field(tmp_path):
 def test_searchr1_tag_problems(tmp_path):
     path = tmp_path / "t.jsonl"
     cases = {
-        "<search> a </search><search> b": "unclosed `<search>`",
         "<think> a <search> b </search></think><answer>x</answer>": "unclosed `<think>`",
+        "<search> a </search><information> b": "unclosed `<information>`",
         "<answer> a </answer></search>": "unmatched `</search>`",
         "<information> a </information><answer>x</answer>": "without a `<search>`",
     }
@@ -128,6 +128,20 @@ def test_searchr1_tag_problems(tmp_path):
         path.write_text(json.dumps({"question": "q", "gold": ["x"], "response": text}))
         err = _raises(path, format="searchr1")
         assert expected in err.reason and err.field == "response" and err.line == 1
+
+
+def test_searchr1_cut_off_generation_is_an_unanswered_failure(tmp_path):
+    path = tmp_path / "t.jsonl"
+    cut = ["<search> a </search><information> b </information><search> c",
+           "<search> a </search><information> b </information><think> still thinking",
+           "<search> a </search><information> b </information><answer> x"]
+    path.write_text("\n".join(json.dumps({"question": "q", "gold": ["x"], "response": t, "sample_id": i})
+                              for i, t in enumerate(cut)))
+    runs, rep = read(path, format="searchr1", report=True)
+    assert runs["n_rounds"].to_list() == [1, 1, 1]
+    assert runs["answer"].to_list() == [None, None, None] and not runs["correct"].any()
+    assert rep.unanswered == 3
+    assert any(n.startswith("3 transcripts end inside an unclosed") for n in rep.notes)
 
 
 def test_openai_problems(tmp_path):

@@ -219,7 +219,7 @@ def test_control_characters_never_reach_the_terminal(tmp_path, capsys):
     path = tmp_path / "c.jsonl"
     evil = "rl\nforged: line\x1b[31m"
     rows = [{**GOOD, "arm": evil, "question_id": str(i)} for i in range(3)]
-    rows.append({"arm": "base\x07", "question_id": "9", "question": "q\x1b]0;title\x07", "response": "<answer>x"})
+    rows.append({"arm": "base\x07", "question_id": "9", "question": "q\x1b]0;title\x07", "response": "x</search>"})
     path.write_text("\n".join(json.dumps(r) for r in rows))
     runs, rep = read(path, errors="skip", report=True)
     assert runs["arm"].unique().to_list() == ["rl\\nforged: line\\x1b[31m"]

@@ -159,13 +159,16 @@ def detect_format(path: str | PathLike, *, columns: Mapping[str, str] | None = N
     Returns
     -------
     str
-        One of ``canonical``, ``searchr1``, ``openai``, ``react``, ``atif``, ``fireact``.
+        One of ``canonical``, ``searchr1``, ``openai``, ``react``, ``atif``, ``fireact``,
+        ``inspect``.
 
     Raises
     ------
     InputError
         When the file is empty, unreadable, or matches no format.
     """
+    if inspectlog.is_inspect_log(Path(path)):
+        return "inspect"
     return _Source(Path(path), FieldMap(columns)).detect()
 
 
