@@ -149,10 +149,10 @@ def test_sample_id_numbering_never_wraps(tmp_path):
     ("u16.jsonl", json.dumps(GOOD).encode("utf-16"), "UTF-16"),
     ("u16le.jsonl", json.dumps(GOOD).encode("utf-16-le"), "UTF-16"),
     ("u16.json", json.dumps([GOOD]).encode("utf-16"), "UTF-16"),
-    ("g.jsonl", gzip.compress(json.dumps(GOOD).encode()), "gzip"),
-    ("g.json.gz", gzip.compress(json.dumps(GOOD).encode()), "gzip"),
+    ("g.jsonl", gzip.compress(json.dumps(GOOD).encode(), mtime=0), "gzip"),
+    ("g.json.gz", gzip.compress(json.dumps(GOOD).encode(), mtime=0), "gzip"),
     ("u32.jsonl", json.dumps(GOOD).encode("utf-32"), "UTF-32"),
-])
+], ids=["utf16-bom", "utf16le", "utf16-json", "gzip", "gzip-suffix", "utf32"])
 def test_encodings_and_compression_are_named(tmp_path, name, data, expected):
     path = tmp_path / name
     path.write_bytes(data)
