@@ -170,8 +170,8 @@ def test_fuzz_fireact(values):
 def test_answer_extraction_is_total_and_bounded(text, repeat):
     answer, rule = extract_answer(text * repeat)
     assert answer is None or len(answer) <= len(text * repeat)
-    assert rule in {"pattern", "answer_tag", "boxed", "final_answer", "answer_line", "finish", "whole_message",
-                    "none"}
+    assert rule in {"pattern", "answer_tag", "boxed", "final_answer", "answer_line", "answer_is", "finish",
+                    "whole_message", "none"}
 
 
 @settings(max_examples=max(5, N // 8), deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -25,6 +25,7 @@ from mechanism.simulation.run import simulate
     ("Reasoning...\nAnswer: Marie Curie", "Marie Curie", "answer_line"),
     ("The question asks for an answer: but first", "The question asks for an answer: but first", "whole_message"),
     ("Thought: got it.\nAction: Finish[Ron Howard]", "Ron Howard", "finish"),
+    ("Adding them up, the answer is 42.", "42", "answer_is"),
     ("Paris", "Paris", "whole_message"),
     ("", None, "none"),
 ])

@@ -64,6 +64,15 @@ def _timed_read(path, **kw) -> float:
     return time.perf_counter() - start
 
 
+def test_a_whole_long_message_as_answer_is_noted(tmp_path):
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"question": "q", "gold": ["x"], "messages": [
+        {"role": "user", "content": "q"}, {"role": "assistant", "content": "blah " * 1000}]}))
+    runs, rep = read(path, report=True)
+    assert len(runs["answer"][0]) == len(("blah " * 1000).strip())
+    assert any(n.startswith("1 answers are longer than 2,000 characters") for n in rep.notes)
+
+
 def test_256_kb_of_unclosed_tags_reads_in_under_a_second(tmp_path):
     for name, (record, kw) in _unclosed_records(KB256).items():
         path = tmp_path / f"{name}.{'json' if name == 'atif' else 'jsonl'}"

@@ -100,6 +100,18 @@ def _after_phrase(text: str) -> str | None:
     return _clean(boxed if boxed is not None else line) or None
 
 
+def _answer_is(text: str) -> str | None:
+    """The rest of the line after the last "the answer is" (a chat model's plain ending)."""
+    low = _lower(text)
+    at = low.rfind("the answer is")
+    if at < 0:
+        return None
+    rest = text[at + len("the answer is"):].lstrip(" \t:*_")
+    line = rest.split("\n", 1)[0]
+    boxed = _boxed(line)
+    return _clean(boxed if boxed is not None else line) or None
+
+
 def _answer_line(text: str) -> str | None:
     """The rest of the last line that starts with ``Answer:``."""
     low = _lower(text)
@@ -182,7 +194,8 @@ def extract_answer(text: str, *, pattern: "re.Pattern[str] | None" = None,
     (str or None, str)
         The answer (``None`` when the message is empty, or nothing matched and
         ``fallback`` is false) and the rule used: ``pattern``, ``answer_tag``, ``boxed``,
-        ``final_answer``, ``answer_line``, ``finish``, ``whole_message`` or ``none``.
+        ``final_answer``, ``answer_line``, ``answer_is``, ``finish``, ``whole_message`` or
+        ``none``.
 
     Examples
     --------
@@ -210,7 +223,8 @@ def extract_answer(text: str, *, pattern: "re.Pattern[str] | None" = None,
     if tag is not None:
         return tag.strip(), "answer_tag"
     rules: tuple[tuple[str, Callable[[str], str | None]], ...] = (
-        ("finish", _finish_call), ("final_answer", _after_phrase), ("boxed", _boxed), ("answer_line", _answer_line))
+        ("finish", _finish_call), ("final_answer", _after_phrase), ("boxed", _boxed), ("answer_line", _answer_line),
+        ("answer_is", _answer_is))
     for name, rule in rules:
         found = rule(visible)
         if found is not None and found.strip():

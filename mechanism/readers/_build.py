@@ -26,6 +26,7 @@ from mechanism.scoring import _f1, cover_match, normalize_answer
 SCORERS = ("em", "f1", "cover-em", "contains")
 F1_THRESHOLD = 0.5  # `scorer="f1"`: correct when token F1 reaches this (the usual partial-credit cut)
 _EXAMPLES = 3
+LONG_ANSWER = 2_000  # characters: longer is a whole message or a runaway generation, not an answer
 _WARN_MIN_ANSWERS = 5  # fewer answers, all wrong, is no sign of a misread
 
 
@@ -117,6 +118,7 @@ class Tally:
     answer_rules: Counter = field(default_factory=Counter)
     folded_calls: Counter = field(default_factory=Counter)
     folded_trailing: int = 0
+    long_answers: int = 0
     escaped_arms: dict[str, str] = field(default_factory=dict)
     parser_notes: dict[str, list[Any]] = field(default_factory=dict)  # kind -> [count, examples]
     # arm -> [rows scored here, of them with an answer, of them correct]
@@ -222,6 +224,9 @@ class Tally:
         if self.folded_trailing:
             out.append(f"{self.folded_trailing} of those calls came after an episode's last round and are left "
                        "out of `steps`")
+        if self.long_answers:
+            out.append(f"{self.long_answers} answers are longer than {LONG_ANSWER:,} characters (kept whole): a "
+                       "message taken as the answer where no convention marked one? see `answer_pattern=`")
         for kind, (n, examples) in self.parser_notes.items():
             out.append(f"{n} {kind}; e.g. " + "; ".join(examples))
         if self.given:
@@ -237,7 +242,7 @@ class Tally:
 
 
 _RULE_NAMES = {"pattern": "`answer_pattern`", "boxed": "\\boxed{}", "final_answer": "'Final answer:'",
-               "answer_line": "'Answer:'", "finish": "Finish[...]", "whole_message": "the whole message",
+               "answer_line": "'Answer:'", "answer_is": "'the answer is'", "finish": "Finish[...]", "whole_message": "the whole message",
                "finish_tool": "a finishing tool call"}
 
 
@@ -359,6 +364,8 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
             consumed.add(akey.split(".", 1)[0])
     answer = answer if final else None
     row["answer"] = answer
+    if answer is not None and len(answer) > LONG_ANSWER:
+        tally.long_answers += 1
 
     key, value = found["category"]
     row["category"] = as_str(value, key) if key is not None else None
