@@ -95,7 +95,8 @@ def test_fireact_repairs_are_noted(fireact_dir):
     runs, rep = read(path, report=True)
     assert any(n.startswith("3 actions missing their closing `]`") for n in rep.notes)
     path7 = next((fireact_dir / "trajs").glob("*llama-2-7b*.json"))
-    plain = read(path7)
+    plain, rep_plain = read(path7, report=True)
+    assert any(n.startswith("26 calls of `reflect` counted as rounds") for n in rep_plain.notes)
     folded, rep7 = read(path7, report=True, round_tools="-reflect")
     assert plain["n_rounds"].sum() - folded["n_rounds"].sum() == 26
     assert any(n.startswith("26 calls of `reflect` not counted as rounds") for n in rep7.notes)

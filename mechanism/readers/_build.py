@@ -26,6 +26,7 @@ from mechanism.scoring import _f1, cover_match, normalize_answer
 SCORERS = ("em", "f1", "cover-em", "contains")
 F1_THRESHOLD = 0.5  # `scorer="f1"`: correct when token F1 reaches this (the usual partial-credit cut)
 _EXAMPLES = 3
+_SELF_TOOLS = frozenset({"reflect", "think", "plan", "note", "scratchpad"})
 LONG_ANSWER = 2_000  # characters: longer is a whole message or a runaway generation, not an answer
 _WARN_MIN_ANSWERS = 5  # fewer answers, all wrong, is no sign of a misread
 
@@ -119,6 +120,7 @@ class Tally:
     folded_calls: Counter = field(default_factory=Counter)
     folded_trailing: int = 0
     long_answers: int = 0
+    self_calls: Counter = field(default_factory=Counter)
     escaped_arms: dict[str, str] = field(default_factory=dict)
     parser_notes: dict[str, list[Any]] = field(default_factory=dict)  # kind -> [count, examples]
     # arm -> [rows scored here, of them with an answer, of them correct]
@@ -224,6 +226,9 @@ class Tally:
         if self.folded_trailing:
             out.append(f"{self.folded_trailing} of those calls came after an episode's last round and are left "
                        "out of `steps`")
+        for tool, n in sorted(self.self_calls.items()):
+            out.append(f"{n} calls of `{tool}` counted as rounds; if it is not a tool the environment answers, "
+                       f"pass `round_tools='-{tool}'`")
         if self.long_answers:
             out.append(f"{self.long_answers} answers are longer than {LONG_ANSWER:,} characters (kept whole): a "
                        "message taken as the answer where no convention marked one? see `answer_pattern=`")
@@ -351,6 +356,10 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
         steps = _fold_steps(steps, options, tally)
         row["steps"] = steps
         n_rounds = len(steps)
+    elif steps:
+        for step in steps:  # calls that query nothing outside the model: say they count, once
+            if (step.get("tool") or "").lower() in _SELF_TOOLS:
+                tally.self_calls[step["tool"].lower()] += 1
     row["n_rounds"] = n_rounds
 
     # answer: what the transcript ended with; a bare record field only where the format is a
