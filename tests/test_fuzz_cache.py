@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mechanism.cachefile import load_json_small, load_npy, read_checked, sidecar, write_checked
-from mechanism.embed import Embedder, EmbeddingCache, make_embedder
+from mechanism.embed import Embedder, make_embedder
 from mechanism.errors import InputError, MechanismError
 
 N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))

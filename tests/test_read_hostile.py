@@ -12,7 +12,6 @@ import threading
 import time
 import zipfile
 
-import polars as pl
 import pytest
 
 from mechanism.cli import main
