@@ -9,6 +9,7 @@ uses.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 
 __all__ = ["safe_filename", "display_name", "escape_control"]
@@ -19,11 +20,21 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e
 def safe_filename(name: str, *, max_length: int = 80) -> str:
     """A file-name-safe rendering of an arm or strategy name (untrusted text).
 
+    A name longer than ``max_length`` is cut and ends in a short hash of the whole name, so
+    two long names that share their beginning still get different files.
+
     >>> safe_filename("../../etc/passwd")
     'etc_passwd'
+    >>> safe_filename("a" * 100) != safe_filename("a" * 99 + "b")
+    True
+    >>> len(safe_filename("a" * 100))
+    80
     """
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._")
-    return (cleaned or "unnamed")[:max_length]
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._") or "unnamed"
+    if len(cleaned) <= max_length:
+        return cleaned
+    tag = hashlib.blake2b(str(name).encode("utf-8", "backslashreplace"), digest_size=4).hexdigest()
+    return f"{cleaned[: max(1, max_length - 9)]}-{tag}"
 
 
 def escape_control(text: str) -> str:

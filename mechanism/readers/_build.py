@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from mechanism.errors import InputError
-from mechanism.names import _CONTROL as _HAS_CONTROL, escape_control
+from mechanism.names import _CONTROL as _HAS_CONTROL, display_name, escape_control
 from mechanism.readers._fields import FieldMap, as_bool, as_float, as_gold, as_int, as_str
 from mechanism.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS
 from mechanism.scoring import _f1, cover_match, normalize_answer
@@ -206,7 +206,8 @@ class Tally:
         for source, arm in self.arm_from_stem.items():
             out.append(f"{source}: no `arm` field and no `arm=`: arm named {arm!r} after the file")
         for escaped in self.escaped_arms:
-            out.append(f"arm name with control characters (newlines, escape sequences) kept escaped: {escaped!r}")
+            out.append("arm name with control characters (newlines, escape sequences) kept escaped: "
+                       f"{display_name(escaped, max_length=60, mathtext=False)!r}")
         if self.arm_overridden:
             out.append(f"{self.arm_overridden} rows had an `arm` field that `arm=` replaced")
         if self.kept_without_answer:
