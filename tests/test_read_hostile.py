@@ -238,6 +238,12 @@ def test_control_characters_never_reach_the_terminal(tmp_path, capsys):
     for stream in (captured.out, captured.err):
         assert "\x1b" not in stream and "\x07" not in stream
         assert not any(line.startswith("forged") for line in stream.splitlines())
+    # a file name with a newline forges no line either
+    odd = tmp_path / "x\nforged: y.jsonl"
+    odd.write_text(json.dumps(GOOD))
+    assert main(["read", str(odd), "--out", str(tmp_path / "o2.parquet")]) == 0
+    out = capsys.readouterr().out
+    assert not any(line.startswith("forged") for line in out.splitlines())
     # the skip listing of an analysis command is escaped too
     code = main(["passkt", str(path), "--errors", "skip", "--no-figures", "--n-boot", "10", "--k", "1",
                  "--out", str(tmp_path / "p")])

@@ -10,7 +10,7 @@ import polars as pl
 
 from mechanism.commands._common import add_reading_options, read_quietly, reading_kwargs, terminal_safe
 from mechanism.errors import InputError, ReadReport
-from mechanism.names import display_name
+from mechanism.names import display_name, escape_control
 from mechanism.readers import FORMATS
 
 HELP = "read trajectory files (any supported format) into the canonical parquet table"
@@ -35,7 +35,7 @@ def summary(runs: pl.DataFrame, rep: ReadReport) -> str:
     """What a read found, as lines of text."""
     lines = []
     for source, fmt in rep.formats.items():
-        lines.append(f"{source}: format {fmt}")
+        lines.append(f"{escape_control(source)}: format {fmt}")  # a newline in a file name forges no line
     filtered = f", left out by --where {rep.rows_filtered}" if rep.rows_filtered else ""
     lines.append(f"rows read {rep.rows_in}, kept {rep.rows_kept}, skipped {len(rep.skipped)}{filtered}")
     if runs.height:
