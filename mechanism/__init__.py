@@ -40,6 +40,7 @@ _EXPORTS = {
     "integration": "mechanism.information", "Integration": "mechanism.information",
     "integration_verdict": "mechanism.information",
     "paper_style": "mechanism.plots.style",
+    "ReadWarning": "mechanism.errors", "extract_answer": "mechanism.readers._answer",
 }
 
 
@@ -78,4 +79,6 @@ __all__ = [
     "integration", "Integration", "integration_verdict",
     # plot
     "plots", "paper_style",
+    # reading real logs (issue 11)
+    "ReadWarning", "extract_answer",
 ]

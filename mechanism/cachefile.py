@@ -12,11 +12,14 @@ rebuilds it.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 SIDECAR_FORMAT = 1
 
@@ -79,16 +82,80 @@ def read_checked(path: Path, meta: dict[str, Any] | None = None) -> bytes | None
     if not side.exists():
         return None
     try:
-        record = json.loads(side.read_text("utf-8"))
+        record = load_json_small(side)
         data = path.read_bytes()
         if (not isinstance(record, dict) or record.get("sidecar_format") != SIDECAR_FORMAT
                 or record.get("size") != len(data) or record.get("digest") != digest(data)
                 or any(record.get(k) != v for k, v in (meta or {}).items())):
             raise ValueError("size, digest or producer mismatch")
         return data
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, AttributeError):
         discard(path)
         return None
+
+
+SIDECAR_MAX_BYTES = 64 * 2**20  # a sidecar lists keys and digests; larger is not one of ours
+
+
+def load_json_small(path: Path, *, max_bytes: int = SIDECAR_MAX_BYTES) -> Any:
+    """A JSON file that the toolkit wrote (a sidecar, a manifest), refused with
+    :class:`ValueError` when it is larger than ``max_bytes``, not UTF-8, not JSON, or nested
+    too deeply to decode (a crafted file must not crash the caller with a RecursionError)."""
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise ValueError(f"{path.name} is {size} bytes, more than the {max_bytes} a sidecar may hold")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except RecursionError:
+        raise ValueError(f"{path.name} is nested too deeply") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path.name} is not UTF-8") from None
+
+
+def load_npy(source: "Path | bytes", *, dtype: "np.dtype | type | None" = None, ndim: int | None = None) -> np.ndarray:
+    """A ``.npy`` array whose header is checked before anything is allocated.
+
+    The header's shape and dtype must account for exactly the bytes the file holds, so a
+    crafted header claiming a huge shape is refused (:class:`ValueError`) instead of making
+    NumPy allocate it; object arrays are refused (no pickle).
+
+    Parameters
+    ----------
+    source
+        The file, or its bytes.
+    dtype, ndim
+        When given, the array must have this dtype / number of dimensions.
+    """
+    data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    fh = io.BytesIO(data)
+    try:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, have = np.lib.format.read_array_header_1_0(fh)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, have = np.lib.format.read_array_header_2_0(fh)
+        else:
+            raise ValueError(f"unknown .npy version {version}")
+    except Exception as exc:  # numpy's header parser raises many types (tokenize, syntax, EOF) on junk
+        reason = " ".join(str(exc).split())[:120]
+        raise ValueError(f"bad .npy header ({type(exc).__name__}: {reason})") from None
+    if have.hasobject:
+        raise ValueError("object arrays are not loaded (they would need pickle)")
+    if dtype is not None and have != np.dtype(dtype):
+        raise ValueError(f".npy dtype {have}, expected {np.dtype(dtype)}")
+    if ndim is not None and len(shape) != ndim:
+        raise ValueError(f".npy array has {len(shape)} dimensions, expected {ndim}")
+    if any((not isinstance(n, int)) or n < 0 for n in shape):
+        raise ValueError(f"bad .npy shape {shape}")
+    count = 1
+    for n in shape:
+        count *= n
+    body = len(data) - fh.tell()
+    if count * have.itemsize != body:
+        raise ValueError(f".npy header claims shape {shape} ({count * have.itemsize} bytes) but the file holds "
+                         f"{body}")
+    arr = np.frombuffer(data, dtype=have, count=count, offset=fh.tell())
+    return arr.reshape(shape, order="F" if fortran else "C").copy()
 
 
 def discard(path: Path) -> None:

@@ -45,9 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(terminal_safe(f"mechanism {args.command}: error: {exc}"), file=sys.stderr)
         return 2
     except OSError as exc:  # an output path that cannot be written (not a folder, no permission, disk full)
-        where = f": {exc.filename}" if exc.filename is not None else ""
+        where = f": {' '.join(str(exc.filename).split())}" if exc.filename is not None else ""
         text = " ".join(str(exc.strerror or exc).split())
-        print(f"mechanism {args.command}: error: {text}{where}", file=sys.stderr)
+        print(terminal_safe(f"mechanism {args.command}: error: {text}{where}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mechanism: interrupted", file=sys.stderr)

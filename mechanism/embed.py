@@ -24,6 +24,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from mechanism.cachefile import load_json_small, load_npy
+
 from mechanism.cachefile import atomic_write as _atomic_write
 from mechanism.errors import MechanismError
 from mechanism.progress import progress as _progress
@@ -119,17 +121,17 @@ class EmbeddingCache:
     def _read_shard(self, meta_path: Path) -> tuple[list[str], np.ndarray] | None:
         npy_path = meta_path.with_suffix(".npy")
         try:
-            meta = json.loads(meta_path.read_text("utf-8"))
-            if meta.get("format") != CACHE_FORMAT or meta.get("model") != self.model_id:
+            meta = load_json_small(meta_path)
+            if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT or meta.get("model") != self.model_id:
                 raise ValueError("format or model mismatch")
-            arr = np.load(npy_path, allow_pickle=False)
+            arr = load_npy(npy_path, dtype=np.float32, ndim=2)  # header checked before allocation
             keys = meta["keys"]
             if (arr.dtype != np.float32 or arr.ndim != 2 or list(arr.shape) != meta["shape"]
                     or len(keys) != arr.shape[0]
                     or hashlib.sha256(arr.tobytes()).hexdigest() != meta["sha256"]):
                 raise ValueError("shape or checksum mismatch")
             return keys, arr
-        except (OSError, ValueError, KeyError, TypeError, EOFError):
+        except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError, MemoryError):
             # A torn or tampered shard: drop it so its texts are embedded afresh.
             self.rebuilt.append(meta_path.stem)
             meta_path.unlink(missing_ok=True)
@@ -285,6 +287,32 @@ class HashingEmbedder:
         return vec.transform(list(texts)).toarray().astype(np.float32)
 
 
+HASHING_MAX_FEATURES = 2**16  # hashed text features; more buys nothing and costs memory per row
+
+
+def hashing_size(spec: str) -> int:
+    """The feature count of a ``"hashing-<n>"`` name, checked (1 to 65,536)."""
+    digits = spec[len("hashing-"):]
+    if len(digits) > 8 or not digits.isdigit() or not 1 <= int(digits) <= HASHING_MAX_FEATURES:
+        raise MechanismError(f"`{spec[:40]}`: a hashing embedder takes 1 to {HASHING_MAX_FEATURES} features")
+    return int(digits)
+
+
+def known_model(name: str) -> bool:
+    """Whether a model name read from a file may be loaded without the user naming it: the
+    default model (by either of its names) or a hashing embedder of a valid size. Any other
+    name, a folder above all, could point the loader at files nobody vetted."""
+    if name in _ALIASES:
+        return True
+    if name.startswith("hashing-"):
+        try:
+            hashing_size(name)
+        except MechanismError:
+            return False
+        return True
+    return False
+
+
 def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.PathLike | None = None,
                   progress: bool | None = True) -> TextEmbedder:
     """An embedder from a name: ``None`` (default model), ``"hashing-<n>"``, a model name or
@@ -293,7 +321,7 @@ def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.Path
         return Embedder(DEFAULT_MODEL, cache_dir=cache_dir, progress=progress)
     if isinstance(spec, str):
         if spec.startswith("hashing-") and spec[len("hashing-"):].isdigit():
-            return HashingEmbedder(int(spec[len("hashing-"):]))
+            return HashingEmbedder(hashing_size(spec))
         return Embedder(spec, cache_dir=cache_dir, progress=progress)
     if isinstance(spec, TextEmbedder):
         return spec

@@ -12,6 +12,11 @@ class MechanismError(ValueError):
     """Base class of every error the toolkit raises on purpose."""
 
 
+class ReadWarning(UserWarning):
+    """A read that succeeded but whose numbers look wrong (an arm scoring 0 % while answers
+    were found): the answer was probably taken from the wrong place."""
+
+
 class InputError(MechanismError):
     """Bad input: a malformed record, a missing field, an unknown format, an empty file.
 
@@ -62,17 +67,29 @@ class SkippedRecord:
 
 @dataclass
 class ReadReport:
-    """What a read kept and what it skipped: ``rows_in == rows_kept + len(skipped)``."""
+    """What a read kept and what it skipped:
+    ``rows_in == rows_kept + len(skipped) + rows_filtered``.
+
+    ``rows_filtered`` counts records a ``where=`` filter left out; ``unanswered`` the kept
+    episodes that ended without a final answer (failures); ``warnings`` the loud notes (an arm
+    that scores 0 % while answers were found), also issued as :class:`ReadWarning`.
+    """
 
     rows_in: int = 0
     rows_kept: int = 0
     skipped: list[SkippedRecord] = field(default_factory=list)
     formats: dict[str, str] = field(default_factory=dict)  # source -> detected format
     notes: list[str] = field(default_factory=list)
+    rows_filtered: int = 0
+    unanswered: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def merge(self, other: "ReadReport") -> None:
         self.rows_in += other.rows_in
         self.rows_kept += other.rows_kept
+        self.rows_filtered += other.rows_filtered
+        self.unanswered += other.unanswered
+        self.warnings.extend(other.warnings)
         self.skipped.extend(other.skipped)
         self.formats.update(other.formats)
         self.notes.extend(other.notes)

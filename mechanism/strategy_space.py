@@ -48,7 +48,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from mechanism.embed import TextEmbedder, make_embedder
+from mechanism.cachefile import load_npy
+from mechanism.embed import TextEmbedder, known_model, make_embedder
 from mechanism.errors import InputError, MechanismError
 from mechanism.segmentation import FEATURE_COLUMNS, STRATEGY_FEATURES, render
 from mechanism.schema import validate
@@ -789,6 +790,12 @@ class StrategySpace:
         if not isinstance(model, str) or not model:
             raise InputError("missing or bad `embedding_model` in space.json", source=str(cfg_path),
                              field="embedding_model")
+        if embedder is None and not known_model(model):
+            # a name from the file could point the loader at any folder: only the known models
+            # load by themselves; another one must be named by the user
+            raise InputError(f"space.json names the embedding model {model[:80]!r}, which is not one this "
+                             "toolkit loads on a file's word; pass `embedder=` (that model's name, or a folder "
+                             "you trust) to load it", source=str(cfg_path), field="embedding_model")
         try:
             params = dict(config["params"])
             params["k_range"] = tuple(params["k_range"])
@@ -817,7 +824,7 @@ class StrategySpace:
             if required - set(arrays):
                 raise ValueError(f"space.json lists no {sorted(required - set(arrays))}")
             for name, digest in arrays.items():
-                arr = np.load(folder / f"{name}.npy", allow_pickle=False)
+                arr = load_npy(folder / f"{name}.npy")  # header checked against the file size first
                 if hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest() != digest:
                     raise ValueError(f"`{name}.npy` does not match its checksum")
                 setattr(space, _SAVED_ARRAYS[name], arr)
@@ -833,7 +840,8 @@ class StrategySpace:
             feature_weights = np.asarray(config["feature_weights"], dtype=np.float64)
             threshold = float(config["threshold"])
             n_strategies = int(config["n_strategies"])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, MemoryError,
+                pl.exceptions.PolarsError) as exc:
             reason = " ".join(str(exc).split())[:300]
             raise InputError(f"saved strategy space is incomplete or corrupt: {reason}", source=str(folder)) from None
         m = space.train_features_.shape[0] if space.train_features_.ndim == 2 else -1
@@ -952,12 +960,14 @@ def _save_checked(path: Path, arr: np.ndarray) -> None:
 
 def _load_checked(path: Path, shape: tuple[int, ...]) -> np.ndarray | None:
     try:
-        meta = json.loads(path.with_suffix(".json").read_text("utf-8"))
-        arr = np.load(path, allow_pickle=False)
-        if (arr.dtype == np.float64 and list(arr.shape) == list(shape) == meta["shape"]
+        from mechanism.cachefile import load_json_small, load_npy
+
+        meta = load_json_small(path.with_suffix(".json"))
+        arr = load_npy(path, dtype=np.float64)
+        if (isinstance(meta, dict) and list(arr.shape) == list(shape) == meta["shape"]
                 and hashlib.sha256(arr.tobytes()).hexdigest() == meta["sha256"]):
             return arr
-    except (OSError, ValueError, KeyError, TypeError, EOFError):
+    except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError, MemoryError):
         pass
     path.unlink(missing_ok=True)  # corrupt or stale: recompute and overwrite
     path.with_suffix(".json").unlink(missing_ok=True)

@@ -25,9 +25,10 @@ def test_read_command_skip_lists_reasons(fixtures, tmp_path, capsys):
                  "--out", str(out)])
     assert code == 0
     text = capsys.readouterr().out
-    assert "rows read 10, kept 2, skipped 8" in text
+    assert "rows read 10, kept 3, skipped 7" in text
     assert "skipped, by reason:" in text and "line 2" in text
-    assert pl.read_parquet(out).height == 2
+    assert "1 episodes ended without a final answer" in text
+    assert pl.read_parquet(out).height == 3
 
 
 def test_read_command_columns(tmp_path, capsys):

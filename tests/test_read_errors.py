@@ -30,20 +30,26 @@ def test_mixed_file_skip_reports_every_record(fixtures):
     runs, rep = read(path, errors="skip", report=True)
     assert rep.rows_in == 10  # eleven lines, one blank
     assert rep.rows_in == rep.rows_kept + len(rep.skipped)
-    assert runs.height == rep.rows_kept == 2
+    assert runs.height == rep.rows_kept == 3
     by_line = {s.line: s for s in rep.skipped}
-    assert set(by_line) == {2, 3, 4, 5, 6, 9, 10, 11}
+    assert set(by_line) == {2, 3, 4, 6, 9, 10, 11}
     assert "invalid JSON" in by_line[2].reason
     assert by_line[3].field == "response" and "missing transcript" in by_line[3].reason
     assert "unclosed `<information>`" in by_line[4].reason and by_line[4].field == "response"
-    assert "no final answer" in by_line[5].reason
     assert "duplicate" in by_line[6].reason and "line 1" in by_line[6].reason and by_line[6].field == "sample_id"
     assert by_line[9].field == "question"
     assert by_line[10].field == "gold" and "cannot score" in by_line[10].reason
     assert "JSON object" in by_line[11].reason
     kept = runs.sort("sample_id").to_dicts()
+    # line 5 never answered: kept as a failure, and counted
+    assert kept[1]["sample_id"] == 4 and kept[1]["answer"] is None and kept[1]["correct"] is False
+    assert rep.unanswered == 1 and any("1 episodes ended without a final answer" in n for n in rep.notes)
     # line 8 has no answer but records its outcome: kept, answer null
-    assert kept[1]["sample_id"] == 5 and kept[1]["answer"] is None and kept[1]["correct"] is False
+    assert kept[2]["sample_id"] == 5 and kept[2]["answer"] is None and kept[2]["correct"] is False
+    # refusing unanswered episodes makes line 5 a bad record again
+    _, rep = read(path, errors="skip", report=True, unanswered="error")
+    assert {s.line for s in rep.skipped} == {2, 3, 4, 5, 6, 9, 10, 11}
+    assert "no final answer" in next(s for s in rep.skipped if s.line == 5).reason
     for s in rep.skipped:  # every skipped record renders as one line naming file and line
         assert str(s).startswith(f"{path}, line {s.line}")
 
@@ -113,8 +119,8 @@ def test_wrong_types_name_the_field(tmp_path):
 def test_searchr1_tag_problems(tmp_path):
     path = tmp_path / "t.jsonl"
     cases = {
-        "<search> a </search><search> b": "unclosed `<search>`",
         "<think> a <search> b </search></think><answer>x</answer>": "unclosed `<think>`",
+        "<search> a </search><information> b": "unclosed `<information>`",
         "<answer> a </answer></search>": "unmatched `</search>`",
         "<information> a </information><answer>x</answer>": "without a `<search>`",
     }
@@ -122,6 +128,20 @@ def test_searchr1_tag_problems(tmp_path):
         path.write_text(json.dumps({"question": "q", "gold": ["x"], "response": text}))
         err = _raises(path, format="searchr1")
         assert expected in err.reason and err.field == "response" and err.line == 1
+
+
+def test_searchr1_cut_off_generation_is_an_unanswered_failure(tmp_path):
+    path = tmp_path / "t.jsonl"
+    cut = ["<search> a </search><information> b </information><search> c",
+           "<search> a </search><information> b </information><think> still thinking",
+           "<search> a </search><information> b </information><answer> x"]
+    path.write_text("\n".join(json.dumps({"question": "q", "gold": ["x"], "response": t, "sample_id": i})
+                              for i, t in enumerate(cut)))
+    runs, rep = read(path, format="searchr1", report=True)
+    assert runs["n_rounds"].to_list() == [1, 1, 1]
+    assert runs["answer"].to_list() == [None, None, None] and not runs["correct"].any()
+    assert rep.unanswered == 3
+    assert any(n.startswith("3 transcripts end inside an unclosed") for n in rep.notes)
 
 
 def test_openai_problems(tmp_path):
@@ -142,7 +162,10 @@ def test_openai_problems(tmp_path):
              "tool_calls": [{"id": "c1", "function": {"name": "search", "arguments": "{\"query\": \"a\"}"}}]},
             {"role": "tool", "tool_call_id": "c1", "content": "obs"}]
     path.write_text(json.dumps({"gold": ["x"], "messages": msgs}))
-    assert "no final answer" in _raises(path, format="openai").reason
+    assert "no final answer" in _raises(path, format="openai", unanswered="error").reason
+    runs, rep = read(path, format="openai", report=True)
+    assert runs["answer"][0] is None and runs["correct"][0] is False and runs["n_rounds"][0] == 1
+    assert rep.unanswered == 1
 
 
 def test_atif_problems(tmp_path):

@@ -18,6 +18,73 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arm", default=None, help="arm name for files that have none")
     parser.add_argument("--errors", default="raise", choices=("raise", "skip"),
                         help="stop at the first bad record (raise, default) or skip and report bad records")
+    add_reading_options(parser)
+
+
+def add_reading_options(parser: argparse.ArgumentParser) -> None:
+    """The reader's options that replace preparation code (``mechanism.read``'s keywords)."""
+    from mechanism.readers import SCORERS
+
+    parser.add_argument("--columns", action="append", default=[], metavar="CANONICAL=FIELD[,...]",
+                        help="map canonical names to the file's fields (repeatable, or comma-separated), "
+                             "e.g. --columns text=response,gold=golden_answers; a text label maps with "
+                             "correct=status:CORRECT")
+    parser.add_argument("--where", default=None, metavar="FILTER",
+                        help="keep only records for which this holds, on the file's own fields, e.g. "
+                             "\"trial == 1 and not carried_over\" (SQL syntax)")
+    parser.add_argument("--answer-pattern", default=None, metavar="REGEX",
+                        help="regular expression for the final answer in the last message (group 1 if any)")
+    parser.add_argument("--scorer", default="em", choices=SCORERS,
+                        help="how answers are scored where the file gives no label (default em: exact match)")
+    parser.add_argument("--unanswered", default="fail", choices=("fail", "error"),
+                        help="an episode without a final answer: a failure (default) or a bad record")
+    parser.add_argument("--round-tools", default=None, metavar="TOOLS",
+                        help="tools that count as rounds, comma-separated (search,lookup), or the ones that "
+                             "do not, prefixed with - (--round-tools=-reflect,-think)")
+
+
+def parse_columns(items: list[str]) -> dict[str, str]:
+    """``--columns`` entries (``canonical=field``, comma-separated or repeated) as a dict."""
+    from mechanism.errors import InputError
+
+    out = {}
+    for item in (part for entry in items for part in entry.split(",") if part.strip()):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise InputError(f"`--columns` entries look like canonical=field, got {item!r}", field="columns")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def reading_kwargs(args: argparse.Namespace) -> dict:
+    """The keyword arguments of :func:`mechanism.read` that the reading options give."""
+    columns = parse_columns(getattr(args, "columns", None) or [])
+    return {"columns": columns or None, "where": getattr(args, "where", None),
+            "answer_pattern": getattr(args, "answer_pattern", None), "scorer": getattr(args, "scorer", "em"),
+            "unanswered": getattr(args, "unanswered", "fail"), "round_tools": getattr(args, "round_tools", None)}
+
+
+def read_quietly(inputs, **kwargs):
+    """:func:`mechanism.read` with its :class:`ReadWarning` messages kept in the report only: the
+    command prints them itself, on one escaped line each."""
+    import warnings
+
+    from mechanism.errors import ReadWarning
+    from mechanism.readers import read
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReadWarning)
+        return read(inputs, report=True, **kwargs)
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2**32 - 1, got {value}")
+    return value
 
 
 def add_output_argument(parser: argparse.ArgumentParser) -> None:
@@ -28,21 +95,22 @@ def add_bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
     """``--ci``, ``--n-boot``, ``--seed`` and ``--no-figures``."""
     parser.add_argument("--ci", type=float, default=0.95, help="bootstrap interval level (default 0.95)")
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates over questions (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every resampling (default 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="seed of every resampling (default 0)")
     parser.add_argument("--no-figures", action="store_true", help="write tables only")
 
 
 def read_inputs(args: argparse.Namespace) -> pl.DataFrame:
     """Read the command's inputs; under ``--errors skip`` say on stderr what was left out."""
-    from mechanism.readers import read
-
-    runs, report = read(args.inputs, format=args.format, arm=args.arm, errors=args.errors, report=True)
+    runs, report = read_quietly(args.inputs, format=args.format, arm=args.arm, errors=args.errors,
+                                **reading_kwargs(args))
     if report.skipped:
         print(f"skipped {len(report.skipped)} of {report.rows_in} records:", file=sys.stderr)
         for record in report.skipped[:10]:
-            print(f"  {record}", file=sys.stderr)
+            print(terminal_safe(f"  {record}"), file=sys.stderr)
         if len(report.skipped) > 10:
             print(f"  ... and {len(report.skipped) - 10} more", file=sys.stderr)
+    for message in report.warnings:
+        print(terminal_safe(f"warning: {' '.join(message.split())}"), file=sys.stderr)
     return runs
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import polars as pl
 
-from mechanism.commands._common import terminal_safe
+from mechanism.commands._common import add_reading_options, read_quietly, reading_kwargs, terminal_safe
 from mechanism.errors import InputError, ReadReport
-from mechanism.readers import FORMATS, read
+from mechanism.names import display_name, escape_control
+from mechanism.readers import FORMATS
 
 HELP = "read trajectory files (any supported format) into the canonical parquet table"
 
@@ -25,38 +26,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "else the file name)")
     parser.add_argument("--errors", default="raise", choices=("raise", "skip"),
                         help="stop at the first bad record (raise) or leave bad records out and list them (skip)")
-    parser.add_argument("--columns", action="append", default=[], metavar="CANONICAL=FIELD[,...]",
-                        help="map canonical names to the file's fields (repeatable, or comma-separated), "
-                             "e.g. --columns text=response,gold=golden_answers")
+    add_reading_options(parser)
     parser.add_argument("--out", required=True, type=Path, help="the parquet file to write")
     parser.add_argument("--quiet", action="store_true", help="print nothing")
-
-
-def parse_columns(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in (part for entry in items for part in entry.split(",") if part.strip()):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise InputError(f"`--columns` entries look like canonical=field, got {item!r}", field="columns")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def summary(runs: pl.DataFrame, rep: ReadReport) -> str:
     """What a read found, as lines of text."""
     lines = []
     for source, fmt in rep.formats.items():
-        lines.append(f"{source}: format {fmt}")
-    lines.append(f"rows read {rep.rows_in}, kept {rep.rows_kept}, skipped {len(rep.skipped)}")
+        lines.append(f"{escape_control(source)}: format {fmt}")  # a newline in a file name forges no line
+    filtered = f", left out by --where {rep.rows_filtered}" if rep.rows_filtered else ""
+    lines.append(f"rows read {rep.rows_in}, kept {rep.rows_kept}, skipped {len(rep.skipped)}{filtered}")
     if runs.height:
         per_arm = (runs.group_by("arm", maintain_order=True)
                    .agg(pl.len().alias("rows"), pl.col("question_id").n_unique().alias("questions"),
                         pl.col("n_rounds").mean().alias("mean_rounds"), pl.col("correct").mean().alias("correct"))
                    .sort("arm"))
-        width = max(3, *(len(a) for a in per_arm["arm"]))
+        # arm names come from the input: escaped (a newline must not forge a line) and cut short
+        shown = [display_name(a, max_length=60, mathtext=False) for a in per_arm["arm"]]
+        width = max(3, *(len(a) for a in shown))
         lines.append(f"{'arm':<{width}}  {'rows':>7}  {'questions':>9}  {'mean rounds':>11}  {'correct':>7}")
-        for r in per_arm.iter_rows(named=True):
-            lines.append(f"{r['arm']:<{width}}  {r['rows']:>7}  {r['questions']:>9}  {r['mean_rounds']:>11.2f}  "
+        for name, r in zip(shown, per_arm.iter_rows(named=True)):
+            lines.append(f"{name:<{width}}  {r['rows']:>7}  {r['questions']:>9}  {r['mean_rounds']:>11.2f}  "
                          f"{r['correct']:>7.1%}")
     if rep.skipped:
         reasons = Counter(s.reason.split(", first seen")[0] if s.reason.startswith("duplicate") else s.reason
@@ -70,21 +62,22 @@ def summary(runs: pl.DataFrame, rep: ReadReport) -> str:
         for s in rep.skipped[:_SHOW_REASONS]:
             lines.append(f"  {s}")
     for note in rep.notes:
-        lines.append(f"note: {note}")
+        lines.append(f"note: {' '.join(note.split())}")
+    for warning in rep.warnings:
+        lines.append(f"warning: {' '.join(warning.split())}")
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
-    columns = parse_columns(args.columns)
     if args.out.suffix.lower() not in (".parquet", ".pq"):
         raise InputError(f"`--out` must name a .parquet file, got {str(args.out)!r}", field="out")
-    runs, rep = read(args.inputs, format=args.format, arm=args.arm, columns=columns or None,
-                     errors=args.errors, report=True, progress=None)
+    runs, rep = read_quietly(args.inputs, format=args.format, arm=args.arm, errors=args.errors, progress=None,
+                             **reading_kwargs(args))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     runs.write_parquet(args.out)
     if not args.quiet:
         print(terminal_safe(summary(runs, rep)))
-        print(f"wrote {runs.height} rows to {args.out}")
+        print(terminal_safe(f"wrote {runs.height} rows to {args.out}"))
     return 0
 
 

@@ -15,6 +15,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from mechanism.boundaries import Boundary
 from mechanism.errors import InputError
+from mechanism.names import display_name
 from mechanism.plots.style import DIVERGING_CMAP, SEQUENTIAL_CMAP, arm_colors, paper_style
 
 
@@ -58,7 +59,7 @@ def plot_pass_curves(
                     continue
                 x = part["k"].to_numpy()
                 ax.plot(x, part["pass_at_kt"].to_numpy(), marker="o", markersize=2.8, color=colors[arm],
-                        label=str(arm))
+                        label=display_name(arm))
                 if has_ci:
                     ax.fill_between(x, part["ci_low"].to_numpy(), part["ci_high"].to_numpy(),
                                     color=colors[arm], alpha=0.18, linewidth=0)
@@ -105,7 +106,7 @@ def plot_pass_over_t(curves: pl.DataFrame, *, k: int = 1, arms: Sequence[str] | 
         for arm in arms:
             part = part_k.filter(pl.col("arm") == arm).sort("t")
             x = part["t"].to_numpy()
-            ax.plot(x, part["pass_at_kt"].to_numpy(), marker="o", markersize=3, color=colors[arm], label=str(arm))
+            ax.plot(x, part["pass_at_kt"].to_numpy(), marker="o", markersize=3, color=colors[arm], label=display_name(arm))
             if has_ci:
                 ax.fill_between(x, part["ci_low"].to_numpy(), part["ci_high"].to_numpy(), color=colors[arm],
                                 alpha=0.18, linewidth=0)
@@ -133,7 +134,7 @@ def plot_pass_surfaces(curves: pl.DataFrame, *, arms: Sequence[str] | None = Non
             image = ax.imshow(grid, cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=1.0, origin="lower", aspect="auto")
             _annotate(ax, grid, fmt="{:.2f}", dark_above=0.55, reverse=True)
             _label_grid(ax, ks, ts)
-            ax.set_title(f"{arm}")
+            ax.set_title(display_name(arm))
         for ax in axes[0][1:]:
             ax.set_ylabel("")
         fig.colorbar(image, ax=axes[0].tolist(), shrink=0.9, label="PASS@(k,T)")
@@ -170,8 +171,8 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str) -> Figure:
             strong = abs(grid[i, j]) > 0.6 * limit
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if strong else "black")
         _label_grid(ax, ks, ts)
-        ax.set_title(f"PASS@(k,T): {treated} − {base}")
-        fig.colorbar(image, ax=ax, shrink=0.9, label=f"{treated} − {base}")
+        ax.set_title(f"PASS@(k,T): {display_name(treated)} − {display_name(base)}")
+        fig.colorbar(image, ax=ax, shrink=0.9, label=f"{display_name(treated)} − {display_name(base)}")
         if sig is not None:
             fig.text(0.5, -0.01, "* bootstrap interval over problems excludes 0", ha="center", va="top",
                      fontsize=7.5, color="0.35")
@@ -194,8 +195,8 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None) 
         width = 0.38
         solved_b = (tests["both"] + tests["lost"]).to_numpy()
         solved_t = (tests["both"] + tests["gained"]).to_numpy()
-        ax_sets.bar(x - width / 2, solved_b, width, color=colors[base], label=str(base))
-        ax_sets.bar(x + width / 2, solved_t, width, color=colors[treated], label=str(treated))
+        ax_sets.bar(x - width / 2, solved_b, width, color=colors[base], label=display_name(base))
+        ax_sets.bar(x + width / 2, solved_t, width, color=colors[treated], label=display_name(treated))
         n_problems = int(tests["n_problems"][0])
         ax_sets.set_ylim(0, n_problems * 1.12)
         ax_sets.axhline(n_problems, color="0.5", linewidth=0.8, linestyle=":")
@@ -205,12 +206,12 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None) 
         ax_sets.set_ylabel("problems solved at least once")
         one_sample = int(result.problems.select(pl.max_horizontal("n_base", "n_treated").max()).item()) < 2
         ax_sets.set_title("problems solved on their one try" if one_sample else "boundary size |B_T|")
-        ax_sets.legend(loc="upper left", ncol=2)
+        ax_sets.legend(loc="upper left", ncol=2 if len(display_name(base)) + len(display_name(treated)) <= 24 else 1)
 
         gained = tests["gained"].to_numpy()
         lost = tests["lost"].to_numpy()
-        ax_diff.bar(x, gained, 0.6, color=colors[treated], label=f"gained by {treated}")
-        ax_diff.bar(x, -lost, 0.6, color=colors[base], label=f"lost (only {base})")
+        ax_diff.bar(x, gained, 0.6, color=colors[treated], label=f"gained by {display_name(treated)}")
+        ax_diff.bar(x, -lost, 0.6, color=colors[base], label=f"lost (only {display_name(base)})")
         ax_diff.axhline(0, color="0.2", linewidth=0.8)
         top = max(int(gained.max(initial=0)), int(lost.max(initial=0)), 1)
         ax_diff.set_ylim(-top * 1.35, top * 1.55)
@@ -224,7 +225,7 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None) 
         ax_diff.set_xticks(x, [str(t) for t in ts])
         ax_diff.set_xlabel("T (round budget)")
         ax_diff.set_ylabel("problems")
-        ax_diff.set_title(f"gained vs lost ({treated} vs {base})")
+        ax_diff.set_title(f"gained vs lost ({display_name(treated)} vs {display_name(base)})")
         ax_diff.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
         fig.text(0.5, -0.02, "p: exact two-sided binomial test on discordant problems; "
                  f"* significant at {result.alpha:g} after Holm adjustment over T", ha="center", va="top",
@@ -256,7 +257,7 @@ def plot_gap_over_t(gap: pl.DataFrame, *, base: str, treated: str, k: int | None
         ax.set_xticks(x)
         ax.set_xlabel("T (round budget)")
         ax.set_ylabel(f"difference in PASS@({k},T)")
-        ax.set_title(f"{treated} − {base} at k = {k}")
+        ax.set_title(f"{display_name(treated)} − {display_name(base)} at k = {k}")
     return fig
 
 

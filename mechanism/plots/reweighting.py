@@ -15,6 +15,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from mechanism.errors import InputError
+from mechanism.names import display_name
 from mechanism.plots.style import arm_colors, paper_style
 from mechanism.resample import percentile_interval
 from mechanism.compare import OUTLIER, Reweighting
@@ -33,8 +34,7 @@ def text_label(value: Any, *, max_length: int = 28, names: Mapping[Any, str] | N
         value = str(names[value])
     elif isinstance(value, (int, np.integer)):
         return "outliers" if int(value) == OUTLIER else f"S{int(value)}"
-    text = " ".join(str(value).split()).replace("$", r"\$")
-    return text if len(text) <= max_length else text[: max_length - 1] + "\u2026"
+    return display_name(" ".join(str(value).split()), max_length=max_length)
 
 
 def _as_list(results: Reweighting | Sequence[Reweighting]) -> list[Reweighting]:

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
+from mechanism.names import display_name
 from mechanism.plots.style import PALETTE, arm_colors, paper_style
 
 if TYPE_CHECKING:  # imported for the annotations only: the plots need no fitted-space machinery
@@ -31,7 +32,7 @@ _OTHER = "#BBBBBB"
 
 def _plain(name: object) -> str:
     """An arm name drawn literally: ``$`` escaped so that matplotlib parses no mathtext."""
-    return str(name).replace("$", r"\$")
+    return display_name(name)
 
 
 def strategy_label(strategy: int, typical_moves: str | None, typical_member: str | None = None, *,

@@ -1,7 +1,7 @@
 """Read trajectory files of any supported format into the canonical table.
 
 One module per format (``canonical``, ``searchr1``, ``openai``, ``react``, ``atif``,
-``fireact``), each with ``detect(record, fields)`` and ``parse(record, fields)``; this module
+``fireact``, ``inspect`` in ``inspectlog``), each with ``detect(record, fields)`` and ``parse(record, fields)``; this module
 finds the files, detects formats, and turns parsed records into validated rows::
 
     from mechanism.readers import read
@@ -10,7 +10,9 @@ finds the files, detects formats, and turns parsed records into validated rows::
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import re
+import warnings
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from os import PathLike
 from pathlib import Path
@@ -18,26 +20,28 @@ from typing import Any, Literal
 
 import polars as pl
 
-from mechanism.errors import InputError, ReadReport, SkippedRecord
+from mechanism.errors import InputError, ReadReport, ReadWarning, SkippedRecord
 from mechanism.progress import progress as _progress
-from mechanism.readers import atif, canonical, fireact, openai, react, searchr1
+from mechanism.readers import atif, canonical, fireact, inspectlog, openai, react, searchr1
 from mechanism.names import safe_filename
-from mechanism.readers._build import Columns, Tally, build_row
-from mechanism.readers._fields import FieldMap
+from mechanism.readers._answer import compile_answer_pattern
+from mechanism.readers._build import SCORERS, Columns, ReadOptions, Tally, build_row
+from mechanism.readers._fields import FieldMap, _get_path, _MISSING
 from mechanism.readers._io import (
     check_nonempty, container, frame_records, iter_jsonl, json_records, load_json,
-    read_csv, read_parquet,
+    read_csv, read_parquet, unwrap, check_surrogates,
 )
 from mechanism.schema import validate
 
-__all__ = ["read", "detect_format", "FORMATS"]
+__all__ = ["read", "detect_format", "FORMATS", "SCORERS"]
 
-FORMATS = ("canonical", "searchr1", "openai", "react", "atif", "fireact")
-_MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, fireact)}
-_FILE_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json", ".parquet", ".pq", ".csv", ".tsv")
+FORMATS = ("canonical", "searchr1", "openai", "react", "atif", "fireact", "inspect")
+_MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, fireact, inspectlog)}
+_FILE_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json", ".parquet", ".pq", ".csv", ".tsv", ".eval")
 _DETECT_RECORDS = 20  # records looked at to detect a format
 
 PathArg = str | PathLike | Sequence[str | PathLike]
+_INT64_MAX = 2**63 - 1
 
 
 def _paths(path_or_paths: PathArg) -> list[Path]:
@@ -92,27 +96,34 @@ class _Source:
     """One input file: its container, records and format."""
 
     def __init__(self, path: Path, fields: FieldMap) -> None:
-        check_nonempty(path)
         self.path = path
         self.name = str(path)
+        self._data = check_nonempty(path)  # the bytes of a pipe, read once; None for a file
         self.fields = fields
-        self.kind = container(path)
+        self.kind = container(path, self._data[:4] if self._data is not None else None)
         self._doc: Any = None
         self._frame: pl.DataFrame | None = None
         if self.kind == "json":
-            self._doc = load_json(path)
+            self._doc = load_json(path, self._data)
         elif self.kind == "parquet":
-            self._frame = read_parquet(path)
+            self._frame = read_parquet(path, self._data)
         elif self.kind == "csv":
-            self._frame = read_csv(path)
+            self._frame = read_csv(path, self._data)
 
     def records(self, fmt: str) -> Iterator[tuple[int, Any]]:
         if fmt == "fireact":
             if self.kind != "json":
                 raise InputError("the fireact format is a .json file", source=self.name)
-            yield from fireact.records(self.path, self._doc)
+            flagged = unwrap(self._doc) is not self._doc
+            for index, record in fireact.records(self.path, unwrap(self._doc)):
+                if flagged and isinstance(record, Mapping):
+                    try:
+                        check_surrogates(record, self.name, index)
+                    except InputError as bad:
+                        record = bad
+                yield index, record
         elif self.kind == "jsonl":
-            yield from iter_jsonl(self.path)
+            yield from iter_jsonl(self.path, self._data)
         elif self.kind == "json":
             yield from json_records(self._doc, self.name)
         else:
@@ -120,10 +131,14 @@ class _Source:
             yield from frame_records(self._frame, first=2 if self.kind == "csv" else 1)
 
     def detect(self) -> str:
-        if self.kind == "json" and fireact.detect_document(self._doc):
+        if self.kind == "json" and fireact.detect_document(unwrap(self._doc)):
             return "fireact"
-        sample = (rec for _, rec in islice(self.records("auto"), 200) if not isinstance(rec, InputError))
+        bad: list[InputError] = []
+        sample = (rec for _, rec in islice(self.records("auto"), 200)
+                  if not (isinstance(rec, InputError) and not bad.append(rec)))
         fmt = _detect_records(islice(sample, _DETECT_RECORDS), self.fields)
+        if fmt is None and bad:
+            raise bad[0]  # nothing decoded: the first decoding error is the real cause
         if fmt is None:
             raise InputError("unknown format: no record looks like canonical, searchr1, openai, react, atif "
                              "or fireact (name the fields with `columns=` or pick `format=`)", source=self.name,
@@ -144,45 +159,83 @@ def detect_format(path: str | PathLike, *, columns: Mapping[str, str] | None = N
     Returns
     -------
     str
-        One of ``canonical``, ``searchr1``, ``openai``, ``react``, ``atif``, ``fireact``.
+        One of ``canonical``, ``searchr1``, ``openai``, ``react``, ``atif``, ``fireact``,
+        ``inspect``.
 
     Raises
     ------
     InputError
         When the file is empty, unreadable, or matches no format.
     """
+    if inspectlog.is_inspect_log(Path(path)):
+        return "inspect"
     return _Source(Path(path), FieldMap(columns)).detect()
 
 
 def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None,
          columns: Mapping[str, str] | None = None, errors: Literal["raise", "skip"] = "raise",
-         report: bool = False, progress: bool | None = False) -> pl.DataFrame | tuple[pl.DataFrame, ReadReport]:
+         report: bool = False, progress: bool | None = False, where: "str | pl.Expr | None" = None,
+         answer_pattern: "str | re.Pattern[str] | None" = None,
+         scorer: "str | Callable[[str, list[str]], bool]" = "em",
+         unanswered: Literal["fail", "error"] = "fail",
+         round_tools: "str | Collection[str] | None" = None) -> pl.DataFrame | tuple[pl.DataFrame, ReadReport]:
     """Read trajectory files into the canonical table (one row per trajectory).
 
     Parameters
     ----------
     path_or_paths
         A file, a folder (its .jsonl/.json/.parquet/.csv files), or a list of them. Files of
-        different arms and formats are read into one table.
+        different arms and formats are read into one table. A pipe (``/dev/stdin``) reads too.
     format
         ``"auto"`` (detect per file), ``"canonical"``, ``"searchr1"``, ``"openai"``,
-        ``"react"``, ``"atif"`` or ``"fireact"``.
+        ``"react"``, ``"atif"``, ``"fireact"`` or ``"inspect"`` (Inspect AI logs, with the
+        ``inspect`` extra installed).
     arm
         The arm of every row read (replaces an ``arm`` field). Without it and without an
         arm field, the arm is the file's name (sanitised), and the report says so.
     columns
         Canonical name -> the file's field name, e.g. ``{"text": "response", "gold":
         "golden_answers", "question_id": "qid"}``; ``text`` names a transcript string and
-        ``messages`` a chat-message list. Dotted names reach into nested objects.
+        ``messages`` a chat-message list. Dotted names reach into nested objects. A label
+        held as text maps with ``"field:VALUE"``: ``{"correct": "status:CORRECT"}`` is true
+        where ``status`` is ``CORRECT`` and false for any other value (``"status:A|B"``
+        accepts several).
     errors
         ``"raise"`` stops at the first bad record with file, line and reason; ``"skip"``
         leaves bad records out and lists each in the report
-        (``rows_in == rows_kept + len(skipped)``).
+        (``rows_in == rows_kept + len(skipped) + rows_filtered``).
     report
         Also return a :class:`~mechanism.errors.ReadReport` (format per file, skipped
-        records, notes on derived ids and on given labels that disagree with the answers).
+        records, notes on derived ids, repaired actions, unanswered episodes and on given
+        labels that disagree with the answers, and warnings).
     progress
         Show a progress bar per file (``None``: only on a terminal).
+    where
+        Keep only the records for which this holds, tested on the source's own fields
+        before anything else is read from them: a polars expression
+        (``pl.col("trial") == 1``) or the same as SQL text (``"trial = 1 AND NOT
+        carried_over"``; ``==`` works too). A record without the field is left out. The
+        report counts what was left out.
+    answer_pattern
+        A regular expression for the final answer in an agent's last message (chat
+        formats); its last match wins, group 1 when it has a group. Without it, or when it
+        does not match: ``<answer>`` tags, ``Finish[...]``, "Final answer:", ``\boxed{}``,
+        "Answer:", else the whole message.
+    scorer
+        How ``correct`` is scored where the source gives no label: ``"em"`` (exact match
+        after SQuAD normalisation, default), ``"f1"`` (token F1 >= 0.5), ``"cover-em"`` (a
+        gold answer appears as whole words in the answer), ``"contains"`` (a normalised gold
+        answer is a substring of the normalised answer), or a function ``(answer, gold) ->
+        bool``. An arm that scores 0 % while answers were found raises a
+        :class:`~mechanism.errors.ReadWarning`.
+    unanswered
+        ``"fail"`` (default): an episode that ended without a final answer and without a
+        label is kept as a failure (``answer`` null, ``correct`` false) and counted;
+        ``"error"``: it is a bad record.
+    round_tools
+        Which tool calls count as rounds (``n_rounds``, ``steps``): names of the tools that
+        count (``["search", "lookup"]``), or names prefixed with ``-`` that do not
+        (``"-reflect,-think"``); a call that does not count joins the next step's thought.
 
     Returns
     -------
@@ -192,8 +245,9 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
     Raises
     ------
     InputError
-        A bad record (under ``errors="raise"``), an empty or unreadable file, or an unknown
-        format; the message names the file, the line and the field.
+        A bad record (under ``errors="raise"``), an empty, compressed, UTF-16 or unreadable
+        file, an unknown format, or a bad option; the message names the file, the line and
+        the field.
     """
     if errors not in ("raise", "skip"):
         raise InputError(f"`errors` must be 'raise' or 'skip', got {errors!r}", field="errors")
@@ -201,55 +255,180 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
         raise InputError(f"unknown format {format!r}; expected auto or one of {', '.join(FORMATS)}", field="format")
     if arm is not None and (not isinstance(arm, str) or not arm):
         raise InputError("`arm` must be a non-empty string", field="arm")
+    options = ReadOptions.make(scorer=scorer, unanswered=unanswered, round_tools=round_tools)
     fields = FieldMap(columns)
+    fields.answer_pattern = compile_answer_pattern(answer_pattern)
+    filt = _Where.make(where)
     rep = ReadReport()
-    tally = Tally()
+    tally = Tally(scorer_name=options.scorer_name)
     rows = Columns()
     for path in _paths(path_or_paths):
-        src = _Source(path, fields)
-        fmt = src.detect() if format == "auto" else format
-        rep.formats[src.name] = fmt
+        if format == "inspect" or (format == "auto" and inspectlog.is_inspect_log(path)):
+            src_name, fmt, records = str(path), "inspect", inspectlog.records(path)
+        else:
+            src = _Source(path, fields)
+            src_name = src.name
+            fmt = src.detect() if format == "auto" else format
+            records = src.records(fmt)
+        rep.formats[src_name] = fmt
         module = _MODULES[fmt]
         stem_arm = safe_filename(path.stem)
-        for line, record in _progress(src.records(fmt), enabled=progress, desc=path.name):
+        if filt is not None:
+            records = filt.apply(records, src_name, rep)
+        for line, record in _progress(records, enabled=progress, desc=path.name):
             rep.rows_in += 1
             try:
                 if isinstance(record, InputError):
                     raise record
                 if not isinstance(record, Mapping):
                     raise InputError(f"a record must be a JSON object, got {type(record).__name__}")
-                parsed = module.parse(record, fields)
-                row = build_row(record, parsed, fields, fmt=fmt, source=src.name, line=line, arm=arm,
-                                stem_arm=stem_arm, tally=tally)
+                try:
+                    parsed = module.parse(record, fields)
+                except InputError as exc:
+                    raise _mixed_format(exc, record, fields, fmt) from None
+                if fmt == "canonical" and not parsed["steps"] and "n_rounds" not in parsed:
+                    other = _other_format(record, fields, fmt)
+                    if other is not None:
+                        raise InputError(f"this record looks like {other}, not canonical (no `steps` and no "
+                                         "`n_rounds`): mixed formats in one file; read them as separate files "
+                                         "or pick `format=`", field="format")
+                row = build_row(record, parsed, fields, fmt=fmt, source=src_name, line=line, arm=arm,
+                                stem_arm=stem_arm, tally=tally, options=options)
             except InputError as exc:
-                bad = exc if exc.source is not None else InputError(exc.reason, source=src.name, line=line,
+                bad = exc if exc.source is not None else InputError(exc.reason, source=src_name, line=line,
                                                                       field=exc.field)
                 if errors == "raise":
                     # a duplicate key among the rows before this one is the first bad record
                     _assign_samples(rows.keys_frame(), errors, ReadReport())
                     raise bad from None
-                rep.skipped.append(SkippedRecord(src.name, bad.line, bad.field, bad.reason))
+                rep.skipped.append(SkippedRecord(src_name, bad.line, bad.field, bad.reason))
                 continue
             except RecursionError:
-                bad = InputError("record nested too deeply", source=src.name, line=line)
+                bad = InputError("record nested too deeply", source=src_name, line=line)
                 if errors == "raise":
                     _assign_samples(rows.keys_frame(), errors, ReadReport())
                     raise bad from None
-                rep.skipped.append(SkippedRecord(src.name, line, None, bad.reason))
+                rep.skipped.append(SkippedRecord(src_name, line, None, bad.reason))
                 continue
-            row["_source"], row["_line"] = src.name, line
+            row["_source"], row["_line"] = src_name, line
             rows.append(row)
     frame = _assign_samples(rows.frame(origin=True), errors, rep)
     rep.rows_kept = frame.height
+    rep.unanswered = tally.unanswered
+    rep.rows_in += rep.rows_filtered
+    if filt is not None:
+        rep.notes.append(f"`where` {filt.text}: left out {rep.rows_filtered} of {rep.rows_in} records")
     rep.notes.extend(tally.notes())
+    rep.warnings.extend(tally.warnings())
+    for message in rep.warnings:
+        warnings.warn(message, ReadWarning, stacklevel=2)
     table = validate(frame.drop("_source", "_line"), source="read")
     return (table, rep) if report else table
+
+
+def _other_format(record: Mapping[str, Any], fields: FieldMap, fmt: str) -> str | None:
+    """Another format this record shows, when it does not show ``fmt`` itself."""
+    if fmt in _MODULES and fmt not in ("fireact", "inspect") and _MODULES[fmt].detect(record, fields):
+        return None
+    for other in ("atif", "openai", "react", "searchr1", "canonical"):
+        if other != fmt and _MODULES[other].detect(record, fields):
+            return other
+    return None
+
+
+def _mixed_format(exc: InputError, record: Mapping[str, Any], fields: FieldMap, fmt: str) -> InputError:
+    """``exc``, saying so when the record is of another format than its file (mixed formats)."""
+    if fmt in ("fireact", "inspect"):
+        return exc
+    other = _other_format(record, fields, fmt)
+    if other is None:
+        return exc
+    return InputError(f"{exc.reason}; this record looks like {other} but the file reads as {fmt} "
+                      "(mixed formats in one file: read them as separate files)", field=exc.field)
+
+
+class _Where:
+    """A ``where=`` filter, evaluated on the source records in batches (one polars call per
+    batch, so its cost per record is small and the whole is linear in the input)."""
+
+    BATCH = 2048
+
+    def __init__(self, expr: pl.Expr, text: str) -> None:
+        self.expr = expr
+        self.text = text
+        self.names = expr.meta.root_names()
+
+    @classmethod
+    def make(cls, where: "str | pl.Expr | None") -> "_Where | None":
+        if where is None:
+            return None
+        if isinstance(where, pl.Expr):
+            return cls(where, "(expression)")
+        if not isinstance(where, str) or not where.strip():
+            raise InputError("`where` must be a polars expression or SQL text such as \"trial = 1\"", field="where")
+        # SQL compares with a single "="; accept Python's "==" too (outside quoted text)
+        sql = re.sub(r"==(?=(?:[^']*'[^']*')*[^']*$)", "=", where)
+        try:
+            expr = pl.sql_expr(sql)
+        except Exception as exc:  # polars raises several types for bad SQL
+            reason = " ".join(str(exc).split())[:200]
+            raise InputError(f"`where` is not a valid filter ({reason})", field="where") from None
+        return cls(expr, repr(where))
+
+    def _mask(self, batch: list[tuple[int, Any]], source: str) -> list[bool]:
+        data = {}
+        for name in self.names:
+            values = []
+            for _, record in batch:
+                value = _get_path(record, name) if isinstance(record, Mapping) else None
+                values.append(None if value is _MISSING else value)
+            try:
+                data[name] = pl.Series(name, values, strict=False)
+            except Exception:  # values of kinds polars cannot put in one column: compare as text
+                data[name] = pl.Series(name, [None if v is None else str(v) for v in values])
+        try:
+            frame = pl.DataFrame(data) if data else pl.DataFrame({"_": [0] * len(batch)})
+            mask = frame.select(self.expr.alias("_keep")).to_series()
+            if mask.len() == 1 and len(batch) != 1:
+                mask = pl.Series([mask[0]] * len(batch))
+            return [bool(v) for v in mask.cast(pl.Boolean, strict=False).fill_null(False).to_list()]
+        except Exception as exc:
+            reason = " ".join(str(exc).split())[:200]
+            raise InputError(f"`where` {self.text} cannot be evaluated on these records ({reason})",
+                             source=source, field="where") from None
+
+    def apply(self, records: Iterable[tuple[int, Any]], source: str, rep: ReadReport) -> Iterator[tuple[int, Any]]:
+        batch: list[tuple[int, Any]] = []
+        for item in records:
+            batch.append(item)
+            if len(batch) >= self.BATCH:
+                yield from self._keep(batch, source, rep)
+                batch = []
+        if batch:
+            yield from self._keep(batch, source, rep)
+
+    def _keep(self, batch: list[tuple[int, Any]], source: str, rep: ReadReport) -> Iterator[tuple[int, Any]]:
+        # a record that failed to decode is never filtered: it goes on to be reported
+        decoded = [(i, item) for i, item in enumerate(batch) if not isinstance(item[1], InputError)]
+        mask = self._mask([item for _, item in decoded], source) if decoded else []
+        keep = {i for (i, _), m in zip(decoded, mask) if m}
+        for i, item in enumerate(batch):
+            if isinstance(item[1], InputError) or i in keep:
+                yield item
+            else:
+                rep.rows_filtered += 1
 
 
 def _assign_samples(frame: pl.DataFrame, errors: str, rep: ReadReport) -> pl.DataFrame:
     """Number missing sample ids within (arm, question_id) in file order, then drop (or raise
     on) duplicate keys, naming both lines."""
     numbered = frame["sample_id"].null_count()
+    if numbered and frame.height:
+        top = frame["sample_id"].max()
+        if top is not None and top > _INT64_MAX - frame.height:
+            at = frame.row(int(frame["sample_id"].arg_max()), named=True)
+            raise InputError(f"cannot number the rows without `sample_id` after the given id {top}: it would pass "
+                             "the 64-bit integer range", source=at["_source"], line=at["_line"], field="sample_id")
     if numbered:
         # number only the rows without an id, after the largest id given in their group, so a
         # number made up here never collides with one the file gave

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,9 +18,79 @@ import polars as pl
 import pyarrow as pa
 
 from mechanism.errors import InputError
+from mechanism.names import _CONTROL as _HAS_CONTROL, display_name, escape_control
 from mechanism.readers._fields import FieldMap, as_bool, as_float, as_gold, as_int, as_str
 from mechanism.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS
 from mechanism.scoring import _f1, cover_match, normalize_answer
+
+SCORERS = ("em", "f1", "cover-em", "contains")
+F1_THRESHOLD = 0.5  # `scorer="f1"`: correct when token F1 reaches this (the usual partial-credit cut)
+_EXAMPLES = 3
+_SELF_TOOLS = frozenset({"reflect", "think", "plan", "note", "scratchpad"})
+LONG_ANSWER = 2_000  # characters: longer is a whole message or a runaway generation, not an answer
+_WARN_MIN_ANSWERS = 5  # fewer answers, all wrong, is no sign of a misread
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How records become rows, beyond where their fields are (:class:`FieldMap`).
+
+    Parameters
+    ----------
+    scorer
+        ``"em"``, ``"f1"``, ``"cover-em"``, ``"contains"`` or a function
+        ``(answer, gold) -> bool``; scores rows whose source gives no ``correct``.
+    unanswered
+        ``"fail"``: an episode with no final answer and no label is kept as a failure;
+        ``"error"``: it is a bad record.
+    round_tools
+        Tool names that count as rounds (``None``: every tool but a finishing one).
+    skip_tools
+        Tool names that never count as rounds (their calls fold into the next step's thought).
+    """
+
+    scorer: "str | Callable[[str, list[str]], bool]" = "em"
+    unanswered: str = "fail"
+    round_tools: frozenset[str] | None = None
+    skip_tools: frozenset[str] = frozenset()
+
+    @classmethod
+    def make(cls, *, scorer: Any = "em", unanswered: str = "fail",
+             round_tools: "str | Collection[str] | None" = None) -> "ReadOptions":
+        """Options checked, with one-line errors naming the option."""
+        if not callable(scorer) and scorer not in SCORERS:
+            raise InputError(f"`scorer` must be one of {', '.join(SCORERS)} or a function (answer, gold) -> bool, "
+                             f"got {scorer!r}", field="scorer")
+        if unanswered not in ("fail", "error"):
+            raise InputError(f"`unanswered` must be 'fail' or 'error', got {unanswered!r}", field="unanswered")
+        include: set[str] = set()
+        exclude: set[str] = set()
+        if round_tools is not None:
+            items = round_tools.split(",") if isinstance(round_tools, str) else list(round_tools)
+            for item in items:
+                if not isinstance(item, str):
+                    raise InputError(f"`round_tools` holds tool names, got {type(item).__name__}", field="round_tools")
+                name = item.strip().lower()
+                if name[:1] in ("-", "!"):
+                    if name[1:].strip():
+                        exclude.add(name[1:].strip())
+                elif name:
+                    include.add(name)
+            if not include and not exclude:
+                raise InputError("`round_tools` names no tool", field="round_tools")
+        return cls(scorer=scorer, unanswered=unanswered, round_tools=frozenset(include) or None,
+                   skip_tools=frozenset(exclude))
+
+    def counts(self, tool: str | None) -> bool:
+        """Whether a call of ``tool`` is a round."""
+        name = (tool or "").lower()
+        if name in self.skip_tools:
+            return False
+        return self.round_tools is None or name in self.round_tools
+
+    @property
+    def scorer_name(self) -> str:
+        return self.scorer if isinstance(self.scorer, str) else getattr(self.scorer, "__name__", "a user function")
 
 # canonical fields the driver resolves itself (the format parsers give steps and answer)
 _RECORD_FIELDS = ("arm", "question_id", "sample_id", "question", "gold", "correct", "category",
@@ -39,10 +110,22 @@ class Tally:
     arm_from_stem: dict[str, str] = field(default_factory=dict)
     arm_overridden: int = 0
     kept_without_answer: int = 0
+    unanswered: int = 0
     disagreements: int = 0
     disagreement_examples: list[str] = field(default_factory=list)
     scored: int = 0
     given: int = 0
+    scorer_name: str = "em"
+    answer_rules: Counter = field(default_factory=Counter)
+    folded_calls: Counter = field(default_factory=Counter)
+    folded_trailing: int = 0
+    long_answers: int = 0
+    self_calls: Counter = field(default_factory=Counter)
+    escaped_arms: dict[str, str] = field(default_factory=dict)
+    parser_notes: dict[str, list[Any]] = field(default_factory=dict)  # kind -> [count, examples]
+    # arm -> [rows scored here, of them with an answer, of them correct]
+    arm_scoring: dict[str, list[int]] = field(default_factory=dict)
+    arm_examples: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     _norm: dict[str, str] = field(default_factory=dict)
     _f1_cache: dict[tuple[str, str], float] = field(default_factory=dict)
@@ -77,32 +160,132 @@ class Tally:
             best = max(best, score)
         return best
 
+    def note(self, kind: str, where: str) -> None:
+        """Count one parser note (a repaired or dropped action) and keep a few locations."""
+        entry = self.parser_notes.setdefault(kind, [0, []])
+        entry[0] += 1
+        if len(entry[1]) < _EXAMPLES:
+            entry[1].append(where)
+
+    def score(self, answer: str | None, gold: list[str], options: "ReadOptions") -> bool:
+        """``correct`` of an answer by the chosen scorer."""
+        if answer is None:
+            return False
+        scorer = options.scorer
+        if scorer == "em":
+            return self.exact(answer, gold)
+        if scorer == "f1":
+            return self.f1(answer, gold) >= F1_THRESHOLD
+        if scorer == "cover-em":
+            return cover_match(answer, gold)
+        if scorer == "contains":
+            a = self._normalized(answer)
+            return any(n and n in a for n in (self._normalized(g) for g in gold))
+        result = scorer(answer, list(gold))
+        if not isinstance(result, (bool, np.bool_)):
+            raise InputError(f"the `scorer` function must return a bool, got {type(result).__name__}", field="scorer")
+        return bool(result)
+
+    def warnings(self) -> list[str]:
+        """Loud notes: arms whose every found answer failed the scorer (a sign that the answer
+        was taken from the wrong place, not that the agent is always wrong)."""
+        out = []
+        for arm, (scored, answered, correct) in self.arm_scoring.items():
+            if answered >= _WARN_MIN_ANSWERS and not correct:
+                example = self.arm_examples.get(arm)
+                shown = (f"; e.g. answer {_short(example[0])} vs gold {_short(example[1])}" if example else "")
+                out.append(f"arm {arm!r} scores 0 % by `{self.scorer_name}`: none of its {answered} answers "
+                           f"matches a gold answer{shown}; check where the answer is taken from "
+                           "(`answer_pattern=`, `columns={'answer': ...}`) or pick another `scorer=`")
+        return out
+
     def notes(self) -> list[str]:
         out = []
         if self.hashed_qid:
             out.append(f"{self.hashed_qid} rows had no `question_id`: derived a stable id from the question text")
         for source, arm in self.arm_from_stem.items():
             out.append(f"{source}: no `arm` field and no `arm=`: arm named {arm!r} after the file")
+        for escaped in self.escaped_arms:
+            out.append("arm name with control characters (newlines, escape sequences) kept escaped: "
+                       f"{display_name(escaped, max_length=60, mathtext=False)!r}")
         if self.arm_overridden:
             out.append(f"{self.arm_overridden} rows had an `arm` field that `arm=` replaced")
         if self.kept_without_answer:
             out.append(f"{self.kept_without_answer} rows have no final answer but the source records their "
                        "outcome: kept with `answer` = null")
+        if self.unanswered:
+            out.append(f"{self.unanswered} episodes ended without a final answer and without a label: kept as "
+                       "failures (`answer` = null, `correct` = false)")
+        # only answers cut out of free text are worth a note; tags and finish calls are explicit
+        rules = {k: v for k, v in self.answer_rules.items() if k not in ("answer_tag", "finish", "finish_tool")}
+        if rules:
+            shown = ", ".join(f"{n} by {_RULE_NAMES.get(k, k)}" for k, v in sorted(rules.items()) for n in [v])
+            out.append(f"final answers found in the last message: {shown}")
+        for tool, n in sorted(self.folded_calls.items()):
+            out.append(f"{n} calls of `{tool}` not counted as rounds (`round_tools`): their text joins the next "
+                       "step's thought")
+        if self.folded_trailing:
+            out.append(f"{self.folded_trailing} of those calls came after an episode's last round and are left "
+                       "out of `steps`")
+        for tool, n in sorted(self.self_calls.items()):
+            out.append(f"{n} calls of `{tool}` counted as rounds; if it is not a tool the environment answers, "
+                       f"pass `round_tools='-{tool}'`")
+        if self.long_answers:
+            out.append(f"{self.long_answers} answers are longer than {LONG_ANSWER:,} characters (kept whole): a "
+                       "message taken as the answer where no convention marked one? see `answer_pattern=`")
+        for kind, (n, examples) in self.parser_notes.items():
+            out.append(f"{n} {kind}; e.g. " + "; ".join(examples))
         if self.given:
             out.append(f"`correct` taken from the input for {self.given} rows")
         if self.scored:
-            out.append(f"`correct` scored by exact match against `gold` for {self.scored} rows")
+            how = {"em": "exact match", "f1": f"token F1 >= {F1_THRESHOLD}", "cover-em": "cover exact match",
+                   "contains": "gold contained in the answer"}.get(self.scorer_name, f"`{self.scorer_name}`")
+            out.append(f"`correct` scored by {how} against `gold` for {self.scored} rows")
         if self.disagreements:
             out.append(f"{self.disagreements} rows: the given `correct` disagrees with exact/cover match of "
                        "`answer` against `gold` (kept as given); e.g. " + "; ".join(self.disagreement_examples))
         return out
 
 
+_RULE_NAMES = {"pattern": "`answer_pattern`", "boxed": "\\boxed{}", "final_answer": "'Final answer:'",
+               "answer_line": "'Answer:'", "answer_is": "'the answer is'", "finish": "Finish[...]", "whole_message": "the whole message",
+               "finish_tool": "a finishing tool call"}
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(str(text).split())
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def _fold_steps(steps: list[dict[str, Any]], options: ReadOptions, tally: Tally) -> list[dict[str, Any]]:
+    """Keep only the calls that are rounds; a call that is not one (``reflect``, ``think``)
+    joins the next kept step's thought, so nothing the agent wrote is lost."""
+    kept: list[dict[str, Any]] = []
+    carried: list[str] = []
+    for step in steps:
+        if options.counts(step.get("tool")):
+            if carried:
+                step = {**step, "thought": "\n".join([*carried, step["thought"]] if step.get("thought") else carried)}
+                carried = []
+            kept.append(step)
+            continue
+        tally.folded_calls[str(step.get("tool"))] += 1
+        if step.get("thought"):
+            carried.append(step["thought"])
+        carried.append(f"{step.get('tool')}[{step.get('query') or ''}]")
+    for step in reversed(steps):  # calls after the last round have no step to join
+        if options.counts(step.get("tool")):
+            break
+        tally.folded_trailing += 1
+    return kept
+
+
 def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: FieldMap, *,
               fmt: str, source: str, line: int, arm: str | None, stem_arm: str,
-              tally: Tally) -> dict[str, Any]:
+              tally: Tally, options: ReadOptions | None = None) -> dict[str, Any]:
     """One canonical row (plus ``_source``/``_line``) from a record and what its format parser
     found. Raises :class:`InputError` (without file and line; the caller adds them)."""
+    options = options or ReadOptions()
     extra = parsed.get("extra_fields") or {}
     consumed = set(parsed.get("_consumed", ()))
     found = fields.find_all(record, _RECORD_FIELDS)
@@ -129,6 +312,13 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
     else:
         from_stem = True
         row["arm"] = stem_arm
+
+    if _HAS_CONTROL.search(row["arm"]):
+        # an arm name is a label printed on terminals and drawn in figures: a newline or an
+        # escape sequence in it would forge output lines
+        escaped = escape_control(row["arm"])
+        tally.escaped_arms.setdefault(escaped, row["arm"])
+        row["arm"] = escaped
 
     key, value = found["question"]
     question = as_str(value, key) if key is not None else parsed.get("question")
@@ -163,6 +353,14 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
         if steps and given != len(steps):
             raise InputError(f"`n_rounds` = {given} but `steps` holds {len(steps)} tool calls", field="n_rounds")
         n_rounds = given
+    if steps and (options.round_tools is not None or options.skip_tools):
+        steps = _fold_steps(steps, options, tally)
+        row["steps"] = steps
+        n_rounds = len(steps)
+    elif steps:
+        for step in steps:  # calls that query nothing outside the model: say they count, once
+            if (step.get("tool") or "").lower() in _SELF_TOOLS:
+                tally.self_calls[step["tool"].lower()] += 1
     row["n_rounds"] = n_rounds
 
     # answer: what the transcript ended with; a bare record field only where the format is a
@@ -176,6 +374,8 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
             consumed.add(akey.split(".", 1)[0])
     answer = answer if final else None
     row["answer"] = answer
+    if answer is not None and len(answer) > LONG_ANSWER:
+        tally.long_answers += 1
 
     key, value = found["category"]
     row["category"] = as_str(value, key) if key is not None else None
@@ -186,17 +386,18 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
 
     ckey, cvalue = found["correct"]
     try:
-        given_correct = as_bool(cvalue, ckey) if ckey is not None else None
+        given_correct = as_bool(cvalue, ckey, fields.true_values) if ckey is not None else None
     except InputError as exc:
         if "correct" in fields.columns:
             raise
         # a graded reward (F1, partial credit) found under a default alias is not a label
         raise InputError(f"{exc.reason}; name the success label with `columns={{'correct': ...}}`",
                          field=ckey) from None
-    if not final and given_correct is None:
-        raise InputError("no final answer in the trajectory and no `correct` field to say how it ended",
-                         field=fields.paths("text")[0] if fmt == "searchr1" else "answer")
-    if given_correct is None and not gold:
+    unanswered = not final and given_correct is None
+    if unanswered and options.unanswered == "error":
+        raise InputError("no final answer in the trajectory and no `correct` field to say how it ended "
+                         "(`unanswered='error'`)", field=fields.paths("text")[0] if fmt == "searchr1" else "answer")
+    if given_correct is None and not gold and not unanswered:
         raise InputError("cannot score: no `correct` field and no gold answers (`gold`)", field="gold")
 
     key, value = found["meta"]
@@ -223,12 +424,27 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
                 tally.disagreements += 1
                 if len(tally.disagreement_examples) < 3:
                     tally.disagreement_examples.append(f"{source} line {line}")
+    elif unanswered:
+        row["correct"] = False
     else:
-        row["correct"] = tally.exact(answer, gold)
+        row["correct"] = tally.score(answer, gold, options)
         tally.scored += 1
+        stats = tally.arm_scoring.setdefault(row["arm"], [0, 0, 0])
+        stats[0] += 1
+        if answer is not None:
+            stats[1] += 1
+            stats[2] += row["correct"]
+            if row["arm"] not in tally.arm_examples and gold:
+                tally.arm_examples[row["arm"]] = (answer, gold[0])
     row["score"] = tally.f1(answer, gold) if answer is not None and gold else given_score
-    if not final:
+    if unanswered:
+        tally.unanswered += 1
+    elif not final:
         tally.kept_without_answer += 1
+    if final and parsed.get("answer_rule"):
+        tally.answer_rules[parsed["answer_rule"]] += 1
+    for kind in parsed.get("notes", ()):
+        tally.note(kind, f"{source} line {line}")
     if overridden:
         tally.arm_overridden += 1
     if from_stem:

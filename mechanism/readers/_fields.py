@@ -32,6 +32,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
 _MISSING = object()
 
 
+def _is_nan(value: Any) -> bool:
+    """A float NaN (JSON's ``NaN``, pandas' missing value) says nothing: read as missing."""
+    return isinstance(value, float) and value != value
+
+
 def _get_path(record: Mapping[str, Any], path: str) -> Any:
     if path in record:  # a literal key with dots wins over a nested path
         return record[path]
@@ -58,6 +63,18 @@ class FieldMap:
 
     def __init__(self, columns: Mapping[str, str] | None = None) -> None:
         columns = dict(columns or {})
+        self.answer_pattern: Any = None  # a compiled `answer_pattern=`, set by the reader
+        # `correct="status:CORRECT|PASS"`: the label is true when the field holds one of these
+        self.true_values: frozenset[str] | None = None
+        label = columns.get("correct")
+        if isinstance(label, str) and ":" in label:
+            path, _, values = label.rpartition(":")
+            wanted = frozenset(v.strip() for v in values.split("|") if v.strip())
+            if not path or not wanted:
+                raise InputError(f"`columns['correct']` = {label!r}: expected field:VALUE (or field:A|B)",
+                                 field="columns")
+            columns["correct"] = path
+            self.true_values = wanted
         unknown = sorted(set(columns) - set(ALIASES))
         if unknown:
             raise InputError(f"unknown canonical name `{unknown[0]}` in `columns`; known: "
@@ -66,7 +83,11 @@ class FieldMap:
             if not isinstance(value, str) or not value:
                 raise InputError(f"`columns[{key!r}]` must be a non-empty field name", field="columns")
         self.columns = columns
-        self._paths = {name: (columns[name],) if name in columns else aliases for name, aliases in ALIASES.items()}
+        # a field the user mapped to one canonical name is never taken for another by default
+        claimed = set(columns.values())
+        self._paths = {name: (columns[name],) if name in columns
+                       else tuple(a for a in aliases if a not in claimed) or aliases
+                       for name, aliases in ALIASES.items()}
         # record key tuple -> canonical name -> candidate top-level keys present, in alias order;
         # files repeat one key layout, so the alias search runs once per layout
         self._plans: dict[tuple[str, ...], dict[str, tuple[str, ...]]] = {}
@@ -101,12 +122,12 @@ class FieldMap:
         if candidates is not None:
             for path in candidates:
                 value = record[path]
-                if value is not None:
+                if value is not None and not _is_nan(value):
                     return path, value
             return None, None
         for path in self._paths[name]:
             value = _get_path(record, path)
-            if value is not _MISSING and value is not None:
+            if value is not _MISSING and value is not None and not _is_nan(value):
                 return path, value
         return None, None
 
@@ -122,7 +143,7 @@ class FieldMap:
             out[name] = (None, None)
             for path in candidates:
                 value = record[path]
-                if value is not None:
+                if value is not None and not _is_nan(value):
                     out[name] = (path, value)
                     break
         return out
@@ -138,6 +159,8 @@ def as_str(value: Any, field: str, *, allow_number: bool = True) -> str:
     if isinstance(value, str):
         return value
     if allow_number and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"`{field}` must be a string, got {value!r}", field=field)
         if isinstance(value, float) and value.is_integer():
             return str(int(value))
         return str(value)
@@ -169,7 +192,10 @@ def as_int(value: Any, field: str) -> int:
 
 def as_float(value: Any, field: str) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond the float range
+            raise InputError(f"`{field}` is out of the floating-point range", field=field) from None
     if isinstance(value, str):
         try:
             return float(value)
@@ -182,8 +208,14 @@ _TRUE = {"true", "1", "yes", "1.0"}
 _FALSE = {"false", "0", "no", "0.0"}
 
 
-def as_bool(value: Any, field: str) -> bool:
-    """Booleans, 0/1 numbers (a reward) and the strings true/false/1/0/yes/no."""
+def as_bool(value: Any, field: str, true_values: frozenset[str] | None = None) -> bool:
+    """Booleans, 0/1 numbers (a reward) and the strings true/false/1/0/yes/no; with
+    ``true_values``, true exactly when the value (as text) is one of them."""
+    if true_values is not None:
+        if isinstance(value, (dict, list)):
+            raise InputError(f"`{field}` must be a label value, got {_show(value)}", field=field)
+        text = str(value).strip() if not isinstance(value, bool) else str(value).lower()
+        return text in true_values
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)) and value in (0, 1):
@@ -213,7 +245,7 @@ def as_gold(value: Any, field: str) -> list[str]:
     if isinstance(value, (list, tuple)):
         out = []
         for item in value:
-            if item is None:
+            if item is None or _is_nan(item):
                 continue
             if isinstance(item, (list, tuple)):  # nested answer groups: flatten
                 out.extend(as_gold(item, field))

@@ -5,10 +5,12 @@ record index (JSON array, parquet; a CSV record's file line, the header being li
 """
 from __future__ import annotations
 
+import io
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import polars as pl
 
@@ -23,7 +25,31 @@ class BadRecord(InputError):
     """A record that could not be decoded; readers skip it under ``errors="skip"``."""
 
 
-def container(path: Path) -> str:
+# what a file that no format decodes most often is, by its first bytes
+_MAGIC = ((b"\x1f\x8b", "gzip-compressed: decompress it first (gunzip)"),
+          (b"\x28\xb5\x2f\xfd", "zstd-compressed: decompress it first (zstd -d)"),
+          (b"BZh", "bzip2-compressed: decompress it first (bunzip2)"),
+          (b"\xfd7zXZ\x00", "xz-compressed: decompress it first (unxz)"),
+          (b"PK\x03\x04", "a zip archive (an Inspect AI .eval log reads with format='inspect'); unpack it first"),
+          (b"\xff\xfe", "UTF-16 encoded: convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"),
+          (b"\xfe\xff", "UTF-16 encoded: convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"))
+
+
+def sniff_encoding(head: bytes, source: str) -> None:
+    """A one-line error naming what the file is when its first bytes say it is compressed,
+    an archive or UTF-16 (which would otherwise read as "unknown format" or bad UTF-8)."""
+    if head.startswith(b"\xff\xfe\x00\x00") or head.startswith(b"\x00\x00\xfe\xff"):
+        raise InputError("file is UTF-32 encoded: convert it to UTF-8", source=source, field="encoding")
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            raise InputError(f"file is {what}", source=source, field="encoding")
+    sample = head[:64]
+    if len(sample) >= 8 and (sample[1::2].count(0) >= len(sample) // 2 - 1 or sample[0::2].count(0) >= len(sample) // 2 - 1):
+        raise InputError("file looks UTF-16 encoded (no byte-order mark): convert it to UTF-8", source=source,
+                         field="encoding")
+
+
+def container(path: Path, head: bytes | None = None) -> str:
     """``jsonl``, ``json``, ``parquet`` or ``csv`` from the suffix, else from the first byte."""
     suffix = path.suffix.lower()
     if suffix in JSONL_SUFFIXES:
@@ -34,20 +60,85 @@ def container(path: Path) -> str:
         return "parquet"
     if suffix in (".csv", ".tsv"):
         return "csv"
-    with open(path, "rb") as fh:
-        head = fh.read(4)
-    if head == b"PAR1":
+    if head is None:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    if head[:4] == b"PAR1":
         return "parquet"
     return "jsonl"
 
 
-def check_nonempty(path: Path) -> None:
+def check_nonempty(path: Path) -> bytes | None:
+    """Check that ``path`` is there and not empty. A pipe or device (``/dev/stdin``, a shell's
+    ``<(...)``) has no size to look at and can be read only once: its bytes are read here and
+    returned (``None`` for a regular file)."""
     if not path.exists():
         raise InputError("file not found", source=str(path))
     if path.is_dir():
         raise InputError("is a directory, expected a file", source=str(path))
-    if path.stat().st_size == 0:
-        raise InputError("empty file", source=str(path))
+    try:
+        if path.is_file():
+            if path.stat().st_size == 0:
+                raise InputError("empty file", source=str(path))
+            with open(path, "rb") as fh:
+                sniff_encoding(fh.read(64), str(path))
+            return None
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except PermissionError:
+        raise InputError("permission denied", source=str(path)) from None
+    if not data:
+        raise InputError("empty input (the pipe or device gave no data)", source=str(path))
+    sniff_encoding(data[:64], str(path))
+    return data
+
+
+def open_binary(path: Path, data: bytes | None) -> IO[bytes]:
+    """The file, or the bytes already read from a pipe."""
+    return io.BytesIO(data) if data is not None else open(path, "rb")
+
+
+# a JSON escape of a UTF-16 surrogate: json.loads turns a lone one into a string that
+# cannot be encoded, and every later stage (polars, Arrow, files) would fail on it
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
+def may_hold_surrogates(text: str) -> bool:
+    return _SURROGATE_ESCAPE.search(text) is not None
+
+
+def lone_surrogate_field(value: Any) -> str | None:
+    """The path of the first string (or key) in ``value`` holding a lone surrogate, else
+    ``None``; iterative, so no depth of nesting can overflow the stack."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return where or "value"
+        elif isinstance(node, Mapping):
+            items = list(node.items())
+            for key, child in reversed(items):
+                name = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str):
+                    try:
+                        key.encode("utf-8")
+                    except UnicodeEncodeError:
+                        return (f"{where}.<key>" if where else "<key>")
+                stack.append((child, name))
+        elif isinstance(node, list):
+            for i in range(len(node) - 1, -1, -1):
+                stack.append((node[i], f"{where}[{i}]"))
+    return None
+
+
+def check_surrogates(value: Any, source: str, line: int) -> None:
+    field = lone_surrogate_field(value)
+    if field is not None:
+        raise BadRecord(f"`{ascii(field)[1:-1]}` holds a lone surrogate escape (such as \\ud800): not valid "
+                        "Unicode text", source=source, line=line, field=ascii(field)[1:-1])
 
 
 def _decode(raw: bytes, source: str, line: int) -> str:
@@ -57,14 +148,14 @@ def _decode(raw: bytes, source: str, line: int) -> str:
         raise BadRecord(f"not valid UTF-8 (byte {exc.start + 1} of the line)", source=source, line=line) from None
 
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(path: Path, data: bytes | None = None) -> Iterator[tuple[int, Any]]:
     """(line number, decoded value) for every non-blank line, streamed.
 
     A line that fails to decode yields ``(line, BadRecord)`` so the caller decides whether to
     raise or skip, and reading goes on with the next line.
     """
     source = str(path)
-    with open(path, "rb") as fh:
+    with open_binary(path, data) as fh:
         for number, raw in enumerate(fh, 1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
@@ -76,6 +167,8 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                     value = json.loads(text)
                 except (ValueError, RecursionError) as exc:
                     raise BadRecord(f"invalid JSON ({_json_reason(exc, text)})", source=source, line=number) from None
+                if may_hold_surrogates(text):
+                    check_surrogates(value, source, number)
             except BadRecord as bad:
                 yield number, bad
                 continue
@@ -93,10 +186,10 @@ def _json_reason(exc: Exception, text: str) -> str:
     return f"{msg} at column {getattr(exc, 'colno', '?')}"
 
 
-def load_json(path: Path) -> Any:
+def load_json(path: Path, data: bytes | None = None) -> Any:
     """A whole JSON document (the format has no line structure to stream)."""
     source = str(path)
-    raw = path.read_bytes()
+    raw = path.read_bytes() if data is None else data
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     try:
@@ -107,7 +200,10 @@ def load_json(path: Path) -> Any:
     if not text.strip():
         raise InputError("empty file", source=source)
     try:
-        return json.loads(text)
+        doc = json.loads(text)
+        if may_hold_surrogates(text):
+            return _Flagged(doc)
+        return doc
     except RecursionError:
         raise InputError("invalid JSON (nested too deeply)", source=source) from None
     except ValueError as exc:
@@ -115,9 +211,34 @@ def load_json(path: Path) -> Any:
                          line=getattr(exc, "lineno", None)) from None
 
 
+class _Flagged:
+    """A decoded JSON document whose text holds surrogate escapes: its records are checked
+    one by one, so one bad record is reported (or skipped) alone."""
+
+    def __init__(self, doc: Any) -> None:
+        self.doc = doc
+
+
+def unwrap(doc: Any) -> Any:
+    return doc.doc if isinstance(doc, _Flagged) else doc
+
+
 def json_records(doc: Any, source: str) -> Iterator[tuple[int, Any]]:
     """Records in a JSON document: an array, an object wrapping an array, an object keyed by
     record id (the key kept as ``_key``), or a single record."""
+    if isinstance(doc, _Flagged):
+        for index, record in _json_records(doc.doc, source):
+            try:
+                check_surrogates(record, source, index)
+            except BadRecord as bad:
+                yield index, bad
+                continue
+            yield index, record
+        return
+    yield from _json_records(doc, source)
+
+
+def _json_records(doc: Any, source: str) -> Iterator[tuple[int, Any]]:
     if isinstance(doc, list):
         yield from enumerate(doc, 1)
         return
@@ -147,25 +268,25 @@ def frame_records(frame: pl.DataFrame, *, first: int = 1) -> Iterator[tuple[int,
     yield from enumerate(frame.iter_rows(named=True), first)
 
 
-def read_parquet(path: Path) -> pl.DataFrame:
+def read_parquet(path: Path, data: bytes | None = None) -> pl.DataFrame:
     try:
-        return pl.read_parquet(path)
+        return pl.read_parquet(io.BytesIO(data) if data is not None else path)
     except Exception as exc:  # polars raises several types for a corrupt file
         raise InputError(f"cannot read parquet ({type(exc).__name__}: {_first_line(exc)})", source=str(path)) from None
 
 
-def read_csv(path: Path) -> pl.DataFrame:
+def read_csv(path: Path, data: bytes | None = None) -> pl.DataFrame:
     separator = "\t" if path.suffix.lower() == ".tsv" else ","
     try:
         # all text: types are coerced per canonical field, with errors naming the row
-        return pl.read_csv(path, infer_schema=False, separator=separator)
+        return pl.read_csv(io.BytesIO(data) if data is not None else path, infer_schema=False, separator=separator)
     except Exception as exc:
-        _check_utf8_lines(path)  # name the line when the bytes are the problem
+        _check_utf8_lines(path, data)  # name the line when the bytes are the problem
         raise InputError(f"cannot read CSV ({type(exc).__name__}: {_first_line(exc)})", source=str(path)) from None
 
 
-def _check_utf8_lines(path: Path) -> None:
-    with open(path, "rb") as fh:
+def _check_utf8_lines(path: Path, data: bytes | None = None) -> None:
+    with open_binary(path, data) as fh:
         for number, raw in enumerate(fh, 1):
             _decode(raw, str(path), number)
 

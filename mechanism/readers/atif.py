@@ -7,8 +7,8 @@ A document has ``schema_version`` (``"ATIF-v1.4"``), ``session_id``, ``agent`` (
 ``observation.results`` (``source_call_id``, ``content``).
 
 Mapping: the first user message is the question; every agent tool call is a round (its
-result found by ``source_call_id``), except a finishing tool; the final answer is the last
-agent message without tool calls (its ``<answer>`` tag when present). ATIF has no fields for
+result found by ``source_call_id``), except a finishing tool; the final answer is taken from the
+last agent message without tool calls, as in :mod:`mechanism.readers.openai`. ATIF has no fields for
 the question id, gold answers or correctness: they are looked up at the root and in the root
 ``extra`` object (``extra.question_id``, ``extra.gold``, ``extra.correct``, ...), and the arm
 defaults to ``agent.model_name`` (else ``agent.name``).
@@ -59,6 +59,7 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
     steps: list[dict[str, str | None]] = []
     question: str | None = None
     answer: str | None = None
+    rule: str | None = None
     final = False
     for index, st in enumerate(steps_in):
         where = f"steps[{index}]"
@@ -92,7 +93,8 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
                                         message.strip()) if t) or None
         if not calls:
             if message.strip():
-                answer, final = final_from_content(message), True
+                answer, rule = final_from_content(message, fields.answer_pattern)
+                final = answer is not None
             continue
         for j, call in enumerate(calls):
             cwhere = f"{where}.tool_calls[{j}]"
@@ -104,7 +106,7 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
             raw = json.dumps(args, ensure_ascii=False)
             name = call["function_name"]
             if name.lower() in FINISH_TOOLS:
-                answer, final = main_text(dict(args), raw, ANSWER_KEYS), True
+                answer, final, rule = main_text(dict(args), raw, ANSWER_KEYS), True, "finish_tool"
                 continue
             call_id = call.get("tool_call_id")
             observation = results.get(call_id) if isinstance(call_id, str) else None
@@ -114,7 +116,7 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
                                    query=main_text(dict(args), raw), observation=observation))
             answer, final = None, False
     out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,
-                           "_consumed": {"steps", "schema_version"}}
+                           "answer_rule": rule if final else None, "_consumed": {"steps", "schema_version"}}
     agent = record.get("agent")
     if isinstance(agent, Mapping):
         arm = agent.get("model_name") or agent.get("name")

@@ -3,17 +3,18 @@
 Each tool call is one round, except a call to a finishing tool (``finish``, ``answer``,
 ``final_answer``, ``submit``), which gives the final answer. Results are matched to calls by
 ``tool_call_id`` (parallel calls each get their own observation). Without a finishing call,
-the final answer is the content of the last assistant message that makes no tool call (its
-``<answer>`` tag when it has one).
+the final answer is taken from the last assistant message that makes no tool call, by
+:func:`mechanism.readers._answer.extract_answer` (``answer_pattern=``, ``<answer>`` tags,
+``Finish[...]``, "Final answer:", ``\\boxed{}``, "Answer:", else the whole message).
 """
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from mechanism.errors import InputError
+from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap
 from mechanism.schema import make_step
 
@@ -23,8 +24,6 @@ FINISH_TOOLS = frozenset({"finish", "answer", "final_answer", "submit", "submit_
 # argument names that hold a tool call's main text, tried in order
 QUERY_KEYS = ("query", "q", "search_query", "keywords", "question", "entity", "input", "text", "url")
 ANSWER_KEYS = ("answer", "final_answer", "result", "text", "content")
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.S)
-_THINK_TAG = re.compile(r"<think>(.*?)</think>", re.S)
 
 
 def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
@@ -98,14 +97,12 @@ def main_text(args: dict[str, Any] | None, raw: str, keys: tuple[str, ...] = QUE
     return None
 
 
-def final_from_content(text: str) -> str:
-    found = _ANSWER_TAG.findall(text)
-    if found:
-        return found[-1].strip()
-    return _THINK_TAG.sub("", text).strip()
+def final_from_content(text: str, pattern: Any = None) -> tuple[str | None, str]:
+    """(final answer, the rule that found it) from an assistant message (linear time)."""
+    return extract_answer(text, pattern=pattern)
 
 
-def parse_messages(messages: Any, *, field: str = "messages") -> dict[str, Any]:
+def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = None) -> dict[str, Any]:
     """Steps, question and final answer from a chat-message list."""
     if not isinstance(messages, list):
         raise InputError(f"`{field}` must be a list of messages, got {type(messages).__name__}", field=field)
@@ -114,6 +111,7 @@ def parse_messages(messages: Any, *, field: str = "messages") -> dict[str, Any]:
     pending_legacy: list[dict[str, str | None]] = []
     question: str | None = None
     answer: str | None = None
+    rule: str | None = None
     final = False
     for index, msg in enumerate(messages):
         where = f"{field}[{index}]"
@@ -137,7 +135,8 @@ def parse_messages(messages: Any, *, field: str = "messages") -> dict[str, Any]:
             thought = text.strip() or None
             if not calls:
                 if text.strip():
-                    answer, final = final_from_content(text), True
+                    answer, rule = final_from_content(text, pattern)
+                    final = answer is not None
                 continue
             for j, call in enumerate(calls):
                 cwhere = f"{where}.tool_calls[{j}]"
@@ -147,7 +146,7 @@ def parse_messages(messages: Any, *, field: str = "messages") -> dict[str, Any]:
                 name = fn["name"]
                 raw, args = _arguments(fn.get("arguments"))
                 if name.lower() in FINISH_TOOLS:
-                    answer, final = main_text(args, raw, ANSWER_KEYS), True
+                    answer, final, rule = main_text(args, raw, ANSWER_KEYS), True, "finish_tool"
                     continue
                 step = make_step(thought=thought if j == 0 else None, tool=name, arguments=raw,
                                  query=main_text(args, raw))
@@ -173,7 +172,8 @@ def parse_messages(messages: Any, *, field: str = "messages") -> dict[str, Any]:
                 if isinstance(call_id, str):
                     by_id.pop(next((k for k, v in by_id.items() if v is step), ""), None)
             step["observation"] = text
-    return {"steps": steps, "answer": answer, "final": final, "question": question}
+    return {"steps": steps, "answer": answer, "final": final, "question": question,
+            "answer_rule": rule if final else None}
 
 
 def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
@@ -181,4 +181,4 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
     if name is None:
         want = " or ".join(f"`{p}`" for p in fields.paths("messages"))
         raise InputError(f"missing chat-message field {want}", field=fields.paths("messages")[0])
-    return {**parse_messages(messages, field=name), "_consumed": {name}}
+    return {**parse_messages(messages, field=name, pattern=fields.answer_pattern), "_consumed": {name}}

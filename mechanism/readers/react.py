@@ -22,8 +22,11 @@ from mechanism.schema import make_step
 FORMAT = "react"
 
 _MARKER = re.compile(r"^[ \t]*(Thought|Action|Observation|Question)(?:[ \t]*\d+)?[ \t]*:[ \t]?", re.M | re.I)
-_ACTION = re.compile(r"^\s*([A-Za-z_][\w\-]*)\s*\[(.*)\]", re.S)
-_INLINE_ACTION = re.compile(r"Action(?:\s*\d+)?\s*:\s*([A-Za-z_][\w\-]*)\s*\[([^\n]*)\]")
+# heads only: the argument is cut with str.rfind, so no pattern backtracks over untrusted text
+_ACTION_HEAD = re.compile(r"[ \t]*([A-Za-z_][\w\-]*)[ \t]*\[")
+_INLINE_HEAD = re.compile(r"Action(?:[ \t]*\d+)?[ \t]*:[ \t]*([A-Za-z_][\w\-]*)[ \t]*\[")
+REPAIRED = "actions missing their closing `]` read to the end of the line (repaired)"
+DROPPED = "action lines not of the form `tool[argument]` kept as thought text, not as rounds (dropped)"
 _DETECT = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:[ \t]*[A-Za-z_][\w\-]*[ \t]*\[", re.M | re.I)
 
 
@@ -46,15 +49,37 @@ def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
     return False
 
 
-def _action(body: str) -> tuple[str, str] | None:
-    # the argument runs to the last "]" of the action's first line: answers may hold brackets
+def _action(body: str) -> tuple[str, str, bool] | None:
+    """(tool, argument, repaired) of an action body, or ``None`` when it is not ``tool[...]``.
+
+    The argument runs to the last ``]`` of the action's first line (answers may hold
+    brackets); without any ``]`` it runs to the end of the line, and ``repaired`` says so.
+    """
     line = body.strip().split("\n", 1)[0]
-    m = _ACTION.match(line)
+    m = _ACTION_HEAD.match(line)
     if m is None:
         return None
-    inner = line[m.start(2):]
-    inner = inner[: inner.rfind("]")]
-    return m.group(1).lower(), inner.strip()
+    inner = line[m.end():]
+    close = inner.rfind("]")
+    if close < 0:
+        return m.group(1).lower(), inner.strip(), True
+    return m.group(1).lower(), inner[:close].strip(), False
+
+
+def _inline_action(body: str) -> tuple[int, str, str] | None:
+    """(start, tool, argument) of the first complete ``Action: tool[...]`` written inside a
+    thought; one forward pass (a line without ``]`` is passed over whole)."""
+    pos = 0
+    while True:
+        m = _INLINE_HEAD.search(body, pos)
+        if m is None:
+            return None
+        line_end = body.find("\n", m.end())
+        line_end = len(body) if line_end < 0 else line_end
+        close = body.rfind("]", m.end(), line_end)
+        if close >= 0:
+            return m.start(), m.group(1).lower(), body[m.end():close].strip()
+        pos = line_end
 
 
 def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
@@ -66,6 +91,7 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
     pending: tuple[str, str] | None = None
     answer: str | None = None
     final = False
+    notes: list[str] = []
 
     def flush_pending() -> None:
         nonlocal pending
@@ -87,31 +113,35 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
             if pending is not None:  # thinking again before an observation: the earlier action was not run
                 thoughts.append(f"Action: {pending[0]}[{pending[1]}]")
                 pending = None
-            inline = _INLINE_ACTION.search(body)
+            inline = _inline_action(body) if "ction" in body else None
             if inline is not None and (i + 1 == len(marks) or marks[i + 1].group(1).lower() == "observation"):
                 # "Thought: ... Action: finish[x]" written on one line
-                body_thought = body[: inline.start()].strip()
+                body_thought = body[: inline[0]].strip()
                 if body_thought:
                     thoughts.append(body_thought)
-                pending = (inline.group(1).lower(), inline.group(2).strip())
+                pending = (inline[1], inline[2])
                 if pending[0] in FINISH_TOOLS:
                     answer, final = pending[1], True
                     pending = None
             elif body:
                 thoughts.append(body)
         elif kind == "action":
-            parsed = _action(body)
-            if parsed is None:
+            found = _action(body)
+            if found is None:
                 if body:
                     thoughts.append(f"Action: {body}")
+                    notes.append(DROPPED)
                 continue
+            tool, arg, repaired = found
+            if repaired:
+                notes.append(REPAIRED)
             if pending is not None:
                 thoughts.append(f"Action: {pending[0]}[{pending[1]}]")
-            if parsed[0] in FINISH_TOOLS:
-                answer, final = parsed[1], True
+            if tool in FINISH_TOOLS:
+                answer, final = arg, True
                 pending = None
             else:
-                pending = parsed
+                pending = (tool, arg)
         else:  # observation
             if pending is not None:
                 tool, arg = pending
@@ -124,7 +154,8 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
     flush_pending()
     if final and steps and answer is None:
         final = False
-    return {"steps": steps, "answer": answer, "final": final, "question": question}
+    return {"steps": steps, "answer": answer, "final": final, "question": question, "notes": notes,
+            "answer_rule": "finish" if final else None}
 
 
 def messages_text(messages: Any, *, field: str = "messages") -> tuple[str, str | None]:

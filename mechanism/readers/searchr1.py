@@ -1,7 +1,10 @@
 """Search-R1 style transcripts: ``<think>``, ``<search>``, ``<information>``, ``<answer>`` tags.
 
 Each ``<search> q </search>`` is one round; the ``<information>`` block after it is its
-observation; the final answer is the last ``<answer>``. An unclosed or unmatched tag is a
+observation; the final answer is the last ``<answer>``. A transcript that ends inside an
+unclosed ``<think>``, ``<search>`` or ``<answer>`` was cut off by a length limit: it is kept
+(the unfinished part is neither a round nor an answer) and noted. A tag opened inside another,
+an unmatched closing tag or an unclosed ``<information>`` (the environment's output) is a
 parse problem of that record (an :class:`InputError` naming the field).
 """
 from __future__ import annotations
@@ -17,6 +20,8 @@ from mechanism.readers._fields import FieldMap, as_str
 FORMAT = "searchr1"
 
 TAGS = ("think", "search", "information", "answer")
+CUT_OFF = ("transcripts end inside an unclosed `<think>`, `<search>` or `<answer>` (generation cut off): kept, "
+           "the unfinished part counted as neither a round nor an answer")
 _TAG = re.compile(r"<(/?)(think|search|information|answer)>")
 # chat templates put the prompt (with example tags) before the model's turn
 _ASSISTANT_MARKERS = ("<|im_start|>assistant", "<|start_header_id|>assistant<|end_header_id|>")
@@ -94,9 +99,14 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
                 raise InputError(f"`<information>` without a `<search>` before it in `{field}`", field=field)
         else:
             answer = body
+    notes = []
     if open_tag is not None:
-        raise InputError(f"unclosed `<{open_tag}>` tag in `{field}`", field=field)
-    return {"steps": steps, "answer": answer, "final": answer is not None}
+        if open_tag == "information":  # the environment's output, not the model's: a damaged record
+            raise InputError(f"unclosed `<{open_tag}>` tag in `{field}`", field=field)
+        # the model's generation stopped inside a tag (a length limit): the unfinished search
+        # was never run and the unfinished answer never given
+        notes.append(CUT_OFF)
+    return {"steps": steps, "answer": answer, "final": answer is not None, "notes": notes}
 
 
 def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:

@@ -1,0 +1,116 @@
+"""Benchmark: reading hostile records (issue 11) stays linear in their size.
+
+For each format, one record whose text is N bytes of unclosed tags or actions (the inputs
+that took 13-31 s at 216-257 KB before the parsers became linear), at N = 64 KB ... 1 MB;
+prints the read time (best of 3, after a warm-up) and the growth per doubling (2x is linear,
+4x quadratic). With ``--passkt``, also runs ``mechanism passkt`` on a simulated data set whose
+second arm has a 1,000-character name holding invalid mathtext and control characters, and
+prints its peak memory (the issue's bar: under 1.5 GB; before the fix 2.2 GB and a 202
+megapixel PNG).
+
+Usage: ``python benchmarks/bench_hostile_read.py [--passkt]``; prints markdown tables.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mechanism.errors import InputError
+from mechanism.readers import read
+
+SIZES_KB = (64, 128, 256, 512, 1024)
+
+
+def records(size: int) -> dict[str, tuple[dict, dict]]:
+    user = {"role": "user", "content": "q"}
+    return {
+        "openai: <answer> x N": ({"question": "q", "gold": ["x"], "messages": [
+            user, {"role": "assistant", "content": "<answer>" * (size // 8)}]}, {}),
+        "openai: <think> x N": ({"question": "q", "gold": ["x"], "messages": [
+            user, {"role": "assistant", "content": "<think>" * (size // 7)}]}, {}),
+        "openai: \\boxed{ x N": ({"question": "q", "gold": ["x"], "messages": [
+            user, {"role": "assistant", "content": "\\boxed{" * (size // 7)}]}, {}),
+        "react: inline Action: search[ x N": ({"question": "q", "gold": ["x"], "text": "Thought: a Action: search["
+                                              * (size // 26) + "\nObservation: x"}, {"format": "react"}),
+        "react: Action lines without ]": ({"question": "q", "gold": ["x"], "text": "Action 1: search[x\n"
+                                           * (size // 19)}, {"format": "react"}),
+        "searchr1: <answer> x N": ({"question": "q", "gold": ["x"], "response": "<answer>" * (size // 8)}, {}),
+        "atif: <answer> x N": ({"schema_version": "ATIF-v1.4", "session_id": "s", "agent": {"name": "a", "version": "1"},
+                                "extra": {"gold": ["x"]}, "steps": [
+                                    {"step_id": 1, "source": "user", "message": "q"},
+                                    {"step_id": 2, "source": "agent", "message": "<answer>" * (size // 8)}]}, {}),
+    }
+
+
+def timed(path: Path, **kw) -> float:
+    start = time.perf_counter()
+    try:
+        read(path, errors="skip", **kw)
+    except InputError:
+        pass
+    return time.perf_counter() - start
+
+
+def bench_read() -> None:
+    names = list(records(1024))
+    table = {name: [] for name in names}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kb in SIZES_KB:
+            for name, (record, kw) in records(kb * 1024).items():
+                path = Path(tmp) / f"r.{'json' if name.startswith('atif') else 'jsonl'}"
+                path.write_text(json.dumps(record))
+                timed(path, **kw)
+                table[name].append(min(timed(path, **kw) for _ in range(3)))
+    print(f"hostile records, one per file; best of 3 after a warm-up; {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f}, Python {platform.python_version()}\n")
+    print("| record | " + " | ".join(f"{kb} KB s" for kb in SIZES_KB) + " | growth per doubling (256 KB -> 1 MB) |")
+    print("|---|" + "---:|" * (len(SIZES_KB) + 1))
+    for name, times in table.items():
+        growth = (times[-1] / times[2]) ** 0.5 if times[2] > 0 else float("nan")
+        print(f"| {name} | " + " | ".join(f"{t:.4f}" for t in times) + f" | {growth:.2f}x |")
+
+
+def bench_passkt() -> None:
+    from mechanism.simulation.run import simulate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        files = simulate(n_questions=20, n_samples=8, arms=("base", "rl"), seed=1).write(Path(tmp) / "sim")
+        long = "A" * 400 + "$\\frac{x$ \x1b[31m\nforged line" + "B" * 580
+        for path in (p for p in files if p.parent.name == "searchr1" and p.stem == "rl"):
+            rows = [json.loads(x) for x in path.read_text().splitlines()]
+            path.write_text("\n".join(json.dumps({**r, "arm": long}) for r in rows))
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "mechanism", "passkt", str(Path(tmp) / "sim" / "searchr1"),
+                               "--base", "base", "--n-boot", "200", "--out", str(Path(tmp) / "out")],
+                              capture_output=True, text=True, env={**os.environ, "MPLBACKEND": "Agg"})
+        wall = time.perf_counter() - start
+        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        from PIL import Image
+
+        biggest = max((Image.open(p).size[0] * Image.open(p).size[1], p.name)
+                      for p in (Path(tmp) / "out").rglob("*.png"))
+    print(f"\nmechanism passkt, arm name of {len(long)} characters (invalid mathtext, control characters)\n")
+    print("| exit status | wall s | peak RSS MB | largest PNG (megapixels) |")
+    print("|---:|---:|---:|---:|")
+    print(f"| {proc.returncode} | {wall:.1f} | {peak_mb:.0f} | {biggest[0] / 1e6:.2f} ({biggest[1]}) |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--passkt", action="store_true", help="also measure mechanism passkt with a long arm name")
+    args = ap.parse_args()
+    bench_read()
+    if args.passkt:
+        bench_passkt()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,235 @@
+"""The final answer inside a model's last message, by the conventions agents use.
+
+A chat agent rarely ends with the bare answer: it writes ``<answer>Paris</answer>``,
+``\\boxed{Paris}``, ``Final answer: Paris``, ``Answer: Paris`` or a ReAct ``Finish[Paris]``
+after some reasoning. Keeping the whole message as the answer makes exact match fail on
+every row (the issue that made an arm score 0 %), so :func:`extract_answer` looks for these
+conventions, last occurrence first, and falls back to the whole message only when none is
+there.
+
+Every search here is a ``str.rfind`` or one forward scan: model text is untrusted, and a
+lazy regular expression such as ``<answer>(.*?)</answer>`` takes quadratic time on a record
+full of unclosed tags.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from mechanism.errors import InputError
+
+__all__ = ["extract_answer", "strip_think", "compile_answer_pattern"]
+
+# "final answer" phrases, longest first so "the final answer is" wins over "final answer"
+_FINAL_PHRASES = ("the final answer is", "final answer is", "final answer:", "final answer")
+_BOXED = ("\\boxed{", "\\fbox{")
+
+
+def _lower(text: str) -> str:
+    """``text.lower()`` when that keeps every index in place (a few letters, such as the
+    Turkish dotted capital I, lower-case to two characters); else ``text`` as it is."""
+    low = text.lower()
+    return low if len(low) == len(text) else text
+
+
+def _last_pair(text: str, open_tag: str, close_tag: str) -> str | None:
+    """The body of the last complete ``open_tag ... close_tag`` pair (case-insensitive)."""
+    low = _lower(text)
+    end = low.rfind(close_tag)
+    while end >= 0:
+        start = low.rfind(open_tag, 0, end)
+        if start >= 0:
+            return text[start + len(open_tag): end]
+        return None
+    return None
+
+
+def _boxed(text: str) -> str | None:
+    """The content of the last ``\\boxed{...}`` with balanced braces."""
+    at = max(text.rfind(b) for b in _BOXED)
+    if at < 0:
+        return None
+    start = text.index("{", at) + 1
+    depth = 1
+    for i in range(start, min(len(text), start + 10_000)):  # an answer is short; bound the scan
+        ch = text[i]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start:i]
+    return None
+
+
+def _clean(answer: str) -> str:
+    """Trim markdown emphasis, quotes and a trailing full stop that wrap an answer."""
+    out = answer.strip()
+    for _ in range(3):
+        before = out
+        out = out.strip().strip("*_`").strip()
+        if len(out) >= 2 and out[0] == out[-1] and out[0] in "\"'":
+            out = out[1:-1].strip()
+        if out.endswith(".") and not out.endswith(".."):
+            out = out[:-1].rstrip()
+        if out == before:
+            break
+    return out
+
+
+def _after_phrase(text: str) -> str | None:
+    """The rest of the line after the last "final answer" phrase."""
+    low = _lower(text)
+    best = -1
+    length = 0
+    for phrase in _FINAL_PHRASES:
+        at = low.rfind(phrase)
+        if at > best:  # the last occurrence of any phrase; a longer phrase at the same place wins
+            best, length = at, len(phrase)
+    if best < 0:
+        return None
+    rest = text[best + length:]
+    rest = rest.lstrip(" \t*_:")
+    if rest.lower().startswith("is "):
+        rest = rest[3:]
+    rest = rest.lstrip(" \t*_:")
+    if rest.startswith("\n"):  # "Final answer:\nParis"
+        rest = rest.lstrip()
+    line = rest.split("\n", 1)[0]
+    boxed = _boxed(line)
+    return _clean(boxed if boxed is not None else line) or None
+
+
+def _answer_is(text: str) -> str | None:
+    """The rest of the line after the last "the answer is" (a chat model's plain ending)."""
+    low = _lower(text)
+    at = low.rfind("the answer is")
+    if at < 0:
+        return None
+    rest = text[at + len("the answer is"):].lstrip(" \t:*_")
+    line = rest.split("\n", 1)[0]
+    boxed = _boxed(line)
+    return _clean(boxed if boxed is not None else line) or None
+
+
+def _answer_line(text: str) -> str | None:
+    """The rest of the last line that starts with ``Answer:``."""
+    low = _lower(text)
+    at = low.rfind("answer:")
+    while at >= 0:
+        line_start = low.rfind("\n", 0, at) + 1
+        prefix = low[line_start:at].strip(" \t*_#>-")
+        if not prefix:
+            line = text[at + len("answer:"):].split("\n", 1)[0]
+            boxed = _boxed(line)
+            return _clean(boxed if boxed is not None else line) or None
+        at = low.rfind("answer:", 0, line_start) if line_start > 0 else -1
+    return None
+
+
+def _finish_call(text: str) -> str | None:
+    """The argument of the last ReAct ``Finish[...]`` (to the last ``]`` of its line)."""
+    low = _lower(text)
+    at = low.rfind("finish[")
+    if at < 0 or (at > 0 and (low[at - 1].isalnum() or low[at - 1] == "_")):
+        return None
+    line = text[at + len("finish["):].split("\n", 1)[0]
+    close = line.rfind("]")
+    return line[:close].strip() if close >= 0 else None
+
+
+def strip_think(text: str) -> str:
+    """``text`` without its ``<think>...</think>`` blocks (one linear pass; an unclosed
+    ``<think>`` hides the rest, as a reasoning model's cut-off thought does)."""
+    low = _lower(text)
+    if "<think>" not in low and "</think>" not in low:
+        return text
+    out: list[str] = []
+    pos = 0
+    # a reply whose template opened <think> in the prompt starts inside it
+    first_open, first_close = low.find("<think>"), low.find("</think>")
+    if first_close >= 0 and (first_open < 0 or first_close < first_open):
+        pos = first_close + len("</think>")
+    while True:
+        start = low.find("<think>", pos)
+        if start < 0:
+            out.append(text[pos:])
+            break
+        out.append(text[pos:start])
+        end = low.find("</think>", start)
+        if end < 0:
+            break
+        pos = end + len("</think>")
+    return "".join(out)
+
+
+def compile_answer_pattern(pattern: "str | re.Pattern[str] | None") -> "re.Pattern[str] | None":
+    """A user's ``answer_pattern`` compiled, with a one-line error when it is not a regex."""
+    if pattern is None or isinstance(pattern, re.Pattern):
+        return pattern
+    if not isinstance(pattern, str) or not pattern:
+        raise InputError("`answer_pattern` must be a non-empty regular expression", field="answer_pattern")
+    try:
+        return re.compile(pattern, re.S)
+    except re.error as exc:
+        raise InputError(f"`answer_pattern` is not a valid regular expression ({exc})", field="answer_pattern") from None
+
+
+def extract_answer(text: str, *, pattern: "re.Pattern[str] | None" = None,
+                   fallback: bool = True) -> tuple[str | None, str]:
+    """The final answer in a message, and the convention it was found by.
+
+    Parameters
+    ----------
+    text
+        The message (the agent's last words).
+    pattern
+        A user's regular expression: its last match wins (group 1 when it has a group).
+        When it matches nothing, the conventions below are tried.
+    fallback
+        Return the whole message (``<think>`` blocks removed) when no convention matches.
+
+    Returns
+    -------
+    (str or None, str)
+        The answer (``None`` when the message is empty, or nothing matched and
+        ``fallback`` is false) and the rule used: ``pattern``, ``answer_tag``, ``boxed``,
+        ``final_answer``, ``answer_line``, ``answer_is``, ``finish``, ``whole_message`` or
+        ``none``.
+
+    Examples
+    --------
+    >>> extract_answer("Let me think.\\nFinal answer: Paris.")
+    ('Paris', 'final_answer')
+    >>> extract_answer("so it is \\\\boxed{\\\\frac{1}{2}}")
+    ('\\\\frac{1}{2}', 'boxed')
+    >>> extract_answer("<think>hmm</think> <answer> Paris </answer>")
+    ('Paris', 'answer_tag')
+    >>> extract_answer("Thought: done. Action: Finish[Paris]")
+    ('Paris', 'finish')
+    >>> extract_answer("Paris")
+    ('Paris', 'whole_message')
+    """
+    if pattern is not None:
+        last = None
+        for last in pattern.finditer(text):
+            pass
+        if last is not None:
+            value = last.group(1) if pattern.groups else last.group(0)
+            if value is not None and value.strip():
+                return value.strip(), "pattern"
+    visible = strip_think(text)
+    tag = _last_pair(visible, "<answer>", "</answer>")
+    if tag is not None:
+        return tag.strip(), "answer_tag"
+    rules: tuple[tuple[str, Callable[[str], str | None]], ...] = (
+        ("finish", _finish_call), ("final_answer", _after_phrase), ("boxed", _boxed), ("answer_line", _answer_line),
+        ("answer_is", _answer_is))
+    for name, rule in rules:
+        found = rule(visible)
+        if found is not None and found.strip():
+            return found.strip(), name
+    whole = visible.strip()
+    if fallback and whole:
+        return whole, "whole_message"
+    return None, "none"

@@ -1,0 +1,209 @@
+"""Cache entries and saved strategy spaces are untrusted files: a corrupt or crafted one is
+rebuilt (caches) or refused with a one-line error (saved spaces); nothing is allocated from a
+size a file claims, and no model is loaded on a file's word."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mechanism.cachefile import load_json_small, load_npy, read_checked, sidecar, write_checked
+from mechanism.embed import Embedder, make_embedder
+from mechanism.errors import InputError, MechanismError
+
+N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))
+FUZZ = settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                      HealthCheck.function_scoped_fixture])
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=12),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                       max_size=4), max_leaves=16)
+
+
+def _npy(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _huge_header(arr: np.ndarray, shape: tuple[int, ...]) -> bytes:
+    """The bytes of ``arr`` under a header that claims ``shape``."""
+    header = {"descr": np.lib.format.dtype_to_descr(arr.dtype), "fortran_order": False, "shape": shape}
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, header)
+    return buf.getvalue() + arr.tobytes()  # the writer puts the magic string first
+
+
+def test_npy_header_is_checked_before_allocation():
+    arr = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(load_npy(_npy(arr), dtype=np.float32, ndim=2), arr)
+    with pytest.raises(ValueError, match="claims shape"):
+        load_npy(_huge_header(arr, (10**12, 10**6)))
+    with pytest.raises(ValueError, match="object arrays"):
+        load_npy(_huge_header(np.zeros(0), (0,)).replace(b"'<f8'", b"'|O' "))
+    with pytest.raises(ValueError):
+        load_npy(b"\x93NUMPY garbage")
+
+
+@FUZZ
+@given(st.binary(max_size=200), st.integers(0, 200))
+def test_npy_fuzz(noise, cut):
+    data = _npy(np.arange(6, dtype=np.float64).reshape(2, 3))
+    for candidate in (noise, data[:cut] + noise, data[:cut]):
+        try:
+            arr = load_npy(candidate)
+        except ValueError:
+            continue
+        assert arr.nbytes <= len(candidate)  # never more than the file holds
+
+
+@pytest.mark.parametrize("damage", ["list", "nested", "huge", "not-utf8", "scalar"])
+def test_corrupt_sidecars_are_rebuilt(tmp_path, damage):
+    path = tmp_path / "entry.parquet"
+    write_checked(path, b"payload", {"format": 1})
+    side = sidecar(path)
+    side.write_bytes({"list": b"[1, 2, 3]", "nested": b"[" * 100_000 + b"]" * 100_000,
+                      "huge": b" " * (65 * 2**20), "not-utf8": b"{\"a\": \"\xff\"}", "scalar": b"7"}[damage])
+    assert read_checked(path, {"format": 1}) is None
+    assert not path.exists() and not side.exists()  # deleted, so the caller rebuilds it
+    write_checked(path, b"payload", {"format": 1})
+    assert read_checked(path, {"format": 1}) == b"payload"
+
+
+@FUZZ
+@given(json_values, st.binary(max_size=40))
+def test_cachefile_fuzz(meta, payload):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "e.bin"
+        path.write_bytes(payload)
+        sidecar(path).write_text(json.dumps(meta))
+        assert read_checked(path) in (None, payload)
+
+
+class _Fake(Embedder):
+    def __init__(self, **kw):
+        super().__init__("fake-model", **kw)
+
+    def _encode(self, texts):
+        out = np.array([[len(t) + 1.0, t.count("a") + 1.0] for t in texts], dtype=np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("damage", ["list", "nested", "huge-header"])
+def test_corrupt_embedding_shards_are_rebuilt(tmp_path, damage):
+    texts = ["alpha", "beta"]
+    good = _Fake(cache_dir=tmp_path, progress=False).embed(texts)
+    npy = next(tmp_path.rglob("*.npy"))
+    meta = npy.with_suffix(".json")
+    if damage == "list":
+        meta.write_text("[1, 2]")
+    elif damage == "nested":
+        meta.write_text("[" * 50_000 + "]" * 50_000)
+    else:
+        m = json.loads(meta.read_text())
+        m["shape"] = [10**9, 10**6]
+        meta.write_text(json.dumps(m))
+        npy.write_bytes(_huge_header(np.zeros((2, 2), np.float32), (10**9, 10**6)))
+    again = _Fake(cache_dir=tmp_path, progress=False)
+    np.testing.assert_allclose(again.embed(texts), good)
+    assert again.n_computed == 2  # rebuilt
+    third = _Fake(cache_dir=tmp_path, progress=False)
+    third.embed(texts)
+    assert third.n_computed == 0
+
+
+def test_hashing_sizes_are_checked():
+    for bad in ("hashing-0", "hashing-99999999999", "hashing-70000"):
+        with pytest.raises(MechanismError, match="1 to 65536"):
+            make_embedder(bad)
+    assert make_embedder("hashing-8").embed(["a b"]).shape == (1, 8)
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    from mechanism.simulation import simulate
+    from mechanism.strategy_space import StrategySpace
+
+    folder = tmp_path_factory.mktemp("space")
+    sim = simulate(n_questions=15, n_samples=4, seed=0, progress=False)
+    StrategySpace(embedder="hashing-64", progress=False).fit(sim.runs).save(folder)
+    return folder
+
+
+def _copy(saved: Path, tmp: str) -> Path:
+    out = Path(tmp) / "space"
+    shutil.copytree(saved, out)
+    return out
+
+
+def _edit(folder: Path, **fields) -> None:
+    cfg = json.loads((folder / "space.json").read_text())
+    cfg.update(fields)
+    (folder / "space.json").write_text(json.dumps(cfg))
+
+
+def test_saved_space_model_names_come_from_an_allow_list(saved, tmp_path):
+    from mechanism.strategy_space import StrategySpace
+
+    StrategySpace.load(saved)  # the known model loads by itself
+    for name in ("hashing-0", "hashing-99999999", str(tmp_path / "evil_model"), "some-org/some-model"):
+        folder = _copy(saved, tempfile.mkdtemp(dir=tmp_path))
+        _edit(folder, embedding_model=name)
+        with pytest.raises(InputError) as info:
+            StrategySpace.load(folder)
+        assert info.value.field == "embedding_model" and "\n" not in str(info.value)
+    # a folder named in the file is refused even when it holds a pickled model
+    evil = tmp_path / "evil_model"
+    evil.mkdir()
+    (evil / "pytorch_model.bin").write_bytes(b"\x80\x04K\x01.")
+    folder = _copy(saved, tempfile.mkdtemp(dir=tmp_path))
+    _edit(folder, embedding_model=str(evil))
+    with pytest.raises(InputError, match="pass `embedder=`"):
+        StrategySpace.load(folder)
+    # the user may name it explicitly; a mismatch with the file is still refused
+    with pytest.raises(InputError, match="fitted with embedding model"):
+        StrategySpace.load(saved, embedder="hashing-32")
+
+
+def test_saved_space_huge_npy_header_is_refused(saved, tmp_path):
+    from mechanism.strategy_space import StrategySpace
+
+    folder = _copy(saved, str(tmp_path))
+    (folder / "train_labels.npy").write_bytes(_huge_header(np.zeros(3, np.int64), (10**12,)))
+    with pytest.raises(InputError, match="claims shape") as info:
+        StrategySpace.load(folder)
+    assert "\n" not in str(info.value)
+
+
+FIELDS = ["embedding_model", "embedding_dim", "feature_weights", "params", "threshold", "n_strategies", "arrays",
+          "tables", "format_version", "feature_columns"]
+
+
+@settings(max_examples=max(10, N // 2), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(FIELDS), json_values | st.sampled_from(["hashing-0", "hashing-64", 10**12]),
+                       min_size=1, max_size=3))
+def test_saved_space_fuzz(saved, fields):
+    from mechanism.strategy_space import StrategySpace
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = _copy(saved, tmp)
+        _edit(folder, **fields)
+        try:
+            StrategySpace.load(folder)
+        except MechanismError as exc:
+            assert "\n" not in str(exc)
+
+
+def test_sidecar_reader_limits(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        load_json_small(path)

@@ -1,0 +1,318 @@
+"""Hostile input: bounded time, one-line errors or reported skips, escaped output.
+
+Each case reproduces an attack from issue 11; every error is one line naming file, line and
+field, and reading time stays linear in the input.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import threading
+import time
+import zipfile
+
+import pytest
+
+from mechanism.cli import main
+from mechanism.errors import InputError
+from mechanism.readers import read
+
+GOOD = {"question": "q", "gold": ["x"], "response": "<answer>x</answer>"}
+KB256 = 256 * 1024
+
+
+def _one_line(exc: InputError, path) -> str:
+    text = str(exc)
+    assert "\n" not in text and text.startswith(str(path)), text
+    return text
+
+
+def _unclosed_records(size: int) -> dict[str, tuple[dict, dict]]:
+    """One record per format whose text is ``size`` bytes of unclosed tags or actions."""
+    user = {"role": "user", "content": "q"}
+    return {
+        "openai_answer": ({"question": "q", "gold": ["x"], "messages": [
+            user, {"role": "assistant", "content": "<answer>" * (size // 8)}]}, {}),
+        "openai_think": ({"question": "q", "gold": ["x"], "messages": [
+            user, {"role": "assistant", "content": "<think>" * (size // 7)}]}, {}),
+        "openai_boxed": ({"question": "q", "gold": ["x"], "messages": [
+            user, {"role": "assistant", "content": "\\boxed{" * (size // 7)}]}, {}),
+        "openai_final": ({"question": "q", "gold": ["x"], "messages": [
+            user, {"role": "assistant", "content": "Final answer: Answer:\n" * (size // 22)}]}, {}),
+        "react_inline": ({"question": "q", "gold": ["x"], "text": "Thought: a Action: search[" * (size // 26)
+                          + "\nObservation: x"}, {"format": "react"}),
+        "react_lines": ({"question": "q", "gold": ["x"], "text": "Action 1: search[x\n" * (size // 19)},
+                        {"format": "react"}),
+        "react_finish": ({"question": "q", "gold": ["x"], "messages": [
+            user, {"role": "assistant", "content": "Action: Finish[" * (size // 15)}]}, {"format": "react"}),
+        "searchr1": ({"question": "q", "gold": ["x"], "response": "<answer>" * (size // 8)}, {}),
+        "atif": ({"schema_version": "ATIF-v1.4", "session_id": "s", "agent": {"name": "a", "version": "1"},
+                  "extra": {"gold": ["x"]}, "steps": [{"step_id": 1, "source": "user", "message": "q"},
+                                                      {"step_id": 2, "source": "agent",
+                                                       "message": "<answer>" * (size // 8)}]}, {}),
+    }
+
+
+def _timed_read(path, **kw) -> float:
+    start = time.perf_counter()
+    try:
+        read(path, errors="skip", **kw)
+    except InputError:
+        pass
+    return time.perf_counter() - start
+
+
+def test_a_whole_long_message_as_answer_is_noted(tmp_path):
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"question": "q", "gold": ["x"], "messages": [
+        {"role": "user", "content": "q"}, {"role": "assistant", "content": "blah " * 1000}]}))
+    runs, rep = read(path, report=True)
+    assert len(runs["answer"][0]) == len(("blah " * 1000).strip())
+    assert any(n.startswith("1 answers are longer than 2,000 characters") for n in rep.notes)
+
+
+def test_256_kb_of_unclosed_tags_reads_in_under_a_second(tmp_path):
+    for name, (record, kw) in _unclosed_records(KB256).items():
+        path = tmp_path / f"{name}.{'json' if name == 'atif' else 'jsonl'}"
+        path.write_text(json.dumps(record))
+        assert path.stat().st_size >= KB256 - 64
+        _timed_read(path, **kw)  # warm imports and caches
+        best = min(_timed_read(path, **kw) for _ in range(2))
+        assert best < 1.0, (name, best)
+
+
+@pytest.mark.slow
+def test_reading_time_grows_linearly(tmp_path):
+    for name, (small, kw) in _unclosed_records(KB256).items():
+        big, _ = _unclosed_records(4 * KB256)[name]
+        paths = []
+        for tag, record in (("s", small), ("b", big)):
+            path = tmp_path / f"{name}_{tag}.{'json' if name == 'atif' else 'jsonl'}"
+            path.write_text(json.dumps(record))
+            paths.append(path)
+        _timed_read(paths[0], **kw)
+        t_small = min(_timed_read(paths[0], **kw) for _ in range(3))
+        t_big = min(_timed_read(paths[1], **kw) for _ in range(3))
+        # 4x the input: a quadratic parser takes 16x; allow noise on small times
+        assert t_big < 8 * t_small + 0.05, (name, t_small, t_big)
+
+
+def test_lone_surrogate_is_a_one_line_error_or_a_reported_skip(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n"
+                    + '{"question": "q\\ud800", "gold": ["x"], "response": "<answer>x</answer>"}\n'
+                    + '{"question": "smile \\ud83d\\ude00", "gold": ["x"], "response": "<answer>x</answer>"}\n')
+    with pytest.raises(InputError) as info:
+        read(path)
+    text = _one_line(info.value, path)
+    assert info.value.line == 2 and info.value.field == "question" and "surrogate" in text
+    runs, rep = read(path, errors="skip", report=True)
+    assert runs.height == 2 and [s.line for s in rep.skipped] == [2]
+    assert "\U0001F600" in runs["question"][1]  # a valid surrogate pair is one emoji, kept
+    for body, field in (('{"question": "q", "gold": ["x\\udfff"], "response": "<answer>x</answer>"}', "gold[0]"),
+                        ('{"question": "q", "gold": ["x"], "response": "<answer>x</answer>", "m": {"\\udc00": 1}}',
+                         "m.<key>")):
+        path.write_text(body)
+        with pytest.raises(InputError) as info:
+            read(path)
+        assert info.value.field == field
+    doc = tmp_path / "s.json"
+    doc.write_text('[{"question": "q", "gold": ["x"], "response": "<answer>x\\ud800</answer>"}, '
+                   + json.dumps(GOOD) + "]")
+    runs, rep = read(doc, errors="skip", report=True)
+    assert runs.height == 1 and rep.skipped[0].line == 1 and rep.skipped[0].field == "response"
+
+
+def test_nan_fields_read_as_missing(tmp_path):
+    path = tmp_path / "n.jsonl"
+    path.write_text('{"question_id": NaN, "sample_id": NaN, "question": "q", "gold": ["x", NaN], '
+                    '"response": "<answer>x</answer>", "category": NaN}\n'
+                    '{"question_id": "a", "question": "q", "gold": ["y"], "response": "<answer>x</answer>", '
+                    '"correct": NaN}\n')
+    runs, rep = read(path, report=True)
+    first, second = runs.to_dicts()
+    assert first["question_id"].startswith("q") and first["question_id"] != "nan"  # hashed from the question
+    assert first["sample_id"] == 0 and first["gold"] == ["x"] and first.get("category") is None
+    assert second["correct"] is False  # NaN label: scored from the answer instead
+    path.write_text('{"question_id": Infinity, "question": "q", "gold": ["x"], "response": "<answer>x</answer>"}\n')
+    with pytest.raises(InputError) as info:
+        read(path)
+    assert info.value.field == "question_id"
+
+
+def test_sample_id_numbering_never_wraps(tmp_path):
+    path = tmp_path / "o.jsonl"
+    path.write_text(json.dumps({**GOOD, "question_id": "a", "sample_id": 2**63 - 1}) + "\n"
+                    + json.dumps({**GOOD, "question_id": "a"}) + "\n")
+    with pytest.raises(InputError) as info:
+        read(path)
+    assert info.value.field == "sample_id" and "64-bit" in _one_line(info.value, path)
+    path.write_text(json.dumps({**GOOD, "sample_id": 2**63}))
+    with pytest.raises(InputError, match="64-bit"):
+        read(path)
+
+
+@pytest.mark.parametrize("name, data, expected", [
+    ("u16.jsonl", json.dumps(GOOD).encode("utf-16"), "UTF-16"),
+    ("u16le.jsonl", json.dumps(GOOD).encode("utf-16-le"), "UTF-16"),
+    ("u16.json", json.dumps([GOOD]).encode("utf-16"), "UTF-16"),
+    ("g.jsonl", gzip.compress(json.dumps(GOOD).encode(), mtime=0), "gzip"),
+    ("g.json.gz", gzip.compress(json.dumps(GOOD).encode(), mtime=0), "gzip"),
+    ("u32.jsonl", json.dumps(GOOD).encode("utf-32"), "UTF-32"),
+], ids=["utf16-bom", "utf16le", "utf16-json", "gzip", "gzip-suffix", "utf32"])
+def test_encodings_and_compression_are_named(tmp_path, name, data, expected):
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(InputError) as info:
+        read(path)
+    assert expected in _one_line(info.value, path) and info.value.field == "encoding"
+
+
+def test_zip_is_named(tmp_path):
+    path = tmp_path / "z.jsonl"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("a.jsonl", json.dumps(GOOD))
+    with pytest.raises(InputError, match="zip archive"):
+        read(path)
+
+
+def test_a_pipe_is_read_not_reported_empty(tmp_path, fixtures):
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    payload = (fixtures / "searchr1.jsonl").read_bytes()
+
+    def feed(data: bytes) -> None:
+        with open(fifo, "wb") as fh:
+            fh.write(data)
+
+    writer = threading.Thread(target=feed, args=(payload,))
+    writer.start()
+    runs = read(fifo, arm="piped")
+    writer.join()
+    assert runs.drop("arm").equals(read(fixtures / "searchr1.jsonl").drop("arm"))
+    writer = threading.Thread(target=feed, args=(b"",))
+    writer.start()
+    with pytest.raises(InputError, match="pipe or device gave no data"):
+        read(fifo)
+    writer.join()
+
+
+def test_mixed_formats_in_one_file_are_reported(tmp_path):
+    chat = {"question": "q", "question_id": "2", "gold": ["x"], "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "function": {"name": "s", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "o"}, {"role": "assistant", "content": "x"}]}
+    path = tmp_path / "m.jsonl"
+    path.write_text(json.dumps({**GOOD, "question_id": "1"}) + "\n" + json.dumps(chat) + "\n")
+    with pytest.raises(InputError) as info:
+        read(path)
+    assert "looks like searchr1 but the file reads as openai" in _one_line(info.value, path)
+    runs, rep = read(path, errors="skip", report=True)
+    assert runs.height == 1 and "mixed formats" in rep.skipped[0].reason
+    # a Search-R1 record with a `correct` field in a canonical file is not read as 0 rounds
+    canon = {"arm": "a", "question_id": "1", "sample_id": 0, "question": "q", "gold": ["x"], "answer": "x",
+             "correct": True, "n_rounds": 0, "steps": []}
+    path.write_text(json.dumps(canon) + "\n" + json.dumps({**GOOD, "question_id": "2", "correct": True}) + "\n")
+    with pytest.raises(InputError) as info:
+        read(path)
+    assert info.value.line == 2 and "looks like searchr1, not canonical" in str(info.value)
+    alone = tmp_path / "alone.jsonl"
+    alone.write_text(json.dumps({**GOOD, "response": "<search>a</search><information>b</information>"
+                                 "<answer>x</answer>", "correct": True}))
+    assert read(alone)["n_rounds"].to_list() == [1]
+
+
+def test_control_characters_never_reach_the_terminal(tmp_path, capsys):
+    path = tmp_path / "c.jsonl"
+    evil = "rl\nforged: line\x1b[31m"
+    rows = [{**GOOD, "arm": evil, "question_id": str(i)} for i in range(3)]
+    rows.append({"arm": "base\x07", "question_id": "9", "question": "q\x1b]0;title\x07", "response": "x</search>"})
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    runs, rep = read(path, errors="skip", report=True)
+    assert runs["arm"].unique().to_list() == ["rl\\nforged: line\\x1b[31m"]
+    assert any("control characters" in n for n in rep.notes)
+    code = main(["read", str(path), "--errors", "skip", "--out", str(tmp_path / "o.parquet")])
+    captured = capsys.readouterr()
+    assert code == 0
+    for stream in (captured.out, captured.err):
+        assert "\x1b" not in stream and "\x07" not in stream
+        assert not any(line.startswith("forged") for line in stream.splitlines())
+    # a file name with a newline forges no line either
+    odd = tmp_path / "x\nforged: y.jsonl"
+    odd.write_text(json.dumps(GOOD))
+    assert main(["read", str(odd), "--out", str(tmp_path / "o2.parquet")]) == 0
+    out = capsys.readouterr().out
+    assert not any(line.startswith("forged") for line in out.splitlines())
+    # the skip listing of an analysis command is escaped too
+    code = main(["passkt", str(path), "--errors", "skip", "--no-figures", "--n-boot", "10", "--k", "1",
+                 "--out", str(tmp_path / "p")])
+    captured = capsys.readouterr()
+    assert "\x1b" not in captured.err and "\x07" not in captured.err
+
+
+def test_passkt_negative_seed_is_a_clean_error(fixtures, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["passkt", str(fixtures / "searchr1.jsonl"), "--seed", "-1", "--out", str(tmp_path / "p")])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --seed" in err and "Traceback" not in err
+
+
+def test_os_errors_are_one_escaped_line(fixtures, tmp_path, capsys):
+    blocker = tmp_path / "x\x1b[2J"
+    blocker.write_text("a file where a folder should be")
+    assert main(["read", str(fixtures / "searchr1.jsonl"), "--out", str(blocker / "o.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err and "\\x1b" in err
+
+
+@pytest.mark.slow
+def test_passkt_with_a_long_mathtext_arm_name_stays_small(tmp_path):
+    import resource
+    import subprocess
+    import sys
+
+    from PIL import Image
+
+    from mechanism.simulation.run import simulate
+
+    files = simulate(n_questions=12, n_samples=4, arms=("base", "rl"), seed=2).write(tmp_path / "sim")
+    long = "A" * 400 + "$\\frac{x$ \x1b[31m\nforged" + "B" * 580  # 1,000+ characters, invalid mathtext
+    for path in (p for p in files if p.parent.name == "searchr1" and p.stem == "rl"):
+        rows = [json.loads(x) for x in path.read_text().splitlines()]
+        path.write_text("\n".join(json.dumps({**r, "arm": long}) for r in rows))
+    out = tmp_path / "out"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    proc = subprocess.run([sys.executable, "-m", "mechanism", "passkt", str(tmp_path / "sim" / "searchr1"),
+                           "--base", "base", "--n-boot", "20", "--k", "1", "2", "4", "--out", str(out)],
+                          capture_output=True, text=True, env={**os.environ, "MPLBACKEND": "Agg"})
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "\x1b" not in proc.stdout + proc.stderr
+    assert max(peak_kb, before) < 1.5 * 2**20  # kilobytes: under 1.5 GB
+    pngs = list(out.rglob("*.png"))
+    assert pngs
+    for png in pngs:
+        width, height = Image.open(png).size
+        assert width * height < 6_000_000, (png.name, width, height)
+        assert len(png.name) < 120
+
+
+@pytest.mark.slow
+def test_memory_is_bounded_by_the_input(tmp_path):
+    """Peak Python allocation while reading a 512 KB hostile record is a fixed multiple of its
+    size (measured 3-15x, the same at 256 KB), never a function of how many tags it opens."""
+    import tracemalloc
+
+    for name, (record, kw) in _unclosed_records(2 * KB256).items():
+        path = tmp_path / f"{name}.{'json' if name == 'atif' else 'jsonl'}"
+        path.write_text(json.dumps(record))
+        _timed_read(path, **kw)  # imports and caches outside the measurement
+        tracemalloc.start()
+        try:
+            _timed_read(path, **kw)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 24 * path.stat().st_size + 8 * 2**20, (name, peak)
