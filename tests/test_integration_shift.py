@@ -263,11 +263,13 @@ def _unequal_design(seed: int, n_q: int = 120):
 def test_identical_policies_under_unequal_samples_per_question_find_nothing():
     runs, labels = _unequal_design(3)
     res = integration(runs, base="base", treated="rl", labels=labels, n_boot=400)
-    # the quantity unequal sampling breaks when trajectories are pooled: no mass moved (its
-    # interval misses 0 in about 1 % of draws of this design, see the coverage test below)
+    # the quantity unequal sampling breaks when trajectories are pooled: no mass moved. Over
+    # seeds 0-39 of this design |composition| <= 0.018 (sd 0.007) and every |share change| <= 0.044
+    # question-weighted, while pooling gives about -0.20 with every upper bound <= -0.16; how
+    # often the intervals hold 0 is the job of the null test over many draws below, not of one.
     q = _shift(res)
-    assert q["composition"]["ci_low"] <= 0 <= q["composition"]["ci_high"]
     assert abs(q["composition"]["estimate"]) < 0.03
+    assert res.strategy_shift["share_change"].abs().max() < 0.08
     # the same rows pooled over trajectories report a large, "significant" move: the test can fail
     pooled = integration(runs, base="base", treated="rl", labels=labels, n_boot=400, weighting="trajectory")
     q = _shift(pooled)
@@ -291,7 +293,11 @@ def _null_misses(res) -> tuple[set[str], set[str]]:
     return set(_all_differences_hold_zero(res)), per_strategy
 
 
-def _null_miss_rates(design: str, n_draws: int, first_seed: int = 0) -> tuple[dict, dict, float]:
+def _null_miss_rates(design: str, n_draws: int, first_seed: int = 0,
+                     n_boot: int = 1000) -> tuple[dict, dict, float]:
+    """Over null draws (seeds ``first_seed ...``): the share of draws in which each headline
+    interval, and each per-strategy family, misses 0; and how often the verdict calls the
+    within-strategy change indistinguishable from 0."""
     headline = dict.fromkeys(("alignment_integration", "alignment_retrieval", "mass_moved_above", "total",
                               "composition", "within", "within_retrieval", "within_integration",
                               "within_parametric", "split total", "split retrieval", "split integration",
@@ -300,11 +306,11 @@ def _null_miss_rates(design: str, n_draws: int, first_seed: int = 0) -> tuple[di
     undistinguished = 0
     for seed in range(first_seed, first_seed + n_draws):
         if design == "identical mixtures":
-            runs, labels = _world(np.random.default_rng(seed), {"base": BASE_MIX, "rl": BASE_MIX}, n_q=80,
+            runs, labels = _world(np.random.default_rng(seed), {"base": BASE_MIX, "rl": BASE_MIX}, n_q=100,
                                   samples=6)
         else:
             runs, labels = _unequal_design(seed, n_q=60)
-        res = integration(runs, base="base", treated="rl", labels=labels, n_boot=400, random_state=seed)
+        res = integration(runs, base="base", treated="rl", labels=labels, n_boot=n_boot, random_state=seed)
         assert res.strategy_shift["ci_level"].to_list() == pytest.approx([1 - 0.05 / 5] * 5)
         h, p = _null_misses(res)
         for name in h:
@@ -319,19 +325,22 @@ def _null_miss_rates(design: str, n_draws: int, first_seed: int = 0) -> tuple[di
 @pytest.mark.slow
 @pytest.mark.parametrize("design", ["identical mixtures", "unequal samples"])
 def test_null_intervals_miss_zero_at_about_their_level(design):
-    """No seed is picked: over 40 null draws (identical policies; equal samples, or the unequal
-    design above) each per-strategy family (S = 5 intervals, Bonferroni-adjusted) and each
-    headline interval misses 0 at about the nominal 5 %.
+    """No seed is picked: over 60 null draws (identical policies; equal samples per question, or
+    the unequal design above) each per-strategy family (S = 5 intervals, Bonferroni-adjusted)
+    and each headline interval (95 %) misses 0 at about the nominal 5 %.
 
-    Measured over 100 draws of each design (n_q 150 / 120): per-strategy families 3-9 % adjusted
-    (20-42 % before the adjustment), headline intervals 1-10 %. Bounds: every rate <= 20 % and
-    the mean rate <= 12 % (a calibrated 5-9 % family fails either with probability < 1 %;
-    unadjusted per-strategy intervals, mean rate about 25 %, fail both)."""
-    headline, per_strategy, undistinguished = _null_miss_rates(design, 40)
-    assert max(per_strategy.values()) <= 0.20, per_strategy
-    assert np.mean(list(per_strategy.values())) <= 0.12, per_strategy
-    assert max(headline.values()) <= 0.20, headline
-    assert np.mean(list(headline.values())) <= 0.12, headline
+    Measured over 160 other draws of each design at these sizes (seeds 2000-2159): per-strategy
+    families miss 3-10 % of the time (mean 5-7 %; the percentile bootstrap at 99 % slightly
+    under-covers small strata), headline intervals 1-9 % (mean 5 %). Unadjusted, the same
+    families missed 20-42 % (mean about 26 %). Bounds: every family <= 25 % and the mean of
+    the per-strategy families, and of the headline intervals, <= 15 %: a calibrated design
+    fails them with probability well under 1 %, unadjusted per-strategy intervals fail the
+    mean bound."""
+    headline, per_strategy, undistinguished = _null_miss_rates(design, 60)
+    assert max(per_strategy.values()) <= 0.25, per_strategy
+    assert np.mean(list(per_strategy.values())) <= 0.15, per_strategy
+    assert max(headline.values()) <= 0.25, headline
+    assert np.mean(list(headline.values())) <= 0.15, headline
     # the verdict calls the within-strategy change indistinguishable from 0 in nearly every draw
     assert undistinguished >= 0.9
 
