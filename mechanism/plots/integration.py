@@ -173,7 +173,7 @@ def plot_integration_shift(result: Integration, *, treated: str | Sequence[str] 
         if title:
             fig.suptitle(title)
         fig.text(0.5, 0.0, "whiskers: bootstrap intervals over questions (questions weigh equally within an arm); "
-                 "share changes Bonferroni-adjusted over the strategies, split parts at the nominal level\n"
+                 "per-strategy ones Bonferroni-adjusted over the strategies, the split's at the nominal level\n"
                  "composition + within = total and retrieval + integration + parametric = within, exactly",
                  ha="center", va="bottom",
                  fontsize=7, color="0.35")
