@@ -551,7 +551,8 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
                                    strategy_ci)
         if weights is not None and n_s > 1:
             notes.append(_multiplicity_note(n_s, strategy_ci, ci, n_boot,
-                                            fewer=any(level != strategy_ci for level in levels)))
+                                            fewer=any(level != strategy_ci for level in levels),
+                                            perplexity=logprobs_column is not None or model_path is not None))
 
     perplexity = perplexity_by_strategy = None
     if logprobs_column is not None:
@@ -590,10 +591,12 @@ def _bonferroni_level(level: float | None, m: int) -> float | None:
     return None if level is None else 1.0 - (1.0 - level) / max(int(m), 1)
 
 
-def _multiplicity_note(n_s: int, strategy_ci: float, ci: float, n_boot: int, *, fewer: bool = False) -> str:
+def _multiplicity_note(n_s: int, strategy_ci: float, ci: float, n_boot: int, *, fewer: bool = False,
+                       perplexity: bool = False) -> str:
     """The note that says how per-strategy intervals are adjusted (and when too few replicates
     lie in their tails)."""
-    text = (f"per-strategy intervals (by_strategy, strategy_shift) are Bonferroni-adjusted over the {n_s} "
+    tables = "by_strategy, strategy_shift" + (", perplexity_by_strategy" if perplexity else "")
+    text = (f"per-strategy intervals ({tables}) are Bonferroni-adjusted over the {n_s} "
             f"strategies: each at level {strategy_ci:.4g} (column `ci_level`), jointly {ci:g}")
     if fewer:
         text += " (in strategy_shift over the strategies either arm of the pair used)"
