@@ -32,7 +32,11 @@ Weighting: every question weighs the same within an arm (each trajectory weighte
 rates are means over questions and unequal sample counts cannot make identical policies look
 different; ``weighting="trajectory"`` pools trajectories instead, on request.
 Intervals: percentile bootstrap over questions (all samples of a question together; arms
-paired).
+paired). Per-strategy intervals (``by_strategy``, ``strategy_shift``, ``perplexity_by_strategy``)
+are Bonferroni-adjusted over the strategies: each at level ``1 - (1 - ci) / S`` (column
+``ci_level``), read from the same replicates, so that the ``S`` intervals of one quantity hold
+together at ``ci``. Family-level quantities (``per_arm``, ``split``, ``shift``: alignments, mass
+moved, nested split totals) are single intervals at ``ci``.
 """
 from __future__ import annotations
 
@@ -199,7 +203,8 @@ class Integration:
     by_strategy
         With labels: per strategy and arm, ``n``, ``n_questions``, ``n_retrieved`` and the
         ``share``, ``retrieval_rate``, ``integration_rate``, ``parametric_rate`` and
-        ``accuracy`` (success within the strategy), each with intervals.
+        ``accuracy`` (success within the strategy), each with intervals Bonferroni-adjusted
+        over the strategies (their level in ``ci_level``).
     shift
         With labels, per treated arm against ``base`` (questions both arms answered):
         ``quantity, estimate, ci_low, ci_high, detectable_effect`` for the alignments, the mass
@@ -207,9 +212,11 @@ class Integration:
     strategy_shift
         With labels: per treated arm and strategy, the share change, the base arm's retrieval
         and integration rates, ``above_average`` and the strategy's parts of the nested split,
-        with intervals.
+        with intervals Bonferroni-adjusted over the strategies either arm used (their level in
+        ``ci_level``).
     perplexity_by_strategy
-        With labels and log-probabilities: per arm, strategy and segment, as ``perplexity``.
+        With labels and log-probabilities: per arm, strategy and segment, as ``perplexity``
+        (intervals Bonferroni-adjusted over the strategies, level in ``ci_level``).
     """
 
     base: str
@@ -294,7 +301,10 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
         ``StrategySpace.transform(runs)``. Adds ``by_strategy``, ``shift`` and
         ``strategy_shift``.
     ci
-        Confidence level of the bootstrap intervals; ``None`` skips them.
+        Confidence level of the bootstrap intervals; ``None`` skips them. Per-strategy
+        intervals are Bonferroni-adjusted over the ``S`` strategies (each at
+        ``1 - (1 - ci) / S``, so that they hold together at ``ci``); the per-arm, split and
+        shift intervals are at ``ci``.
     n_boot, random_state
         Bootstrap replicates over questions and their seed.
     weighting
@@ -339,6 +349,15 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
       integration rate exceeds the base arm's overall ``P(correct | retrieved)``
       (``base_integration_rate``); ``mass_moved_above`` is their difference. The set is
       chosen again in every bootstrap replicate, so its interval carries that choice.
+
+    Multiplicity: a table with one interval per strategy invites reading the one that excludes
+    0; with ``S`` strategies at 95 % each, identical policies give such an interval far more
+    often than 5 % of the time. Per-strategy intervals are therefore Bonferroni-adjusted over
+    the strategies (the ``S`` strata of the table, the outlier stratum included; in
+    ``strategy_shift`` those either arm of the pair used), percentiles of the same bootstrap
+    replicates at level ``1 - (1 - ci) / S``. The alignments, the mass moved and the nested
+    split totals are one interval each, at ``ci``. With few replicates the adjusted tails
+    rest on few of them: a note says so.
     """
     from mechanism.compare import _check_labels
 
@@ -442,10 +461,10 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     weights = (question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
                if ci is not None and n_boot > 0 else None)
 
-    def interval(reps: np.ndarray | None) -> tuple[Any, Any]:
+    def interval(reps: np.ndarray | None, level: float | None = ci) -> tuple[Any, Any]:
         if reps is None:
             return math.nan, math.nan
-        return percentile_interval(reps, ci)
+        return percentile_interval(reps, level)
 
     # --- per arm
     aq = a_idx * n_q + q_idx
@@ -474,6 +493,7 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     split_rows: list[tuple] = []
     shift_rows: list[tuple] = []
     strategy_frames: list[pl.DataFrame] = []
+    levels: list[float | None] = []  # per-strategy interval levels (Bonferroni), for the note
     for arm in treated_list:
         b, t = a_index[base], a_index[arm]
         common = (samples[b] > 0) & (samples[t] > 0)
@@ -505,12 +525,17 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
             shift_rows.append((base, arm, n_common, quantity, est, float(lo), float(hi),
                                _detectable(float(lo), float(hi), ci) if quantity in DECOMPOSITION else math.nan))
         cols: dict[str, Any] = {"base": [base] * n_s, "treated": [arm] * n_s, "strategy": strategies.tolist()}
+        # Bonferroni over the strategies either arm of the pair used
+        level = _bonferroni_level(ci, int(((pair_n[0] + pair_n[1]).sum(axis=(0, 2)) > 0).sum()))
         for name, key in STRATEGY_SHIFT_COLUMNS.items():
             cols[name] = np.asarray(stats[key][0], dtype=float)
-            lo, hi = interval(rstats[key] if rstats else None)
+            lo, hi = interval(rstats[key] if rstats else None, level)
             cols[f"{name}_ci_low"] = np.broadcast_to(np.asarray(lo, dtype=float), (n_s,))
             cols[f"{name}_ci_high"] = np.broadcast_to(np.asarray(hi, dtype=float), (n_s,))
         cols["above_average"] = stats["above"][0]
+        cols["ci_level"] = np.full(n_s, math.nan if level is None or rstats is None else level)
+        if rstats is not None:
+            levels.append(level)
         strategy_frames.append(pl.DataFrame(cols).with_columns(pl.col(pl.Float64).fill_nan(None)))
     # undefined values (no interval without a bootstrap, an alignment over < 3 strategies) are null
     split = pl.DataFrame(split_rows, schema=SPLIT_SCHEMA, orient="row").with_columns(
@@ -520,16 +545,21 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     strategy_shift = pl.concat(strategy_frames) if strategy_frames else None
 
     by_strategy = None
+    strategy_ci = _bonferroni_level(ci, n_s)
     if values is not None:
-        by_strategy = _by_strategy(N, C, a_idx, q_idx, s_idx, retrieved, arms, strategies, weights, ci)
-        notes.append(f"per-strategy intervals are not adjusted for multiple comparisons ({n_s} strategies)")
+        by_strategy = _by_strategy(N, C, a_idx, q_idx, s_idx, retrieved, arms, strategies, weights,
+                                   strategy_ci)
+        if weights is not None and n_s > 1:
+            notes.append(_multiplicity_note(n_s, strategy_ci, ci, n_boot,
+                                            fewer=any(level != strategy_ci for level in levels),
+                                            perplexity=logprobs_column is not None or model_path is not None))
 
     perplexity = perplexity_by_strategy = None
     if logprobs_column is not None:
         perplexity = _perplexity(runs, logprobs_column, arms, a_idx, q_idx, n_q, row_w, weights, ci)
         if values is not None:
             perplexity_by_strategy = _perplexity(runs, logprobs_column, arms, a_idx, q_idx, n_q, row_w, weights,
-                                                 ci, strategy=s_idx, strategies=strategies)
+                                                 strategy_ci, strategy=s_idx, strategies=strategies)
     return Integration(base=base, arms=tuple(arms), ci=ci, per_trajectory=per_traj, per_arm=per_arm,
                        split=split, perplexity=perplexity, notes=tuple(notes), treated=tuple(treated_list),
                        weighting=weighting, by_strategy=by_strategy, shift=shift,
@@ -554,6 +584,28 @@ SPLIT_SCHEMA = {"base": pl.String, "treated": pl.String, "n_questions": pl.Int64
 SHIFT_SCHEMA = {"base": pl.String, "treated": pl.String, "n_questions": pl.Int64, "quantity": pl.String,
                 "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
                 "detectable_effect": pl.Float64}
+
+
+def _bonferroni_level(level: float | None, m: int) -> float | None:
+    """Per-interval confidence level that makes ``m`` intervals hold together at ``level``."""
+    return None if level is None else 1.0 - (1.0 - level) / max(int(m), 1)
+
+
+def _multiplicity_note(n_s: int, strategy_ci: float, ci: float, n_boot: int, *, fewer: bool = False,
+                       perplexity: bool = False) -> str:
+    """The note that says how per-strategy intervals are adjusted (and when too few replicates
+    lie in their tails)."""
+    tables = "by_strategy, strategy_shift" + (", perplexity_by_strategy" if perplexity else "")
+    text = (f"per-strategy intervals ({tables}) are Bonferroni-adjusted over the {n_s} "
+            f"strategies: each at level {strategy_ci:.4g} (column `ci_level`), jointly {ci:g}")
+    if fewer:
+        text += " (in strategy_shift over the strategies either arm of the pair used)"
+    text += f"; the alignments, mass moved and nested split totals (shift, split) are at {ci:g}"
+    tail = n_boot * (1.0 - strategy_ci) / 2.0
+    if tail < 5:
+        text += (f"; with {n_boot} bootstrap replicates each adjusted tail rests on about {tail:.1f} of them: "
+                 f"raise `n_boot` to at least {math.ceil(10 / (1.0 - strategy_ci))} for stable per-strategy bounds")
+    return text
 
 
 def _replicate(weights: np.ndarray, tallies: np.ndarray) -> np.ndarray:
@@ -674,12 +726,16 @@ def _perplexity(runs: pl.DataFrame, column: str, arms: Sequence[str], a_idx: np.
             row["strategy"] = strategies[s].item()
         row.update(segment=segment, n_tokens=group.height, mean_logprob=float(mean_lp),
                    perplexity=float(math.exp(-mean_lp)), perplexity_ci_low=lo, perplexity_ci_high=hi)
+        if strategies is not None:  # the level of per-strategy intervals (Bonferroni over strategies)
+            row["ci_level"] = math.nan if weights is None or ci is None else float(ci)
         rows.append(row)
     schema = {"arm": pl.String}
     if strategies is not None:
         schema["strategy"] = pl.Int64 if strategies.dtype.kind in "iu" else pl.String
     schema.update({"segment": pl.String, "n_tokens": pl.Int64, "mean_logprob": pl.Float64,
                    "perplexity": pl.Float64, "perplexity_ci_low": pl.Float64, "perplexity_ci_high": pl.Float64})
+    if strategies is not None:
+        schema["ci_level"] = pl.Float64
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
@@ -691,7 +747,8 @@ def _quiet_interval(replicates: np.ndarray, level: float) -> tuple[float, float]
 def _by_strategy(N: np.ndarray, C: np.ndarray, a_idx: np.ndarray, q_idx: np.ndarray, s_idx: np.ndarray,
                  retrieved: np.ndarray, arms: Sequence[str], strategies: np.ndarray,
                  weights: np.ndarray | None, ci: float | None) -> pl.DataFrame:
-    """Per strategy and arm (each arm over its own questions): share and conditional rates."""
+    """Per strategy and arm (each arm over its own questions): share and conditional rates,
+    intervals at level ``ci`` (the caller passes the Bonferroni-adjusted level)."""
     n_a, n_q, n_s, _ = N.shape
 
     def rates(n: np.ndarray, c: np.ndarray) -> dict[str, np.ndarray]:  # (..., A, S, 2)
@@ -722,6 +779,7 @@ def _by_strategy(N: np.ndarray, C: np.ndarray, a_idx: np.ndarray, q_idx: np.ndar
             cols[f"{name}_ci_low"], cols[f"{name}_ci_high"] = lo.reshape(-1), hi.reshape(-1)
         else:
             cols[f"{name}_ci_low"] = cols[f"{name}_ci_high"] = np.full(n_a * n_s, np.nan)
+    cols["ci_level"] = np.full(n_a * n_s, math.nan if reps is None or ci is None else ci)
     return pl.DataFrame(cols).with_columns(pl.col(pl.Float64).fill_nan(None))
 
 

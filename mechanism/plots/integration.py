@@ -172,9 +172,10 @@ def plot_integration_shift(result: Integration, *, treated: str | Sequence[str] 
         fig.legend(handles=handles, loc="lower center", ncol=3, bbox_to_anchor=(0.5, 0.025), fontsize=7.5)
         if title:
             fig.suptitle(title)
-        fig.text(0.5, 0.0, "whiskers: bootstrap intervals over questions (questions weigh equally within an arm; "
-                 "per-strategy intervals not adjusted for multiplicity)\ncomposition + within = total and "
-                 "retrieval + integration + parametric = within, exactly", ha="center", va="bottom",
+        fig.text(0.5, 0.0, "whiskers: bootstrap intervals over questions (questions weigh equally within an arm); "
+                 "per-strategy ones Bonferroni-adjusted over the strategies, the split's at the nominal level\n"
+                 "composition + within = total and retrieval + integration + parametric = within, exactly",
+                 ha="center", va="bottom",
                  fontsize=7, color="0.35")
     return fig
 
