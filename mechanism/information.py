@@ -37,6 +37,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.errors import InputError
+from mechanism.results import ResultMixin
 from mechanism.resample import percentile_interval, question_bootstrap_weights
 from mechanism.compare import kitagawa_split, stream
 from mechanism.schema import validate
@@ -123,8 +124,8 @@ def followup_entity_flags(runs: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return n_followup, n_hits
 
 
-@dataclass(frozen=True)
-class Integration:
+@dataclass(frozen=True, repr=False)
+class Integration(ResultMixin):
     """Result of :func:`integration`.
 
     Attributes
@@ -152,7 +153,7 @@ class Integration:
     perplexity: pl.DataFrame | None = None
     notes: tuple[str, ...] = ()
 
-    def summary(self) -> pl.DataFrame:
+    def to_frame(self) -> pl.DataFrame:
         """Long table ``arm, quantity, estimate, ci_low, ci_high`` of the per-arm rates and splits."""
         rows = []
         for row in self.per_arm.iter_rows(named=True):
@@ -180,6 +181,23 @@ class Integration:
         return {"base": self.base, "arms": list(self.arms), "ci": self.ci,
                 "per_arm": rows(self.per_arm), "split": rows(self.split),
                 "perplexity": rows(self.perplexity), "notes": list(self.notes)}
+
+    # -- the result protocol (mechanism.results): summary(), tables(), a one-line repr
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Every table by a file-friendly name."""
+        return {n: t for n, t in (("per_arm", self.per_arm), ("split", self.split), ("perplexity", self.perplexity),
+                                  ("per_trajectory", self.per_trajectory)) if t is not None}
+
+    def _summary_title(self) -> str:
+        from mechanism.report.integration import integration_title
+        return integration_title(self)
+
+    def _summary_lines(self) -> list[str]:
+        from mechanism.report.integration import integration_lines
+        return integration_lines(self)
+
+    def _headline(self) -> str:
+        return f"{len(self.arms)} arms against {self.base}, {self.per_trajectory.height} trajectories"
 
 
 def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: str | None = None,

@@ -12,7 +12,7 @@ from mechanism.demo import run_demo
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
-    return run_demo(out, n_questions=12, n_samples=8, seed=0, embedder="hashing-256", progress=False)
+    return run_demo(out, n_questions=12, n_samples=8, random_state=0, embedder="hashing-256", progress=False)
 
 
 def test_demo_writes_every_stage(demo):
@@ -44,7 +44,7 @@ def test_demo_summary_links_existing_figures_and_escapes_text(demo):
 
 
 def test_demo_is_deterministic(demo, tmp_path):
-    again = run_demo(tmp_path, n_questions=12, n_samples=8, seed=0, embedder="hashing-256", progress=False)
+    again = run_demo(tmp_path, n_questions=12, n_samples=8, random_state=0, embedder="hashing-256", progress=False)
     assert (again.out / "passkt/pass_at_kt.csv").read_text() == (demo.out / "passkt/pass_at_kt.csv").read_text()
     assert json.loads((again.out / "numbers.json").read_text())["strategies"] == \
         json.loads((demo.out / "numbers.json").read_text())["strategies"]

@@ -9,7 +9,7 @@ import polars as pl
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """INPUT..., ``--format``, ``--arm`` and ``--errors``, as ``mechanism read`` takes them."""
+    """INPUT..., ``--format``, ``--arm``, ``--errors`` and ``--columns``, as ``mechanism read`` takes them."""
     from mechanism.readers import FORMATS
 
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="trajectory files or folders")
@@ -18,6 +18,34 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arm", default=None, help="arm name for files that have none")
     parser.add_argument("--errors", default="raise", choices=("raise", "skip"),
                         help="stop at the first bad record (raise, default) or skip and report bad records")
+    parser.add_argument("--columns", action="append", default=[], metavar="CANONICAL=FIELD[,...]",
+                        help="map canonical names to the file's fields (repeatable, or comma-separated), "
+                             "e.g. --columns text=response,gold=golden_answers")
+
+
+def add_embedding_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--cache-dir`` and ``--no-progress``, for every command that embeds trajectories."""
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="embedding and segmentation cache folder (reused across calls)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def progress_flag(args: argparse.Namespace) -> bool | None:
+    """``False`` under ``--no-progress``, else ``None`` (bars only when stderr is a terminal)."""
+    return False if getattr(args, "no_progress", False) else None
+
+
+def parse_columns(items: list[str]) -> dict[str, str]:
+    """``--columns`` entries (``canonical=field``, repeatable or comma-separated) as a dict."""
+    from mechanism.errors import InputError
+
+    out = {}
+    for item in (part for entry in items for part in entry.split(",") if part.strip()):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise InputError(f"`--columns` entries look like canonical=field, got {item!r}", field="columns")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def add_output_argument(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +64,9 @@ def read_inputs(args: argparse.Namespace) -> pl.DataFrame:
     """Read the command's inputs; under ``--errors skip`` say on stderr what was left out."""
     from mechanism.readers import read
 
-    runs, report = read(args.inputs, format=args.format, arm=args.arm, errors=args.errors, report=True)
+    columns = parse_columns(getattr(args, "columns", None) or []) or None
+    runs, report = read(args.inputs, format=args.format, arm=args.arm, columns=columns, errors=args.errors,
+                        report=True, progress=progress_flag(args))
     if report.skipped:
         print(f"skipped {len(report.skipped)} of {report.rows_in} records:", file=sys.stderr)
         for record in report.skipped[:10]:

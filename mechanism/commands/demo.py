@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.questions < 2 or args.samples < 1:
         raise InputError("the demo needs at least 2 questions and 1 sample", field="questions")
-    result = run_demo(args.out, n_questions=args.questions, n_samples=args.samples, seed=args.seed,
+    result = run_demo(args.out, n_questions=args.questions, n_samples=args.samples, random_state=args.seed,
                       embedder=args.embedder, progress=False if args.no_progress else None,
                       echo=lambda line: print(line, file=sys.stderr))
     print(result.summary_markdown.read_text("utf-8"))

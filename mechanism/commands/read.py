@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from mechanism.commands._common import terminal_safe
+from mechanism.commands._common import parse_columns, terminal_safe  # noqa: F401  (parse_columns: re-exported)
 from mechanism.errors import InputError, ReadReport
 from mechanism.readers import FORMATS, read
 
@@ -30,16 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "e.g. --columns text=response,gold=golden_answers")
     parser.add_argument("--out", required=True, type=Path, help="the parquet file to write")
     parser.add_argument("--quiet", action="store_true", help="print nothing")
-
-
-def parse_columns(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in (part for entry in items for part in entry.split(",") if part.strip()):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise InputError(f"`--columns` entries look like canonical=field, got {item!r}", field="columns")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def summary(runs: pl.DataFrame, rep: ReadReport) -> str:
