@@ -8,7 +8,7 @@ ordered quantity (T) take an ordered palette; strategies keep one colour each ac
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -212,8 +212,8 @@ def plot_track_passkt(passkt: pl.DataFrame, *, k: Sequence[int] | None = None, t
     return fig
 
 
-def plot_track_divergence(divergence: pl.DataFrame, *, ax: plt.Axes | None = None, caption: bool = False,
-                          color: str | Mapping[str, str] = "#0072B2") -> Figure:
+def plot_track_divergence(divergence: pl.DataFrame, *, base: str | None = None, ax: plt.Axes | None = None,
+                          caption: bool = False, color: str = "#0072B2") -> Figure:
     """Jensen-Shannon divergence (bits) of each checkpoint's strategy distribution from the base one."""
     names, x, by_step = _axis(divergence)
     sub = divergence.sort("order")
@@ -227,7 +227,7 @@ def plot_track_divergence(divergence: pl.DataFrame, *, ax: plt.Axes | None = Non
             ax.fill_between(x, sub["ci_low"].to_numpy(), sub["ci_high"].to_numpy(), color=color, alpha=0.2,
                             linewidth=0)
         ax.set_ylim(bottom=0)
-        ax.set_ylabel("JS divergence from base (bits)")
+        ax.set_ylabel(f"JS divergence from {_plain(base if base is not None else names[0])} (bits)")
         _label_x(ax, names, x, by_step)
         if caption:
             ax.set_title("Strategy distribution: distance from the base checkpoint")

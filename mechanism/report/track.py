@@ -48,7 +48,8 @@ def write_track(result, out: str | Path, *, figures: bool = True, caption: bool 
                 "share_panels": plot_track_share_panels(result.shares, caption=caption),
                 "split_over_training": plot_track_split(result.split, base=result.base, caption=caption),
                 "passkt_over_training": plot_track_passkt(result.passkt, caption=caption),
-                "divergence_over_training": plot_track_divergence(result.divergence, caption=caption)}
+                "divergence_over_training": plot_track_divergence(result.divergence, base=result.base,
+                                                                   caption=caption)}
         for stem, fig in made.items():
             section.add_figure(save_figure(fig, out, stem), stem)
             close(fig)
