@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from mechanism.plots.style import PALETTE, arm_colors, paper_style
+from mechanism.plots.style import PALETTE, arm_colors, display_name, paper_style
 
 if TYPE_CHECKING:  # imported for the annotations only: the plots need no fitted-space machinery
     from mechanism.strategy_space import StrategySpace
@@ -30,8 +30,9 @@ _OTHER = "#BBBBBB"
 
 
 def _plain(name: object) -> str:
-    """An arm name drawn literally: ``$`` escaped so that matplotlib parses no mathtext."""
-    return str(name).replace("$", r"\$")
+    """An arm name drawn literally and briefly: ``$`` escaped so that matplotlib parses no
+    mathtext, long names cut (:func:`~mechanism.plots.style.display_name`)."""
+    return display_name(name)
 
 
 def strategy_label(strategy: int, typical_moves: str | None, typical_member: str | None = None, *,

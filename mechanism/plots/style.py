@@ -45,16 +45,46 @@ def paper_style() -> Iterator[None]:
         yield
 
 
-def arm_colors(arms: Sequence[str]) -> dict[str, str]:
-    """A stable colour per arm: the known arms keep theirs, others take the palette in order."""
+def arm_colors(arms: Sequence[str], *, ordered: bool | None = None) -> dict[str, str]:
+    """A stable colour per arm, the same whatever order a figure lists the arms in.
+
+    ``base``, ``rl`` and ``sft`` keep theirs. Other arms are sorted naturally (``step-50``
+    before ``step-200``) and take the palette in that order; when they form a series
+    (``ordered=True``, or by default three or more names that all carry a number, such as
+    checkpoints), they take an ordered palette instead (viridis, light = late), so a reader
+    sees training order in the colour. A report computes this once for all its arms and passes
+    it to every figure (``colors=``).
+    """
+    from matplotlib import colormaps
+
+    from mechanism.checkpoints import natural_key
+
+    others = sorted(dict.fromkeys(a for a in arms if a not in ARM_COLORS), key=natural_key)
+    out = {a: ARM_COLORS[a] for a in arms if a in ARM_COLORS}
+    if ordered is None:
+        ordered = len(others) >= 3 and all(any(ch.isdigit() for ch in str(a)) for a in others)
+    if ordered and others:
+        cmap = colormaps["viridis"]
+        for i, arm in enumerate(others):
+            out[arm] = matplotlib.colors.to_hex(cmap(0.1 + 0.75 * i / max(len(others) - 1, 1)))
+        return {a: out[a] for a in dict.fromkeys(arms)}
     spare = [c for c in PALETTE if c not in ARM_COLORS.values()]
-    out: dict[str, str] = {}
-    for arm in arms:
-        if arm in ARM_COLORS:
-            out[arm] = ARM_COLORS[arm]
-        else:
-            out[arm] = spare[len([a for a in out if a not in ARM_COLORS]) % len(spare)]
-    return out
+    for i, arm in enumerate(others):
+        out[arm] = spare[i % len(spare)]
+    return {a: out[a] for a in dict.fromkeys(arms)}
+
+
+def display_name(name: object, *, max_length: int = 24) -> str:
+    """An arm or strategy name as a figure shows it: one line, at most ``max_length``
+    characters (an ellipsis marks the cut), ``$`` escaped so matplotlib draws it literally.
+
+    >>> display_name("a" * 30, max_length=10)
+    'aaaaaaaaa…'
+    """
+    text = " ".join(str(name).split())
+    if len(text) > max_length:
+        text = text[: max_length - 1] + "\u2026"
+    return text.replace("$", r"\$")
 
 
 def save_figure(fig: Figure, out_dir: str | Path, stem: str, *, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:

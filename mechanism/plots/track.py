@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from mechanism.plots.style import PALETTE, paper_style
+from mechanism.plots.style import PALETTE, display_name, paper_style
 
 _OTHER = "#BBBBBB"
 _OUTLIER = "#000000"
@@ -23,7 +23,7 @@ _PART_COLORS = {"total": "#000000", "composition": "#0072B2", "within": "#D55E00
 
 
 def _plain(text: object) -> str:
-    return str(text).replace("$", r"\$")
+    return display_name(text, max_length=32)
 
 
 def _axis(table: pl.DataFrame) -> tuple[list[str], np.ndarray, bool]:

@@ -13,7 +13,8 @@ from mechanism.report._section import Section
 def write_integration(runs: pl.DataFrame, out: str | Path, *, arms: Sequence[str] | None = None,
                       base: str | None = None, ci: float = 0.95, n_boot: int = 1000, random_state: int = 0,
                       logprobs_column: str | None = None, model_path: str | Path | None = None,
-                      figures: bool = True, title: str | None = None, caption: bool = False) -> Section:
+                      figures: bool = True, title: str | None = None, caption: bool = False,
+                      colors: dict[str, str] | None = None) -> Section:
     """Write ``per_arm.csv``, ``split.csv``, ``per_trajectory.parquet``, ``integration.json``
     (and ``perplexity.csv``) plus the ``integration_grid`` and ``integration_split`` figures.
 
@@ -46,7 +47,8 @@ def write_integration(runs: pl.DataFrame, out: str | Path, *, arms: Sequence[str
         shown = title if caption else None
         figs = [("integration_grid", plot_integration_grid(res, title=shown))]
         if res.split is not None:
-            figs.append(("integration_split", plot_integration_split(res, title=shown)))
+            figs.append(("integration_split", plot_integration_split(res, title=shown, colors=colors,
+                                                                     caption=caption)))
         for stem, fig in figs:
             section.add_figure(save_figure(fig, out, stem), stem)
             close(fig)

@@ -131,8 +131,9 @@ def write_passkt(
             section.written.append(folder / "summary.txt")
             lines.append(text)
             if figures:
-                gap_fig = (plot_gap_surface(result.gap, base=base, treated=other) if len(ks) > 1
-                           else plot_gap_over_t(result.gap, base=base, treated=other, colors=colors))
+                gap_fig = (plot_gap_surface(result.gap, base=base, treated=other, t_source=result.t_source)
+                           if len(ks) > 1 else plot_gap_over_t(result.gap, base=base, treated=other, colors=colors,
+                                                               t_source=result.t_source))
                 for stem, fig in (("gap_surface" if len(ks) > 1 else "gap_over_t", gap_fig),
                                   ("boundary", plot_boundary(result, colors=colors))):
                     section.add_figure(save_figure(fig, folder, stem), f"{name}/{stem}")

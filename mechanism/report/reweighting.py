@@ -83,10 +83,11 @@ def write_reweighting(runs: pl.DataFrame, labels: Any, out: str | Path, *, base:
         section.written.append(path)
         lines.append(describe_reweighting(rw))
     if figures and results:
-        for stem, fig in (("share_success", plot_share_success(results, title=title if caption else None,
-                                                               names=names)),
-                          ("decomposition", plot_decomposition(results, title=title if caption else None,
-                                                               names=names))):
+        shown = title if caption else None
+        for stem, fig in (("share_success", plot_share_success(results, title=shown, names=names, colors=colors,
+                                                               caption=caption)),
+                          ("decomposition", plot_decomposition(results, title=shown, names=names, colors=colors,
+                                                               caption=caption))):
             section.add_figure(save_figure(fig, out, stem), stem)
             close(fig)
     section.text = "\n".join(lines)

@@ -71,13 +71,17 @@ def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def strategy_names(described: pl.DataFrame) -> dict[int, str]:
-    """Display name of every strategy id (``S<id> <typical moves>``), from ``describe()``."""
+    """Display name of every strategy id (``S<id>: <typical moves>``), from ``describe()``;
+    figures label points by the part before the colon and spell the rest out in a key."""
     from mechanism.plots.strategies import strategy_label
 
     member = "typical_member" if "typical_member" in described.columns else None
-    return {int(r["strategy"]): strategy_label(int(r["strategy"]), r.get("typical_moves"),
-                                               r.get(member) if member else None)
-            for r in described.iter_rows(named=True)}
+    out = {}
+    for r in described.iter_rows(named=True):
+        label = strategy_label(int(r["strategy"]), r.get("typical_moves"), r.get(member) if member else None)
+        head, _, rest = label.partition(" ")
+        out[int(r["strategy"])] = f"{head}: {rest}" if rest else head
+    return out
 
 
 def description_text(space, table: pl.DataFrame, arms: Sequence[str], *, title: str,  # noqa: ANN001

@@ -201,7 +201,7 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
     lap("reweighting")
 
     sections["integration"] = write_integration(runs, out / "integration", arms=shown, base=base, ci=ci,
-                                                n_boot=n_boot, random_state=random_state)
+                                                n_boot=n_boot, random_state=random_state, colors=colors)
     lap("integration")
 
     boundaries = {b.treated: b for b in sections["passkt"].results}
