@@ -296,23 +296,26 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
             raise InputError(f"`labels` has {len(lab)} entries for {runs.height} rows", field="labels")
         notes.append("strategies: the labels given")
     else:
-        from mechanism.report.strategies import place, strategy_names as display_names
+        from mechanism.report.strategies import fit_and_place, place, strategy_names as display_names
         from mechanism.strategy_space import StrategySpace
 
         if space is None:
             fit_on = names[-1] if fit_on is None else fit_on
             if fit_on not in names:
                 raise InputError(f"`fit_on` checkpoint {fit_on!r} is not in the series {names}", field="fit_on")
-            space = StrategySpace(embedder=embedder, random_state=random_state, cache_dir=cache_dir,
-                                  progress=progress).fit(runs.filter(pl.col("arm").is_in([base, fit_on])))
+            space, placement = fit_and_place(runs.filter(pl.col("arm").is_in([base, fit_on])), runs, map_xy=False,
+                                             embedder=embedder, random_state=random_state, cache_dir=cache_dir,
+                                             progress=progress)
             notes.append(f"strategies: a space fitted on {base} and {fit_on}, every checkpoint assigned to it")
-        elif isinstance(space, (str, Path)):
-            where = space
-            space = StrategySpace.load(where, cache_dir=cache_dir, progress=progress)
-            notes.append(f"strategies: the saved space {where}, applied without refitting")
         else:
-            notes.append("strategies: the given space, applied without refitting")
-        lab = place(space, runs, map_xy=False).labels
+            if isinstance(space, (str, Path)):
+                where = space
+                space = StrategySpace.load(where, cache_dir=cache_dir, progress=progress)
+                notes.append(f"strategies: the saved space {where}, applied without refitting")
+            else:
+                notes.append("strategies: the given space, applied without refitting")
+            placement = place(space, runs, map_xy=False)
+        lab = placement.labels
         strategy_names = display_names(space.describe())
     if labels is not None:
         uniq = sorted(set(lab.tolist()), key=lambda v: (str(type(v)), v))

@@ -93,3 +93,27 @@ def test_cli_report_on_the_fireact_agents(fireact_dir, tmp_path, capsys):
     for rel in _images(page):
         assert (tmp_path / rel).is_file(), rel
     assert "pass_over_t.png" in page  # one sample per question: PASS@(1,T) over T, no curve over k
+
+
+def test_nothing_is_embedded_twice_in_one_call(monkeypatch, tmp_path):
+    """A report fits a space on the runs and places the same runs; a series fits on two
+    checkpoints and places all five: each distinct rendering reaches the model once."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    from mechanism.embed import Embedder
+
+    seen: list[str] = []
+
+    def encode(self, texts):  # the model's forward pass, replaced by a recording stand-in
+        seen.extend(texts)
+        vec = HashingVectorizer(n_features=64, alternate_sign=False, norm="l2")
+        return vec.transform(list(texts)).toarray().astype("float32")
+
+    monkeypatch.setattr(Embedder, "_encode", encode)
+    sim = mx.simulate(n_questions=6, n_samples=4, arms=("base", "rl"), random_state=0, progress=False)
+    write_report(sim.runs, tmp_path / "report", base="base", n_boot=20, n_permutations=0, progress=False)
+    assert seen and len(seen) == len(set(seen))
+    seen.clear()
+    series = mx.training_run(steps=(0, 100, 200), n_questions=6, n_samples=4, progress=False)
+    mx.track(series.runs, n_boot=20, progress=False)
+    assert seen and len(seen) == len(set(seen))

@@ -57,6 +57,30 @@ def place(space, runs: pl.DataFrame, *, map_xy: bool = True) -> Placement:  # no
     return Placement(assigned, coords, interpolate(space.map_coords_, dist, idx))
 
 
+def fit_and_place(fit_rows: pl.DataFrame, runs: pl.DataFrame, *, map_xy: bool = True,
+                  **params) -> tuple[object, Placement]:
+    """Fit a :class:`~mechanism.strategy_space.StrategySpace` on ``fit_rows`` and place ``runs``
+    (which may contain them), embedding every distinct trajectory once.
+
+    Without a ``cache_dir`` in ``params``, a temporary one carries the fit's embeddings over to
+    the placement and is removed afterwards (the returned space then has no cache).
+    """
+    import tempfile
+
+    from mechanism.strategy_space import StrategySpace
+
+    if params.get("cache_dir") is not None:
+        space = StrategySpace(**params).fit(fit_rows)
+        return space, place(space, runs, map_xy=map_xy)
+    with tempfile.TemporaryDirectory(prefix="mechanism-cache-") as tmp:
+        space = StrategySpace(**{**params, "cache_dir": tmp}).fit(fit_rows)
+        placement = place(space, runs, map_xy=map_xy)
+    space.cache_dir = None
+    if hasattr(space, "_embedder_obj"):
+        space._embedder_obj = None  # it pointed at the removed folder
+    return space, placement
+
+
 def strategy_shares(labels: pl.DataFrame) -> pl.DataFrame:
     """Share of each strategy per arm (``arm, strategy, n, share``), from an ``assign`` table."""
     return (labels.group_by("arm", "strategy").agg(pl.len().cast(pl.Int64).alias("n"))

@@ -143,7 +143,7 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
     from mechanism.report.integration import write_integration
     from mechanism.report.passkt import arm_order, write_passkt
     from mechanism.report.reweighting import write_reweighting
-    from mechanism.report.strategies import place, strategy_names, write_strategies
+    from mechanism.report.strategies import fit_and_place, place, strategy_names, write_strategies
     from mechanism.strategy_space import StrategySpace
 
     say = echo or (lambda line: None)
@@ -177,17 +177,18 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
     lap("pass@(k,T)")
 
     if space is None:
-        space = StrategySpace(embedder=embedder, random_state=random_state, progress=progress,
-                              cache_dir=cache_dir).fit(runs)
+        space, placement = fit_and_place(runs, runs, embedder=embedder, random_state=random_state,
+                                         progress=progress, cache_dir=cache_dir)
         space.save(out / "space")
         space_note = f"fitted on these runs (random_state={random_state}), saved to space/"
-    elif isinstance(space, (str, Path)):
-        where = space
-        space = StrategySpace.load(where, cache_dir=cache_dir, progress=progress)
-        space_note = f"the saved space {where}, applied without refitting"
     else:
-        space_note = "the given fitted space, applied without refitting"
-    placement = place(space, runs)
+        if isinstance(space, (str, Path)):
+            where = space
+            space = StrategySpace.load(where, cache_dir=cache_dir, progress=progress)
+            space_note = f"the saved space {where}, applied without refitting"
+        else:
+            space_note = "the given fitted space, applied without refitting"
+        placement = place(space, runs)
     sections["strategies"] = write_strategies(space, runs, out / "strategies", arms=shown,
                                               title=f"Strategies ({space_note})", colors=colors,
                                               placement=placement)
