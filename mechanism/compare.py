@@ -751,16 +751,18 @@ def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray
 
 
 # ----------------------------------------------------------------------------- several arms
-def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, others: Sequence[str] | None = None,
+def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequence[str] | None = None,
                  ci: float | None = 0.95, n_boot: int = 1000, random_state: int | None = 0,
                  n_permutations: int = 1000, coordinates: np.ndarray | None = None,
-                 progress: bool | None = False) -> pl.DataFrame:
+                 progress: bool | None = False, others: Sequence[str] | None = None) -> pl.DataFrame:
     """:func:`reweighting` of every arm in ``others`` against ``base``, as one long table.
 
     Parameters
     ----------
-    others
+    treated
         Arms to compare with ``base`` (default: every other arm, in order of appearance).
+    others
+        Deprecated name of ``treated``.
 
     Returns
     -------
@@ -769,6 +771,10 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, others: Sequence
         :meth:`Reweighting.summary`.
     """
     validate(runs, required=("arm",))
+    if others is not None:
+        import warnings
+        warnings.warn("`others` is deprecated; use `treated`", DeprecationWarning, stacklevel=2)
+    others = treated if treated is not None else others
     if others is None:
         others = [a for a in runs["arm"].unique(maintain_order=True).to_list() if a != base]
     frames = []

@@ -177,7 +177,7 @@ class Embedder:
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, device: str = "auto", batch_size: int = 64,
-                 cache_dir: str | os.PathLike | None = None, progress: bool | None = True) -> None:
+                 cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> None:
         self.model = model
         self.device = device
         self.batch_size = batch_size
@@ -286,7 +286,7 @@ class HashingEmbedder:
 
 
 def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.PathLike | None = None,
-                  progress: bool | None = True) -> TextEmbedder:
+                  progress: bool | None = None) -> TextEmbedder:
     """An embedder from a name: ``None`` (default model), ``"hashing-<n>"``, a model name or
     path, or an object with ``model_id`` and ``embed(texts)`` (returned as is)."""
     if spec is None:

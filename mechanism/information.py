@@ -203,7 +203,7 @@ class Integration(ResultMixin):
 def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: str | None = None,
                 ci: float | None = 0.95, n_boot: int = 1000, random_state: int | None = 0,
                 logprobs_column: str | None = None, model_path: str | Path | None = None,
-                progress: bool | None = False) -> Integration:
+                progress: bool | None = False, treated: Sequence[str] | None = None) -> Integration:
     """Retrieval, integration and parametric rates per arm, and the split between arms.
 
     Parameters
@@ -228,11 +228,18 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
         ``logprobs_column``.
     progress
         Show progress bars (retrieval check; base-model scoring).
+    treated
+        Arms split against ``base`` (the name every comparison uses): ``arms`` becomes
+        ``[base, *treated]``; exclusive with ``arms``.
 
     Returns
     -------
     Integration
     """
+    if treated is not None:
+        if arms is not None or base is None:
+            raise InputError("`treated` needs `base` and replaces `arms`", field="treated")
+        arms = [base, *treated]
     validate(runs)
     present = runs["arm"].unique(maintain_order=True).to_list()
     arms = list(dict.fromkeys(present if arms is None else arms))  # an arm named twice counts once
