@@ -194,6 +194,9 @@ class Embedder:
 
     def _load(self):
         if self._model is None:
+            from mechanism.progress import import_tqdm_quietly
+
+            import_tqdm_quietly()
             from sentence_transformers import SentenceTransformer
 
             path = str(default_model_path()) if self.model in _ALIASES else str(self.model)

@@ -448,6 +448,9 @@ class StrategySpace:
                 return hit
         import warnings
 
+        from mechanism.progress import import_tqdm_quietly
+
+        import_tqdm_quietly()
         import umap
 
         expanded = np.repeat(uniq, reps, axis=0).astype(np.float64)
