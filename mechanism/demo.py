@@ -40,7 +40,8 @@ class DemoResult:
 
 def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, random_state: int = 0,
              t_cap: int = 5, embedder: object | None = None, progress: bool | None = None,
-             echo: Echo | None = None, series: bool = True, seed: int | None = None) -> DemoResult:
+             echo: Echo | None = None, series: bool = True, cache_dir: str | Path | None = None,
+             seed: int | None = None) -> DemoResult:
     """Run every analysis on a simulated base / RL / SFT experiment and write the results.
 
     Parameters
@@ -60,6 +61,8 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
         Progress bars on stderr (``None``: only on a terminal).
     echo
         Called with one line per finished stage (default: silent).
+    cache_dir
+        Embedding and segmentation cache (default: ``out/cache``).
     series
         Also simulate a training run (5 checkpoints from the base mixture toward RL) and
         follow it through the saved space (``series/``).
@@ -112,7 +115,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     lap("read")
 
     # 3. every analysis through the report layer (the space is fitted and saved to out/space)
-    cache = out / "cache"
+    cache = Path(cache_dir) if cache_dir is not None else out / "cache"
     report = write_report(runs, out, base="base", treated=["rl", "sft"], t=(0, 1, 2, 3, 5),
                           random_state=random_state, embedder=embedder, cache_dir=cache, progress=progress,
                           echo=say, page=False)

@@ -66,7 +66,8 @@ def _rows(frame: pl.DataFrame, max_rows: int | None) -> tuple[list[list[str]], i
 def frame_to_markdown(frame: pl.DataFrame, *, max_rows: int | None = 50) -> str:
     """A GitHub-flavoured Markdown table of ``frame`` (pipes and newlines in cells escaped)."""
     def esc(text: str) -> str:
-        return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+        return (text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "\\<").replace(">", "\\>")
+                .replace("\n", " ").replace("\r", " "))
 
     rows, hidden = _rows(frame, max_rows)
     lines = ["| " + " | ".join(esc(c) for c in frame.columns) + " |",
