@@ -50,8 +50,8 @@ def arm_colors(arms: Sequence[str], *, ordered: bool | None = None) -> dict[str,
 
     ``base``, ``rl`` and ``sft`` keep theirs. Other arms are sorted naturally (``step-50``
     before ``step-200``) and take the palette in that order; when they form a series
-    (``ordered=True``, or by default three or more names that all carry a number, such as
-    checkpoints), they take an ordered palette instead (viridis, light = late), so a reader
+    (``ordered=True``, or by default three or more names that differ only in their numbers, such
+    as ``step-100``, ``step-200``, ...), they take an ordered palette instead (viridis, light = late), so a reader
     sees training order in the colour. A report computes this once for all its arms and passes
     it to every figure (``colors=``).
     """
@@ -62,7 +62,10 @@ def arm_colors(arms: Sequence[str], *, ordered: bool | None = None) -> dict[str,
     others = sorted(dict.fromkeys(a for a in arms if a not in ARM_COLORS), key=natural_key)
     out = {a: ARM_COLORS[a] for a in arms if a in ARM_COLORS}
     if ordered is None:
-        ordered = len(others) >= 3 and all(any(ch.isdigit() for ch in str(a)) for a in others)
+        import re
+
+        shapes = {re.sub(r"\d+(\.\d+)?", "#", str(a)) for a in others}
+        ordered = len(others) >= 3 and len(shapes) == 1 and "#" in next(iter(shapes))
     if ordered and others:
         cmap = colormaps["viridis"]
         for i, arm in enumerate(others):
