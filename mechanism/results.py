@@ -88,7 +88,8 @@ def frame_to_html(frame: pl.DataFrame, *, max_rows: int | None = 50) -> str:
 
 
 _LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                   "<": r"\textless{}", ">": r"\textgreater{}"}
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIALS))
 
 

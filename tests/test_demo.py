@@ -29,6 +29,7 @@ def test_demo_writes_every_stage(demo):
         assert (out / "series" / f"{stem}.png").is_file()
 
 
+@pytest.mark.slow
 def test_demo_verdicts_come_from_results_not_files(demo, monkeypatch, tmp_path):
     """Each treated arm gets a verdict; a run with file reads blocked inside the report layer
     still gives them (the demo never reads back the tables it just wrote)."""

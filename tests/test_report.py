@@ -45,6 +45,8 @@ def test_report_writes_every_section_and_figure(report):
     assert sorted(shown) == made and len(made) >= 9
     for rel in shown:
         assert (out / rel).is_file()
+    tex = (out / "tables.tex").read_text("utf-8")
+    assert tex.count(r"\begin{tabular}") >= 3 and "<script>" not in tex
 
 
 def test_verdicts_come_from_the_results(report):
@@ -70,6 +72,7 @@ def test_report_rejects_a_missing_arm_with_one_line(evil_runs, tmp_path):
         write_report(evil_runs, tmp_path, base="nope", embedder="hashing-64")
 
 
+@pytest.mark.slow
 def test_cli_report_on_a_simulated_run(tmp_path, capsys):
     sim = mx.simulate(n_questions=8, n_samples=4, arms=("base", "rl", "sft"), random_state=1, progress=False)
     sim.write(tmp_path / "data")
@@ -95,6 +98,7 @@ def test_cli_report_on_the_fireact_agents(fireact_dir, tmp_path, capsys):
     assert "pass_over_t.png" in page  # one sample per question: PASS@(1,T) over T, no curve over k
 
 
+@pytest.mark.slow
 def test_nothing_is_embedded_twice_in_one_call(monkeypatch, tmp_path):
     """A report fits a space on the runs and places the same runs; a series fits on two
     checkpoints and places all five: each distinct rendering reaches the model once."""

@@ -55,7 +55,7 @@ def test_renderings_escape_input_strings(results, name):
     page = s.as_html()
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
     latex = s.as_latex()
-    assert r"50\%\_\$" in latex and "<b>" in latex  # LaTeX specials escaped; angle brackets are plain text there
+    assert r"50\%\_\$" in latex and r"\textless{}b\textgreater{}" in latex and "<b>" not in latex
     md = s.as_markdown()
     assert "<b>" not in md
 

@@ -205,6 +205,10 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
                                                 n_boot=n_boot, random_state=random_state, colors=colors)
     lap("integration")
 
+    # the main tables as booktabs LaTeX, ready for a paper (\usepackage{booktabs})
+    latex = [r.to_latex() for key in ("passkt", "reweighting", "integration") for r in sections[key].results]
+    (out / "tables.tex").write_text("% mechanism report: main tables (needs \\usepackage{booktabs})\n"
+                                    + "\n\n".join(latex) + "\n", encoding="utf-8")
     boundaries = {b.treated: b for b in sections["passkt"].results}
     rws = {r.treated: r for r in sections["reweighting"].results}
     integ = sections["integration"].results[0]

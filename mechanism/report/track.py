@@ -20,7 +20,8 @@ def write_track(result, out: str | Path, *, figures: bool = True, caption: bool 
     """Write a :class:`~mechanism.checkpoints.Track`'s tables and figures to ``out``.
 
     Tables: ``shares.csv`` (per checkpoint and strategy, with intervals), ``passkt.csv``,
-    ``split.csv``, ``divergence.csv``, ``accuracy.csv``, ``track.json`` and ``summary.txt``.
+    ``split.csv``, ``divergence.csv``, ``accuracy.csv``, ``track.json``, ``track.tex`` (booktabs
+    LaTeX) and ``summary.txt``.
     Figures (PNG and PDF): ``shares_over_training``, ``share_panels``, ``split_over_training``,
     ``passkt_over_training`` and ``divergence_over_training``.
 
@@ -53,6 +54,9 @@ def write_track(result, out: str | Path, *, figures: bool = True, caption: bool 
         for stem, fig in made.items():
             section.add_figure(save_figure(fig, out, stem), stem)
             close(fig)
+    path = out / "track.tex"
+    path.write_text(result.to_latex() + "\n", encoding="utf-8")
+    section.written.append(path)
     section.text = str(result.summary())
     path = out / "summary.txt"
     path.write_text(section.text + "\n", encoding="utf-8")
