@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mechanism.commands.integration import write_outputs
+from mechanism.report import write_integration as write_outputs
 
 from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
 
@@ -26,7 +26,7 @@ def simulated(out: Path, *, n_boot: int, seed: int) -> str:
     from mechanism.compare import labels_from_table
     from mechanism.simulation import simulate
 
-    sim = simulate(n_questions=100, n_samples=64, seed=seed, progress=None)
+    sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     # the planted strategies as labels: the shift toward strategies that use what they retrieve
     _, text = write_outputs(sim.runs, out, arms=["base", "rl", "sft"], base="base", n_boot=n_boot,
                             random_state=seed, title="Simulated default, planted strategies",

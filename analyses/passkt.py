@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from mechanism.commands.passkt import write_outputs
+from mechanism.report import write_passkt as write_outputs
 
 from _common import ROOT, analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
 T_GRID = [0, 1, 2, 3, 5]
@@ -25,7 +25,7 @@ def simulated(out: Path, *, n_boot: int, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples, the study's grid)."""
     from mechanism.simulation import simulate
 
-    sim = simulate(n_questions=100, n_samples=64, seed=seed, progress=None)
+    sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     _, summary = write_outputs(sim.runs, out, k=K_GRID, t=T_GRID, base="base", treated=["rl", "sft"],
                                n_boot=n_boot, random_state=seed)
     (out / "summary.txt").write_text(summary + "\n", encoding="utf-8")

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from mechanism.commands.reweighting import rounds_labels, write_outputs
+from mechanism.report import rounds_labels, write_reweighting as write_outputs
 
 from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
 
@@ -54,7 +54,7 @@ def simulated(out: Path, *, sources: list[str], n_boot: int, n_permutations: int
     from mechanism.compare import labels_from_table
     from mechanism.simulation import simulate
 
-    sim = simulate(n_questions=100, n_samples=64, seed=seed, progress=None)
+    sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     texts = []
     for source in sources:
         coords, names = None, None

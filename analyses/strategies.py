@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from mechanism.commands.strategies import write_outputs
+from mechanism.report import write_strategies
 from mechanism.strategy_space import StrategySpace
 
 from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
@@ -27,12 +27,12 @@ def simulated(out: Path, *, embedder: str | None, seed: int) -> str:
 
     from mechanism.simulation import simulate
 
-    sim = simulate(n_questions=100, n_samples=64, seed=seed, progress=None)
+    sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     space = StrategySpace(embedder=embedder, random_state=seed, progress=None).fit(sim.runs)
-    text = write_outputs(space, sim.runs, out, arms=["base", "rl", "sft"], title="Simulated default")
+    text = write_strategies(space, sim.runs, out, arms=["base", "rl", "sft"], title="Simulated default").text
     keys = ["arm", "question_id", "sample_id"]
     truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
-    fresh = simulate(n_questions=100, n_samples=16, seed=seed + 1, progress=None)
+    fresh = simulate(n_questions=100, n_samples=16, random_state=seed + 1, progress=None)
     fresh_truth = fresh.runs.select(keys).join(fresh.truth, on=keys, how="left")["strategy"].to_numpy()
     applied = space.transform(fresh.runs)
     text += (f"\n  adjusted Rand index vs planted strategies: {adjusted_rand_score(truth, space.labels_):.3f}"
@@ -51,7 +51,7 @@ def fireact(out: Path, path: Path, *, embedder: str | None, seed: int) -> str:
     arms = [a for a in ("llama-2-7b", "llama-2-13b", "gpt-3.5-turbo") if a in runs["arm"].to_list()]
     arms += sorted(set(runs["arm"].to_list()) - set(arms))
     space = StrategySpace(embedder=embedder, random_state=seed, progress=None).fit(runs)
-    text = write_outputs(space, runs, out, arms=arms, title="FireAct HotpotQA agents")
+    text = write_strategies(space, runs, out, arms=arms, title="FireAct HotpotQA agents").text
     no_search = space.describe().filter(pl.col("no_search_share") == 1.0)["strategy"].to_list()
     labels = pl.DataFrame({"arm": runs["arm"], "strategy": space.labels_})
     share = labels.group_by("arm").agg(pl.col("strategy").is_in(no_search).mean().alias("s")).sort("arm")

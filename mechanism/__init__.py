@@ -6,7 +6,7 @@ stage is its own module and they meet only through the canonical table
 (:mod:`mechanism.schema`).
 
 >>> import mechanism as mx
->>> sim = mx.simulate(n_questions=3, n_samples=2, arms=("base", "rl"), seed=0, progress=False)
+>>> sim = mx.simulate(n_questions=3, n_samples=2, arms=("base", "rl"), random_state=0, progress=False)
 >>> sorted(sim.runs["arm"].unique())
 ['base', 'rl']
 """
@@ -41,12 +41,14 @@ _EXPORTS = {
     "integration_verdict": "mechanism.information",
     "paper_style": "mechanism.plots.style",
     "ReadWarning": "mechanism.errors", "extract_answer": "mechanism.readers._answer",
+    "track": "mechanism.checkpoints", "Track": "mechanism.checkpoints", "training_run": "mechanism.simulation",
+    "Summary": "mechanism.results",
 }
 
 
 def __getattr__(name: str):
-    if name == "plots":
-        value = importlib.import_module("mechanism.plots")
+    if name in ("plots", "report", "simulation"):
+        value = importlib.import_module(f"mechanism.{name}")
     elif name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
     else:
@@ -81,4 +83,6 @@ __all__ = [
     "plots", "paper_style",
     # reading real logs (issue 11)
     "ReadWarning", "extract_answer",
+    # checkpoint series, the result protocol and the report layer
+    "track", "Track", "training_run", "Summary", "report", "simulation",
 ]

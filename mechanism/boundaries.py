@@ -21,12 +21,13 @@ from scipy.stats import binomtest
 from mechanism.errors import InputError
 from mechanism.passkt import DEFAULT_T, PassEstimate, default_k, estimate_pass, summary_table
 from mechanism.resample import percentile_interval, question_bootstrap_weights
+from mechanism.results import ResultMixin
 
 STATUSES = ("both", "gained", "lost", "neither")
 
 
-@dataclass
-class Boundary:
+@dataclass(repr=False)
+class Boundary(ResultMixin):
     """Result of :func:`boundary`; every table is a polars DataFrame.
 
     Attributes
@@ -115,7 +116,7 @@ class Boundary:
                 "marginal_t": self.marginal_t, "saturation": self.saturation,
                 "crossings": self.crossings}
 
-    def summary(self) -> str:
+    def _summary_text(self) -> str:
         """A few plain-text lines stating the findings, with their uncertainty."""
         lines = [f"capability boundary: {self.treated} vs {self.base} "
                  f"({self.problems['question_id'].n_unique()} shared problems; T from {self.t_source})"]
@@ -143,6 +144,36 @@ class Boundary:
             raise InputError(f"`t` = {t} is not in the analysed grid {self.t}", field="t")
         return (self.problems.filter((pl.col("t") == t) & (pl.col("status") == status))
                 ["question_id"].sort().to_list())
+
+    # -- the result protocol (mechanism.results): summary(), to_frame(), to_dict(), a one-line repr
+    def _summary_title(self) -> str:
+        return self._summary_text().split("\n", 1)[0]
+
+    def _summary_lines(self) -> list[str]:
+        return [line.strip() for line in self._summary_text().split("\n")[1:]]
+
+    def _summary_tables(self) -> dict[str, pl.DataFrame]:
+        return {"boundary_tests": self.tests.drop("expansion", "contraction"), "boundary_split": self.split}
+
+    def _headline(self) -> str:
+        row = self.tests.sort("t").row(-1, named=True) if self.tests.height else None
+        where = f"; T={row['t']}: gained {row['gained']}, lost {row['lost']}, p={row['p_value']:.3g}" if row else ""
+        return f"{self.treated} vs {self.base}, {self.problems['question_id'].n_unique()} problems{where}"
+
+    def to_frame(self) -> pl.DataFrame:
+        """Long table ``quantity, t, k, estimate, ci_low, ci_high``: the PASS@(1,T) split and the gap per k."""
+        split = self.split.select(pl.concat_str(pl.lit("pass1_"), pl.col("component")).alias("quantity"),
+                                  pl.col("t").cast(pl.Int64), pl.lit(1, pl.Int64).alias("k"),
+                                  pl.col("value").cast(pl.Float64).alias("estimate"), "ci_low", "ci_high")
+        gap = self.gap.select(pl.lit("gap").alias("quantity"), pl.col("t").cast(pl.Int64), pl.col("k").cast(pl.Int64),
+                              pl.col("gap").cast(pl.Float64).alias("estimate"), "ci_low", "ci_high")
+        return pl.concat([split, gap], how="vertical_relaxed")
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict: the grids, the notes and every table as a list of rows."""
+        return {"base": self.base, "treated": self.treated, "k": list(self.k), "t": list(self.t),
+                "alpha": self.alpha, "tol": self.tol, "t_source": self.t_source, "notes": list(self.notes),
+                **{name: table.to_dicts() for name, table in self.tables().items()}}
 
 
 def boundary(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from mechanism.commands._common import terminal_safe
 from mechanism.errors import MechanismError
 
-COMMANDS = ("demo", "read", "simulate", "passkt", "strategies", "reweighting", "integration")
+COMMANDS = ("demo", "report", "read", "simulate", "passkt", "strategies", "reweighting", "integration", "track")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -48,6 +48,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.errors import InputError
+from mechanism.results import ResultMixin
 from mechanism.resample import percentile_interval, question_bootstrap_weights
 from mechanism.schema import KEY_COLUMNS, validate
 
@@ -280,8 +281,8 @@ def query_sequence_keys(runs: pl.DataFrame) -> pl.Series:
 
 
 # ----------------------------------------------------------------------------- result
-@dataclass(frozen=True)
-class Reweighting:
+@dataclass(frozen=True, repr=False)
+class Reweighting(ResultMixin):
     """Result of :func:`reweighting`. Floats are point estimates; ``*_ci`` are (low, high)."""
 
     base: str
@@ -312,7 +313,7 @@ class Reweighting:
     notes: tuple[str, ...] = ()
     replicates: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
-    def summary(self) -> pl.DataFrame:
+    def to_frame(self) -> pl.DataFrame:
         """One row per headline quantity: ``quantity, estimate, ci_low, ci_high``."""
         rows: list[tuple[str, float, float, float]] = []
 
@@ -371,6 +372,25 @@ class Reweighting:
                 for row in table.iter_rows(named=True)]
         out["notes"] = list(self.notes)
         return out
+
+    # -- the result protocol (mechanism.results): summary(), tables(), a one-line repr
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Every table by a file-friendly name."""
+        out = {"reweighting_summary": self.to_frame(), "strategies": self.strategies}
+        out.update({n: t for n, t in (("query_sequences", self.query_sequences),
+                                      ("neighbours", self.neighbours)) if t is not None})
+        return out
+
+    def _summary_title(self) -> str:
+        return f"Reweighting: {self.treated} vs {self.base}"
+
+    def _summary_lines(self) -> list[str]:
+        from mechanism.report.reweighting import reweighting_lines
+        return [line.strip() for line in reweighting_lines(self)[1:]]
+
+    def _headline(self) -> str:
+        return (f"{self.treated} vs {self.base}, total {self.total:+.3f} = composition {self.composition:+.3f}"
+                f" + within {self.within:+.3f}")
 
 
 
@@ -731,16 +751,18 @@ def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray
 
 
 # ----------------------------------------------------------------------------- several arms
-def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, others: Sequence[str] | None = None,
+def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequence[str] | None = None,
                  ci: float | None = 0.95, n_boot: int = 1000, random_state: int | None = 0,
                  n_permutations: int = 1000, coordinates: np.ndarray | None = None,
-                 progress: bool | None = False) -> pl.DataFrame:
+                 progress: bool | None = False, others: Sequence[str] | None = None) -> pl.DataFrame:
     """:func:`reweighting` of every arm in ``others`` against ``base``, as one long table.
 
     Parameters
     ----------
-    others
+    treated
         Arms to compare with ``base`` (default: every other arm, in order of appearance).
+    others
+        Deprecated name of ``treated``.
 
     Returns
     -------
@@ -749,6 +771,10 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, others: Sequence
         :meth:`Reweighting.summary`.
     """
     validate(runs, required=("arm",))
+    if others is not None:
+        import warnings
+        warnings.warn("`others` is deprecated; use `treated`", DeprecationWarning, stacklevel=2)
+    others = treated if treated is not None else others
     if others is None:
         others = [a for a in runs["arm"].unique(maintain_order=True).to_list() if a != base]
     frames = []

@@ -179,7 +179,7 @@ class Embedder:
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, device: str = "auto", batch_size: int = 64,
-                 cache_dir: str | os.PathLike | None = None, progress: bool | None = True) -> None:
+                 cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> None:
         self.model = model
         self.device = device
         self.batch_size = batch_size
@@ -196,6 +196,9 @@ class Embedder:
 
     def _load(self):
         if self._model is None:
+            from mechanism.progress import import_tqdm_quietly
+
+            import_tqdm_quietly()
             from sentence_transformers import SentenceTransformer
 
             path = str(default_model_path()) if self.model in _ALIASES else str(self.model)
@@ -314,7 +317,7 @@ def known_model(name: str) -> bool:
 
 
 def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.PathLike | None = None,
-                  progress: bool | None = True) -> TextEmbedder:
+                  progress: bool | None = None) -> TextEmbedder:
     """An embedder from a name: ``None`` (default model), ``"hashing-<n>"``, a model name or
     path, or an object with ``model_id`` and ``embed(texts)`` (returned as is)."""
     if spec is None:

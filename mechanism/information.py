@@ -54,6 +54,7 @@ import polars as pl
 from mechanism.compare import OUTLIER, kitagawa_split, stream, weighted_correlation
 from mechanism.errors import InputError
 from mechanism.resample import percentile_interval, question_bootstrap_weights, question_weighted
+from mechanism.results import ResultMixin
 from mechanism.schema import validate
 from mechanism.scoring import contains_answer, normalize_answer
 
@@ -181,8 +182,8 @@ def followup_entity_flags(runs: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return n_followup, n_hits
 
 
-@dataclass(frozen=True)
-class Integration:
+@dataclass(frozen=True, repr=False)
+class Integration(ResultMixin):
     """Result of :func:`integration`.
 
     Attributes
@@ -234,7 +235,7 @@ class Integration:
     strategy_shift: pl.DataFrame | None = None
     perplexity_by_strategy: pl.DataFrame | None = None
 
-    def summary(self) -> pl.DataFrame:
+    def to_frame(self) -> pl.DataFrame:
         """Long table ``arm, quantity, estimate, ci_low, ci_high`` of the per-arm rates, splits and shifts."""
         rows = []
         for row in self.per_arm.iter_rows(named=True):
@@ -272,6 +273,26 @@ class Integration:
                 "perplexity": rows(self.perplexity), "by_strategy": rows(self.by_strategy),
                 "shift": rows(self.shift), "strategy_shift": rows(self.strategy_shift),
                 "perplexity_by_strategy": rows(self.perplexity_by_strategy), "notes": list(self.notes)}
+
+
+    # -- the result protocol (mechanism.results): summary(), tables(), a one-line repr
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Every table by a file-friendly name."""
+        return {n: t for n, t in (("per_arm", self.per_arm), ("split", self.split), ("perplexity", self.perplexity),
+                                  ("per_trajectory", self.per_trajectory), ("by_strategy", self.by_strategy),
+                                  ("shift", self.shift), ("strategy_shift", self.strategy_shift),
+                                  ("perplexity_by_strategy", self.perplexity_by_strategy)) if t is not None}
+
+    def _summary_title(self) -> str:
+        from mechanism.report.integration import integration_title
+        return integration_title(self)
+
+    def _summary_lines(self) -> list[str]:
+        from mechanism.report.integration import integration_lines
+        return integration_lines(self)
+
+    def _headline(self) -> str:
+        return f"{len(self.arms)} arms against {self.base}, {self.per_trajectory.height} trajectories"
 
 
 WEIGHTINGS = ("question", "trajectory")
@@ -322,6 +343,9 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
         ``logprobs_column``.
     progress
         Show progress bars (retrieval check; base-model scoring).
+    treated
+        Arms split against ``base`` (the name every comparison uses): ``arms`` becomes
+        ``[base, *treated]``; exclusive with ``arms``.
 
     Returns
     -------

@@ -197,7 +197,7 @@ class StrategySpace:
     Examples
     --------
     >>> from mechanism.simulation import simulate
-    >>> runs = simulate(n_questions=20, n_samples=4, seed=0, progress=False).runs
+    >>> runs = simulate(n_questions=20, n_samples=4, random_state=0, progress=False).runs
     >>> space = StrategySpace(embedder="hashing-64", progress=False).fit(runs)
     >>> bool((space.transform(runs) == space.labels_).all())
     True
@@ -209,7 +209,7 @@ class StrategySpace:
                  cluster_on: str = "features", n_components: int = 5, n_neighbors: int = 15,
                  min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
                  random_state: int = 0, cache_dir: str | os.PathLike | None = None,
-                 progress: bool | None = True) -> None:
+                 progress: bool | None = None) -> None:
         self.embedder = embedder
         self.embedding_weight = embedding_weight
         self.structure_weight = structure_weight
@@ -449,6 +449,9 @@ class StrategySpace:
                 return hit
         import warnings
 
+        from mechanism.progress import import_tqdm_quietly
+
+        import_tqdm_quietly()
         import umap
 
         expanded = np.repeat(uniq, reps, axis=0).astype(np.float64)
@@ -752,7 +755,7 @@ class StrategySpace:
 
     @classmethod
     def load(cls, folder: str | os.PathLike, *, embedder: "str | TextEmbedder | None" = None,
-             cache_dir: str | os.PathLike | None = None, progress: bool | None = True) -> "StrategySpace":
+             cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> "StrategySpace":
         """Read a space written by :meth:`save`; nothing in it is executed.
 
         Parameters

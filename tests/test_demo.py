@@ -12,7 +12,7 @@ from mechanism.demo import run_demo
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
-    return run_demo(out, n_questions=12, n_samples=8, seed=0, embedder="hashing-256", progress=False)
+    return run_demo(out, n_questions=12, n_samples=8, random_state=0, embedder="hashing-256", progress=False)
 
 
 def test_demo_writes_every_stage(demo):
@@ -23,7 +23,28 @@ def test_demo_writes_every_stage(demo):
                 "space", "reweighting/share_success.png", "reweighting/decomposition.png",
                 "integration/integration_grid.png", "summary.md", "summary.html", "numbers.json"):
         assert (out / rel).exists(), rel
-    assert set(demo.seconds) >= {"simulate", "read", "pass@(k,T)", "strategies", "reweighting", "integration"}
+    assert set(demo.seconds) >= {"simulate", "read", "pass@(k,T)", "strategies", "reweighting", "integration",
+                                 "training run"}
+    for stem in ("shares_over_training", "split_over_training", "passkt_over_training"):
+        assert (out / "series" / f"{stem}.png").is_file()
+
+
+@pytest.mark.slow
+def test_demo_verdicts_come_from_results_not_files(demo, monkeypatch, tmp_path):
+    """Each treated arm gets a verdict; a run with file reads blocked inside the report layer
+    still gives them (the demo never reads back the tables it just wrote)."""
+    assert [v.split(":")[0] for v in demo.verdicts] == ["rl vs base", "sft vs base"]
+    page = demo.summary_markdown.read_text()
+    assert all(v.split(";")[0].replace("[", "\\[").replace("]", "\\]")[:20] in page for v in demo.verdicts)
+    import polars as pl
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the demo read back a table it wrote")
+
+    monkeypatch.setattr(pl, "read_csv", refuse)
+    again = run_demo(tmp_path, n_questions=6, n_samples=4, random_state=0, embedder="hashing-64", progress=False,
+                     series=False)
+    assert len(again.verdicts) == 2
 
 
 def test_demo_reads_back_every_trajectory_and_checks_strategies(demo):
@@ -44,7 +65,7 @@ def test_demo_summary_links_existing_figures_and_escapes_text(demo):
 
 
 def test_demo_is_deterministic(demo, tmp_path):
-    again = run_demo(tmp_path, n_questions=12, n_samples=8, seed=0, embedder="hashing-256", progress=False)
+    again = run_demo(tmp_path, n_questions=12, n_samples=8, random_state=0, embedder="hashing-256", progress=False)
     assert (again.out / "passkt/pass_at_kt.csv").read_text() == (demo.out / "passkt/pass_at_kt.csv").read_text()
     assert json.loads((again.out / "numbers.json").read_text())["strategies"] == \
         json.loads((demo.out / "numbers.json").read_text())["strategies"]

@@ -12,7 +12,7 @@ from mechanism.strategy_space import StrategySpace
 
 @pytest.fixture(scope="module")
 def fitted():
-    runs = simulate(n_questions=20, n_samples=6, seed=0, progress=False).runs
+    runs = simulate(n_questions=20, n_samples=6, random_state=0, progress=False).runs
     return runs, StrategySpace(embedder="hashing-64", progress=False).fit(runs)
 
 
@@ -48,7 +48,7 @@ def test_untrusted_arm_names_are_drawn_literally(tmp_path):
     make saving the figure fail."""
     import polars as pl
 
-    runs = simulate(n_questions=8, n_samples=4, arms=("base", "rl"), seed=0, progress=False).runs
+    runs = simulate(n_questions=8, n_samples=4, arms=("base", "rl"), random_state=0, progress=False).runs
     evil = r"$\evil{$"
     runs = runs.with_columns(pl.when(pl.col("arm") == "rl").then(pl.lit(evil)).otherwise(pl.col("arm")).alias("arm"))
     space = StrategySpace(embedder="hashing-32", progress=False).fit(runs)

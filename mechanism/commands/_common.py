@@ -9,7 +9,7 @@ import polars as pl
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """INPUT..., ``--format``, ``--arm`` and ``--errors``, as ``mechanism read`` takes them."""
+    """INPUT..., ``--format``, ``--arm``, ``--errors`` and ``--columns``, as ``mechanism read`` takes them."""
     from mechanism.readers import FORMATS
 
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="trajectory files or folders")
@@ -41,6 +41,18 @@ def add_reading_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--round-tools", default=None, metavar="TOOLS",
                         help="tools that count as rounds, comma-separated (search,lookup), or the ones that "
                              "do not, prefixed with - (--round-tools=-reflect,-think)")
+
+
+def add_embedding_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--cache-dir`` and ``--no-progress``, for every command that embeds trajectories."""
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="embedding and segmentation cache folder (reused across calls)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def progress_flag(args: argparse.Namespace) -> bool | None:
+    """``False`` under ``--no-progress``, else ``None`` (bars only when stderr is a terminal)."""
+    return False if getattr(args, "no_progress", False) else None
 
 
 def parse_columns(items: list[str]) -> dict[str, str]:
@@ -102,7 +114,7 @@ def add_bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
 def read_inputs(args: argparse.Namespace) -> pl.DataFrame:
     """Read the command's inputs; under ``--errors skip`` say on stderr what was left out."""
     runs, report = read_quietly(args.inputs, format=args.format, arm=args.arm, errors=args.errors,
-                                **reading_kwargs(args))
+                                progress=progress_flag(args), **reading_kwargs(args))
     if report.skipped:
         print(f"skipped {len(report.skipped)} of {report.rows_in} records:", file=sys.stderr)
         for record in report.skipped[:10]:

@@ -17,6 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedder", default=None,
                         help="sentence-transformers model name or path (default: the bundled all-MiniLM-L6-v2)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="embedding and segmentation cache (default: OUT/cache)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,8 +27,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.questions < 2 or args.samples < 1:
         raise InputError("the demo needs at least 2 questions and 1 sample", field="questions")
-    result = run_demo(args.out, n_questions=args.questions, n_samples=args.samples, seed=args.seed,
+    result = run_demo(args.out, n_questions=args.questions, n_samples=args.samples, random_state=args.seed,
                       embedder=args.embedder, progress=False if args.no_progress else None,
+                      cache_dir=args.cache_dir,
                       echo=lambda line: print(line, file=sys.stderr))
     print(result.summary_markdown.read_text("utf-8"))
     print(f"summary: {result.summary_markdown} and {result.summary_html}")

@@ -20,20 +20,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--t-cap", type=int, default=5, help="most search rounds per episode (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--training-steps", nargs="+", type=int, default=None, metavar="STEP",
+                        help="training-run mode: one checkpoint per step (arms step-<STEP>), moving from the "
+                             "base mixture toward RL's; replaces --arms")
 
 
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from mechanism.simulation import default_policies, simulate
+    from mechanism.simulation import default_policies, simulate, training_run
 
+    if args.training_steps is not None:
+        sim = training_run(steps=args.training_steps, n_questions=args.questions, n_samples=args.samples,
+                           t_cap=args.t_cap, random_state=args.seed, progress=False if args.no_progress else None)
+        return _report(sim, args)
     known = default_policies()
     unknown = [a for a in args.arms if a not in known]
     if unknown:
         raise MechanismError(f"unknown arm `{unknown[0]}` in `--arms` (built-in: {', '.join(known)}; "
                              "other arms need a Policy from Python)")
     sim = simulate(n_questions=args.questions, n_samples=args.samples, arms=tuple(args.arms),
-                   t_cap=args.t_cap, seed=args.seed, progress=False if args.no_progress else None)
+                   t_cap=args.t_cap, random_state=args.seed, progress=False if args.no_progress else None)
+    return _report(sim, args)
+
+
+def _report(sim, args: argparse.Namespace) -> int:  # noqa: ANN001 - a Simulation
+    import polars as pl
+
     written = sim.write(args.out)
     summary = sim.truth.group_by("arm").agg(n=pl.len(), accuracy=pl.col("correct").mean()).sort("arm")
     lines = [f"wrote {len(written)} files to {args.out}"]

@@ -6,11 +6,16 @@ from mechanism.plots.passkt import (
 )
 from mechanism.plots.reweighting import plot_decomposition, plot_share_success
 from mechanism.plots.strategies import strategy_map, strategy_shares, strategy_table
-from mechanism.plots.style import paper_style, save_figure
+from mechanism.plots.style import arm_colors, paper_style, save_figure
+from mechanism.plots.track import (
+    plot_track_divergence, plot_track_passkt, plot_track_share_panels, plot_track_shares, plot_track_split,
+)
 
 __all__ = [
     "plot_pass_curves", "plot_pass_over_t", "plot_pass_surfaces", "plot_gap_surface", "plot_gap_over_t",
     "plot_boundary", "strategy_map", "strategy_shares", "strategy_table", "plot_share_success",
     "plot_decomposition", "plot_integration_grid", "plot_integration_split", "paper_style", "save_figure",
     "plot_integration_shift",
+    "plot_track_shares", "plot_track_share_panels", "plot_track_split", "plot_track_passkt",
+    "plot_track_divergence", "arm_colors",
 ]

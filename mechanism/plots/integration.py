@@ -76,18 +76,21 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None or not np.isfinite(value) else f"{value:.2f}"
 
 
-def plot_integration_split(result: Integration, *, title: str | None = None) -> Figure:
+def plot_integration_split(result: Integration, *, title: str | None = None, colors: dict[str, str] | None = None,
+                           caption: bool = False) -> Figure:
     """Accuracy difference of each arm against the base, split into retrieval, integration and
-    parametric parts (exact, Kitagawa), with bootstrap whiskers."""
+    parametric parts (exact, Kitagawa), with bootstrap whiskers; ``colors`` maps arms to
+    colours, ``caption`` adds a note under the axes."""
     if result.split is None or result.split.height == 0:
         raise InputError("the result holds no arm to split against the base; pass two or more arms",
                          field="result")
     split = result.split
     treated = list(dict.fromkeys(split["treated"].to_list()))
     parts = ["retrieval", "integration", "parametric", "total"]
-    colors = arm_colors([result.base, *treated])
+    colors = {**arm_colors([result.base, *treated]), **(colors or {})}
     with paper_style():
-        fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(treated) * 1.2, 3.0))
+        # at least 1.1 inch per part, so the two-line part names never touch
+        fig, ax = plt.subplots(figsize=(max(5.0, 1.6 + 1.3 * len(treated) * 1.2), 3.0))
         width = 0.8 / len(treated)
         for k, arm in enumerate(treated):
             sub = split.filter(pl.col("treated") == arm)
@@ -111,8 +114,9 @@ def plot_integration_split(result: Integration, *, title: str | None = None) -> 
         ax.legend(loc="best")
         if title:
             ax.set_title(title)
-        fig.text(0.5, -0.02, "retrieval + integration + parametric = total (exact); whiskers: bootstrap "
-                 "intervals over questions", ha="center", va="top", fontsize=7.5, color="0.35")
+        if caption:
+            fig.text(0.5, -0.02, "retrieval + integration + parametric = total (exact); whiskers: bootstrap "
+                     "intervals over questions", ha="center", va="top", fontsize=7.5, color="0.35")
         fig.tight_layout()
     return fig
 

@@ -15,8 +15,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from mechanism.boundaries import Boundary
 from mechanism.errors import InputError
-from mechanism.names import display_name
-from mechanism.plots.style import DIVERGING_CMAP, SEQUENTIAL_CMAP, arm_colors, paper_style
+from mechanism.plots.style import DIVERGING_CMAP, SEQUENTIAL_CMAP, arm_colors, display_name, paper_style
 
 
 def plot_pass_curves(
@@ -26,6 +25,7 @@ def plot_pass_curves(
     t: Sequence[int] | None = None,
     title: str | None = None,
     colors: Mapping[str, str] | None = None,
+    caption: bool = False,
 ) -> Figure:
     """PASS@(k,T) over k on a log2 axis: one panel per T, one line per arm, interval bands.
 
@@ -40,9 +40,12 @@ def plot_pass_curves(
     colors
         Arm -> colour (default :func:`mechanism.plots.style.arm_colors`); pass the same
         mapping to every figure of one analysis so an arm keeps its colour.
+    caption
+        Add a note under the panels (default: none; a paper has its own caption).
     """
     _need(curves, ["arm", "k", "t", "pass_at_kt"], "curves")
     arms = list(dict.fromkeys(curves["arm"].to_list())) if arms is None else list(arms)
+    truncated = _source(curves) == "truncation"
     ts = sorted(set(curves["t"].to_list())) if t is None else list(t)
     colors = {**arm_colors(arms), **(colors or {})}
     has_ci = {"ci_low", "ci_high"} <= set(curves.columns)
@@ -67,7 +70,7 @@ def plot_pass_curves(
             ax.xaxis.set_major_locator(FixedLocator(ks))
             ax.xaxis.set_minor_locator(NullLocator())
             ax.set_xticklabels([str(k) for k in ks], rotation=0 if len(ks) <= 7 else 90)
-            ax.set_title(f"T = {tv} round{'s' if tv != 1 else ''}")
+            ax.set_title(f"T = {tv} round{'s' if tv != 1 else ''}" + (" used" if truncated else ""))
         for ax in axes.flat[len(ts):]:
             ax.set_visible(False)
         for ax in axes[-1]:
@@ -76,22 +79,25 @@ def plot_pass_curves(
             ax.set_ylabel("PASS@(k,T)")
         axes.flat[0].set_ylim(-0.02, 1.02)
         handles, labels = axes.flat[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="upper center", ncol=len(arms), bbox_to_anchor=(0.5, 1.0),
-                   title=None)
+        fig.legend(handles, labels, loc="upper center", ncol=min(len(arms), 4), bbox_to_anchor=(0.5, 1.0),
+                   title="T by truncation: an episode counts if correct within T rounds" if truncated else None)
         if title:
             fig.suptitle(title, y=1.07)
-        band = " (bands: bootstrap interval over problems)" if has_ci else ""
-        fig.text(0.5, -0.02, f"PASS@(k,T) by arm{band}", ha="center", va="top", fontsize=7.5, color="0.35")
-        fig.tight_layout(rect=(0, 0, 1, 0.92))
+        if caption:
+            band = " (bands: bootstrap interval over problems)" if has_ci else ""
+            fig.text(0.5, -0.02, f"PASS@(k,T) by arm{band}", ha="center", va="top", fontsize=7.5, color="0.35")
+        fig.tight_layout(rect=(0, 0, 1, 0.88 if truncated else 0.92))
     return fig
 
 
 def plot_pass_over_t(curves: pl.DataFrame, *, k: int = 1, arms: Sequence[str] | None = None,
-                     colors: Mapping[str, str] | None = None) -> Figure:
+                     colors: Mapping[str, str] | None = None, ax: plt.Axes | None = None,
+                     caption: bool = False) -> Figure:
     """PASS@(k,T) over the round budget T at one k, one line per arm, with interval bands.
 
     The view that remains when problems have too few samples for a curve over k (with one
-    sample per problem only k = 1 exists).
+    sample per problem only k = 1 exists). ``ax`` draws into an existing axes; ``caption``
+    adds a title.
     """
     _need(curves, ["arm", "k", "t", "pass_at_kt"], "curves")
     part_k = curves.filter(pl.col("k") == k)
@@ -102,20 +108,25 @@ def plot_pass_over_t(curves: pl.DataFrame, *, k: int = 1, arms: Sequence[str] | 
     has_ci = {"ci_low", "ci_high"} <= set(curves.columns)
     ts = sorted(set(part_k["t"].to_list()))
     with paper_style():
-        fig, ax = plt.subplots(figsize=(3.9, 2.8), constrained_layout=True)
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(3.9, 2.8), constrained_layout=True)
+        else:
+            fig = ax.figure
         for arm in arms:
             part = part_k.filter(pl.col("arm") == arm).sort("t")
             x = part["t"].to_numpy()
-            ax.plot(x, part["pass_at_kt"].to_numpy(), marker="o", markersize=3, color=colors[arm], label=display_name(arm))
+            ax.plot(x, part["pass_at_kt"].to_numpy(), marker="o", markersize=3, color=colors[arm],
+                    label=display_name(arm))
             if has_ci:
                 ax.fill_between(x, part["ci_low"].to_numpy(), part["ci_high"].to_numpy(), color=colors[arm],
                                 alpha=0.18, linewidth=0)
         ax.set_xticks(ts)
-        ax.set_xlabel("T (round budget)")
+        ax.set_xlabel(_t_label(_source(curves)))
         ax.set_ylabel(f"PASS@({k},T)")
         ax.set_ylim(bottom=0)
         ax.legend(loc="lower right")
-        ax.set_title(f"PASS@({k},T) by round budget" + (" (bands: bootstrap interval)" if has_ci else ""))
+        if caption:
+            ax.set_title(f"PASS@({k},T) by round budget" + (" (bands: bootstrap interval)" if has_ci else ""))
     return fig
 
 
@@ -135,13 +146,16 @@ def plot_pass_surfaces(curves: pl.DataFrame, *, arms: Sequence[str] | None = Non
             _annotate(ax, grid, fmt="{:.2f}", dark_above=0.55, reverse=True)
             _label_grid(ax, ks, ts)
             ax.set_title(display_name(arm))
+            if _source(curves) == "truncation":
+                ax.set_ylabel(_t_label("truncation"))
         for ax in axes[0][1:]:
             ax.set_ylabel("")
         fig.colorbar(image, ax=axes[0].tolist(), shrink=0.9, label="PASS@(k,T)")
     return fig
 
 
-def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str) -> Figure:
+def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str, t_source: str | None = None,
+                     ax: plt.Axes | None = None, caption: bool = False) -> Figure:
     """Treated - base over the k x T grid, on a diverging map centred on zero.
 
     Parameters
@@ -151,6 +165,12 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str) -> Figure:
         ``ci_high``). Cells whose interval excludes zero are marked with an asterisk.
     base, treated
         Arm names for the title.
+    t_source
+        ``"truncation"`` labels the T axis as rounds used (:attr:`Boundary.t_source`).
+    ax
+        Axes to draw into (default: a new figure).
+    caption
+        Add a note on the asterisks under the axes.
     """
     _need(gap, ["t", "k", "gap"], "gap")
     ks = sorted(set(gap["k"].to_list()))
@@ -160,8 +180,12 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str) -> Figure:
     if {"ci_low", "ci_high"} <= set(gap.columns):
         sig = (_grid(gap, "ci_low", ks, ts) > 0) | (_grid(gap, "ci_high", ks, ts) < 0)
     limit = max(float(np.nanmax(np.abs(grid))), 1e-3)
+    b, t = display_name(base, max_length=16), display_name(treated, max_length=16)
     with paper_style():
-        fig, ax = plt.subplots(figsize=(1.6 + 0.5 * len(ks), 1.1 + 0.4 * len(ts)), constrained_layout=True)
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(2.2 + 0.5 * len(ks), 1.1 + 0.4 * len(ts)), constrained_layout=True)
+        else:
+            fig = ax.figure
         image = ax.imshow(grid, cmap=DIVERGING_CMAP, norm=TwoSlopeNorm(0.0, -limit, limit), origin="lower",
                           aspect="auto")
         labels = np.vectorize(lambda v: f"{v:+.2f}")(grid)
@@ -171,22 +195,27 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str) -> Figure:
             strong = abs(grid[i, j]) > 0.6 * limit
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if strong else "black")
         _label_grid(ax, ks, ts)
-        ax.set_title(f"PASS@(k,T): {display_name(treated)} − {display_name(base)}")
-        fig.colorbar(image, ax=ax, shrink=0.9, label=f"{display_name(treated)} − {display_name(base)}")
-        if sig is not None:
+        if t_source == "truncation":
+            ax.set_ylabel(_t_label(t_source))
+        ax.set_title(f"PASS@(k,T): {t} − {b}" + (" (* interval excludes 0)" if sig is not None else ""))
+        fig.colorbar(image, ax=ax, shrink=0.9, label=f"{t} − {b}")
+        if sig is not None and caption:
             fig.text(0.5, -0.01, "* bootstrap interval over problems excludes 0", ha="center", va="top",
                      fontsize=7.5, color="0.35")
     return fig
 
 
-def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None) -> Figure:
+def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None, caption: bool = False) -> Figure:
     """The capability boundary per T: problems solved by each arm, and gained vs lost.
 
     Left: ``|B_T|`` per arm. Right: problems gained (up) and lost (down) by the treated arm,
-    with the exact two-sided p-value of the discordant-pair test above each depth.
+    with the exact two-sided p-value of the discordant-pair test above each depth (``*``:
+    significant after Holm adjustment); ``caption`` adds a note saying so under the panels.
     """
     base, treated = result.base, result.treated
     colors = {**arm_colors([base, treated]), **(colors or {})}
+    b_name, t_name = display_name(base, max_length=18), display_name(treated, max_length=18)
+    t_axis = _t_label(result.t_source)
     tests = result.tests.sort("t")
     ts = tests["t"].to_list()
     x = np.arange(len(ts))
@@ -195,14 +224,14 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None) 
         width = 0.38
         solved_b = (tests["both"] + tests["lost"]).to_numpy()
         solved_t = (tests["both"] + tests["gained"]).to_numpy()
-        ax_sets.bar(x - width / 2, solved_b, width, color=colors[base], label=display_name(base))
-        ax_sets.bar(x + width / 2, solved_t, width, color=colors[treated], label=display_name(treated))
+        ax_sets.bar(x - width / 2, solved_b, width, color=colors[base], label=b_name)
+        ax_sets.bar(x + width / 2, solved_t, width, color=colors[treated], label=t_name)
         n_problems = int(tests["n_problems"][0])
         ax_sets.set_ylim(0, n_problems * 1.12)
         ax_sets.axhline(n_problems, color="0.5", linewidth=0.8, linestyle=":")
         ax_sets.text(x[-1] + 0.5, n_problems, f"all {n_problems}", ha="right", va="bottom", fontsize=7, color="0.35")
         ax_sets.set_xticks(x, [str(t) for t in ts])
-        ax_sets.set_xlabel("T (round budget)")
+        ax_sets.set_xlabel(t_axis)
         ax_sets.set_ylabel("problems solved at least once")
         one_sample = int(result.problems.select(pl.max_horizontal("n_base", "n_treated").max()).item()) < 2
         ax_sets.set_title("problems solved on their one try" if one_sample else "boundary size |B_T|")
@@ -210,8 +239,8 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None) 
 
         gained = tests["gained"].to_numpy()
         lost = tests["lost"].to_numpy()
-        ax_diff.bar(x, gained, 0.6, color=colors[treated], label=f"gained by {display_name(treated)}")
-        ax_diff.bar(x, -lost, 0.6, color=colors[base], label=f"lost (only {display_name(base)})")
+        ax_diff.bar(x, gained, 0.6, color=colors[treated], label=f"gained by {t_name}")
+        ax_diff.bar(x, -lost, 0.6, color=colors[base], label=f"lost (only {b_name})")
         ax_diff.axhline(0, color="0.2", linewidth=0.8)
         top = max(int(gained.max(initial=0)), int(lost.max(initial=0)), 1)
         ax_diff.set_ylim(-top * 1.35, top * 1.55)
@@ -220,21 +249,24 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None) 
             ax_diff.text(xi, g + top * 0.06, f"+{g}" if g else "0", ha="center", va="bottom", fontsize=7)
             ax_diff.text(xi, -l - top * 0.06, f"−{l}" if l else "0", ha="center", va="top", fontsize=7)
             ax_diff.text(xi, top * 1.32, _p_label(p) + ("*" if exp else ""), ha="center", va="bottom",
-                         fontsize=6.5, color="0.25")
-        ax_diff.text(x[-1] + 0.45, top * 1.32, "← p", ha="left", va="bottom", fontsize=6.5, color="0.25")
+                         fontsize=6.5 if len(x) <= 5 else 5.8, color="0.25")
+        # the row of p-values is named in the legend, outside the axes, so nothing crowds it
+        ax_diff.plot([], [], " ", label="top row: exact test p\n(* Holm-significant)")
         ax_diff.set_xticks(x, [str(t) for t in ts])
-        ax_diff.set_xlabel("T (round budget)")
+        ax_diff.set_xlabel(t_axis)
         ax_diff.set_ylabel("problems")
-        ax_diff.set_title(f"gained vs lost ({display_name(treated)} vs {display_name(base)})")
+        ax_diff.set_title(f"gained vs lost ({t_name} vs {b_name})")
         ax_diff.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
-        fig.text(0.5, -0.02, "p: exact two-sided binomial test on discordant problems; "
-                 f"* significant at {result.alpha:g} after Holm adjustment over T", ha="center", va="top",
-                 fontsize=7, color="0.35")
+        if caption:
+            fig.text(0.5, -0.02, "p: exact two-sided binomial test on discordant problems; "
+                     f"* significant at {result.alpha:g} after Holm adjustment over T", ha="center", va="top",
+                     fontsize=7, color="0.35")
     return fig
 
 
 def plot_gap_over_t(gap: pl.DataFrame, *, base: str, treated: str, k: int | None = None,
-                    colors: Mapping[str, str] | None = None) -> Figure:
+                    colors: Mapping[str, str] | None = None, t_source: str | None = None,
+                    ax: plt.Axes | None = None) -> Figure:
     """Treated - base at one k over the round budget T, with its bootstrap interval.
 
     The view of the gap that remains with a single k (one sample per problem).
@@ -246,7 +278,10 @@ def plot_gap_over_t(gap: pl.DataFrame, *, base: str, treated: str, k: int | None
         raise InputError(f"`gap` has no rows with k = {k}", field="k")
     color = {**arm_colors([base, treated]), **(colors or {})}[treated]
     with paper_style():
-        fig, ax = plt.subplots(figsize=(3.9, 2.6), constrained_layout=True)
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(3.9, 2.6), constrained_layout=True)
+        else:
+            fig = ax.figure
         x = part["t"].to_numpy()
         ax.axhline(0.0, color="0.3", linewidth=0.8)
         ax.plot(x, part["gap"].to_numpy(), marker="o", markersize=3, color=color)
@@ -255,10 +290,21 @@ def plot_gap_over_t(gap: pl.DataFrame, *, base: str, treated: str, k: int | None
                             linewidth=0, label="bootstrap interval")
             ax.legend(loc="best")
         ax.set_xticks(x)
-        ax.set_xlabel("T (round budget)")
+        ax.set_xlabel(_t_label(t_source))
         ax.set_ylabel(f"difference in PASS@({k},T)")
-        ax.set_title(f"{display_name(treated)} − {display_name(base)} at k = {k}")
+        ax.set_title(f"{display_name(treated, max_length=18)} − {display_name(base, max_length=18)} at k = {k}")
     return fig
+
+
+def _t_label(t_source: str | None) -> str:
+    """The T axis label; says when T came from truncating the rounds an episode used."""
+    if t_source == "truncation":
+        return "T (rounds used; by truncation)"
+    return "T (round budget)"
+
+
+def _source(curves: pl.DataFrame) -> str | None:
+    return str(curves["t_source"][0]) if "t_source" in curves.columns and curves.height else None
 
 
 def _p_label(p: float) -> str:

@@ -1,6 +1,6 @@
 """Figures for the reweighting analysis: where each strategy's share and success moved
-(arrows from base to treated), and the decomposition waterfall (total = composition + within,
-per strategy, with bootstrap whiskers). Functions return Figures; nothing is shown or saved.
+(arrows from base to treated), and the decomposition (total = composition + within, per
+strategy, bars from 0 with bootstrap whiskers). Functions return Figures; nothing is shown or saved.
 """
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def _as_list(results: Reweighting | Sequence[Reweighting]) -> list[Reweighting]:
 
 
 def plot_share_success(results: Reweighting | Sequence[Reweighting], *, title: str | None = None,
-                       label_top: int = 8, names: Mapping[Any, str] | None = None) -> Figure:
+                       label_top: int = 8, names: Mapping[Any, str] | None = None,
+                       colors: Mapping[str, str] | None = None, caption: bool = False) -> Figure:
     """Share vs success rate per strategy, with an arrow from the base arm to the treated arm.
 
     One panel per treated arm. Marker area follows the share; whiskers are the bootstrap
@@ -65,11 +66,16 @@ def plot_share_success(results: Reweighting | Sequence[Reweighting], *, title: s
         Name only this many strategies per panel (those whose share moved most), so labels
         stay readable when there are many.
     names
-        Display names of strategy ids (default: ``S<id>``, or the label itself for text labels).
+        Display names of strategy ids (default: ``S<id>``, or the label itself for text labels);
+        a name ``"S3: bridge"`` labels its point ``S3`` and is spelled out under the panels.
+    colors
+        Arm -> colour, shared with the report's other figures.
+    caption
+        Add a note on how to read the markers, whiskers and arrows.
     """
     results = _as_list(results)
     base = results[0].base
-    colors = arm_colors([base, *[r.treated for r in results]])
+    colors = {**arm_colors([base, *[r.treated for r in results]]), **(colors or {})}
     with paper_style():
         fig, axes = plt.subplots(1, len(results), figsize=(0.6 + 3.5 * len(results), 3.4),
                                  sharey=True, squeeze=False)
@@ -137,7 +143,8 @@ def plot_share_success(results: Reweighting | Sequence[Reweighting], *, title: s
         fig.legend(handles=handles, loc="lower center", ncol=len(handles), bbox_to_anchor=(0.5, top + 0.01))
         if title:
             fig.suptitle(title, y=top + 0.3 / fig.get_figheight(), va="bottom")
-        notes = ["marker area ~ share; whiskers: bootstrap intervals over questions; arrows: base \u2192 treated"]
+        notes = (["marker area ~ share; whiskers: bootstrap intervals over questions; arrows: base \u2192 treated"]
+                 if caption else [])
         entries = [f"{_short_id(k, names)} = {v.split(': ', 1)[-1]}" for k, v in sorted(keyed.items(), key=_order)
                    if _short_id(k, names) != v]
         per_line = max(1, len(results) * 2)
@@ -224,11 +231,13 @@ def _top_strategies(results: list[Reweighting], top: int) -> tuple[list[Any], in
 
 
 def plot_decomposition(results: Reweighting | Sequence[Reweighting], *, top: int = 8,
-                       title: str | None = None, names: Mapping[Any, str] | None = None) -> Figure:
-    """Waterfall of the accuracy difference: composition per strategy, its sum, within per
-    strategy, its sum, and the total, each with its bootstrap interval as a whisker.
+                       title: str | None = None, names: Mapping[Any, str] | None = None,
+                       colors: Mapping[str, str] | None = None, caption: bool = False) -> Figure:
+    """The accuracy difference by part: composition per strategy, its sum, within per
+    strategy, its sum, and the total, each a bar from 0 with its bootstrap interval, so
+    whether an interval includes 0 shows at a glance.
 
-    One panel per treated arm; bars run top to bottom and each starts where the previous ended.
+    One panel per treated arm (shared rows); ``caption`` adds a note on the whiskers.
     Strategies beyond the ``top`` largest are pooled into one "other" bar (its interval is
     that of the pooled sum). ``names`` gives display names of strategy ids.
     """
@@ -241,21 +250,21 @@ def plot_decomposition(results: Reweighting | Sequence[Reweighting], *, top: int
         for ax, rw in zip(axes[0], results):
             rows = _waterfall_rows(rw, keep, n_other, names)
             y = np.arange(len(rows))[::-1]
+            # every bar and its interval start from 0, so whether an interval includes 0 is
+            # read directly (a waterfall's cumulative positions hide it)
             for yi, row in zip(y, rows):
-                start, value = row["start"], row["value"]
+                value = row["value"]
                 color = SUBTOTAL if row["kind"] == "sum" else (POSITIVE if value >= 0 else NEGATIVE)
-                ax.barh(yi, value, left=start, height=0.7, color=color,
+                ax.barh(yi, value, left=0.0, height=0.7, color=color,
                         alpha=1.0 if row["kind"] == "sum" else 0.85, zorder=3)
-                end = start + value
                 lo, hi = row["ci"]
                 if np.isfinite(lo) and np.isfinite(hi):
-                    ax.errorbar(end, yi, xerr=[[max(value - lo, 0)], [max(hi - value, 0)]], fmt="none",
+                    ax.errorbar(value, yi, xerr=[[max(value - lo, 0)], [max(hi - value, 0)]], fmt="none",
                                 ecolor="0.1", elinewidth=0.8, capsize=2, zorder=4)
-            for i in range(len(rows) - 1):
-                if rows[i]["kind"] != "sum" and rows[i + 1]["kind"] != "sum":
-                    end = rows[i]["start"] + rows[i]["value"]
-                    ax.plot([end, end], [y[i] - 0.35, y[i + 1] + 0.35], color="0.6", lw=0.5, zorder=2)
-            ax.axvline(0, color="0.2", lw=0.7, zorder=1)
+            for i in range(len(rows) - 1):  # a thin rule under each sum separates the blocks
+                if rows[i]["kind"] == "sum":
+                    ax.axhline(y[i] - 0.5, color="0.75", lw=0.5, zorder=1)
+            ax.axvline(0, color="0.2", lw=0.8, zorder=5)
             ax.set_yticks(y)
             ax.set_yticklabels([r["label"] for r in rows])
             for tick, row in zip(ax.get_yticklabels(), rows):
@@ -268,8 +277,9 @@ def plot_decomposition(results: Reweighting | Sequence[Reweighting], *, top: int
         handles = [Patch(color=POSITIVE, label="raises accuracy"), Patch(color=NEGATIVE, label="lowers accuracy"),
                    Patch(color=SUBTOTAL, label="sum")]
         level = "" if results[0].ci is None else f"{100 * results[0].ci:.0f}% "
-        fig.text(0.5, -0.01, f"whiskers: {level}bootstrap intervals over questions; "
-                 "total = composition + within (Kitagawa)", ha="center", va="top", fontsize=7.5, color="0.35")
+        if caption:
+            fig.text(0.5, -0.01, f"whiskers: {level}bootstrap intervals over questions; "
+                     "total = composition + within (Kitagawa)", ha="center", va="top", fontsize=7.5, color="0.35")
         fig.tight_layout(rect=(0, 0, 1, 0.95))
         # legend and title hang just above the panel titles, wherever the layout put them
         renderer = fig.canvas.get_renderer()

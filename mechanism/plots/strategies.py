@@ -16,8 +16,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from mechanism.names import display_name
-from mechanism.plots.style import PALETTE, arm_colors, paper_style
+from mechanism.plots.style import PALETTE, arm_colors, display_name, paper_style
 
 if TYPE_CHECKING:  # imported for the annotations only: the plots need no fitted-space machinery
     from mechanism.strategy_space import StrategySpace
@@ -31,7 +30,8 @@ _OTHER = "#BBBBBB"
 
 
 def _plain(name: object) -> str:
-    """An arm name drawn literally: ``$`` escaped so that matplotlib parses no mathtext."""
+    """An arm name drawn literally and briefly: ``$`` escaped so that matplotlib parses no
+    mathtext, long names cut (:func:`~mechanism.plots.style.display_name`)."""
     return display_name(name)
 
 
@@ -83,7 +83,8 @@ def _colors(n_strategies: int, top: int) -> dict[int, str]:
 
 
 def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str] | None = None, top: int = 8,
-                 panel_size: float = 2.6) -> Figure:
+                 panel_size: float = 2.6, assigned: pl.DataFrame | None = None, xy: np.ndarray | None = None,
+                 caption: bool = False) -> Figure:
     """The 2-D strategy map (seeded UMAP of the joined space), one panel per arm.
 
     Each distinct rendering is one marker, its area proportional to how many of the arm's
@@ -100,9 +101,14 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
         Panels, in order (default: the arms of ``runs``, sorted).
     top
         How many of the largest strategies get their own colour (at most 8).
+    assigned, xy
+        ``space.assign(runs)`` and ``space.map_coordinates(runs)`` when the caller has them
+        (the report layer computes both from one embedding pass).
+    caption
+        Add a title saying how to read the map (default: none; a paper has its own caption).
     """
-    assigned = space.assign(runs)
-    xy = space.map_coordinates(runs)
+    assigned = assigned if assigned is not None else space.assign(runs)
+    xy = xy if xy is not None else space.map_coordinates(runs)
     frame = assigned.select("arm", "strategy").with_columns(
         pl.Series("x", np.round(xy[:, 0], 4)), pl.Series("y", np.round(xy[:, 1], 4)))
     points = frame.group_by("arm", "strategy", "x", "y").agg(pl.len().alias("n")).sort("arm", "strategy", "x", "y")
@@ -146,14 +152,22 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
             handles.append(plt.Line2D([], [], marker="o", ls="", color="#000000", markersize=6, label="outlier"))
         fig.legend(handles=handles, loc="outside right center", title="strategy (typical moves)",
                    alignment="left")
-        fig.suptitle("Strategy map: marker area = share of the arm's trajectories", fontsize=9.5)
+        if caption:
+            fig.suptitle("Strategy map: marker area = share of the arm's trajectories", fontsize=9.5)
     return fig
 
 
 def strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str] | None = None,
-                    top: int = 10) -> Figure:
-    """Share of each arm's trajectories in each strategy (grouped horizontal bars)."""
-    assigned = space.assign(runs)
+                    top: int = 10, assigned: pl.DataFrame | None = None,
+                    colors: dict[str, str] | None = None, ax: plt.Axes | None = None,
+                    caption: bool = False) -> Figure:
+    """Share of each arm's trajectories in each strategy (grouped horizontal bars).
+
+    ``assigned`` is ``space.assign(runs)`` when the caller has it; ``colors`` maps arms to
+    colours (default :func:`~mechanism.plots.style.arm_colors`); ``ax`` draws into an existing
+    axes; ``caption`` adds a title.
+    """
+    assigned = assigned if assigned is not None else space.assign(runs)
     arms = list(arms) if arms is not None else sorted(assigned["arm"].unique().to_list())
     counts = assigned.group_by("arm", "strategy").agg(pl.len().alias("n"))
     totals = assigned.group_by("arm").agg(pl.len().alias("total"))
@@ -161,9 +175,12 @@ def strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[
     desc = space.describe()
     keep = [s for s in desc["strategy"].to_list() if s >= 0][:top]
     names = {r["strategy"]: strategy_label(r["strategy"], r["typical_moves"], r["typical_member"]) for r in desc.iter_rows(named=True)}
-    colors = arm_colors(arms)
+    colors = {**arm_colors(arms), **(colors or {})}
     with paper_style():
-        fig, ax = plt.subplots(figsize=(6.2, 0.42 * len(keep) + 1.0), constrained_layout=True)
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(6.2, 0.42 * len(keep) + 1.0), constrained_layout=True)
+        else:
+            fig = ax.figure
         height = 0.8 / max(len(arms), 1)
         for i, arm in enumerate(arms):
             sub = dict(zip(*shares.filter(pl.col("arm") == arm).select("strategy", "share").to_dict(as_series=False).values()))
@@ -175,18 +192,20 @@ def strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[
         ax.set_xlabel("share of the arm's trajectories")
         ax.grid(axis="y", visible=False)
         ax.legend(title="arm", loc="lower right")
-        ax.set_title("Strategy shares per arm")
+        if caption:
+            ax.set_title("Strategy shares per arm")
     return fig
 
 
-def strategy_table(space: StrategySpace, *, top: int = 12) -> Figure:
-    """The strategies as a table figure: size, share, success rate per arm, typical moves."""
+def strategy_table(space: StrategySpace, *, top: int = 12, caption: bool = False) -> Figure:
+    """The strategies as a table figure: size, share, success rate per arm (with its n), keywords."""
     desc = space.describe().filter(pl.col("strategy") >= 0).head(top)
     arms = [c[len("n["):-1] for c in desc.columns if c.startswith("n[")]
     header = ["strategy", "n", "share", *[f"success\n{_plain(a)}" for a in arms], "keywords"]
     rows = []
     for r in desc.iter_rows(named=True):
-        rate = [("–" if r[f"success_rate[{a}]"] is None else f"{r[f'success_rate[{a}]']:.2f}") for a in arms]
+        rate = [("–" if r[f"success_rate[{a}]"] is None
+                 else f"{r[f'success_rate[{a}]']:.2f} (n={r[f'n[{a}]']:,})") for a in arms]
         rows.append([strategy_label(r["strategy"], r["typical_moves"], r["typical_member"]), f"{r['size']:,}", f"{r['share']:.1%}",
                      *rate, ", ".join(r["keywords"][:3])])
     with paper_style():
@@ -202,5 +221,6 @@ def strategy_table(space: StrategySpace, *, top: int = 12) -> Figure:
             if row == 0:
                 cell.set_text_props(weight="bold")
                 cell.set_height(cell.get_height() * 1.6)
-        ax.set_title("Strategies (c-TF-IDF keywords over masked renderings)")
+        if caption:
+            ax.set_title("Strategies (c-TF-IDF keywords over masked renderings)")
     return fig

@@ -9,7 +9,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from mechanism.names import safe_filename  # noqa: F401  (re-exported: figures are saved under it)
+from mechanism.names import display_name, safe_filename  # noqa: F401  (re-exported: figures use them)
 
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies and in greyscale print.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -45,16 +45,36 @@ def paper_style() -> Iterator[None]:
         yield
 
 
-def arm_colors(arms: Sequence[str]) -> dict[str, str]:
-    """A stable colour per arm: the known arms keep theirs, others take the palette in order."""
+def arm_colors(arms: Sequence[str], *, ordered: bool | None = None) -> dict[str, str]:
+    """A stable colour per arm, the same whatever order a figure lists the arms in.
+
+    ``base``, ``rl`` and ``sft`` keep theirs. Other arms are sorted naturally (``step-50``
+    before ``step-200``) and take the palette in that order; when they form a series
+    (``ordered=True``, or by default three or more names that differ only in their numbers, such
+    as ``step-100``, ``step-200``, ...), they take an ordered palette instead (viridis, light = late), so a reader
+    sees training order in the colour. A report computes this once for all its arms and passes
+    it to every figure (``colors=``).
+    """
+    from matplotlib import colormaps
+
+    from mechanism.checkpoints import natural_key
+
+    others = sorted(dict.fromkeys(a for a in arms if a not in ARM_COLORS), key=natural_key)
+    out = {a: ARM_COLORS[a] for a in arms if a in ARM_COLORS}
+    if ordered is None:
+        import re
+
+        shapes = {re.sub(r"\d+(\.\d+)?", "#", str(a)) for a in others}
+        ordered = len(others) >= 3 and len(shapes) == 1 and "#" in next(iter(shapes))
+    if ordered and others:
+        cmap = colormaps["viridis"]
+        for i, arm in enumerate(others):
+            out[arm] = matplotlib.colors.to_hex(cmap(0.1 + 0.75 * i / max(len(others) - 1, 1)))
+        return {a: out[a] for a in dict.fromkeys(arms)}
     spare = [c for c in PALETTE if c not in ARM_COLORS.values()]
-    out: dict[str, str] = {}
-    for arm in arms:
-        if arm in ARM_COLORS:
-            out[arm] = ARM_COLORS[arm]
-        else:
-            out[arm] = spare[len([a for a in out if a not in ARM_COLORS]) % len(spare)]
-    return out
+    for i, arm in enumerate(others):
+        out[arm] = spare[i % len(spare)]
+    return {a: out[a] for a in dict.fromkeys(arms)}
 
 
 def save_figure(fig: Figure, out_dir: str | Path, stem: str, *, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:

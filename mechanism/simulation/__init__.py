@@ -2,13 +2,13 @@
 its test bed (the truth behind every trajectory is known).
 
 >>> from mechanism.simulation import simulate
->>> sim = simulate(n_questions=2, n_samples=2, arms=("base",), seed=0, progress=False)
+>>> sim = simulate(n_questions=2, n_samples=2, arms=("base",), random_state=0, progress=False)
 >>> sim.runs.height
 4
 """
 from mechanism.simulation.policies import REMAP, STRATEGIES, Policy, default_policies
-from mechanism.simulation.run import Simulation, simulate
+from mechanism.simulation.run import Simulation, simulate, training_run
 from mechanism.simulation.world import Question, make_world
 
-__all__ = ["simulate", "Simulation", "Policy", "default_policies", "STRATEGIES", "REMAP",
+__all__ = ["simulate", "training_run", "Simulation", "Policy", "default_policies", "STRATEGIES", "REMAP",
            "Question", "make_world"]

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import re
 
-import bm25s
+from mechanism.progress import import_tqdm_quietly
+
+import_tqdm_quietly()  # bm25s imports tqdm.auto, which warns in a notebook
+
+import bm25s  # noqa: E402
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 

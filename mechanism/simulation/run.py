@@ -14,6 +14,7 @@ import polars as pl
 from mechanism.errors import MechanismError
 from mechanism.names import safe_filename
 from mechanism.progress import progress as _progress
+from mechanism.results import ResultMixin
 from mechanism.schema import from_records
 from mechanism.information import gold_in_observations
 from mechanism.scoring import exact_match, f1_score
@@ -35,8 +36,8 @@ TRUTH_SCHEMA = {
 }
 
 
-@dataclass
-class Simulation:
+@dataclass(repr=False)
+class Simulation(ResultMixin):
     """A simulated experiment: trajectories, the truth behind them, and how they were made.
 
     Attributes
@@ -66,12 +67,37 @@ class Simulation:
     config: dict[str, Any]
     _episodes: list[dict] = field(default_factory=list, repr=False)
 
-    def summary(self) -> pl.DataFrame:
-        """Per arm and executed strategy: count, share and success rate."""
+    def to_frame(self) -> pl.DataFrame:
+        """Per arm and executed strategy: count, share and success rate (the planted truth, exact)."""
         return (self.truth.group_by("arm", "strategy")
                 .agg(n=pl.len(), success=pl.col("correct").mean())
                 .with_columns(share=pl.col("n") / pl.col("n").sum().over("arm"))
                 .sort("arm", "strategy"))
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """``runs``, ``truth``, ``questions`` and the planted ``strategies`` table (:meth:`to_frame`)."""
+        return {"runs": self.runs, "truth": self.truth, "questions": self.questions, "strategies": self.to_frame()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration (JSON-ready): everything needed to reproduce the run, and what it observed."""
+        return json.loads(json.dumps(self.config))
+
+    def _summary_title(self) -> str:
+        return (f"Simulation: {len(self.config['arms'])} arms x {self.config['n_questions']} questions x "
+                f"{self.config['n_samples']} samples (seed {self.config['seed']}, t_cap {self.config['t_cap']})")
+
+    def _summary_lines(self) -> list[str]:
+        acc = self.truth.group_by("arm", maintain_order=True).agg(pl.col("correct").mean())
+        lines = []
+        for arm, accuracy in acc.iter_rows():
+            top = (self.to_frame().filter(pl.col("arm") == arm).sort("share", descending=True).head(3))
+            mix = ", ".join(f"{r['strategy']} {r['share']:.0%}" for r in top.iter_rows(named=True))
+            lines.append(f"{arm}: accuracy {accuracy:.3f}; largest planted strategies {mix}")
+        return lines
+
+    def _headline(self) -> str:
+        return (f"arms {', '.join(self.config['arms'])}; {self.config['n_questions']} questions x "
+                f"{self.config['n_samples']} samples; {self.runs.height} trajectories")
 
     def write(self, out_dir: str | Path) -> list[Path]:
         """Write ``searchr1/<arm>.jsonl``, ``openai/<arm>.jsonl``, ``truth/truth.parquet`` and
@@ -148,8 +174,9 @@ def _arm_key(arm: str) -> int:
 
 
 def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str] = ("base", "rl", "sft"),
-             t_cap: int = 5, seed: int = 0, policies: Mapping[str, Policy] | None = None,
-             bridge_share: float = 0.6, hard_share: float = 0.2, progress: bool | None = None) -> Simulation:
+             t_cap: int = 5, random_state: int = 0, policies: Mapping[str, Policy] | None = None,
+             bridge_share: float = 0.6, hard_share: float = 0.2, progress: bool | None = None,
+             seed: int | None = None) -> Simulation:
     """Simulate base, RL and SFT agents answering multi-hop questions with a BM25 search tool.
 
     Parameters
@@ -164,7 +191,7 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
     t_cap
         Most search rounds an episode may take; an episode that would exceed it answers at
         the cap from what it has.
-    seed
+    random_state
         Seeds everything: the world, the planned strategies per (arm, question)
         (``SeedSequence(seed, spawn_key=(1, crc32(arm), question index))``) and each episode
         (``spawn_key=(1, crc32(arm), question index, sample index)``). The same seed gives
@@ -180,6 +207,8 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
         :func:`mechanism.simulation.world.make_world`); these put questions near the boundary.
     progress
         Show a progress bar (``None``: only on a terminal).
+    seed
+        Deprecated name of ``random_state`` (still accepted, with a ``DeprecationWarning``).
 
     Returns
     -------
@@ -187,10 +216,11 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
 
     Examples
     --------
-    >>> sim = simulate(n_questions=3, n_samples=2, seed=1, progress=False)
+    >>> sim = simulate(n_questions=3, n_samples=2, random_state=1, progress=False)
     >>> sim.runs.height, sorted(sim.runs["arm"].unique())
     (18, ['base', 'rl', 'sft'])
     """
+    seed = _renamed_seed(seed, random_state)
     if n_questions < 1 or n_samples < 1:
         raise MechanismError("`n_questions` and `n_samples` must be at least 1")
     if t_cap < 0:
@@ -261,8 +291,90 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
     # the ground truth in brief: what each arm actually did and how well each strategy worked
     config["observed"] = {
         arm: {row["strategy"]: {"n": row["n"], "share": round(row["share"], 6), "success": round(row["success"], 6)}
-              for row in sim.summary().filter(pl.col("arm") == arm).iter_rows(named=True)}
+              for row in sim.to_frame().filter(pl.col("arm") == arm).iter_rows(named=True)}
         for arm in arms}
+    return sim
+
+
+def _renamed_seed(seed: int | None, random_state: int) -> int:
+    """``random_state``, or the deprecated ``seed`` when a caller still passes it."""
+    if seed is None:
+        return random_state
+    import warnings
+
+    warnings.warn("`seed` is deprecated; use `random_state`", DeprecationWarning, stacklevel=3)
+    return seed
+
+
+def training_run(*, steps: Sequence[int] = (0, 100, 200, 300, 400), n_questions: int = 60, n_samples: int = 16,
+                 start: str | Policy = "base", end: str | Policy = "rl", rate: float = 3.0, prefix: str = "step-",
+                 t_cap: int = 5, random_state: int = 0, bridge_share: float = 0.6, hard_share: float = 0.2,
+                 progress: bool | None = None) -> Simulation:
+    """Simulate the checkpoints of a training run moving from a base policy toward an RL one.
+
+    The checkpoint at step ``s`` samples strategies from ``(1 - f) * start + f * end`` with
+    ``f = (1 - exp(-rate * x)) / (1 - exp(-rate))`` and ``x`` the step's position between the
+    first and the last step (0 to 1): early steps move fast, late ones level off, as training
+    curves do. Integration skill and wording are interpolated the same way. The truth table
+    keeps the planted strategy of every trajectory; ``config["training"]`` the mixtures.
+
+    Parameters
+    ----------
+    steps
+        Training steps of the checkpoints (increasing); arms are named ``f"{prefix}{step}"``.
+    n_questions, n_samples
+        Questions (shared by every checkpoint) and samples per question and checkpoint.
+    start, end
+        Policies (or names of built-in ones) at the first and the last step.
+    rate
+        How fast the mixture moves early on (0 < rate; near 0 means linear in the step).
+    prefix
+        Arm name prefix.
+    t_cap, random_state, bridge_share, hard_share, progress
+        As :func:`simulate`.
+
+    Returns
+    -------
+    Simulation
+
+    Examples
+    --------
+    >>> sim = training_run(steps=(0, 50, 100), n_questions=3, n_samples=2, progress=False)
+    >>> sim.config["arms"]
+    ['step-0', 'step-50', 'step-100']
+    >>> [round(f, 3) for f in sim.config["training"]["fraction"]]
+    [0.0, 0.818, 1.0]
+    """
+    steps = [int(s) for s in steps]
+    if len(steps) < 2 or any(b <= a for a, b in zip(steps, steps[1:])):
+        raise MechanismError(f"`steps` must hold at least two increasing steps, got {steps}")
+    if not rate > 0:
+        raise MechanismError(f"`rate` must be positive, got {rate}")
+    known = default_policies()
+    ends = []
+    for name, value in (("start", start), ("end", end)):
+        if isinstance(value, Policy):
+            ends.append(value)
+        elif value in known:
+            ends.append(known[value])
+        else:
+            raise MechanismError(f"`{name}` must be a Policy or one of {sorted(known)}, got {value!r}")
+    p0, p1 = ends
+    span = steps[-1] - steps[0]
+    fractions = [float((1 - np.exp(-rate * (s - steps[0]) / span)) / (1 - np.exp(-rate))) for s in steps]
+    policies = {}
+    for s, f in zip(steps, fractions):
+        name = f"{prefix}{s}"
+        mix = {k: (1 - f) * a + f * b for k, a, b in zip(STRATEGIES, p0.probabilities, p1.probabilities)}
+        policies[name] = Policy(name, mix, integration=(1 - f) * p0.integration + f * p1.integration,
+                                wording=(1 - f) * p0.wording + f * p1.wording,
+                                reformulate=(1 - f) * p0.reformulate + f * p1.reformulate,
+                                recheck=(1 - f) * p0.recheck + f * p1.recheck,
+                                loop_rounds=p0.loop_rounds, query_style=p0.query_style)
+    sim = simulate(n_questions=n_questions, n_samples=n_samples, arms=tuple(policies), t_cap=t_cap,
+                   random_state=random_state, policies=policies, bridge_share=bridge_share,
+                   hard_share=hard_share, progress=progress)
+    sim.config["training"] = {"steps": steps, "fraction": fractions, "rate": rate, "start": p0.name, "end": p1.name}
     return sim
 
 

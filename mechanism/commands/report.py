@@ -1,0 +1,50 @@
+"""``mechanism report``: the one-page summary (Markdown and HTML) of a user's own runs."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mechanism.commands._common import (
+    add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
+    read_inputs, terminal_safe,
+)
+
+HELP = ("every analysis on your runs - PASS@(k,T) and the capability boundary, strategies, reweighting, "
+        "information integration - with every figure and a verdict per arm on one page (summary.md, summary.html)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_arguments(parser)
+    add_output_argument(parser)
+    parser.add_argument("--base", required=True, help="reference arm")
+    parser.add_argument("--treated", nargs="+", default=None, help="arm(s) compared with --base (default: all others)")
+    parser.add_argument("--space", type=Path, default=None, metavar="SPACE",
+                        help="folder of a saved StrategySpace (default: fit one on the runs, saved under OUT/space)")
+    parser.add_argument("--embedder", default=None, help="embedding model of a space fitted here")
+    parser.add_argument("--k", nargs="+", type=int, default=None, help="k grid (default: 1, 2, 4, ... up to n)")
+    parser.add_argument("--t", nargs="+", type=int, default=[0, 1, 2, 3, 5], help="round budgets T (default 0 1 2 3 5)")
+    parser.add_argument("--n-permutations", type=int, default=1000, help="permutations of the reweighting test")
+    parser.add_argument("--title", default=None, help="page title")
+    add_bootstrap_arguments(parser)
+    add_embedding_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mechanism.report.study import write_report
+
+    runs = read_inputs(args)
+    report = write_report(runs, args.out, base=args.base, treated=args.treated, space=args.space, k=args.k,
+                          t=args.t, ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
+                          random_state=args.seed, embedder=args.embedder, cache_dir=args.cache_dir,
+                          progress=progress_flag(args), title=args.title,
+                          echo=lambda line: print(terminal_safe(line), file=sys.stderr))
+    for line in report.verdicts:
+        print(terminal_safe(line))
+    print(f"summary: {report.summary_markdown} and {report.summary_html} ({len(report.figures())} figures)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from mechanism.cli import main
+    sys.exit(main(["report", *sys.argv[1:]]))

@@ -1,0 +1,40 @@
+"""The report layer: result objects in, files, tables, figures and text out.
+
+Each analysis has one writer here (:func:`write_passkt`, :func:`write_strategies`,
+:func:`write_reweighting`, :func:`write_integration`, :func:`write_track`) and
+:func:`write_report` runs them all on a user's runs and puts the answer on one page
+(``summary.md`` and ``summary.html``). The command line, the demo, the analysis scripts and
+notebooks all call these; the library never imports the command line (``mechanism.commands``).
+
+Every writer returns a :class:`Section`: the paths written, the plain-text findings and the
+result objects, so a caller states verdicts from the results, never by reading files back.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "Section": "mechanism.report._section",
+    "write_passkt": "mechanism.report.passkt",
+    "write_strategies": "mechanism.report.strategies", "strategy_shares": "mechanism.report.strategies",
+    "csv_ready": "mechanism.report.strategies",
+    "write_reweighting": "mechanism.report.reweighting", "describe_reweighting": "mechanism.report.reweighting",
+    "rounds_labels": "mechanism.report.reweighting",
+    "write_integration": "mechanism.report.integration", "describe_integration": "mechanism.report.integration",
+    "write_track": "mechanism.report.track",
+    "write_page": "mechanism.report.page", "write_report": "mechanism.report.study", "Report": "mechanism.report.study",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'mechanism.report' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,127 @@
+"""Information-integration files: per-arm rates, the retrieval/integration split, figures, findings."""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from mechanism.report._section import Section
+
+
+def write_integration(runs: pl.DataFrame, out: str | Path, *, arms: Sequence[str] | None = None,
+                      base: str | None = None, treated: Sequence[str] | None = None, labels: Any = None,
+                      names: Mapping[Any, str] | None = None, weighting: str = "question",
+                      ci: float = 0.95, n_boot: int = 1000, random_state: int = 0,
+                      logprobs_column: str | None = None, model_path: str | Path | None = None,
+                      figures: bool = True, title: str | None = None, caption: bool = False,
+                      colors: dict[str, str] | None = None) -> Section:
+    """Write ``per_arm.csv``, ``split.csv``, ``per_trajectory.parquet``, ``integration.json``
+    (and ``perplexity.csv``) plus the ``integration_grid`` and ``integration_split`` figures;
+    with ``labels`` (one strategy id per row) also ``by_strategy.csv``, ``shift.csv``,
+    ``strategy_shift.csv`` (and ``perplexity_by_strategy.csv``), the ``integration_shift``
+    figure and one verdict line per treated arm. ``names`` gives display names of strategy ids.
+
+    Returns
+    -------
+    Section
+        ``results`` holds the :class:`~mechanism.information.Integration`.
+    """
+    from mechanism.information import integration
+    from mechanism.plots.integration import plot_integration_grid, plot_integration_shift, plot_integration_split
+    from mechanism.plots.style import close, save_figure
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    res = integration(runs, arms=arms, base=base, treated=treated, labels=labels, weighting=weighting, ci=ci,
+                      n_boot=n_boot, random_state=random_state, logprobs_column=logprobs_column,
+                      model_path=model_path)
+    section = Section(results=[res])
+    for name, table in res.tables().items():
+        if name == "per_trajectory":
+            continue
+        if table is not None:
+            path = out / f"{name}.csv"
+            table.write_csv(path)
+            section.written.append(path)
+    path = out / "per_trajectory.parquet"
+    res.per_trajectory.write_parquet(path)
+    section.written.append(path)
+    path = out / "integration.json"
+    path.write_text(json.dumps(res.to_dict(), indent=2) + "\n", encoding="utf-8")
+    section.written.append(path)
+    if figures:
+        shown = title if caption else None
+        figs = [("integration_grid", plot_integration_grid(res, title=shown))]
+        if res.split is not None:
+            figs.append(("integration_split", plot_integration_split(res, title=shown, colors=colors,
+                                                                     caption=caption)))
+        if res.shift is not None:
+            figs.append(("integration_shift", plot_integration_shift(res, names=names, title=shown)))
+        for stem, fig in figs:
+            section.add_figure(save_figure(fig, out, stem), stem)
+            close(fig)
+    section.text = describe_integration(res)
+    path = out / "summary.txt"
+    path.write_text(section.text + "\n", encoding="utf-8")
+    section.written.append(path)
+    return section
+
+
+def describe_integration(res) -> str:  # noqa: ANN001 - an Integration result
+    """Plain lines stating the per-arm rates and the splits."""
+    return "\n".join([integration_title(res), *integration_lines(res, indent="  ")])
+
+
+def integration_title(res) -> str:  # noqa: ANN001
+    level = "" if res.ci is None else f"; {int(round(res.ci * 100))}% bootstrap intervals over questions"
+    level += ("; questions weigh equally within an arm" if res.weighting == "question"
+              else "; pooled over trajectories")
+    return f"Information integration (gold answer retrieved = it appears in an observation){level}"
+
+
+def integration_lines(res, *, indent: str = "") -> list[str]:  # noqa: ANN001
+    """The findings of one :class:`~mechanism.information.Integration`, one statement per line."""
+    def iv(r: dict, name: str) -> str:
+        v, lo, hi = r[name], r[f"{name}_ci_low"], r[f"{name}_ci_high"]
+        if v is None:
+            return "n/a"
+        return f"{v:.3f}" + ("" if lo is None else f" [{lo:.3f}, {hi:.3f}]")
+
+    lines = []
+    for r in res.per_arm.iter_rows(named=True):
+        lines.append(f"{indent}{r['arm']} ({r['n']} trajectories): accuracy {iv(r, 'accuracy')}, retrieval "
+                     f"{iv(r, 'retrieval_rate')}, integration P(correct|retrieved) {iv(r, 'integration_rate')}, "
+                     f"parametric P(correct|not retrieved) {iv(r, 'parametric_rate')}; follow-up queries "
+                     f"carrying a word first seen in an observation {iv(r, 'followup_from_observation')} "
+                     f"of {r['n_followup']}")
+    if res.split is not None:
+        for treated in dict.fromkeys(res.split["treated"].to_list()):
+            lines.append(indent + split_line(res, treated))
+    if res.perplexity is not None:
+        for r in res.perplexity.iter_rows(named=True):
+            lines.append(f"{indent}{r['arm']} base-model perplexity of {r['segment']} tokens: {r['perplexity']:.2f} "
+                         f"[{r['perplexity_ci_low']:.2f}, {r['perplexity_ci_high']:.2f}] ({r['n_tokens']} tokens)")
+    if res.shift is not None:
+        lines.append(f"{indent}Did the treated arm move toward strategies that use what they retrieve? "
+                     "(tables: by_strategy.csv, shift.csv, strategy_shift.csv)")
+        lines += [f"{indent}verdict: {res.verdict(arm)}" for arm in res.treated]
+    lines += [f"{indent}note: {n}" for n in res.notes]
+    return lines
+
+
+def split_line(res, treated: str) -> str:  # noqa: ANN001
+    """One line: the accuracy difference of ``treated`` split into retrieval, integration, parametric."""
+    sub = {r["part"]: r for r in res.split.filter(pl.col("treated") == treated).iter_rows(named=True)}
+    parts = ", ".join(f"{p} {_signed(sub[p])}" for p in ("retrieval", "integration", "parametric"))
+    return f"{treated} - {res.base} ({sub['total']['n_questions']} shared questions): {_signed(sub['total'])} = {parts}"
+
+
+def _signed(row: dict) -> str:
+    """``+0.123 [+0.045, +0.201]``, or the estimate alone when there is no interval."""
+    text = f"{row['estimate']:+.3f}"
+    if row["ci_low"] is not None and row["ci_high"] is not None:
+        text += f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+    return text

@@ -1,0 +1,151 @@
+"""Reweighting files: the long summary table, per-comparison tables, figures and the findings in words."""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from mechanism.errors import InputError
+from mechanism.report._section import Section
+
+
+def rounds_labels(runs: pl.DataFrame, *, cap: int = 5) -> np.ndarray:
+    """A structural baseline stratum per trajectory: its number of search rounds, ``cap`` meaning cap or more."""
+    rounds = np.minimum(runs["n_rounds"].to_numpy(), cap)
+    return np.array([f"{r}+ rounds" if r == cap else f"{r} round{'s' if r != 1 else ''}" for r in rounds])
+
+
+def write_reweighting(runs: pl.DataFrame, labels: Any, out: str | Path, *, base: str,
+                      treated: Sequence[str] | None = None, ci: float = 0.95, n_boot: int = 1000,
+                      n_permutations: int = 1000, random_state: int = 0,
+                      coordinates: np.ndarray | None = None, figures: bool = True,
+                      label_source: str | None = None, title: str | None = None,
+                      names: dict[Any, str] | None = None, caption: bool = False,
+                      colors: Mapping[str, str] | None = None) -> Section:
+    """Write the reweighting tables and figures of every treated arm against ``base``.
+
+    Writes ``reweighting_summary.csv`` (one long table), per treated arm a folder
+    ``<treated>_vs_<base>/`` with ``strategies.csv``, ``query_sequences.csv``,
+    ``neighbours.csv`` (with coordinates) and ``reweighting.json``, and the figures
+    ``share_success`` and ``decomposition`` (PNG and PDF). ``names`` gives display names
+    of strategy ids in the figures; ``title`` is drawn only with ``caption=True``.
+
+    Returns
+    -------
+    Section
+        ``results`` holds the :class:`~mechanism.compare.Reweighting` of every treated arm.
+    """
+    from mechanism.compare import reweighting
+    from mechanism.plots.reweighting import plot_decomposition, plot_share_success
+    from mechanism.plots.style import close, safe_filename, save_figure
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    arms = runs["arm"].unique(maintain_order=True).to_list()
+    if base not in arms:
+        raise InputError(f"`--base` arm {base!r} is not in the input (arms: {sorted(arms)})", field="base")
+    others = list(dict.fromkeys(treated)) if treated else [a for a in arms if a != base]
+    # Arm names are untrusted and sanitised into folder names: two arms that sanitise alike
+    # would silently overwrite each other's tables.
+    folders = [f"{safe_filename(a)}_vs_{safe_filename(base)}" for a in others]
+    if len(set(folders)) < len(folders):
+        raise InputError(f"arms {sorted(set(others))} give clashing output folder names "
+                         f"after sanitising; rename an arm", field="treated")
+    results = [reweighting(runs, labels, base=base, treated=arm, ci=ci, n_boot=n_boot,
+                           random_state=random_state, n_permutations=n_permutations, coordinates=coordinates)
+               for arm in others]
+    section = Section(results=list(results))
+    frames = [rw.to_frame().select(pl.lit(rw.base).alias("base"), pl.lit(rw.treated).alias("treated"), pl.all())
+              for rw in results]
+    path = out / "reweighting_summary.csv"
+    pl.concat(frames).write_csv(path)
+    section.written.append(path)
+    lines = [f"Reweighting against `{base}`"
+             + (f" (strata: {label_source})" if label_source else "")
+             + (f"; {int(round(ci * 100))}% bootstrap intervals over questions ({n_boot} replicates)"
+                if ci is not None and n_boot > 0 else "; no bootstrap intervals")
+             + f", {n_permutations} permutations"]
+    for rw, name in zip(results, folders):
+        folder = out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for table_name in ("strategies", "query_sequences", "neighbours"):
+            table = getattr(rw, table_name)
+            if table is not None:
+                path = folder / f"{table_name}.csv"
+                table.write_csv(path)
+                section.written.append(path)
+        path = folder / "reweighting.json"
+        path.write_text(json.dumps(rw.to_dict(), indent=2) + "\n", encoding="utf-8")
+        section.written.append(path)
+        lines.append(describe_reweighting(rw))
+    if figures and results:
+        shown = title if caption else None
+        for stem, fig in (("share_success", plot_share_success(results, title=shown, names=names, colors=colors,
+                                                               caption=caption)),
+                          ("decomposition", plot_decomposition(results, title=shown, names=names, colors=colors,
+                                                               caption=caption))):
+            section.add_figure(save_figure(fig, out, stem), stem)
+            close(fig)
+    section.text = "\n".join(lines)
+    path = out / "summary.txt"
+    path.write_text(section.text + "\n", encoding="utf-8")
+    section.written.append(path)
+    return section
+
+
+def reweighting_verdict(rw: Any) -> str:
+    """One sentence: the accuracy change split into composition and within, with intervals."""
+    def ci(name: str) -> str:
+        low, high = getattr(rw, f"{name}_ci")
+        return f"{getattr(rw, name):+.3f} [{low:+.3f}, {high:+.3f}]"
+
+    return (f"accuracy change {ci('total')} = composition (reweighting) {ci('composition')} "
+            f"+ within-strategy execution {ci('within')}; {100 * rw.shared_mass:.0f}% of {rw.treated}'s "
+            f"trajectories lie in strategies {rw.base} also uses")
+
+
+def describe_reweighting(rw: Any) -> str:
+    """A few plain lines stating one comparison's numbers."""
+    return "\n".join(reweighting_lines(rw, indent="  "))
+
+
+def reweighting_lines(rw: Any, *, indent: str = "") -> list[str]:
+    """The findings of one :class:`~mechanism.compare.Reweighting`, one statement per line."""
+    def iv(pair: tuple[float, float]) -> str:
+        return f"[{pair[0]:+.3f}, {pair[1]:+.3f}]"
+
+    sub = indent + "  "
+    lines = [f"{indent}{rw.treated} vs {rw.base} ({rw.n_questions} questions, {rw.n_base} + {rw.n_treated} "
+             "trajectories):",
+             f"{sub}accuracy {rw.accuracy_base:.3f} -> {rw.accuracy_treated:.3f}; "
+             f"difference {rw.total:+.3f} {iv(rw.total_ci)} = composition {rw.composition:+.3f} "
+             f"{iv(rw.composition_ci)} + within {rw.within:+.3f} {iv(rw.within_ci)}",
+             f"{sub}JS divergence {rw.js_divergence:.3f} bits "
+             f"[{rw.js_divergence_ci[0]:.3f}, {rw.js_divergence_ci[1]:.3f}]"
+             + (f"; within-question permutation p = {rw.permutation_p:.4f}" if rw.n_permutations else ""),
+             f"{sub}alignment (share gain vs base success) "
+             + (f"{rw.alignment:+.2f} {iv(rw.alignment_ci)}" if np.isfinite(rw.alignment)
+                else "n/a (fewer than 3 strategies used by both arms)")
+             + f"; treated mass in strategies base uses {rw.shared_mass:.3f} "
+             f"[{rw.shared_mass_ci[0]:.3f}, {rw.shared_mass_ci[1]:.3f}]"]
+    if rw.query_sequences is not None:
+        q = {r["arm"]: r for r in rw.query_sequences.iter_rows(named=True)}
+        t = q[rw.treated]
+        lines.append(f"{sub}unique query sequences per problem: {rw.base} {q[rw.base]['unique_per_problem']:.1f}, "
+                     f"{rw.treated} {t['unique_per_problem']:.1f} (of {t['samples_per_problem']:.1f} samples); "
+                     f"{100 * t['overlap_with_base']:.1f}% of {rw.treated}'s trajectories repeat a base query "
+                     f"sequence for the same problem")
+    if rw.neighbours is not None:
+        nb = {r["quantity"]: r for r in rw.neighbours.iter_rows(named=True)}
+        far = nb["far_share"]
+        lines.append(f"{sub}mean distance to the nearest base trajectory: {rw.treated} "
+                     f"{nb['nn_distance_treated_to_base']['estimate']:.4g}, base (to another base) "
+                     f"{nb['nn_distance_base_to_base']['estimate']:.4g}; {100 * far['estimate']:.1f}% "
+                     f"[{100 * far['ci_low']:.1f}, {100 * far['ci_high']:.1f}] of {rw.treated} lies farther from "
+                     "base than 95% of base lies from its nearest other base trajectory")
+    lines += [f"{sub}note: {n}" for n in rw.notes]
+    return lines

@@ -1,0 +1,193 @@
+"""Strategy-space files: the description table, shares per arm, labels and the three figures."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from mechanism.report._section import Section
+
+
+@dataclass
+class Placement:
+    """Where a fitted space puts each row of a table, computed with one embedding pass.
+
+    ``assigned`` is :meth:`StrategySpace.assign`'s table; ``coordinates`` the rows' positions in
+    the space the strategies live in; ``map_xy`` their 2-D strategy-map positions.
+    """
+
+    assigned: pl.DataFrame
+    coordinates: np.ndarray
+    map_xy: np.ndarray | None
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self.assigned["strategy"].to_numpy()
+
+
+def place(space, runs: pl.DataFrame, *, map_xy: bool = True) -> Placement:  # noqa: ANN001 - a fitted StrategySpace
+    """Labels, coordinates and (with ``map_xy``) map positions of ``runs`` from one embedding of each row.
+
+    ``assign``, ``coordinates`` and ``map_coordinates`` each render and embed the rows; a report
+    needs all three, and embedding dominates the cost (without a cache, three passes cost three
+    times one), so the nearest-neighbour query is made once and shared.
+    """
+    from mechanism import strategy_space as module
+
+    nearest = getattr(space, "_nearest", None)
+    interpolate = getattr(module, "_interpolate", None)
+    if nearest is None or interpolate is None:  # a space without the shared query: the public calls
+        return Placement(space.assign(runs), np.asarray(space.coordinates(runs)),
+                         np.asarray(space.map_coordinates(runs)) if map_xy else None)
+    traj, x, dist, idx = nearest(runs)
+    d0 = dist[:, 0] if len(idx) else np.zeros(0)
+    labels = space.train_labels_[idx[:, 0]] if len(idx) else np.zeros(0, np.int64)
+    far = d0 > space.threshold_
+    assigned = traj.select("arm", "question_id", "sample_id").with_columns(
+        pl.Series("strategy", np.where(far, -1, labels), dtype=pl.Int64),
+        pl.Series("distance", d0, dtype=pl.Float64), pl.Series("outlier", far, dtype=pl.Boolean),
+        traj["rendering"], traj["moves"])
+    coords = x.astype(np.float64) if space.cluster_on != "umap" else interpolate(space.train_space_, dist, idx)
+    if not map_xy:
+        return Placement(assigned, coords, None)
+    space.map_coordinates()  # fits the 2-D map once (seeded, cached on the space)
+    return Placement(assigned, coords, interpolate(space.map_coords_, dist, idx))
+
+
+def fit_and_place(fit_rows: pl.DataFrame, runs: pl.DataFrame, *, map_xy: bool = True,
+                  **params) -> tuple[object, Placement]:
+    """Fit a :class:`~mechanism.strategy_space.StrategySpace` on ``fit_rows`` and place ``runs``
+    (which may contain them), embedding every distinct trajectory once.
+
+    Without a ``cache_dir`` in ``params``, a temporary one carries the fit's embeddings over to
+    the placement and is removed afterwards (the returned space then has no cache).
+    """
+    import tempfile
+
+    from mechanism.strategy_space import StrategySpace
+
+    if params.get("cache_dir") is not None:
+        space = StrategySpace(**params).fit(fit_rows)
+        return space, place(space, runs, map_xy=map_xy)
+    with tempfile.TemporaryDirectory(prefix="mechanism-cache-") as tmp:
+        space = StrategySpace(**{**params, "cache_dir": tmp}).fit(fit_rows)
+        placement = place(space, runs, map_xy=map_xy)
+    space.cache_dir = None
+    if hasattr(space, "_embedder_obj"):
+        space._embedder_obj = None  # it pointed at the removed folder
+    return space, placement
+
+
+def strategy_shares(labels: pl.DataFrame) -> pl.DataFrame:
+    """Share of each strategy per arm (``arm, strategy, n, share``), from an ``assign`` table."""
+    return (labels.group_by("arm", "strategy").agg(pl.len().cast(pl.Int64).alias("n"))
+            .with_columns((pl.col("n") / pl.col("n").sum().over("arm")).alias("share"))
+            .sort("arm", "strategy"))
+
+
+def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with list columns joined into "; "-separated text, since CSV holds no nesting."""
+    return frame.with_columns([pl.col(c).cast(pl.List(pl.String)).list.join("; ")
+                               for c, dtype in frame.schema.items() if isinstance(dtype, pl.List)])
+
+
+def strategy_names(described: pl.DataFrame) -> dict[int, str]:
+    """Display name of every strategy id (``S<id>: <typical moves>``), from ``describe()``;
+    figures label points by the part before the colon and spell the rest out in a key."""
+    from mechanism.plots.strategies import strategy_label
+
+    member = "typical_member" if "typical_member" in described.columns else None
+    out = {}
+    for r in described.iter_rows(named=True):
+        label = strategy_label(int(r["strategy"]), r.get("typical_moves"), r.get(member) if member else None)
+        head, _, rest = label.partition(" ")
+        out[int(r["strategy"])] = f"{head}: {rest}" if rest else head
+    return out
+
+
+def description_text(space, table: pl.DataFrame, arms: Sequence[str], *, title: str,  # noqa: ANN001
+                     n_rows: int, top: int = 10) -> str:
+    """The description table as text: the ``top`` largest strategies, success, size and share per arm."""
+    from mechanism.plots.strategies import strategy_label
+
+    desc = space.describe()
+    lines = [f"{title}: {n_rows:,} trajectories, {space.n_strategies_} strategies "
+             f"(embedder {space.embedding_model_}, method {space.method}, resolution {space.resolution})"]
+    share = {(r["arm"], r["strategy"]): r["share"] for r in table.iter_rows(named=True)}
+    for r in desc.head(top).iter_rows(named=True):
+        per_arm = ", ".join(f"{a} {share.get((a, r['strategy']), 0.0):.1%}" for a in arms)
+        lines.append(f"  {strategy_label(r['strategy'], r['typical_moves'], r['typical_member']):<40} "
+                     f"n={r['size']:>6,}  success {r['success_rate']:.2f}  shares: {per_arm}")
+    if desc.height > top:
+        lines.append(f"  ... and {desc.height - top} smaller strategies (strategies.csv)")
+    return "\n".join(lines)
+
+
+def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN001 - a fitted StrategySpace
+                     arms: Sequence[str] | None = None, title: str = "strategies", figures: bool = True,
+                     colors: Mapping[str, str] | None = None, placement: Placement | None = None) -> Section:
+    """Figures and tables of a fitted space on ``runs``.
+
+    Writes the ``strategy_map``, ``strategy_shares`` and ``strategy_table`` figures (PNG and
+    PDF), ``strategies.csv`` (the description of every strategy), ``labels.parquet`` (the
+    strategy of every row) and ``shares.csv`` (share of each strategy per arm) to ``out``.
+
+    Parameters
+    ----------
+    space
+        A fitted :class:`~mechanism.strategy_space.StrategySpace`.
+    runs
+        Canonical table, assigned to the space's strategies without refitting.
+    out
+        Output folder (created).
+    arms
+        Arms to show, in order (default: every arm, sorted).
+    title
+        First words of the summary.
+    figures
+        Write the figures.
+    colors
+        Arm -> colour shared by the report's figures.
+    placement
+        :func:`place` of ``runs``, when the caller has it already (nothing is embedded again).
+
+    Returns
+    -------
+    Section
+        ``text`` is the description table: the ten largest strategies with their success
+        rate and share per arm; ``results`` holds the :class:`Placement`.
+    """
+    from mechanism.plots.strategies import strategy_map, strategy_shares as plot_shares, strategy_table
+    from mechanism.plots.style import close, save_figure
+
+    out = Path(out)
+    arms = list(arms) if arms is not None else sorted(runs["arm"].unique().to_list())
+    out.mkdir(parents=True, exist_ok=True)
+    if placement is None or (figures and placement.map_xy is None):
+        placement = place(space, runs, map_xy=figures)
+    assigned = placement.assigned.drop("rendering", "moves")
+    section = Section(results=[placement])
+    desc = space.describe()
+    path = out / "strategies.csv"
+    csv_ready(desc).write_csv(path)
+    section.written.append(path)
+    table = strategy_shares(assigned)
+    path = out / "shares.csv"
+    table.write_csv(path)
+    section.written.append(path)
+    path = out / "labels.parquet"
+    assigned.select("arm", "question_id", "sample_id", "strategy", "distance", "outlier").write_parquet(path)
+    section.written.append(path)
+    if figures:
+        for stem, fig in (("strategy_map", strategy_map(space, runs, arms=arms, assigned=placement.assigned,
+                                                        xy=placement.map_xy)),
+                          ("strategy_shares", plot_shares(space, runs, arms=arms, assigned=placement.assigned,
+                                                          colors=colors)),
+                          ("strategy_table", strategy_table(space))):
+            section.add_figure(save_figure(fig, out, stem), stem)
+            close(fig)
+    section.text = description_text(space, table, arms, title=title, n_rows=runs.height)
+    return section

@@ -1,0 +1,59 @@
+"""The one-page summary in a real headless browser (Debian's chromium through selenium; nothing
+downloads a browser): it renders, shows every figure, and every input string stays text."""
+from __future__ import annotations
+
+import shutil
+
+import polars as pl
+import pytest
+
+import mechanism as mx
+from mechanism.report import write_report
+
+EVIL = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
+                                reason="no chromium/chromedriver binary (apt-get install -y chromium chromium-driver)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the test extra has it)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1200,900"):
+        options.add_argument(flag)
+    # an explicit driver path: selenium's manager would otherwise try to download one
+    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    sim = mx.simulate(n_questions=8, n_samples=4, arms=("base", "rl"), random_state=0, progress=False)
+    runs = sim.runs.with_columns(pl.col("arm").replace({"rl": EVIL}))
+    out = tmp_path_factory.mktemp("browser")
+    return write_report(runs, out, base="base", embedder="hashing-128", n_boot=50, n_permutations=20,
+                        progress=False)
+
+
+def test_summary_renders_every_figure_and_runs_nothing_from_the_input(browser, page):
+    browser.get(page.summary_html.resolve().as_uri())
+    assert browser.title == f"What did training do? {EVIL} vs base"  # a script that ran would have set "pwned"
+    images = browser.execute_script(
+        "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]);")
+    expected = sorted(str(p.relative_to(page.out)) for p in page.figures())
+    assert sorted(src for src, _, _ in images) == expected and len(expected) >= 9
+    assert all(complete and width > 100 for _, complete, width in images), images
+    assert browser.execute_script("return document.scripts.length;") == 0
+    text = browser.find_element("tag name", "body").text
+    assert EVIL in text  # shown as text, not parsed as markup
+    assert browser.execute_script("return document.querySelectorAll('img[src=x]').length;") == 0
+    headings = [h.text for h in browser.find_elements("tag name", "h2")]
+    assert headings[:2] == ["Verdicts", "What this is"] and "Figures" in headings
