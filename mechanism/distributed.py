@@ -18,7 +18,8 @@ Recipe (every checkpoint's rollouts, one folder each)::
     from mechanism.parallel import strategy_shares
 
     ray.init(address="auto")
-    labels = assign_shards_ray("space/", [f"rollouts/step-{s}/" for s in (100, 200, 400)], arm=None)
+    labels = pl.concat([assign_shards_ray("space/", f"rollouts/step-{s}/", arm=f"step-{s}")
+                        for s in (100, 200, 400)])
     shares = strategy_shares(labels)        # arm (= checkpoint), strategy, n, share, ci_low, ci_high
 """
 from __future__ import annotations
