@@ -13,12 +13,13 @@ fitted on them (MiniLM), and its coordinates; the smaller case is the first
 same arrays; the table shows their times and the largest difference of their outputs.
 
 Run: ``python benchmarks/bench_scale_neighbours.py [--questions 1000] [--samples 128]
-[--small-samples 20] [--skip-old-large]``; prints a markdown table.
+[--small-samples 20] [--skip-old-large] [--old-limit 1800]``; prints a markdown table.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import signal
 import time
 
 import numpy as np
@@ -70,12 +71,21 @@ def old_neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndar
                                       "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")
 
 
+class _TooLong(Exception):
+    pass
+
+
+def _stop(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise _TooLong
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--questions", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=128)
     ap.add_argument("--small-samples", type=int, default=20)
     ap.add_argument("--skip-old-large", action="store_true", help="do not run the old function on the large case")
+    ap.add_argument("--old-limit", type=int, default=1800, help="seconds the old function may run per case")
     args = ap.parse_args()
 
     from mechanism.simulation import simulate
@@ -88,7 +98,10 @@ def main() -> None:
     coords = space.coordinates(runs)
     setup_s = time.perf_counter() - t
 
-    rows = []
+    print(f"setup (simulate, fit MiniLM space, coordinates): {setup_s:.1f} s\n", flush=True)
+    print("| rows | dims | distinct base points | old: search over rows (s) | new: distinct points (s) "
+          "| speed-up | max abs difference |")
+    print("|---:|---:|---:|---:|---:|---:|---:|", flush=True)
     cases = [("small", runs["sample_id"].to_numpy() < args.small_samples), ("large", np.ones(runs.height, bool))]
     for name, keep in cases:
         sub = runs.filter(pl.Series(keep))
@@ -100,23 +113,24 @@ def main() -> None:
         new = _neighbour_distances(xy, is_t, q_idx, n_q, 0.95, 1000, 0)
         new_s = time.perf_counter() - t
         old_s, diff = math.nan, math.nan
+        old_txt, speed, diff_txt = "not run", "-", "-"
         if not (name == "large" and args.skip_old_large):
+            signal.signal(signal.SIGALRM, _stop)
+            signal.alarm(args.old_limit)
             t = time.perf_counter()
-            old = old_neighbour_distances(xy, is_t, q_idx, n_q, 0.95, 1000, 0)
-            old_s = time.perf_counter() - t
-            diff = float(np.nanmax(np.abs(new.select("estimate", "ci_low", "ci_high").to_numpy()
-                                          - old.select("estimate", "ci_low", "ci_high").to_numpy())))
+            try:
+                old = old_neighbour_distances(xy, is_t, q_idx, n_q, 0.95, 1000, 0)
+                old_s = time.perf_counter() - t
+                diff = float(np.nanmax(np.abs(new.select("estimate", "ci_low", "ci_high").to_numpy()
+                                              - old.select("estimate", "ci_low", "ci_high").to_numpy())))
+                old_txt, speed, diff_txt = f"{old_s:.1f}", f"{old_s / new_s:.0f}x", f"{diff:.1e}"
+            except _TooLong:
+                old_txt, speed = f"> {args.old_limit} (stopped)", f"> {args.old_limit / new_s:.0f}x"
+            finally:
+                signal.alarm(0)
         n_distinct = len(np.unique(np.ascontiguousarray(xy[~is_t]), axis=0))
-        rows.append((sub.height, xy.shape[1], n_distinct, old_s, new_s, diff))
-
-    print(f"setup (simulate, fit MiniLM space, coordinates): {setup_s:.1f} s\n")
-    print("| rows | dims | distinct base points | old: search over rows (s) | new: distinct points (s) "
-          "| speed-up | max abs difference |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for n, d, m, old_s, new_s, diff in rows:
-        speed = f"{old_s / new_s:.0f}x" if not math.isnan(old_s) else "-"
-        old_txt = f"{old_s:.1f}" if not math.isnan(old_s) else "not run"
-        print(f"| {n:,} | {d} | {m:,} | {old_txt} | {new_s:.2f} | {speed} | {diff:.1e} |")
+        print(f"| {sub.height:,} | {xy.shape[1]} | {n_distinct:,} | {old_txt} | {new_s:.2f} | {speed} | {diff_txt} |",
+              flush=True)
 
 
 if __name__ == "__main__":

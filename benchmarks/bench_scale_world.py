@@ -20,7 +20,10 @@ Strategies (planted truth ``strategy``):
 5. ``guess``: no tool call; answer from the question.
 
 Run ``python benchmarks/bench_scale_world.py [--n 100000]`` to print how many renderings
-are distinct.
+are distinct; with ``--fit`` it also fits a strategy space on them with the composed
+embedder (each distinct step embedded once) and compares with today's MiniLM path, whose
+forward passes over every distinct rendering are timed on ``--minilm-sample`` of them and
+scaled (the rest of the fit is the same work). ``--minilm-full`` runs the MiniLM fit whole.
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ import time
 
 import numpy as np
 import polars as pl
+
+from mechanism.segmentation import render
 
 TOOLS = ("search", "lookup_user", "get_order", "list_flights", "get_reservation", "calculate", "search_docs",
          "fetch_page", "query_db", "get_weather", "find_product", "check_status", "list_items", "get_policy")
@@ -113,12 +118,70 @@ def distinct_world(n: int, *, n_questions: int | None = None, seed: int = 0,
     return from_records(records), np.asarray(truth)
 
 
+class _Timed:
+    """An embedder that adds up the time spent in ``embed``."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.seconds = inner, 0.0
+        self.model_id = inner.model_id
+
+    def embed(self, texts):
+        t = time.perf_counter()
+        out = self.inner.embed(texts)
+        self.seconds += time.perf_counter() - t
+        return out
+
+
+def fit_against_minilm(runs: pl.DataFrame, truth: np.ndarray, sample: int, full: bool) -> None:
+    import resource
+
+    from sklearn.metrics import adjusted_rand_score
+
+    from mechanism.embed import ComposedEmbedder, Embedder
+    from mechanism.strategy_space import StrategySpace
+
+    rows = []
+    composed = _Timed(ComposedEmbedder(Embedder(progress=False)))
+    composed.inner.base.embed(["warm up"])  # load the model outside the clock (both paths load it)
+    t = time.perf_counter()
+    space = StrategySpace(embedder=composed, random_state=0, progress=False).fit(runs)
+    fit_s = time.perf_counter() - t
+    n_texts = len(set(space.train_renderings_))
+    rows.append(("composed (each distinct step once)", fit_s, composed.seconds, composed.inner.n_steps,
+                 adjusted_rand_score(truth, space.labels_), "measured"))
+    minilm = Embedder(progress=False)
+    minilm.embed(["warm up"])
+    texts = render(runs)["rendering"].unique(maintain_order=True).to_list()
+    if full:
+        timed = _Timed(minilm)
+        t = time.perf_counter()
+        whole = StrategySpace(embedder=timed, random_state=0, progress=False).fit(runs)
+        rows.append(("MiniLM on every distinct rendering (today)", time.perf_counter() - t, timed.seconds,
+                     len(texts), adjusted_rand_score(truth, whole.labels_), "measured"))
+    else:
+        pick = texts[:sample]
+        t = time.perf_counter()
+        minilm.embed(pick)
+        rate = len(pick) / (time.perf_counter() - t)
+        embed_s = len(texts) / rate
+        rows.append(("MiniLM on every distinct rendering (today)", fit_s - composed.seconds + embed_s, embed_s,
+                     len(texts), float("nan"), f"embedding scaled from {len(pick):,} at {rate:.1f}/s"))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(f"\nfit on {runs.height:,} trajectories ({len(texts):,} distinct renderings), peak memory {peak:.2f} GB\n")
+    print("| embedder | fit (s) | of which embedding (s) | texts through the model | ARI vs planted | how |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name, fit, emb, n, ari, how in rows:
+        print(f"| {name} | {fit:.0f} | {emb:.0f} | {n:,} | {ari:.3f} | {how} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--minilm-sample", type=int, default=500)
+    ap.add_argument("--minilm-full", action="store_true")
     args = ap.parse_args()
-    from mechanism.segmentation import render
-
+    
     t = time.perf_counter()
     runs, truth = distinct_world(args.n)
     gen_s = time.perf_counter() - t
@@ -129,6 +192,9 @@ def main() -> None:
     print(f"| trajectories | distinct renderings | distinct steps | generate (s) | render (s) |")
     print("|---:|---:|---:|---:|---:|")
     print(f"| {runs.height:,} | {traj['rendering'].n_unique():,} | {len(steps):,} | {gen_s:.1f} | {render_s:.1f} |")
+    if args.fit:
+        del traj
+        fit_against_minilm(runs, truth, args.minilm_sample, args.minilm_full)
 
 
 if __name__ == "__main__":

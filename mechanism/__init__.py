@@ -39,6 +39,8 @@ _EXPORTS = {
     "js_divergence": "mechanism.compare",
     "integration": "mechanism.information", "Integration": "mechanism.information",
     "paper_style": "mechanism.plots.style",
+    "read_shards": "mechanism.parallel", "scan_shards": "mechanism.parallel", "render_shards": "mechanism.parallel",
+    "assign_shards": "mechanism.parallel", "strategy_shares": "mechanism.parallel",
 }
 
 
@@ -77,4 +79,6 @@ __all__ = [
     "integration", "Integration",
     # plot
     "plots", "paper_style",
+    # shards in worker processes (mechanism.parallel)
+    "read_shards", "scan_shards", "render_shards", "assign_shards", "strategy_shares",
 ]
