@@ -778,16 +778,22 @@ class _NeighbourSearch:
         idx, dist = self.index.query(x, k=k, epsilon=0.3)  # wider search: closer to exact
         return dist, idx
 
+    def _exact(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        # The search's own distances come from |x|^2 - 2 x.y + |y|^2, which leaves ~1e-8 of
+        # rounding where x equals y; recomputed from differences, equal points are at exactly
+        # 0, so a treated row on a base point is never "far" from a threshold of 0.
+        return np.sqrt(((x - self.points[idx]) ** 2).sum(axis=1))
+
     def nearest(self, x: np.ndarray) -> np.ndarray:
         """Distance of each row of ``x`` to its nearest point."""
-        return self._query(x, 1)[0][:, 0]
+        return self._exact(x, self._query(x, 1)[1][:, 0])
 
     def nearest_other(self, which: np.ndarray) -> np.ndarray:
         """Distance of each point ``which`` to its nearest *other* point (points are distinct,
         so the other is the first neighbour that is not the point itself)."""
-        dist, idx = self._query(self.points[which], 2)
-        is_self = idx[:, 0] == which
-        return np.where(is_self, dist[:, 1], dist[:, 0])
+        _, idx = self._query(self.points[which], 2)
+        other = np.where(idx[:, 0] == which, idx[:, 1], idx[:, 0])
+        return self._exact(self.points[which], other)
 
 
 # ----------------------------------------------------------------------------- several arms

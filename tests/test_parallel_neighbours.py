@@ -70,3 +70,17 @@ def test_duplicated_base_points_are_at_distance_zero_and_signed_zero_is_one_poin
     got = dict(zip(rw.neighbours["quantity"], rw.neighbours["estimate"]))
     assert got["nn_distance_base_to_base"] == pytest.approx((0 + 0 + 1 + 1) / 4)
     assert got["nn_distance_treated_to_base"] == pytest.approx((0 + 0.5 + 6 + 0) / 4)
+
+
+def test_treated_row_on_a_base_point_is_not_far_when_the_threshold_is_zero():
+    # every base point repeats, so the base 95th percentile is exactly 0; a treated row on a
+    # base point must be at exactly 0 (not at the ~1e-8 a dot-product distance leaves)
+    runs = _runs(2, 2)
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=50), rng.normal(size=50)
+    coords = np.array([a, a, b, b, a, b, b, b + 1.0])
+    rw = reweighting(runs, np.zeros(8, int), base="base", treated="rl", ci=None, n_permutations=0,
+                     coordinates=coords)
+    got = dict(zip(rw.neighbours["quantity"], rw.neighbours["estimate"]))
+    assert got["far_threshold_base_q95"] == 0.0
+    assert got["far_share"] == 0.25
