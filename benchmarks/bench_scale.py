@@ -1,7 +1,7 @@
 """A million trajectories on one machine: read -> PASS@(k,T) -> strategies -> reweighting.
 
 Data: ``--n`` simulated trajectories (two arms, base and rl, ``--samples`` per question),
-written as ``--shards`` canonical parquet shards (each shard its own simulated world, its
+written as ``--shards`` Search-R1 JSONL shards (each shard its own simulated world, its
 question ids prefixed by the shard). Simulation is set-up and is not timed with the pipeline.
 
 Pipeline, in one fresh process with ``--n-jobs`` worker processes:
@@ -39,18 +39,25 @@ from pathlib import Path
 
 
 def simulate_shards(data: Path, n: int, samples: int, shards: int) -> None:
-    import polars as pl
+    """Search-R1 JSONL shards (the format RL rollouts are dumped in): one simulated world per
+    shard, its question ids prefixed by the shard, both arms in one file."""
+    import json
 
     from mechanism.simulation import simulate
 
     data.mkdir(parents=True, exist_ok=True)
-    per_shard = n // shards
-    questions = max(1, per_shard // (2 * samples))
+    questions = max(1, n // shards // (2 * samples))
     for s in range(shards):
-        runs = simulate(n_questions=questions, n_samples=samples, arms=("base", "rl"), seed=1000 + s,
-                        progress=False).runs
-        runs = runs.with_columns((pl.lit(f"s{s:03d}-") + pl.col("question_id")).alias("question_id"))
-        runs.write_parquet(data / f"shard-{s:03d}.parquet")
+        sim = simulate(n_questions=questions, n_samples=samples, arms=("base", "rl"), seed=1000 + s, progress=False)
+        with tempfile.TemporaryDirectory() as tmp:
+            sim.write(tmp)
+            with open(data / f"shard-{s:03d}.jsonl", "w", encoding="utf-8") as out:
+                for arm in ("base", "rl"):
+                    with open(Path(tmp) / "searchr1" / f"{arm}.jsonl", encoding="utf-8") as fh:
+                        for line in fh:
+                            rec = json.loads(line)
+                            rec["question_id"] = f"s{s:03d}-{rec['question_id']}"
+                            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
 
 def pipeline(data: Path, work: Path, n_jobs: int, fit_questions: float, neighbours: bool) -> dict:
@@ -64,7 +71,7 @@ def pipeline(data: Path, work: Path, n_jobs: int, fit_questions: float, neighbou
 
     out: dict = {}
     t = time.perf_counter()
-    lazy = read_shards(data, n_jobs=n_jobs, out=work / "parts")
+    lazy = read_shards(data, format="searchr1", n_jobs=n_jobs, out=work / "parts")
     out["read_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -89,7 +96,7 @@ def pipeline(data: Path, work: Path, n_jobs: int, fit_questions: float, neighbou
     out["fit_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    labels = assign_shards(saved, work / "parts", format="canonical", n_jobs=n_jobs, cache_dir=work / "cache")
+    labels = assign_shards(saved, work / "parts", format="parts", n_jobs=n_jobs, cache_dir=work / "cache")
     out["assign_s"] = time.perf_counter() - t
     assert labels.select("arm", "question_id", "sample_id").equals(light.select("arm", "question_id", "sample_id"))
 
@@ -130,7 +137,7 @@ def main() -> None:
 
     me = [sys.executable, __file__, "--n", str(args.n), "--samples", str(args.samples), "--shards",
           str(args.shards), "--data", str(data)]
-    if not any(data.glob("*.parquet")):
+    if not any(data.glob("*.jsonl")):
         t = time.perf_counter()
         subprocess.run(me + ["--phase", "simulate"], check=True)
         print(f"simulated {args.n:,} trajectories into {args.shards} shards: {time.perf_counter() - t:.0f} s")

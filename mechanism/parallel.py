@@ -9,6 +9,9 @@ together in the order of the files, so the output does not depend on ``n_jobs``:
 - :func:`read_shards`: :func:`mechanism.read` per shard; with ``out=`` each shard's table is
   written as a parquet part and a lazy frame over the parts comes back, so no process ever
   holds more than one shard's observations.
+- ``format="parts"`` reads the parts :func:`read_shards` wrote (canonical tables, read whole
+  with polars and checked with :func:`mechanism.schema.validate`), so the steps after the
+  first read do not parse the records again.
 - :func:`render_shards`: read and segment (:func:`mechanism.segmentation.render`) per shard.
 - :func:`assign_shards`: read and assign each shard to a saved strategy space (loaded once
   per worker); :func:`strategy_shares` then gives each arm's shares with intervals.
@@ -39,8 +42,10 @@ import polars as pl
 from mechanism.errors import InputError, ReadReport, SkippedRecord
 
 __all__ = ["shard_paths", "read_shards", "scan_shards", "render_shards", "assign_shards", "strategy_shares",
-           "space_files", "RUN_COLUMNS"]
+           "space_files", "RUN_COLUMNS", "PARTS"]
 
+# The format name of the parquet parts read_shards writes (canonical tables it validated).
+PARTS = "parts"
 # What PASS@(k,T), the reweighting split and the shares need: never the steps.
 RUN_COLUMNS = ("arm", "question_id", "sample_id", "correct", "n_rounds")
 _KEY = ["arm", "question_id", "sample_id"]
@@ -115,6 +120,13 @@ def _read_one(task: _Task) -> tuple[pl.DataFrame, ReadReport]:
     from mechanism.readers import read
 
     a = task.read
+    if a.format == PARTS:  # our own parts: canonical tables, read whole and checked again
+        from mechanism.schema import validate
+
+        table = validate(pl.read_parquet(task.path), source=task.path)
+        if a.arm is not None:
+            table = table.with_columns(pl.lit(a.arm, pl.String).alias("arm"))
+        return table, ReadReport(rows_in=table.height, rows_kept=table.height, formats={task.path: PARTS})
     return read(task.path, format=a.format, arm=a.arm, columns=dict(a.columns) if a.columns else None,
                 errors=a.errors, report=True)
 
@@ -172,6 +184,11 @@ def _assign_task(task: _Task) -> tuple[pl.DataFrame, ReadReport]:
 
 # ----------------------------------------------------------------------------- public
 def _tasks(path_or_paths: Any, read_args: _ReadArgs, **extra: Any) -> list[_Task]:
+    from mechanism.readers import FORMATS
+
+    if read_args.format not in ("auto", PARTS, *FORMATS):
+        raise InputError(f"unknown format {read_args.format!r}; expected auto, {PARTS} or one of "
+                         f"{', '.join(FORMATS)}", field="format")
     if read_args.errors not in ("raise", "skip"):
         raise InputError(f"`errors` must be 'raise' or 'skip', got {read_args.errors!r}", field="errors")
     return [_Task(index=i, path=str(p), read=read_args, **extra) for i, p in enumerate(shard_paths(path_or_paths))]
@@ -323,7 +340,8 @@ def assign_shards(space: str | os.PathLike, path_or_paths: str | os.PathLike | S
     space
         Folder written by :meth:`StrategySpace.save`; each worker loads it once.
     path_or_paths, format, arm, columns, errors
-        As for :func:`mechanism.read`, per shard.
+        As for :func:`mechanism.read`, per shard; ``format="parts"`` for the parts
+        :func:`read_shards` wrote.
     n_jobs
         Worker processes (``-1``: one per core).
     cache_dir

@@ -119,3 +119,13 @@ def test_bad_arguments_give_one_line_errors(shards, tmp_path):
         assign_shards(tmp_path, folder)
     with pytest.raises(InputError, match="space.json"):
         space_files(tmp_path)
+
+
+def test_parts_written_by_read_shards_are_read_back_whole(shards, saved_space, tmp_path):
+    folder, _ = shards
+    read_shards(folder, out=tmp_path / "parts")
+    from_parts = assign_shards(saved_space, tmp_path / "parts", format="parts")
+    assert from_parts.equals(assign_shards(saved_space, folder))
+    assert read_shards(tmp_path / "parts", format="parts").equals(read(folder))
+    with pytest.raises(InputError, match="format"):
+        read_shards(folder, format="nope")
