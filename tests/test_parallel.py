@@ -129,3 +129,12 @@ def test_parts_written_by_read_shards_are_read_back_whole(shards, saved_space, t
     assert read_shards(tmp_path / "parts", format="parts").equals(read(folder))
     with pytest.raises(InputError, match="format"):
         read_shards(folder, format="nope")
+
+
+def test_a_bad_record_in_a_worker_raises_the_one_line_error_naming_file_and_line(shards, tmp_path):
+    folder, runs = shards
+    runs.head(4).write_parquet(tmp_path / "a.parquet")
+    (tmp_path / "b.jsonl").write_text('{"arm": "base", "question_id": "q", "sample_id": 0}\n{not json\n')
+    with pytest.raises(InputError, match=r"b\.jsonl.*line") as info:
+        read_shards(tmp_path, format="canonical", n_jobs=2)
+    assert "\n" not in str(info.value)
