@@ -695,17 +695,19 @@ def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray
     distance of its nearest other distinct base point, and a treated row is at the distance
     of its nearest distinct base point. Trajectories repeat heavily in strategy space, so
     the search runs over a few thousand points instead of every row (a brute-force search
-    over rows grows with their square). Above ``_EXACT_NEIGHBOURS`` distinct base points the
-    search is approximate (pynndescent, seeded by ``random_state``).
+    over rows grows with their square). Above ``mechanism.neighbours.EXACT_LIMIT`` distinct
+    base points the search is approximate (pynndescent, seeded by ``random_state``).
     """
     base_xy = coords[~is_t]
     treat_xy = coords[is_t]
     if base_xy.shape[0] < 2 or treat_xy.shape[0] < 1:
         raise InputError("nearest-neighbour distances need at least 2 base and 1 treated rows",
                          field="coordinates")
-    base_pts, base_inv, base_cnt = _distinct_rows(base_xy)
-    treat_pts, treat_inv, _ = _distinct_rows(treat_xy)
-    search = _NeighbourSearch(base_pts, random_state)
+    from mechanism.neighbours import NeighbourSearch, distinct_rows
+
+    base_pts, base_inv, base_cnt = distinct_rows(base_xy)
+    treat_pts, treat_inv, _ = distinct_rows(treat_xy)
+    search = NeighbourSearch(base_pts, random_state)
     d_point = np.zeros(len(base_pts))
     single = base_cnt == 1  # a point held by two base rows is its own nearest other row
     if single.any() and len(base_pts) > 1:
@@ -741,59 +743,6 @@ def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray
     rows.append(("far_threshold_base_q95", threshold, math.nan, math.nan))
     return pl.DataFrame(rows, schema={"quantity": pl.String, "estimate": pl.Float64,
                                       "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")
-
-
-_EXACT_NEIGHBOURS = 50_000  # distinct base points searched exactly (brute force over 50,000 x 400-D: tens of seconds)
-
-
-def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct rows of ``x``, each row's index among them, and their counts (exact bytes,
-    with -0.0 folded into 0.0)."""
-    x = np.ascontiguousarray(np.asarray(x, dtype=np.float64) + 0.0)
-    keys = x.view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel()
-    _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
-    return x[first], inverse.ravel(), counts
-
-
-class _NeighbourSearch:
-    """Nearest distinct base point: exact (brute force) for a few thousand points,
-    pynndescent (seeded) beyond ``_EXACT_NEIGHBOURS``."""
-
-    def __init__(self, points: np.ndarray, random_state: int | None) -> None:
-        self.points = points
-        self.exact = len(points) <= _EXACT_NEIGHBOURS
-        if self.exact:
-            from sklearn.neighbors import NearestNeighbors
-
-            self.index = NearestNeighbors(n_neighbors=min(2, len(points)), algorithm="brute").fit(points)
-        else:
-            from pynndescent import NNDescent
-
-            seed = 0 if random_state is None else int(random_state)
-            self.index = NNDescent(points, n_neighbors=15, random_state=seed, n_jobs=1)
-
-    def _query(self, x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        if self.exact:
-            return self.index.kneighbors(x, n_neighbors=k)
-        idx, dist = self.index.query(x, k=k, epsilon=0.3)  # wider search: closer to exact
-        return dist, idx
-
-    def _exact(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        # The search's own distances come from |x|^2 - 2 x.y + |y|^2, which leaves ~1e-8 of
-        # rounding where x equals y; recomputed from differences, equal points are at exactly
-        # 0, so a treated row on a base point is never "far" from a threshold of 0.
-        return np.sqrt(((x - self.points[idx]) ** 2).sum(axis=1))
-
-    def nearest(self, x: np.ndarray) -> np.ndarray:
-        """Distance of each row of ``x`` to its nearest point."""
-        return self._exact(x, self._query(x, 1)[1][:, 0])
-
-    def nearest_other(self, which: np.ndarray) -> np.ndarray:
-        """Distance of each point ``which`` to its nearest *other* point (points are distinct,
-        so the other is the first neighbour that is not the point itself)."""
-        _, idx = self._query(self.points[which], 2)
-        other = np.where(idx[:, 0] == which, idx[:, 1], idx[:, 0])
-        return self._exact(self.points[which], other)
 
 
 # ----------------------------------------------------------------------------- several arms

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-import mechanism.compare as compare
+import mechanism.neighbours as neighbours
 from mechanism.compare import reweighting
 
 
@@ -41,7 +41,7 @@ def _coords(rng: np.random.Generator, n_rows: int) -> np.ndarray:
 @pytest.mark.parametrize("exact_limit", [None, pytest.param(5, marks=pytest.mark.slow)])  # slow: numba compiles pynndescent
 def test_neighbour_statistics_equal_brute_force_over_rows(monkeypatch, exact_limit):
     if exact_limit is not None:  # force the approximate (pynndescent) search on a small input
-        monkeypatch.setattr(compare, "_EXACT_NEIGHBOURS", exact_limit)
+        monkeypatch.setattr(neighbours, "EXACT_LIMIT", exact_limit)
     # (threshold and far share are compared on the exact search only)
     rng = np.random.default_rng(3)
     n_q, n = 30, 8
