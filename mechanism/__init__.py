@@ -43,6 +43,8 @@ _EXPORTS = {
     "ReadWarning": "mechanism.errors", "extract_answer": "mechanism.readers._answer",
     "track": "mechanism.checkpoints", "Track": "mechanism.checkpoints", "training_run": "mechanism.simulation",
     "Summary": "mechanism.results",
+    "read_shards": "mechanism.parallel", "scan_shards": "mechanism.parallel", "render_shards": "mechanism.parallel",
+    "assign_shards": "mechanism.parallel", "strategy_shares": "mechanism.parallel",
 }
 
 
@@ -85,4 +87,6 @@ __all__ = [
     "ReadWarning", "extract_answer",
     # checkpoint series, the result protocol and the report layer
     "track", "Track", "training_run", "Summary", "report", "simulation",
+    # shards in worker processes (mechanism.parallel)
+    "read_shards", "scan_shards", "render_shards", "assign_shards", "strategy_shares",
 ]

@@ -708,17 +708,32 @@ def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray
     ``far_share`` is the share of treated trajectories farther from every base trajectory
     than 95 % of base trajectories are from their nearest other base trajectory: about 0.05
     when the treated arm only reweights base behaviour, near 1 when it replaces it.
-    """
-    from sklearn.neighbors import NearestNeighbors
 
+    Computed on the distinct points with their counts, which gives every row's distance
+    exactly as a search over all rows would: a base point held by two or more base rows is
+    at distance 0 from its nearest *other* base row, a base point held once is at the
+    distance of its nearest other distinct base point, and a treated row is at the distance
+    of its nearest distinct base point. Trajectories repeat heavily in strategy space, so
+    the search runs over a few thousand points instead of every row (a brute-force search
+    over rows grows with their square). Above ``mechanism.neighbours.EXACT_LIMIT`` distinct
+    base points the search is approximate (pynndescent, seeded by ``random_state``).
+    """
     base_xy = coords[~is_t]
     treat_xy = coords[is_t]
     if base_xy.shape[0] < 2 or treat_xy.shape[0] < 1:
         raise InputError("nearest-neighbour distances need at least 2 base and 1 treated rows",
                          field="coordinates")
-    nn = NearestNeighbors(n_neighbors=2).fit(base_xy)
-    d_base = nn.kneighbors(base_xy, n_neighbors=2)[0][:, 1]  # column 0 is the point itself
-    d_treat = nn.kneighbors(treat_xy, n_neighbors=1)[0][:, 0]
+    from mechanism.neighbours import NeighbourSearch, distinct_rows
+
+    base_pts, base_inv, base_cnt = distinct_rows(base_xy)
+    treat_pts, treat_inv, _ = distinct_rows(treat_xy)
+    search = NeighbourSearch(base_pts, random_state)
+    d_point = np.zeros(len(base_pts))
+    single = base_cnt == 1  # a point held by two base rows is its own nearest other row
+    if single.any() and len(base_pts) > 1:
+        d_point[single] = search.nearest_other(np.flatnonzero(single))
+    d_base = d_point[base_inv]
+    d_treat = search.nearest(treat_pts)[treat_inv]
     threshold = float(np.quantile(d_base, 0.95))
     far = (d_treat > threshold).astype(float)
     q_b, q_t = q_idx[~is_t], q_idx[is_t]

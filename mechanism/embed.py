@@ -165,7 +165,8 @@ class Embedder:
     device
         ``"auto"`` (GPU when present), ``"cpu"``, ``"cuda"``, ...
     batch_size
-        Texts per forward pass.
+        Texts per forward pass; ``None`` chooses for the device the model runs on
+        (:func:`auto_batch_size`: 64 on a CPU, up to 2,048 on a GPU with room).
     cache_dir
         Folder of the on-disk cache; ``None`` keeps nothing on disk.
     progress
@@ -178,7 +179,7 @@ class Embedder:
     (1, 384)
     """
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, device: str = "auto", batch_size: int = 64,
+    def __init__(self, model: str = DEFAULT_MODEL, *, device: str = "auto", batch_size: int | None = None,
                  cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> None:
         self.model = model
         self.device = device
@@ -212,9 +213,28 @@ class Embedder:
                 raise MechanismError(f"cannot load embedding model `{self.model}`: {reason}") from exc
         return self._model
 
+    def _batch_size(self) -> int:
+        if self.batch_size is not None:
+            return int(self.batch_size)
+        if getattr(self, "_auto_batch", None) is None:
+            self._auto_batch = auto_batch_size(self._device_name())
+        return self._auto_batch
+
+    def _device_name(self) -> str:
+        """Where the model runs (or will run), without loading it."""
+        if self._model is not None:
+            return str(self._model.device)
+        if self.device != "auto":
+            return str(self.device)
+        try:
+            import torch
+        except ImportError:  # pragma: no cover - sentence-transformers depends on torch
+            return "cpu"
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         model = self._load()
-        out = model.encode(list(texts), batch_size=self.batch_size, show_progress_bar=False,
+        out = model.encode(list(texts), batch_size=self._batch_size(), show_progress_bar=False,
                            normalize_embeddings=True, convert_to_numpy=True)
         return np.asarray(out, dtype=np.float32)
 
@@ -239,7 +259,7 @@ class Embedder:
         missing = [i for i, k in enumerate(keys) if k not in found]
         self.n_cached += len(unique) - len(missing)
         # Chunks of a few batches: each is cached as it finishes, so an interrupted run resumes.
-        chunk = max(self.batch_size * 8, 1)
+        chunk = max(self._batch_size() * 8, 1)
         starts = range(0, len(missing), chunk)
         for start in _progress(starts, enabled=self.progress and bool(missing), desc="embedding",
                                total=len(starts)):
@@ -258,6 +278,23 @@ class Embedder:
         table = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
         position = {t: i for i, t in enumerate(unique)}
         return table[[position[t] for t in texts]]
+
+
+def auto_batch_size(device: str) -> int:
+    """Texts per forward pass for a device: 64 on a CPU (larger batches gain nothing there
+    and pad more), on a GPU 32 per free GiB between 128 and 2,048 (a MiniLM batch of 2,048
+    renderings of 128 tokens needs well under 1 GiB of activations)."""
+    if device.startswith("cuda"):
+        try:
+            import torch
+
+            free, _ = torch.cuda.mem_get_info(torch.device(device))
+            return int(min(2048, max(128, 32 * free // 2**30)))
+        except (ImportError, RuntimeError, ValueError):
+            return 256
+    if device.startswith("mps"):
+        return 256
+    return 64
 
 
 class HashingEmbedder:
@@ -307,6 +344,9 @@ def known_model(name: str) -> bool:
     name, a folder above all, could point the loader at files nobody vetted."""
     if name in _ALIASES:
         return True
+    if name.startswith("composed"):  # "composed[<sep>]:<base>": as safe as its base model
+        base = name.split(":", 1)[1] if ":" in name else ""
+        return base != name and known_model(base)
     if name.startswith("hashing-"):
         try:
             hashing_size(name)
@@ -316,10 +356,85 @@ def known_model(name: str) -> bool:
     return False
 
 
+class ComposedEmbedder:
+    """Embed each distinct step of a rendering once and compose the rendering from its steps.
+
+    A rendering is a sequence of steps joined by ``separator`` (``"1. search first_lookup:
+    whole question [Q] | 2. ... | answer"``). Real agents combine a modest set of steps into
+    mostly distinct sequences, so embedding whole renderings costs one forward pass per
+    trajectory, while the distinct steps (numbered, so position is kept) grow far more
+    slowly. A rendering's vector is the unit-length mean of its steps' vectors; a text
+    without a separator is embedded whole, exactly as by ``base``.
+
+    Parameters
+    ----------
+    base
+        The embedder of the steps (an embedder object, or a spec for :func:`make_embedder`;
+        default all-MiniLM-L6-v2).
+    separator
+        What joins the steps of a rendering.
+    cache_dir, progress
+        Passed to ``base`` when it is built from a spec.
+
+    Examples
+    --------
+    >>> emb = ComposedEmbedder("hashing-32")
+    >>> x = emb.embed(["1. a | 2. b", "1. a | 2. b | 3. c", "1. a"])
+    >>> x.shape, emb.n_steps
+    ((3, 32), 3)
+    """
+
+    def __init__(self, base: "str | TextEmbedder | None" = None, *, separator: str = " | ",
+                 cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> None:
+        if not separator:
+            raise MechanismError("`separator` must be a non-empty string")
+        self.base = make_embedder(base, cache_dir=cache_dir, progress=progress)
+        self.separator = separator
+        self.n_steps = 0  # distinct steps sent to the base embedder, for benchmarks and tests
+
+    @property
+    def model_id(self) -> str:
+        """``composed:<base model>``: composed vectors never mix with whole-text ones."""
+        sep = "" if self.separator == " | " else f"[{self.separator}]"
+        return f"composed{sep}:{self.base.model_id}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One float32, unit-length row per text (all-zero where every step embeds to zero)."""
+        texts = list(texts)
+        unique = list(dict.fromkeys(texts))
+        step_index: dict[str, int] = {}
+        owner: list[int] = []
+        step: list[int] = []
+        for i, text in enumerate(unique):
+            for part in text.split(self.separator):
+                owner.append(i)
+                step.append(step_index.setdefault(part, len(step_index)))
+        steps = list(step_index)
+        self.n_steps += len(steps)
+        vectors = self.base.embed(steps) if steps else np.zeros((0, 0), np.float32)
+        if not texts:
+            return np.zeros((0, vectors.shape[1] if vectors.ndim == 2 else 0), np.float32)
+        from scipy.sparse import csr_matrix
+
+        owner_a, step_a = np.asarray(owner), np.asarray(step)
+        # mean of the steps: each (text, step) occurrence weighted 1 / steps of the text
+        weight = 1.0 / np.bincount(owner_a, minlength=len(unique))[owner_a]
+        mix = csr_matrix((weight, (owner_a, step_a)), shape=(len(unique), len(steps)))
+        table = np.asarray(mix @ vectors.astype(np.float64))
+        norm = np.linalg.norm(table, axis=1, keepdims=True)
+        table = np.divide(table, norm, out=np.zeros_like(table), where=norm > 0).astype(np.float32)
+        position = {t: i for i, t in enumerate(unique)}
+        return table[[position[t] for t in texts]]
+
+
 def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.PathLike | None = None,
                   progress: bool | None = None) -> TextEmbedder:
-    """An embedder from a name: ``None`` (default model), ``"hashing-<n>"``, a model name or
-    path, or an object with ``model_id`` and ``embed(texts)`` (returned as is)."""
+    """An embedder from a name: ``None`` (default model), ``"hashing-<n>"``, ``"composed"``
+    (:class:`ComposedEmbedder` over the default model) or ``"composed:<spec>"``, a model
+    name or path, or an object with ``model_id`` and ``embed(texts)`` (returned as is)."""
+    if isinstance(spec, str) and (spec == "composed" or spec.startswith("composed:")):
+        inner = spec[len("composed:"):] if spec.startswith("composed:") else None
+        return ComposedEmbedder(inner or None, cache_dir=cache_dir, progress=progress)
     if spec is None:
         return Embedder(DEFAULT_MODEL, cache_dir=cache_dir, progress=progress)
     if isinstance(spec, str):

@@ -62,6 +62,7 @@ _FORMAT_NAME = "mechanism.StrategySpace"
 _SILHOUETTE_MAX_ROWS = 3000
 _MEDOID_MAX_ROWS = 3000
 _AGGLOMERATIVE_MAX_ROWS = 4000
+_THRESHOLD_SAMPLE = 5000  # distinct rows whose nearest-neighbour distances set the outlier threshold
 
 
 def weighted_silhouette(points: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> float:
@@ -562,7 +563,14 @@ class StrategySpace:
         if len(uniq) >= 2:
             from sklearn.neighbors import NearestNeighbors
 
-            d = NearestNeighbors(n_neighbors=2).fit(uniq).kneighbors(uniq)[0][:, 1]
+            # Over many distinct rows (agents whose renderings rarely repeat) the median is taken
+            # over a seeded sample of them, each still searched against every row: searching
+            # from every row grows with the square of the distinct rows.
+            query = uniq
+            if len(uniq) > _THRESHOLD_SAMPLE:
+                pick = np.random.default_rng(self.random_state).choice(len(uniq), _THRESHOLD_SAMPLE, replace=False)
+                query = uniq[np.sort(pick)]
+            d = NearestNeighbors(n_neighbors=2).fit(uniq).kneighbors(query)[0][:, 1]
             base = float(np.median(d))
         # A row farther than `resolution` from every training row could not have joined any
         # complete-linkage strategy at fit; the spread term covers the other methods.

@@ -114,3 +114,55 @@ def test_real_minilm_offline(tmp_path):
     again = Embedder(cache_dir=tmp_path, progress=False, device="cpu")
     np.testing.assert_array_equal(again.embed(texts), out)
     assert again.n_computed == 0 and again._model is None  # warm cache: the model is never loaded
+
+
+# ------------------------------------------------------------------ composed renderings, batch size
+def test_composed_embedder_is_the_unit_mean_of_its_steps_each_embedded_once():
+    from mechanism.embed import ComposedEmbedder
+
+    base = CountingEmbedder(progress=False, batch_size=64)
+    emb = ComposedEmbedder(base)
+    texts = ["1. s a | 2. s b | answer", "1. s a | answer", "1. s a | 2. s b | answer", "no separator"]
+    out = emb.embed(texts)
+    assert sorted(t for b in base.batches for t in b) == sorted(["1. s a", "2. s b", "answer", "no separator"])
+    steps = {t: base._encode([t])[0].astype(np.float64) for t in ["1. s a", "2. s b", "answer", "no separator"]}
+    want = (steps["1. s a"] + steps["2. s b"] + steps["answer"]) / 3
+    np.testing.assert_allclose(out[0], want / np.linalg.norm(want), rtol=1e-6)
+    np.testing.assert_array_equal(out[0], out[2])
+    np.testing.assert_allclose(out[3], steps["no separator"], rtol=1e-6)  # one step: the whole text
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-6)
+    assert emb.model_id == "composed:fake-model" and emb.n_steps == 4
+    assert emb.embed([]).shape[0] == 0
+
+
+def test_make_embedder_composed_names_round_trip():
+    from mechanism.embed import ComposedEmbedder
+
+    emb = make_embedder("composed:hashing-16")
+    assert isinstance(emb, ComposedEmbedder) and emb.model_id == "composed:hashing-16"
+    assert make_embedder(emb.model_id).model_id == emb.model_id  # what a saved space records loads back
+    assert make_embedder("composed").model_id == f"composed:{DEFAULT_MODEL}"
+
+
+def test_composed_space_saves_and_loads(tmp_path):
+    from mechanism.simulation import simulate
+    from mechanism.strategy_space import StrategySpace
+
+    runs = simulate(n_questions=12, n_samples=3, arms=("base", "rl"), seed=0, progress=False).runs
+    space = StrategySpace(embedder="composed:hashing-32", progress=False).fit(runs)
+    loaded = StrategySpace.load(space.save(tmp_path / "s"), progress=False)
+    np.testing.assert_array_equal(loaded.transform(runs), space.labels_)
+
+
+def test_batch_size_is_chosen_for_the_device(monkeypatch):
+    from mechanism import embed
+
+    assert embed.auto_batch_size("cpu") == 64
+    assert embed.auto_batch_size("mps") == 256
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (140 * 2**30, 141 * 2**30))
+    assert embed.auto_batch_size("cuda:0") == 2048
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (2 * 2**30, 8 * 2**30))
+    assert embed.auto_batch_size("cuda") == 128
+    assert Embedder("fake", device="cpu", batch_size=None)._batch_size() == 64
+    assert Embedder("fake", device="cpu", batch_size=7)._batch_size() == 7

@@ -1,0 +1,166 @@
+"""A million trajectories on one machine: read -> PASS@(k,T) -> strategies -> reweighting.
+
+Data: ``--n`` simulated trajectories (two arms, base and rl, ``--samples`` per question),
+written as ``--shards`` Search-R1 JSONL shards (each shard its own simulated world, its
+question ids prefixed by the shard). Simulation is set-up and is not timed with the pipeline.
+
+Pipeline, in one fresh process with ``--n-jobs`` worker processes:
+
+1. **read**: :func:`mechanism.parallel.read_shards` with ``out=``: every shard read and
+   validated in a worker and written as a parquet part; a lazy frame comes back.
+2. **PASS@(k,T)**: :func:`mechanism.pass_at_kt` (with bootstrap intervals) on the columns
+   ``arm, question_id, sample_id, correct, n_rounds`` only: the steps are never loaded.
+3. **strategies**: a :class:`~mechanism.StrategySpace` (MiniLM) fitted on the trajectories
+   of a sample of questions (``--fit-questions`` share; all with ``1.0``), saved, and applied
+   to every part by :func:`mechanism.parallel.assign_shards` in the workers; fit and workers
+   share one cache (embeddings, segments), so a rendering is embedded once.
+4. **reweighting**: :func:`mechanism.reweighting` (1,000 bootstrap replicates, 1,000
+   permutations) on the labels; with ``--neighbours`` also the nearest-base-neighbour
+   statistics, for which every row's coordinates are held in memory (3 GB at a million
+   rows, so off by default at that size).
+
+Peak memory is reported for the pipeline process and for its largest worker (``ru_maxrss``);
+the machine-wide peak is at most the first plus ``--n-jobs`` times the second.
+
+Run: ``python benchmarks/bench_scale.py --n 1000000 [--n-jobs 2] [--data DIR]``; prints a
+markdown table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def simulate_shards(data: Path, n: int, samples: int, shards: int) -> None:
+    """Search-R1 JSONL shards (the format RL rollouts are dumped in): one simulated world per
+    shard, its question ids prefixed by the shard, both arms in one file."""
+    import json
+
+    from mechanism.simulation import simulate
+
+    data.mkdir(parents=True, exist_ok=True)
+    questions = max(1, n // shards // (2 * samples))
+    for s in range(shards):
+        sim = simulate(n_questions=questions, n_samples=samples, arms=("base", "rl"), seed=1000 + s, progress=False)
+        with tempfile.TemporaryDirectory() as tmp:
+            sim.write(tmp)
+            with open(data / f"shard-{s:03d}.jsonl", "w", encoding="utf-8") as out:
+                for arm in ("base", "rl"):
+                    with open(Path(tmp) / "searchr1" / f"{arm}.jsonl", encoding="utf-8") as fh:
+                        for line in fh:
+                            rec = json.loads(line)
+                            rec["question_id"] = f"s{s:03d}-{rec['question_id']}"
+                            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+
+def pipeline(data: Path, work: Path, n_jobs: int, fit_questions: float, neighbours: bool) -> dict:
+    import numpy as np
+    import polars as pl
+
+    from mechanism.compare import reweighting
+    from mechanism.parallel import RUN_COLUMNS, assign_shards, read_shards
+    from mechanism.passkt import pass_at_kt
+    from mechanism.strategy_space import StrategySpace
+
+    out: dict = {}
+    t = time.perf_counter()
+    lazy = read_shards(data, format="searchr1", n_jobs=n_jobs, out=work / "parts")
+    out["read_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    light = lazy.select(RUN_COLUMNS).collect()
+    table = pass_at_kt(light, k=[1, 2, 4, 8, 16, 32, 64], t=[0, 1, 2, 3, 5], ci=0.95)
+    out["passkt_s"] = time.perf_counter() - t
+    out["rows"] = light.height
+    out["pass_rows"] = table.height
+
+    t = time.perf_counter()
+    sample = lazy
+    if fit_questions < 1.0:
+        keep = int(round(fit_questions * 1_000_000))
+        sample = lazy.filter(pl.col("question_id").hash(seed=7) % 1_000_000 < keep)
+    fit_rows = sample.collect()
+    # one cache for the fit and the workers: a rendering embedded once is never embedded again
+    space = StrategySpace(random_state=0, progress=False, cache_dir=work / "cache").fit(fit_rows)
+    out["fit_rows"] = fit_rows.height
+    out["n_strategies"] = space.n_strategies_
+    del fit_rows
+    saved = space.save(work / "space")
+    out["fit_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    labels = assign_shards(saved, work / "parts", format="parts", n_jobs=n_jobs, cache_dir=work / "cache")
+    out["assign_s"] = time.perf_counter() - t
+    assert labels.select("arm", "question_id", "sample_id").equals(light.select("arm", "question_id", "sample_id"))
+
+    t = time.perf_counter()
+    coords = None
+    if neighbours:
+        coords = space.coordinates(lazy.collect())
+    rw = reweighting(light, labels["strategy"].to_numpy(), base="base", treated="rl", coordinates=coords)
+    out["reweighting_s"] = time.perf_counter() - t
+    out["composition"] = rw.composition
+    out["within"] = rw.within
+    out["peak_gb_self"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    out["peak_gb_worker"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--samples", type=int, default=64)
+    ap.add_argument("--shards", type=int, default=16)
+    ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--fit-questions", type=float, default=0.1)
+    ap.add_argument("--neighbours", action="store_true")
+    ap.add_argument("--data", default=None, help="folder of shards (simulated into it when empty)")
+    ap.add_argument("--phase", default="all", choices=["all", "simulate", "pipeline"])
+    ap.add_argument("--work", default=None)
+    args = ap.parse_args()
+
+    data = Path(args.data or Path(tempfile.gettempdir()) / f"mechanism-scale-{args.n}")
+    if args.phase == "simulate":
+        simulate_shards(data, args.n, args.samples, args.shards)
+        return
+    if args.phase == "pipeline":
+        result = pipeline(data, Path(args.work), args.n_jobs, args.fit_questions, args.neighbours)
+        print(json.dumps(result))
+        return
+
+    me = [sys.executable, __file__, "--n", str(args.n), "--samples", str(args.samples), "--shards",
+          str(args.shards), "--data", str(data)]
+    if not any(data.glob("*.jsonl")):
+        t = time.perf_counter()
+        subprocess.run(me + ["--phase", "simulate"], check=True)
+        print(f"simulated {args.n:,} trajectories into {args.shards} shards: {time.perf_counter() - t:.0f} s")
+    with tempfile.TemporaryDirectory() as work:
+        t = time.perf_counter()
+        proc = subprocess.run(me + ["--phase", "pipeline", "--work", work, "--n-jobs", str(args.n_jobs),
+                                    "--fit-questions", str(args.fit_questions)]
+                              + (["--neighbours"] if args.neighbours else []),
+                              check=True, capture_output=True, text=True)
+        total = time.perf_counter() - t
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"\n{r['rows']:,} trajectories, {args.shards} shards, n_jobs={args.n_jobs}, "
+          f"{os.cpu_count()} cores; strategies fitted on {r['fit_rows']:,} rows ({r['n_strategies']} found)\n")
+    print("| stage | time (s) |")
+    print("|---|---:|")
+    for name, key in (("read (parquet parts, lazy frame)", "read_s"), ("PASS@(k,T) with intervals", "passkt_s"),
+                      ("strategies: fit on sample + save", "fit_s"), ("strategies: assign every shard", "assign_s"),
+                      ("reweighting" + (" + neighbours" if args.neighbours else ""), "reweighting_s")):
+        print(f"| {name} | {r[key]:.1f} |")
+    print(f"| **total (fresh process, imports included)** | **{total:.1f}** |")
+    print(f"\npeak memory: pipeline process {r['peak_gb_self']:.2f} GB, largest worker {r['peak_gb_worker']:.2f} GB "
+          f"(bound on the machine-wide peak: {r['peak_gb_self'] + args.n_jobs * r['peak_gb_worker']:.2f} GB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Apply a saved strategy space to shards on a Ray cluster (``pip install "mechanism[ray]"``).
+
+The RL stacks that produce rollouts by the million (verl, OpenRLHF, SkyRL, ...) already run
+on Ray, so the toolkit uses it rather than an engine of its own: :func:`assign_shards_ray`
+builds a ``ray.data`` dataset with one item per shard, and a pool of actors, each holding
+the saved space, reads and assigns one shard per batch. The space travels as its files'
+bytes (:func:`mechanism.parallel.space_files`): workers need not see the driver's disk, only
+the shards (a shared file system or a mounted bucket); nothing is pickled into the space.
+
+The per-shard work is the one :func:`mechanism.parallel.assign_shards` does in local worker
+processes, and the results are put back in file order, so the labels are identical to a
+single-process run. Collect shares from them with :func:`mechanism.parallel.strategy_shares`.
+
+Recipe (every checkpoint's rollouts, one folder each)::
+
+    import ray, polars as pl
+    from mechanism.distributed import assign_shards_ray
+    from mechanism.parallel import strategy_shares
+
+    ray.init(address="auto")
+    labels = pl.concat([assign_shards_ray("space/", f"rollouts/step-{s}/", arm=f"step-{s}")
+                        for s in (100, 200, 400)])
+    shares = strategy_shares(labels)        # arm (= checkpoint), strategy, n, share, ci_low, ci_high
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+
+from mechanism.errors import MechanismError, ReadReport, SkippedRecord
+from mechanism.parallel import _ReadArgs, _Task, _assign_task, _collect, space_files, shard_paths
+
+__all__ = ["assign_shards_ray"]
+
+
+def _require_ray() -> Any:
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise MechanismError('the Ray path needs Ray: pip install "mechanism[ray]"') from None
+    return ray
+
+
+def _report_json(rep: ReadReport) -> str:
+    return json.dumps({"rows_in": rep.rows_in, "rows_kept": rep.rows_kept, "formats": rep.formats,
+                       "notes": rep.notes,
+                       "skipped": [[s.source, s.line, s.field, s.reason] for s in rep.skipped]})
+
+
+def _report_from_json(text: str) -> ReadReport:
+    d = json.loads(text)
+    return ReadReport(rows_in=d["rows_in"], rows_kept=d["rows_kept"], formats=d["formats"], notes=d["notes"],
+                      skipped=[SkippedRecord(*s) for s in d["skipped"]])
+
+
+class _AssignActor:
+    """A Ray actor: holds the shipped space and assigns one shard per batch."""
+
+    def __init__(self, files: Mapping[str, bytes], read: dict[str, Any], cache_dir: str | None,
+                 text: bool) -> None:
+        self.files = dict(files)
+        self.read = _ReadArgs(**read)
+        self.cache_dir = cache_dir
+        self.text = text
+
+    def __call__(self, batch: Any) -> Any:
+        out = []
+        for index, path in zip(batch["index"].to_pylist(), batch["path"].to_pylist()):
+            task = _Task(index=int(index), path=str(path), read=self.read, space_files=self.files,
+                         cache_dir=self.cache_dir, text=self.text)
+            table, rep = _assign_task(task)
+            body = table.with_columns(pl.lit(int(index), pl.Int64).alias("_shard"),
+                                      pl.int_range(table.height, dtype=pl.Int64).alias("_row"),
+                                      pl.lit(None, pl.String).alias("_report"))
+            head = pl.DataFrame({"_shard": [int(index)], "_row": [-1], "_report": [_report_json(rep)]},
+                                schema={"_shard": pl.Int64, "_row": pl.Int64, "_report": pl.String})
+            out.append(pl.concat([head, body], how="diagonal"))
+        return pl.concat(out, how="diagonal_relaxed").to_arrow(compat_level=pl.CompatLevel.oldest())
+
+
+def assign_shards_ray(space: str | os.PathLike, path_or_paths: str | os.PathLike | Sequence[str | os.PathLike],
+                      format: str = "auto", *, arm: str | None = None, columns: Mapping[str, str] | None = None,
+                      errors: Literal["raise", "skip"] = "raise", concurrency: int | None = None,
+                      num_cpus: float = 1.0, cache_dir: str | os.PathLike | None = None, text: bool = False,
+                      report: bool = False) -> pl.DataFrame | tuple[pl.DataFrame, ReadReport]:
+    """Apply a saved strategy space to every shard with ``ray.data`` on the connected Ray cluster.
+
+    Parameters
+    ----------
+    space
+        Folder written by :meth:`StrategySpace.save`, on the driver; its files are shipped.
+    path_or_paths, format, arm, columns, errors
+        As for :func:`mechanism.read`, per shard; the shard paths must be readable by the
+        workers.
+    concurrency
+        Actors in the pool (default: the cluster's CPUs divided by ``num_cpus``, at most
+        one per shard).
+    num_cpus
+        CPUs reserved per actor.
+    cache_dir
+        Embedding and segmentation cache on the workers (``None``: none).
+    text
+        Also keep each row's ``rendering`` and ``moves``.
+    report
+        Also return the merged read report.
+
+    Returns
+    -------
+    polars.DataFrame
+        What :func:`mechanism.parallel.assign_shards` returns, in file order: labels identical
+        to a single-process run. Ray is started locally when not yet initialised.
+    """
+    ray = _require_ray()
+    files = space_files(space)
+    read_args = _ReadArgs(format, arm, dict(columns) if columns else None, errors)
+    paths = shard_paths(path_or_paths)
+    tasks = [_Task(index=i, path=str(Path(p).resolve()), read=read_args) for i, p in enumerate(paths)]
+    if not ray.is_initialized():
+        ray.init(include_dashboard=False, log_to_driver=False)
+    if concurrency is None:
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        concurrency = max(1, min(len(tasks), int(cpus // max(num_cpus, 1e-9)) or 1))
+    ds = ray.data.from_items([{"index": t.index, "path": t.path} for t in tasks])
+    ds = ds.map_batches(
+        _AssignActor, batch_size=1, batch_format="pyarrow", concurrency=concurrency, num_cpus=num_cpus,
+        fn_constructor_kwargs={"files": files, "read": {"format": format, "arm": arm,
+                                                        "columns": read_args.columns, "errors": errors},
+                               "cache_dir": None if cache_dir is None else str(cache_dir), "text": text})
+    parts = [pl.from_arrow(t) for t in ray.get(ds.to_arrow_refs())]
+    frame = pl.concat([p for p in parts if p.height], how="diagonal_relaxed").sort("_shard", "_row")
+    results: list[tuple[pl.DataFrame, ReadReport]] = []
+    for i in range(len(tasks)):
+        shard = frame.filter(pl.col("_shard") == i)
+        head = shard.filter(pl.col("_row") == -1)
+        if head.height != 1:
+            raise MechanismError(f"the Ray pipeline returned no result for shard {tasks[i].path}")
+        body = shard.filter(pl.col("_row") >= 0).drop("_shard", "_row", "_report")
+        results.append((body, _report_from_json(head["_report"][0])))
+    cols = ["arm", "question_id", "sample_id", "strategy", "distance", "outlier"] + (
+        ["rendering", "moves"] if text else [])
+    schema = {"arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64, "strategy": pl.Int64,
+              "distance": pl.Float64, "outlier": pl.Boolean, "rendering": pl.String, "moves": pl.String}
+    results = [(b.select(cols).cast({c: schema[c] for c in cols}), r) for b, r in results]
+    return _collect(results, tasks, errors, report)

@@ -1,0 +1,420 @@
+"""Work on a folder of shards in worker processes: read, segment, and apply a saved space.
+
+RL runs write their rollouts as many files (one per checkpoint, per worker, per step). Each
+function here treats every file as a shard, does the same work on each shard (in this
+process with ``n_jobs=1``, in ``n_jobs`` worker processes otherwise) and puts the results
+together in the order of the files, so the output does not depend on ``n_jobs``:
+``n_jobs=2`` gives byte-identical tables to ``n_jobs=1``.
+
+- :func:`read_shards`: :func:`mechanism.read` per shard; with ``out=`` each shard's table is
+  written as a parquet part and a lazy frame over the parts comes back, so no process ever
+  holds more than one shard's observations.
+- ``format="parts"`` reads the parts :func:`read_shards` wrote (canonical tables, read whole
+  with polars and checked with :func:`mechanism.schema.validate`), so the steps after the
+  first read do not parse the records again.
+- :func:`render_shards`: read and segment (:func:`mechanism.segmentation.render`) per shard.
+- :func:`assign_shards`: read and assign each shard to a saved strategy space (loaded once
+  per worker); :func:`strategy_shares` then gives each arm's shares with intervals.
+
+A shard is read on its own, so two things differ from one :func:`mechanism.read` of the
+whole folder: rows without a ``sample_id`` are numbered within their shard (give sample ids
+when one (arm, question) spans shards), and a key repeated in another shard is reported as
+a duplicate without a line number. Workers are started with ``spawn`` (safe with polars'
+threads) and share the cores among them (``OMP_NUM_THREADS`` and ``POLARS_MAX_THREADS`` are
+set to ``cpu_count // n_jobs`` in each).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import polars as pl
+
+from mechanism.errors import InputError, ReadReport, SkippedRecord
+
+__all__ = ["shard_paths", "read_shards", "scan_shards", "render_shards", "assign_shards", "strategy_shares",
+           "space_files", "RUN_COLUMNS", "PARTS"]
+
+# The format name of the parquet parts read_shards writes (canonical tables it validated).
+PARTS = "parts"
+# What PASS@(k,T), the reweighting split and the shares need: never the steps.
+RUN_COLUMNS = ("arm", "question_id", "sample_id", "correct", "n_rounds")
+_KEY = ["arm", "question_id", "sample_id"]
+_ASSIGN_COLUMNS = ("arm", "question_id", "sample_id", "strategy", "distance", "outlier")
+
+
+def shard_paths(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
+    """The shard files of a folder (its trajectory files, sorted by name) or a list of paths,
+    exactly as :func:`mechanism.read` would visit them."""
+    from mechanism.readers import _paths
+
+    return _paths(path_or_paths)
+
+
+def _n_workers(n_jobs: int, n_tasks: int) -> int:
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0 or n_jobs < -1:
+        raise InputError(f"`n_jobs` must be a positive integer or -1 (all cores), got {n_jobs!r}", field="n_jobs")
+    cores = os.cpu_count() or 1
+    return max(1, min(cores if n_jobs == -1 else int(n_jobs), n_tasks))
+
+
+@contextlib.contextmanager
+def _thread_env(threads: int) -> Iterator[None]:
+    """Thread limits the spawned workers inherit (read by torch, BLAS and polars at import)."""
+    names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "POLARS_MAX_THREADS")
+    saved = {n: os.environ.get(n) for n in names}
+    os.environ.update({n: str(threads) for n in names})
+    try:
+        yield
+    finally:
+        for n, v in saved.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
+
+
+def _map(fn: Any, tasks: list[Any], n_jobs: int) -> list[Any]:
+    """``[fn(t) for t in tasks]``, in worker processes when ``n_jobs`` asks for them; results in
+    task order either way."""
+    workers = _n_workers(n_jobs, len(tasks))
+    if workers == 1:
+        return [fn(t) for t in tasks]
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    with _thread_env(threads), ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(fn, t) for t in tasks]  # workers start here, inside the thread limits
+        return [f.result() for f in futures]
+
+
+# ----------------------------------------------------------------------------- tasks
+@dataclass(frozen=True)
+class _ReadArgs:
+    format: str = "auto"
+    arm: str | None = None
+    columns: Mapping[str, str] | None = None
+    errors: str = "raise"
+
+
+@dataclass(frozen=True)
+class _Task:
+    index: int
+    path: str
+    read: _ReadArgs
+    out: str | None = None
+    space: str | None = None          # folder of a saved space (this machine)
+    space_files: Mapping[str, bytes] | None = field(default=None, hash=False)  # or its files, shipped
+    cache_dir: str | None = None
+    text: bool = False
+
+
+def _read_one(task: _Task) -> tuple[pl.DataFrame, ReadReport]:
+    from mechanism.readers import read
+
+    a = task.read
+    if a.format == PARTS:  # our own parts: canonical tables, read whole and checked again
+        from mechanism.schema import validate
+
+        table = validate(pl.read_parquet(task.path), source=task.path)
+        if a.arm is not None:
+            table = table.with_columns(pl.lit(a.arm, pl.String).alias("arm"))
+        return table, ReadReport(rows_in=table.height, rows_kept=table.height, formats={task.path: PARTS})
+    return read(task.path, format=a.format, arm=a.arm, columns=dict(a.columns) if a.columns else None,
+                errors=a.errors, report=True)
+
+
+def _read_task(task: _Task) -> tuple[pl.DataFrame | None, pl.DataFrame, ReadReport]:
+    """One shard read: (table or None when written to ``out``, its keys, report)."""
+    table, rep = _read_one(task)
+    keys = table.select(_KEY)
+    if task.out is None:
+        return table, keys, rep
+    table.write_parquet(_part_path(task.out, task.index))
+    return None, keys, rep
+
+
+def _part_path(out: str | os.PathLike, index: int) -> Path:
+    return Path(out) / f"part-{index:05d}.parquet"
+
+
+def _render_task(task: _Task) -> tuple[pl.DataFrame, ReadReport]:
+    from mechanism.segmentation import render
+
+    table, rep = _read_one(task)
+    return render(table, cache_dir=task.cache_dir), rep
+
+
+_SPACES: dict[str, Any] = {}  # saved spaces loaded in this process, by content
+
+
+def _load_space(task: _Task) -> Any:
+    """The task's saved space, loaded once per process (keyed by its files' content)."""
+    from mechanism.strategy_space import StrategySpace
+
+    files = task.space_files if task.space_files is not None else space_files(task.space)
+    digest = hashlib.sha256(b"".join(hashlib.sha256(n.encode() + b"\0" + files[n]).digest()
+                                     for n in sorted(files))).hexdigest()
+    key = f"{digest}:{task.cache_dir}"
+    if key not in _SPACES:
+        if task.space is not None:
+            folder = task.space
+        else:  # shipped as bytes: lay the files out in a private folder of this worker
+            folder = tempfile.mkdtemp(prefix="mechanism-space-")
+            for name, data in files.items():
+                (Path(folder) / name).write_bytes(data)
+        _SPACES[key] = StrategySpace.load(folder, cache_dir=task.cache_dir, progress=False)
+    return _SPACES[key]
+
+
+def _assign_task(task: _Task) -> tuple[pl.DataFrame, ReadReport]:
+    table, rep = _read_one(task)
+    space = _load_space(task)
+    assigned = space.assign(table)
+    cols = list(_ASSIGN_COLUMNS) + (["rendering", "moves"] if task.text else [])
+    return assigned.select(cols), rep
+
+
+# ----------------------------------------------------------------------------- public
+def _tasks(path_or_paths: Any, read_args: _ReadArgs, **extra: Any) -> list[_Task]:
+    from mechanism.readers import FORMATS
+
+    if read_args.format not in ("auto", PARTS, *FORMATS):
+        raise InputError(f"unknown format {read_args.format!r}; expected auto, {PARTS} or one of "
+                         f"{', '.join(FORMATS)}", field="format")
+    if read_args.errors not in ("raise", "skip"):
+        raise InputError(f"`errors` must be 'raise' or 'skip', got {read_args.errors!r}", field="errors")
+    return [_Task(index=i, path=str(p), read=read_args, **extra) for i, p in enumerate(shard_paths(path_or_paths))]
+
+
+def _merge(reports: list[ReadReport]) -> ReadReport:
+    rep = ReadReport()
+    for r in reports:
+        rep.merge(r)
+    return rep
+
+
+def _cross_shard_duplicates(keys: list[pl.DataFrame], tasks: list[_Task], errors: str,
+                            rep: ReadReport) -> dict[int, np.ndarray]:
+    """Keys repeated across shards (each shard is already free of repeats): raise on the
+    first, or report each and return, per shard, the rows to drop."""
+    sizes = [k.height for k in keys]
+    if sum(sizes) == 0:
+        return {}
+    frame = pl.concat(keys).with_columns(
+        _shard=pl.Series(np.repeat(np.arange(len(keys)), sizes)),
+        _row=pl.Series(np.concatenate([np.arange(n) for n in sizes]) if sizes else np.zeros(0, np.int64)))
+    first = pl.struct(_KEY).is_first_distinct()
+    frame = frame.with_columns(_first=first)
+    if frame["_first"].all():
+        return {}
+    firsts = frame.filter(pl.col("_first")).select(*_KEY, _first_shard="_shard")
+    dups = frame.filter(~pl.col("_first")).join(firsts, on=_KEY, how="left", maintain_order="left")
+    drop: dict[int, list[int]] = {}
+    for d in dups.iter_rows(named=True):
+        key = (d["arm"], d["question_id"], d["sample_id"])
+        reason = (f"duplicate (arm, question_id, sample_id) = {key!r}, first seen in "
+                  f"{tasks[d['_first_shard']].path}")
+        source = tasks[d["_shard"]].path
+        if errors == "raise":
+            raise InputError(reason, source=source, field="sample_id")
+        rep.skipped.append(SkippedRecord(source, None, "sample_id", reason))
+        drop.setdefault(d["_shard"], []).append(d["_row"])
+    return {s: np.array(rows, dtype=np.int64) for s, rows in drop.items()}
+
+
+def _without(frame: pl.DataFrame, rows: np.ndarray | None) -> pl.DataFrame:
+    if rows is None or not len(rows):
+        return frame
+    keep = np.ones(frame.height, dtype=bool)
+    keep[rows] = False
+    return frame.filter(pl.Series(keep))
+
+
+def read_shards(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], format: str = "auto", *,
+                arm: str | None = None, columns: Mapping[str, str] | None = None,
+                errors: Literal["raise", "skip"] = "raise", n_jobs: int = 1, out: str | os.PathLike | None = None,
+                report: bool = False) -> pl.DataFrame | pl.LazyFrame | tuple[Any, ReadReport]:
+    """Read a folder (or list) of trajectory files, one shard per file, in ``n_jobs`` processes.
+
+    Parameters
+    ----------
+    path_or_paths, format, arm, columns, errors
+        As for :func:`mechanism.read`, applied to each shard.
+    n_jobs
+        Worker processes (``-1``: one per core; ``1``: this process).
+    out
+        A folder: each shard's canonical table is written there as ``part-NNNNN.parquet``
+        and a lazy frame over the parts is returned (:func:`scan_shards`); no process holds
+        more than one shard. ``None``: return the table.
+    report
+        Also return the merged :class:`~mechanism.errors.ReadReport`.
+
+    Returns
+    -------
+    polars.DataFrame or polars.LazyFrame, or (that, ReadReport)
+        The shards' tables in file order (identical for every ``n_jobs``).
+    """
+    tasks = _tasks(path_or_paths, _ReadArgs(format, arm, dict(columns) if columns else None, errors),
+                   out=None if out is None else str(out))
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        stale = sorted(Path(out).glob("part-*.parquet"))
+        if stale:
+            raise InputError(f"folder already holds {len(stale)} part file(s); give an empty folder", source=str(out),
+                             field="out")
+    results = _map(_read_task, tasks, n_jobs)
+    rep = _merge([r[2] for r in results])
+    drop = _cross_shard_duplicates([r[1] for r in results], tasks, errors, rep)
+    if out is None:
+        table = pl.concat([_without(r[0], drop.get(i)) for i, r in enumerate(results)], how="vertical")
+        result: Any = table
+    else:
+        for i, rows in drop.items():  # rewrite only the parts that lost a duplicate
+            part = _part_path(out, i)
+            _without(pl.read_parquet(part), rows).write_parquet(part)
+        result = scan_shards(out)
+    rep.rows_kept = rep.rows_in - len(rep.skipped)
+    return (result, rep) if report else result
+
+
+def scan_shards(folder: str | os.PathLike) -> pl.LazyFrame:
+    """A lazy frame over the parts :func:`read_shards` wrote (in shard order). Select the
+    columns a statistic needs (e.g. :data:`RUN_COLUMNS`) and only those are read: PASS@(k,T)
+    and the reweighting split never load the steps."""
+    parts = sorted(Path(folder).glob("part-*.parquet"))
+    if not parts:
+        raise InputError("no part-*.parquet files here", source=str(folder))
+    return pl.scan_parquet(parts)
+
+
+def render_shards(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], format: str = "auto", *,
+                  arm: str | None = None, columns: Mapping[str, str] | None = None,
+                  errors: Literal["raise", "skip"] = "raise", n_jobs: int = 1,
+                  cache_dir: str | os.PathLike | None = None,
+                  report: bool = False) -> pl.DataFrame | tuple[pl.DataFrame, ReadReport]:
+    """Read and segment each shard in ``n_jobs`` processes: the rows of
+    :func:`mechanism.segmentation.render` (rendering, moves, strategy descriptors) in file
+    order, without the steps. ``cache_dir`` is the segmentation cache (safe to share: its
+    entries are written atomically)."""
+    tasks = _tasks(path_or_paths, _ReadArgs(format, arm, dict(columns) if columns else None, errors),
+                   cache_dir=None if cache_dir is None else str(cache_dir))
+    results = _map(_render_task, tasks, n_jobs)
+    return _collect(results, tasks, errors, report)
+
+
+def _collect(results: list[tuple[pl.DataFrame, ReadReport]], tasks: list[_Task], errors: str,
+             report: bool) -> Any:
+    rep = _merge([r[1] for r in results])
+    drop = _cross_shard_duplicates([r[0].select(_KEY) for r in results], tasks, errors, rep)
+    table = pl.concat([_without(r[0], drop.get(i)) for i, r in enumerate(results)], how="vertical")
+    rep.rows_kept = rep.rows_in - len(rep.skipped)
+    return (table, rep) if report else table
+
+
+def space_files(folder: str | os.PathLike) -> dict[str, bytes]:
+    """The files of a saved strategy space, by name: what is shipped to workers that do not
+    see this machine's disk (the space is loaded from them as from its folder, no pickle)."""
+    folder = Path(folder)
+    if not (folder / "space.json").is_file():
+        raise InputError("no saved strategy space here (missing `space.json`)", source=str(folder))
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def assign_shards(space: str | os.PathLike, path_or_paths: str | os.PathLike | Sequence[str | os.PathLike],
+                  format: str = "auto", *, arm: str | None = None, columns: Mapping[str, str] | None = None,
+                  errors: Literal["raise", "skip"] = "raise", n_jobs: int = 1,
+                  cache_dir: str | os.PathLike | None = None, text: bool = False,
+                  report: bool = False) -> pl.DataFrame | tuple[pl.DataFrame, ReadReport]:
+    """Apply a saved strategy space to every shard, in ``n_jobs`` processes, without refitting.
+
+    Parameters
+    ----------
+    space
+        Folder written by :meth:`StrategySpace.save`; each worker loads it once.
+    path_or_paths, format, arm, columns, errors
+        As for :func:`mechanism.read`, per shard; ``format="parts"`` for the parts
+        :func:`read_shards` wrote.
+    n_jobs
+        Worker processes (``-1``: one per core).
+    cache_dir
+        Embedding and segmentation cache of the loaded space (shared by the workers).
+    text
+        Also keep each row's ``rendering`` and ``moves``.
+    report
+        Also return the merged read report.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``arm, question_id, sample_id, strategy`` (-1: outlier), ``distance``, ``outlier``
+        (as :meth:`StrategySpace.assign`), one row per trajectory in file order.
+    """
+    space_files(space)  # a clear error here rather than one per worker
+    tasks = _tasks(path_or_paths, _ReadArgs(format, arm, dict(columns) if columns else None, errors),
+                   space=str(Path(space).resolve()), cache_dir=None if cache_dir is None else str(cache_dir),
+                   text=text)
+    results = _map(_assign_task, tasks, n_jobs)
+    return _collect(results, tasks, errors, report)
+
+
+def strategy_shares(assigned: pl.DataFrame | pl.LazyFrame, *, ci: float | None = 0.95, n_boot: int = 1000,
+                    random_state: int | None = 0) -> pl.DataFrame:
+    """Each arm's share of each strategy, questions weighted equally within the arm.
+
+    Parameters
+    ----------
+    assigned
+        ``arm, question_id, strategy`` per trajectory (e.g. :func:`assign_shards`), eager
+        or lazy (only those columns are read).
+    ci
+        Confidence level of the percentile bootstrap over questions (per arm); ``None``:
+        no intervals.
+    n_boot, random_state
+        Bootstrap replicates and seed.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``arm, strategy, n`` (trajectories), ``share``, ``ci_low``, ``ci_high``; shares of
+        one arm sum to 1.
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"arm": ["a"] * 4, "question_id": ["q1", "q1", "q1", "q2"], "strategy": [0, 0, 1, 1]})
+    >>> strategy_shares(t, ci=None)["share"].to_list()   # q1: 2/3, 1/3; q2: 0, 1 -> means over questions
+    [0.3333333333333333, 0.6666666666666666]
+    """
+    from mechanism.compare import stream
+    from mechanism.resample import percentile_interval, question_bootstrap_weights, question_weighted
+
+    frame = assigned.lazy().select("arm", "question_id", "strategy").collect() \
+        if isinstance(assigned, (pl.DataFrame, pl.LazyFrame)) else None
+    if frame is None:
+        raise InputError("`assigned` must be a polars DataFrame or LazyFrame", field="assigned")
+    strategies = np.sort(frame["strategy"].unique().to_numpy())
+    out = []
+    for arm in sorted(frame["arm"].unique().to_list()):
+        part = frame.filter(pl.col("arm") == arm)
+        _, q_idx = np.unique(part["question_id"].to_numpy(), return_inverse=True)
+        s_idx = np.searchsorted(strategies, part["strategy"].to_numpy())
+        n_q = int(q_idx.max()) + 1
+        counts = np.zeros((n_q, len(strategies)))
+        np.add.at(counts, (q_idx, s_idx), 1.0)
+        (weighted,) = question_weighted(counts)
+        share = weighted.sum(axis=0) / n_q
+        lo = hi = np.full(len(strategies), np.nan)
+        if ci is not None and n_boot > 0:
+            w = question_bootstrap_weights(n_q, n_boot, stream(random_state, f"shares:{arm}")).astype(float)
+            lo, hi = percentile_interval(w @ weighted / n_q, ci)
+        for j, s in enumerate(strategies):
+            out.append((arm, int(s), int(counts[:, j].sum()), float(share[j]), float(lo[j]), float(hi[j])))
+    return pl.DataFrame(out, schema={"arm": pl.String, "strategy": pl.Int64, "n": pl.Int64, "share": pl.Float64,
+                                     "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")

@@ -1,0 +1,46 @@
+"""The Ray path (the optional extra ``mechanism[ray]``): a saved space applied to 20 shards on
+a local 2-CPU Ray instance gives the single-process labels."""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "mechanism[ray]"); CI installs it')
+
+from mechanism.distributed import assign_shards_ray  # noqa: E402
+from mechanism.parallel import assign_shards, strategy_shares  # noqa: E402
+from mechanism.readers import read  # noqa: E402
+from mechanism.simulation import simulate  # noqa: E402
+from mechanism.strategy_space import StrategySpace  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 * 2**20,
+             configure_logging=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.mark.slow
+def test_saved_space_on_20_shards_on_local_ray_equals_single_process(local_ray, tmp_path):
+    runs = simulate(n_questions=40, n_samples=3, arms=("base", "rl"), seed=2, progress=False).runs
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    qids = sorted(runs["question_id"].unique().to_list())
+    for i in range(20):
+        runs.filter(pl.col("question_id").is_in(qids[i::20])).write_parquet(folder / f"part-{i:02d}.parquet")
+    whole = read(folder)
+    space = StrategySpace(embedder="hashing-64", random_state=0, progress=False).fit(whole)
+    saved = space.save(tmp_path / "space")
+
+    labels, rep = assign_shards_ray(saved, folder, report=True)
+    assert rep.rows_in == whole.height and not rep.skipped
+    np.testing.assert_array_equal(labels["strategy"].to_numpy(), space.transform(whole))
+    local = assign_shards(saved, folder, n_jobs=1)
+    assert labels.equals(local)
+    shares = strategy_shares(labels, n_boot=100)
+    assert shares.group_by("arm").agg(pl.col("share").sum())["share"].to_list() == pytest.approx([1.0, 1.0])
