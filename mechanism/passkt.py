@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.errors import InputError
-from mechanism.resample import percentile_interval, question_bootstrap_weights
+from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 from mechanism.schema import validate
 
 DEFAULT_K: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
@@ -102,7 +102,8 @@ def pass_at_kt(
     n_boot
         Bootstrap replicates.
     random_state
-        Seed of the bootstrap; the same seed gives the same intervals.
+        Seed of the bootstrap (int, ``numpy.random.Generator`` or None); the same seed gives
+        the same intervals, and the same question resamples as every other stage given it.
     by
         Columns that define the curves (default one per arm).
     t_source
@@ -280,7 +281,10 @@ def estimate_pass(
                                           return_inverse=True)
     replicates = None
     if ci is not None:
-        weights = question_bootstrap_weights(questions.size, n_boot, random_state).astype(np.float64)
+        # the toolkit's one stream policy: every stage resampling these questions with this
+        # seed draws the same replicates (see mechanism.resample.stream)
+        weights = question_bootstrap_weights(questions.size, n_boot,
+                                             stream(resolve_seed(random_state), "bootstrap")).astype(np.float64)
         replicates = np.empty((n_boot, n_groups, ts.size, ks.size))
         for g in range(n_groups):
             rows = np.flatnonzero(group_index == g)
@@ -292,6 +296,65 @@ def estimate_pass(
                         group_index=group_index, question_index=question_index.reshape(-1),
                         questions=questions, estimate=estimate, replicates=replicates,
                         t_source=source)
+
+
+def depth_notes(runs: pl.DataFrame, t: Iterable[int], t_source: str) -> list[str]:
+    """What a reader must know about where T came from, as plain sentences.
+
+    Under truncation, T is the number of rounds an episode happened to use, not a budget it
+    was given: an arm that chooses to search more loses PASS at small T without losing any
+    ability. When a single ``t_cap`` limits every episode, a T above it repeats the value at
+    the cap (no episode could use more rounds), so saturation there says nothing.
+
+    Parameters
+    ----------
+    runs
+        The canonical table analysed.
+    t
+        The T grid.
+    t_source
+        ``"t_cap"`` or ``"truncation"`` (as resolved; ``"auto"`` is resolved here).
+    """
+    ts = sorted(int(v) for v in t)
+    source = _resolve_source(runs, t_source)
+    notes = []
+    if source == "truncation":
+        notes.append("T from truncation: an episode counts at T when it used at most T rounds; T is the "
+                     "rounds an episode happened to use, not a budget it was given, so an arm that chooses "
+                     "to search more loses PASS at small T without losing ability. For a budget claim, run "
+                     "episodes under each round cap and record it in `t_cap`")
+        if "t_cap" in runs.columns and runs["t_cap"].drop_nulls().len():
+            cap = int(runs["t_cap"].max())
+            beyond = [v for v in ts if v > cap]
+            if beyond:
+                notes.append(f"T = {', '.join(map(str, beyond))} exceeds the largest round cap in `t_cap` ({cap}): "
+                             f"no episode could use more than {cap} rounds, so PASS@(k,T) there equals "
+                             f"PASS@(k,{cap}) and a saturation depth T* at or above {cap} comes from the cap")
+    return notes
+
+
+def within_t_shares(runs: pl.DataFrame, t: Iterable[int], *, by: Sequence[str] = ("arm",)) -> pl.DataFrame:
+    """Per group and T: the share of episodes that used at most T rounds, questions weighing equally.
+
+    Under truncation this is the share of an arm's episodes PASS@(k,T) can count at all: a
+    drop in PASS at small T alongside a drop in this share says the arm uses more rounds,
+    not that it solves less.
+
+    Returns
+    -------
+    polars.DataFrame
+        The ``by`` columns, ``t``, ``share_within_t``.
+    """
+    ts = _grid(t, "t", minimum=0)
+    by = list(by)
+    validate(runs, required=[*by, "question_id", "n_rounds"])
+    per_q = runs.group_by([*by, "question_id"]).agg(
+        [(pl.col("n_rounds") <= int(v)).mean().alias(f"s{i}") for i, v in enumerate(ts)])
+    means = per_q.group_by(by).agg([pl.col(f"s{i}").mean() for i in range(ts.size)]).sort(by)
+    return (means.unpivot(index=by, variable_name="_i", value_name="share_within_t")
+            .with_columns(t=pl.col("_i").replace_strict({f"s{i}": int(v) for i, v in enumerate(ts)},
+                                                        return_dtype=pl.Int64))
+            .select(*by, "t", "share_within_t").sort(*by, "t"))
 
 
 def ratio_table(n: int, ks: np.ndarray) -> np.ndarray:
