@@ -18,7 +18,7 @@ import polars as pl
 
 from mechanism.errors import InputError
 from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
-from mechanism.schema import validate
+from mechanism.schema import check_unique_keys, validate
 
 DEFAULT_K: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_T: tuple[int, ...] = (0, 1, 2, 3, 5)
@@ -247,7 +247,8 @@ def estimate_pass(
         raise InputError(f"`n_boot` must be at least 1, got {n_boot}", field="n_boot")
     source = _resolve_source(runs, t_source)
     needed = [*by, "question_id", "correct", "n_rounds"] + (["t_cap"] if source == "t_cap" else [])
-    validate(runs, required=list(dict.fromkeys(needed)))
+    # the duplicate-key check rides on the group-by below (its group count proves uniqueness)
+    validate(runs, required=list(dict.fromkeys(needed)), check_keys=False)
 
     keys = [*by, "question_id"]
     if source == "truncation":
@@ -255,6 +256,7 @@ def estimate_pass(
         n = np.repeat(counts["n"].to_numpy().astype(np.int64)[:, None], ts.size, axis=1)
     else:
         counts, n = _count_t_cap(runs, keys, ts)
+    check_unique_keys(runs, n_groups=counts.height if by == ["arm"] else None)
     c = counts.select([f"c{i}" for i in range(ts.size)]).to_numpy().astype(np.int64)
     problems = counts.select(keys)
     _check_enough(problems, n, ks, ts, source, chosen=t_source == "auto")
