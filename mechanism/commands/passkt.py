@@ -13,7 +13,7 @@ from mechanism.commands._common import (
 )
 
 from mechanism.errors import InputError
-from mechanism.passkt import default_k
+from mechanism.passkt import default_k, depth_notes
 
 HELP = ("PASS@(k,T) with bootstrap intervals, the capability boundary between two arms "
         "(gained/lost problems, exact test, crossings, saturation) and their figures")
@@ -102,6 +102,7 @@ def write_outputs(
             text += (f"; PASS@({ks[-1]},{tmax}) = {rowk['pass_at_kt']:.3f} "
                      f"[{rowk['ci_low']:.3f}, {rowk['ci_high']:.3f}]")
         lines.append(text)
+    lines += [f"  note: {note}" for note in depth_notes(runs, t, t_source)]
     if figures:
         # with a single k there is no curve over k nor a k x T surface: the curve over T remains
         made = ([("pass_curves", plot_pass_curves(curves, arms=order, colors=colors)),
@@ -136,8 +137,9 @@ def write_outputs(
             written.append(folder / "summary.txt")
             lines.append(text)
             if figures:
-                gap_fig = (plot_gap_surface(result.gap, base=base, treated=other) if len(ks) > 1
-                           else plot_gap_over_t(result.gap, base=base, treated=other, colors=colors))
+                gap_fig = (plot_gap_surface(result.gap, base=base, treated=other, t_source=result.t_source)
+                           if len(ks) > 1 else plot_gap_over_t(result.gap, base=base, treated=other, colors=colors,
+                                                               t_source=result.t_source))
                 for stem, fig in (("gap_surface" if len(ks) > 1 else "gap_over_t", gap_fig),
                                   ("boundary", plot_boundary(result, colors=colors))):
                     written += save_figure(fig, folder, stem)

@@ -181,12 +181,25 @@ def describe(rw: Any) -> str:
     def iv(pair: tuple[float, float]) -> str:
         return f"[{pair[0]:+.3f}, {pair[1]:+.3f}]"
 
-    lines = [f"  {rw.treated} vs {rw.base} ({rw.n_questions} questions, {rw.n_base} + {rw.n_treated} trajectories):",
+    weighting = rw.weighting
+    detectable = rw.detectable
+    lines = [f"  {rw.treated} vs {rw.base} ({rw.n_questions} questions, {rw.n_base} + {rw.n_treated} trajectories; "
+             + ("questions weigh equally within each arm):" if weighting == "question"
+                else "TRAJECTORY-POOLED on request: questions with more samples weigh more):"),
              f"    accuracy {rw.accuracy_base:.3f} -> {rw.accuracy_treated:.3f}; "
              f"difference {rw.total:+.3f} {iv(rw.total_ci)} = composition {rw.composition:+.3f} "
-             f"{iv(rw.composition_ci)} + within {rw.within:+.3f} {iv(rw.within_ci)}",
-             f"    JS divergence {rw.js_divergence:.3f} bits "
+             f"{iv(rw.composition_ci)} + within {rw.within:+.3f} {iv(rw.within_ci)}"]
+    if detectable:
+        lines.append("    smallest effect this design detects (power 0.8): "
+                     + ", ".join(f"{name} {detectable[name]:.3f}" for name in ("total", "composition", "within")
+                                 if name in detectable)
+                     + "; an interval containing 0 does not rule out a smaller effect")
+    plugin = rw.js_divergence_plugin
+    corrected = np.isfinite(rw.js_null_mean)
+    lines += [f"    JS divergence {rw.js_divergence:.3f} bits "
              f"[{rw.js_divergence_ci[0]:.3f}, {rw.js_divergence_ci[1]:.3f}]"
+             + (f" (bias-corrected: plug-in {plugin:.3f} minus {rw.js_null_mean:.3f} that identical policies "
+                "give with this design)" if corrected else " (plug-in, not bias-corrected)")
              + (f"; within-question permutation p = {rw.permutation_p:.4f}" if rw.n_permutations else ""),
              "    alignment (share gain vs base success) "
              + (f"{rw.alignment:+.2f} {iv(rw.alignment_ci)}" if np.isfinite(rw.alignment)

@@ -66,7 +66,8 @@ def plot_pass_curves(
             ax.xaxis.set_major_locator(FixedLocator(ks))
             ax.xaxis.set_minor_locator(NullLocator())
             ax.set_xticklabels([str(k) for k in ks], rotation=0 if len(ks) <= 7 else 90)
-            ax.set_title(f"T = {tv} round{'s' if tv != 1 else ''}")
+            ax.set_title(f"T = {tv} round{'s' if tv != 1 else ''}"
+                         + (" used" if _source_of(curves) == "truncation" else ""))
         for ax in axes.flat[len(ts):]:
             ax.set_visible(False)
         for ax in axes[-1]:
@@ -80,7 +81,10 @@ def plot_pass_curves(
         if title:
             fig.suptitle(title, y=1.07)
         band = " (bands: bootstrap interval over problems)" if has_ci else ""
-        fig.text(0.5, -0.02, f"PASS@(k,T) by arm{band}", ha="center", va="top", fontsize=7.5, color="0.35")
+        depth = ("; T = rounds an episode happened to use (truncation), not a budget: run per-T caps (`t_cap`) "
+                 "for a budget claim" if _source_of(curves) == "truncation" else "")
+        fig.text(0.5, -0.02, f"PASS@(k,T) by arm{band}{depth}", ha="center", va="top", fontsize=7.5,
+                 color="0.35")
         fig.tight_layout(rect=(0, 0, 1, 0.92))
     return fig
 
@@ -110,11 +114,13 @@ def plot_pass_over_t(curves: pl.DataFrame, *, k: int = 1, arms: Sequence[str] | 
                 ax.fill_between(x, part["ci_low"].to_numpy(), part["ci_high"].to_numpy(), color=colors[arm],
                                 alpha=0.18, linewidth=0)
         ax.set_xticks(ts)
-        ax.set_xlabel("T (round budget)")
+        truncation = _source_of(curves) == "truncation"
+        ax.set_xlabel(_t_axis(_source_of(curves)))
         ax.set_ylabel(f"PASS@({k},T)")
         ax.set_ylim(bottom=0)
         ax.legend(loc="lower right")
-        ax.set_title(f"PASS@({k},T) by round budget" + (" (bands: bootstrap interval)" if has_ci else ""))
+        ax.set_title(f"PASS@({k},T) by " + ("rounds used" if truncation else "round budget")
+                     + (" (bands: bootstrap interval)" if has_ci else ""))
     return fig
 
 
@@ -132,7 +138,7 @@ def plot_pass_surfaces(curves: pl.DataFrame, *, arms: Sequence[str] | None = Non
             grid = _grid(curves.filter(pl.col("arm") == arm), "pass_at_kt", ks, ts)
             image = ax.imshow(grid, cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=1.0, origin="lower", aspect="auto")
             _annotate(ax, grid, fmt="{:.2f}", dark_above=0.55, reverse=True)
-            _label_grid(ax, ks, ts)
+            _label_grid(ax, ks, ts, _source_of(curves))
             ax.set_title(f"{arm}")
         for ax in axes[0][1:]:
             ax.set_ylabel("")
@@ -140,7 +146,7 @@ def plot_pass_surfaces(curves: pl.DataFrame, *, arms: Sequence[str] | None = Non
     return fig
 
 
-def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str) -> Figure:
+def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str, t_source: str | None = None) -> Figure:
     """Treated - base over the k x T grid, on a diverging map centred on zero.
 
     Parameters
@@ -150,6 +156,8 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str) -> Figure:
         ``ci_high``). Cells whose interval excludes zero are marked with an asterisk.
     base, treated
         Arm names for the title.
+    t_source
+        ``"truncation"`` labels T as the rounds used (e.g. :attr:`Boundary.t_source`).
     """
     _need(gap, ["t", "k", "gap"], "gap")
     ks = sorted(set(gap["k"].to_list()))
@@ -169,7 +177,7 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str) -> Figure:
         for (i, j), text in np.ndenumerate(labels):
             strong = abs(grid[i, j]) > 0.6 * limit
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if strong else "black")
-        _label_grid(ax, ks, ts)
+        _label_grid(ax, ks, ts, t_source)
         ax.set_title(f"PASS@(k,T): {treated} − {base}")
         fig.colorbar(image, ax=ax, shrink=0.9, label=f"{treated} − {base}")
         if sig is not None:
@@ -201,8 +209,12 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None) 
         ax_sets.axhline(n_problems, color="0.5", linewidth=0.8, linestyle=":")
         ax_sets.text(x[-1] + 0.5, n_problems, f"all {n_problems}", ha="right", va="bottom", fontsize=7, color="0.35")
         ax_sets.set_xticks(x, [str(t) for t in ts])
-        ax_sets.set_xlabel("T (round budget)")
-        ax_sets.set_ylabel("problems solved at least once")
+        ax_sets.set_xlabel(_t_axis(result.t_source))
+        budget = ""
+        if "budget_min" in result.tests.columns:
+            lo, hi = int(result.tests["budget_min"].min()), int(result.tests["budget_max"].max())
+            budget = f"\nin {lo} samples" if lo == hi else "\nin a common n per problem"
+        ax_sets.set_ylabel("problems solved at least once" + budget)
         one_sample = int(result.problems.select(pl.max_horizontal("n_base", "n_treated").max()).item()) < 2
         ax_sets.set_title("problems solved on their one try" if one_sample else "boundary size |B_T|")
         ax_sets.legend(loc="upper left", ncol=2)
@@ -222,7 +234,7 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None) 
                          fontsize=6.5, color="0.25")
         ax_diff.text(x[-1] + 0.45, top * 1.32, "← p", ha="left", va="bottom", fontsize=6.5, color="0.25")
         ax_diff.set_xticks(x, [str(t) for t in ts])
-        ax_diff.set_xlabel("T (round budget)")
+        ax_diff.set_xlabel(_t_axis(result.t_source))
         ax_diff.set_ylabel("problems")
         ax_diff.set_title(f"gained vs lost ({treated} vs {base})")
         ax_diff.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
@@ -233,7 +245,7 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None) 
 
 
 def plot_gap_over_t(gap: pl.DataFrame, *, base: str, treated: str, k: int | None = None,
-                    colors: Mapping[str, str] | None = None) -> Figure:
+                    colors: Mapping[str, str] | None = None, t_source: str | None = None) -> Figure:
     """Treated - base at one k over the round budget T, with its bootstrap interval.
 
     The view of the gap that remains with a single k (one sample per problem).
@@ -254,10 +266,19 @@ def plot_gap_over_t(gap: pl.DataFrame, *, base: str, treated: str, k: int | None
                             linewidth=0, label="bootstrap interval")
             ax.legend(loc="best")
         ax.set_xticks(x)
-        ax.set_xlabel("T (round budget)")
+        ax.set_xlabel(_t_axis(t_source))
         ax.set_ylabel(f"difference in PASS@({k},T)")
         ax.set_title(f"{treated} − {base} at k = {k}")
     return fig
+
+
+def _t_axis(source: str | None) -> str:
+    """Axis label for T: a budget only when episodes were run under each cap."""
+    return "T (rounds used; truncation)" if source == "truncation" else "T (round budget)"
+
+
+def _source_of(frame: pl.DataFrame) -> str | None:
+    return frame["t_source"][0] if "t_source" in frame.columns and frame.height else None
 
 
 def _p_label(p: float) -> str:
@@ -290,9 +311,9 @@ def _annotate(ax, grid: np.ndarray, *, fmt: str, dark_above: float, reverse: boo
                 color="black" if light_bg else "white")
 
 
-def _label_grid(ax, ks: list[int], ts: list[int]) -> None:
+def _label_grid(ax, ks: list[int], ts: list[int], source: str | None = None) -> None:
     ax.set_xticks(range(len(ks)), [str(k) for k in ks])
     ax.set_yticks(range(len(ts)), [str(t) for t in ts])
     ax.set_xlabel("k (samples)")
-    ax.set_ylabel("T (round budget)")
+    ax.set_ylabel(_t_axis(source))
     ax.grid(False)
