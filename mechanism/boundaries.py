@@ -341,7 +341,7 @@ def solved_probability(n: np.ndarray, c: np.ndarray, m: np.ndarray) -> np.ndarra
     Examples
     --------
     >>> solved_probability(np.array([4, 16]), np.array([1, 4]), np.array([4, 4])).round(4).tolist()
-    [1.0, 0.7280]
+    [1.0, 0.728]
     """
     n, c, m = (np.asarray(a, dtype=np.int64) for a in (n, c, m))
     out = np.empty(n.shape)

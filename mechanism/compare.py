@@ -909,15 +909,19 @@ def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray
 
 # ----------------------------------------------------------------------------- several arms
 def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, others: Sequence[str] | None = None,
-                 ci: float | None = 0.95, n_boot: int = 1000, random_state: int | None = 0,
+                 ci: float | None = 0.95, n_boot: int = 1000,
+                 random_state: int | np.random.Generator | None = 0,
                  n_permutations: int = 1000, coordinates: np.ndarray | None = None,
-                 progress: bool | None = False) -> pl.DataFrame:
+                 progress: bool | None = False, weighting: str = "question") -> pl.DataFrame:
     """:func:`reweighting` of every arm in ``others`` against ``base``, as one long table.
 
     Parameters
     ----------
     others
         Arms to compare with ``base`` (default: every other arm, in order of appearance).
+    weighting
+        As in :func:`reweighting`. The other options are those of :func:`reweighting`; one
+        seed is resolved once, so every arm is compared on the same question resamples.
 
     Returns
     -------
@@ -929,10 +933,11 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, others: Sequence
     if others is None:
         others = [a for a in runs["arm"].unique(maintain_order=True).to_list() if a != base]
     frames = []
+    seed = resolve_seed(random_state)
     for arm in others:
         rw = reweighting(runs, labels, base=base, treated=arm, ci=ci, n_boot=n_boot,
-                         random_state=random_state, n_permutations=n_permutations,
-                         coordinates=coordinates, progress=progress)
+                         random_state=seed, n_permutations=n_permutations,
+                         coordinates=coordinates, progress=progress, weighting=weighting)
         frames.append(rw.summary().select(pl.lit(base).alias("base"), pl.lit(arm).alias("treated"),
                                           pl.all()))
     if not frames:
