@@ -216,3 +216,17 @@ def test_js_divergence_interval_contains_zero_for_identical_policies():
         plugin_covered += rw.js_divergence_plugin <= 0.0
     assert covered / reps >= 0.9
     assert plugin_covered == 0  # the plug-in value is never 0: what made the old interval exclude it
+
+
+def test_js_divergence_interval_excludes_zero_when_strategy_mixes_differ():
+    rng = np.random.default_rng(22)
+    q = 40
+    kinds = np.repeat([EASY, HARD], q // 2)
+    n = rng.integers(3, 12, size=(2, q))
+    shares = np.array([[[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]], [[0.3, 0.3, 0.4], [0.1, 0.3, 0.6]]])
+    counts, wins = _draw(rng, kinds, n, shares, np.full((2, 2, 3), 0.5))
+    runs, labels = _runs_from_counts(counts, wins)
+    rw = reweighting(runs, labels, base="base", treated="rl", n_boot=300, n_permutations=300)
+    assert rw.js_divergence_ci[0] > 0 and rw.permutation_p < 0.01
+    assert rw.js_divergence == pytest.approx(rw.js_divergence_plugin - rw.js_null_mean)
+    assert 0 < rw.js_null_mean < rw.js_divergence_plugin
