@@ -167,3 +167,29 @@ def test_reweighting_with_a_generator_seed_is_reproducible_and_paired():
     # total = composition + within replicate by replicate: all drawn from one set of resamples
     reps = a.replicates
     assert np.allclose(reps["composition_total"] + reps["within_total"], reps["total"])
+
+
+@pytest.mark.parametrize("design", ["proportions", "skipping"])
+def test_identical_policies_under_uneven_designs_are_not_called_an_expansion(design):
+    p = np.random.default_rng(1).beta(0.4, 3.0, 150)
+    calls = 0
+    for seed in range(6):
+        rng = np.random.default_rng(100 + seed)
+        runs = _runs(p, {"base": 12, "rl": 12}, seed)
+        if design == "proportions":   # samples per question drawn at random per arm (2..12)
+            keep_n = {arm: rng.integers(2, 13, size=p.size) for arm in ("base", "rl")}
+            limit = np.where(runs["arm"].to_numpy() == "base", keep_n["base"][_q(runs)], keep_n["rl"][_q(runs)])
+            runs = runs.filter(pl.Series(runs["sample_id"].to_numpy() < limit))
+        else:                         # treated loses 75 % of its records on half the questions
+            hit = (runs["arm"].to_numpy() == "rl") & (_q(runs) % 2 == 0)
+            keep = ~hit | (rng.random(runs.height) >= 0.75) | (runs["sample_id"].to_numpy() < 2)
+            runs = runs.filter(pl.Series(keep))
+        b = boundary(runs, base="base", treated="rl", t=[2], k=[1, 2], n_boot=100, random_state=seed)
+        calls += b.expansion or bool(b.tests["contraction"].any())
+        assert any("common budget" in note for note in b.notes)
+        assert (b.problems["budget"] == b.problems.select(pl.min_horizontal("n_base", "n_treated")).to_series()).all()
+    assert calls == 0
+
+
+def _q(runs: pl.DataFrame) -> np.ndarray:
+    return runs["question_id"].str.slice(1).cast(pl.Int64).to_numpy()
