@@ -247,16 +247,20 @@ def estimate_pass(
         raise InputError(f"`n_boot` must be at least 1, got {n_boot}", field="n_boot")
     source = _resolve_source(runs, t_source)
     needed = [*by, "question_id", "correct", "n_rounds"] + (["t_cap"] if source == "t_cap" else [])
-    # the duplicate-key check rides on the group-by below (its group count proves uniqueness)
+    # the duplicate-key check rides on the counting below (see _count_blocks)
     validate(runs, required=list(dict.fromkeys(needed)), check_keys=False)
 
     keys = [*by, "question_id"]
-    if source == "truncation":
-        counts = _count_truncation(runs, keys, ts)
+    counts = _count_blocks(runs, ts) if source == "truncation" and by == ["arm"] else None
+    if counts is not None:  # counted from contiguous blocks, keys proven unique on the way
         n = np.repeat(counts["n"].to_numpy().astype(np.int64)[:, None], ts.size, axis=1)
     else:
-        counts, n = _count_t_cap(runs, keys, ts)
-    check_unique_keys(runs, n_groups=counts.height if by == ["arm"] else None)
+        if source == "truncation":
+            counts = _count_truncation(runs, keys, ts)
+            n = np.repeat(counts["n"].to_numpy().astype(np.int64)[:, None], ts.size, axis=1)
+        else:
+            counts, n = _count_t_cap(runs, keys, ts)
+        check_unique_keys(runs, n_groups=counts.height if by == ["arm"] else None)
     c = counts.select([f"c{i}" for i in range(ts.size)]).to_numpy().astype(np.int64)
     problems = counts.select(keys)
     _check_enough(problems, n, ks, ts, source, chosen=t_source == "auto")
@@ -380,6 +384,49 @@ def _pass_values(n: np.ndarray, c: np.ndarray, ks: np.ndarray) -> np.ndarray:
         mask = n == n_value
         out[mask] = 1.0 - ratio_table(int(n_value), ks)[c[mask]]
     return out
+
+
+def _count_blocks(runs: pl.DataFrame, ts: np.ndarray) -> pl.DataFrame | None:
+    """Per-problem counts without a hash group-by, when the table is laid out in blocks.
+
+    Tables are usually written one (arm, question) after another. One vectorised pass
+    compares each row's ``arm`` and ``question_id`` with the row before: the block starts
+    give every problem's rows, and one ``numpy.bincount`` over (block, depth index) counts
+    samples and successes within each depth. The same pass checks that sample ids strictly increase
+    within each block; with the blocks' keys all distinct, no ``(arm, question_id,
+    sample_id)`` can repeat, so the duplicate-key check costs nothing extra. Returns None
+    (the caller then groups by hash and checks keys exactly) when an (arm, question) is
+    split over several blocks or sample ids do not increase.
+    """
+    if runs.height == 0:
+        return None
+    arm, qid = pl.col("arm"), pl.col("question_id")
+    same = ((arm == arm.shift()) & (qid == qid.shift())).fill_null(False)
+    exprs = [(~same).arg_true().implode().alias("starts")]
+    if "sample_id" in runs.columns:
+        sid = pl.col("sample_id")
+        exprs.append((same & (sid <= sid.shift())).any().alias("unordered"))
+    probe = runs.select(exprs)  # one pass: the row comparisons are made once
+    if "unordered" in probe.columns and probe["unordered"].item():
+        return None
+    starts = probe["starts"].explode().to_numpy().astype(np.int64)
+    blocks = runs.select("arm", "question_id")[starts]
+    if blocks.is_duplicated().any():  # an (arm, question) in several blocks: not this layout
+        return None
+    # Each episode's depth index: the first T of the grid it fits under (failures: past the
+    # grid). One bincount over (block, depth index) and a cumulative sum over depths give the
+    # successes within every T for every problem at once.
+    beyond = int(ts.max()) + 1
+    rounds = runs.select(pl.when(pl.col("correct")).then(pl.col("n_rounds")).otherwise(beyond)
+                         .alias("r"))["r"].to_numpy()
+    depth_of = np.searchsorted(ts, np.arange(beyond + 1), side="left")  # rounds -> depth index
+    n = np.diff(np.append(starts, runs.height))
+    width = ts.size + 1
+    cell = np.repeat(np.arange(starts.size, dtype=np.int64) * width, n) + depth_of[np.minimum(rounds, beyond)]
+    hist = np.bincount(cell, minlength=starts.size * width).reshape(starts.size, width)
+    within = np.cumsum(hist[:, :ts.size], axis=1)
+    cols = {"n": n, **{f"c{i}": within[:, i] for i in range(ts.size)}}
+    return blocks.with_columns(**{k: pl.Series(v, dtype=pl.Int64) for k, v in cols.items()}).sort("arm", "question_id")
 
 
 def _count_truncation(runs: pl.DataFrame, keys: list[str], ts: np.ndarray) -> pl.DataFrame:

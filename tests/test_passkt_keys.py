@@ -43,3 +43,23 @@ def test_pass_at_kt_refuses_a_repeated_key_in_sorted_and_shuffled_tables():
     with pytest.raises(InputError, match="duplicate"):
         pass_at_kt(split, k=[1], t=[1], ci=None)
     np.testing.assert_equal(pass_at_kt(ok, k=[1], t=[1], ci=None, by=()).height, 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["q1", "q2", "q10"]), st.booleans(),
+                          st.integers(0, 9)), min_size=1, max_size=30),
+       st.lists(st.integers(0, 8), min_size=1, max_size=4, unique=True), st.booleans())
+def test_block_counting_equals_the_group_by(rows, depths, shuffle):
+    from mechanism.passkt import _count_blocks, _count_truncation
+    runs = pl.DataFrame(rows, schema=["arm", "question_id", "correct", "n_rounds"], orient="row")
+    runs = runs.sort("arm", "question_id", maintain_order=True) if not shuffle else runs
+    runs = runs.with_columns(sample_id=pl.int_range(pl.len()).over("arm", "question_id"))
+    ts = np.unique(np.asarray(depths))
+    want = _count_truncation(runs, ["arm", "question_id"], ts).with_columns(pl.exclude("arm", "question_id").cast(pl.Int64))
+    got = _count_blocks(runs, ts)
+    contiguous = runs.select((pl.struct("arm", "question_id").rle_id().n_unique()
+                              == pl.struct("arm", "question_id").n_unique())).item()
+    if got is None:
+        assert not contiguous
+    else:
+        assert contiguous and got.equals(want)
