@@ -255,12 +255,16 @@ def estimate_pass(
     if counts is not None:  # counted from contiguous blocks, keys proven unique on the way
         n = np.repeat(counts["n"].to_numpy().astype(np.int64)[:, None], ts.size, axis=1)
     else:
+        # grouped by (arm, question): distinct sample ids per group, counted in the same
+        # group-by, prove the keys unique; the exact check then runs only to name a repeat
+        fold = by == ["arm"] and "sample_id" in runs.columns
         if source == "truncation":
-            counts = _count_truncation(runs, keys, ts)
+            counts = _count_truncation(runs, keys, ts, distinct=fold)
             n = np.repeat(counts["n"].to_numpy().astype(np.int64)[:, None], ts.size, axis=1)
         else:
-            counts, n = _count_t_cap(runs, keys, ts)
-        check_unique_keys(runs, n_groups=counts.height if by == ["arm"] else None)
+            counts, n = _count_t_cap(runs, keys, ts, distinct=fold)
+        if not fold or not (counts["_distinct"] == counts["_rows"]).all():
+            check_unique_keys(runs, n_groups=counts.height if by == ["arm"] else None)
     c = counts.select([f"c{i}" for i in range(ts.size)]).to_numpy().astype(np.int64)
     problems = counts.select(keys)
     _check_enough(problems, n, ks, ts, source, chosen=t_source == "auto")
@@ -429,15 +433,20 @@ def _count_blocks(runs: pl.DataFrame, ts: np.ndarray) -> pl.DataFrame | None:
     return blocks.with_columns(**{k: pl.Series(v, dtype=pl.Int64) for k, v in cols.items()}).sort("arm", "question_id")
 
 
-def _count_truncation(runs: pl.DataFrame, keys: list[str], ts: np.ndarray) -> pl.DataFrame:
+def _count_truncation(runs: pl.DataFrame, keys: list[str], ts: np.ndarray, *, distinct: bool = False) -> pl.DataFrame:
     # One pass over the table counts successes at every depth: each correct episode adds to
     # the depths it fits under.
     within = [(pl.col("correct") & (pl.col("n_rounds") <= int(d))).sum().alias(f"c{i}")
               for i, d in enumerate(ts)]
-    return runs.group_by(keys).agg(pl.len().alias("n"), *within).sort(keys)
+    return runs.group_by(keys).agg(pl.len().alias("n"), *within, *_distinct_aggs(distinct)).sort(keys)
 
 
-def _count_t_cap(runs: pl.DataFrame, keys: list[str], ts: np.ndarray) -> tuple[pl.DataFrame, np.ndarray]:
+def _distinct_aggs(distinct: bool) -> list[pl.Expr]:
+    return ([pl.len().alias("_rows"), pl.col("sample_id").n_unique().alias("_distinct")] if distinct else [])
+
+
+def _count_t_cap(runs: pl.DataFrame, keys: list[str], ts: np.ndarray, *,
+                 distinct: bool = False) -> tuple[pl.DataFrame, np.ndarray]:
     if runs["t_cap"].null_count():
         row = int(runs["t_cap"].is_null().arg_max())
         raise InputError("null value in column `t_cap` while episodes are counted by their cap; "
@@ -445,7 +454,7 @@ def _count_t_cap(runs: pl.DataFrame, keys: list[str], ts: np.ndarray) -> tuple[p
     cap_in = [pl.col("t_cap") == int(d) for d in ts]
     agg = [e.sum().alias(f"n{i}") for i, e in enumerate(cap_in)]
     agg += [(e & pl.col("correct")).sum().alias(f"c{i}") for i, e in enumerate(cap_in)]
-    counts = runs.group_by(keys).agg(*agg).sort(keys)
+    counts = runs.group_by(keys).agg(*agg, *_distinct_aggs(distinct)).sort(keys)
     n = counts.select([f"n{i}" for i in range(ts.size)]).to_numpy().astype(np.int64)
     return counts, n
 
