@@ -7,6 +7,13 @@ here is vectorised over problems, k and T: successes are counted for every depth
 polars group-by, and the ratio ``C(n - c, k) / C(n, k)`` is read from an exact table built
 once per distinct n (cumulative products of ``(n - c - j) / (n - j)``), never looped over
 problems and never through ``lgamma`` differences.
+
+Counting starts from the table. When each (arm, question) is one contiguous block of rows
+(how tables are usually written), one pass comparing neighbouring rows finds the blocks and
+proves ``(arm, question_id, sample_id)`` unique, and one ``bincount`` counts every depth;
+otherwise a hash group-by counts them and its distinct sample ids per group prove the keys
+unique. Either way the duplicate-key check costs a fraction of the counting, not a hash of
+every key (see ``benchmarks/bench_passkt.py``).
 """
 from __future__ import annotations
 
