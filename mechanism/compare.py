@@ -60,8 +60,9 @@ Conventions (stated once, used everywhere below):
   also occurs among the base arm's sequences *for the same question* (averaged over
   questions under the design rule), and
   ``overlap_distinct``, the same share counted over distinct (question, sequence) pairs.
-  Distinct counts grow with the samples per question: compare ``unique_per_problem``
-  between arms only at equal samples per problem.
+  Distinct counts grow with the samples per question, so ``unique_at_common_n`` gives the
+  expected number of distinct sequences among ``min(n_base(q), n_treated(q))`` samples of
+  each question (unbiased, as PASS@k is): compare arms on that one when their samples differ.
 - **Strategies absent from one arm.** Their success rate there is undefined; the split
   borrows the other arm's rate. The identity still holds exactly (the borrowed rate is
   multiplied by a zero share), the strategy's within part is zero, and all of its effect
@@ -383,6 +384,9 @@ class Reweighting:
             for row in self.query_sequences.iter_rows(named=True):
                 add(f"unique_query_sequences_{row['arm']}", row["unique_per_problem"],
                     (row["unique_per_problem_ci_low"], row["unique_per_problem_ci_high"]))
+            for row in self.query_sequences.iter_rows(named=True):
+                add(f"unique_query_sequences_{row['arm']}_at_common_n", row["unique_at_common_n"],
+                    (row["unique_at_common_n_ci_low"], row["unique_at_common_n_ci_high"]))
             for row in self.query_sequences.iter_rows(named=True):
                 if row["arm"] == self.treated:
                     add(f"query_overlap_with_base{tag}", row["overlap_with_base"],
@@ -812,6 +816,7 @@ def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndar
     weights = None
     if ci is not None and n_boot > 0:
         weights = question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
+    common = _distinct_at_common_n(frame, base, treated, n_q)
     rows = []
     for arm in (base, treated):
         sub = frame.filter(pl.col("arm") == arm)
@@ -830,7 +835,8 @@ def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndar
         uinb[qi] = per_q["unique_in_base"].to_numpy()
         row: dict[str, Any] = {"arm": arm, "n_questions": n_q,
                                "samples_per_problem": float(n.mean()),
-                               "unique_per_problem": float(uniq.mean())}
+                               "unique_per_problem": float(uniq.mean()),
+                               "unique_at_common_n": float(common[arm].mean())}
         is_base = arm == base
         # design rule: the share of a question's trajectories repeating a base sequence,
         # averaged over questions (trajectory weighting: pooled over trajectories)
@@ -841,6 +847,8 @@ def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndar
         if weights is not None:
             lo, hi = percentile_interval(weights @ uniq / n_q, ci)
             row["unique_per_problem_ci_low"], row["unique_per_problem_ci_high"] = float(lo), float(hi)
+            lo, hi = percentile_interval(weights @ common[arm] / n_q, ci)
+            row["unique_at_common_n_ci_low"], row["unique_at_common_n_ci_high"] = float(lo), float(hi)
             if not is_base:
                 with np.errstate(invalid="ignore", divide="ignore"):
                     lo, hi = percentile_interval((weights @ share_in) / (weights @ denom), ci)
@@ -850,11 +858,36 @@ def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndar
         rows.append(row)
     schema = {"arm": pl.String, "n_questions": pl.Int64, "samples_per_problem": pl.Float64,
               "unique_per_problem": pl.Float64, "unique_per_problem_ci_low": pl.Float64,
-              "unique_per_problem_ci_high": pl.Float64, "overlap_with_base": pl.Float64,
+              "unique_per_problem_ci_high": pl.Float64, "unique_at_common_n": pl.Float64,
+              "unique_at_common_n_ci_low": pl.Float64, "unique_at_common_n_ci_high": pl.Float64,
+              "overlap_with_base": pl.Float64,
               "overlap_with_base_ci_low": pl.Float64, "overlap_with_base_ci_high": pl.Float64,
               "overlap_distinct": pl.Float64, "overlap_distinct_ci_low": pl.Float64,
               "overlap_distinct_ci_high": pl.Float64}
     return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema, orient="row")
+
+
+def _distinct_at_common_n(frame: pl.DataFrame, base: str, treated: str, n_q: int) -> dict[str, np.ndarray]:
+    """Per arm and question: expected distinct query sequences among ``m(q)`` of its samples.
+
+    Distinct counts grow with the number of samples, so arms are compared at the common
+    budget ``m(q) = min(n_base(q), n_treated(q))``: a sequence seen ``a`` times among the
+    arm's ``n`` samples appears among m drawn without replacement with probability
+    ``1 - C(n - a, m) / C(n, m)`` (the unbiased estimator), and the expected number of
+    distinct sequences is the sum of these over the question's sequences.
+    """
+    from mechanism.boundaries import solved_probability
+
+    mult = frame.group_by("arm", "q", "seq").len("a")
+    sizes = frame.group_by("arm", "q").len("n")
+    budget = sizes.group_by("q").agg(pl.col("n").min().alias("m"))
+    mult = mult.join(sizes, on=["arm", "q"]).join(budget, on="q")
+    p = solved_probability(mult["n"].to_numpy(), mult["a"].to_numpy(), mult["m"].to_numpy())
+    out = {}
+    for arm in (base, treated):
+        keep = (mult["arm"] == arm).to_numpy()
+        out[arm] = np.bincount(mult["q"].to_numpy()[keep], weights=p[keep], minlength=n_q)
+    return out
 
 
 # ----------------------------------------------------------------------------- neighbours

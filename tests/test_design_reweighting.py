@@ -230,3 +230,22 @@ def test_js_divergence_interval_excludes_zero_when_strategy_mixes_differ():
     assert rw.js_divergence_ci[0] > 0 and rw.permutation_p < 0.01
     assert rw.js_divergence == pytest.approx(rw.js_divergence_plugin - rw.js_null_mean)
     assert 0 < rw.js_null_mean < rw.js_divergence_plugin
+
+
+def test_unique_query_sequences_are_compared_at_a_common_number_of_samples():
+    import itertools
+
+    from mechanism.schema import make_step
+    # one question; base draws 3 samples, treated 6 from the same two sequences
+    arms = ["base"] * 3 + ["rl"] * 6
+    seqs = ["a", "a", "b", "a", "a", "a", "a", "b", "b"]
+    runs = pl.DataFrame({"arm": arms, "question_id": ["q1"] * 9, "sample_id": [0, 1, 2, 0, 1, 2, 3, 4, 5],
+                         "correct": [True] * 9,
+                         "steps": [[make_step(query=x)] for x in seqs]})
+    rw = reweighting(runs, np.zeros(9, dtype=int), base="base", treated="rl", n_boot=20, n_permutations=0)
+    table = {r["arm"]: r for r in rw.query_sequences.iter_rows(named=True)}
+    assert table["rl"]["unique_per_problem"] == 2 and table["base"]["unique_at_common_n"] == 2
+    # brute force: the mean number of distinct sequences over every 3 of rl's 6 samples
+    rl = seqs[3:]
+    brute = np.mean([len({rl[i] for i in c}) for c in itertools.combinations(range(6), 3)])
+    assert table["rl"]["unique_at_common_n"] == pytest.approx(brute, abs=1e-12)

@@ -210,7 +210,10 @@ def describe(rw: Any) -> str:
         q = {r["arm"]: r for r in rw.query_sequences.iter_rows(named=True)}
         t = q[rw.treated]
         lines.append(f"    unique query sequences per problem: {rw.base} {q[rw.base]['unique_per_problem']:.1f}, "
-                     f"{rw.treated} {t['unique_per_problem']:.1f} (of {t['samples_per_problem']:.1f} samples); "
+                     f"{rw.treated} {t['unique_per_problem']:.1f} (of {t['samples_per_problem']:.1f} samples"
+                     + (f"; at a common n per problem {q[rw.base]['unique_at_common_n']:.1f} vs "
+                        f"{t['unique_at_common_n']:.1f}" if q[rw.base]["samples_per_problem"] != t["samples_per_problem"]
+                        else "") + "); "
                      f"{100 * t['overlap_with_base']:.1f}% of {rw.treated}'s trajectories repeat a base query "
                      f"sequence for the same problem")
     if rw.neighbours is not None:
