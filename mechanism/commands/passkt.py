@@ -13,7 +13,7 @@ from mechanism.commands._common import (
 )
 
 from mechanism.errors import InputError
-from mechanism.passkt import default_k, depth_notes
+from mechanism.passkt import default_k, depth_notes, within_t_shares
 
 HELP = ("PASS@(k,T) with bootstrap intervals, the capability boundary between two arms "
         "(gained/lost problems, exact test, crossings, saturation) and their figures")
@@ -102,6 +102,12 @@ def write_outputs(
             text += (f"; PASS@({ks[-1]},{tmax}) = {rowk['pass_at_kt']:.3f} "
                      f"[{rowk['ci_low']:.3f}, {rowk['ci_high']:.3f}]")
         lines.append(text)
+    if curves["t_source"][0] == "truncation":
+        shares = within_t_shares(runs, t)
+        for arm in order:
+            part = shares.filter(pl.col("arm") == arm)
+            lines.append(f"  {arm}: episodes with at most T rounds " + ", ".join(
+                f"T={tv} {sv:.2f}" for tv, sv in part.select("t", "share_within_t").iter_rows()))
     lines += [f"  note: {note}" for note in depth_notes(runs, t, t_source)]
     if figures:
         # with a single k there is no curve over k nor a k x T surface: the curve over T remains
