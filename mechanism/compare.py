@@ -63,6 +63,9 @@ Conventions (stated once, used everywhere below):
   Distinct counts grow with the samples per question, so ``unique_at_common_n`` gives the
   expected number of distinct sequences among ``min(n_base(q), n_treated(q))`` samples of
   each question (unbiased, as PASS@k is): compare arms on that one when their samples differ.
+  Likewise ``overlap_at_common_n``: the chance that a treated trajectory's sequence is among
+  ``min(n_base(q), n_treated(q))`` of the base arm's samples of its question, averaged over
+  the treated trajectories of each question and then over questions.
 - **Strategies absent from one arm.** Their success rate there is undefined; the split
   borrows the other arm's rate. The identity still holds exactly (the borrowed rate is
   multiplied by a zero share), the strategy's within part is zero, and all of its effect
@@ -393,6 +396,8 @@ class Reweighting:
                         (row["overlap_with_base_ci_low"], row["overlap_with_base_ci_high"]))
                     add("query_overlap_distinct", row["overlap_distinct"],
                         (row["overlap_distinct_ci_low"], row["overlap_distinct_ci_high"]))
+                    add("query_overlap_with_base_at_common_n", row["overlap_at_common_n"],
+                        (row["overlap_at_common_n_ci_low"], row["overlap_at_common_n_ci_high"]))
         if self.neighbours is not None:
             for row in self.neighbours.iter_rows(named=True):
                 add(row["quantity"], row["estimate"], (row["ci_low"], row["ci_high"]))
@@ -844,6 +849,7 @@ def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndar
         denom = np.ones(n_q) if weighting == "question" else n
         row["overlap_with_base"] = None if is_base else float(share_in.sum() / denom.sum())
         row["overlap_distinct"] = None if is_base else float(uinb.sum() / uniq.sum())
+        row["overlap_at_common_n"] = None if is_base else float(common["overlap"].mean())
         if weights is not None:
             lo, hi = percentile_interval(weights @ uniq / n_q, ci)
             row["unique_per_problem_ci_low"], row["unique_per_problem_ci_high"] = float(lo), float(hi)
@@ -855,6 +861,8 @@ def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndar
                     lo2, hi2 = percentile_interval((weights @ uinb) / (weights @ uniq), ci)
                 row["overlap_with_base_ci_low"], row["overlap_with_base_ci_high"] = float(lo), float(hi)
                 row["overlap_distinct_ci_low"], row["overlap_distinct_ci_high"] = float(lo2), float(hi2)
+                lo3, hi3 = percentile_interval(weights @ common["overlap"] / n_q, ci)
+                row["overlap_at_common_n_ci_low"], row["overlap_at_common_n_ci_high"] = float(lo3), float(hi3)
         rows.append(row)
     schema = {"arm": pl.String, "n_questions": pl.Int64, "samples_per_problem": pl.Float64,
               "unique_per_problem": pl.Float64, "unique_per_problem_ci_low": pl.Float64,
@@ -863,7 +871,8 @@ def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndar
               "overlap_with_base": pl.Float64,
               "overlap_with_base_ci_low": pl.Float64, "overlap_with_base_ci_high": pl.Float64,
               "overlap_distinct": pl.Float64, "overlap_distinct_ci_low": pl.Float64,
-              "overlap_distinct_ci_high": pl.Float64}
+              "overlap_distinct_ci_high": pl.Float64, "overlap_at_common_n": pl.Float64,
+              "overlap_at_common_n_ci_low": pl.Float64, "overlap_at_common_n_ci_high": pl.Float64}
     return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema, orient="row")
 
 
@@ -887,6 +896,12 @@ def _distinct_at_common_n(frame: pl.DataFrame, base: str, treated: str, n_q: int
     for arm in (base, treated):
         keep = (mult["arm"] == arm).to_numpy()
         out[arm] = np.bincount(mult["q"].to_numpy()[keep], weights=p[keep], minlength=n_q)
+    # overlap at the common budget: a treated trajectory's sequence (share a_t / n_t of the
+    # question's treated samples) is among m of base's samples with the probability above
+    in_base = mult.with_columns(p=pl.Series(p)).filter(pl.col("arm") == base).select("q", "seq", "p")
+    treated_share = mult.filter(pl.col("arm") == treated).select("q", "seq", (pl.col("a") / pl.col("n")).alias("w"))
+    joined = treated_share.join(in_base, on=["q", "seq"], how="left").with_columns(pl.col("p").fill_null(0.0))
+    out["overlap"] = np.bincount(joined["q"].to_numpy(), weights=(joined["w"] * joined["p"]).to_numpy(), minlength=n_q)
     return out
 
 

@@ -249,3 +249,23 @@ def test_unique_query_sequences_are_compared_at_a_common_number_of_samples():
     rl = seqs[3:]
     brute = np.mean([len({rl[i] for i in c}) for c in itertools.combinations(range(6), 3)])
     assert table["rl"]["unique_at_common_n"] == pytest.approx(brute, abs=1e-12)
+    # overlap at the common budget: rl sequences are a (4 of 6) or b (2 of 6); base has a twice and
+    # b once among 3 samples, and m = 3 is all of them, so every rl sequence is in base
+    assert table["rl"]["overlap_at_common_n"] == pytest.approx(1.0)
+
+
+def test_overlap_with_base_at_a_common_number_of_samples_by_brute_force():
+    import itertools
+
+    from mechanism.schema import make_step
+    base_seqs = ["a", "a", "b", "c", "c", "d"]   # base: 6 samples
+    rl_seqs = ["a", "b", "e"]                     # treated: 3 samples, m = 3
+    runs = pl.DataFrame({"arm": ["base"] * 6 + ["rl"] * 3, "question_id": ["q1"] * 9,
+                         "sample_id": list(range(6)) + list(range(3)), "correct": [True] * 9,
+                         "steps": [[make_step(query=x)] for x in base_seqs + rl_seqs]})
+    rw = reweighting(runs, np.zeros(9, dtype=int), base="base", treated="rl", n_boot=20, n_permutations=0)
+    row = rw.query_sequences.filter(pl.col("arm") == "rl").row(0, named=True)
+    brute = np.mean([np.mean([s in {base_seqs[i] for i in c} for s in rl_seqs])
+                     for c in itertools.combinations(range(6), 3)])
+    assert row["overlap_at_common_n"] == pytest.approx(brute, abs=1e-12)
+    assert row["overlap_with_base"] == pytest.approx(2 / 3)  # against all 6 base samples

@@ -215,7 +215,9 @@ def describe(rw: Any) -> str:
                         f"{t['unique_at_common_n']:.1f}" if q[rw.base]["samples_per_problem"] != t["samples_per_problem"]
                         else "") + "); "
                      f"{100 * t['overlap_with_base']:.1f}% of {rw.treated}'s trajectories repeat a base query "
-                     f"sequence for the same problem")
+                     f"sequence for the same problem"
+                     + (f" ({100 * t['overlap_at_common_n']:.1f}% against a common n of base samples)"
+                        if q[rw.base]["samples_per_problem"] != t["samples_per_problem"] else ""))
     if rw.neighbours is not None:
         nb = {r["quantity"]: r for r in rw.neighbours.iter_rows(named=True)}
         far = nb["far_share"]
