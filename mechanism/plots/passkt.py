@@ -181,7 +181,7 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str, t_source: st
         ax.set_title(f"PASS@(k,T): {treated} − {base}")
         fig.colorbar(image, ax=ax, shrink=0.9, label=f"{treated} − {base}")
         if sig is not None:
-            fig.text(0.5, -0.01, "* bootstrap interval over problems excludes 0", ha="center", va="top",
+            fig.text(0.5, -0.01, "* bootstrap interval over problems excludes 0 (each cell at its own level, not adjusted over cells)", ha="center", va="top",
                      fontsize=7.5, color="0.35")
     return fig
 
