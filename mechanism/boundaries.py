@@ -1,13 +1,26 @@
 """The capability boundary between two arms (DESIGN.md section 5).
 
-``B_T(arm)`` is the set of problems the arm solves at least once in its n samples within T
-rounds (PASS@(n,T) > 0). Between a base and a treated arm this module lists the problems
+``B_T(arm)`` is the set of problems the arm solves at least once in n samples within T
+rounds (PASS@(n,T) > 0). "Solved at least once" grows with n, so the two arms are compared
+on a common per-problem budget: ``m = min(n_base, n_treated)`` samples of each problem (per
+T). An arm with more samples is judged on a random subset of m of them (seeded; drawn from
+the hypergeometric law of its successes, exactly what subsampling its episodes gives), and
+the expected counts from the unbiased estimator ``1 - C(n - c, m) / C(n, m)`` are reported
+beside them (``gained_expected``, ``lost_expected``). A significant excess of gained
+problems means "more problems solved at least once in m samples", not a new capability:
+it is what a higher success rate on hard problems also gives. Between a base and a treated
+arm this module lists the problems
 gained and lost, tests the discordant counts exactly (two-sided binomial, McNemar's exact
 form), splits the PASS@(1,T) difference into efficiency (problems both solve), expansion
 (problems only the treated arm solves) and loss (problems only the base solves), and
 reports the marginal gains in k and in T, the saturation depth T*, the k where the two
 curves cross and the gap at large k, each difference with a paired bootstrap interval over
-questions.
+questions. The crossing points and T* carry intervals from the same bootstrap replicates as
+the curves (one seed, one stream: :func:`mechanism.resample.stream`).
+
+Under truncation-based T (no per-T runs), T is the rounds an episode happened to use: the
+summary says so, reports per arm the share of episodes with at most T rounds, and points to
+``t_cap`` runs for a budget claim.
 """
 from __future__ import annotations
 
@@ -19,8 +32,9 @@ import polars as pl
 from scipy.stats import binomtest
 
 from mechanism.errors import InputError
-from mechanism.passkt import DEFAULT_T, PassEstimate, default_k, estimate_pass, summary_table
-from mechanism.resample import percentile_interval, question_bootstrap_weights
+from mechanism.passkt import (DEFAULT_T, PassEstimate, default_k, depth_notes, estimate_pass, ratio_table,
+                              summary_table, within_t_shares)
+from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 from mechanism.results import ResultMixin
 
 STATUSES = ("both", "gained", "lost", "neither")
@@ -38,20 +52,28 @@ class Boundary(ResultMixin):
         The k and T grids.
     problems
         One row per shared problem and T: ``question_id``, ``t``, ``n_base``, ``c_base``,
-        ``n_treated``, ``c_treated``, ``base_solved``, ``treated_solved``, ``status`` (one of
-        both, gained, lost, neither), ``pass1_base``, ``pass1_treated``.
+        ``n_treated``, ``c_treated``, ``budget`` (the common number of samples ``m``),
+        ``p_solved_base``/``p_solved_treated`` (unbiased probability of at least one
+        success in m samples), ``base_solved``, ``treated_solved`` (solved at least once in
+        the m samples judged), ``status`` (one of both, gained, lost, neither),
+        ``pass1_base``, ``pass1_treated``.
     sets
-        Size of ``B_T`` per arm and T: ``arm``, ``t``, ``n_problems``, ``n_solved``, ``share``.
+        Size of ``B_T`` per arm and T at the common budget: ``arm``, ``t``, ``n_problems``,
+        ``n_solved``, ``share``, and ``share_within_t`` (share of the arm's episodes that
+        used at most T rounds, questions weighing equally; under truncation the episodes
+        PASS@(k,T) can count at all).
     tests
-        Per T: ``n_problems``, ``both``, ``gained``, ``lost``, ``neither``, ``p_value`` (exact
-        two-sided binomial test of gained vs lost), ``p_holm`` (Holm-adjusted over the T
-        grid), ``expansion`` (more gained than lost with ``p_holm < alpha``) and
-        ``contraction`` (more lost than gained, same test), and ``verdict`` in words. With one
-        sample per problem neither is called: solved sets are then solved-once sets.
+        Per T: ``n_problems``, ``budget_min``/``budget_max``, ``both``, ``gained``, ``lost``,
+        ``neither``, ``gained_expected``/``lost_expected`` (unbiased expected counts at the
+        budget), ``p_value`` (exact two-sided binomial test of gained vs lost), ``p_holm``
+        (Holm-adjusted over the T grid), ``expansion`` (more problems solved at least once
+        in m samples by the treated arm, ``p_holm < alpha``), ``contraction`` (fewer, same
+        test), and ``verdict`` in words. With one sample per problem neither is called.
     split
         Per T and component (``total``, ``efficiency``, ``expansion``, ``loss``): the
         PASS@(1,T) difference treated - base, ``total = efficiency + expansion - loss``,
-        with ``ci_low``/``ci_high``.
+        with ``ci_low``/``ci_high`` and ``detectable`` (smallest effect the design detects
+        with probability 0.8, from the interval's width).
     curves
         :func:`mechanism.passkt.pass_at_kt` of both arms on the shared problems.
     gap
@@ -63,12 +85,17 @@ class Boundary(ResultMixin):
         the grid, and ``gain_per_round``.
     saturation
         Per arm and k: ``t_star``, the smallest T from which every later step of the T grid
-        gains less than ``tol`` (null when the last step still gains ``tol`` or more).
+        gains less than ``tol`` (null when the last step still gains ``tol`` or more), its
+        interval ``ci_low``/``ci_high`` over the bootstrap replicates (null: not saturated
+        within the grid) and ``share_saturated``, the share of replicates saturated.
     crossings
         Every k where the treated curve crosses the base curve, per T (interpolated linearly
-        on log2 k), and the ``direction``.
+        on log2 k), the ``direction``, an interval ``ci_low``/``ci_high`` from the replicates
+        that cross the same way (the crossing nearest the estimate) and ``share_crossing``,
+        the share of replicates that do.
     notes
-        What a reader should know (problems present in one arm only, and so on).
+        What a reader should know (problems present in one arm only, unequal samples, T from
+        truncation, and so on).
     """
 
     base: str
@@ -91,11 +118,11 @@ class Boundary(ResultMixin):
     notes: list[str] = field(default_factory=list)
 
     def gained(self, t: int) -> list[str]:
-        """Question ids in ``B_t(treated)`` but not ``B_t(base)``."""
+        """Question ids in ``B_t(treated)`` but not ``B_t(base)`` (at the common budget)."""
         return self._status(t, "gained")
 
     def lost(self, t: int) -> list[str]:
-        """Question ids in ``B_t(base)`` but not ``B_t(treated)``."""
+        """Question ids in ``B_t(base)`` but not ``B_t(treated)`` (at the common budget)."""
         return self._status(t, "lost")
 
     def crossing_k(self, t: int) -> float | None:
@@ -105,7 +132,10 @@ class Boundary(ResultMixin):
 
     @property
     def expansion(self) -> bool:
-        """Whether any depth shows a significant net gain of solved problems."""
+        """Whether any depth shows significantly more problems solved at least once in m samples.
+
+        Not a claim of new capability: a higher success rate on hard problems gives it too.
+        """
         return bool(self.tests["expansion"].any())
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -118,14 +148,27 @@ class Boundary(ResultMixin):
 
     def _summary_text(self) -> str:
         """A few plain-text lines stating the findings, with their uncertainty."""
+        depth = ("T = rounds an episode used (truncation), not a budget" if self.t_source == "truncation"
+                 else "T = the round cap episodes were run under (t_cap)")
         lines = [f"capability boundary: {self.treated} vs {self.base} "
-                 f"({self.problems['question_id'].n_unique()} shared problems; T from {self.t_source})"]
+                 f"({self.problems['question_id'].n_unique()} shared problems; {depth})"]
         for row in self.tests.iter_rows(named=True):
-            verdict = row["verdict"]
+            budget = (f"{row['budget_min']}" if row["budget_min"] == row["budget_max"]
+                      else f"{row['budget_min']}-{row['budget_max']}")
             lines.append(
-                f"  T={row['t']}: solved {self.base} {row['both'] + row['lost']}, {self.treated} "
-                f"{row['both'] + row['gained']}; gained {row['gained']}, lost {row['lost']} "
-                f"(exact two-sided p = {row['p_value']:.3g}, Holm {row['p_holm']:.3g}): {verdict}")
+                f"  T={row['t']}: solved at least once in {budget} samples: {self.base} {row['both'] + row['lost']}, "
+                f"{self.treated} {row['both'] + row['gained']}; gained {row['gained']}, lost {row['lost']} "
+                f"(expected {row['gained_expected']:.1f} vs {row['lost_expected']:.1f}; exact two-sided "
+                f"p = {row['p_value']:.3g}, Holm {row['p_holm']:.3g}): {row['verdict']}")
+        if self.t_source == "truncation":
+            share = {(r["arm"], r["t"]): r["share_within_t"] for r in self.sets.iter_rows(named=True)}
+            for arm in (self.base, self.treated):
+                lines.append(f"  episodes with at most T rounds, {arm}: " + ", ".join(
+                    f"T={tv} {share[(arm, tv)]:.2f}" for tv in self.t if (arm, tv) in share))
+        for row in self.split.filter(pl.col("component") == "total").iter_rows(named=True):
+            lines.append(f"  T={row['t']}: PASS@(1,T) difference {row['value']:+.3f} "
+                         f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}], smallest detectable "
+                         f"{row['detectable']:.3f}")
         kmax = max(self.k)
         for row in self.gap.filter(pl.col("k") == kmax).iter_rows(named=True):
             text = (f"  T={row['t']}: gap at k={kmax} {row['gap']:+.3f} "
@@ -133,7 +176,9 @@ class Boundary(ResultMixin):
             if len(self.k) > 1:
                 crossed = self.crossings.filter(pl.col("t") == row["t"])
                 text += "; curves cross at " + (", ".join(
-                    f"k = {c:.2f} ({d})" for c, d in crossed.select("k_cross", "direction").iter_rows())
+                    f"k = {c:.2f} [{lo:.2f}, {hi:.2f}] ({d}; {100 * sh:.0f}% of resamples cross)"
+                    for c, d, lo, hi, sh in crossed.select("k_cross", "direction", "ci_low", "ci_high",
+                                                           "share_crossing").iter_rows())
                     if crossed.height else "no k in the grid")
             lines.append(text)
         lines.extend(f"  note: {note}" for note in self.notes)
@@ -207,10 +252,10 @@ def boundary(
     ci
         Level of the paired percentile bootstrap intervals over questions.
     n_boot, random_state
-        Bootstrap replicates and seed (same seed, same intervals).
+        Bootstrap replicates and seed (int, Generator or None; turned into one integer once,
+        so the curves, split, crossings and T* share their replicates; same seed, same output).
     alpha
-        Level of the discordant-pair test (Holm-adjusted across the T grid) for calling an
-        expansion.
+        Level of the discordant-pair test (Holm-adjusted across the T grid).
     tol
         Saturation tolerance: a step in T gaining less than this is flat.
     t_source
@@ -238,6 +283,7 @@ def boundary(
         if arm not in arms:
             raise InputError(f"`{name}` arm {arm!r} is not in the runs (arms: {sorted(map(str, arms))})",
                              field=name)
+    seed = resolve_seed(random_state)
     both = runs.filter(pl.col("arm").is_in([base, treated]))
     qsets = {a: set(both.filter(pl.col("arm") == a)["question_id"].unique().to_list()) for a in (base, treated)}
     shared = qsets[base] & qsets[treated]
@@ -252,7 +298,7 @@ def boundary(
 
     if k is None:
         k = default_k(both, t, t_source=t_source)
-    est = estimate_pass(both, k, t, ci=ci, n_boot=n_boot, random_state=random_state, t_source=t_source)
+    est = estimate_pass(both, k, t, ci=ci, n_boot=n_boot, random_state=seed, t_source=t_source)
     arm_of = est.groups["arm"].to_list()
     g_base, g_treat = arm_of.index(base), arm_of.index(treated)
     rows_b = np.flatnonzero(est.group_index == g_base)
@@ -261,65 +307,108 @@ def boundary(
     qids = est.problems["question_id"].to_numpy()[rows_b]
     ks, ts = est.k.tolist(), est.t.tolist()
 
-    problems, tests = _discordant(est, rows_b, rows_t, qids, alpha)
+    problems, tests = _discordant(est, rows_b, rows_t, qids, alpha, stream(seed, "subsample"))
     if not np.array_equal(est.n[rows_b], est.n[rows_t]):
         # B_T grows with n: an arm sampled more often solves more problems at least once
         notes.append(f"the arms have different numbers of samples per problem ({base!r}: "
                      f"{int(est.n[rows_b].min())}-{int(est.n[rows_b].max())}, {treated!r}: "
-                     f"{int(est.n[rows_t].min())}-{int(est.n[rows_t].max())}); solved sets grow with n, so "
-                     "gained and lost problems partly reflect the sampling, not the policies")
+                     f"{int(est.n[rows_t].min())}-{int(est.n[rows_t].max())}); solved sets are compared at a "
+                     "common budget of min(n_base, n_treated) samples per problem, the larger arm judged on a "
+                     "seeded random subset of its samples (expected counts from the unbiased estimator beside them)")
+    truncation = est.t_source == "truncation"
+    where = " within T rounds used" if truncation else ""
     if int(est.n.max()) < 2:
         # one try per problem: "solved" is "solved on that try", so a significant difference
         # in solved sets is a difference in success rates, not evidence about the boundary
         tests = tests.with_columns(
-            verdict=pl.when(pl.col("expansion")).then(pl.lit("more solved (one sample)"))
-            .when(pl.col("contraction")).then(pl.lit("fewer solved (one sample)"))
+            verdict=pl.when(pl.col("expansion")).then(pl.lit(f"more solved on their one try{where}"))
+            .when(pl.col("contraction")).then(pl.lit(f"fewer solved on their one try{where}"))
             .otherwise(pl.lit("no significant change")),
             expansion=pl.lit(False), contraction=pl.lit(False))
         notes.append("one sample per problem: solved sets are solved-once sets, not capability "
                      "boundaries; the exact test compares success rates (McNemar)")
     else:
+        budget = pl.when(pl.col("budget_min") == pl.col("budget_max")).then(
+            pl.format("{} samples", pl.col("budget_min"))).otherwise(
+            pl.format("{}-{} samples (common n per problem)", pl.col("budget_min"), pl.col("budget_max")))
         tests = tests.with_columns(
-            verdict=pl.when(pl.col("expansion")).then(pl.lit("expansion"))
-            .when(pl.col("contraction")).then(pl.lit("contraction"))
+            verdict=pl.when(pl.col("expansion")).then(
+                pl.format("more problems solved at least once in {}{}", budget, pl.lit(where)))
+            .when(pl.col("contraction")).then(
+                pl.format("fewer problems solved at least once in {}{}", budget, pl.lit(where)))
             .otherwise(pl.lit("no significant change")))
-    split = _split(est, rows_b, rows_t, ci, n_boot, random_state)
+        if truncation and tests["contraction"].any():
+            notes.append("fewer problems solved within T rounds used can mean the treated arm uses more "
+                         "rounds, not that it lost ability: compare the shares of episodes with at most T "
+                         "rounds, and run per-T caps (`t_cap`) for a budget claim")
+    notes.extend(depth_notes(both, ts, est.t_source))
+    split = _split(est, rows_b, rows_t, problems, ci, n_boot, seed)
     curves = summary_table(est, ci=ci)
     sets = (problems.unpivot(index=["question_id", "t"], on=["base_solved", "treated_solved"],
                              variable_name="which", value_name="solved")
             .with_columns(arm=pl.when(pl.col("which") == "base_solved").then(pl.lit(base)).otherwise(pl.lit(treated)))
             .group_by("arm", "t").agg(n_problems=pl.len(), n_solved=pl.col("solved").sum())
             .with_columns(pl.col("n_problems", "n_solved").cast(pl.Int64),
-                          share=pl.col("n_solved") / pl.col("n_problems"))
+                          share=pl.col("n_solved") / pl.col("n_problems")))
+    sets = (sets.join(within_t_shares(both, ts), on=["arm", "t"], how="left")
             .sort(pl.col("arm") != base, "t"))
 
     gap = _gap(est, g_base, g_treat, ci)
     marginal_k, marginal_t = _marginals(est, ci)
-    saturation = _saturation(marginal_t, tol, ks)
-    crossings = _crossings(est, g_base, g_treat)
+    saturation = _saturation(est, marginal_t, tol, ks, ci)
+    crossings = _crossings(est, g_base, g_treat, ci)
     return Boundary(base=base, treated=treated, k=ks, t=ts, alpha=alpha, tol=tol, t_source=est.t_source,
                     problems=problems, sets=sets, tests=tests, split=split, curves=curves, gap=gap,
                     marginal_k=marginal_k, marginal_t=marginal_t, saturation=saturation,
                     crossings=crossings, notes=notes)
 
 
+def solved_probability(n: np.ndarray, c: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Unbiased probability that m of a problem's n samples (c of them successes) hold a success.
+
+    ``1 - C(n - c, m) / C(n, m)``, from the exact table of :func:`mechanism.passkt.ratio_table`
+    once per distinct (n, m); ``m <= n`` elementwise.
+
+    Examples
+    --------
+    >>> solved_probability(np.array([4, 16]), np.array([1, 4]), np.array([4, 4])).round(4).tolist()
+    [1.0, 0.728]
+    """
+    n, c, m = (np.asarray(a, dtype=np.int64) for a in (n, c, m))
+    out = np.empty(n.shape)
+    pairs = np.unique(np.stack([n.reshape(-1), m.reshape(-1)], axis=1), axis=0)
+    for nv, mv in pairs:
+        mask = (n == nv) & (m == mv)
+        out[mask] = 1.0 - ratio_table(int(nv), np.array([int(mv)]))[c[mask], 0]
+    return out
+
+
 def _discordant(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, qids: np.ndarray,
-                alpha: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+                alpha: float, rng: np.random.Generator) -> tuple[pl.DataFrame, pl.DataFrame]:
     n_t = est.t.size
-    solved_b = est.c[rows_b] > 0
-    solved_t = est.c[rows_t] > 0
+    n_b, c_b = est.n[rows_b], est.c[rows_b]
+    n_tr, c_tr = est.n[rows_t], est.c[rows_t]
+    budget = np.minimum(n_b, n_tr)
+    # judged at the common budget: the successes among m of the n samples drawn without
+    # replacement are hypergeometric; with n == m the draw is the arm's own count
+    solved_b = _subsample_solved(n_b, c_b, budget, rng)
+    solved_t = _subsample_solved(n_tr, c_tr, budget, rng)
+    p_b = solved_probability(n_b, c_b, budget)
+    p_t = solved_probability(n_tr, c_tr, budget)
     status = np.select([solved_b & solved_t, solved_t & ~solved_b, solved_b & ~solved_t],
                        ["both", "gained", "lost"], default="neither")
     q = qids.size
     problems = pl.DataFrame({
         "question_id": np.repeat(qids, n_t).astype(str),
         "t": np.tile(est.t, q),
-        "n_base": est.n[rows_b].reshape(-1), "c_base": est.c[rows_b].reshape(-1),
-        "n_treated": est.n[rows_t].reshape(-1), "c_treated": est.c[rows_t].reshape(-1),
+        "n_base": n_b.reshape(-1), "c_base": c_b.reshape(-1),
+        "n_treated": n_tr.reshape(-1), "c_treated": c_tr.reshape(-1),
+        "budget": budget.reshape(-1),
+        "p_solved_base": p_b.reshape(-1), "p_solved_treated": p_t.reshape(-1),
         "base_solved": solved_b.reshape(-1), "treated_solved": solved_t.reshape(-1),
         "status": status.reshape(-1),
-        "pass1_base": (est.c[rows_b] / est.n[rows_b]).reshape(-1),
-        "pass1_treated": (est.c[rows_t] / est.n[rows_t]).reshape(-1),
+        "pass1_base": (c_b / n_b).reshape(-1),
+        "pass1_treated": (c_tr / n_tr).reshape(-1),
     }).with_columns(pl.col("t").cast(pl.Int64))
     counts = {s: (status == s).sum(axis=0) for s in STATUSES}
     p_values = np.array([
@@ -328,12 +417,24 @@ def _discordant(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, qids:
     p_holm = _holm(p_values)
     tests = pl.DataFrame({
         "t": est.t.astype(np.int64), "n_problems": np.full(n_t, q, dtype=np.int64),
+        "budget_min": budget.min(axis=0).astype(np.int64), "budget_max": budget.max(axis=0).astype(np.int64),
         **{s: counts[s].astype(np.int64) for s in STATUSES},
+        "gained_expected": (p_t * (1.0 - p_b)).sum(axis=0), "lost_expected": (p_b * (1.0 - p_t)).sum(axis=0),
         "p_value": p_values, "p_holm": p_holm,
         "expansion": (counts["gained"] > counts["lost"]) & (p_holm < alpha),
         "contraction": (counts["lost"] > counts["gained"]) & (p_holm < alpha),
     })
     return problems, tests
+
+
+def _subsample_solved(n: np.ndarray, c: np.ndarray, m: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    full = m >= n
+    out = c > 0
+    if (~full).any():
+        draws = rng.hypergeometric(c[~full], n[~full] - c[~full], m[~full])
+        out = out.copy()
+        out[~full] = draws > 0
+    return out
 
 
 def _holm(p: np.ndarray) -> np.ndarray:
@@ -345,11 +446,16 @@ def _holm(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def _split(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, ci: float, n_boot: int,
-           random_state) -> pl.DataFrame:
+def _split(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, problems: pl.DataFrame, ci: float,
+           n_boot: int, seed: int) -> pl.DataFrame:
+    from mechanism.resample import detectable_effect
+
     p_b = est.c[rows_b] / est.n[rows_b]
     p_t = est.c[rows_t] / est.n[rows_t]
-    solved_b, solved_t = est.c[rows_b] > 0, est.c[rows_t] > 0
+    shape = p_b.shape
+    # the solved sets of the tests (common budget), so the split and the counts agree
+    solved_b = problems["base_solved"].to_numpy().reshape(shape)
+    solved_t = problems["treated_solved"].to_numpy().reshape(shape)
     parts = np.stack([
         p_t - p_b,                                   # total
         np.where(solved_b & solved_t, p_t - p_b, 0.0),  # efficiency: problems both solve
@@ -359,7 +465,7 @@ def _split(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, ci: float,
     q = parts.shape[0]
     point = parts.mean(axis=0)
     # the same question draws as the curves, so every interval here is paired with theirs
-    weights = question_bootstrap_weights(est.questions.size, n_boot, random_state).astype(np.float64)
+    weights = question_bootstrap_weights(est.questions.size, n_boot, stream(seed, "bootstrap")).astype(np.float64)
     w = weights[:, est.question_index[rows_b]]
     reps = (w @ parts.reshape(q, -1) / w.sum(axis=1)[:, None]).reshape(n_boot, *point.shape)
     low, high = percentile_interval(reps, ci, axis=0)
@@ -368,6 +474,7 @@ def _split(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, ci: float,
     return pl.DataFrame({
         "t": np.repeat(est.t, 4).astype(np.int64), "component": names * n_t,
         "value": point.reshape(-1), "ci_low": low.reshape(-1), "ci_high": high.reshape(-1),
+        "detectable": np.asarray(detectable_effect(low.reshape(-1), high.reshape(-1), ci), dtype=float),
     })
 
 
@@ -425,13 +532,46 @@ def saturation_depth(t_grid: list[int], gains: list[float], tol: float) -> int |
     return t_grid[i + 1]
 
 
-def _saturation(marginal_t: pl.DataFrame, tol: float, ks: list[int]) -> pl.DataFrame:
+def _saturation(est: PassEstimate, marginal_t: pl.DataFrame, tol: float, ks: list[int], ci: float) -> pl.DataFrame:
     rows = []
     for (arm, kv), part in marginal_t.sort("arm", "k", "t").group_by("arm", "k", maintain_order=True):
         grid = part["t"].to_list() + [part["t_next"][-1]] if part.height else []
         rows.append((arm, kv, saturation_depth(grid, part["gain"].to_list(), tol) if grid else None, tol))
-    return pl.DataFrame(rows, schema={"arm": pl.String, "k": pl.Int64, "t_star": pl.Int64, "tol": pl.Float64},
-                        orient="row")
+    table = pl.DataFrame(rows, schema={"arm": pl.String, "k": pl.Int64, "t_star": pl.Int64, "tol": pl.Float64},
+                         orient="row")
+    # the same rule on every bootstrap replicate of the curves
+    reps = _saturation_replicates(est.replicates, est.t, tol) if est.replicates is not None else None
+    arms = est.groups["arm"].to_list()
+    k_at = {kv: j for j, kv in enumerate(est.k.tolist())}
+    lo_col, hi_col, share_col = [], [], []
+    alpha = (1.0 - ci) / 2.0
+    for arm, kv in table.select("arm", "k").iter_rows():
+        if reps is None or est.t.size < 2:
+            lo_col.append(None), hi_col.append(None), share_col.append(None)
+            continue
+        x = reps[:, arms.index(arm), k_at[kv]]  # inf: not saturated within the grid
+        lo = float(np.quantile(x, alpha, method="lower"))
+        hi = float(np.quantile(x, 1.0 - alpha, method="higher"))
+        lo_col.append(int(lo) if np.isfinite(lo) else None)
+        hi_col.append(int(hi) if np.isfinite(hi) else None)
+        share_col.append(float(np.isfinite(x).mean()))
+    return table.with_columns(pl.Series("ci_low", lo_col, dtype=pl.Int64), pl.Series("ci_high", hi_col, dtype=pl.Int64),
+                              pl.Series("share_saturated", share_col, dtype=pl.Float64))
+
+
+def _saturation_replicates(replicates: np.ndarray, t_grid: np.ndarray, tol: float) -> np.ndarray:
+    """T* of every replicate, vectorised: ``(B, G, K)``, ``inf`` where the last step gains ``tol`` or more.
+
+    Same rule as :func:`saturation_depth`: T* is ``t_grid[j]`` for the smallest j from which
+    every step gains less than ``tol``.
+    """
+    gains = np.diff(replicates, axis=2)                 # (B, G, T-1, K)
+    flat = np.nan_to_num(gains, nan=np.inf) < tol
+    trailing = np.cumprod(flat[:, :, ::-1], axis=2).sum(axis=2)  # steps at the end that are flat
+    steps = gains.shape[2]
+    j = steps - trailing
+    out = np.where(trailing > 0, np.asarray(t_grid, dtype=float)[np.minimum(j, steps)], np.inf)
+    return out
 
 
 def crossing_points(k: np.ndarray, diff: np.ndarray) -> list[tuple[float, str]]:
@@ -456,9 +596,28 @@ def crossing_points(k: np.ndarray, diff: np.ndarray) -> list[tuple[float, str]]:
     return out
 
 
-def _crossings(est: PassEstimate, g_base: int, g_treat: int) -> pl.DataFrame:
+def _crossings(est: PassEstimate, g_base: int, g_treat: int, ci: float) -> pl.DataFrame:
     rows = []
+    reps = est.replicates
     for ti, tv in enumerate(est.t):
         diff = est.estimate[g_treat, ti] - est.estimate[g_base, ti]
-        rows.extend((int(tv), kc, direction) for kc, direction in crossing_points(est.k, diff))
-    return pl.DataFrame(rows, schema={"t": pl.Int64, "k_cross": pl.Float64, "direction": pl.String}, orient="row")
+        found = crossing_points(est.k, diff)
+        if not found:
+            continue
+        # every replicate's crossings, from the same resamples as the curves' intervals
+        rep_cross = ([] if reps is None else
+                     [crossing_points(est.k, d) for d in reps[:, g_treat, ti] - reps[:, g_base, ti]])
+        for kc, direction in found:
+            near = []
+            for crossings in rep_cross:
+                same = [c for c, d in crossings if d == direction]
+                if same:  # the crossing of this direction nearest the estimate, on log2 k
+                    near.append(min(same, key=lambda c: abs(np.log2(c) - np.log2(kc))))
+            if near:
+                lo, hi = percentile_interval(np.asarray(near), ci)
+                rows.append((int(tv), kc, direction, float(lo), float(hi), len(near) / len(rep_cross)))
+            else:
+                rows.append((int(tv), kc, direction, None, None, 0.0 if rep_cross else None))
+    return pl.DataFrame(rows, schema={"t": pl.Int64, "k_cross": pl.Float64, "direction": pl.String,
+                                      "ci_low": pl.Float64, "ci_high": pl.Float64,
+                                      "share_crossing": pl.Float64}, orient="row")

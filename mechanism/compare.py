@@ -5,12 +5,34 @@ kept as its own stratum so that no trajectory is dropped from the accounting).
 
 Conventions (stated once, used everywhere below):
 
-- **Questions.** A comparison uses the questions both arms answered; the number left out is
-  reported in ``notes``. Shares, success rates and accuracies are pooled over trajectories
-  (ratio of sums), which equals the mean over questions when every question has the same
-  number of samples.
+- **Questions (the design rule).** A comparison uses the questions both arms answered; the
+  number left out is reported in ``notes``. Real runs are unbalanced (different samples per
+  question and arm, records skipped unevenly), so every quantity compared between arms
+  weighs questions equally within an arm: each trajectory counts ``1 / n_a(q)``, the samples
+  of its arm ``a`` on its question ``q`` (:func:`mechanism.resample.question_weighted`).
+  Shares and accuracy are then means over questions of per-question shares and accuracies;
+  a strategy's success rate is the ratio of its question-weighted successes to its
+  question-weighted trajectories. Identical policies sampled in different proportions then
+  give the same shares and a split of zero. ``weighting="trajectory"`` pools trajectories
+  instead (ratio of raw sums; the summary labels it ``*_trajectory_pooled``); the two agree
+  when every question has the same number of samples in an arm. A note says whenever the
+  arms' samples per question differ.
 - **Intervals.** Percentile bootstrap over questions: questions are resampled with
   replacement and keep all their samples, in both arms together (the arms stay paired).
+  One integer seed is drawn from ``random_state`` once (an int, a Generator or None), and
+  every stage derives its stream from it, so all intervals come from the same resamples.
+- **Power and multiplicity.** ``detectable`` is the smallest true effect the design detects
+  with probability 0.8 at the interval's level, ``0.71 x`` the interval's width at 95 %
+  (:func:`mechanism.resample.detectable_effect`): an interval that contains 0 is not
+  evidence of no effect smaller than that. Per-strategy intervals (shares, success rates,
+  their composition and within parts) are Bonferroni-adjusted over the strategies
+  (``ci_level`` column), so that they hold together at ``ci``.
+- **JS divergence.** The plug-in divergence of estimated shares is above 0 even for
+  identical policies. ``js_divergence`` subtracts its mean under the within-question
+  permutation null (what identical policies give with this design); it can be slightly
+  negative. Its interval is the wider of the bias-shifted bootstrap interval and the
+  interval from inverting the permutation null, so it contains 0 with probability at least
+  ``ci`` when the policies are identical. ``js_divergence_plugin`` keeps the plug-in value.
 - **Kitagawa split.** ``total = acc_t - acc_b = composition + within`` with
   ``composition = sum_s (p_t(s) - p_b(s)) (r_t(s) + r_b(s)) / 2`` and
   ``within = sum_s (r_t(s) - r_b(s)) (p_t(s) + p_b(s)) / 2``.
@@ -22,14 +44,28 @@ Conventions (stated once, used everywhere below):
   in (non-outlier) strategies the base arm uses at least once. With ``coordinates``:
   each treated trajectory's distance to its nearest base trajectory against each base
   trajectory's distance to its nearest *other* base trajectory; ``far_share`` is the share
-  of treated trajectories beyond the base arm's 95th percentile of the latter (about 0.05
-  under pure reweighting).
+  of treated trajectories farther from every base trajectory than 95 % of base trajectories
+  are from their nearest other base trajectory. It measures how much treated mass lies
+  where the base arm is sparse or absent, and it has no fixed null: under pure reweighting
+  (treated trajectories drawn from the base arm's own strategies, only in other
+  proportions) it is about 0.05 only when the treated arm keeps the base proportions; mass
+  moved toward a compact, dense strategy lowers it toward 0, and mass moved toward a
+  spread-out strategy raises it (0.003 to 0.57 were seen for two clusters of different
+  spread). Read it against the same statistic for base resampled in the treated arm's
+  strategy proportions, or with arms permuted within questions, never against 0.05.
 - **Query sequences.** A trajectory's query sequence is its queries, lower-cased and
   white-space-collapsed, in order (no search = the empty sequence). Per arm:
   ``unique_per_problem``, the mean over questions of the number of distinct sequences.
   For the treated arm: ``overlap_with_base``, the share of its trajectories whose sequence
-  also occurs among the base arm's sequences *for the same question*, and
+  also occurs among the base arm's sequences *for the same question* (averaged over
+  questions under the design rule), and
   ``overlap_distinct``, the same share counted over distinct (question, sequence) pairs.
+  Distinct counts grow with the samples per question, so ``unique_at_common_n`` gives the
+  expected number of distinct sequences among ``min(n_base(q), n_treated(q))`` samples of
+  each question (unbiased, as PASS@k is): compare arms on that one when their samples differ.
+  Likewise ``overlap_at_common_n``: the chance that a treated trajectory's sequence is among
+  ``min(n_base(q), n_treated(q))`` of the base arm's samples of its question, averaged over
+  the treated trajectories of each question and then over questions.
 - **Strategies absent from one arm.** Their success rate there is undefined; the split
   borrows the other arm's rate. The identity still holds exactly (the borrowed rate is
   multiplied by a zero share), the strategy's within part is zero, and all of its effect
@@ -49,7 +85,8 @@ import polars as pl
 
 from mechanism.errors import InputError
 from mechanism.results import ResultMixin
-from mechanism.resample import percentile_interval, question_bootstrap_weights
+from mechanism.resample import (bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
+                                question_weighted, resolve_seed, stream)
 from mechanism.schema import KEY_COLUMNS, validate
 
 __all__ = [
@@ -225,19 +262,6 @@ def labels_from_table(runs: pl.DataFrame, table: pl.DataFrame, *, column: str = 
     return joined[column].to_numpy()
 
 
-def stream(random_state: int | np.random.Generator | None, purpose: str) -> np.random.Generator:
-    """A generator for one purpose (``"bootstrap"``, ``"permutation"``), derived from the seed.
-
-    The same seed gives the same stream, but each purpose gets its own: data simulated with
-    ``default_rng(0)`` and analysed with ``random_state=0`` must not share uniforms, or a
-    permutation test would reuse the very draws that made the labels.
-    """
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    key = int.from_bytes(purpose.encode(), "little") % (2**32)
-    return np.random.default_rng(np.random.SeedSequence(random_state, spawn_key=(key,)))
-
-
 def _check_labels(runs: pl.DataFrame, labels: Any) -> np.ndarray:
     if isinstance(labels, pl.Series):
         values = labels.to_numpy()
@@ -281,9 +305,23 @@ def query_sequence_keys(runs: pl.DataFrame) -> pl.Series:
 
 
 # ----------------------------------------------------------------------------- result
+WEIGHTINGS = ("question", "trajectory")
+
+
 @dataclass(frozen=True, repr=False)
 class Reweighting(ResultMixin):
-    """Result of :func:`reweighting`. Floats are point estimates; ``*_ci`` are (low, high)."""
+    """Result of :func:`reweighting`. Floats are point estimates; ``*_ci`` are (low, high).
+
+    ``js_divergence`` is the bias-corrected divergence (plug-in minus the mean of the
+    within-question permutation null, so about 0 for identical policies and possibly
+    slightly negative); ``js_divergence_plugin`` is the plug-in value of the reported shares.
+    ``detectable`` holds, for ``total``, ``composition`` and ``within``, the smallest true
+    effect the design detects with probability 0.8 at the interval's level
+    (:func:`mechanism.resample.detectable_effect`). ``weighting`` is ``"question"`` (the
+    design rule) or ``"trajectory"`` (pooled, on request). ``strategy_ci`` is the level of
+    each per-strategy interval (Bonferroni over the strategies, so that they hold together
+    at ``ci``).
+    """
 
     base: str
     treated: str
@@ -312,41 +350,61 @@ class Reweighting(ResultMixin):
     neighbours: pl.DataFrame | None = None
     notes: tuple[str, ...] = ()
     replicates: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    weighting: str = "question"
+    js_divergence_plugin: float = math.nan
+    js_null_mean: float = math.nan
+    detectable: dict[str, float] = field(default_factory=dict)
+    strategy_ci: float | None = None
 
     def to_frame(self) -> pl.DataFrame:
-        """One row per headline quantity: ``quantity, estimate, ci_low, ci_high``."""
-        rows: list[tuple[str, float, float, float]] = []
+        """One row per headline quantity: ``quantity, estimate, ci_low, ci_high, detectable``.
 
-        def add(name: str, value: float | None, interval: tuple[float, float] | None = None) -> None:
+        ``detectable`` (for the split's three parts) is the smallest effect the design
+        detects with probability 0.8; the quantity names end in ``_trajectory_pooled`` when
+        the comparison was made with ``weighting="trajectory"``.
+        """
+        rows: list[tuple[str, float, float, float, float]] = []
+        tag = "" if self.weighting == "question" else "_trajectory_pooled"
+
+        def add(name: str, value: float | None, interval: tuple[float, float] | None = None,
+                detectable: float | None = None) -> None:
             lo, hi = interval if interval is not None else (math.nan, math.nan)
-            rows.append((name, _f(value), _f(lo), _f(hi)))
+            rows.append((name, _f(value), _f(lo), _f(hi), _f(detectable)))
 
         acc_b = self.replicates.get("accuracy_base")
         acc_t = self.replicates.get("accuracy_treated")
-        add("accuracy_base", self.accuracy_base, self._interval(acc_b))
-        add("accuracy_treated", self.accuracy_treated, self._interval(acc_t))
-        add("total", self.total, self.total_ci)
-        add("composition", self.composition, self.composition_ci)
-        add("within", self.within, self.within_ci)
-        add("js_divergence_bits", self.js_divergence, self.js_divergence_ci)
+        add(f"accuracy_base{tag}", self.accuracy_base, self._interval(acc_b))
+        add(f"accuracy_treated{tag}", self.accuracy_treated, self._interval(acc_t))
+        add(f"total{tag}", self.total, self.total_ci, self.detectable.get("total"))
+        add(f"composition{tag}", self.composition, self.composition_ci, self.detectable.get("composition"))
+        add(f"within{tag}", self.within, self.within_ci, self.detectable.get("within"))
+        add(f"js_divergence_bits{tag}", self.js_divergence, self.js_divergence_ci)
+        add(f"js_divergence_plugin_bits{tag}", self.js_divergence_plugin)
+        add(f"js_divergence_null_mean_bits{tag}", self.js_null_mean)
         add("permutation_p", self.permutation_p)
-        add("alignment", self.alignment, self.alignment_ci)
-        add("shared_mass", self.shared_mass, self.shared_mass_ci)
+        add(f"alignment{tag}", self.alignment, self.alignment_ci)
+        add(f"shared_mass{tag}", self.shared_mass, self.shared_mass_ci)
         if self.query_sequences is not None:
             for row in self.query_sequences.iter_rows(named=True):
                 add(f"unique_query_sequences_{row['arm']}", row["unique_per_problem"],
                     (row["unique_per_problem_ci_low"], row["unique_per_problem_ci_high"]))
             for row in self.query_sequences.iter_rows(named=True):
+                add(f"unique_query_sequences_{row['arm']}_at_common_n", row["unique_at_common_n"],
+                    (row["unique_at_common_n_ci_low"], row["unique_at_common_n_ci_high"]))
+            for row in self.query_sequences.iter_rows(named=True):
                 if row["arm"] == self.treated:
-                    add("query_overlap_with_base", row["overlap_with_base"],
+                    add(f"query_overlap_with_base{tag}", row["overlap_with_base"],
                         (row["overlap_with_base_ci_low"], row["overlap_with_base_ci_high"]))
                     add("query_overlap_distinct", row["overlap_distinct"],
                         (row["overlap_distinct_ci_low"], row["overlap_distinct_ci_high"]))
+                    add("query_overlap_with_base_at_common_n", row["overlap_at_common_n"],
+                        (row["overlap_at_common_n_ci_low"], row["overlap_at_common_n_ci_high"]))
         if self.neighbours is not None:
             for row in self.neighbours.iter_rows(named=True):
                 add(row["quantity"], row["estimate"], (row["ci_low"], row["ci_high"]))
         return pl.DataFrame(rows, schema={"quantity": pl.String, "estimate": pl.Float64,
-                                          "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")
+                                          "ci_low": pl.Float64, "ci_high": pl.Float64,
+                                          "detectable": pl.Float64}, orient="row")
 
     def _interval(self, reps: np.ndarray | None) -> tuple[float, float] | None:
         if reps is None or self.ci is None:
@@ -357,14 +415,16 @@ class Reweighting(ResultMixin):
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict: scalars, intervals as lists, tables as lists of rows."""
         out: dict[str, Any] = {}
-        for name in ("base", "treated", "ci", "n_questions", "n_base", "n_treated", "accuracy_base",
+        for name in ("base", "treated", "ci", "weighting", "n_questions", "n_base", "n_treated", "accuracy_base",
                      "accuracy_treated", "total", "composition", "within", "js_divergence",
-                     "permutation_p", "n_permutations", "alignment", "shared_mass"):
+                     "js_divergence_plugin", "js_null_mean", "permutation_p", "n_permutations", "alignment",
+                     "shared_mass", "strategy_ci"):
             value = getattr(self, name)
             out[name] = _json_float(value) if isinstance(value, float) else value
         for name in ("total_ci", "composition_ci", "within_ci", "js_divergence_ci", "alignment_ci",
                      "shared_mass_ci"):
             out[name] = [_json_float(v) for v in getattr(self, name)]
+        out["detectable"] = {k: _json_float(v) for k, v in self.detectable.items()}
         for name in ("strategies", "query_sequences", "neighbours"):
             table = getattr(self, name)
             out[name] = None if table is None else [
@@ -393,7 +453,6 @@ class Reweighting(ResultMixin):
                 f" + within {self.within:+.3f}")
 
 
-
 def _f(value: Any) -> float:
     return math.nan if value is None else float(value)
 
@@ -404,8 +463,9 @@ def _json_float(value: float) -> float | None:
 
 # ----------------------------------------------------------------------------- main entry
 def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci: float | None = 0.95,
-                n_boot: int = 1000, random_state: int | None = 0, n_permutations: int = 1000,
-                coordinates: np.ndarray | None = None, progress: bool | None = False) -> Reweighting:
+                n_boot: int = 1000, random_state: int | np.random.Generator | None = 0,
+                n_permutations: int = 1000, coordinates: np.ndarray | None = None,
+                progress: bool | None = False, weighting: str = "question") -> Reweighting:
     """Split the treated arm's accuracy gain into strategy reweighting and execution.
 
     Parameters
@@ -421,18 +481,27 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         The arms compared.
     ci
         Confidence level of the bootstrap intervals; ``None`` skips the bootstrap.
+        Per-strategy intervals are Bonferroni-adjusted over the strategies.
     n_boot
         Bootstrap replicates (resampling questions, both arms together).
     random_state
-        Seed of the bootstrap and the permutation test.
+        Seed (int, ``numpy.random.Generator`` or None) of the bootstrap and the permutation
+        test; turned into one integer once (:func:`mechanism.resample.resolve_seed`), so every
+        interval of the result comes from the same question resamples.
     n_permutations
         Permutations of arm labels within questions for the test of equal strategy
-        distributions (statistic: Jensen-Shannon divergence); 0 skips the test.
+        distributions (statistic: Jensen-Shannon divergence); they also give the null the
+        JS divergence is bias-corrected against. 0 skips both.
     coordinates
         Optional ``(n_rows, d)`` positions of the rows in strategy space (e.g.
         ``StrategySpace.coordinates(runs)``); adds nearest-base-neighbour distances.
     progress
         Show a progress bar for the permutation test.
+    weighting
+        ``"question"`` (default, the design rule): every question weighs the same within an
+        arm, each trajectory counting ``1 / (samples of its arm on its question)``.
+        ``"trajectory"``: pool trajectories (questions with more samples weigh more); the
+        summary labels these quantities ``*_trajectory_pooled``.
 
     Returns
     -------
@@ -450,6 +519,9 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
     """
     validate(runs, required=("arm", "question_id", "correct"))
     values = _check_labels(runs, labels)
+    if weighting not in WEIGHTINGS:
+        raise InputError(f"`weighting` must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}",
+                         field="weighting")
     arms = set(runs["arm"].unique().to_list())
     for name, arm in (("base", base), ("treated", treated)):
         if arm not in arms:
@@ -467,6 +539,7 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         if coordinates.ndim != 2 or coordinates.shape[0] != runs.height:
             raise InputError(f"`coordinates` must have shape (n_rows={runs.height}, d), "
                              f"got {coordinates.shape}", field="coordinates")
+    seed = resolve_seed(random_state)  # one seed for every stage: paired intervals
 
     notes: list[str] = []
     in_pair = (runs["arm"] == base) | (runs["arm"] == treated)
@@ -494,58 +567,137 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
     wins = np.zeros((2, n_q, n_s))
     np.add.at(counts, (is_t.astype(int), q_idx, label_idx), 1.0)
     np.add.at(wins, (is_t.astype(int), q_idx, label_idx), correct)
+    notes.extend(design_notes(counts.sum(axis=-1), base, treated, weighting))
+    wn, wc = weighted_tallies(counts, wins, weighting)
 
     outlier = np.array([_is_outlier(s) for s in strategies], dtype=bool)
-    point = _statistics(counts.sum(axis=1)[None], wins.sum(axis=1)[None], outlier)
+    point = _statistics(wn.sum(axis=1)[None], wc.sum(axis=1)[None], outlier)
     point = {k: v[0] for k, v in point.items()}
 
     reps: dict[str, np.ndarray] = {}
     if ci is not None and n_boot > 0:
-        weights = question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
-        n_rep = np.einsum("bq,aqs->bas", weights, counts)
-        c_rep = np.einsum("bq,aqs->bas", weights, wins)
-        reps = _statistics(n_rep, c_rep, outlier)
+        weights = question_bootstrap_weights(n_q, n_boot, stream(seed, "bootstrap")).astype(float)
+        reps = _statistics(np.einsum("bq,aqs->bas", weights, wn), np.einsum("bq,aqs->bas", weights, wc), outlier)
+    n_used = int(((counts[0].sum(axis=0) > 0) | (counts[1].sum(axis=0) > 0)).sum())
+    strategy_ci = bonferroni_level(ci, n_used) if ci is not None else None
 
-    def interval(name: str, axis_values: bool = False) -> Any:
+    def interval(name: str, axis_values: bool = False, level: float | None = ci) -> Any:
         if not reps:
             shape = np.shape(point[name])
             nan = np.full(shape, np.nan)
             return (nan, nan) if axis_values else (math.nan, math.nan)
-        lo, hi = percentile_interval(reps[name], ci)
+        lo, hi = percentile_interval(reps[name], level)
         return (lo, hi) if axis_values else (float(lo), float(hi))
 
-    strategies_table = _strategy_table(strategies, counts, point, interval)
+    strategies_table = _strategy_table(strategies, counts, point,
+                                       lambda name: interval(name, axis_values=True, level=strategy_ci),
+                                       strategy_ci)
+    if reps and n_used > 1:
+        notes.append(f"per-strategy intervals are Bonferroni-adjusted over {n_used} strategies "
+                     f"(each at level {strategy_ci:.4g}, jointly {ci:g})")
 
-    perm_p = math.nan
+    perm_p, null = math.nan, np.empty(0)
     if n_permutations > 0:
-        perm_p = permutation_test(q_idx, label_idx, is_t, n_permutations=n_permutations,
-                                  random_state=random_state, progress=progress)
+        observed, null = _permutation_null(q_idx, label_idx, is_t, n_permutations=n_permutations,
+                                           random_state=seed, progress=progress, weighting=weighting)
+        perm_p = _permutation_p(observed, null)
+    js_plugin = float(point["js"])
+    js, js_ci = _js_calibrated(js_plugin, reps.get("js"), null, ci)
+    if null.size == 0:
+        notes.append("JS divergence not bias-corrected (no permutations): the plug-in value is above 0 "
+                     "even for identical policies")
 
     query_table = None
     if "steps" in pair.columns:
-        query_table = _query_sequences(pair, base, treated, q_idx, n_q, ci, n_boot, random_state)
+        query_table = _query_sequences(pair, base, treated, q_idx, n_q, ci, n_boot, seed, weighting)
     else:
         notes.append("no `steps` column: query-sequence statistics skipped")
 
     neighbours = None
     if coordinates is not None:
-        neighbours = _neighbour_distances(coordinates[rows], is_t, q_idx, n_q, ci, n_boot, random_state)
+        neighbours = _neighbour_distances(coordinates[rows], is_t, q_idx, n_q, ci, n_boot, seed)
 
+    total_ci, comp_ci, within_ci = interval("total"), interval("composition_total"), interval("within_total")
+    detectable = {}
+    if ci is not None:
+        detectable = {name: float(detectable_effect(*iv, ci)) for name, iv in
+                      (("total", total_ci), ("composition", comp_ci), ("within", within_ci))}
     return Reweighting(
         base=base, treated=treated, ci=ci, n_questions=n_q,
         n_base=int((~is_t).sum()), n_treated=int(is_t.sum()),
         accuracy_base=float(point["accuracy_base"]), accuracy_treated=float(point["accuracy_treated"]),
         total=float(point["total"]), composition=float(point["composition_total"]),
         within=float(point["within_total"]),
-        total_ci=interval("total"), composition_ci=interval("composition_total"),
-        within_ci=interval("within_total"),
-        js_divergence=float(point["js"]), js_divergence_ci=interval("js"),
+        total_ci=total_ci, composition_ci=comp_ci, within_ci=within_ci,
+        js_divergence=js, js_divergence_ci=js_ci,
         permutation_p=float(perm_p), n_permutations=int(n_permutations),
         alignment=float(point["alignment"]), alignment_ci=interval("alignment"),
         shared_mass=float(point["shared_mass"]), shared_mass_ci=interval("shared_mass"),
         strategies=strategies_table, query_sequences=query_table, neighbours=neighbours,
-        notes=tuple(notes), replicates=reps,
+        notes=tuple(notes), replicates=reps, weighting=weighting, js_divergence_plugin=js_plugin,
+        js_null_mean=float(null.mean()) if null.size else math.nan, detectable=detectable,
+        strategy_ci=strategy_ci,
     )
+
+
+def weighted_tallies(counts: np.ndarray, wins: np.ndarray, weighting: str = "question") -> tuple[np.ndarray, np.ndarray]:
+    """Per (arm, question, strategy) trajectory and success tallies as the split uses them.
+
+    ``"question"``: each (arm, question) divided by its samples
+    (:func:`mechanism.resample.question_weighted`), so sums over questions are sums of
+    per-question shares; ``"trajectory"``: the raw counts.
+    """
+    if weighting == "trajectory":
+        return np.asarray(counts, dtype=float), np.asarray(wins, dtype=float)
+    return question_weighted(counts, wins)
+
+
+def design_notes(per_question: np.ndarray, base: str, treated: str, weighting: str) -> list[str]:
+    """Notes on an unbalanced design from samples per (arm, question), shape ``(2, Q)``."""
+    n_b, n_t = per_question[0], per_question[1]
+    if np.array_equal(n_b, n_t) and n_b.min() == n_b.max():
+        return []
+    spread = (f"{base!r} {int(n_b.min())}-{int(n_b.max())}, {treated!r} {int(n_t.min())}-{int(n_t.max())} "
+              "samples per question")
+    if weighting == "question":
+        return [f"sample counts per question differ ({spread}): every question weighs the same within "
+                "each arm (each trajectory counts 1 / samples of its arm on its question)"]
+    varies = n_b.min() != n_b.max() or n_t.min() != n_t.max()
+    return [f"trajectory-pooled (weighting='trajectory') with unequal sample counts ({spread}): "
+            + ("questions sampled more often weigh more, so differences can come from the design, not the "
+               "policies; the default weighting='question' removes this" if varies else
+               "each arm's questions still weigh alike, since its samples per question are constant")]
+
+
+def _js_calibrated(plugin: float, reps: np.ndarray | None, null: np.ndarray,
+                   ci: float | None) -> tuple[float, tuple[float, float]]:
+    """Bias-corrected JS divergence and an interval that contains 0 for identical policies.
+
+    The plug-in divergence of estimated shares is positive even when the policies are
+    identical. Its mean under the within-question permutation null (what identical policies
+    give with this very design) is subtracted. The interval is the wider of two: the
+    bootstrap percentile interval of the replicates, shifted by the bootstrap's own bias and
+    the null mean (so centred on the corrected estimate), and the interval got by inverting
+    the permutation null, ``[plugin - q_hi(null), plugin - q_lo(null)]``, which contains 0
+    with probability ``ci`` when the policies are identical.
+    """
+    if null.size == 0:
+        if reps is None or ci is None:
+            return plugin, (math.nan, math.nan)
+        lo, hi = percentile_interval(reps, ci)
+        return plugin, (float(lo), float(hi))
+    m0 = float(null.mean())
+    est = plugin - m0
+    if ci is None:
+        return est, (math.nan, math.nan)
+    n_lo, n_hi = percentile_interval(null, ci)
+    lo, hi = plugin - float(n_hi), plugin - float(n_lo)
+    if reps is not None and np.isfinite(reps).any():
+        centre = float(np.nanmean(reps))
+        b_lo, b_hi = percentile_interval(reps, ci)
+        lo = min(lo, est - (centre - float(b_lo)))
+        hi = max(hi, est + (float(b_hi) - centre))
+    return est, (lo, hi)
 
 
 def _statistics(n: np.ndarray, c: np.ndarray, outlier: np.ndarray) -> dict[str, np.ndarray]:
@@ -567,7 +719,7 @@ def _statistics(n: np.ndarray, c: np.ndarray, outlier: np.ndarray) -> dict[str, 
 
 
 def _strategy_table(strategies: np.ndarray, counts: np.ndarray, point: dict[str, np.ndarray],
-                    interval: Any) -> pl.DataFrame:
+                    interval: Any, level: float | None) -> pl.DataFrame:
     n_b = counts[0].sum(axis=0)
     n_t = counts[1].sum(axis=0)
     cols: dict[str, Any] = {
@@ -578,10 +730,15 @@ def _strategy_table(strategies: np.ndarray, counts: np.ndarray, point: dict[str,
                       ("success_base", "rate_base"), ("success_treated", "rate_treated"),
                       ("composition", "composition"), ("within", "within")):
         est = np.asarray(point[key], dtype=float)
-        lo, hi = interval(key, axis_values=True)
+        lo, hi = interval(key)
         cols[name] = est
         cols[f"{name}_ci_low"] = np.asarray(lo, dtype=float)
         cols[f"{name}_ci_high"] = np.asarray(hi, dtype=float)
+        if name in ("composition", "within"):
+            cols[f"{name}_detectable"] = (np.asarray(detectable_effect(lo, hi, level), dtype=float)
+                                          if level is not None else np.full(est.shape, np.nan))
+    # the level of every interval in the row: Bonferroni over the strategies
+    cols["ci_level"] = np.full(len(strategies), np.nan if level is None else level)
     table = pl.DataFrame(cols)
     # undefined success rates are null, not NaN, so they read as missing in CSV and notebooks
     return table.with_columns(pl.col(pl.Float64).fill_nan(None))
@@ -590,11 +747,12 @@ def _strategy_table(strategies: np.ndarray, counts: np.ndarray, point: dict[str,
 # ----------------------------------------------------------------------------- permutation test
 def permutation_test(q_idx: np.ndarray, label_idx: np.ndarray, is_treated: np.ndarray, *,
                      n_permutations: int = 1000, random_state: int | np.random.Generator | None = 0,
-                     progress: bool | None = False) -> float:
+                     progress: bool | None = False, weighting: str = "question") -> float:
     """P-value of equal strategy distributions, permuting arm labels within each question.
 
-    The statistic is the Jensen-Shannon divergence between the arms' strategy shares;
-    the p-value is ``(1 + #{perm >= observed}) / (1 + n_permutations)``.
+    The statistic is the Jensen-Shannon divergence between the arms' strategy shares
+    (question-weighted by default, as in :func:`reweighting`); the p-value is
+    ``(1 + #{perm >= observed}) / (1 + n_permutations)``.
 
     Permuting arm labels inside a question hands the base arm's ``n_b(q)`` slots a uniformly
     random subset of that question's rows, so the base arm's strategy counts in the question
@@ -614,43 +772,67 @@ def permutation_test(q_idx: np.ndarray, label_idx: np.ndarray, is_treated: np.nd
         Seed; the test draws its own stream from it (see :func:`stream`).
     progress
         Show a progress bar over questions.
+    weighting
+        ``"question"`` or ``"trajectory"``, as in :func:`reweighting`.
     """
+    q_idx = np.asarray(q_idx)
+    if q_idx.size == 0 or n_permutations < 1:
+        return math.nan
+    observed, null = _permutation_null(q_idx, label_idx, is_treated, n_permutations=n_permutations,
+                                       random_state=random_state, progress=progress, weighting=weighting)
+    return _permutation_p(observed, null)
+
+
+def _permutation_p(observed: float, null: np.ndarray) -> float:
+    # a tolerance keeps ties that differ only by rounding counted as ties
+    exceed = int((null >= observed - 1e-12).sum())
+    return (1.0 + exceed) / (1.0 + null.size)
+
+
+def _permutation_null(q_idx: np.ndarray, label_idx: np.ndarray, is_treated: np.ndarray, *,
+                      n_permutations: int, random_state: int | np.random.Generator | None,
+                      progress: bool | None, weighting: str) -> tuple[float, np.ndarray]:
+    """Observed JS divergence and its ``n_permutations`` values under within-question permutation."""
     from mechanism.progress import progress as bar
 
     q_idx = np.asarray(q_idx)
     label_idx = np.asarray(label_idx)
     is_treated = np.asarray(is_treated, dtype=bool)
-    if q_idx.size == 0 or n_permutations < 1:
-        return math.nan
     n_s = int(label_idx.max()) + 1
     n_q = int(q_idx.max()) + 1
     per_q = np.zeros((n_q, n_s), dtype=np.int64)  # rows of each strategy in each question
     np.add.at(per_q, (q_idx, label_idx), 1)
     base_n = np.bincount(q_idx[~is_treated], minlength=n_q)
-    total = per_q.sum(axis=0).astype(float)
-
-    def js_of(base_counts: np.ndarray) -> np.ndarray:
-        return js_divergence(base_counts, total[None, :] - base_counts)
-
-    observed = float(js_of(np.bincount(label_idx[~is_treated], minlength=n_s)[None].astype(float))[0])
+    treat_n = np.bincount(q_idx[is_treated], minlength=n_q)
+    if weighting == "question":
+        w_b = np.divide(1.0, base_n, out=np.zeros(n_q), where=base_n > 0)
+        w_t = np.divide(1.0, treat_n, out=np.zeros(n_q), where=treat_n > 0)
+    else:
+        w_b = w_t = np.ones(n_q)
+    observed_b = np.zeros((n_q, n_s))
+    np.add.at(observed_b, (q_idx[~is_treated], label_idx[~is_treated]), 1.0)
+    observed = float(js_divergence(w_b @ observed_b, w_t @ (per_q - observed_b)))
     rng = stream(random_state, "permutation")
-    base_counts = np.zeros((n_permutations, n_s))
+    base_w = np.zeros((n_permutations, n_s))
+    treat_w = np.zeros((n_permutations, n_s))
     for q in bar(range(n_q), enabled=progress, desc="permutations", total=n_q):
         colors, k = per_q[q], int(base_n[q])
         if k == 0:
+            treat_w += w_t[q] * colors[None, :]
             continue
         if k == colors.sum() or np.count_nonzero(colors) == 1:
-            base_counts += np.minimum(colors, k)[None, :]  # nothing to permute in this question
-            continue
-        base_counts += rng.multivariate_hypergeometric(colors, k, size=n_permutations)
-    # a tolerance keeps ties that differ only by rounding counted as ties
-    exceed = int((js_of(base_counts) >= observed - 1e-12).sum())
-    return (1.0 + exceed) / (1.0 + n_permutations)
+            draw = np.minimum(colors, k)[None, :]  # nothing to permute in this question
+        else:
+            draw = rng.multivariate_hypergeometric(colors, k, size=n_permutations)
+        base_w += w_b[q] * draw
+        treat_w += w_t[q] * (colors[None, :] - draw)
+    return observed, js_divergence(base_w, treat_w)
 
 
 # ----------------------------------------------------------------------------- query sequences
 def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndarray, n_q: int,
-                     ci: float | None, n_boot: int, random_state: int | None) -> pl.DataFrame:
+                     ci: float | None, n_boot: int, random_state: int | None,
+                     weighting: str = "question") -> pl.DataFrame:
     keys = query_sequence_keys(pair)
     frame = pl.DataFrame({"arm": pair["arm"], "q": q_idx, "seq": keys})
     base_set = frame.filter(pl.col("arm") == base).select("q", "seq").unique().with_columns(
@@ -659,6 +841,7 @@ def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndar
     weights = None
     if ci is not None and n_boot > 0:
         weights = question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
+    common = _distinct_at_common_n(frame, base, treated, n_q)
     rows = []
     for arm in (base, treated):
         sub = frame.filter(pl.col("arm") == arm)
@@ -677,27 +860,69 @@ def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndar
         uinb[qi] = per_q["unique_in_base"].to_numpy()
         row: dict[str, Any] = {"arm": arm, "n_questions": n_q,
                                "samples_per_problem": float(n.mean()),
-                               "unique_per_problem": float(uniq.mean())}
+                               "unique_per_problem": float(uniq.mean()),
+                               "unique_at_common_n": float(common[arm].mean())}
         is_base = arm == base
-        row["overlap_with_base"] = None if is_base else float(inb.sum() / n.sum())
+        # design rule: the share of a question's trajectories repeating a base sequence,
+        # averaged over questions (trajectory weighting: pooled over trajectories)
+        share_in = inb / n if weighting == "question" else inb
+        denom = np.ones(n_q) if weighting == "question" else n
+        row["overlap_with_base"] = None if is_base else float(share_in.sum() / denom.sum())
         row["overlap_distinct"] = None if is_base else float(uinb.sum() / uniq.sum())
+        row["overlap_at_common_n"] = None if is_base else float(common["overlap"].mean())
         if weights is not None:
             lo, hi = percentile_interval(weights @ uniq / n_q, ci)
             row["unique_per_problem_ci_low"], row["unique_per_problem_ci_high"] = float(lo), float(hi)
+            lo, hi = percentile_interval(weights @ common[arm] / n_q, ci)
+            row["unique_at_common_n_ci_low"], row["unique_at_common_n_ci_high"] = float(lo), float(hi)
             if not is_base:
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    lo, hi = percentile_interval((weights @ inb) / (weights @ n), ci)
+                    lo, hi = percentile_interval((weights @ share_in) / (weights @ denom), ci)
                     lo2, hi2 = percentile_interval((weights @ uinb) / (weights @ uniq), ci)
                 row["overlap_with_base_ci_low"], row["overlap_with_base_ci_high"] = float(lo), float(hi)
                 row["overlap_distinct_ci_low"], row["overlap_distinct_ci_high"] = float(lo2), float(hi2)
+                lo3, hi3 = percentile_interval(weights @ common["overlap"] / n_q, ci)
+                row["overlap_at_common_n_ci_low"], row["overlap_at_common_n_ci_high"] = float(lo3), float(hi3)
         rows.append(row)
     schema = {"arm": pl.String, "n_questions": pl.Int64, "samples_per_problem": pl.Float64,
               "unique_per_problem": pl.Float64, "unique_per_problem_ci_low": pl.Float64,
-              "unique_per_problem_ci_high": pl.Float64, "overlap_with_base": pl.Float64,
+              "unique_per_problem_ci_high": pl.Float64, "unique_at_common_n": pl.Float64,
+              "unique_at_common_n_ci_low": pl.Float64, "unique_at_common_n_ci_high": pl.Float64,
+              "overlap_with_base": pl.Float64,
               "overlap_with_base_ci_low": pl.Float64, "overlap_with_base_ci_high": pl.Float64,
               "overlap_distinct": pl.Float64, "overlap_distinct_ci_low": pl.Float64,
-              "overlap_distinct_ci_high": pl.Float64}
+              "overlap_distinct_ci_high": pl.Float64, "overlap_at_common_n": pl.Float64,
+              "overlap_at_common_n_ci_low": pl.Float64, "overlap_at_common_n_ci_high": pl.Float64}
     return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema, orient="row")
+
+
+def _distinct_at_common_n(frame: pl.DataFrame, base: str, treated: str, n_q: int) -> dict[str, np.ndarray]:
+    """Per arm and question: expected distinct query sequences among ``m(q)`` of its samples.
+
+    Distinct counts grow with the number of samples, so arms are compared at the common
+    budget ``m(q) = min(n_base(q), n_treated(q))``: a sequence seen ``a`` times among the
+    arm's ``n`` samples appears among m drawn without replacement with probability
+    ``1 - C(n - a, m) / C(n, m)`` (the unbiased estimator), and the expected number of
+    distinct sequences is the sum of these over the question's sequences.
+    """
+    from mechanism.boundaries import solved_probability
+
+    mult = frame.group_by("arm", "q", "seq").len("a")
+    sizes = frame.group_by("arm", "q").len("n")
+    budget = sizes.group_by("q").agg(pl.col("n").min().alias("m"))
+    mult = mult.join(sizes, on=["arm", "q"]).join(budget, on="q")
+    p = solved_probability(mult["n"].to_numpy(), mult["a"].to_numpy(), mult["m"].to_numpy())
+    out = {}
+    for arm in (base, treated):
+        keep = (mult["arm"] == arm).to_numpy()
+        out[arm] = np.bincount(mult["q"].to_numpy()[keep], weights=p[keep], minlength=n_q)
+    # overlap at the common budget: a treated trajectory's sequence (share a_t / n_t of the
+    # question's treated samples) is among m of base's samples with the probability above
+    in_base = mult.with_columns(p=pl.Series(p)).filter(pl.col("arm") == base).select("q", "seq", "p")
+    treated_share = mult.filter(pl.col("arm") == treated).select("q", "seq", (pl.col("a") / pl.col("n")).alias("w"))
+    joined = treated_share.join(in_base, on=["q", "seq"], how="left").with_columns(pl.col("p").fill_null(0.0))
+    out["overlap"] = np.bincount(joined["q"].to_numpy(), weights=(joined["w"] * joined["p"]).to_numpy(), minlength=n_q)
+    return out
 
 
 # ----------------------------------------------------------------------------- neighbours
@@ -767,15 +992,20 @@ def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray
 
 # ----------------------------------------------------------------------------- several arms
 def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequence[str] | None = None,
-                 ci: float | None = 0.95, n_boot: int = 1000, random_state: int | None = 0,
+                 ci: float | None = 0.95, n_boot: int = 1000,
+                 random_state: int | np.random.Generator | None = 0,
                  n_permutations: int = 1000, coordinates: np.ndarray | None = None,
-                 progress: bool | None = False, others: Sequence[str] | None = None) -> pl.DataFrame:
+                 progress: bool | None = False, weighting: str = "question",
+                 others: Sequence[str] | None = None) -> pl.DataFrame:
     """:func:`reweighting` of every arm in ``others`` against ``base``, as one long table.
 
     Parameters
     ----------
     treated
         Arms to compare with ``base`` (default: every other arm, in order of appearance).
+    weighting
+        As in :func:`reweighting`. The other options are those of :func:`reweighting`; one
+        seed is resolved once, so every arm is compared on the same question resamples.
     others
         Deprecated name of ``treated``.
 
@@ -793,11 +1023,12 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequenc
     if others is None:
         others = [a for a in runs["arm"].unique(maintain_order=True).to_list() if a != base]
     frames = []
+    seed = resolve_seed(random_state)
     for arm in others:
         rw = reweighting(runs, labels, base=base, treated=arm, ci=ci, n_boot=n_boot,
-                         random_state=random_state, n_permutations=n_permutations,
-                         coordinates=coordinates, progress=progress)
-        frames.append(rw.summary().select(pl.lit(base).alias("base"), pl.lit(arm).alias("treated"),
+                         random_state=seed, n_permutations=n_permutations,
+                         coordinates=coordinates, progress=progress, weighting=weighting)
+        frames.append(rw.to_frame().select(pl.lit(base).alias("base"), pl.lit(arm).alias("treated"),
                                           pl.all()))
     if not frames:
         raise InputError(f"no arm to compare with {base!r}", field="others")

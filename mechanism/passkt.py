@@ -7,6 +7,13 @@ here is vectorised over problems, k and T: successes are counted for every depth
 polars group-by, and the ratio ``C(n - c, k) / C(n, k)`` is read from an exact table built
 once per distinct n (cumulative products of ``(n - c - j) / (n - j)``), never looped over
 problems and never through ``lgamma`` differences.
+
+Counting starts from the table. When each (arm, question) is one contiguous block of rows
+(how tables are usually written), one pass comparing neighbouring rows finds the blocks and
+proves ``(arm, question_id, sample_id)`` unique, and one ``bincount`` counts every depth;
+otherwise a hash group-by counts them and its distinct sample ids per group prove the keys
+unique. Either way the duplicate-key check costs a fraction of the counting, not a hash of
+every key (see ``benchmarks/bench_passkt.py``).
 """
 from __future__ import annotations
 
@@ -17,8 +24,8 @@ import numpy as np
 import polars as pl
 
 from mechanism.errors import InputError
-from mechanism.resample import percentile_interval, question_bootstrap_weights
-from mechanism.schema import validate
+from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
+from mechanism.schema import check_unique_keys, validate
 
 DEFAULT_K: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_T: tuple[int, ...] = (0, 1, 2, 3, 5)
@@ -102,7 +109,8 @@ def pass_at_kt(
     n_boot
         Bootstrap replicates.
     random_state
-        Seed of the bootstrap; the same seed gives the same intervals.
+        Seed of the bootstrap (int, ``numpy.random.Generator`` or None); the same seed gives
+        the same intervals, and the same question resamples as every other stage given it.
     by
         Columns that define the curves (default one per arm).
     t_source
@@ -246,14 +254,24 @@ def estimate_pass(
         raise InputError(f"`n_boot` must be at least 1, got {n_boot}", field="n_boot")
     source = _resolve_source(runs, t_source)
     needed = [*by, "question_id", "correct", "n_rounds"] + (["t_cap"] if source == "t_cap" else [])
-    validate(runs, required=list(dict.fromkeys(needed)))
+    # the duplicate-key check rides on the counting below (see _count_blocks)
+    validate(runs, required=list(dict.fromkeys(needed)), check_keys=False)
 
     keys = [*by, "question_id"]
-    if source == "truncation":
-        counts = _count_truncation(runs, keys, ts)
+    counts = _count_blocks(runs, ts) if source == "truncation" and by == ["arm"] else None
+    if counts is not None:  # counted from contiguous blocks, keys proven unique on the way
         n = np.repeat(counts["n"].to_numpy().astype(np.int64)[:, None], ts.size, axis=1)
     else:
-        counts, n = _count_t_cap(runs, keys, ts)
+        # grouped by (arm, question): distinct sample ids per group, counted in the same
+        # group-by, prove the keys unique; the exact check then runs only to name a repeat
+        fold = by == ["arm"] and "sample_id" in runs.columns
+        if source == "truncation":
+            counts = _count_truncation(runs, keys, ts, distinct=fold)
+            n = np.repeat(counts["n"].to_numpy().astype(np.int64)[:, None], ts.size, axis=1)
+        else:
+            counts, n = _count_t_cap(runs, keys, ts, distinct=fold)
+        if not fold or not (counts["_distinct"] == counts["_rows"]).all():
+            check_unique_keys(runs, n_groups=counts.height if by == ["arm"] else None)
     c = counts.select([f"c{i}" for i in range(ts.size)]).to_numpy().astype(np.int64)
     problems = counts.select(keys)
     _check_enough(problems, n, ks, ts, source, chosen=t_source == "auto")
@@ -280,7 +298,10 @@ def estimate_pass(
                                           return_inverse=True)
     replicates = None
     if ci is not None:
-        weights = question_bootstrap_weights(questions.size, n_boot, random_state).astype(np.float64)
+        # the toolkit's one stream policy: every stage resampling these questions with this
+        # seed draws the same replicates (see mechanism.resample.stream)
+        weights = question_bootstrap_weights(questions.size, n_boot,
+                                             stream(resolve_seed(random_state), "bootstrap")).astype(np.float64)
         replicates = np.empty((n_boot, n_groups, ts.size, ks.size))
         for g in range(n_groups):
             rows = np.flatnonzero(group_index == g)
@@ -292,6 +313,65 @@ def estimate_pass(
                         group_index=group_index, question_index=question_index.reshape(-1),
                         questions=questions, estimate=estimate, replicates=replicates,
                         t_source=source)
+
+
+def depth_notes(runs: pl.DataFrame, t: Iterable[int], t_source: str) -> list[str]:
+    """What a reader must know about where T came from, as plain sentences.
+
+    Under truncation, T is the number of rounds an episode happened to use, not a budget it
+    was given: an arm that chooses to search more loses PASS at small T without losing any
+    ability. When a single ``t_cap`` limits every episode, a T above it repeats the value at
+    the cap (no episode could use more rounds), so saturation there says nothing.
+
+    Parameters
+    ----------
+    runs
+        The canonical table analysed.
+    t
+        The T grid.
+    t_source
+        ``"t_cap"`` or ``"truncation"`` (as resolved; ``"auto"`` is resolved here).
+    """
+    ts = sorted(int(v) for v in t)
+    source = _resolve_source(runs, t_source)
+    notes = []
+    if source == "truncation":
+        notes.append("T from truncation: an episode counts at T when it used at most T rounds; T is the "
+                     "rounds an episode happened to use, not a budget it was given, so an arm that chooses "
+                     "to search more loses PASS at small T without losing ability. For a budget claim, run "
+                     "episodes under each round cap and record it in `t_cap`")
+        if "t_cap" in runs.columns and runs["t_cap"].drop_nulls().len():
+            cap = int(runs["t_cap"].max())
+            beyond = [v for v in ts if v > cap]
+            if beyond:
+                notes.append(f"T = {', '.join(map(str, beyond))} exceeds the largest round cap in `t_cap` ({cap}): "
+                             f"no episode could use more than {cap} rounds, so PASS@(k,T) there equals "
+                             f"PASS@(k,{cap}) and a saturation depth T* at or above {cap} comes from the cap")
+    return notes
+
+
+def within_t_shares(runs: pl.DataFrame, t: Iterable[int], *, by: Sequence[str] = ("arm",)) -> pl.DataFrame:
+    """Per group and T: the share of episodes that used at most T rounds, questions weighing equally.
+
+    Under truncation this is the share of an arm's episodes PASS@(k,T) can count at all: a
+    drop in PASS at small T alongside a drop in this share says the arm uses more rounds,
+    not that it solves less.
+
+    Returns
+    -------
+    polars.DataFrame
+        The ``by`` columns, ``t``, ``share_within_t``.
+    """
+    ts = _grid(t, "t", minimum=0)
+    by = list(by)
+    validate(runs, required=[*by, "question_id", "n_rounds"])
+    per_q = runs.group_by([*by, "question_id"]).agg(
+        [(pl.col("n_rounds") <= int(v)).mean().alias(f"s{i}") for i, v in enumerate(ts)])
+    means = per_q.group_by(by).agg([pl.col(f"s{i}").mean() for i in range(ts.size)]).sort(by)
+    return (means.unpivot(index=by, variable_name="_i", value_name="share_within_t")
+            .with_columns(t=pl.col("_i").replace_strict({f"s{i}": int(v) for i, v in enumerate(ts)},
+                                                        return_dtype=pl.Int64))
+            .select(*by, "t", "share_within_t").sort(*by, "t"))
 
 
 def ratio_table(n: int, ks: np.ndarray) -> np.ndarray:
@@ -317,15 +397,63 @@ def _pass_values(n: np.ndarray, c: np.ndarray, ks: np.ndarray) -> np.ndarray:
     return out
 
 
-def _count_truncation(runs: pl.DataFrame, keys: list[str], ts: np.ndarray) -> pl.DataFrame:
+def _count_blocks(runs: pl.DataFrame, ts: np.ndarray) -> pl.DataFrame | None:
+    """Per-problem counts without a hash group-by, when the table is laid out in blocks.
+
+    Tables are usually written one (arm, question) after another. One vectorised pass
+    compares each row's ``arm`` and ``question_id`` with the row before: the block starts
+    give every problem's rows, and one ``numpy.bincount`` over (block, depth index) counts
+    samples and successes within each depth. The same pass checks that sample ids strictly increase
+    within each block; with the blocks' keys all distinct, no ``(arm, question_id,
+    sample_id)`` can repeat, so the duplicate-key check costs nothing extra. Returns None
+    (the caller then groups by hash and checks keys exactly) when an (arm, question) is
+    split over several blocks or sample ids do not increase.
+    """
+    if runs.height == 0:
+        return None
+    arm, qid = pl.col("arm"), pl.col("question_id")
+    same = ((arm == arm.shift()) & (qid == qid.shift())).fill_null(False)
+    exprs = [(~same).arg_true().implode().alias("starts")]
+    if "sample_id" in runs.columns:
+        sid = pl.col("sample_id")
+        exprs.append((same & (sid <= sid.shift())).any().alias("unordered"))
+    probe = runs.select(exprs)  # one pass: the row comparisons are made once
+    if "unordered" in probe.columns and probe["unordered"].item():
+        return None
+    starts = probe["starts"].explode().to_numpy().astype(np.int64)
+    blocks = runs.select("arm", "question_id")[starts]
+    if blocks.is_duplicated().any():  # an (arm, question) in several blocks: not this layout
+        return None
+    # Each episode's depth index: the first T of the grid it fits under (failures: past the
+    # grid). One bincount over (block, depth index) and a cumulative sum over depths give the
+    # successes within every T for every problem at once.
+    beyond = int(ts.max()) + 1
+    rounds = runs.select(pl.when(pl.col("correct")).then(pl.col("n_rounds")).otherwise(beyond)
+                         .alias("r"))["r"].to_numpy()
+    depth_of = np.searchsorted(ts, np.arange(beyond + 1), side="left")  # rounds -> depth index
+    n = np.diff(np.append(starts, runs.height))
+    width = ts.size + 1
+    cell = np.repeat(np.arange(starts.size, dtype=np.int64) * width, n) + depth_of[np.minimum(rounds, beyond)]
+    hist = np.bincount(cell, minlength=starts.size * width).reshape(starts.size, width)
+    within = np.cumsum(hist[:, :ts.size], axis=1)
+    cols = {"n": n, **{f"c{i}": within[:, i] for i in range(ts.size)}}
+    return blocks.with_columns(**{k: pl.Series(v, dtype=pl.Int64) for k, v in cols.items()}).sort("arm", "question_id")
+
+
+def _count_truncation(runs: pl.DataFrame, keys: list[str], ts: np.ndarray, *, distinct: bool = False) -> pl.DataFrame:
     # One pass over the table counts successes at every depth: each correct episode adds to
     # the depths it fits under.
     within = [(pl.col("correct") & (pl.col("n_rounds") <= int(d))).sum().alias(f"c{i}")
               for i, d in enumerate(ts)]
-    return runs.group_by(keys).agg(pl.len().alias("n"), *within).sort(keys)
+    return runs.group_by(keys).agg(pl.len().alias("n"), *within, *_distinct_aggs(distinct)).sort(keys)
 
 
-def _count_t_cap(runs: pl.DataFrame, keys: list[str], ts: np.ndarray) -> tuple[pl.DataFrame, np.ndarray]:
+def _distinct_aggs(distinct: bool) -> list[pl.Expr]:
+    return ([pl.len().alias("_rows"), pl.col("sample_id").n_unique().alias("_distinct")] if distinct else [])
+
+
+def _count_t_cap(runs: pl.DataFrame, keys: list[str], ts: np.ndarray, *,
+                 distinct: bool = False) -> tuple[pl.DataFrame, np.ndarray]:
     if runs["t_cap"].null_count():
         row = int(runs["t_cap"].is_null().arg_max())
         raise InputError("null value in column `t_cap` while episodes are counted by their cap; "
@@ -333,7 +461,7 @@ def _count_t_cap(runs: pl.DataFrame, keys: list[str], ts: np.ndarray) -> tuple[p
     cap_in = [pl.col("t_cap") == int(d) for d in ts]
     agg = [e.sum().alias(f"n{i}") for i, e in enumerate(cap_in)]
     agg += [(e & pl.col("correct")).sum().alias(f"c{i}") for i, e in enumerate(cap_in)]
-    counts = runs.group_by(keys).agg(*agg).sort(keys)
+    counts = runs.group_by(keys).agg(*agg, *_distinct_aggs(distinct)).sort(keys)
     n = counts.select([f"n{i}" for i in range(ts.size)]).to_numpy().astype(np.int64)
     return counts, n
 

@@ -67,7 +67,8 @@ def empty() -> pl.DataFrame:
     return pl.DataFrame(schema=REQUIRED_COLUMNS)
 
 
-def validate(runs: pl.DataFrame, *, source: str = "table", required: Iterable[str] | None = None) -> pl.DataFrame:
+def validate(runs: pl.DataFrame, *, source: str = "table", required: Iterable[str] | None = None,
+             check_keys: bool = True) -> pl.DataFrame:
     """Check that ``runs`` is a canonical trajectory table; return it unchanged.
 
     Parameters
@@ -78,6 +79,11 @@ def validate(runs: pl.DataFrame, *, source: str = "table", required: Iterable[st
         Named in error messages.
     required
         The columns this caller needs (default: all required columns).
+    check_keys
+        Check that ``(arm, question_id, sample_id)`` is unique when all three columns are
+        present. A caller that groups the table by ``(arm, question_id)`` anyway passes
+        ``False`` and calls :func:`check_unique_keys` with the group count it got, which
+        makes the check nearly free (see there).
 
     Raises
     ------
@@ -110,17 +116,50 @@ def validate(runs: pl.DataFrame, *, source: str = "table", required: Iterable[st
     if "n_rounds" in needed and runs.height and (runs["n_rounds"] < 0).any():
         row = int((runs["n_rounds"] < 0).arg_max())
         raise InputError("negative value in column `n_rounds`", source=source, line=row + 1, field="n_rounds")
-    keys = [k for k in KEY_COLUMNS if k in runs.columns]
-    if len(keys) == len(KEY_COLUMNS) and runs.height:
-        dup = ~runs.select(pl.struct(keys).is_first_distinct()).to_series()  # blame the later copy
-        if dup.any():
-            row = int(dup.arg_max())
-            key = runs.row(row, named=True)
-            raise InputError(
-                "duplicate (arm, question_id, sample_id) = "
-                f"({key['arm']!r}, {key['question_id']!r}, {key['sample_id']!r})",
-                source=source, line=row + 1, field="sample_id")
+    if check_keys:
+        check_unique_keys(runs, source=source)
     return runs
+
+
+def check_unique_keys(runs: pl.DataFrame, *, n_groups: int | None = None, source: str = "table") -> None:
+    """Raise when ``(arm, question_id, sample_id)`` repeats; nothing when a key column is absent.
+
+    A cheap proof comes first, one vectorised pass comparing each row with the one before:
+    when every ``(arm, question_id)`` forms one contiguous block of rows whose sample ids
+    strictly increase, no key can repeat. The blocks are known to be one per pair when
+    their number equals ``n_groups`` (the number of distinct ``(arm, question_id)``, which a
+    caller that groups by them has for free) or, without it, when the blocks themselves come
+    in strictly increasing ``(arm, question_id)`` order. Tables written in sample order pass
+    in a fraction of a group-by's time; any other table gets the exact check (a hash of every
+    key), which names the first repeated key and its line.
+
+    Raises
+    ------
+    InputError
+        Naming the duplicate ``(arm, question_id, sample_id)`` and the line of its later copy.
+    """
+    if not all(k in runs.columns for k in KEY_COLUMNS) or runs.height < 2:
+        return
+    arm, qid, sid = (pl.col(k) for k in KEY_COLUMNS)
+    same = ((arm == arm.shift()) & (qid == qid.shift())).fill_null(False)
+    checks = [(~same).sum().alias("blocks"),
+              (same & (sid <= sid.shift())).any().alias("unordered")]
+    if n_groups is None:  # blocks in increasing key order: each pair is then one block
+        after = ((arm > arm.shift()) | ((arm == arm.shift()) & (qid > qid.shift()))).fill_null(True)
+        checks.append((~same & ~after).any().alias("unsorted"))
+    stats = runs.select(checks).row(0, named=True)
+    proven = not stats["unordered"] and (stats["blocks"] == n_groups if n_groups is not None
+                                         else not stats["unsorted"])
+    if proven:
+        return
+    dup = ~runs.select(pl.struct(list(KEY_COLUMNS)).is_first_distinct()).to_series()  # blame the later copy
+    if dup.any():
+        row = int(dup.arg_max())
+        key = runs.row(row, named=True)
+        raise InputError(
+            "duplicate (arm, question_id, sample_id) = "
+            f"({key['arm']!r}, {key['question_id']!r}, {key['sample_id']!r})",
+            source=source, line=row + 1, field="sample_id")
 
 
 def _compatible(have: pl.DataType, want: pl.DataType) -> bool:

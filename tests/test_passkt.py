@@ -187,12 +187,12 @@ def test_bootstrap_interval_covers_estimate_and_is_seeded():
 
 
 def test_bootstrap_matches_explicit_resampling_of_questions():
-    from mechanism.resample import question_bootstrap_weights
+    from mechanism.resample import question_bootstrap_weights, stream
     rng = np.random.default_rng(5)
     runs = random_runs(rng, 20, 6, arms=("a",))
     got = pass_at_kt(runs, k=[2], t=[5], ci=0.8, n_boot=50, random_state=3)
     per = pass_at_kt_per_problem(runs, k=[2], t=[5]).sort("question_id")["pass_at_kt"].to_numpy()
-    weights = question_bootstrap_weights(20, 50, 3)
+    weights = question_bootstrap_weights(20, 50, stream(3, "bootstrap"))  # the toolkit's stream policy
     reps = [np.repeat(per, w).mean() for w in weights]
     assert got["ci_low"].item() == pytest.approx(np.quantile(reps, 0.1), abs=1e-12)
     assert got["ci_high"].item() == pytest.approx(np.quantile(reps, 0.9), abs=1e-12)

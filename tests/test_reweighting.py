@@ -197,7 +197,8 @@ def test_permutation_test_has_power_and_its_p_value_is_bounded():
     assert p1 == p2
 
 
-def test_permutation_p_value_matches_exhaustive_enumeration():
+@pytest.mark.parametrize("weighting", ["question", "trajectory"])
+def test_permutation_p_value_matches_exhaustive_enumeration(weighting):
     import itertools
 
     # three questions; every way of choosing each question's base rows is equally likely
@@ -207,15 +208,25 @@ def test_permutation_p_value_matches_exhaustive_enumeration():
     groups = [np.flatnonzero(q_idx == q) for q in range(3)]
     sizes = [int((~treated[g]).sum()) for g in groups]
 
+    n_b = np.array(sizes, dtype=float)
+    n_t = np.array([g.size for g in groups]) - n_b
+
     def stat(base_rows: np.ndarray) -> float:
-        base = np.bincount(labels[base_rows], minlength=3).astype(float)
-        return float(js_divergence(base, np.bincount(labels, minlength=3) - base))
+        if weighting == "trajectory":
+            base = np.bincount(labels[base_rows], minlength=3).astype(float)
+            return float(js_divergence(base, np.bincount(labels, minlength=3) - base))
+        # question-weighted: each row weighs 1 / (its arm's rows in its question)
+        is_base = np.isin(np.arange(labels.size), base_rows)
+        w = np.where(is_base, 1 / n_b[q_idx], 1 / n_t[q_idx])
+        base = np.bincount(labels[is_base], weights=w[is_base], minlength=3)
+        other = np.bincount(labels[~is_base], weights=w[~is_base], minlength=3)
+        return float(js_divergence(base, other))
 
     observed = stat(np.flatnonzero(~treated))
     values = [stat(np.concatenate(choice)) for choice in itertools.product(
         *[[np.array(c) for c in itertools.combinations(g, k)] for g, k in zip(groups, sizes)])]
     exact = float(np.mean(np.asarray(values) >= observed - 1e-12))
-    p = permutation_test(q_idx, labels, treated, n_permutations=20000, random_state=0)
+    p = permutation_test(q_idx, labels, treated, n_permutations=20000, random_state=0, weighting=weighting)
     assert abs(p - exact) < 0.015  # Monte Carlo error sd about 0.0035
 
 
@@ -335,11 +346,16 @@ def test_unique_query_sequences_and_overlap_with_base():
     table = {r["arm"]: r for r in rw.query_sequences.iter_rows(named=True)}
     assert table["base"]["unique_per_problem"] == pytest.approx((2 + 2) / 2)
     assert table["rl"]["unique_per_problem"] == pytest.approx((2 + 1) / 2)
-    assert table["rl"]["overlap_with_base"] == pytest.approx((1 + 2) / 5)
+    # design rule: mean over questions of the share repeating a base sequence (1/3 and 2/2)
+    assert table["rl"]["overlap_with_base"] == pytest.approx((1 / 3 + 2 / 2) / 2)
     assert table["rl"]["overlap_distinct"] == pytest.approx((1 + 1) / 3)
     assert table["base"]["overlap_with_base"] is None
     q = rw.summary().filter(pl.col("quantity") == "query_overlap_with_base")
-    assert q["estimate"][0] == pytest.approx(0.6)
+    assert q["estimate"][0] == pytest.approx(2 / 3)
+    pooled = reweighting(runs, np.zeros(10, dtype=int), base="base", treated="rl", n_boot=50, n_permutations=0,
+                         weighting="trajectory")
+    q = pooled.summary().filter(pl.col("quantity") == "query_overlap_with_base_trajectory_pooled")
+    assert q["estimate"][0] == pytest.approx((1 + 2) / 5)
 
 
 def test_nearest_base_neighbour_distances_separate_reweighting_from_replacement():
@@ -414,7 +430,7 @@ def test_compare_arms_returns_one_long_table():
                              {"base": rates, "rl": rates, "sft": rates}, n_questions=30, n_samples=4, seed=9)
     table = compare_arms(runs, labels, base="base", n_boot=50, n_permutations=50)
     assert table["treated"].unique().sort().to_list() == ["rl", "sft"]
-    assert set(table.columns) == {"base", "treated", "quantity", "estimate", "ci_low", "ci_high"}
+    assert set(table.columns) == {"base", "treated", "quantity", "estimate", "ci_low", "ci_high", "detectable"}
     one = reweighting(runs, labels, base="base", treated="sft", n_boot=50, n_permutations=50)
     got = table.filter((pl.col("treated") == "sft") & (pl.col("quantity") == "total"))["estimate"][0]
     assert got == one.total

@@ -85,7 +85,10 @@ def plot_pass_curves(
             fig.suptitle(title, y=1.07)
         if caption:
             band = " (bands: bootstrap interval over problems)" if has_ci else ""
-            fig.text(0.5, -0.02, f"PASS@(k,T) by arm{band}", ha="center", va="top", fontsize=7.5, color="0.35")
+            depth = ("; T = rounds an episode happened to use (truncation), not a budget: run per-T caps "
+                     "(`t_cap`) for a budget claim" if truncated else "")
+            fig.text(0.5, -0.02, f"PASS@(k,T) by arm{band}{depth}", ha="center", va="top", fontsize=7.5,
+                     color="0.35")
         fig.tight_layout(rect=(0, 0, 1, 0.88 if truncated else 0.92))
     return fig
 
@@ -144,7 +147,7 @@ def plot_pass_surfaces(curves: pl.DataFrame, *, arms: Sequence[str] | None = Non
             grid = _grid(curves.filter(pl.col("arm") == arm), "pass_at_kt", ks, ts)
             image = ax.imshow(grid, cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=1.0, origin="lower", aspect="auto")
             _annotate(ax, grid, fmt="{:.2f}", dark_above=0.55, reverse=True)
-            _label_grid(ax, ks, ts)
+            _label_grid(ax, ks, ts, _source(curves))
             ax.set_title(display_name(arm))
             if _source(curves) == "truncation":
                 ax.set_ylabel(_t_label("truncation"))
@@ -194,13 +197,13 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str, t_source: st
         for (i, j), text in np.ndenumerate(labels):
             strong = abs(grid[i, j]) > 0.6 * limit
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if strong else "black")
-        _label_grid(ax, ks, ts)
+        _label_grid(ax, ks, ts, t_source)
         if t_source == "truncation":
             ax.set_ylabel(_t_label(t_source))
         ax.set_title(f"PASS@(k,T): {t} − {b}" + (" (* interval excludes 0)" if sig is not None else ""))
         fig.colorbar(image, ax=ax, shrink=0.9, label=f"{t} − {b}")
         if sig is not None and caption:
-            fig.text(0.5, -0.01, "* bootstrap interval over problems excludes 0", ha="center", va="top",
+            fig.text(0.5, -0.01, "* bootstrap interval over problems excludes 0 (each cell at its own level, not adjusted over cells)", ha="center", va="top",
                      fontsize=7.5, color="0.35")
     return fig
 
@@ -232,7 +235,11 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None, 
         ax_sets.text(x[-1] + 0.5, n_problems, f"all {n_problems}", ha="right", va="bottom", fontsize=7, color="0.35")
         ax_sets.set_xticks(x, [str(t) for t in ts])
         ax_sets.set_xlabel(t_axis)
-        ax_sets.set_ylabel("problems solved at least once")
+        budget = ""
+        if "budget_min" in result.tests.columns:
+            lo, hi = int(result.tests["budget_min"].min()), int(result.tests["budget_max"].max())
+            budget = f"\nin {lo} samples" if lo == hi else "\nin a common n per problem"
+        ax_sets.set_ylabel("problems solved at least once" + budget)
         one_sample = int(result.problems.select(pl.max_horizontal("n_base", "n_treated").max()).item()) < 2
         ax_sets.set_title("problems solved on their one try" if one_sample else "boundary size |B_T|")
         ax_sets.legend(loc="upper left", ncol=2 if len(display_name(base)) + len(display_name(treated)) <= 24 else 1)
@@ -337,9 +344,9 @@ def _annotate(ax, grid: np.ndarray, *, fmt: str, dark_above: float, reverse: boo
                 color="black" if light_bg else "white")
 
 
-def _label_grid(ax, ks: list[int], ts: list[int]) -> None:
+def _label_grid(ax, ks: list[int], ts: list[int], source: str | None = None) -> None:
     ax.set_xticks(range(len(ks)), [str(k) for k in ks])
     ax.set_yticks(range(len(ts)), [str(t) for t in ts])
     ax.set_xlabel("k (samples)")
-    ax.set_ylabel("T (round budget)")
+    ax.set_ylabel(_t_label(source))
     ax.grid(False)

@@ -143,7 +143,8 @@ def plot_share_success(results: Reweighting | Sequence[Reweighting], *, title: s
         fig.legend(handles=handles, loc="lower center", ncol=len(handles), bbox_to_anchor=(0.5, top + 0.01))
         if title:
             fig.suptitle(title, y=top + 0.3 / fig.get_figheight(), va="bottom")
-        notes = (["marker area ~ share; whiskers: bootstrap intervals over questions; arrows: base \u2192 treated"]
+        notes = (["marker area ~ share (questions weigh equally within each arm); whiskers: bootstrap intervals "
+                  "over questions, Bonferroni-adjusted over strategies; arrows: base \u2192 treated"]
                  if caption else [])
         entries = [f"{_short_id(k, names)} = {v.split(': ', 1)[-1]}" for k, v in sorted(keyed.items(), key=_order)
                    if _short_id(k, names) != v]
@@ -278,8 +279,9 @@ def plot_decomposition(results: Reweighting | Sequence[Reweighting], *, top: int
                    Patch(color=SUBTOTAL, label="sum")]
         level = "" if results[0].ci is None else f"{100 * results[0].ci:.0f}% "
         if caption:
-            fig.text(0.5, -0.01, f"whiskers: {level}bootstrap intervals over questions; "
-                     "total = composition + within (Kitagawa)", ha="center", va="top", fontsize=7.5, color="0.35")
+            fig.text(0.5, -0.01, f"whiskers: {level}bootstrap intervals over questions (per-strategy bars "
+                     "Bonferroni-adjusted over strategies); total = composition + within (Kitagawa), "
+                     "questions weighing equally within each arm", ha="center", va="top", fontsize=7.5, color="0.35")
         fig.tight_layout(rect=(0, 0, 1, 0.95))
         # legend and title hang just above the panel titles, wherever the layout put them
         renderer = fig.canvas.get_renderer()
@@ -297,10 +299,13 @@ def _waterfall_rows(rw: Reweighting, keep: list[Any], n_other: int,
     rest = [i for name, i in position.items() if name not in keep]
     reps = rw.replicates
 
+    # per-strategy bars at the adjusted level of the strategy table (the sums at rw.ci)
+    level = rw.strategy_ci or rw.ci
+
     def ci_of(part: str, idx: list[int]) -> tuple[float, float]:
         if part not in reps or rw.ci is None or not idx:
             return (np.nan, np.nan)
-        lo, hi = percentile_interval(np.nansum(reps[part][:, idx], axis=1), rw.ci)
+        lo, hi = percentile_interval(np.nansum(reps[part][:, idx], axis=1), level)
         return float(lo), float(hi)
 
     rows: list[dict[str, Any]] = []

@@ -61,7 +61,7 @@ def write_passkt(
         ``results`` holds the :class:`~mechanism.boundaries.Boundary` of every treated arm.
     """
     from mechanism.boundaries import boundary
-    from mechanism.passkt import default_k, pass_at_kt, pass_at_kt_per_problem
+    from mechanism.passkt import default_k, depth_notes, pass_at_kt, pass_at_kt_per_problem, within_t_shares
     from mechanism.plots.passkt import (plot_boundary, plot_gap_over_t, plot_gap_surface, plot_pass_curves,
                                         plot_pass_over_t, plot_pass_surfaces)
     from mechanism.plots.style import arm_colors, close, safe_filename, save_figure
@@ -96,6 +96,13 @@ def write_passkt(
             text += (f"; PASS@({ks[-1]},{tmax}) = {rowk['pass_at_kt']:.3f} "
                      f"[{rowk['ci_low']:.3f}, {rowk['ci_high']:.3f}]")
         lines.append(text)
+    if source == "truncation":
+        shares = within_t_shares(runs, t)
+        for arm in order:
+            part = shares.filter(pl.col("arm") == arm)
+            lines.append(f"  {arm}: episodes with at most T rounds " + ", ".join(
+                f"T={tv} {sv:.2f}" for tv, sv in part.select("t", "share_within_t").iter_rows()))
+    lines += [f"  note: {note}" for note in depth_notes(runs, t, t_source)]
     if figures:
         # with a single k there is no curve over k nor a k x T surface: the curve over T remains
         made = ([("pass_curves", plot_pass_curves(curves, arms=order, colors=colors)),
