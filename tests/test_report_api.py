@@ -26,7 +26,8 @@ def _notebook_block() -> str:
 
 @pytest.mark.slow
 def test_import_and_the_readme_notebook_calls_print_nothing_unasked(tmp_path):
-    """Only what the README asks for (``print(bound.summary())``) reaches stdout; stderr stays empty."""
+    """Only what the README asks for (``print(bound.summary())``, ``print(mech.verdict())``) reaches stdout;
+    stderr stays empty."""
     sim = mx.simulate(n_questions=6, n_samples=16, arms=("base", "rl"), random_state=0, progress=False)
     (tmp_path / "runs").mkdir()
     for arm in ("base", "rl"):
@@ -41,7 +42,11 @@ def test_import_and_the_readme_notebook_calls_print_nothing_unasked(tmp_path):
     printed = out.stdout.split("=== end ===")[0]
     expected = mx.boundary(mx.read([tmp_path / "runs" / "base.jsonl", tmp_path / "runs" / "rl.jsonl"]),
                            base="base", treated="rl").summary()
-    assert printed.strip() == str(expected).strip()
+    summary_text = str(expected).strip()
+    assert printed.strip().startswith(summary_text)
+    # the README's second print: the one-line integration verdict, nothing else
+    rest = printed.strip()[len(summary_text):].strip().splitlines()
+    assert len(rest) == 1 and rest[0].startswith("rl ")
 
 
 def test_old_names_keep_working_with_a_deprecation_warning():
