@@ -50,11 +50,13 @@ import polars as pl
 
 from mechanism.embed import TextEmbedder, make_embedder
 from mechanism.errors import InputError, MechanismError
-from mechanism.segmentation import FEATURE_COLUMNS, STRATEGY_FEATURES, render
+from mechanism._strategies.clustering import merge_small
+from mechanism._strategies.features import fit_vocabulary, token_matrix
+from mechanism.segmentation import render
 from mechanism.schema import validate
 
-FORMAT_VERSION = 1
-_FIT_CACHE_FORMAT = 1
+FORMAT_VERSION = 2
+_FIT_CACHE_FORMAT = 2
 _FORMAT_NAME = "mechanism.StrategySpace"
 # Silhouette needs all pairwise distances; above this many distinct rows it is computed on
 # a seeded subsample (weights kept), which bounds memory at about 36 MB.
@@ -203,7 +205,8 @@ class StrategySpace:
     """
 
     def __init__(self, *, embedder: "str | TextEmbedder | None" = None, embedding_weight: float = 0.3,
-                 structure_weight: float = 1.0, method: str = "agglomerative", resolution: float = 0.75,
+                 structure_weight: float = 1.0, method: str = "agglomerative", resolution: float = 2.0,
+                 linkage: str = "average", min_share: float = 0.04,
                  k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
                  cluster_on: str = "features", n_components: int = 5, n_neighbors: int = 15,
                  min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
@@ -214,6 +217,8 @@ class StrategySpace:
         self.structure_weight = structure_weight
         self.method = method
         self.resolution = resolution
+        self.linkage = linkage
+        self.min_share = min_share
         self.k_range = k_range
         self.min_cluster_size = min_cluster_size
         self.cluster_on = cluster_on
@@ -237,7 +242,7 @@ class StrategySpace:
         return None if self.cache_dir is None else Path(self.cache_dir) / kind
 
     def _features(self, traj: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        """Joined rows of a rendered table's distinct (rendering, descriptors) pairs, and
+        """Joined rows of a rendered table's distinct (rendering, move tokens) pairs, and
         each row's pair: the joined space of row ``i`` is ``pairs[inverse[i]]``."""
         first, inverse, texts, text_of_pair = _distinct_pairs(traj)
         emb = (self._embedder().embed(texts) if texts
@@ -250,10 +255,9 @@ class StrategySpace:
         if emb.ndim != 2 or emb.shape[1] != self.embedding_dim_:
             raise MechanismError(f"embedder `{self._embedder().model_id}` gives {emb.shape[-1]} dimensions, "
                                  f"the space was fitted with {self.embedding_dim_}")
-        # Elementwise in each row, so joining each distinct (rendering, descriptors) pair once
-        # gives exactly the rows joining every trajectory would.
-        struct = traj.select(FEATURE_COLUMNS).to_numpy().astype(np.float64)
-        left = struct * (self.feature_weights_ * self.structure_weight)
+        # Elementwise in each row, so joining each distinct pair once gives exactly the rows
+        # joining every trajectory would.
+        left = token_matrix(traj["tokens"].to_list(), self.vocabulary_) * self.structure_weight
         right = emb.astype(np.float64) * self.embedding_weight
         # Rounded so that one rendering embedded in different batches still collapses to one row.
         return np.round(np.hstack([left, right]), 5).astype(np.float32)
@@ -263,6 +267,10 @@ class StrategySpace:
             raise MechanismError(f"`method` must be 'agglomerative', 'kmeans' or 'hdbscan', got {self.method!r}")
         if self.cluster_on not in ("features", "umap"):
             raise MechanismError(f"`cluster_on` must be 'features' or 'umap', got {self.cluster_on!r}")
+        if self.linkage not in ("average", "complete", "single"):
+            raise MechanismError(f"`linkage` must be 'average', 'complete' or 'single', got {self.linkage!r}")
+        if not 0 <= self.min_share < 1:
+            raise MechanismError(f"`min_share` must be in [0, 1), got {self.min_share!r}")
         if not self.resolution > 0:
             raise MechanismError(f"`resolution` must be positive, got {self.resolution!r}")
         if self.embedding_weight < 0 or self.structure_weight < 0:
@@ -289,8 +297,8 @@ class StrategySpace:
             self.__dict__.pop(attr, None)
         emb = self._embedder()
         self.embedding_model_ = emb.model_id
-        self.feature_weights_ = np.array([STRATEGY_FEATURES[c] for c in FEATURE_COLUMNS], dtype=np.float64)
         traj = render(runs, cache_dir=self._cache_path("segments"))
+        self.vocabulary_ = fit_vocabulary(traj["tokens"].to_list())
         pair_rows, pair_of_row = self._features(traj)
         # The distinct joined rows, as np.unique over every trajectory's row would give them
         # (same rows, same sorted order), from the few distinct pairs instead of 20,000 rows.
@@ -350,7 +358,7 @@ class StrategySpace:
             libs["umap-learn"] = _umap_version()
         header = {"format": _FIT_CACHE_FORMAT, "params": self._model_params(), "model": self.embedding_model_,
                   "code": _code_id(), "libs": libs, "shape": list(self.train_features_.shape),
-                  "feature_weights": self.feature_weights_.tolist()}
+                  "vocabulary": self.vocabulary_}
         parts = [json.dumps(header, sort_keys=True).encode(),
                  np.ascontiguousarray(self.train_features_, dtype=np.float32).tobytes(),
                  np.ascontiguousarray(self.train_counts_, dtype=np.int64).tobytes(),
@@ -497,7 +505,8 @@ class StrategySpace:
         order = np.lexsort((np.arange(m), -counts))
         core = np.sort(order[:_AGGLOMERATIVE_MAX_ROWS])
         lab = AgglomerativeClustering(n_clusters=None, distance_threshold=self.resolution,
-                                      linkage="complete").fit_predict(space[core])
+                                      linkage=self.linkage).fit_predict(space[core])
+        lab = merge_small(space[core], lab, counts[core], self.min_share)
         out = np.empty(m, dtype=np.int64)
         out[core] = lab
         rest = np.setdiff1d(np.arange(m), core)
@@ -707,7 +716,8 @@ class StrategySpace:
     def _model_params(self) -> dict[str, Any]:
         """The parameters that define a fitted space (saved with it)."""
         return {"embedding_weight": self.embedding_weight, "structure_weight": self.structure_weight,
-                "method": self.method, "resolution": self.resolution, "k_range": list(self.k_range),
+                "method": self.method, "resolution": self.resolution, "linkage": self.linkage,
+                "min_share": self.min_share, "k_range": list(self.k_range),
                 "min_cluster_size": self.min_cluster_size, "cluster_on": self.cluster_on,
                 "n_components": self.n_components, "n_neighbors": self.n_neighbors,
                 "min_dist": self.min_dist, "max_umap_points": self.max_umap_points,
@@ -742,7 +752,7 @@ class StrategySpace:
         config = {
             "format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
             "embedding_model": self.embedding_model_, "embedding_dim": self.embedding_dim_,
-            "feature_columns": list(FEATURE_COLUMNS), "feature_weights": self.feature_weights_.tolist(),
+            "vocabulary": list(self.vocabulary_),
             "params": self._model_params(), "threshold": self.threshold_,
             "n_strategies": self.n_strategies_, "arrays": checksums, "tables": tables,
         }
@@ -780,11 +790,12 @@ class StrategySpace:
             raise InputError("not a saved strategy space (field `format`)", source=str(cfg_path), field="format")
         if config.get("format_version") != FORMAT_VERSION:
             raise InputError(f"strategy space format version {config.get('format_version')!r}, "
-                             f"this mechanism reads version {FORMAT_VERSION}", source=str(cfg_path),
-                             field="format_version")
-        if config.get("feature_columns") != list(FEATURE_COLUMNS):
-            raise InputError("saved strategy descriptors differ from this version's (field `feature_columns`)",
-                             source=str(cfg_path), field="feature_columns")
+                             f"this mechanism reads version {FORMAT_VERSION} (version 1 spaces were built on "
+                             f"search-only moves): refit with StrategySpace(...).fit(runs).save(folder)",
+                             source=str(cfg_path), field="format_version")
+        vocabulary = config.get("vocabulary")
+        if not isinstance(vocabulary, list) or not all(isinstance(t, str) for t in vocabulary):
+            raise InputError("missing or bad `vocabulary` in space.json", source=str(cfg_path), field="vocabulary")
         model = config.get("embedding_model")
         if not isinstance(model, str) or not model:
             raise InputError("missing or bad `embedding_model` in space.json", source=str(cfg_path),
@@ -830,17 +841,15 @@ class StrategySpace:
             rows = pl.read_parquet(folder / "train_rows.parquet", columns=["rendering", "moves"])
             space.strategies_ = pl.read_parquet(folder / "strategies.parquet")
             embedding_dim = int(config["embedding_dim"])
-            feature_weights = np.asarray(config["feature_weights"], dtype=np.float64)
             threshold = float(config["threshold"])
             n_strategies = int(config["n_strategies"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as exc:
             reason = " ".join(str(exc).split())[:300]
             raise InputError(f"saved strategy space is incomplete or corrupt: {reason}", source=str(folder)) from None
         m = space.train_features_.shape[0] if space.train_features_.ndim == 2 else -1
-        dim = len(FEATURE_COLUMNS) + embedding_dim
+        dim = len(vocabulary) + 1 + embedding_dim
         if (space.train_features_.shape != (m, dim) or space.train_labels_.shape != (m,)
                 or space.train_counts_.shape != (m,) or rows.height != m
-                or feature_weights.shape != (len(FEATURE_COLUMNS),)
                 or (space.cluster_on == "umap" and space.train_space_.shape != (m, space.n_components))):
             raise InputError("saved arrays disagree in shape", source=str(folder), field="train_features")
         if not np.isfinite(threshold):
@@ -849,7 +858,7 @@ class StrategySpace:
         space.train_moves_ = rows["moves"].to_list()
         space.embedding_model_ = model
         space.embedding_dim_ = embedding_dim
-        space.feature_weights_ = feature_weights
+        space.vocabulary_ = list(vocabulary)
         space.threshold_ = threshold
         space.n_strategies_ = n_strategies
         return space
@@ -885,7 +894,10 @@ def _distinct_pairs(traj: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[st
                         dtype=np.int64, count=len(renderings))
     if not len(codes):
         return (np.zeros(0, np.int64), np.zeros(0, np.int64), [], np.zeros(0, np.int64))
-    keyed = np.column_stack([codes.astype(np.float64), traj.select(FEATURE_COLUMNS).to_numpy().astype(np.float64)])
+    token_index: dict[str, int] = {}
+    tcodes = np.fromiter((token_index.setdefault(t, len(token_index)) for t in traj["tokens"].to_list()),
+                         dtype=np.int64, count=len(renderings))
+    keyed = np.column_stack([codes, tcodes])
     _, first, inverse = np.unique(keyed, axis=0, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
     order = np.argsort(first, kind="stable")  # pairs in order of first appearance

@@ -13,7 +13,7 @@ Six planted strategies, call counts overlapping (1, 2, 3, 2-4, 2-3, 2-3 searches
 ``chain_check``     ``chain``, then one more search with the city and person found, to check
                     the answer before giving it
 ``repeat``          the same search, verbatim, 2-4 times, then answer
-``reword``          2-3 searches, each the question reworded (no words from results)
+``reword``          2-3 searches, each the whole question reworded (no words from results)
 ``decompose``       2-3 searches of different parts of the question, issued without reading
                     the results in between (parallel decomposition), then answer
 ==================  ==========================================================================
@@ -34,9 +34,11 @@ ARMS = {
     "rl": {"single": 0.05, "chain": 0.3, "chain_check": 0.25, "repeat": 0.05, "reword": 0.15, "decompose": 0.2},
 }
 _KINDS = ("Systems", "Labs", "Records", "Foods", "Motors", "Press", "Studios", "Holdings")
-_REWORDS = ("birthplace of the founder of {org}", "{org} founder born in which city",
-            "where was the person who founded {org} born", "city of birth of {org}'s founder",
-            "{org} creator hometown", "founder of {org} place of birth")
+# Rewordings keep every content word of the question (city, founder, the organisation, born),
+# reordered and with words added; parts of the question (decomposition) keep only some.
+_REWORDS = ("{org} founder born city", "city where the founder of {org} was born",
+            "founder of {org} born in which city", "which city was {org} founder born in",
+            "born city of {org} founder", "{org} founder birth city born")
 _PARTS = ("{org} founder", "{org} founded by", "{org} history", "{org} headquarters city",
           "{org} company origin", "who started {org}")
 _KEYWORDS = ("{org} founder birth city", "founder {org} born city")

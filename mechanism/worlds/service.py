@@ -7,14 +7,14 @@ reason. Tools look things up (``find_user_id_by_email``, ``find_user_id_by_name_
 ``#W4830391``), e-mails, zip codes and lower-case phrases; results are JSON, errors are
 ``Error: ...`` observations.
 
-Six planted strategies, call counts overlapping (3, 4, 4-5, 2-3, 4, 3-4 calls):
+Six planted strategies, call counts overlapping (3, 4, 4-5, 3, 4, 3-4 calls):
 
 ====================  ========================================================================
 ``cancel_direct``     find the user by e-mail, read the order, cancel it
 ``cancel_confirm``    ``cancel_direct``, then read the order again to confirm the cancellation
 ``browse_orders``     find the user, read their profile, read the orders listed there (ids
                       carried from the profile, in parallel calls), cancel the one asked for
-``escalate``          find the user, perhaps read the order, hand over to a human agent
+``escalate``          find the user, read the order, hand over to a human agent
 ``fallback_lookup``   the e-mail lookup fails; look the user up by name and zip instead, read
                       the order, cancel it
 ``blind_retry``       find the user and cancel at once; the cancellation fails and is retried
@@ -106,8 +106,7 @@ def _episode(rng: np.random.Generator, strategy: str, u: dict) -> _Chat:
         if strategy == "cancel_confirm":
             chat.call("Let me confirm the cancellation.", [get_order[:2] + (json.dumps(cancelled),)])
     elif strategy == "escalate":
-        if rng.random() < 0.5:
-            chat.call("Let me check the order.", [get_order])
+        chat.call("Let me check the order.", [get_order])
         chat.call("I will transfer you to a human agent.",
                   [("transfer_to_human_agents", {"summary": f"user {u['user_id']} wants to cancel {u['order']}"},
                     "Transfer successful")])
