@@ -230,6 +230,16 @@ def _scope(coverage: float, n_user: int) -> str:
     return "most" if coverage >= MOST_QUESTION_COVERAGE else "part"
 
 
+# A call revises an earlier call of its tool when at least this share of the smaller call's
+# atoms is shared (a reworded query, the same object with other options); sharing less (one
+# attribute word between two compared entities) is a call on another object.
+REVISION_KEEP = 0.5
+
+
+def _keeps(tset: set[str], earlier: Sequence[frozenset[str]]) -> bool:
+    return any(p and tset and len(tset & p) >= REVISION_KEEP * min(len(tset), len(p)) for p in earlier)
+
+
 def _search_move(relation: str, sources: set[str]) -> str:
     """The search reading of a retrieval tool's call, from the same grammar."""
     if relation == "first":
@@ -253,6 +263,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     result_atoms: set[str] = set()
     call_atoms: set[str] = set()
     by_tool: dict[str, set[str]] = {}
+    same_tool: dict[str, list[frozenset[str]]] = {}
     calls_seen: set[tuple[str, tuple[str, ...]]] = set()
     prev_call: tuple[str, tuple[str, ...]] | None = None
     prev_failed = False
@@ -282,7 +293,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         key = (tool, tuple(sorted(" ".join(v.split()).lower() for v in values)))
         if key in calls_seen:
             relation = "repeat" if key == prev_call else "return"
-        elif tool in by_tool and tset & by_tool[tool]:
+        elif tool in by_tool and _keeps(tset, same_tool.get(tool, ())):
             relation = "revise"
         elif tset & call_atoms:
             relation = "switch"
@@ -313,6 +324,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         prev_call = key
         prev_failed = failed
         by_tool.setdefault(tool, set()).update(tset)
+        same_tool.setdefault(tool, []).append(frozenset(tset))
         call_atoms |= tset
         result_atoms |= memo.atoms(observation)
     final_move = "no_answer" if answer is None else "answer"

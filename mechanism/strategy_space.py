@@ -56,7 +56,7 @@ from mechanism.segmentation import render
 from mechanism.schema import validate
 
 FORMAT_VERSION = 2
-_FIT_CACHE_FORMAT = 2
+_FIT_CACHE_FORMAT = 1
 _FORMAT_NAME = "mechanism.StrategySpace"
 # Silhouette needs all pairwise distances; above this many distinct rows it is computed on
 # a seeded subsample (weights kept), which bounds memory at about 36 MB.
