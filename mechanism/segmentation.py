@@ -295,7 +295,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
             relation = "repeat" if key == prev_call else "return"
         elif tool in by_tool and _keeps(tset, same_tool.get(tool, ())):
             relation = "revise"
-        elif tset & call_atoms:
+        elif any(tset & atoms_ for other, atoms_ in by_tool.items() if other != tool):
+            # the same object an earlier call of another tool named (read, then change it)
             relation = "switch"
         elif tool not in by_tool:
             relation = "first"
@@ -364,7 +365,7 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
     ...     "gold": [], "answer": "done", "correct": True, "n_rounds": 1, "steps": [
     ...     make_step(tool="cancel_order", arguments='{"order_id": "#W1"}', observation="Error: locked")]}])
     >>> render(runs)["tokens"][0].split()
-    ['T:cancel_order!', 'R:cancel_order!/first', 'M:cancel_order!/first/user/whole', 'B:start>cancel_order!/first', 'B:cancel_order!/first>answer', 'E:answer']
+    ['T:cancel_order!', 'R:cancel_order!/first', 'M:cancel_order!/first/user/partial', 'B:start>cancel_order!/first', 'B:cancel_order!/first>answer', 'E:answer']
     """
     out: list[str] = []
     prev = "start"
