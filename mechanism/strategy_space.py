@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from sklearn.base import BaseEstimator
 
 from mechanism.embed import TextEmbedder, make_embedder
 from mechanism.errors import InputError, MechanismError
@@ -139,7 +140,7 @@ def _keyword_text(rendering: str) -> str:
     return text
 
 
-class StrategySpace:
+class StrategySpace(BaseEstimator):
     """Find an agent's strategies: a scikit-learn-style estimator over trajectory tables.
 
     Parameters
@@ -210,7 +211,7 @@ class StrategySpace:
                  k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
                  cluster_on: str = "features", n_components: int = 5, n_neighbors: int = 15,
                  min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
-                 random_state: int = 0, cache_dir: str | os.PathLike | None = None,
+                 n_bootstrap: int = 20, random_state: int = 0, cache_dir: str | os.PathLike | None = None,
                  progress: bool | None = True) -> None:
         self.embedder = embedder
         self.embedding_weight = embedding_weight
@@ -227,6 +228,7 @@ class StrategySpace:
         self.min_dist = min_dist
         self.max_umap_points = max_umap_points
         self.outlier_factor = outlier_factor
+        self.n_bootstrap = n_bootstrap
         self.random_state = random_state
         self.cache_dir = cache_dir
         self.progress = progress
@@ -292,8 +294,8 @@ class StrategySpace:
         validate(runs, source="runs")
         if runs.height == 0:
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
-        for attr in ("_nn", "map_coords_", "_embedder_obj", "embedding_dim_", "silhouette_", "train_space_",
-                     "fit_cache_rebuilt_"):
+        for attr in ("_nn", "_map_coords", "_embedder_obj", "embedding_dim_", "silhouette_", "train_space_",
+                     "fit_cache_rebuilt_", "names_"):
             self.__dict__.pop(attr, None)
         emb = self._embedder()
         self.embedding_model_ = emb.model_id
@@ -322,7 +324,109 @@ class StrategySpace:
             self.silhouette_ = fitted["silhouette"]
         self.labels_ = labels[inverse]
         self.n_strategies_ = int(labels.max() + 1) if (labels >= 0).any() else 0
+        self.stability_, self.seed_agreement_ = self._stability(runs, inverse)
+        self.names_ = {}
         self.strategies_ = self._describe(runs, traj, self.labels_, fitted["summaries"])
+        return self
+
+    def _cluster_rows(self, rows: np.ndarray, counts: np.ndarray, *, random_state: int | None = None) -> np.ndarray:
+        """The fit's clustering of some distinct rows (no state kept): for resamples, seeds
+        and the resolution sweep."""
+        saved = {k: self.__dict__[k] for k in ("silhouette_", "random_state") if k in self.__dict__}
+        try:
+            if random_state is not None:
+                self.random_state = random_state
+            space = (self._umap(rows, counts, self.n_components) if self.cluster_on == "umap"
+                     else rows.astype(np.float64))
+            return self._cluster(space, counts)
+        finally:
+            self.__dict__.pop("silhouette_", None)
+            self.__dict__.update(saved)
+
+    def _stability(self, runs: pl.DataFrame, inverse: np.ndarray) -> tuple[pl.DataFrame, float]:
+        """Per-strategy bootstrap stability over question resamples, and the adjusted Rand
+        index between this fit's strategies and a fit with the next seed."""
+        from sklearn.metrics import adjusted_rand_score
+
+        from mechanism._strategies.stability import bootstrap_stability
+
+        rows, counts, labels = self.train_features_, self.train_counts_.astype(np.float64), self.train_labels_
+        other = self._cluster_rows(rows, counts, random_state=(int(self.random_state) + 1) % 2**32)
+        # agreement over trajectories, not distinct rows: each row repeated by its count
+        seed = float(adjusted_rand_score(np.repeat(labels, self.train_counts_), np.repeat(other, self.train_counts_)))
+        qcodes = np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
+        stab = (bootstrap_stability(self._cluster_rows, rows, labels, inverse, qcodes,
+                                    n_boot=self.n_bootstrap, random_state=int(self.random_state))
+                if self.n_bootstrap > 0 and len(rows) > 1 else {})
+        ids = sorted(int(c) for c in np.unique(labels) if c >= 0)
+        frame = pl.DataFrame({"strategy": ids, "stability": [stab.get(c, float("nan")) for c in ids]},
+                             schema={"strategy": pl.Int64, "stability": pl.Float64})
+        return frame, seed
+
+    def sweep(self, resolutions: "Sequence[float] | None" = None) -> pl.DataFrame:
+        """How the strategies merge and split as ``resolution`` varies (agglomerative only).
+
+        For each resolution the distinct training rows are clustered again (nothing fitted
+        changes). Returns one row per resolution and fitted strategy: ``resolution``,
+        ``n_strategies`` (at that resolution), ``strategy`` (the fitted id), ``cluster`` (the
+        cluster at that resolution holding most of it), ``kept`` (its share of the fitted
+        strategy's trajectories there; below 1 means it splits), ``merged_with`` (the fitted
+        strategies sharing that cluster) and ``ari_vs_fit``.
+        """
+        from sklearn.metrics import adjusted_rand_score
+
+        self._check_fitted()
+        if self.method != "agglomerative":
+            raise MechanismError("`sweep` needs method='agglomerative' (it varies the cut of its tree)")
+        if resolutions is None:
+            resolutions = [round(self.resolution * f, 3) for f in (0.5, 0.75, 1.0, 1.25, 1.5)]
+        counts = self.train_counts_.astype(np.float64)
+        labels = self.train_labels_
+        rows = []
+        saved = self.resolution
+        try:
+            for r in resolutions:
+                if not r > 0:
+                    raise MechanismError(f"`resolutions` must be positive, got {r!r}")
+                self.resolution = float(r)
+                lab = self._cluster_rows(self.train_features_, counts)
+                n = len(np.unique(lab))
+                ari = float(adjusted_rand_score(np.repeat(labels, self.train_counts_), np.repeat(lab, self.train_counts_)))
+                for c in sorted(set(labels.tolist()) - {-1}):
+                    mine = labels == c
+                    by = np.bincount(lab[mine], weights=counts[mine])
+                    best = int(np.argmax(by))
+                    share = float(by[best] / counts[mine].sum())
+                    mates = sorted(set(labels[(lab == best)].tolist()) - {c, -1})
+                    rows.append((float(r), n, c, best, share, mates, ari))
+        finally:
+            self.resolution = saved
+        return pl.DataFrame(rows, schema={"resolution": pl.Float64, "n_strategies": pl.Int64, "strategy": pl.Int64,
+                                          "cluster": pl.Int64, "kept": pl.Float64, "merged_with": pl.List(pl.Int64),
+                                          "ari_vs_fit": pl.Float64}, orient="row")
+
+    def rename(self, names: "dict[int, str]") -> "StrategySpace":
+        """Give strategies names of your own (kept by :meth:`save`, shown by :meth:`describe`
+        and every table and figure built from it). Unnamed strategies keep their built name.
+
+        Returns
+        -------
+        StrategySpace
+            ``self``.
+        """
+        self._check_fitted()
+        known = set(self.strategies_["strategy"].to_list())
+        clean: dict[int, str] = {}
+        for k, v in dict(names).items():
+            if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) not in known:
+                raise MechanismError(f"`names` has no strategy {k!r} (strategies: {sorted(known)})")
+            if not isinstance(v, str) or not v.strip():
+                raise MechanismError(f"`names` must map to non-empty text, got {v!r} for strategy {k}")
+            clean[int(k)] = v.strip()
+        self.names_ = {**getattr(self, "names_", {}), **clean}
+        self.strategies_ = self.strategies_.with_columns(
+            pl.struct("strategy", "built_name").map_elements(
+                lambda r: self.names_.get(r["strategy"], r["built_name"]), return_dtype=pl.String).alias("name"))
         return self
 
     def _fit_clusters(self) -> dict[str, Any]:
@@ -637,13 +741,13 @@ class StrategySpace:
         """2-D UMAP coordinates for the strategy map: of each row of ``runs``, or of the
         distinct training rows when ``runs`` is None. Computed once (seeded, cached)."""
         self._check_fitted()
-        if getattr(self, "map_coords_", None) is None:
-            self.map_coords_ = self._umap(self.train_features_, self.train_counts_, 2,
+        if getattr(self, "_map_coords", None) is None:
+            self._map_coords = self._umap(self.train_features_, self.train_counts_, 2,
                                           weighted=False).astype(np.float32)
         if runs is None:
-            return self.map_coords_.astype(np.float64)
+            return self._map_coords.astype(np.float64)
         _, _, dist, idx = self._nearest(runs)
-        return _interpolate(self.map_coords_, dist, idx)
+        return _interpolate(self._map_coords, dist, idx)
 
     # ------------------------------------------------------------------ describing
     def _summaries(self, labels: np.ndarray, space: np.ndarray) -> list[dict[str, Any]]:
@@ -659,59 +763,79 @@ class StrategySpace:
 
     def _describe(self, runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray,
                   summaries: list[dict[str, Any]]) -> pl.DataFrame:
-        table = traj.select("arm", "moves").with_columns(
+        from mechanism._strategies.description import example_text, strategy_name, success_by_arm
+
+        table = traj.select("arm", "question_id", "moves", "tools", "rendering").with_columns(
             pl.Series("strategy", labels, dtype=pl.Int64), runs["correct"].alias("correct"),
-            runs["n_rounds"].alias("n_rounds"))
+            runs["n_rounds"].alias("n_rounds"), pl.Series("row", np.arange(traj.height), dtype=pl.Int64))
         total = table.height
         base = (table.group_by("strategy")
                 .agg(pl.len().cast(pl.Int64).alias("size"), pl.col("correct").mean().alias("success_rate"),
                      pl.col("n_rounds").mean().alias("mean_rounds"),
                      (pl.col("n_rounds") == 0).mean().alias("no_search_share"))
                 .with_columns((pl.col("size") / total).alias("share")))
-        typical = (table.group_by("strategy", "moves").agg(pl.len().alias("n"))
-                   .sort(["strategy", "n", "moves"], descending=[False, True, False])
+        typical = (table.group_by("strategy", "moves", "tools").agg(pl.len().alias("n"))
+                   .sort(["strategy", "n", "moves", "tools"], descending=[False, True, False, False])
                    .group_by("strategy", maintain_order=True).first()
-                   .select("strategy", pl.col("moves").alias("typical_moves")))
+                   .select("strategy", pl.col("moves").alias("typical_moves"), pl.col("tools").alias("typical_tools")))
+        typical = typical.with_columns(pl.struct("typical_moves", "typical_tools").map_elements(
+            lambda r: strategy_name(r["typical_moves"].split(" > "),
+                                    [t for t in r["typical_tools"].split(" > ") if t]),
+            return_dtype=pl.String).alias("built_name"))
         meds = pl.DataFrame(summaries, schema={"strategy": pl.Int64, "typical_member": pl.String,
                                              "keywords": pl.List(pl.String)})
-        out = base.join(meds, on="strategy", how="left").join(typical, on="strategy", how="left")
+        # an unmasked example: the first trajectory whose rendering is the typical member's
+        ex = (table.join(meds.select("strategy", "typical_member"), on="strategy")
+              .filter(pl.col("rendering") == pl.col("typical_member"))
+              .group_by("strategy").agg(pl.col("row").min()))
+        rows = dict(zip(ex["strategy"].to_list(), ex["row"].to_list()))
+        examples = pl.DataFrame({"strategy": list(rows), "example": [
+            example_text(runs["question"][r], runs.row(r, named=True)["steps"], runs["answer"][r])
+            for r in rows.values()]},
+            schema={"strategy": pl.Int64, "example": pl.String})
+        out = (base.join(meds, on="strategy", how="left").join(typical, on="strategy", how="left")
+               .join(examples, on="strategy", how="left")
+               .join(self.stability_, on="strategy", how="left"))
+        out = out.with_columns(pl.col("built_name").alias("name"))
         arms = sorted(table["arm"].unique().to_list())
-        per_arm = table.group_by("strategy", "arm").agg(pl.len().cast(pl.Int64).alias("n"),
-                                                        pl.col("correct").mean().alias("sr"))
+        ids = sorted(set(labels.tolist()))
+        per_arm = success_by_arm(table.select("arm", "question_id", "strategy", "correct"), ids,
+                                 random_state=int(self.random_state))
         for arm in arms:
             sub = per_arm.filter(pl.col("arm") == arm).select(
-                "strategy", pl.col("n").alias(f"n[{arm}]"), pl.col("sr").alias(f"success_rate[{arm}]"))
+                "strategy", pl.col("n").alias(f"n[{arm}]"), pl.col("success_rate").alias(f"success_rate[{arm}]"),
+                pl.col("ci_low").alias(f"ci_low[{arm}]"), pl.col("ci_high").alias(f"ci_high[{arm}]"))
             out = out.join(sub, on="strategy", how="left").with_columns(pl.col(f"n[{arm}]").fill_null(0))
         return out.sort("strategy").select(
-            "strategy", "size", "share", "keywords", "typical_member", "typical_moves",
-            "success_rate", "mean_rounds", "no_search_share",
-            *[c for arm in arms for c in (f"n[{arm}]", f"success_rate[{arm}]")])
+            "strategy", "name", "built_name", "size", "share", "stability", "keywords", "typical_member",
+            "typical_moves", "typical_tools", "example", "success_rate", "mean_rounds", "no_search_share",
+            *[c for arm in arms for c in (f"n[{arm}]", f"success_rate[{arm}]", f"ci_low[{arm}]", f"ci_high[{arm}]")])
 
     def describe(self) -> pl.DataFrame:
         """One row per strategy (-1 first when HDBSCAN left outliers).
 
-        Columns: ``strategy, size, share, keywords`` (c-TF-IDF over renderings),
-        ``typical_member`` (the medoid's rendering), ``typical_moves`` (most common move
-        sequence), ``success_rate``, ``mean_rounds``, ``no_search_share`` and, per arm
-        of the fitted table, ``n[arm]`` and ``success_rate[arm]``.
+        Columns: ``strategy``, ``name`` (your :meth:`rename`, else ``built_name``),
+        ``built_name`` (from the typical sequence's tools and moves, e.g.
+        ``get_order_details -> cancel_pending_order -> get_order_details (again)``), ``size``,
+        ``share``, ``stability`` (bootstrap over questions, :attr:`stability_`), ``keywords``
+        (c-TF-IDF over renderings), ``typical_member`` (the medoid's masked rendering),
+        ``typical_moves`` and ``typical_tools`` (the most common sequence), ``example`` (an
+        unmasked trajectory with that rendering), ``success_rate`` (pooled), ``mean_rounds``,
+        ``no_search_share`` and, per arm of the fitted table, ``n[arm]``,
+        ``success_rate[arm]`` (questions weighted equally) and its bootstrap interval
+        ``ci_low[arm]``, ``ci_high[arm]``.
         """
         self._check_fitted()
         return self.strategies_.clone()
 
     # ------------------------------------------------------------------ persistence
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's parameters (scikit-learn convention)."""
-        return {"embedder": self.embedder, "cache_dir": self.cache_dir, "progress": self.progress,
-                **self._model_params(), "k_range": self.k_range}
-
     def set_params(self, **params: Any) -> "StrategySpace":
         """Set constructor parameters (scikit-learn convention); refit afterwards."""
         valid = self.get_params()
-        for key, value in params.items():
+        for key in params:
             if key not in valid:
                 raise MechanismError(f"unknown parameter `{key}` for StrategySpace")
-            setattr(self, key, value)
-        return self
+        return super().set_params(**params)
 
     def _model_params(self) -> dict[str, Any]:
         """The parameters that define a fitted space (saved with it)."""
@@ -721,7 +845,8 @@ class StrategySpace:
                 "min_cluster_size": self.min_cluster_size, "cluster_on": self.cluster_on,
                 "n_components": self.n_components, "n_neighbors": self.n_neighbors,
                 "min_dist": self.min_dist, "max_umap_points": self.max_umap_points,
-                "outlier_factor": self.outlier_factor, "random_state": self.random_state}
+                "outlier_factor": self.outlier_factor, "n_bootstrap": self.n_bootstrap,
+                "random_state": self.random_state}
 
     def save(self, folder: str | os.PathLike) -> Path:
         """Write the fitted space to ``folder`` (JSON, numpy ``.npy`` and parquet; no pickle).
@@ -738,8 +863,8 @@ class StrategySpace:
                   "train_counts": self.train_counts_, "labels": self.labels_}
         if self.cluster_on == "umap":
             arrays["train_space"] = self.train_space_
-        if getattr(self, "map_coords_", None) is not None:
-            arrays["map_coords"] = self.map_coords_
+        if getattr(self, "_map_coords", None) is not None:
+            arrays["map_coords"] = self._map_coords
         checksums = {}
         for name, arr in arrays.items():
             np.save(out / f"{name}.npy", arr, allow_pickle=False)
@@ -755,6 +880,8 @@ class StrategySpace:
             "vocabulary": list(self.vocabulary_),
             "params": self._model_params(), "threshold": self.threshold_,
             "n_strategies": self.n_strategies_, "arrays": checksums, "tables": tables,
+            "names": {str(k): v for k, v in sorted(getattr(self, "names_", {}).items())},
+            "seed_agreement": self.seed_agreement_,
         }
         (out / "space.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
         return out
@@ -843,6 +970,9 @@ class StrategySpace:
             embedding_dim = int(config["embedding_dim"])
             threshold = float(config["threshold"])
             n_strategies = int(config["n_strategies"])
+            names = {int(k): str(v) for k, v in dict(config.get("names") or {}).items()}
+            seed_agreement = float(config["seed_agreement"])
+            stability = space.strategies_.select("strategy", "stability")
         except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as exc:
             reason = " ".join(str(exc).split())[:300]
             raise InputError(f"saved strategy space is incomplete or corrupt: {reason}", source=str(folder)) from None
@@ -861,6 +991,9 @@ class StrategySpace:
         space.vocabulary_ = list(vocabulary)
         space.threshold_ = threshold
         space.n_strategies_ = n_strategies
+        space.names_ = names
+        space.seed_agreement_ = seed_agreement
+        space.stability_ = stability
         return space
 
 
@@ -870,7 +1003,7 @@ _SAVED_TABLES = ("train_rows", "strategies")
 # The arrays `save` writes, and the attribute each is read back into.
 _SAVED_ARRAYS = {"train_features": "train_features_", "train_labels": "train_labels_",
                  "train_counts": "train_counts_", "labels": "labels_", "train_space": "train_space_",
-                 "map_coords": "map_coords_"}
+                 "map_coords": "_map_coords"}
 
 
 def _distinct_pairs(traj: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
