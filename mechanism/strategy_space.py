@@ -51,7 +51,7 @@ from sklearn.base import BaseEstimator
 
 from mechanism.embed import TextEmbedder, make_embedder
 from mechanism.errors import InputError, MechanismError
-from mechanism._strategies.clustering import merge_small
+from mechanism._strategies.clustering import agglomerative, distances
 from mechanism._strategies.features import fit_vocabulary, token_matrix
 from mechanism.segmentation import render
 from mechanism.schema import validate
@@ -355,9 +355,28 @@ class StrategySpace(BaseEstimator):
         # agreement over trajectories, not distinct rows: each row repeated by its count
         seed = float(adjusted_rand_score(np.repeat(labels, self.train_counts_), np.repeat(other, self.train_counts_)))
         qcodes = np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
-        stab = (bootstrap_stability(self._cluster_rows, rows, labels, inverse, qcodes,
-                                    n_boot=self.n_bootstrap, random_state=int(self.random_state))
-                if self.n_bootstrap > 0 and len(rows) > 1 else {})
+        stab: dict[int, float] = {}
+        if self.n_bootstrap > 0 and len(rows) > 1:
+            if self.method == "agglomerative" and self.cluster_on == "features":
+                # One distance matrix of the clustered rows serves every resample; the light
+                # tail outside it (beyond _AGGLOMERATIVE_MAX_ROWS rows) is left out.
+                core = self._core(self.train_counts_)
+                dist = distances(rows[core].astype(np.float64))
+                keep = np.full(len(rows), -1, dtype=np.int64)
+                keep[core] = np.arange(len(core))
+                in_core = keep[inverse] >= 0
+
+                def cluster(idx: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+                    return agglomerative(dist[np.ix_(idx, idx)], cnt, resolution=self.resolution,
+                                         linkage=self.linkage, min_share=self.min_share)
+
+                stab = bootstrap_stability(cluster, len(core), labels[core], keep[inverse][in_core],
+                                           qcodes[in_core], n_boot=self.n_bootstrap,
+                                           random_state=int(self.random_state))
+            else:
+                stab = bootstrap_stability(lambda idx, cnt: self._cluster_rows(rows[idx], cnt), len(rows), labels,
+                                           inverse, qcodes, n_boot=self.n_bootstrap,
+                                           random_state=int(self.random_state))
         ids = sorted(int(c) for c in np.unique(labels) if c >= 0)
         frame = pl.DataFrame({"strategy": ids, "stability": [stab.get(c, float("nan")) for c in ids]},
                              schema={"strategy": pl.Int64, "stability": pl.Float64})
@@ -601,16 +620,13 @@ class StrategySpace(BaseEstimator):
             return self._hdbscan(space, counts)
         if self.method == "kmeans":
             return self._kmeans(space, counts)
-        from sklearn.cluster import AgglomerativeClustering
         from sklearn.neighbors import NearestNeighbors
 
-        # Complete linkage needs all pairwise distances: the heaviest rows are clustered
-        # (bounded memory) and the light tail joins the strategy of its nearest clustered row.
-        order = np.lexsort((np.arange(m), -counts))
-        core = np.sort(order[:_AGGLOMERATIVE_MAX_ROWS])
-        lab = AgglomerativeClustering(n_clusters=None, distance_threshold=self.resolution,
-                                      linkage=self.linkage).fit_predict(space[core])
-        lab = merge_small(space[core], lab, counts[core], self.min_share)
+        # The tree needs all pairwise distances: the heaviest rows are clustered (bounded
+        # memory) and the light tail joins the strategy of its nearest clustered row.
+        core = self._core(counts)
+        lab = agglomerative(distances(space[core]), counts[core], resolution=self.resolution,
+                            linkage=self.linkage, min_share=self.min_share)
         out = np.empty(m, dtype=np.int64)
         out[core] = lab
         rest = np.setdiff1d(np.arange(m), core)
@@ -618,6 +634,12 @@ class StrategySpace(BaseEstimator):
             idx = NearestNeighbors(n_neighbors=1).fit(space[core]).kneighbors(space[rest])[1][:, 0]
             out[rest] = lab[idx]
         return out
+
+    @staticmethod
+    def _core(counts: np.ndarray) -> np.ndarray:
+        """The (at most ``_AGGLOMERATIVE_MAX_ROWS``) heaviest distinct rows, in row order."""
+        order = np.lexsort((np.arange(len(counts)), -counts))
+        return np.sort(order[:_AGGLOMERATIVE_MAX_ROWS])
 
     def _kmeans(self, space: np.ndarray, counts: np.ndarray) -> np.ndarray:
         from sklearn.cluster import KMeans

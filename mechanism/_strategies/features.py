@@ -14,21 +14,39 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def fit_vocabulary(tokens: Sequence[str]) -> list[str]:
-    """Sorted distinct tokens of the fitted trajectories (space-separated per trajectory)."""
-    vocab: set[str] = set()
-    for row in set(tokens):
-        vocab.update(row.split())
-    return sorted(vocab)
+# At most this many tokens get a column of their own (the most frequent over trajectories);
+# rarer ones count together in the last column. Bounds the memory of the joined space
+# (20,000 distinct rows x 1,000 columns of float32 is 80 MB) on data whose move sequences are
+# nearly all distinct.
+MAX_VOCABULARY = 512
+
+
+def fit_vocabulary(tokens: Sequence[str], *, max_size: int = MAX_VOCABULARY) -> list[str]:
+    """The tokens that get a column: the ``max_size`` most frequent over the fitted
+    trajectories (``tokens`` holds each trajectory's, space-separated), ties by name, sorted.
+
+    Examples
+    --------
+    >>> fit_vocabulary(["a b", "a c", "a b"], max_size=2)
+    ['a', 'b']
+    """
+    from collections import Counter
+
+    freq: Counter[str] = Counter()
+    for row, n in Counter(tokens).items():
+        for t in set(row.split()):
+            freq[t] += n
+    ranked = sorted(freq, key=lambda t: (-freq[t], t))[:max_size]
+    return sorted(ranked)
 
 
 def token_matrix(tokens: Sequence[str], vocabulary: Sequence[str]) -> np.ndarray:
     """Presence of each vocabulary token in each trajectory (``len(tokens) x len(vocabulary)``).
 
-    Tokens outside the vocabulary (a tool never seen at fit) are counted in one extra
-    distance: each unseen token adds 1 to the trajectory's norm through the last column, so a
-    new checkpoint's unknown moves push it away from every fitted strategy rather than
-    vanishing.
+    Tokens outside the vocabulary (a tool never seen at fit, or too rare to get a column)
+    are counted in one extra column, ``sqrt(number of them)``: each adds 1 to the
+    trajectory's squared norm, so a new checkpoint's unknown moves push it away from every
+    fitted strategy rather than vanishing.
     """
     index = {t: i for i, t in enumerate(vocabulary)}
     out = np.zeros((len(tokens), len(vocabulary) + 1), dtype=np.float64)

@@ -40,7 +40,7 @@ def jaccard_best(labels: np.ndarray, other: np.ndarray, weights: np.ndarray) -> 
     return out
 
 
-def bootstrap_stability(cluster: Callable[[np.ndarray, np.ndarray], np.ndarray], rows: np.ndarray,
+def bootstrap_stability(cluster: Callable[[np.ndarray, np.ndarray], np.ndarray], n_rows: int,
                         labels: np.ndarray, row_of: np.ndarray, question_of: np.ndarray, *,
                         n_boot: int, random_state: int) -> dict[int, float]:
     """Mean best Jaccard of every strategy over ``n_boot`` question resamples.
@@ -48,9 +48,10 @@ def bootstrap_stability(cluster: Callable[[np.ndarray, np.ndarray], np.ndarray],
     Parameters
     ----------
     cluster
-        ``cluster(rows, counts) -> labels``: the fit's clustering of distinct rows.
-    rows, labels
-        The fit's distinct rows and their strategies.
+        ``cluster(index, counts) -> labels``: the fit's clustering of the distinct rows
+        ``index`` weighted by ``counts``.
+    n_rows, labels
+        Number of the fit's distinct rows, and their strategies.
     row_of, question_of
         For every trajectory: its distinct row and its question (integer codes).
     """
@@ -58,12 +59,12 @@ def bootstrap_stability(cluster: Callable[[np.ndarray, np.ndarray], np.ndarray],
     draws = question_bootstrap_weights(n_q, n_boot, random_state)
     acc: dict[int, list[float]] = {int(c): [] for c in np.unique(labels) if c >= 0}
     for w in draws:
-        counts = np.bincount(row_of, weights=w[question_of], minlength=len(rows))
+        counts = np.bincount(row_of, weights=w[question_of], minlength=n_rows)
         present = np.flatnonzero(counts > 0)
         if len(present) == 0:
             continue
-        refit = np.full(len(rows), -1, dtype=np.int64)
-        refit[present] = cluster(rows[present], counts[present])
+        refit = np.full(n_rows, -1, dtype=np.int64)
+        refit[present] = cluster(present, counts[present])
         for c, j in jaccard_best(labels, refit, counts).items():
             if c in acc:
                 acc[c].append(j)
