@@ -315,7 +315,14 @@ class StrategySpace(BaseEstimator):
         self.train_counts_ = counts.astype(np.int64)
         self.train_renderings_ = [str(r) for r in renderings]
         self.train_moves_ = [str(m) for m in moves]
-        fitted = self._fit_cached()
+        # which question each trajectory asks, and its distinct row: what the bootstrap
+        # over questions resamples (kept only for the duration of the fit)
+        self._fit_rows = (np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel(),
+                          inverse)
+        try:
+            fitted = self._fit_cached()
+        finally:
+            self.__dict__.pop("_fit_rows", None)
         self.train_labels_ = labels = fitted["labels"]
         self.threshold_ = fitted["threshold"]
         if fitted.get("train_space") is not None:
@@ -324,7 +331,11 @@ class StrategySpace(BaseEstimator):
             self.silhouette_ = fitted["silhouette"]
         self.labels_ = labels[inverse]
         self.n_strategies_ = int(labels.max() + 1) if (labels >= 0).any() else 0
-        self.stability_, self.seed_agreement_ = self._stability(runs, inverse)
+        ids = sorted(int(c) for c in np.unique(labels) if c >= 0)
+        self.stability_ = pl.DataFrame({"strategy": ids, "stability": [fitted["stability"].get(c, float("nan"))
+                                                                      for c in ids]},
+                                       schema={"strategy": pl.Int64, "stability": pl.Float64})
+        self.seed_agreement_ = float(fitted["seed_agreement"])
         self.names_ = {}
         self.strategies_ = self._describe(runs, traj, self.labels_, fitted["summaries"])
         return self
@@ -343,18 +354,22 @@ class StrategySpace(BaseEstimator):
             self.__dict__.pop("silhouette_", None)
             self.__dict__.update(saved)
 
-    def _stability(self, runs: pl.DataFrame, inverse: np.ndarray) -> tuple[pl.DataFrame, float]:
+    def _stability(self, labels: np.ndarray) -> tuple[dict[int, float], float]:
         """Per-strategy bootstrap stability over question resamples, and the adjusted Rand
         index between this fit's strategies and a fit with the next seed."""
         from sklearn.metrics import adjusted_rand_score
 
         from mechanism._strategies.stability import bootstrap_stability
 
-        rows, counts, labels = self.train_features_, self.train_counts_.astype(np.float64), self.train_labels_
-        other = self._cluster_rows(rows, counts, random_state=(int(self.random_state) + 1) % 2**32)
-        # agreement over trajectories, not distinct rows: each row repeated by its count
-        seed = float(adjusted_rand_score(np.repeat(labels, self.train_counts_), np.repeat(other, self.train_counts_)))
-        qcodes = np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
+        rows, counts = self.train_features_, self.train_counts_.astype(np.float64)
+        qcodes, inverse = self._fit_rows
+        if self.method == "agglomerative" and self.cluster_on == "features":
+            seed = 1.0  # no random step: any seed gives these strategies (tests check it)
+        else:
+            other = self._cluster_rows(rows, counts, random_state=(int(self.random_state) + 1) % 2**32)
+            # agreement over trajectories, not distinct rows: each row repeated by its count
+            seed = float(adjusted_rand_score(np.repeat(labels, self.train_counts_),
+                                             np.repeat(other, self.train_counts_)))
         stab: dict[int, float] = {}
         if self.n_bootstrap > 0 and len(rows) > 1:
             if self.method == "agglomerative" and self.cluster_on == "features":
@@ -377,10 +392,7 @@ class StrategySpace(BaseEstimator):
                 stab = bootstrap_stability(lambda idx, cnt: self._cluster_rows(rows[idx], cnt), len(rows), labels,
                                            inverse, qcodes, n_boot=self.n_bootstrap,
                                            random_state=int(self.random_state))
-        ids = sorted(int(c) for c in np.unique(labels) if c >= 0)
-        frame = pl.DataFrame({"strategy": ids, "stability": [stab.get(c, float("nan")) for c in ids]},
-                             schema={"strategy": pl.Int64, "stability": pl.Float64})
-        return frame, seed
+        return stab, seed
 
     def sweep(self, resolutions: "Sequence[float] | None" = None) -> pl.DataFrame:
         """How the strategies merge and split as ``resolution`` varies (agglomerative only).
@@ -466,6 +478,7 @@ class StrategySpace(BaseEstimator):
         out["labels"] = labels
         out["threshold"] = self._outlier_threshold(uniq)
         out["summaries"] = self._summaries(labels, space)
+        out["stability"], out["seed_agreement"] = self._stability(labels)
         return out
 
     def _fit_key(self) -> str:
@@ -485,6 +498,8 @@ class StrategySpace(BaseEstimator):
         parts = [json.dumps(header, sort_keys=True).encode(),
                  np.ascontiguousarray(self.train_features_, dtype=np.float32).tobytes(),
                  np.ascontiguousarray(self.train_counts_, dtype=np.int64).tobytes(),
+                 np.ascontiguousarray(self._fit_rows[0], dtype=np.int64).tobytes(),
+                 np.ascontiguousarray(self._fit_rows[1], dtype=np.int64).tobytes(),
                  json.dumps([self.train_renderings_, self.train_moves_]).encode("utf-8", "surrogatepass")]
         return digest(b"\0".join(len(p).to_bytes(8, "little") + p for p in parts))[:40]
 
@@ -507,6 +522,8 @@ class StrategySpace(BaseEstimator):
         fitted = self._fit_clusters()
         record = {"labels": fitted["labels"].tolist(), "threshold": fitted["threshold"],
                   "summaries": fitted["summaries"],
+                  "stability": {str(k): v for k, v in fitted["stability"].items()},
+                  "seed_agreement": fitted["seed_agreement"],
                   "silhouette": ({str(k): v for k, v in fitted["silhouette"].items()}
                                  if "silhouette" in fitted else None),
                   "train_space": fitted["train_space"].tolist() if "train_space" in fitted else None}
@@ -523,7 +540,9 @@ class StrategySpace(BaseEstimator):
                       "keywords": [str(k) for k in d["keywords"]]} for d in record["summaries"]]
         if sorted(d["strategy"] for d in summaries) != sorted(set(labels.tolist())):
             raise ValueError("cached summaries do not match the labels")
-        out: dict[str, Any] = {"labels": labels, "threshold": float(record["threshold"]), "summaries": summaries}
+        out: dict[str, Any] = {"labels": labels, "threshold": float(record["threshold"]), "summaries": summaries,
+                               "stability": {int(k): float(v) for k, v in dict(record["stability"]).items()},
+                               "seed_agreement": float(record["seed_agreement"])}
         if record.get("silhouette") is not None:
             out["silhouette"] = {int(k): float(v) for k, v in record["silhouette"].items()}
         if record.get("train_space") is not None:
