@@ -7,7 +7,8 @@ with ``mechanism.read``, as a user would. Prints one table row per world: ARI of
 ARI between two seeds' fits, ARI of the saved space applied to a fresh sample of the same
 arms, and the number of strategies found / planted.
 
-Run: ``python benchmarks/bench_strategies_worlds.py [--embedder hashing-256] [--param k=v ...]``
+Run: ``python benchmarks/bench_strategies_worlds.py [--embedder hashing-256] [--param k=v ...]``;
+``--lowo`` prints the leave-one-world-out choice of ``resolution`` and ``min_share``.
 """
 from __future__ import annotations
 
@@ -40,13 +41,42 @@ def load(world: str, seed: int, n: int = 60):
     return runs, w.labels_for(runs)
 
 
+def leave_one_world_out(embedder: str | None, worlds: list[str], n: int) -> None:
+    """Choose (resolution, min_share) on all worlds but one, report the held-out world's ARI."""
+    grid = [(r, m) for r in (1.0, 1.5, 2.0, 2.5, 3.0) for m in (0.0, 0.02, 0.04, 0.08)]
+    data = {w: load(w, seed=0, n=n) for w in worlds}
+    ari = {}
+    for r, m in grid:
+        for w, (runs, truth) in data.items():
+            sp = mx.StrategySpace(embedder=embedder, resolution=r, min_share=m, n_bootstrap=0,
+                                  progress=False).fit(runs)
+            ari[(r, m, w)] = adjusted_rand_score(truth, sp.labels_)
+    print("| held-out world | chosen on the others (resolution, min_share) | mean ARI on the others | "
+          "held-out ARI |")
+    print("|---|---|---|---|")
+    for held in worlds:
+        others = [w for w in worlds if w != held]
+        best = max(grid, key=lambda g: (np.mean([ari[(*g, w)] for w in others]), -abs(g[0] - 2.0), -g[1]))
+        print(f"| {held} | {best} | {np.mean([ari[(*best, w)] for w in others]):.3f} | "
+              f"{ari[(*best, held)]:.3f} |")
+    print()
+    print("| resolution | min_share | " + " | ".join(worlds) + " |")
+    print("|---|---|" + "---|" * len(worlds))
+    for r, m in grid:
+        print(f"| {r} | {m} | " + " | ".join(f"{ari[(r, m, w)]:.3f}" for w in worlds) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--embedder", default=None)
     ap.add_argument("--worlds", default="simulated,multihop,multihop_react,service")
     ap.add_argument("--n", type=int, default=60)
     ap.add_argument("--param", nargs="*", default=[])
+    ap.add_argument("--lowo", action="store_true", help="leave-one-world-out choice of the defaults")
     args = ap.parse_args()
+    if args.lowo:
+        leave_one_world_out(args.embedder, args.worlds.split(","), args.n)
+        return
     params = {}
     for p in args.param:
         k, v = p.split("=")

@@ -1,33 +1,41 @@
-"""The strategy space: trajectories -> masked renderings and strategy descriptors -> joined
-space -> clusters ("strategies"), saved without pickle and applied to new checkpoints
-without refitting.
+"""The strategy space: trajectories -> move tokens and masked renderings -> joined space ->
+strategies, saved without pickle and applied to new checkpoints without refitting.
+
+A thin scikit-learn estimator over private modules: :mod:`mechanism._strategies.features`
+(move tokens as presence columns), :mod:`~mechanism._strategies.clustering` (the tree cut
+and the minimum share), :mod:`~mechanism._strategies.stability` (bootstrap over questions)
+and :mod:`~mechanism._strategies.description` (names, examples, per-arm success).
 
 Pipeline (DESIGN.md section 5):
 
-1. :func:`mechanism.segmentation.render` masks the question's content and summarises each
-   trajectory by its moves and strategy descriptors (:data:`~mechanism.segmentation.STRATEGY_FEATURES`).
-2. Distinct renderings are embedded once (:mod:`mechanism.embed`); the weighted descriptors
-   are joined with the embedding (times ``embedding_weight``).
+1. :func:`mechanism.segmentation.render` describes every call by the tool-agnostic move
+   grammar (tool, where its values came from, relation to earlier calls, failure and retry)
+   and gives each trajectory its move tokens (:func:`~mechanism.segmentation.move_tokens`)
+   and a rendering with the question's content masked.
+2. Each token is a presence column (weight 1, none set by hand; the 512 most frequent
+   tokens get one, rarer ones count together); distinct renderings are embedded once
+   (:mod:`mechanism.embed`) and joined, times ``embedding_weight``.
 3. Identical joined rows are collapsed and carry their count as a weight.
-4. Clustering, by default complete-linkage agglomerative clustering cut at ``resolution``:
-   any two members of a strategy lie within ``resolution`` of each other, so trajectories
-   that differ by a whole kind of move (weight 1) are never one strategy, while differences
-   in length or wording (weights 0.25) and in the rendering's text are absorbed. The number of
-   strategies follows from that stated criterion. Alternatives: ``method="kmeans"`` (count
-   weighted, k by the highest count-weighted silhouette over ``k_range``) and
-   ``method="hdbscan"`` (outliers -1).
+4. Clustering, by default average-linkage agglomerative clustering cut at ``resolution``
+   (groups join while they differ on average by fewer than ``resolution**2`` tokens), then
+   every group under ``min_share`` of the trajectories joins its nearest group: the number
+   of strategies follows from these two stated criteria, chosen once for all planted worlds
+   by leaving one world out (``benchmarks/bench_strategies_worlds.py --lowo``).
+   Alternatives: ``method="kmeans"`` (count weighted, k by the highest count-weighted
+   silhouette over ``k_range``) and ``method="hdbscan"`` (outliers -1).
 5. Strategies are numbered by descending size, ties broken by their medoid's rendering, so
    the same input gives the same ids.
+6. Every fit reports each strategy's stability over bootstrap resamples of questions
+   (``stability_``) and the agreement with a fit under the next seed (``seed_agreement_``);
+   :meth:`StrategySpace.sweep` shows how strategies merge and split over ``resolution``.
 
 Why clustering happens in the joined space and UMAP (fixed ``random_state``) serves the map
 and, on request (``cluster_on="umap"``), the clustering: UMAP scales every point's
 neighbourhood to its own nearest neighbour, so a distinct rendering far from the rest (the
-no-search episodes, say) is glued to whatever lies nearest. On the simulator's planted
-strategies, clustering a 5-D UMAP of the joined space reached an adjusted Rand index of
-0.26-0.29 where the joined space reaches 0.84 (``benchmarks/results/strategies.md``).
+no-search episodes, say) is glued to whatever lies nearest.
 
 Caching (``cache_dir``) and deduplication keep the fixed cost low: identical trajectories
-are segmented once, the joined space is built from the distinct (rendering, descriptors)
+are segmented once, the joined space is built from the distinct (rendering, move tokens)
 pairs rather than from every row, and a refit on known content is read back whole
 (``benchmarks/results/strategies.md``).
 
@@ -150,14 +158,18 @@ class StrategySpace(BaseEstimator):
         model name or path, ``"hashing-<n>"`` (model-free), or an object with ``model_id``
         and ``embed(texts) -> ndarray``.
     embedding_weight, structure_weight
-        Multipliers of the (unit-length) rendering embedding and of the weighted strategy
-        descriptors in the joined space.
+        Multipliers of the (unit-length) rendering embedding and of the move-token
+        presence columns in the joined space.
     method
-        ``"agglomerative"`` (complete linkage cut at ``resolution``), ``"kmeans"`` or
-        ``"hdbscan"``.
+        ``"agglomerative"`` (the tree cut at ``resolution``), ``"kmeans"`` or ``"hdbscan"``.
     resolution
-        Largest distance between two members of one strategy (agglomerative), in the units
-        of the descriptor weights (a whole kind of move weighs 1).
+        Where the tree is cut (agglomerative): groups whose ``linkage`` distance is below it
+        are one strategy. Distances are square roots of numbers of differing move tokens.
+    linkage
+        ``"average"`` (default), ``"complete"`` or ``"single"``.
+    min_share
+        Smallest share of trajectories a strategy holds (agglomerative); smaller groups join
+        the group nearest on average.
     k_range
         Smallest and largest number of strategies tried by k-means.
     min_cluster_size
@@ -169,6 +181,8 @@ class StrategySpace(BaseEstimator):
     outlier_factor
         Scales the fit's median nearest-neighbour distance into the outlier threshold (which
         is at least ``resolution``).
+    n_bootstrap
+        Resamples of questions behind ``stability_`` (0: none).
     random_state
         Seed of UMAP and k-means: an integer in ``[0, 2**32)`` (``None`` is refused, so that
         the same input always gives the same strategies).
@@ -195,6 +209,14 @@ class StrategySpace(BaseEstimator):
         The distinct training rows of the joined space, their strategies and counts.
     threshold_ : float
         Distance beyond which :meth:`transform` calls a row an outlier.
+    vocabulary_ : list of str
+        The move tokens with a column of their own.
+    stability_ : polars.DataFrame
+        ``strategy, stability``: mean best Jaccard over ``n_bootstrap`` question resamples.
+    seed_agreement_ : float
+        Adjusted Rand index with the fit under ``random_state + 1``.
+    names_ : dict
+        Names given with :meth:`rename`.
 
     Examples
     --------
@@ -206,7 +228,7 @@ class StrategySpace(BaseEstimator):
     """
 
     def __init__(self, *, embedder: "str | TextEmbedder | None" = None, embedding_weight: float = 0.3,
-                 structure_weight: float = 1.0, method: str = "agglomerative", resolution: float = 2.0,
+                 structure_weight: float = 1.0, method: str = "agglomerative", resolution: float = 1.5,
                  linkage: str = "average", min_share: float = 0.04,
                  k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
                  cluster_on: str = "features", n_components: int = 5, n_neighbors: int = 15,
@@ -482,7 +504,7 @@ class StrategySpace(BaseEstimator):
         return out
 
     def _fit_key(self) -> str:
-        """Identity of a clustering: the distinct rows (descriptors and embedding), their
+        """Identity of a clustering: the distinct rows (move tokens and embedding), their
         counts, first renderings and move sequences, the estimator's parameters, the
         embedding model, and the code and library versions that cluster them."""
         from importlib.metadata import version
@@ -715,7 +737,7 @@ class StrategySpace(BaseEstimator):
             d = NearestNeighbors(n_neighbors=2).fit(uniq).kneighbors(uniq)[0][:, 1]
             base = float(np.median(d))
         # A row farther than `resolution` from every training row could not have joined any
-        # complete-linkage strategy at fit; the spread term covers the other methods.
+        # strategy at fit; the spread term covers the other methods.
         return max(float(self.resolution), self.outlier_factor * base)
 
     # ------------------------------------------------------------------ applying
@@ -769,7 +791,7 @@ class StrategySpace(BaseEstimator):
         """Each row's position in the space the strategies live in.
 
         With ``cluster_on="features"`` (default) that is the joined space itself
-        (``n_rows x (n_descriptors + embedding dimension)``), exact for any row. With
+        (``n_rows x (vocabulary + 1 + embedding dimension)``), exact for any row. With
         ``cluster_on="umap"``, a row seen at fit gets its fitted UMAP coordinates and others
         the inverse-distance-weighted mean of their nearest training rows' coordinates.
         """
@@ -1048,7 +1070,7 @@ _SAVED_ARRAYS = {"train_features": "train_features_", "train_labels": "train_lab
 
 
 def _distinct_pairs(traj: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
-    """The distinct (rendering, strategy descriptors) pairs of a rendered table.
+    """The distinct (rendering, move tokens) pairs of a rendered table.
 
     Returns
     -------

@@ -2,10 +2,11 @@
 
 1. Average-linkage agglomerative clustering cut at ``resolution``: two groups join while the
    mean distance between their members is below it. Distances count move tokens one
-   trajectory has and the other lacks (:mod:`mechanism._strategies.features`), so
-   ``resolution=2`` joins groups that differ on average by fewer than four tokens - less
-   than one new kind of call (which differs in four: tool, relation, move, order) - and
-   keeps apart groups that differ by a whole kind of move.
+   trajectory has and the other lacks (:mod:`mechanism._strategies.features`), so the
+   default ``resolution=1.5`` joins groups that differ on average by two tokens or fewer
+   (another provenance of one call, a call's order) and keeps apart groups that differ by a
+   whole kind of call (four tokens: tool, relation, move, order). The default was chosen
+   once for all planted worlds by leaving one world out (``benchmarks/RESULTS.md``).
 2. A strategy holds at least ``min_share`` of the trajectories: a smaller group is a
    variant, and joins the strategy whose members are nearest on average (count-weighted).
    Rare renderings cannot then each claim a strategy of their own.
