@@ -1,27 +1,40 @@
-"""Segment trajectories into moves and render each one with the question's content masked.
+"""The move grammar: every tool call of any agent described by what all formats have (tool
+name, arguments, observation, order), with the question's content masked.
 
 A strategy is how an agent uses its tools, not what it asks about (DESIGN.md section 5):
-raw transcripts cluster by entity names. So every query's content words are replaced by
-where they came from:
+raw transcripts cluster by entity names. So a call is described by
 
-``[Q]``
-    the word is in the question;
-``[PREV]``
-    the word was in an earlier query (reuse, even if a result also showed it);
-``[OBS]``
-    the word is a name or number first met in an earlier result (the mark of a bridge);
-``[NEW]``
-    none of these.
+tool
+    its normalised name, never truncated in what a person reads;
+sources
+    where its argument values came from, for every value whatever its shape (words, ids
+    such as ``mia_li_3668``, codes such as ``#W4830391``, e-mails, numbers, lower-case
+    names, multi-word phrases as their atoms): ``user`` (the question or user turn),
+    ``call`` (an earlier call's arguments), ``result`` (first met in an earlier
+    observation: information carried over) or ``new``; matched through sets of atoms, so
+    linear in the text;
+relation
+    to earlier calls (:data:`RELATIONS`): ``first`` use of the tool, exact ``repeat`` of
+    the previous call, ``return`` to an earlier call after others (read, change, read
+    again), ``revise`` (same tool, most of an earlier call's values kept), ``switch`` (a
+    value an earlier call of another tool used: the same object under another tool),
+    ``new`` (same tool, another object);
+scope
+    how much of the question the call covers (``whole``, ``most``, ``part``, ``none``);
+failed, after_error
+    whether its observation reports an error, and whether it follows a failed call (a
+    retry).
 
-Each tool call becomes a *move* (``first_lookup``, ``bridge_lookup``, ``parallel_lookup``,
-``new_lookup``, ``reformulation``, ``repeat``, ``verification``) and the episode ends in
-``answer_with_evidence``, ``answer_without_evidence`` or ``no_answer``. A trajectory is
-rendered as its sequence of masked moves, each with the query's scope (whole, most or part of
-the question, or none of it) and the other sources of its words, e.g.
-``1. search first_lookup: most of question [Q] | 2. search bridge_lookup: no question +
-[OBS] [NEW] | answer``; it is summarised by strategy descriptors
-(:data:`STRATEGY_FEATURES`) and descriptive columns (move counts, provenance shares,
-question coverage, whether the answer was retrieved).
+Calls of a retrieval tool (named like a search) are also read as search moves
+(:data:`SEARCH_MOVES`: ``first_lookup``, ``bridge_lookup``, ``verification``,
+``reformulation``, ``parallel_lookup``, ``new_lookup``, ``repeat``), derived from the same
+grammar. The episode ends in ``answer`` or ``no_answer``: nothing that depends on the
+outcome (whether the answer was retrieved or right) is recorded, since a strategy defined
+by its outcome would fold within-strategy success into composition (mechanism.compare).
+
+A trajectory is rendered as its masked moves, e.g. ``1. get_order_details first: user,
+part of question | 2. cancel_pending_order switch: user+new, part of question | answer``,
+and summarised by its move tokens (:func:`move_tokens`), what strategies are made of.
 """
 from __future__ import annotations
 

@@ -859,6 +859,11 @@ class StrategySpace(BaseEstimator):
         out = (base.join(meds, on="strategy", how="left").join(typical, on="strategy", how="left")
                .join(examples, on="strategy", how="left")
                .join(self.stability_, on="strategy", how="left"))
+        # Two strategies can share a typical sequence (they differ in rarer moves): their
+        # names carry the strategy id so that every name is unique.
+        dup = pl.col("built_name").is_duplicated()
+        out = out.with_columns(pl.when(dup).then(pl.format("{} [S{}]", "built_name", "strategy"))
+                               .otherwise(pl.col("built_name")).alias("built_name"))
         out = out.with_columns(pl.col("built_name").alias("name"))
         arms = sorted(table["arm"].unique().to_list())
         ids = sorted(set(labels.tolist()))
