@@ -861,6 +861,14 @@ class StrategySpace(BaseEstimator):
                .join(self.stability_, on="strategy", how="left"))
         # Two strategies can share a typical sequence (they differ in rarer moves): their
         # names carry the strategy id so that every name is unique.
+        # Two strategies can share a typical sequence (they differ in rarer moves or in how
+        # much of the question they ask): such names say how the typical member opens, and
+        # carry the strategy id if that is not enough, so that every name is unique.
+        scope = pl.col("typical_member").str.extract(r"^1\. [^|]*?(whole|most|part) of question", 1)
+        dup = pl.col("built_name").is_duplicated()
+        out = out.with_columns(pl.when(dup & scope.is_not_null())
+                               .then(pl.format("{} (opens with {} of question)", "built_name", scope))
+                               .otherwise(pl.col("built_name")).alias("built_name"))
         dup = pl.col("built_name").is_duplicated()
         out = out.with_columns(pl.when(dup).then(pl.format("{} [S{}]", "built_name", "strategy"))
                                .otherwise(pl.col("built_name")).alias("built_name"))

@@ -108,7 +108,7 @@ def write_outputs(space, runs: pl.DataFrame, out: Path, *, arms: list[str] | Non
     for r in desc.head(10).iter_rows(named=True):
         per_arm = ", ".join(f"{a} {table.filter((pl.col('arm') == a) & (pl.col('strategy') == r['strategy']))['share'].sum():.1%}"
                             for a in arms)
-        lines.append(f"  {strategy_label(r['strategy'], r['typical_moves'], r['typical_member']):<40} n={r['size']:>6,}  "
+        lines.append(f"  {strategy_label(r['strategy'], r['typical_moves'], r['typical_member'], name=r.get('name')):<40} n={r['size']:>6,}  "
                      f"success {r['success_rate']:.2f}  shares: {per_arm}")
     return "\n".join(lines)
 
