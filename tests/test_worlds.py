@@ -61,6 +61,15 @@ def test_saved_space_on_a_fresh_sample_agrees_as_well_as_the_fit(fitted):
     assert adjusted_rand_score(fresh_truth, labels) >= adjusted_rand_score(truth, space.labels_) - 0.05
 
 
+def test_spaces_fitted_on_independent_samples_agree(fitted):
+    """Two spaces fitted on independent samples label a third sample alike."""
+    name, runs, truth, space, tmp = fitted
+    other_runs, _ = _read(name, 7, tmp)
+    other = mx.StrategySpace(embedder=FAST, random_state=0, progress=False).fit(other_runs)
+    third, _ = _read(name, 9, tmp)
+    assert adjusted_rand_score(space.transform(third), other.transform(third)) >= 0.8
+
+
 def test_entity_content_does_not_cluster(fitted):
     """Renderings carry no names, ids or e-mails: the question's content is masked."""
     name, runs, truth, space, _ = fitted
