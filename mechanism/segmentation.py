@@ -1,94 +1,95 @@
-"""Segment trajectories into moves and render each one with the question's content masked.
+"""The move grammar: every tool call of any agent described by what all formats have (tool
+name, arguments, observation, order), with the question's content masked.
 
 A strategy is how an agent uses its tools, not what it asks about (DESIGN.md section 5):
-raw transcripts cluster by entity names. So every query's content words are replaced by
-where they came from:
+raw transcripts cluster by entity names. So a call is described by
 
-``[Q]``
-    the word is in the question;
-``[PREV]``
-    the word was in an earlier query (reuse, even if a result also showed it);
-``[OBS]``
-    the word is a name or number first met in an earlier result (the mark of a bridge);
-``[NEW]``
-    none of these.
+tool
+    its normalised name, never truncated in what a person reads;
+sources
+    where its argument values came from, for every value whatever its shape (words, ids
+    such as ``mia_li_3668``, codes such as ``#W4830391``, e-mails, numbers, lower-case
+    names, multi-word phrases as their atoms): ``user`` (the question or user turn),
+    ``call`` (an earlier call's arguments), ``result`` (first met in an earlier
+    observation: information carried over) or ``new``; matched through sets of atoms, so
+    linear in the text;
+relation
+    to earlier calls (:data:`RELATIONS`): ``first`` use of the tool, exact ``repeat`` of
+    the previous call, ``return`` to an earlier call after others (read, change, read
+    again), ``revise`` (same tool, most of an earlier call's values kept), ``switch`` (a
+    value an earlier call of another tool used: the same object under another tool),
+    ``new`` (same tool, another object);
+scope
+    how much of the question the call covers (``whole``, ``most``, ``part``, ``none``);
+failed, after_error
+    whether its observation reports an error, and whether it follows a failed call (a
+    retry).
 
-Each tool call becomes a *move* (``first_lookup``, ``bridge_lookup``, ``parallel_lookup``,
-``new_lookup``, ``reformulation``, ``repeat``, ``verification``) and the episode ends in
-``answer_with_evidence``, ``answer_without_evidence`` or ``no_answer``. A trajectory is
-rendered as its sequence of masked moves, each with the query's scope (whole, most or part of
-the question, or none of it) and the other sources of its words, e.g.
-``1. search first_lookup: most of question [Q] | 2. search bridge_lookup: no question +
-[OBS] [NEW] | answer``; it is summarised by strategy descriptors
-(:data:`STRATEGY_FEATURES`) and descriptive columns (move counts, provenance shares,
-question coverage, whether the answer was retrieved).
+Calls of a retrieval tool (named like a search) are also read as search moves
+(:data:`SEARCH_MOVES`: ``first_lookup``, ``bridge_lookup``, ``verification``,
+``reformulation``, ``parallel_lookup``, ``new_lookup``, ``repeat``), derived from the same
+grammar. The episode ends in ``answer`` or ``no_answer``: nothing that depends on the
+outcome (whether the answer was retrieved or right) is recorded, since a strategy defined
+by its outcome would fold within-strategy success into composition (mechanism.compare).
+
+A trajectory is rendered as its masked moves, e.g. ``1. get_order_details first: user,
+part of question | 2. cancel_pending_order switch: user+new, part of question | answer``,
+and summarised by its move tokens (:func:`move_tokens`), what strategies are made of.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
 import io
+import json
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from mechanism.schema import validate
 
-LOOKUP_MOVES = ("first_lookup", "bridge_lookup", "parallel_lookup", "new_lookup",
-                "reformulation", "repeat", "verification")
-FINAL_MOVES = ("answer_with_evidence", "answer_without_evidence", "no_answer")
-MOVES = LOOKUP_MOVES + FINAL_MOVES
+RELATIONS = ("first", "repeat", "return", "revise", "switch", "new")
+SOURCES = ("user", "call", "result", "new")
+SCOPES = ("whole", "most", "part", "none")
+# Readings of a retrieval tool's calls (a tool named like a search whose call is one text):
+# the search-specific names of the same grammar.
+SEARCH_MOVES = ("first_lookup", "repeat", "reformulation", "bridge_lookup", "verification",
+                "parallel_lookup", "new_lookup")
+FINAL_MOVES = ("answer", "no_answer")
+MOVES = RELATIONS + SEARCH_MOVES + FINAL_MOVES
 
-PROVENANCE_TAGS = ("[Q]", "[OBS]", "[PREV]", "[NEW]")
-
-# Strategy descriptors, and the weight each carries in the distance between trajectories.
-# They are indicators and a log count, so they share a scale without standardising (which
-# would inflate rare moves). What they encode: did the agent search; how long it went on;
-# did it restate its query verbatim or reworded; did it carry a name from a result into a
-# query (bridge, verification); did it branch to a sibling lookup (parallel, new target);
-# and, for a plan that went beyond restating, did it open by asking the whole question
-# (ask-then-check) or a part of it (decompose). One-lookup episodes are not told apart by
-# their query's scope: "search once and answer" is one strategy however it was worded.
-STRATEGY_FEATURES: dict[str, float] = {
-    "searched": 2.0,
-    "log_rounds": 0.5,
-    "restates_verbatim": 1.0,
-    "rewords": 0.5,
-    "carries_over": 1.0,
-    "branches": 1.0,
-    "opens_whole": 1.0,
-    "gives_answer": 1.0,
-}
-FEATURE_COLUMNS = tuple(STRATEGY_FEATURES)
-# Descriptive columns: reported per trajectory, not used to define strategies. Evidence flags
-# are outcomes: a strategy defined by its outcome would fold within-strategy success into
+# Descriptive columns per trajectory. None is an outcome (whether the answer was retrieved or
+# right): a strategy defined by its outcome would fold within-strategy success into
 # composition (mechanism.compare).
 DESCRIPTIVE_COLUMNS = (
-    "n_rounds", "n_first_lookup", "n_bridge_lookup", "n_parallel_lookup", "n_new_lookup",
-    "n_reformulation", "n_repeat", "n_verification", "share_question", "share_observation",
-    "share_previous", "share_new", "first_query_coverage", "max_query_coverage",
-    "n_distinct_queries", "answer_in_query", "answer_in_retrieved", "answer_from_question",
+    "n_rounds", "n_tools", "n_failed", *(f"n_{r}" for r in RELATIONS),
+    "share_user", "share_result", "share_call", "share_new", "first_call_coverage",
 )
 
-# A query keeping at least this share of an earlier query's content words is a
-# reformulation of it rather than a new lookup.
-REFORMULATION_KEEP = 0.6
+# Scope of a call relative to the question (or first user turn): all of its content atoms
+# ("whole"), at least this share ("most"), fewer ("part"), none.
+MOST_QUESTION_COVERAGE = 0.5
 # Rendering bounds: untrusted fields can be arbitrarily long; these keep memory and the
 # embedder's input bounded.
-# Query scope: all of the question's content words ("whole"), at least this share ("most",
-# e.g. a reworded question or a question minus its target), or fewer ("part", e.g. one entity).
-MOST_QUESTION_COVERAGE = 0.5
 MAX_STEPS_RENDERED = 16
 MAX_FIELD_CHARS = 20_000
+MAX_TOOL_CHARS = 200
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_NAME = re.compile(r"\b(?:[^\W\d_a-z][^\W_]*|\d[^\W_]*)", re.UNICODE)
-_TOOL_NAME = re.compile(r"[^a-z0-9_]+")
+# An atom is a value's unit of identity whatever its shape: a word, a number, an id such as
+# `mia_li_3668`, a code such as `#W4830391`, an e-mail, a date. Matching atoms through sets is
+# linear in the text; a multi-word value (a phrase, a lower-case name) is its atoms.
+_ATOM = re.compile(r"[#@\w][\w.@#+'/-]*\w|\w", re.UNICODE)
+_TOOL_NAME = re.compile(r"[^a-z0-9_.]+")
+_RETRIEVAL = re.compile(r"search|retriev|wiki|bm25|web|browse|google|bing|lookup_doc")
+_ERROR = re.compile(r"^\W{0,3}(error|exception|traceback|failed|failure|invalid|not found|cannot|"
+                    r"unable|denied|timeout|timed out)\b", re.I)
+_JSON_ERROR = re.compile(r'^\s*\{\s*"(error|exception)"\s*:', re.I)
 
 
 @functools.lru_cache(maxsize=1)
@@ -100,251 +101,310 @@ def _stop_words() -> frozenset[str]:
     return frozenset(ENGLISH_STOP_WORDS)
 
 
-def content_tokens(text: str | None) -> list[str]:
-    """Lowercase content words of ``text`` (stop words dropped), in order, each kept once.
+def atoms(text: str | None) -> list[str]:
+    """Lower-case content atoms of ``text`` (stop words dropped), in order, each kept once.
 
     Examples
     --------
-    >>> content_tokens("Where was the director of Jaws born?")
+    >>> atoms("Where was the director of Jaws born?")
     ['director', 'jaws', 'born']
+    >>> atoms('{"user_id": "mia_li_3668", "order": "#W4830391", "email": "mia.li@x.com"}')
+    ['user_id', 'mia_li_3668', 'order', '#w4830391', 'email', 'mia.li@x.com']
     """
     if not text:
         return []
     stop = _stop_words()
     seen: dict[str, None] = {}
-    for word in _WORD.findall(text[:MAX_FIELD_CHARS].lower()):
-        if word not in stop and word not in seen:
-            seen[word] = None
+    for atom in _ATOM.findall(text[:MAX_FIELD_CHARS].lower()):
+        if atom not in stop and atom not in seen:
+            seen[atom] = None
     return list(seen)
 
 
-def _mask(tool: str, move: str, coverage: float, counts: dict[str, int]) -> str:
-    """A query as placeholders: how much of the question it restates and which other sources
-    its words came from (the order and number of words vary with entity names, so only the
-    presence of each source is kept)."""
-    if counts["[Q]"] == 0:
-        scope = "no question"
-    elif coverage >= 1.0:
-        scope = "whole question [Q]"
-    elif coverage >= MOST_QUESTION_COVERAGE:
-        scope = "most of question [Q]"
-    else:
-        scope = "part of question [Q]"
-    sources = " ".join(tag for tag in ("[OBS]", "[PREV]", "[NEW]") if counts[tag])
-    return f"{tool} {move}: {scope}" + (f" + {sources}" if sources else "")
+content_tokens = atoms  # the name earlier versions used
 
 
-def _names(text: str | None) -> set[str]:
-    """Lowercased capitalised words and numbers of ``text``: the entities a result names.
+def tool_name(tool: str | None) -> str:
+    """A tool's name as read: lower case, runs of other characters as ``_``, never truncated
+    (only bounded at 200 characters against untrusted input).
 
-    A generic word a result happens to contain ("birthplace") is not carried-over
-    information; a name or a year is."""
-    if not text:
-        return set()
-    text = text[:MAX_FIELD_CHARS]
-    if text == text.lower():
-        # A lowercased corpus shows no capitals to tell names by: every content word counts.
-        return set(content_tokens(text))
-    return {w.lower() for w in _NAME.findall(text)} - _stop_words()
-
-
-def _tool_label(tool: str | None) -> str:
-    label = _TOOL_NAME.sub("_", (tool or "tool").lower()).strip("_")[:24]
+    Examples
+    --------
+    >>> tool_name("update_reservation_flights")
+    'update_reservation_flights'
+    >>> tool_name("Search Wikipedia")
+    'search_wikipedia'
+    """
+    label = _TOOL_NAME.sub("_", (tool or "tool")[:MAX_TOOL_CHARS].lower()).strip("_.")
     return label or "tool"
+
+
+def is_error(observation: str | None) -> bool:
+    """Whether a tool's result reports a failed call (``Error: ...``, ``{"error": ...}``, ...).
+
+    Examples
+    --------
+    >>> is_error("Error: user not found"), is_error('{"error": "bad id"}'), is_error("Paris")
+    (True, True, False)
+    """
+    if not observation:
+        return False
+    head = observation[:200]
+    return bool(_ERROR.match(head) or _JSON_ERROR.match(head))
+
+
+def _leaves(value: Any, out: list[str], depth: int = 0) -> None:
+    if depth > 8 or len(out) > 256:
+        return
+    if isinstance(value, dict):
+        for v in value.values():
+            _leaves(v, out, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            _leaves(v, out, depth + 1)
+    elif value is not None and not isinstance(value, bool):
+        out.append(str(value))
+
+
+def argument_values(arguments: str | None, query: str | None) -> list[str]:
+    """The values a call passed: the leaves of its JSON arguments (keys dropped), else its
+    main text argument.
+
+    Examples
+    --------
+    >>> argument_values('{"order_id": "#W1", "items": ["a b", 3]}', "#W1")
+    ['#W1', 'a b', '3']
+    """
+    if arguments:
+        text = arguments[:MAX_FIELD_CHARS]
+        if text.lstrip().startswith(("{", "[")):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, (dict, list)):
+                out: list[str] = []
+                _leaves(parsed, out)
+                return out
+    if query is not None:
+        return [query]
+    return [arguments] if arguments else []
 
 
 @dataclass
 class _Step:
     move: str
     tool: str
-    n_tokens: int
-    share_question: float
-    share_observation: float
-    share_previous: float
+    relation: str
+    sources: str
+    scope: str
+    failed: bool
+    after_error: bool
+    n_atoms: int
+    share_user: float
+    share_result: float
+    share_call: float
     share_new: float
     question_coverage: float
-    answer_in_query: bool
-    answer_in_observation: bool
     masked: str
+    token: str
 
 
 class _Memo:
-    """Tokenisations of the texts met in one segmentation pass, each computed once.
+    """Atoms of the texts met in one segmentation pass, each computed once.
 
     A table repeats its texts heavily (one question for every sample of it, one retrieved
-    passage for many queries; 36,275 observations but 323 distinct ones in 20,016 simulated
-    trajectories), and tokenising is most of the work. The memo lives for one call, so
-    memory stays bounded by the table being segmented.
+    passage for many queries), and tokenising is most of the work. The memo lives for one
+    call, so memory stays bounded by the table being segmented.
     """
 
     def __init__(self) -> None:
-        self._tokens: dict[str | None, tuple[tuple[str, ...], frozenset[str]]] = {}
-        self._names: dict[str | None, frozenset[str]] = {}
+        self._atoms: dict[str | None, frozenset[str]] = {}
         self._tools: dict[str | None, str] = {}
 
-    def tokens(self, text: str | None) -> tuple[tuple[str, ...], frozenset[str]]:
-        """:func:`content_tokens` of ``text``, in order and as a set."""
-        hit = self._tokens.get(text)
+    def atoms(self, text: str | None) -> frozenset[str]:
+        hit = self._atoms.get(text)
         if hit is None:
-            toks = tuple(content_tokens(text))
-            hit = self._tokens[text] = (toks, frozenset(toks))
-        return hit
-
-    def names(self, text: str | None) -> frozenset[str]:
-        """:func:`_names` of ``text``."""
-        hit = self._names.get(text)
-        if hit is None:
-            hit = self._names[text] = frozenset(_names(text))
+            hit = self._atoms[text] = frozenset(atoms(text))
         return hit
 
     def tool(self, tool: str | None) -> str:
-        """:func:`_tool_label` of ``tool``."""
         hit = self._tools.get(tool)
         if hit is None:
-            hit = self._tools[tool] = _tool_label(tool)
+            hit = self._tools[tool] = tool_name(tool)
         return hit
+
+
+def _scope(coverage: float, n_user: int) -> str:
+    if n_user == 0:
+        return "none"
+    if coverage >= 1.0:
+        return "whole"
+    return "most" if coverage >= MOST_QUESTION_COVERAGE else "part"
+
+
+# A call revises an earlier call of its tool when at least this share of the smaller call's
+# atoms is shared (a reworded query, the same object with other options); sharing less (one
+# attribute word between two compared entities) is a call on another object.
+REVISION_KEEP = 0.5
+
+
+def _keeps(tset: set[str], earlier: Sequence[frozenset[str]]) -> bool:
+    return any(p and tset and len(tset & p) >= REVISION_KEEP * min(len(tset), len(p)) for p in earlier)
+
+
+def _search_move(relation: str, sources: set[str]) -> str:
+    """The search reading of a retrieval tool's call, from the same grammar."""
+    if relation == "first":
+        return "first_lookup"
+    if relation in ("repeat", "return"):
+        return "repeat"
+    if "result" in sources:
+        # Carrying a value from a result: with nothing new, checking what was found
+        # (the value and words already used); otherwise a bridge to a new lookup.
+        return "verification" if "new" not in sources and "call" in sources else "bridge_lookup"
+    if relation == "revise":
+        return "reformulation"
+    return "parallel_lookup" if "user" in sources else "new_lookup"
 
 
 def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict] | None,
                  memo: _Memo | None = None) -> tuple[list[_Step], _Step, dict[str, float], str]:
-    """Moves, final move, structural features and rendering of one trajectory."""
+    """Moves, final move, descriptive features and rendering of one trajectory."""
     memo = memo or _Memo()
-    qset = memo.tokens(question)[1]
-    atoks, aset = memo.tokens(answer)
-    obs_seen: set[str] = set()
-    obs_names: set[str] = set()  # names and numbers met in results: what a bridge carries over
-    prev_words: set[str] = set()
-    prev_queries: list[set[str]] = []
-    prev_norm: set[str] = set()
+    user = memo.atoms(question)
+    result_atoms: set[str] = set()
+    call_atoms: set[str] = set()
+    by_tool: dict[str, set[str]] = {}
+    same_tool: dict[str, list[frozenset[str]]] = {}
+    calls_seen: set[tuple[str, tuple[str, ...]]] = set()
+    prev_call: tuple[str, tuple[str, ...]] | None = None
+    prev_failed = False
     moves: list[_Step] = []
-    for i, step in enumerate(steps or ()):
+    for step in steps or ():
         step = step or {}  # a null step is a call with nothing recorded
-        query = step.get("query")
-        if query is None:
-            query = step.get("arguments")
-        toks, tset = memo.tokens(query)
-        tags = []
-        counts = {"[Q]": 0, "[OBS]": 0, "[PREV]": 0, "[NEW]": 0}
-        for tok in toks:
-            # An earlier query's word is reuse even when a result also showed it: only words
-            # first met in a result mark information carried over (a bridge).
-            if tok in qset:
-                tag = "[Q]"
-            elif tok in prev_words:
-                tag = "[PREV]"
-            elif tok in obs_names:
-                tag = "[OBS]"
-            else:
-                tag = "[NEW]"
-            counts[tag] += 1
-            tags.append(tag)
-        n = len(toks)
-        norm = " ".join(sorted(tset))
-        repeat = bool(norm) and norm in prev_norm
-        # A reformulation keeps most of an earlier query's words (rewording swaps a few).
-        near = (not repeat and bool(tset)
-                and any(p and len(tset & p) / len(p) >= REFORMULATION_KEEP for p in prev_queries))
-        answer_in_query = bool(aset) and aset <= tset
-        # Checking an answer already retrieved: the query names it, and it came from retrieval
-        # rather than from the question (in comparison questions the answer is in the question).
-        verifying = i > 0 and answer_in_query and not aset <= qset and aset <= obs_seen
-        if i == 0:
-            move = "first_lookup"
-        elif repeat:
-            move = "repeat"
-        elif verifying:
-            move = "verification"
-        elif counts["[OBS]"]:
-            move = "bridge_lookup"
-        elif near:
-            move = "reformulation"
-        elif n and counts["[Q]"] * 2 >= n:
-            move = "parallel_lookup"
-        else:
-            move = "new_lookup"
-        observation = step.get("observation")
-        obs_toks = memo.tokens(observation)[1]
         tool = memo.tool(step.get("tool"))
-        coverage = len(tset & qset) / len(qset) if qset else 0.0
+        values = argument_values(step.get("arguments"), step.get("query"))
+        vatoms: dict[str, None] = {}
+        for v in values:
+            for a in memo.atoms(v):
+                vatoms[a] = None
+        toks = list(vatoms)
+        counts = dict.fromkeys(SOURCES, 0)
+        for a in toks:
+            # The user turn first, then reuse of an earlier call's value, then a value first
+            # met in a result (information carried over), else new.
+            if a in user:
+                counts["user"] += 1
+            elif a in call_atoms:
+                counts["call"] += 1
+            elif a in result_atoms:
+                counts["result"] += 1
+            else:
+                counts["new"] += 1
+        tset = set(toks)
+        key = (tool, tuple(sorted(" ".join(v.split()).lower() for v in values)))
+        if key in calls_seen:
+            relation = "repeat" if key == prev_call else "return"
+        elif tool in by_tool and _keeps(tset, same_tool.get(tool, ())):
+            relation = "revise"
+        elif any(tset & atoms_ for other, atoms_ in by_tool.items() if other != tool):
+            # the same object an earlier call of another tool named (read, then change it)
+            relation = "switch"
+        elif tool not in by_tool:
+            relation = "first"
+        else:
+            relation = "new"
+        observation = step.get("observation")
+        failed = is_error(observation)
+        n = len(toks)
+        sources = {s for s in SOURCES if counts[s]}
+        coverage = len(tset & user) / len(user) if user else 0.0
+        scope = _scope(coverage, counts["user"])
+        retrieval = bool(_RETRIEVAL.search(tool)) and len(values) <= 1
+        move = _search_move(relation, sources) if retrieval else relation
+        src = "+".join(s for s in SOURCES if s in sources) or "nothing"
+        flag = "!" if failed else ""
+        token = f"{tool}{flag}/{relation}/{src}/{scope}" + ("/after_error" if prev_failed else "")
+        masked = (f"{tool} {move}" + (" failed" if failed else "") + (" after error" if prev_failed else "")
+                  + f": {src}" + (f", {scope} of question" if scope != "none" else ""))
         moves.append(_Step(
-            move=move, tool=tool, n_tokens=n,
-            share_question=counts["[Q]"] / n if n else 0.0,
-            share_observation=counts["[OBS]"] / n if n else 0.0,
-            share_previous=counts["[PREV]"] / n if n else 0.0,
-            share_new=counts["[NEW]"] / n if n else 0.0,
-            question_coverage=coverage,
-            answer_in_query=answer_in_query,
-            answer_in_observation=bool(aset) and aset <= obs_toks,
-            masked=_mask(tool, move, coverage, counts),
-        ))
-        obs_seen |= obs_toks
-        obs_names |= memo.names(observation)
-        prev_words |= tset
-        prev_queries.append(tset)
-        if norm:
-            prev_norm.add(norm)
-    if answer is None:
-        final_move = "no_answer"
-    elif aset and aset <= obs_seen:
-        final_move = "answer_with_evidence"
-    else:
-        final_move = "answer_without_evidence"
-    atags = ["[Q]" if t in qset else "[OBS]" if t in obs_seen else "[NEW]" for t in atoks]
-    final = _Step(
-        move=final_move, tool="answer", n_tokens=len(atoks),
-        share_question=atags.count("[Q]") / len(atoks) if atoks else 0.0,
-        share_observation=atags.count("[OBS]") / len(atoks) if atoks else 0.0,
-        share_previous=0.0,
-        share_new=atags.count("[NEW]") / len(atoks) if atoks else 0.0,
-        question_coverage=len(aset & qset) / len(qset) if qset else 0.0,
-        answer_in_query=any(m.answer_in_query for m in moves),
-        answer_in_observation=bool(aset) and aset <= obs_seen,
-        masked=final_move,
-    )
-    queries = [m for m in moves if m.n_tokens]
-    feats: dict[str, float] = {f"n_{m}": 0.0 for m in LOOKUP_MOVES}
-    for m in moves:
-        feats[f"n_{m.move}"] += 1.0
-    for key in ("share_question", "share_observation", "share_previous", "share_new"):
-        feats[key] = sum(getattr(m, key) for m in queries) / len(queries) if queries else 0.0
-    feats["first_query_coverage"] = moves[0].question_coverage if moves else 0.0
-    feats["max_query_coverage"] = max((m.question_coverage for m in moves), default=0.0)
-    feats["n_distinct_queries"] = float(len(prev_norm) + any(not m.n_tokens for m in moves))
-    searched = bool(moves)
-    carries = feats["n_bridge_lookup"] + feats["n_verification"] > 0
-    branches = feats["n_parallel_lookup"] + feats["n_new_lookup"] > 0
-    feats["searched"] = float(searched)
-    feats["log_rounds"] = float(np.log1p(len(moves)))
-    feats["restates_verbatim"] = float(feats["n_repeat"] > 0)
-    feats["rewords"] = float(feats["n_reformulation"] > 0)
-    feats["carries_over"] = float(carries)
-    feats["branches"] = float(branches)
-    feats["opens_whole"] = float(searched and (carries or branches) and moves[0].question_coverage >= 1.0)
-    feats["gives_answer"] = float(answer is not None)
-    feats["answer_in_retrieved"] = float(final.answer_in_observation)
-    feats["answer_in_query"] = float(final.answer_in_query)
-    feats["answer_from_question"] = float(bool(aset) and aset <= qset)
+            move=move, tool=tool, relation=relation, sources=src, scope=scope, failed=failed,
+            after_error=prev_failed, n_atoms=n,
+            share_user=counts["user"] / n if n else 0.0, share_result=counts["result"] / n if n else 0.0,
+            share_call=counts["call"] / n if n else 0.0, share_new=counts["new"] / n if n else 0.0,
+            question_coverage=coverage, masked=masked, token=token))
+        calls_seen.add(key)
+        prev_call = key
+        prev_failed = failed
+        by_tool.setdefault(tool, set()).update(tset)
+        same_tool.setdefault(tool, []).append(frozenset(tset))
+        call_atoms |= tset
+        result_atoms |= memo.atoms(observation)
+    final_move = "no_answer" if answer is None else "answer"
+    final = _Step(move=final_move, tool="answer", relation=final_move, sources="", scope="none", failed=False,
+                  after_error=prev_failed, n_atoms=0, share_user=0.0, share_result=0.0, share_call=0.0,
+                  share_new=0.0, question_coverage=0.0, masked=final_move.replace("_", " "), token=final_move)
+    feats: dict[str, float] = {"n_tools": float(len(by_tool)), "n_failed": float(sum(m.failed for m in moves))}
+    for r in RELATIONS:
+        feats[f"n_{r}"] = float(sum(m.relation == r for m in moves))
+    for key in ("share_user", "share_result", "share_call", "share_new"):
+        vals = [getattr(m, key) for m in moves if m.n_atoms]
+        feats[key] = sum(vals) / len(vals) if vals else 0.0
+    feats["first_call_coverage"] = moves[0].question_coverage if moves else 0.0
     parts = [f"{i + 1}. {m.masked}" for i, m in enumerate(moves[:MAX_STEPS_RENDERED])]
     if len(moves) > MAX_STEPS_RENDERED:
-        parts.append(f"... {len(moves) - MAX_STEPS_RENDERED} more lookups")
-    # The rendering ends in "answer", not in whether it was supported: evidence is an
-    # outcome, and a strategy defined by its outcome would fold within-strategy success into
-    # composition (mechanism.compare). The evidence flags stay in the move table.
-    parts.append("answer" if answer is not None else "no answer")
+        parts.append(f"... {len(moves) - MAX_STEPS_RENDERED} more calls")
+    parts.append(final.masked)
     rendering = " | ".join(parts)
     return moves, final, feats, rendering
 
 
+def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
+    """The units a strategy is made of.
+
+    For every call, at three grains: the tool (``!`` when the call failed); the tool with its
+    relation to earlier calls; and the full move: where its carried values came from (the user
+    turn, an earlier call, a result; new words alone count only when nothing was carried, since
+    rewording is not a change of plan), whether it covers the whole question or part of it, and
+    whether it follows a failed call. Plus each consecutive pair of (tool, relation) moves, so
+    order counts, and how the episode ended. A different tool or relation thus differs at every
+    grain, a different provenance at one.
+
+    Examples
+    --------
+    >>> from mechanism.schema import from_records, make_step
+    >>> runs = from_records([{"arm": "a", "question_id": "q", "sample_id": 0, "question": "Cancel #W1",
+    ...     "gold": [], "answer": "done", "correct": True, "n_rounds": 1, "steps": [
+    ...     make_step(tool="cancel_order", arguments='{"order_id": "#W1"}', observation="Error: locked")]}])
+    >>> render(runs)["tokens"][0].split()
+    ['T:cancel_order!', 'R:cancel_order!/first', 'M:cancel_order!/first/user/partial', 'B:start>cancel_order!/first', 'B:cancel_order!/first>answer', 'E:answer']
+    """
+    out: list[str] = []
+    prev = "start"
+    for m in moves:
+        tool = m.tool + ("!" if m.failed else "")
+        mid = f"{tool}/{m.relation}"
+        carried = [s for s in m.sources.split("+") if s not in ("new", "")] or [m.sources or "nothing"]
+        scope = m.scope if m.scope in ("whole", "none") else "partial"
+        fine = f"M:{mid}/{'+'.join(carried)}/{scope}" + ("/after_error" if m.after_error else "")
+        out += [f"T:{tool}", f"R:{mid}", fine, f"B:{prev}>{mid}"]
+        prev = mid
+    out += [f"B:{prev}>{final.move}", f"E:{final.move}" if moves else f"E:no_calls_{final.move}"]
+    return list(dict.fromkeys(out))
+
+
 _MOVE_SCHEMA = {
     "arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64, "step": pl.Int64,
-    "tool": pl.String, "move": pl.String, "n_tokens": pl.Int64, "share_question": pl.Float64,
-    "share_observation": pl.Float64, "share_previous": pl.Float64, "share_new": pl.Float64,
-    "question_coverage": pl.Float64, "answer_in_query": pl.Boolean,
-    "answer_in_observation": pl.Boolean, "masked": pl.String,
+    "tool": pl.String, "move": pl.String, "relation": pl.String, "sources": pl.String, "scope": pl.String,
+    "failed": pl.Boolean, "after_error": pl.Boolean, "n_atoms": pl.Int64, "share_user": pl.Float64,
+    "share_result": pl.Float64, "share_call": pl.Float64, "share_new": pl.Float64,
+    "question_coverage": pl.Float64, "masked": pl.String, "token": pl.String,
 }
 
 
-_SEGMENT_COLUMNS = ("rendering", "moves", *(c for c in FEATURE_COLUMNS + DESCRIPTIVE_COLUMNS if c != "n_rounds"))
+_SEGMENT_COLUMNS = ("rendering", "moves", "tools", "tokens", *(c for c in DESCRIPTIVE_COLUMNS if c != "n_rounds"))
+_STRING_COLUMNS = ("rendering", "moves", "tools", "tokens")
 # What a row's segmentation reads: the question, the answer and every step. Not `gold` (the
 # segmentation never looks at it, and keying on it would only split identical episodes) nor
 # the arm or ids (the same episode in two arms is segmented alike).
@@ -375,9 +435,11 @@ def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *,
     idx = np.flatnonzero(first)
     sub = runs[idx] if len(idx) < runs.height else runs
     memo = _Memo()
-    feats: dict[str, list[float]] = {name: [] for name in _SEGMENT_COLUMNS[2:]}
+    feats: dict[str, list[float]] = {name: [] for name in _SEGMENT_COLUMNS[len(_STRING_COLUMNS):]}
     renderings: list[str] = []
     sequences: list[str] = []
+    tools: list[str] = []
+    tokens: list[str] = []
     all_moves: list[list[_Step]] | None = [] if with_moves else None
     for question, answer, steps in zip(sub["question"].to_list(), sub["answer"].to_list(),
                                        sub["steps"].to_list()):
@@ -386,11 +448,13 @@ def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *,
             values.append(f[name])
         renderings.append(rendering)
         sequences.append(" > ".join([m.move for m in moves] + [final.move]))
+        tools.append(" > ".join(m.tool + ("!" if m.failed else "") for m in moves))
+        tokens.append(" ".join(move_tokens(moves, final)))
         if all_moves is not None:
             all_moves.append([*moves, final])
     table = pl.DataFrame({"key": keys.gather(idx), "rendering": renderings, "moves": sequences,
-                          **feats},
-                         schema={"key": pl.String, "rendering": pl.String, "moves": pl.String,
+                          "tools": tools, "tokens": tokens, **feats},
+                         schema={"key": pl.String, **{c: pl.String for c in _STRING_COLUMNS},
                                  **{name: pl.Float64 for name in feats}})
     return table, all_moves
 
@@ -400,7 +464,7 @@ def _trajectories(runs: pl.DataFrame, keys: pl.Series, table: pl.DataFrame) -> p
     traj = (runs.select("arm", "question_id", "sample_id").with_columns(keys)
             .join(table, on="key", how="left", maintain_order="left"))
     return traj.with_columns(runs["n_rounds"].cast(pl.Float64).alias("n_rounds")).select(
-        "arm", "question_id", "sample_id", "rendering", "moves", *FEATURE_COLUMNS, *DESCRIPTIVE_COLUMNS)
+        "arm", "question_id", "sample_id", *_STRING_COLUMNS, *DESCRIPTIVE_COLUMNS)
 
 
 def segment_all(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -434,8 +498,7 @@ def segment_all(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     total = int(row_len.sum())
     within = np.arange(total) - np.repeat(np.cumsum(row_len) - row_len, row_len)
     gather = np.repeat(offsets[inverse], row_len) + within
-    names = ("tool", "move", "n_tokens", "share_question", "share_observation", "share_previous",
-             "share_new", "question_coverage", "answer_in_query", "answer_in_observation", "masked")
+    names = tuple(_MOVE_SCHEMA)[4:]
     distinct = pl.DataFrame({name: [getattr(m, name) for m in flat] for name in names},
                             schema={name: _MOVE_SCHEMA[name] for name in names})
     row = np.repeat(np.arange(runs.height), row_len)
@@ -449,10 +512,13 @@ def segment(runs: pl.DataFrame) -> pl.DataFrame:
     """One row per move: every tool call, then the final answer.
 
     Columns: ``arm, question_id, sample_id, step`` (0-based; the final answer is the last),
-    ``tool``, ``move`` (one of :data:`MOVES`), ``n_tokens`` (content words in the query),
-    the provenance shares of the query's words (``share_question``, ``share_observation``,
-    ``share_previous``, ``share_new``), ``question_coverage``, ``answer_in_query``,
-    ``answer_in_observation`` and ``masked`` (the move with names replaced by placeholders).
+    ``tool`` (normalised, full), ``move`` (the relation, or its search reading for a retrieval
+    tool; one of :data:`MOVES`), ``relation`` (:data:`RELATIONS`), ``sources`` (where the
+    call's values came from: ``user``, ``call``, ``result``, ``new``, joined by ``+``),
+    ``scope`` (how much of the question the call covers), ``failed`` (error observation),
+    ``after_error`` (the previous call failed: a retry), ``n_atoms`` (values' atoms), the
+    shares of atoms by source, ``question_coverage``, ``masked`` (the move, no content) and
+    ``token`` (its unit in the strategy representation).
 
     Examples
     --------
@@ -465,7 +531,7 @@ def segment(runs: pl.DataFrame) -> pl.DataFrame:
     ...     make_step(tool="search", query="Steven Spielberg birthplace",
     ...               observation="Spielberg was born in Cincinnati, Ohio.")]}])
     >>> segment(runs)["move"].to_list()
-    ['first_lookup', 'bridge_lookup', 'answer_with_evidence']
+    ['first_lookup', 'bridge_lookup', 'answer']
     """
     return segment_all(runs)[0]
 
@@ -474,8 +540,9 @@ def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None) ->
     """One row per trajectory: its masked rendering, move sequence and structural features.
 
     Columns: ``arm, question_id, sample_id``, ``rendering`` (text for the embedder, no
-    names), ``moves`` (e.g. ``"first_lookup > bridge_lookup > answer_with_evidence"``), the
-    strategy descriptors :data:`FEATURE_COLUMNS` and the :data:`DESCRIPTIVE_COLUMNS`.
+    content), ``moves`` (e.g. ``"first_lookup > bridge_lookup > answer"``), ``tools``
+    (the tool sequence, ``!`` marking failed calls), ``tokens`` (:func:`move_tokens`, space
+    separated: what strategies are made of) and the :data:`DESCRIPTIVE_COLUMNS`.
 
     Parameters
     ----------
@@ -516,7 +583,7 @@ class SegmentCache:
         Cache root.
     """
 
-    FORMAT = 1
+    FORMAT = 2
 
     def __init__(self, folder: str | os.PathLike) -> None:
         self.root = Path(folder) / segmenter_id()
@@ -563,8 +630,8 @@ class SegmentCache:
 
     @staticmethod
     def _schema() -> dict[str, pl.DataType]:
-        return {"key": pl.String, "rendering": pl.String, "moves": pl.String,
-                **{name: pl.Float64 for name in _SEGMENT_COLUMNS[2:]}}
+        return {"key": pl.String, **{c: pl.String for c in _STRING_COLUMNS},
+                **{name: pl.Float64 for name in _SEGMENT_COLUMNS[len(_STRING_COLUMNS):]}}
 
 
 @functools.lru_cache(maxsize=1)

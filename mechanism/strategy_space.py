@@ -1,33 +1,41 @@
-"""The strategy space: trajectories -> masked renderings and strategy descriptors -> joined
-space -> clusters ("strategies"), saved without pickle and applied to new checkpoints
-without refitting.
+"""The strategy space: trajectories -> move tokens and masked renderings -> joined space ->
+strategies, saved without pickle and applied to new checkpoints without refitting.
+
+A thin scikit-learn estimator over private modules: :mod:`mechanism._strategies.features`
+(move tokens as presence columns), :mod:`~mechanism._strategies.clustering` (the tree cut
+and the minimum share), :mod:`~mechanism._strategies.stability` (bootstrap over questions)
+and :mod:`~mechanism._strategies.description` (names, examples, per-arm success).
 
 Pipeline (DESIGN.md section 5):
 
-1. :func:`mechanism.segmentation.render` masks the question's content and summarises each
-   trajectory by its moves and strategy descriptors (:data:`~mechanism.segmentation.STRATEGY_FEATURES`).
-2. Distinct renderings are embedded once (:mod:`mechanism.embed`); the weighted descriptors
-   are joined with the embedding (times ``embedding_weight``).
+1. :func:`mechanism.segmentation.render` describes every call by the tool-agnostic move
+   grammar (tool, where its values came from, relation to earlier calls, failure and retry)
+   and gives each trajectory its move tokens (:func:`~mechanism.segmentation.move_tokens`)
+   and a rendering with the question's content masked.
+2. Each token is a presence column (weight 1, none set by hand; the 512 most frequent
+   tokens get one, rarer ones count together); distinct renderings are embedded once
+   (:mod:`mechanism.embed`) and joined, times ``embedding_weight``.
 3. Identical joined rows are collapsed and carry their count as a weight.
-4. Clustering, by default complete-linkage agglomerative clustering cut at ``resolution``:
-   any two members of a strategy lie within ``resolution`` of each other, so trajectories
-   that differ by a whole kind of move (weight 1) are never one strategy, while differences
-   in length or wording (weights 0.25) and in the rendering's text are absorbed. The number of
-   strategies follows from that stated criterion. Alternatives: ``method="kmeans"`` (count
-   weighted, k by the highest count-weighted silhouette over ``k_range``) and
-   ``method="hdbscan"`` (outliers -1).
+4. Clustering, by default average-linkage agglomerative clustering cut at ``resolution``
+   (groups join while they differ on average by fewer than ``resolution**2`` tokens), then
+   every group under ``min_share`` of the trajectories joins its nearest group: the number
+   of strategies follows from these two stated criteria, chosen once for all planted worlds
+   by leaving one world out (``benchmarks/bench_strategies_worlds.py --lowo``).
+   Alternatives: ``method="kmeans"`` (count weighted, k by the highest count-weighted
+   silhouette over ``k_range``) and ``method="hdbscan"`` (outliers -1).
 5. Strategies are numbered by descending size, ties broken by their medoid's rendering, so
    the same input gives the same ids.
+6. Every fit reports each strategy's stability over bootstrap resamples of questions
+   (``stability_``) and the agreement with a fit under the next seed (``seed_agreement_``);
+   :meth:`StrategySpace.sweep` shows how strategies merge and split over ``resolution``.
 
 Why clustering happens in the joined space and UMAP (fixed ``random_state``) serves the map
 and, on request (``cluster_on="umap"``), the clustering: UMAP scales every point's
 neighbourhood to its own nearest neighbour, so a distinct rendering far from the rest (the
-no-search episodes, say) is glued to whatever lies nearest. On the simulator's planted
-strategies, clustering a 5-D UMAP of the joined space reached an adjusted Rand index of
-0.26-0.29 where the joined space reaches 0.84 (``benchmarks/results/strategies.md``).
+no-search episodes, say) is glued to whatever lies nearest.
 
 Caching (``cache_dir``) and deduplication keep the fixed cost low: identical trajectories
-are segmented once, the joined space is built from the distinct (rendering, descriptors)
+are segmented once, the joined space is built from the distinct (rendering, move tokens)
 pairs rather than from every row, and a refit on known content is read back whole
 (``benchmarks/results/strategies.md``).
 
@@ -47,14 +55,17 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from sklearn.base import BaseEstimator
 
 from mechanism.cachefile import load_npy
 from mechanism.embed import TextEmbedder, known_model, make_embedder
 from mechanism.errors import InputError, MechanismError
-from mechanism.segmentation import FEATURE_COLUMNS, STRATEGY_FEATURES, render
+from mechanism._strategies.clustering import agglomerative, distances
+from mechanism._strategies.features import fit_vocabulary, token_matrix
+from mechanism.segmentation import render
 from mechanism.schema import validate
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _FIT_CACHE_FORMAT = 1
 _FORMAT_NAME = "mechanism.StrategySpace"
 # Silhouette needs all pairwise distances; above this many distinct rows it is computed on
@@ -139,7 +150,7 @@ def _keyword_text(rendering: str) -> str:
     return text
 
 
-class StrategySpace:
+class StrategySpace(BaseEstimator):
     """Find an agent's strategies: a scikit-learn-style estimator over trajectory tables.
 
     Parameters
@@ -149,14 +160,18 @@ class StrategySpace:
         model name or path, ``"hashing-<n>"`` (model-free), or an object with ``model_id``
         and ``embed(texts) -> ndarray``.
     embedding_weight, structure_weight
-        Multipliers of the (unit-length) rendering embedding and of the weighted strategy
-        descriptors in the joined space.
+        Multipliers of the (unit-length) rendering embedding and of the move-token
+        presence columns in the joined space.
     method
-        ``"agglomerative"`` (complete linkage cut at ``resolution``), ``"kmeans"`` or
-        ``"hdbscan"``.
+        ``"agglomerative"`` (the tree cut at ``resolution``), ``"kmeans"`` or ``"hdbscan"``.
     resolution
-        Largest distance between two members of one strategy (agglomerative), in the units
-        of the descriptor weights (a whole kind of move weighs 1).
+        Where the tree is cut (agglomerative): groups whose ``linkage`` distance is below it
+        are one strategy. Distances are square roots of numbers of differing move tokens.
+    linkage
+        ``"average"`` (default), ``"complete"`` or ``"single"``.
+    min_share
+        Smallest share of trajectories a strategy holds (agglomerative); smaller groups join
+        the group nearest on average.
     k_range
         Smallest and largest number of strategies tried by k-means.
     min_cluster_size
@@ -168,6 +183,8 @@ class StrategySpace:
     outlier_factor
         Scales the fit's median nearest-neighbour distance into the outlier threshold (which
         is at least ``resolution``).
+    n_bootstrap
+        Resamples of questions behind ``stability_`` (0: none).
     random_state
         Seed of UMAP and k-means: an integer in ``[0, 2**32)`` (``None`` is refused, so that
         the same input always gives the same strategies).
@@ -194,6 +211,14 @@ class StrategySpace:
         The distinct training rows of the joined space, their strategies and counts.
     threshold_ : float
         Distance beyond which :meth:`transform` calls a row an outlier.
+    vocabulary_ : list of str
+        The move tokens with a column of their own.
+    stability_ : polars.DataFrame
+        ``strategy, stability``: mean best Jaccard over ``n_bootstrap`` question resamples.
+    seed_agreement_ : float
+        Adjusted Rand index with the fit under ``random_state + 1``.
+    names_ : dict
+        Names given with :meth:`rename`.
 
     Examples
     --------
@@ -205,17 +230,20 @@ class StrategySpace:
     """
 
     def __init__(self, *, embedder: "str | TextEmbedder | None" = None, embedding_weight: float = 0.3,
-                 structure_weight: float = 1.0, method: str = "agglomerative", resolution: float = 0.75,
+                 structure_weight: float = 1.0, method: str = "agglomerative", resolution: float = 1.5,
+                 linkage: str = "average", min_share: float = 0.04,
                  k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
                  cluster_on: str = "features", n_components: int = 5, n_neighbors: int = 15,
                  min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
-                 random_state: int = 0, cache_dir: str | os.PathLike | None = None,
+                 n_bootstrap: int = 20, random_state: int = 0, cache_dir: str | os.PathLike | None = None,
                  progress: bool | None = None) -> None:
         self.embedder = embedder
         self.embedding_weight = embedding_weight
         self.structure_weight = structure_weight
         self.method = method
         self.resolution = resolution
+        self.linkage = linkage
+        self.min_share = min_share
         self.k_range = k_range
         self.min_cluster_size = min_cluster_size
         self.cluster_on = cluster_on
@@ -224,6 +252,7 @@ class StrategySpace:
         self.min_dist = min_dist
         self.max_umap_points = max_umap_points
         self.outlier_factor = outlier_factor
+        self.n_bootstrap = n_bootstrap
         self.random_state = random_state
         self.cache_dir = cache_dir
         self.progress = progress
@@ -239,7 +268,7 @@ class StrategySpace:
         return None if self.cache_dir is None else Path(self.cache_dir) / kind
 
     def _features(self, traj: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        """Joined rows of a rendered table's distinct (rendering, descriptors) pairs, and
+        """Joined rows of a rendered table's distinct (rendering, move tokens) pairs, and
         each row's pair: the joined space of row ``i`` is ``pairs[inverse[i]]``."""
         first, inverse, texts, text_of_pair = _distinct_pairs(traj)
         emb = (self._embedder().embed(texts) if texts
@@ -252,10 +281,9 @@ class StrategySpace:
         if emb.ndim != 2 or emb.shape[1] != self.embedding_dim_:
             raise MechanismError(f"embedder `{self._embedder().model_id}` gives {emb.shape[-1]} dimensions, "
                                  f"the space was fitted with {self.embedding_dim_}")
-        # Elementwise in each row, so joining each distinct (rendering, descriptors) pair once
-        # gives exactly the rows joining every trajectory would.
-        struct = traj.select(FEATURE_COLUMNS).to_numpy().astype(np.float64)
-        left = struct * (self.feature_weights_ * self.structure_weight)
+        # Elementwise in each row, so joining each distinct pair once gives exactly the rows
+        # joining every trajectory would.
+        left = token_matrix(traj["tokens"].to_list(), self.vocabulary_) * self.structure_weight
         right = emb.astype(np.float64) * self.embedding_weight
         # Rounded so that one rendering embedded in different batches still collapses to one row.
         return np.round(np.hstack([left, right]), 5).astype(np.float32)
@@ -265,6 +293,10 @@ class StrategySpace:
             raise MechanismError(f"`method` must be 'agglomerative', 'kmeans' or 'hdbscan', got {self.method!r}")
         if self.cluster_on not in ("features", "umap"):
             raise MechanismError(f"`cluster_on` must be 'features' or 'umap', got {self.cluster_on!r}")
+        if self.linkage not in ("average", "complete", "single"):
+            raise MechanismError(f"`linkage` must be 'average', 'complete' or 'single', got {self.linkage!r}")
+        if not 0 <= self.min_share < 1:
+            raise MechanismError(f"`min_share` must be in [0, 1), got {self.min_share!r}")
         if not self.resolution > 0:
             raise MechanismError(f"`resolution` must be positive, got {self.resolution!r}")
         if self.embedding_weight < 0 or self.structure_weight < 0:
@@ -286,13 +318,13 @@ class StrategySpace:
         validate(runs, source="runs")
         if runs.height == 0:
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
-        for attr in ("_nn", "map_coords_", "_embedder_obj", "embedding_dim_", "silhouette_", "train_space_",
-                     "fit_cache_rebuilt_"):
+        for attr in ("_nn", "_map_coords", "_embedder_obj", "embedding_dim_", "silhouette_", "train_space_",
+                     "fit_cache_rebuilt_", "names_"):
             self.__dict__.pop(attr, None)
         emb = self._embedder()
         self.embedding_model_ = emb.model_id
-        self.feature_weights_ = np.array([STRATEGY_FEATURES[c] for c in FEATURE_COLUMNS], dtype=np.float64)
         traj = render(runs, cache_dir=self._cache_path("segments"))
+        self.vocabulary_ = fit_vocabulary(traj["tokens"].to_list())
         pair_rows, pair_of_row = self._features(traj)
         # The distinct joined rows, as np.unique over every trajectory's row would give them
         # (same rows, same sorted order), from the few distinct pairs instead of 20,000 rows.
@@ -307,7 +339,14 @@ class StrategySpace:
         self.train_counts_ = counts.astype(np.int64)
         self.train_renderings_ = [str(r) for r in renderings]
         self.train_moves_ = [str(m) for m in moves]
-        fitted = self._fit_cached()
+        # which question each trajectory asks, and its distinct row: what the bootstrap
+        # over questions resamples (kept only for the duration of the fit)
+        self._fit_rows = (np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel(),
+                          inverse)
+        try:
+            fitted = self._fit_cached()
+        finally:
+            self.__dict__.pop("_fit_rows", None)
         self.train_labels_ = labels = fitted["labels"]
         self.threshold_ = fitted["threshold"]
         if fitted.get("train_space") is not None:
@@ -316,7 +355,133 @@ class StrategySpace:
             self.silhouette_ = fitted["silhouette"]
         self.labels_ = labels[inverse]
         self.n_strategies_ = int(labels.max() + 1) if (labels >= 0).any() else 0
+        ids = sorted(int(c) for c in np.unique(labels) if c >= 0)
+        self.stability_ = pl.DataFrame({"strategy": ids, "stability": [fitted["stability"].get(c, float("nan"))
+                                                                      for c in ids]},
+                                       schema={"strategy": pl.Int64, "stability": pl.Float64})
+        self.seed_agreement_ = float(fitted["seed_agreement"])
+        self.names_ = {}
         self.strategies_ = self._describe(runs, traj, self.labels_, fitted["summaries"])
+        return self
+
+    def _cluster_rows(self, rows: np.ndarray, counts: np.ndarray, *, random_state: int | None = None) -> np.ndarray:
+        """The fit's clustering of some distinct rows (no state kept): for resamples, seeds
+        and the resolution sweep."""
+        saved = {k: self.__dict__[k] for k in ("silhouette_", "random_state") if k in self.__dict__}
+        try:
+            if random_state is not None:
+                self.random_state = random_state
+            space = (self._umap(rows, counts, self.n_components) if self.cluster_on == "umap"
+                     else rows.astype(np.float64))
+            return self._cluster(space, counts)
+        finally:
+            self.__dict__.pop("silhouette_", None)
+            self.__dict__.update(saved)
+
+    def _stability(self, labels: np.ndarray) -> tuple[dict[int, float], float]:
+        """Per-strategy bootstrap stability over question resamples, and the adjusted Rand
+        index between this fit's strategies and a fit with the next seed."""
+        from sklearn.metrics import adjusted_rand_score
+
+        from mechanism._strategies.stability import bootstrap_stability
+
+        rows, counts = self.train_features_, self.train_counts_.astype(np.float64)
+        qcodes, inverse = self._fit_rows
+        if self.method == "agglomerative" and self.cluster_on == "features":
+            seed = 1.0  # no random step: any seed gives these strategies (tests check it)
+        else:
+            other = self._cluster_rows(rows, counts, random_state=(int(self.random_state) + 1) % 2**32)
+            # agreement over trajectories, not distinct rows: each row repeated by its count
+            seed = float(adjusted_rand_score(np.repeat(labels, self.train_counts_),
+                                             np.repeat(other, self.train_counts_)))
+        stab: dict[int, float] = {}
+        if self.n_bootstrap > 0 and len(rows) > 1:
+            if self.method == "agglomerative" and self.cluster_on == "features":
+                # One distance matrix of the clustered rows serves every resample; the light
+                # tail outside it (beyond _AGGLOMERATIVE_MAX_ROWS rows) is left out.
+                core = self._core(self.train_counts_)
+                dist = distances(rows[core].astype(np.float64))
+                keep = np.full(len(rows), -1, dtype=np.int64)
+                keep[core] = np.arange(len(core))
+                in_core = keep[inverse] >= 0
+
+                def cluster(idx: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+                    return agglomerative(dist[np.ix_(idx, idx)], cnt, resolution=self.resolution,
+                                         linkage=self.linkage, min_share=self.min_share)
+
+                stab = bootstrap_stability(cluster, len(core), labels[core], keep[inverse][in_core],
+                                           qcodes[in_core], n_boot=self.n_bootstrap,
+                                           random_state=int(self.random_state))
+            else:
+                stab = bootstrap_stability(lambda idx, cnt: self._cluster_rows(rows[idx], cnt), len(rows), labels,
+                                           inverse, qcodes, n_boot=self.n_bootstrap,
+                                           random_state=int(self.random_state))
+        return stab, seed
+
+    def sweep(self, resolutions: "Sequence[float] | None" = None) -> pl.DataFrame:
+        """How the strategies merge and split as ``resolution`` varies (agglomerative only).
+
+        For each resolution the distinct training rows are clustered again (nothing fitted
+        changes). Returns one row per resolution and fitted strategy: ``resolution``,
+        ``n_strategies`` (at that resolution), ``strategy`` (the fitted id), ``cluster`` (the
+        cluster at that resolution holding most of it), ``kept`` (its share of the fitted
+        strategy's trajectories there; below 1 means it splits), ``merged_with`` (the fitted
+        strategies sharing that cluster) and ``ari_vs_fit``.
+        """
+        from sklearn.metrics import adjusted_rand_score
+
+        self._check_fitted()
+        if self.method != "agglomerative":
+            raise MechanismError("`sweep` needs method='agglomerative' (it varies the cut of its tree)")
+        if resolutions is None:
+            resolutions = [round(self.resolution * f, 3) for f in (0.5, 0.75, 1.0, 1.25, 1.5)]
+        counts = self.train_counts_.astype(np.float64)
+        labels = self.train_labels_
+        rows = []
+        saved = self.resolution
+        try:
+            for r in resolutions:
+                if not r > 0:
+                    raise MechanismError(f"`resolutions` must be positive, got {r!r}")
+                self.resolution = float(r)
+                lab = self._cluster_rows(self.train_features_, counts)
+                n = len(np.unique(lab))
+                ari = float(adjusted_rand_score(np.repeat(labels, self.train_counts_), np.repeat(lab, self.train_counts_)))
+                for c in sorted(set(labels.tolist()) - {-1}):
+                    mine = labels == c
+                    by = np.bincount(lab[mine], weights=counts[mine])
+                    best = int(np.argmax(by))
+                    share = float(by[best] / counts[mine].sum())
+                    mates = sorted(set(labels[(lab == best)].tolist()) - {c, -1})
+                    rows.append((float(r), n, c, best, share, mates, ari))
+        finally:
+            self.resolution = saved
+        return pl.DataFrame(rows, schema={"resolution": pl.Float64, "n_strategies": pl.Int64, "strategy": pl.Int64,
+                                          "cluster": pl.Int64, "kept": pl.Float64, "merged_with": pl.List(pl.Int64),
+                                          "ari_vs_fit": pl.Float64}, orient="row")
+
+    def rename(self, names: "dict[int, str]") -> "StrategySpace":
+        """Give strategies names of your own (kept by :meth:`save`, shown by :meth:`describe`
+        and every table and figure built from it). Unnamed strategies keep their built name.
+
+        Returns
+        -------
+        StrategySpace
+            ``self``.
+        """
+        self._check_fitted()
+        known = set(self.strategies_["strategy"].to_list())
+        clean: dict[int, str] = {}
+        for k, v in dict(names).items():
+            if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) not in known:
+                raise MechanismError(f"`names` has no strategy {k!r} (strategies: {sorted(known)})")
+            if not isinstance(v, str) or not v.strip():
+                raise MechanismError(f"`names` must map to non-empty text, got {v!r} for strategy {k}")
+            clean[int(k)] = v.strip()
+        self.names_ = {**getattr(self, "names_", {}), **clean}
+        self.strategies_ = self.strategies_.with_columns(
+            pl.struct("strategy", "built_name").map_elements(
+                lambda r: self.names_.get(r["strategy"], r["built_name"]), return_dtype=pl.String).alias("name"))
         return self
 
     def _fit_clusters(self) -> dict[str, Any]:
@@ -337,10 +502,11 @@ class StrategySpace:
         out["labels"] = labels
         out["threshold"] = self._outlier_threshold(uniq)
         out["summaries"] = self._summaries(labels, space)
+        out["stability"], out["seed_agreement"] = self._stability(labels)
         return out
 
     def _fit_key(self) -> str:
-        """Identity of a clustering: the distinct rows (descriptors and embedding), their
+        """Identity of a clustering: the distinct rows (move tokens and embedding), their
         counts, first renderings and move sequences, the estimator's parameters, the
         embedding model, and the code and library versions that cluster them."""
         from importlib.metadata import version
@@ -352,10 +518,12 @@ class StrategySpace:
             libs["umap-learn"] = _umap_version()
         header = {"format": _FIT_CACHE_FORMAT, "params": self._model_params(), "model": self.embedding_model_,
                   "code": _code_id(), "libs": libs, "shape": list(self.train_features_.shape),
-                  "feature_weights": self.feature_weights_.tolist()}
+                  "vocabulary": self.vocabulary_}
         parts = [json.dumps(header, sort_keys=True).encode(),
                  np.ascontiguousarray(self.train_features_, dtype=np.float32).tobytes(),
                  np.ascontiguousarray(self.train_counts_, dtype=np.int64).tobytes(),
+                 np.ascontiguousarray(self._fit_rows[0], dtype=np.int64).tobytes(),
+                 np.ascontiguousarray(self._fit_rows[1], dtype=np.int64).tobytes(),
                  json.dumps([self.train_renderings_, self.train_moves_]).encode("utf-8", "surrogatepass")]
         return digest(b"\0".join(len(p).to_bytes(8, "little") + p for p in parts))[:40]
 
@@ -378,6 +546,8 @@ class StrategySpace:
         fitted = self._fit_clusters()
         record = {"labels": fitted["labels"].tolist(), "threshold": fitted["threshold"],
                   "summaries": fitted["summaries"],
+                  "stability": {str(k): v for k, v in fitted["stability"].items()},
+                  "seed_agreement": fitted["seed_agreement"],
                   "silhouette": ({str(k): v for k, v in fitted["silhouette"].items()}
                                  if "silhouette" in fitted else None),
                   "train_space": fitted["train_space"].tolist() if "train_space" in fitted else None}
@@ -394,7 +564,9 @@ class StrategySpace:
                       "keywords": [str(k) for k in d["keywords"]]} for d in record["summaries"]]
         if sorted(d["strategy"] for d in summaries) != sorted(set(labels.tolist())):
             raise ValueError("cached summaries do not match the labels")
-        out: dict[str, Any] = {"labels": labels, "threshold": float(record["threshold"]), "summaries": summaries}
+        out: dict[str, Any] = {"labels": labels, "threshold": float(record["threshold"]), "summaries": summaries,
+                               "stability": {int(k): float(v) for k, v in dict(record["stability"]).items()},
+                               "seed_agreement": float(record["seed_agreement"])}
         if record.get("silhouette") is not None:
             out["silhouette"] = {int(k): float(v) for k, v in record["silhouette"].items()}
         if record.get("train_space") is not None:
@@ -494,15 +666,13 @@ class StrategySpace:
             return self._hdbscan(space, counts)
         if self.method == "kmeans":
             return self._kmeans(space, counts)
-        from sklearn.cluster import AgglomerativeClustering
         from sklearn.neighbors import NearestNeighbors
 
-        # Complete linkage needs all pairwise distances: the heaviest rows are clustered
-        # (bounded memory) and the light tail joins the strategy of its nearest clustered row.
-        order = np.lexsort((np.arange(m), -counts))
-        core = np.sort(order[:_AGGLOMERATIVE_MAX_ROWS])
-        lab = AgglomerativeClustering(n_clusters=None, distance_threshold=self.resolution,
-                                      linkage="complete").fit_predict(space[core])
+        # The tree needs all pairwise distances: the heaviest rows are clustered (bounded
+        # memory) and the light tail joins the strategy of its nearest clustered row.
+        core = self._core(counts)
+        lab = agglomerative(distances(space[core]), counts[core], resolution=self.resolution,
+                            linkage=self.linkage, min_share=self.min_share)
         out = np.empty(m, dtype=np.int64)
         out[core] = lab
         rest = np.setdiff1d(np.arange(m), core)
@@ -510,6 +680,12 @@ class StrategySpace:
             idx = NearestNeighbors(n_neighbors=1).fit(space[core]).kneighbors(space[rest])[1][:, 0]
             out[rest] = lab[idx]
         return out
+
+    @staticmethod
+    def _core(counts: np.ndarray) -> np.ndarray:
+        """The (at most ``_AGGLOMERATIVE_MAX_ROWS``) heaviest distinct rows, in row order."""
+        order = np.lexsort((np.arange(len(counts)), -counts))
+        return np.sort(order[:_AGGLOMERATIVE_MAX_ROWS])
 
     def _kmeans(self, space: np.ndarray, counts: np.ndarray) -> np.ndarray:
         from sklearn.cluster import KMeans
@@ -573,7 +749,7 @@ class StrategySpace:
             d = NearestNeighbors(n_neighbors=2).fit(uniq).kneighbors(query)[0][:, 1]
             base = float(np.median(d))
         # A row farther than `resolution` from every training row could not have joined any
-        # complete-linkage strategy at fit; the spread term covers the other methods.
+        # strategy at fit; the spread term covers the other methods.
         return max(float(self.resolution), self.outlier_factor * base)
 
     # ------------------------------------------------------------------ applying
@@ -627,7 +803,7 @@ class StrategySpace:
         """Each row's position in the space the strategies live in.
 
         With ``cluster_on="features"`` (default) that is the joined space itself
-        (``n_rows x (n_descriptors + embedding dimension)``), exact for any row. With
+        (``n_rows x (vocabulary + 1 + embedding dimension)``), exact for any row. With
         ``cluster_on="umap"``, a row seen at fit gets its fitted UMAP coordinates and others
         the inverse-distance-weighted mean of their nearest training rows' coordinates.
         """
@@ -640,13 +816,13 @@ class StrategySpace:
         """2-D UMAP coordinates for the strategy map: of each row of ``runs``, or of the
         distinct training rows when ``runs`` is None. Computed once (seeded, cached)."""
         self._check_fitted()
-        if getattr(self, "map_coords_", None) is None:
-            self.map_coords_ = self._umap(self.train_features_, self.train_counts_, 2,
+        if getattr(self, "_map_coords", None) is None:
+            self._map_coords = self._umap(self.train_features_, self.train_counts_, 2,
                                           weighted=False).astype(np.float32)
         if runs is None:
-            return self.map_coords_.astype(np.float64)
+            return self._map_coords.astype(np.float64)
         _, _, dist, idx = self._nearest(runs)
-        return _interpolate(self.map_coords_, dist, idx)
+        return _interpolate(self._map_coords, dist, idx)
 
     # ------------------------------------------------------------------ describing
     def _summaries(self, labels: np.ndarray, space: np.ndarray) -> list[dict[str, Any]]:
@@ -662,68 +838,103 @@ class StrategySpace:
 
     def _describe(self, runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray,
                   summaries: list[dict[str, Any]]) -> pl.DataFrame:
-        table = traj.select("arm", "moves").with_columns(
+        from mechanism._strategies.description import example_text, strategy_name, success_by_arm
+
+        table = traj.select("arm", "question_id", "moves", "tools", "rendering").with_columns(
             pl.Series("strategy", labels, dtype=pl.Int64), runs["correct"].alias("correct"),
-            runs["n_rounds"].alias("n_rounds"))
+            runs["n_rounds"].alias("n_rounds"), pl.Series("row", np.arange(traj.height), dtype=pl.Int64))
         total = table.height
         base = (table.group_by("strategy")
                 .agg(pl.len().cast(pl.Int64).alias("size"), pl.col("correct").mean().alias("success_rate"),
                      pl.col("n_rounds").mean().alias("mean_rounds"),
                      (pl.col("n_rounds") == 0).mean().alias("no_search_share"))
                 .with_columns((pl.col("size") / total).alias("share")))
-        typical = (table.group_by("strategy", "moves").agg(pl.len().alias("n"))
-                   .sort(["strategy", "n", "moves"], descending=[False, True, False])
+        typical = (table.group_by("strategy", "moves", "tools").agg(pl.len().alias("n"))
+                   .sort(["strategy", "n", "moves", "tools"], descending=[False, True, False, False])
                    .group_by("strategy", maintain_order=True).first()
-                   .select("strategy", pl.col("moves").alias("typical_moves")))
+                   .select("strategy", pl.col("moves").alias("typical_moves"), pl.col("tools").alias("typical_tools")))
+        typical = typical.with_columns(pl.struct("typical_moves", "typical_tools").map_elements(
+            lambda r: strategy_name(r["typical_moves"].split(" > "),
+                                    [t for t in r["typical_tools"].split(" > ") if t]),
+            return_dtype=pl.String).alias("built_name"))
         meds = pl.DataFrame(summaries, schema={"strategy": pl.Int64, "typical_member": pl.String,
                                              "keywords": pl.List(pl.String)})
-        out = base.join(meds, on="strategy", how="left").join(typical, on="strategy", how="left")
+        # an unmasked example: the first trajectory whose rendering is the typical member's
+        ex = (table.join(meds.select("strategy", "typical_member"), on="strategy")
+              .filter(pl.col("rendering") == pl.col("typical_member"))
+              .group_by("strategy").agg(pl.col("row").min()))
+        rows = dict(zip(ex["strategy"].to_list(), ex["row"].to_list()))
+        examples = pl.DataFrame({"strategy": list(rows), "example": [
+            example_text(runs["question"][r], runs.row(r, named=True)["steps"], runs["answer"][r])
+            for r in rows.values()]},
+            schema={"strategy": pl.Int64, "example": pl.String})
+        out = (base.join(meds, on="strategy", how="left").join(typical, on="strategy", how="left")
+               .join(examples, on="strategy", how="left")
+               .join(self.stability_, on="strategy", how="left"))
+        # Two strategies can share a typical sequence (they differ in rarer moves): their
+        # names carry the strategy id so that every name is unique.
+        # Two strategies can share a typical sequence (they differ in rarer moves or in how
+        # much of the question they ask): such names say how the typical member opens, and
+        # carry the strategy id if that is not enough, so that every name is unique.
+        scope = pl.col("typical_member").str.extract(r"^1\. [^|]*?(whole|most|part) of question", 1)
+        dup = pl.col("built_name").is_duplicated()
+        out = out.with_columns(pl.when(dup & scope.is_not_null())
+                               .then(pl.format("{} (opens with {} of question)", "built_name", scope))
+                               .otherwise(pl.col("built_name")).alias("built_name"))
+        dup = pl.col("built_name").is_duplicated()
+        out = out.with_columns(pl.when(dup).then(pl.format("{} [S{}]", "built_name", "strategy"))
+                               .otherwise(pl.col("built_name")).alias("built_name"))
+        out = out.with_columns(pl.col("built_name").alias("name"))
         arms = sorted(table["arm"].unique().to_list())
-        per_arm = table.group_by("strategy", "arm").agg(pl.len().cast(pl.Int64).alias("n"),
-                                                        pl.col("correct").mean().alias("sr"))
+        ids = sorted(set(labels.tolist()))
+        per_arm = success_by_arm(table.select("arm", "question_id", "strategy", "correct"), ids,
+                                 random_state=int(self.random_state))
         for arm in arms:
             sub = per_arm.filter(pl.col("arm") == arm).select(
-                "strategy", pl.col("n").alias(f"n[{arm}]"), pl.col("sr").alias(f"success_rate[{arm}]"))
+                "strategy", pl.col("n").alias(f"n[{arm}]"), pl.col("success_rate").alias(f"success_rate[{arm}]"),
+                pl.col("ci_low").alias(f"ci_low[{arm}]"), pl.col("ci_high").alias(f"ci_high[{arm}]"))
             out = out.join(sub, on="strategy", how="left").with_columns(pl.col(f"n[{arm}]").fill_null(0))
         return out.sort("strategy").select(
-            "strategy", "size", "share", "keywords", "typical_member", "typical_moves",
-            "success_rate", "mean_rounds", "no_search_share",
-            *[c for arm in arms for c in (f"n[{arm}]", f"success_rate[{arm}]")])
+            "strategy", "name", "built_name", "size", "share", "stability", "keywords", "typical_member",
+            "typical_moves", "typical_tools", "example", "success_rate", "mean_rounds", "no_search_share",
+            *[c for arm in arms for c in (f"n[{arm}]", f"success_rate[{arm}]", f"ci_low[{arm}]", f"ci_high[{arm}]")])
 
     def describe(self) -> pl.DataFrame:
         """One row per strategy (-1 first when HDBSCAN left outliers).
 
-        Columns: ``strategy, size, share, keywords`` (c-TF-IDF over renderings),
-        ``typical_member`` (the medoid's rendering), ``typical_moves`` (most common move
-        sequence), ``success_rate``, ``mean_rounds``, ``no_search_share`` and, per arm
-        of the fitted table, ``n[arm]`` and ``success_rate[arm]``.
+        Columns: ``strategy``, ``name`` (your :meth:`rename`, else ``built_name``),
+        ``built_name`` (from the typical sequence's tools and moves, e.g.
+        ``get_order_details -> cancel_pending_order -> get_order_details (again)``), ``size``,
+        ``share``, ``stability`` (bootstrap over questions, :attr:`stability_`), ``keywords``
+        (c-TF-IDF over renderings), ``typical_member`` (the medoid's masked rendering),
+        ``typical_moves`` and ``typical_tools`` (the most common sequence), ``example`` (an
+        unmasked trajectory with that rendering), ``success_rate`` (pooled), ``mean_rounds``,
+        ``no_search_share`` and, per arm of the fitted table, ``n[arm]``,
+        ``success_rate[arm]`` (questions weighted equally) and its bootstrap interval
+        ``ci_low[arm]``, ``ci_high[arm]``.
         """
         self._check_fitted()
         return self.strategies_.clone()
 
     # ------------------------------------------------------------------ persistence
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's parameters (scikit-learn convention)."""
-        return {"embedder": self.embedder, "cache_dir": self.cache_dir, "progress": self.progress,
-                **self._model_params(), "k_range": self.k_range}
-
     def set_params(self, **params: Any) -> "StrategySpace":
         """Set constructor parameters (scikit-learn convention); refit afterwards."""
         valid = self.get_params()
-        for key, value in params.items():
+        for key in params:
             if key not in valid:
                 raise MechanismError(f"unknown parameter `{key}` for StrategySpace")
-            setattr(self, key, value)
-        return self
+        return super().set_params(**params)
 
     def _model_params(self) -> dict[str, Any]:
         """The parameters that define a fitted space (saved with it)."""
         return {"embedding_weight": self.embedding_weight, "structure_weight": self.structure_weight,
-                "method": self.method, "resolution": self.resolution, "k_range": list(self.k_range),
+                "method": self.method, "resolution": self.resolution, "linkage": self.linkage,
+                "min_share": self.min_share, "k_range": list(self.k_range),
                 "min_cluster_size": self.min_cluster_size, "cluster_on": self.cluster_on,
                 "n_components": self.n_components, "n_neighbors": self.n_neighbors,
                 "min_dist": self.min_dist, "max_umap_points": self.max_umap_points,
-                "outlier_factor": self.outlier_factor, "random_state": self.random_state}
+                "outlier_factor": self.outlier_factor, "n_bootstrap": self.n_bootstrap,
+                "random_state": self.random_state}
 
     def save(self, folder: str | os.PathLike) -> Path:
         """Write the fitted space to ``folder`` (JSON, numpy ``.npy`` and parquet; no pickle).
@@ -740,8 +951,8 @@ class StrategySpace:
                   "train_counts": self.train_counts_, "labels": self.labels_}
         if self.cluster_on == "umap":
             arrays["train_space"] = self.train_space_
-        if getattr(self, "map_coords_", None) is not None:
-            arrays["map_coords"] = self.map_coords_
+        if getattr(self, "_map_coords", None) is not None:
+            arrays["map_coords"] = self._map_coords
         checksums = {}
         for name, arr in arrays.items():
             np.save(out / f"{name}.npy", arr, allow_pickle=False)
@@ -754,9 +965,11 @@ class StrategySpace:
         config = {
             "format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
             "embedding_model": self.embedding_model_, "embedding_dim": self.embedding_dim_,
-            "feature_columns": list(FEATURE_COLUMNS), "feature_weights": self.feature_weights_.tolist(),
+            "vocabulary": list(self.vocabulary_),
             "params": self._model_params(), "threshold": self.threshold_,
             "n_strategies": self.n_strategies_, "arrays": checksums, "tables": tables,
+            "names": {str(k): v for k, v in sorted(getattr(self, "names_", {}).items())},
+            "seed_agreement": self.seed_agreement_,
         }
         (out / "space.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
         return out
@@ -792,11 +1005,12 @@ class StrategySpace:
             raise InputError("not a saved strategy space (field `format`)", source=str(cfg_path), field="format")
         if config.get("format_version") != FORMAT_VERSION:
             raise InputError(f"strategy space format version {config.get('format_version')!r}, "
-                             f"this mechanism reads version {FORMAT_VERSION}", source=str(cfg_path),
-                             field="format_version")
-        if config.get("feature_columns") != list(FEATURE_COLUMNS):
-            raise InputError("saved strategy descriptors differ from this version's (field `feature_columns`)",
-                             source=str(cfg_path), field="feature_columns")
+                             f"this mechanism reads version {FORMAT_VERSION} (version 1 spaces were built on "
+                             f"search-only moves): refit with StrategySpace(...).fit(runs).save(folder)",
+                             source=str(cfg_path), field="format_version")
+        vocabulary = config.get("vocabulary")
+        if not isinstance(vocabulary, list) or not all(isinstance(t, str) for t in vocabulary):
+            raise InputError("missing or bad `vocabulary` in space.json", source=str(cfg_path), field="vocabulary")
         model = config.get("embedding_model")
         if not isinstance(model, str) or not model:
             raise InputError("missing or bad `embedding_model` in space.json", source=str(cfg_path),
@@ -848,18 +1062,19 @@ class StrategySpace:
             rows = pl.read_parquet(folder / "train_rows.parquet", columns=["rendering", "moves"])
             space.strategies_ = pl.read_parquet(folder / "strategies.parquet")
             embedding_dim = int(config["embedding_dim"])
-            feature_weights = np.asarray(config["feature_weights"], dtype=np.float64)
             threshold = float(config["threshold"])
             n_strategies = int(config["n_strategies"])
+            names = {int(k): str(v) for k, v in dict(config.get("names") or {}).items()}
+            seed_agreement = float(config["seed_agreement"])
+            stability = space.strategies_.select("strategy", "stability")
         except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, MemoryError,
                 pl.exceptions.PolarsError) as exc:
             reason = " ".join(str(exc).split())[:300]
             raise InputError(f"saved strategy space is incomplete or corrupt: {reason}", source=str(folder)) from None
         m = space.train_features_.shape[0] if space.train_features_.ndim == 2 else -1
-        dim = len(FEATURE_COLUMNS) + embedding_dim
+        dim = len(vocabulary) + 1 + embedding_dim
         if (space.train_features_.shape != (m, dim) or space.train_labels_.shape != (m,)
                 or space.train_counts_.shape != (m,) or rows.height != m
-                or feature_weights.shape != (len(FEATURE_COLUMNS),)
                 or (space.cluster_on == "umap" and space.train_space_.shape != (m, space.n_components))):
             raise InputError("saved arrays disagree in shape", source=str(folder), field="train_features")
         if not np.isfinite(threshold):
@@ -868,9 +1083,12 @@ class StrategySpace:
         space.train_moves_ = rows["moves"].to_list()
         space.embedding_model_ = model
         space.embedding_dim_ = embedding_dim
-        space.feature_weights_ = feature_weights
+        space.vocabulary_ = list(vocabulary)
         space.threshold_ = threshold
         space.n_strategies_ = n_strategies
+        space.names_ = names
+        space.seed_agreement_ = seed_agreement
+        space.stability_ = stability
         return space
 
 
@@ -880,11 +1098,11 @@ _SAVED_TABLES = ("train_rows", "strategies")
 # The arrays `save` writes, and the attribute each is read back into.
 _SAVED_ARRAYS = {"train_features": "train_features_", "train_labels": "train_labels_",
                  "train_counts": "train_counts_", "labels": "labels_", "train_space": "train_space_",
-                 "map_coords": "map_coords_"}
+                 "map_coords": "_map_coords"}
 
 
 def _distinct_pairs(traj: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
-    """The distinct (rendering, strategy descriptors) pairs of a rendered table.
+    """The distinct (rendering, move tokens) pairs of a rendered table.
 
     Returns
     -------
@@ -904,7 +1122,10 @@ def _distinct_pairs(traj: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[st
                         dtype=np.int64, count=len(renderings))
     if not len(codes):
         return (np.zeros(0, np.int64), np.zeros(0, np.int64), [], np.zeros(0, np.int64))
-    keyed = np.column_stack([codes.astype(np.float64), traj.select(FEATURE_COLUMNS).to_numpy().astype(np.float64)])
+    token_index: dict[str, int] = {}
+    tcodes = np.fromiter((token_index.setdefault(t, len(token_index)) for t in traj["tokens"].to_list()),
+                         dtype=np.int64, count=len(renderings))
+    keyed = np.column_stack([codes, tcodes])
     _, first, inverse = np.unique(keyed, axis=0, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
     order = np.argsort(first, kind="stable")  # pairs in order of first appearance

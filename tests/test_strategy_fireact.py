@@ -41,3 +41,13 @@ def test_gpt35_no_search_share_is_about_a_third(fitted):
     gpt = next(v for k, v in by_arm.items() if "gpt" in k)
     assert 0.28 <= gpt <= 0.38, by_arm
     assert all(v == 0.0 for k, v in by_arm.items() if "llama" in k), by_arm
+
+
+def test_descriptions_name_the_tools(fitted):
+    runs, space = fitted
+    d = space.describe()
+    names = d["name"].to_list()
+    assert len(set(names)) == len(names)
+    searched = d.filter(pl.col("no_search_share") == 0.0)["name"].to_list()
+    assert searched and all(n.startswith("search") for n in searched), names
+    assert d.filter(pl.col("no_search_share") == 1.0)["name"].to_list() == ["answer without tools"]

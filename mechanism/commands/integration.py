@@ -72,7 +72,8 @@ def labels_and_names_from_space(runs: pl.DataFrame, folder: str | Path) -> tuple
     labels = np.asarray(space.transform(runs))
     described = space.describe()
     moves = "typical_moves" if "typical_moves" in described.columns else None
-    names = {int(r["strategy"]): strategy_label(int(r["strategy"]), r.get(moves) if moves else None)
+    names = {int(r["strategy"]): strategy_label(int(r["strategy"]), r.get(moves) if moves else None,
+                                                  name=r.get("name"))
              for r in described.iter_rows(named=True)}
     return labels, names
 

@@ -36,8 +36,10 @@ def _plain(name: object) -> str:
 
 
 def strategy_label(strategy: int, typical_moves: str | None, typical_member: str | None = None, *,
-                   max_moves: int = 4) -> str:
-    """A short name from a strategy's typical move sequence, e.g. ``S1 ask part › bridge``.
+                   max_moves: int = 4, name: str | None = None) -> str:
+    """A short name from a strategy's typical move sequence, e.g. ``S1 ask part › bridge``;
+    with ``name`` (``StrategySpace.describe()["name"]``: built from tools and moves, or the
+    user's own from ``space.rename``), ``S<id> <name>``.
 
     The first lookup is named by its scope when the typical member shows it: ``ask whole``
     (the whole question), ``ask part`` (most or part of it), else ``lookup``.
@@ -51,6 +53,8 @@ def strategy_label(strategy: int, typical_moves: str | None, typical_member: str
     >>> strategy_label(0, "answer_without_evidence")
     'S0 no search'
     """
+    if name:
+        return f"S{strategy} {name}"
     moves = [_SHORT.get(m.strip(), m.strip()) for m in (typical_moves or "").split(">")]
     moves = [m for m in moves if m]
     first = (typical_member or "").split("|")[0]
@@ -114,7 +118,7 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
     points = frame.group_by("arm", "strategy", "x", "y").agg(pl.len().alias("n")).sort("arm", "strategy", "x", "y")
     arms = list(arms) if arms is not None else sorted(frame["arm"].unique().to_list())
     desc = space.describe()
-    names = {r["strategy"]: strategy_label(r["strategy"], r["typical_moves"], r["typical_member"]) for r in desc.iter_rows(named=True)}
+    names = {r["strategy"]: strategy_label(r["strategy"], r["typical_moves"], r["typical_member"], name=r.get("name")) for r in desc.iter_rows(named=True)}
     colors = _colors(space.n_strategies_, top)
     with paper_style():
         ncols = min(len(arms), 3)
@@ -174,7 +178,7 @@ def strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[
     shares = counts.join(totals, on="arm").with_columns((pl.col("n") / pl.col("total")).alias("share"))
     desc = space.describe()
     keep = [s for s in desc["strategy"].to_list() if s >= 0][:top]
-    names = {r["strategy"]: strategy_label(r["strategy"], r["typical_moves"], r["typical_member"]) for r in desc.iter_rows(named=True)}
+    names = {r["strategy"]: strategy_label(r["strategy"], r["typical_moves"], r["typical_member"], name=r.get("name")) for r in desc.iter_rows(named=True)}
     colors = {**arm_colors(arms), **(colors or {})}
     with paper_style():
         if ax is None:
@@ -206,7 +210,7 @@ def strategy_table(space: StrategySpace, *, top: int = 12, caption: bool = False
     for r in desc.iter_rows(named=True):
         rate = [("–" if r[f"success_rate[{a}]"] is None
                  else f"{r[f'success_rate[{a}]']:.2f} (n={r[f'n[{a}]']:,})") for a in arms]
-        rows.append([strategy_label(r["strategy"], r["typical_moves"], r["typical_member"]), f"{r['size']:,}", f"{r['share']:.1%}",
+        rows.append([strategy_label(r["strategy"], r["typical_moves"], r["typical_member"], name=r.get("name")), f"{r['size']:,}", f"{r['share']:.1%}",
                      *rate, ", ".join(r["keywords"][:3])])
     with paper_style():
         fig, ax = plt.subplots(figsize=(3.0 + 0.9 * len(header), 0.24 * len(rows) + 0.6),

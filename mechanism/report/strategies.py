@@ -53,8 +53,8 @@ def place(space, runs: pl.DataFrame, *, map_xy: bool = True) -> Placement:  # no
     coords = x.astype(np.float64) if space.cluster_on != "umap" else interpolate(space.train_space_, dist, idx)
     if not map_xy:
         return Placement(assigned, coords, None)
-    space.map_coordinates()  # fits the 2-D map once (seeded, cached on the space)
-    return Placement(assigned, coords, interpolate(space.map_coords_, dist, idx))
+    # the training rows' 2-D map (fitted once, seeded, cached on the space), interpolated to the rows
+    return Placement(assigned, coords, interpolate(space.map_coordinates(), dist, idx))
 
 
 def fit_and_place(fit_rows: pl.DataFrame, runs: pl.DataFrame, *, map_xy: bool = True,
@@ -102,7 +102,8 @@ def strategy_names(described: pl.DataFrame) -> dict[int, str]:
     member = "typical_member" if "typical_member" in described.columns else None
     out = {}
     for r in described.iter_rows(named=True):
-        label = strategy_label(int(r["strategy"]), r.get("typical_moves"), r.get(member) if member else None)
+        label = strategy_label(int(r["strategy"]), r.get("typical_moves"), r.get(member) if member else None,
+                               name=r.get("name"))
         head, _, rest = label.partition(" ")
         out[int(r["strategy"])] = f"{head}: {rest}" if rest else head
     return out
@@ -119,7 +120,7 @@ def description_text(space, table: pl.DataFrame, arms: Sequence[str], *, title: 
     share = {(r["arm"], r["strategy"]): r["share"] for r in table.iter_rows(named=True)}
     for r in desc.head(top).iter_rows(named=True):
         per_arm = ", ".join(f"{a} {share.get((a, r['strategy']), 0.0):.1%}" for a in arms)
-        lines.append(f"  {strategy_label(r['strategy'], r['typical_moves'], r['typical_member']):<40} "
+        lines.append(f"  {strategy_label(r['strategy'], r['typical_moves'], r['typical_member'], name=r.get('name')):<40} "
                      f"n={r['size']:>6,}  success {r['success_rate']:.2f}  shares: {per_arm}")
     if desc.height > top:
         lines.append(f"  ... and {desc.height - top} smaller strategies (strategies.csv)")

@@ -1,0 +1,108 @@
+"""Adjusted Rand index of StrategySpace against the planted strategies of every world.
+
+Worlds: the built-in simulator (``mechanism.simulation``) and the independently written
+planted worlds (``mechanism.worlds``: multi-hop search in Search-R1 tags and in ReAct text,
+customer service in OpenAI tool_calls). Each is written to its native file and read back
+with ``mechanism.read``, as a user would. Prints one table row per world: ARI of the fit,
+ARI between two seeds' fits, ARI of the saved space applied to a fresh sample of the same
+arms, and the number of strategies found / planted.
+
+Run: ``python benchmarks/bench_strategies_worlds.py [--embedder hashing-256] [--param k=v ...]``;
+``--lowo`` prints the leave-one-world-out choice of ``resolution`` and ``min_share``.
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import adjusted_rand_score
+
+import mechanism as mx
+from mechanism.simulation import simulate
+from mechanism.worlds import multihop, service
+
+
+def load(world: str, seed: int, n: int = 60):
+    """(runs, planted labels) of one world, read from its native file."""
+    if world == "simulated":
+        sim = simulate(n_questions=n, n_samples=4, seed=seed, progress=False)
+        keys = ["arm", "question_id", "sample_id"]
+        truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
+        return sim.runs, truth
+    gen = {"multihop": lambda: multihop(n_questions=n, seed=seed),
+           "multihop_react": lambda: multihop(n_questions=n, seed=seed, react=True),
+           "service": lambda: service(n_questions=n, seed=seed)}[world]
+    w = gen()
+    with tempfile.TemporaryDirectory() as d:
+        runs = mx.read(w.write(d), format=w.format)
+    return runs, w.labels_for(runs)
+
+
+def leave_one_world_out(embedder: str | None, worlds: list[str], n: int) -> None:
+    """Choose (resolution, min_share) on all worlds but one, report the held-out world's ARI."""
+    grid = [(r, m) for r in (1.0, 1.5, 2.0, 2.5, 3.0) for m in (0.0, 0.02, 0.04, 0.08)]
+    data = {w: load(w, seed=0, n=n) for w in worlds}
+    ari = {}
+    for r, m in grid:
+        for w, (runs, truth) in data.items():
+            sp = mx.StrategySpace(embedder=embedder, resolution=r, min_share=m, n_bootstrap=0,
+                                  progress=False).fit(runs)
+            ari[(r, m, w)] = adjusted_rand_score(truth, sp.labels_)
+    print("| held-out world | chosen on the others (resolution, min_share) | mean ARI on the others | "
+          "held-out ARI |")
+    print("|---|---|---|---|")
+    for held in worlds:
+        others = [w for w in worlds if w != held]
+        best = max(grid, key=lambda g: (np.mean([ari[(*g, w)] for w in others]), -abs(g[0] - 2.0), -g[1]))
+        print(f"| {held} | {best} | {np.mean([ari[(*best, w)] for w in others]):.3f} | "
+              f"{ari[(*best, held)]:.3f} |")
+    print()
+    print("| resolution | min_share | " + " | ".join(worlds) + " |")
+    print("|---|---|" + "---|" * len(worlds))
+    for r, m in grid:
+        print(f"| {r} | {m} | " + " | ".join(f"{ari[(r, m, w)]:.3f}" for w in worlds) + " |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--embedder", default=None)
+    ap.add_argument("--worlds", default="simulated,multihop,multihop_react,service")
+    ap.add_argument("--n", type=int, default=60)
+    ap.add_argument("--param", nargs="*", default=[])
+    ap.add_argument("--lowo", action="store_true", help="leave-one-world-out choice of the defaults")
+    args = ap.parse_args()
+    if args.lowo:
+        leave_one_world_out(args.embedder, args.worlds.split(","), args.n)
+        return
+    params = {}
+    for p in args.param:
+        k, v = p.split("=")
+        try:
+            params[k] = float(v) if "." in v else int(v)
+        except ValueError:
+            params[k] = v
+    print(f"embedder={args.embedder or 'default'} params={params}")
+    print("| world | n | ARI fit | ARI seeds | ARI saved->fresh | found / planted | fit s |")
+    print("|---|---|---|---|---|---|---|")
+    for world in args.worlds.split(","):
+        runs, truth = load(world, seed=0, n=args.n)
+        t0 = time.perf_counter()
+        space = mx.StrategySpace(embedder=args.embedder, random_state=0, progress=False, **params).fit(runs)
+        fit_s = time.perf_counter() - t0
+        other = mx.StrategySpace(embedder=args.embedder, random_state=1, progress=False, **params).fit(runs)
+        fresh, fresh_truth = load(world, seed=1, n=args.n)
+        with tempfile.TemporaryDirectory() as d:
+            space.save(Path(d) / "s")
+            loaded = mx.StrategySpace.load(Path(d) / "s", progress=False)
+            fresh_labels = loaded.transform(fresh)
+        print(f"| {world} | {runs.height} | {adjusted_rand_score(truth, space.labels_):.3f} | "
+              f"{adjusted_rand_score(space.labels_, other.labels_):.3f} | "
+              f"{adjusted_rand_score(fresh_truth, fresh_labels):.3f} | {space.n_strategies_} / {len(set(truth))} | "
+              f"{fit_s:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

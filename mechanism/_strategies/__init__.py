@@ -1,0 +1,2 @@
+"""Private parts of :class:`mechanism.strategy_space.StrategySpace`: features, clustering,
+stability, descriptions."""

@@ -1,0 +1,26 @@
+"""Planted worlds for validating strategy discovery, written independently of the move grammar.
+
+Each world is a generator of trajectories in its own native file format together with the
+strategy that was planted in every trajectory (the truth). They are deliberately unlike the
+built-in simulator (:mod:`mechanism.simulation`): other strategy families, other tools, call
+counts that overlap between strategies, so a method tuned to one world is tested on the others.
+
+- :func:`multihop`: a multi-hop search agent (Search-R1 tags, or ReAct text with
+  ``react=True``) with six strategies: one search, a bridge chain, a chain that checks the
+  answer it found, verbatim repeats, rewordings, parallel decomposition.
+- :func:`service`: a customer-service agent in OpenAI ``tool_calls`` format with JSON
+  arguments carrying user ids, order ids and e-mails; lookup and state-changing tools, error
+  observations and retries; six strategies.
+
+Every world returns a :class:`World`; ``world.write(folder)`` writes the native file that
+``mechanism.read`` takes, and ``world.truth`` holds ``arm, question_id, sample_id, strategy``.
+"""
+from __future__ import annotations
+
+from mechanism.worlds._base import World
+from mechanism.worlds.multihop import multihop
+from mechanism.worlds.service import service
+
+WORLDS = ("multihop", "multihop_react", "service")
+
+__all__ = ["World", "multihop", "service", "WORLDS"]
