@@ -130,7 +130,7 @@ def main() -> None:
     print("\n## Recovery: adjusted Rand index against the planted strategies\n")
     worlds = []
     for seed in (0, 11, 23):
-        sim = simulate(n_questions=60, n_samples=8, seed=seed, progress=False)
+        sim = simulate(n_questions=60, n_samples=8, random_state=seed, progress=False)
         truth = sim.runs.select("arm", "question_id", "sample_id").join(
             sim.truth.select("arm", "question_id", "sample_id", "strategy"),
             on=["arm", "question_id", "sample_id"], how="left", maintain_order="left")["strategy"].to_numpy()

@@ -82,7 +82,7 @@ def bench_passkt() -> None:
     from mechanism.simulation.run import simulate
 
     with tempfile.TemporaryDirectory() as tmp:
-        files = simulate(n_questions=20, n_samples=8, arms=("base", "rl"), seed=1).write(Path(tmp) / "sim")
+        files = simulate(n_questions=20, n_samples=8, arms=("base", "rl"), random_state=1).write(Path(tmp) / "sim")
         long = "A" * 400 + "$\\frac{x$ \x1b[31m\nforged line" + "B" * 580
         for path in (p for p in files if p.parent.name == "searchr1" and p.stem == "rl"):
             rows = [json.loads(x) for x in path.read_text().splitlines()]

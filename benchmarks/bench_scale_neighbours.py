@@ -96,7 +96,7 @@ def main() -> None:
     from mechanism.strategy_space import StrategySpace
 
     t = time.perf_counter()
-    runs = simulate(n_questions=args.questions, n_samples=args.samples, arms=("base", "rl"), seed=0,
+    runs = simulate(n_questions=args.questions, n_samples=args.samples, arms=("base", "rl"), random_state=0,
                     progress=False).runs
     space = StrategySpace(random_state=0, progress=False).fit(runs)
     coords = space.coordinates(runs)

@@ -149,7 +149,7 @@ def main() -> None:
     ref = None
     with tempfile.TemporaryDirectory() as tmp:
         table = Path(tmp) / "runs.parquet"
-        simulate(n_questions=n_questions, n_samples=n_samples, seed=0, progress=False).runs.write_parquet(table)
+        simulate(n_questions=n_questions, n_samples=n_samples, random_state=0, progress=False).runs.write_parquet(table)
         for i in range(args.repeat):
             cache = Path(tmp) / f"cache{i}"
             cold_runs.append(_run("cold", table, cache, args.reference_sample, env))

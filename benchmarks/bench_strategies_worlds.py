@@ -28,7 +28,7 @@ from mechanism.worlds import multihop, service
 def load(world: str, seed: int, n: int = 60):
     """(runs, planted labels) of one world, read from its native file."""
     if world == "simulated":
-        sim = simulate(n_questions=n, n_samples=4, seed=seed, progress=False)
+        sim = simulate(n_questions=n, n_samples=4, random_state=seed, progress=False)
         keys = ["arm", "question_id", "sample_id"]
         truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
         return sim.runs, truth

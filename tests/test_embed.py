@@ -148,7 +148,7 @@ def test_composed_space_saves_and_loads(tmp_path):
     from mechanism.simulation import simulate
     from mechanism.strategy_space import StrategySpace
 
-    runs = simulate(n_questions=12, n_samples=3, arms=("base", "rl"), seed=0, progress=False).runs
+    runs = simulate(n_questions=12, n_samples=3, arms=("base", "rl"), random_state=0, progress=False).runs
     space = StrategySpace(embedder="composed:hashing-32", progress=False).fit(runs)
     loaded = StrategySpace.load(space.save(tmp_path / "s"), progress=False)
     np.testing.assert_array_equal(loaded.transform(runs), space.labels_)

@@ -132,7 +132,7 @@ def saved(tmp_path_factory):
     from mechanism.strategy_space import StrategySpace
 
     folder = tmp_path_factory.mktemp("space")
-    sim = simulate(n_questions=15, n_samples=4, seed=0, progress=False)
+    sim = simulate(n_questions=15, n_samples=4, random_state=0, progress=False)
     StrategySpace(embedder="hashing-64", progress=False).fit(sim.runs).save(folder)
     return folder
 

@@ -520,7 +520,7 @@ def test_cli_with_a_saved_space(tmp_path, capsys):
     from mechanism.simulation import simulate
     from mechanism.strategy_space import StrategySpace
 
-    sim = simulate(n_questions=12, n_samples=6, arms=("base", "rl"), seed=2, progress=False)
+    sim = simulate(n_questions=12, n_samples=6, arms=("base", "rl"), random_state=2, progress=False)
     space = StrategySpace(embedder="hashing-256", random_state=0, progress=False).fit(sim.runs)
     space.save(tmp_path / "space")
     sim.write(tmp_path / "data")
@@ -538,7 +538,7 @@ def test_simulator_plants_strategies_that_differ_in_using_what_they_retrieve():
 
     assert STRATEGY_INTEGRATION["verify"] > STRATEGY_INTEGRATION["whole_question"] > \
         STRATEGY_INTEGRATION["reformulate_loop"]
-    sim = simulate(n_questions=40, n_samples=8, arms=("base",), seed=4, progress=False)
+    sim = simulate(n_questions=40, n_samples=8, arms=("base",), random_state=4, progress=False)
     t = sim.truth.filter(pl.col("evidence"))
     used = dict(t.group_by("strategy").agg(pl.col("integrated").mean()).iter_rows())
     assert used["verify"] > used["reformulate_loop"] + 0.2
@@ -546,7 +546,7 @@ def test_simulator_plants_strategies_that_differ_in_using_what_they_retrieve():
         STRATEGY_INTEGRATION["reformulate_loop"]
     # a policy can change one strategy's skill; a bad factor is refused
     never = Policy("never", {"verify": 1.0}, strategy_integration={"verify": 0.0})
-    s = simulate(n_questions=10, n_samples=4, arms=("never",), policies={"never": never}, seed=1, progress=False)
+    s = simulate(n_questions=10, n_samples=4, arms=("never",), policies={"never": never}, random_state=1, progress=False)
     assert not s.truth["integrated"].any()
     from mechanism.errors import MechanismError
     with pytest.raises(MechanismError, match="strategy_integration"):

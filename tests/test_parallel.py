@@ -30,7 +30,7 @@ def _bytes(frame: pl.DataFrame) -> bytes:
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory) -> tuple[Path, pl.DataFrame]:
     """Six shards: canonical parquet and JSONL files, each holding some of the questions of both arms."""
-    runs = simulate(n_questions=24, n_samples=4, arms=("base", "rl"), seed=1, progress=False).runs
+    runs = simulate(n_questions=24, n_samples=4, arms=("base", "rl"), random_state=1, progress=False).runs
     folder = tmp_path_factory.mktemp("shards")
     qids = sorted(runs["question_id"].unique().to_list())
     for i in range(6):

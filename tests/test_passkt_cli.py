@@ -14,7 +14,7 @@ from mechanism.passkt import pass_at_kt
 @pytest.fixture(scope="module")
 def simulation():
     from mechanism.simulation import simulate
-    return simulate(n_questions=40, n_samples=16, seed=0, progress=False)
+    return simulate(n_questions=40, n_samples=16, random_state=0, progress=False)
 
 
 def test_cli_writes_tables_and_figures(simulation, tmp_path, capsys):
@@ -69,7 +69,7 @@ def test_simulated_noise_only_arms_are_not_called_expansion():
     base = default_policies()["base"]
     calls = 0
     for seed in range(8):
-        sim = simulate(n_questions=40, n_samples=8, arms=("base", "twin"), policies={"twin": base}, seed=seed,
+        sim = simulate(n_questions=40, n_samples=8, arms=("base", "twin"), policies={"twin": base}, random_state=seed,
                        progress=False)
         calls += boundary(sim.runs, base="base", treated="twin", t=[0, 2, 5], n_boot=50).expansion
     assert calls == 0

@@ -27,7 +27,7 @@ def local_ray():
 
 @pytest.mark.slow
 def test_saved_space_on_20_shards_on_local_ray_equals_single_process(local_ray, tmp_path):
-    runs = simulate(n_questions=40, n_samples=3, arms=("base", "rl"), seed=2, progress=False).runs
+    runs = simulate(n_questions=40, n_samples=3, arms=("base", "rl"), random_state=2, progress=False).runs
     folder = tmp_path / "shards"
     folder.mkdir()
     qids = sorted(runs["question_id"].unique().to_list())

@@ -58,7 +58,7 @@ def _openai_variant(record: dict, i: int) -> dict:
 
 
 def test_openai_form_scores_as_the_searchr1_form(tmp_path):
-    files = simulate(n_questions=30, n_samples=4, arms=("base", "rl"), seed=3).write(tmp_path / "sim")
+    files = simulate(n_questions=30, n_samples=4, arms=("base", "rl"), random_state=3).write(tmp_path / "sim")
     reference = read(tmp_path / "sim" / "searchr1")
     out = tmp_path / "chat"
     out.mkdir()

@@ -277,7 +277,7 @@ def test_passkt_with_a_long_mathtext_arm_name_stays_small(tmp_path):
 
     from mechanism.simulation.run import simulate
 
-    files = simulate(n_questions=12, n_samples=4, arms=("base", "rl"), seed=2).write(tmp_path / "sim")
+    files = simulate(n_questions=12, n_samples=4, arms=("base", "rl"), random_state=2).write(tmp_path / "sim")
     long = "A" * 400 + "$\\frac{x$ \x1b[31m\nforged" + "B" * 580  # 1,000+ characters, invalid mathtext
     for path in (p for p in files if p.parent.name == "searchr1" and p.stem == "rl"):
         rows = [json.loads(x) for x in path.read_text().splitlines()]

@@ -22,7 +22,7 @@ from mechanism.schema import from_records, make_step
 def sim():
     from mechanism.simulation import simulate
 
-    return simulate(n_questions=30, n_samples=8, seed=3, progress=False)
+    return simulate(n_questions=30, n_samples=8, random_state=3, progress=False)
 
 
 def test_split_with_planted_labels_equals_a_direct_group_by(sim):

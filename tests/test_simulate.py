@@ -21,7 +21,7 @@ from mechanism.simulation.retriever import ParagraphRetriever, tokenize
 
 @pytest.fixture(scope="module")
 def sim():
-    return simulate(n_questions=60, n_samples=32, seed=7, progress=False)
+    return simulate(n_questions=60, n_samples=32, random_state=7, progress=False)
 
 
 def _files(folder):
@@ -31,8 +31,8 @@ def _files(folder):
 # -- determinism ---------------------------------------------------------------------------
 
 def test_same_seed_gives_byte_identical_files(tmp_path):
-    a = simulate(n_questions=6, n_samples=4, seed=3, progress=False)
-    b = simulate(n_questions=6, n_samples=4, seed=3, progress=False)
+    a = simulate(n_questions=6, n_samples=4, random_state=3, progress=False)
+    b = simulate(n_questions=6, n_samples=4, random_state=3, progress=False)
     a.write(tmp_path / "a")
     b.write(tmp_path / "b")
     fa, fb = _files(tmp_path / "a"), _files(tmp_path / "b")
@@ -57,16 +57,16 @@ def test_files_are_identical_across_processes(tmp_path):
 
 
 def test_different_seeds_differ(tmp_path):
-    simulate(n_questions=6, n_samples=4, seed=3, progress=False).write(tmp_path / "a")
-    simulate(n_questions=6, n_samples=4, seed=4, progress=False).write(tmp_path / "b")
+    simulate(n_questions=6, n_samples=4, random_state=3, progress=False).write(tmp_path / "a")
+    simulate(n_questions=6, n_samples=4, random_state=4, progress=False).write(tmp_path / "b")
     fa, fb = _files(tmp_path / "a"), _files(tmp_path / "b")
     for name in fa:
         assert fa[name] != fb[name], name  # config.json differs by its seed
 
 
 def test_an_arms_episodes_do_not_depend_on_the_other_arms():
-    both = simulate(n_questions=5, n_samples=3, arms=("base", "rl"), seed=2, progress=False).runs
-    alone = simulate(n_questions=5, n_samples=3, arms=("rl",), seed=2, progress=False).runs
+    both = simulate(n_questions=5, n_samples=3, arms=("base", "rl"), random_state=2, progress=False).runs
+    alone = simulate(n_questions=5, n_samples=3, arms=("rl",), random_state=2, progress=False).runs
     assert both.filter(pl.col("arm") == "rl").equals(alone)
 
 
@@ -203,7 +203,7 @@ def test_rl_strategies_all_occur_in_base(sim):
 
 @pytest.mark.parametrize("t_cap", [0, 1, 2, 3])
 def test_t_cap_is_respected(t_cap):
-    s = simulate(n_questions=10, n_samples=8, t_cap=t_cap, seed=1, progress=False)
+    s = simulate(n_questions=10, n_samples=8, t_cap=t_cap, random_state=1, progress=False)
     assert (s.runs["n_rounds"] <= t_cap).all()
     assert (s.runs["t_cap"] == t_cap).all()
     capped = s.truth.filter(pl.col("truncated"))
@@ -216,15 +216,15 @@ def test_t_cap_is_respected(t_cap):
 
 def test_t_cap_truncates_the_same_plans():
     # the planned strategies are drawn before acting, so caps change rounds, not plans
-    a = simulate(n_questions=8, n_samples=6, t_cap=1, seed=5, progress=False).truth
-    b = simulate(n_questions=8, n_samples=6, t_cap=5, seed=5, progress=False).truth
+    a = simulate(n_questions=8, n_samples=6, t_cap=1, random_state=5, progress=False).truth
+    b = simulate(n_questions=8, n_samples=6, t_cap=5, random_state=5, progress=False).truth
     assert a["planned_strategy"].equals(b["planned_strategy"])
 
 
 @pytest.mark.parametrize("t_cap", [0, 1, 2, 3])
 def test_a_lower_cap_cuts_the_same_episodes(t_cap):
-    full = simulate(n_questions=10, n_samples=6, t_cap=5, seed=8, progress=False)
-    cut = simulate(n_questions=10, n_samples=6, t_cap=t_cap, seed=8, progress=False)
+    full = simulate(n_questions=10, n_samples=6, t_cap=5, random_state=8, progress=False)
+    cut = simulate(n_questions=10, n_samples=6, t_cap=t_cap, random_state=8, progress=False)
     assert (cut.runs["n_rounds"] == full.runs["n_rounds"].clip(upper_bound=t_cap)).all()
     for a, b in zip(cut.runs["steps"].to_list(), full.runs["steps"].to_list()):
         assert a == b[:t_cap]
@@ -237,7 +237,7 @@ def test_a_lower_cap_cuts_the_same_episodes(t_cap):
 # -- files --------------------------------------------------------------------------------
 
 def test_trajectory_files_hold_no_ground_truth(tmp_path, sim):
-    small = simulate(n_questions=3, n_samples=2, seed=0, progress=False)
+    small = simulate(n_questions=3, n_samples=2, random_state=0, progress=False)
     small.write(tmp_path)
     for path in tmp_path.glob("*/*.jsonl"):
         for line in path.read_text().splitlines():
@@ -251,7 +251,7 @@ def test_trajectory_files_hold_no_ground_truth(tmp_path, sim):
 
 
 def test_file_formats_match_the_interface(tmp_path):
-    s = simulate(n_questions=4, n_samples=3, arms=("base",), seed=0, progress=False)
+    s = simulate(n_questions=4, n_samples=3, arms=("base",), random_state=0, progress=False)
     s.write(tmp_path)
     sr = [json.loads(x) for x in (tmp_path / "searchr1" / "base.jsonl").read_text().splitlines()]
     oa = [json.loads(x) for x in (tmp_path / "openai" / "base.jsonl").read_text().splitlines()]
@@ -271,7 +271,7 @@ def test_file_formats_match_the_interface(tmp_path):
 
 def test_written_files_read_back_to_the_same_runs(tmp_path):
     readers = pytest.importorskip("mechanism.readers")
-    s = simulate(n_questions=8, n_samples=4, seed=11, progress=False)
+    s = simulate(n_questions=8, n_samples=4, random_state=11, progress=False)
     s.write(tmp_path)
     keys = ["arm", "question_id", "sample_id"]
     cols = keys + ["question", "gold", "answer", "correct", "score", "n_rounds", "t_cap", "category"]
@@ -292,13 +292,13 @@ def test_written_files_read_back_to_the_same_runs(tmp_path):
 def test_extra_arms_take_a_policy():
     step = Policy("step-400", {"bridge": 1.0}, integration=0.9)
     s = simulate(n_questions=4, n_samples=5, arms=("base", "step-400"), policies={"step-400": step},
-                 seed=0, progress=False)
+                 random_state=0, progress=False)
     assert set(s.truth.filter(pl.col("arm") == "step-400")["planned_strategy"]) == {"bridge"}
 
 
 def test_arms_whose_file_names_clash_are_refused(tmp_path):
     pols = {"a b": Policy("a b", {"bridge": 1.0}), "a_b": Policy("a_b", {"verify": 1.0})}
-    s = simulate(n_questions=1, n_samples=1, arms=("a b", "a_b"), policies=pols, seed=0, progress=False)
+    s = simulate(n_questions=1, n_samples=1, arms=("a b", "a_b"), policies=pols, random_state=0, progress=False)
     with pytest.raises(MechanismError, match="same file name 'a_b'"):
         s.write(tmp_path / "out")
     assert not (tmp_path / "out").exists()
@@ -343,7 +343,7 @@ def test_default_policies_are_what_the_docs_say():
 @given(n_q=st.integers(1, 4), n_s=st.integers(1, 3), t_cap=st.integers(0, 5), seed=st.integers(0, 2**32 - 1),
        bridge_share=st.sampled_from([0.0, 0.5, 1.0]))
 def test_any_small_simulation_is_consistent(n_q, n_s, t_cap, seed, bridge_share):
-    s = simulate(n_questions=n_q, n_samples=n_s, t_cap=t_cap, seed=seed, bridge_share=bridge_share,
+    s = simulate(n_questions=n_q, n_samples=n_s, t_cap=t_cap, random_state=seed, bridge_share=bridge_share,
                  progress=False)
     validate(s.runs)
     assert s.runs.height == s.truth.height == 3 * n_q * n_s
@@ -458,6 +458,6 @@ def test_questions_table(sim):
 
 
 def test_progress_off_prints_nothing(capsys):
-    simulate(n_questions=2, n_samples=2, seed=0, progress=False)
+    simulate(n_questions=2, n_samples=2, random_state=0, progress=False)
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""

@@ -27,7 +27,7 @@ FAST = "hashing-64"
 
 @pytest.fixture(scope="module")
 def runs():
-    return simulate(n_questions=20, n_samples=6, seed=3, progress=False).runs
+    return simulate(n_questions=20, n_samples=6, random_state=3, progress=False).runs
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ from mechanism.simulation import simulate
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     root = tmp_path_factory.mktemp("sim")
-    simulate(n_questions=15, n_samples=4, seed=0, progress=False).write(root / "a")
-    simulate(n_questions=15, n_samples=4, seed=1, progress=False).write(root / "b")
+    simulate(n_questions=15, n_samples=4, random_state=0, progress=False).write(root / "a")
+    simulate(n_questions=15, n_samples=4, random_state=1, progress=False).write(root / "b")
     return root
 
 
