@@ -5,10 +5,12 @@ planted worlds (``mechanism.worlds``: multi-hop search in Search-R1 tags and in 
 customer service in OpenAI tool_calls). Each is written to its native file and read back
 with ``mechanism.read``, as a user would. Prints one table row per world: ARI of the fit,
 ARI between two seeds' fits, ARI of the saved space applied to a fresh sample of the same
-arms, and the number of strategies found / planted.
+arms, the number of strategies found / planted, and the ceiling: the ARI of an oracle that
+sees only each trajectory's structure (:func:`ceiling`).
 
 Run: ``python benchmarks/bench_strategies_worlds.py [--embedder hashing-256] [--param k=v ...]``;
-``--lowo`` prints the leave-one-world-out choice of ``resolution`` and ``min_share``.
+``--lowo`` prints the leave-one-world-out choice of ``resolution`` and ``min_share``;
+``--ceilings`` the ceiling at three grains and the best cut of the fitted tree, seeds 0-2.
 """
 from __future__ import annotations
 
@@ -39,6 +41,64 @@ def load(world: str, seed: int, n: int = 60):
     with tempfile.TemporaryDirectory() as d:
         runs = mx.read(w.write(d), format=w.format)
     return runs, w.labels_for(runs)
+
+
+def ceiling(runs, truth, by: tuple[str, ...] = ("rendering", "tokens")) -> float:
+    """ARI of the best labelling any method that sees only the trajectories' structure can give.
+
+    Trajectories are grouped by their exact masked rendering and move tokens (what
+    :func:`mechanism.segmentation.render` shows of them: two trajectories in one group are
+    indistinguishable to :class:`~mechanism.StrategySpace`), and every group gets its majority
+    planted strategy (ties by name). Where one group holds trajectories of several planted
+    strategies, no method on this input can separate them. ``by`` names the columns of the
+    rendered table that define the groups (``("tokens",)``: what the token columns alone show;
+    ``("moves",)``: the sequence of move names).
+    """
+    import polars as pl
+
+    from mechanism.segmentation import render
+
+    traj = render(runs)
+    df = pl.DataFrame({"g": traj.select(pl.concat_str(list(by), separator="\x00"))[:, 0].to_list(),
+                       "t": [str(t) for t in truth]})
+    majority = (df.group_by("g", "t").len().sort(["g", "len", "t"], descending=[False, True, False])
+                .group_by("g", maintain_order=True).first())
+    lookup = dict(zip(majority["g"].to_list(), majority["t"].to_list()))
+    return float(adjusted_rand_score(df["t"].to_list(), [lookup[g] for g in df["g"].to_list()]))
+
+
+def best_tree_cut(runs, truth, embedder: str | None) -> tuple[float, int]:
+    """(ARI, number of groups) of the best cut of the fit's average-linkage tree over the
+    distinct joined rows, the number of groups chosen by looking at the truth: what the
+    default distance can give at any resolution, before ``min_share``."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    from mechanism.segmentation import render
+
+    space = mx.StrategySpace(embedder=embedder, n_bootstrap=0, progress=False).fit(runs)
+    pair_rows, pair_of_row = space._features(render(runs))
+    uniq, inv = np.unique(pair_rows, axis=0, return_inverse=True)
+    inv = inv.ravel()[pair_of_row]
+    tree = linkage(uniq.astype(np.float64), method="average")
+    return max((adjusted_rand_score(truth, fcluster(tree, t=k, criterion="maxclust")[inv]), k)
+               for k in range(2, len(uniq)))
+
+
+def ceilings(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -> None:
+    """Per world and seed: the ceiling at three grains and the best cut of the fit's tree."""
+    print("| world | seed | distinct renderings | ceiling (rendering + tokens) | ceiling (tokens) | "
+          "ceiling (move names) | best tree cut (k) |")
+    print("|---|---|---|---|---|---|---|")
+    for world in worlds:
+        for seed in seeds:
+            runs, truth = load(world, seed=seed, n=n)
+            from mechanism.segmentation import render
+
+            distinct = render(runs)["rendering"].n_unique()
+            cut, k = best_tree_cut(runs, truth, embedder)
+            print(f"| {world} | {seed} | {distinct} | {ceiling(runs, truth):.3f} | "
+                  f"{ceiling(runs, truth, ('tokens',)):.3f} | {ceiling(runs, truth, ('moves',)):.3f} | "
+                  f"{cut:.3f} ({k}) |", flush=True)
 
 
 def leave_one_world_out(embedder: str | None, worlds: list[str], n: int) -> None:
@@ -73,7 +133,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=60)
     ap.add_argument("--param", nargs="*", default=[])
     ap.add_argument("--lowo", action="store_true", help="leave-one-world-out choice of the defaults")
+    ap.add_argument("--ceilings", action="store_true",
+                    help="ceilings at three grains and the best cut of the tree, seeds 0-2")
     args = ap.parse_args()
+    if args.ceilings:
+        ceilings(args.embedder, args.worlds.split(","), args.n)
+        return
     if args.lowo:
         leave_one_world_out(args.embedder, args.worlds.split(","), args.n)
         return
@@ -85,8 +150,8 @@ def main() -> None:
         except ValueError:
             params[k] = v
     print(f"embedder={args.embedder or 'default'} params={params}")
-    print("| world | n | ARI fit | ARI seeds | ARI saved->fresh | found / planted | fit s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| world | n | ARI fit | ARI seeds | ARI saved->fresh | found / planted | ceiling | fit s |")
+    print("|---|---|---|---|---|---|---|---|")
     for world in args.worlds.split(","):
         runs, truth = load(world, seed=0, n=args.n)
         t0 = time.perf_counter()
@@ -101,7 +166,7 @@ def main() -> None:
         print(f"| {world} | {runs.height} | {adjusted_rand_score(truth, space.labels_):.3f} | "
               f"{adjusted_rand_score(space.labels_, other.labels_):.3f} | "
               f"{adjusted_rand_score(fresh_truth, fresh_labels):.3f} | {space.n_strategies_} / {len(set(truth))} | "
-              f"{fit_s:.1f} |", flush=True)
+              f"{ceiling(runs, truth):.3f} | {fit_s:.1f} |", flush=True)
 
 
 if __name__ == "__main__":
