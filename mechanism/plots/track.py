@@ -18,12 +18,14 @@ from matplotlib.figure import Figure
 from mechanism.plots.style import PALETTE, display_name, paper_style
 
 _OTHER = "#BBBBBB"
+# beyond the seven Okabe-Ito hues: distinct from them and from the grey of "other strategies"
+_EXTRA_HUES = ["#8E6BB5", "#8C564B", "#A6A61C", "#17A2B8"]
 _OUTLIER = "#000000"
 _PART_COLORS = {"total": "#000000", "composition": "#0072B2", "within": "#D55E00"}
 
 
 def _plain(text: object) -> str:
-    return display_name(text, max_length=32)
+    return display_name(text, max_length=64)
 
 
 def _axis(table: pl.DataFrame) -> tuple[list[str], np.ndarray, bool]:
@@ -46,10 +48,10 @@ def _label_x(ax: plt.Axes, names: list[str], x: np.ndarray, by_step: bool) -> No
         ax.set_xlabel("checkpoint")
 
 
-def strategy_colors(strategies: Sequence[int], *, top: int = 7) -> dict[int, str]:
-    """One colour per strategy id, the same in every figure: ids 0..top-1 take the palette,
-    larger ids grey, outliers (-1) black."""
-    colors = [c for c in PALETTE if c != "#000000"]
+def strategy_colors(strategies: Sequence[int], *, top: int = 11) -> dict[int, str]:
+    """One colour per strategy id, the same in every figure: ids 0..top-1 take the palette
+    (Okabe-Ito, then four further hues none of which is grey), larger ids grey, outliers (-1) black."""
+    colors = [c for c in PALETTE if c != "#000000"] + _EXTRA_HUES
     return {s: (_OUTLIER if s == -1 else colors[s] if 0 <= s < min(top, len(colors)) else _OTHER)
             for s in strategies}
 
@@ -76,7 +78,7 @@ def plot_track_shares(shares: pl.DataFrame, *, top: int = 7, ax: plt.Axes | None
     kept = [s for s in largest["strategy"].to_list() if s != -1][:top]
     kept.sort()
     label = dict(shares.select("strategy", "name").unique("strategy").iter_rows())
-    colors = strategy_colors(sorted(set(shares["strategy"].to_list())), top=top)
+    colors = strategy_colors(sorted(set(shares["strategy"].to_list())), top=max(top, 11))
     grid = {s: np.zeros(len(names)) for s in kept}
     other = np.zeros(len(names))
     for r in shares.iter_rows(named=True):
@@ -87,7 +89,7 @@ def plot_track_shares(shares: pl.DataFrame, *, top: int = 7, ax: plt.Axes | None
             other[i] += r["share"]
     with paper_style():
         if ax is None:
-            fig, ax = plt.subplots(figsize=(6.0, 3.0), constrained_layout=True)
+            fig, ax = plt.subplots(figsize=(8.0, 3.2), constrained_layout=True)
         else:
             fig = ax.figure
         layers = [grid[s] for s in kept] + ([other] if other.any() else [])
