@@ -11,7 +11,6 @@ answer on one page. Every verdict is stated from result objects, never by readin
 from __future__ import annotations
 
 import json
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+
+from mechanism.progress import StageClock
 
 Echo = Callable[[str], None]
 
@@ -89,16 +90,9 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     say = echo or (lambda line: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    seconds: dict[str, float] = {}
     numbers: dict[str, object] = {}
-    clock = time.perf_counter()
-
-    def lap(stage: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        seconds[stage] = now - clock
-        clock = now
-        say(f"{stage}: done in {seconds[stage]:.1f} s")
+    clock = StageClock(say)
+    seconds, lap = clock.seconds, clock.lap
 
     # 1. simulate and write native files; the truth is kept apart from the trajectories
     sim = simulate(n_questions=n_questions, n_samples=n_samples, arms=("base", "rl", "sft"), t_cap=t_cap,
@@ -120,7 +114,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
                           random_state=random_state, embedder=embedder, cache_dir=cache, progress=progress,
                           echo=say, page=False)
     seconds.update(report.seconds)
-    clock = time.perf_counter()
+    clock.restart()
     placement = report.sections["strategies"].results[0]
     labels = placement.labels
     truth = runs.select("arm", "question_id", "sample_id").join(

@@ -39,3 +39,32 @@ def import_tqdm_quietly() -> None:
         import tqdm.auto  # noqa: F401
         import tqdm.autonotebook  # noqa: F401
 
+
+
+class StageClock:
+    """Seconds spent in each stage of a long job, told to ``echo`` as each one ends.
+
+    >>> clock = StageClock()
+    >>> clock.lap("read")
+    >>> list(clock.seconds)
+    ['read']
+    """
+
+    def __init__(self, echo=None) -> None:  # noqa: ANN001 - a callable taking one line
+        import time
+
+        self._now = time.perf_counter
+        self._echo = echo or (lambda line: None)
+        self.seconds: dict[str, float] = {}
+        self._start = self._now()
+
+    def lap(self, stage: str) -> None:
+        """Close ``stage`` (timed from the previous lap or :meth:`restart`) and report it."""
+        now = self._now()
+        self.seconds[stage] = now - self._start
+        self._start = now
+        self._echo(f"{stage}: done in {self.seconds[stage]:.1f} s")
+
+    def restart(self) -> None:
+        """Time the next stage from now (after work timed elsewhere)."""
+        self._start = self._now()

@@ -30,19 +30,7 @@ def merge_small(space: np.ndarray, labels: np.ndarray, counts: np.ndarray, min_s
     >>> merge_small(x, np.array([0, 0, 1, 1, 2]), np.array([10, 10, 10, 10, 1]), 0.1).tolist()
     [0, 0, 1, 1, 1]
     """
-    labels = np.asarray(labels).copy()
-    if min_share <= 0 or len(labels) == 0:
-        return labels
-    w = counts.astype(np.float64)
-    ids, inv = np.unique(labels, return_inverse=True)
-    k = len(ids)
-    size = np.bincount(inv, weights=w, minlength=k)
-    if k < 2 or size.min() >= min_share * w.sum():
-        return labels
-    # sums[c, d] = sum over members i of c, j of d of w_i w_j |x_i - x_j|
-    sums = _group_sums(distances(space) * w[:, None] * w[None, :], inv, k)
-    owner = _merge(sums, size, min_share * w.sum())
-    return ids[owner[inv]]
+    return _merge_small(lambda: distances(space), labels, counts, min_share)
 
 
 def distances(space: np.ndarray) -> np.ndarray:
@@ -73,6 +61,12 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
 
 def merge_small_from(dist: np.ndarray, labels: np.ndarray, counts: np.ndarray, min_share: float) -> np.ndarray:
     """:func:`merge_small` from a square distance matrix."""
+    return _merge_small(lambda: dist, labels, counts, min_share)
+
+
+def _merge_small(pairwise, labels: np.ndarray, counts: np.ndarray, min_share: float) -> np.ndarray:
+    """The merge of :func:`merge_small`; ``pairwise()`` gives the distance matrix, asked for
+    only when some group is below ``min_share`` (it costs the square of the rows)."""
     labels = np.asarray(labels).copy()
     if min_share <= 0 or len(labels) == 0:
         return labels
@@ -82,7 +76,8 @@ def merge_small_from(dist: np.ndarray, labels: np.ndarray, counts: np.ndarray, m
     size = np.bincount(inv, weights=w, minlength=k)
     if k < 2 or size.min() >= min_share * w.sum():
         return labels
-    sums = _group_sums(dist * w[:, None] * w[None, :], inv, k)
+    # sums[c, d] = sum over members i of c, j of d of w_i w_j |x_i - x_j|
+    sums = _group_sums(pairwise() * w[:, None] * w[None, :], inv, k)
     return ids[_merge(sums, size, min_share * w.sum())[inv]]
 
 

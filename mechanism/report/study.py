@@ -7,7 +7,6 @@ on the runs), reweighting, information integration, and ``summary.md``/``summary
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from mechanism.errors import InputError
+from mechanism.progress import StageClock
 from mechanism.report._section import Section
 
 Echo = Callable[[str], None]
@@ -164,15 +164,8 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
     shown = [base, *treated]
     runs = runs.filter(pl.col("arm").is_in(shown))
     colors = {**arm_colors(arm_order(shown)), **(colors or {})}
-    seconds: dict[str, float] = {}
-    clock = time.perf_counter()
-
-    def lap(stage: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        seconds[stage] = now - clock
-        clock = now
-        say(f"{stage}: done in {seconds[stage]:.1f} s")
+    clock = StageClock(say)
+    seconds, lap = clock.seconds, clock.lap
 
     sections: dict[str, Section] = {}
     sections["passkt"] = write_passkt(runs, out / "passkt", k=k, t=t, base=base, treated=treated, ci=ci,
