@@ -53,7 +53,7 @@ import polars as pl
 
 from mechanism.compare import OUTLIER, kitagawa_split, stream, weighted_correlation
 from mechanism.errors import InputError
-from mechanism.resample import percentile_interval, question_bootstrap_weights, question_weighted
+from mechanism.resample import bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights, question_weighted
 from mechanism.results import ResultMixin
 from mechanism.schema import validate
 from mechanism.scoring import contains_answer, normalize_answer
@@ -540,17 +540,17 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
             est = float(stats[f"arm_{part}"][0])
             lo, hi = interval(rstats[f"arm_{part}"] if rstats else None)
             split_rows.append((base, arm, n_common, part, est, float(lo), float(hi),
-                               _detectable(float(lo), float(hi), ci)))
+                               detectable_effect(float(lo), float(hi), ci)))
         if values is None:
             continue
         for quantity in SHIFT_QUANTITIES:
             est = float(stats[quantity][0])
             lo, hi = interval(rstats[quantity] if rstats else None)
             shift_rows.append((base, arm, n_common, quantity, est, float(lo), float(hi),
-                               _detectable(float(lo), float(hi), ci) if quantity in DECOMPOSITION else math.nan))
+                               detectable_effect(float(lo), float(hi), ci) if quantity in DECOMPOSITION else math.nan))
         cols: dict[str, Any] = {"base": [base] * n_s, "treated": [arm] * n_s, "strategy": strategies.tolist()}
         # Bonferroni over the strategies either arm of the pair used
-        level = _bonferroni_level(ci, int(((pair_n[0] + pair_n[1]).sum(axis=(0, 2)) > 0).sum()))
+        level = bonferroni_level(ci, int(((pair_n[0] + pair_n[1]).sum(axis=(0, 2)) > 0).sum()))
         for name, key in STRATEGY_SHIFT_COLUMNS.items():
             cols[name] = np.asarray(stats[key][0], dtype=float)
             lo, hi = interval(rstats[key] if rstats else None, level)
@@ -569,7 +569,7 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     strategy_shift = pl.concat(strategy_frames) if strategy_frames else None
 
     by_strategy = None
-    strategy_ci = _bonferroni_level(ci, n_s)
+    strategy_ci = bonferroni_level(ci, n_s)
     if values is not None:
         by_strategy = _by_strategy(N, C, a_idx, q_idx, s_idx, retrieved, arms, strategies, weights,
                                    strategy_ci)
@@ -610,11 +610,6 @@ SHIFT_SCHEMA = {"base": pl.String, "treated": pl.String, "n_questions": pl.Int64
                 "detectable_effect": pl.Float64}
 
 
-def _bonferroni_level(level: float | None, m: int) -> float | None:
-    """Per-interval confidence level that makes ``m`` intervals hold together at ``level``."""
-    return None if level is None else 1.0 - (1.0 - level) / max(int(m), 1)
-
-
 def _multiplicity_note(n_s: int, strategy_ci: float, ci: float, n_boot: int, *, fewer: bool = False,
                        perplexity: bool = False) -> str:
     """The note that says how per-strategy intervals are adjusted (and when too few replicates
@@ -636,17 +631,6 @@ def _replicate(weights: np.ndarray, tallies: np.ndarray) -> np.ndarray:
     """Bootstrap replicates of per-question tallies: ``(B, Q) x (A, Q, ...) -> (B, A, ...)``
     (a tensordot, so BLAS does the work)."""
     return np.tensordot(weights, tallies, axes=([1], [1]))
-
-
-def _detectable(lo: float, hi: float, ci: float | None, power: float = 0.8) -> float:
-    """Smallest effect the design detects at ``power`` (two-sided, level ``1 - ci``), from the
-    interval's width read as a normal interval: ``(z_ci + z_power) * width / (2 z_ci)``."""
-    if ci is None or not (math.isfinite(lo) and math.isfinite(hi)):
-        return math.nan
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(0.5 + ci / 2)
-    return (z + NormalDist().inv_cdf(power)) * (hi - lo) / (2 * z)
 
 
 def _arm_rates(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -2,6 +2,7 @@
 bootstrap in the toolkit resamples questions and keeps all their samples."""
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -126,7 +127,7 @@ def stream(random_state: int | np.random.Generator | None, purpose: str) -> np.r
 
 
 # ----------------------------------------------------------------------------- power, multiplicity
-def detectable_effect(low: np.ndarray | float, high: np.ndarray | float, level: float, *,
+def detectable_effect(low: np.ndarray | float, high: np.ndarray | float, level: float | None, *,
                       power: float = 0.8) -> np.ndarray | float:
     """Smallest true effect a design detects with probability ``power``, from an interval's width.
 
@@ -142,6 +143,8 @@ def detectable_effect(low: np.ndarray | float, high: np.ndarray | float, level: 
     >>> round(float(detectable_effect(-0.1, 0.1, 0.95)), 4)
     0.1429
     """
+    if level is None:  # no intervals, nothing to read a detectable effect from
+        return math.nan if np.ndim(low) == 0 else np.full(np.shape(low), math.nan)
     from scipy.stats import norm
 
     z = norm.ppf((1.0 + level) / 2.0)
@@ -150,6 +153,7 @@ def detectable_effect(low: np.ndarray | float, high: np.ndarray | float, level: 
     return float(out) if np.ndim(out) == 0 else out
 
 
-def bonferroni_level(level: float, m: int) -> float:
-    """Per-comparison confidence level that makes ``m`` intervals hold together at ``level``."""
-    return 1.0 - (1.0 - level) / max(int(m), 1)
+def bonferroni_level(level: float | None, m: int) -> float | None:
+    """Per-comparison confidence level that makes ``m`` intervals hold together at ``level``
+    (``None``, no intervals, stays ``None``)."""
+    return None if level is None else 1.0 - (1.0 - level) / max(int(m), 1)
