@@ -95,7 +95,11 @@ def _after_phrase(text: str) -> str | None:
     rest = rest.lstrip(" \t*_:")
     if rest.startswith("\n"):  # "Final answer:\nParis"
         rest = rest.lstrip()
-    line = rest.split("\n", 1)[0]
+    return _line_answer(rest.split("\n", 1)[0])
+
+
+def _line_answer(line: str) -> str | None:
+    """The answer written on one line: its ``\\boxed{}`` content if it has one, else the line, cleaned."""
     boxed = _boxed(line)
     return _clean(boxed if boxed is not None else line) or None
 
@@ -107,9 +111,7 @@ def _answer_is(text: str) -> str | None:
     if at < 0:
         return None
     rest = text[at + len("the answer is"):].lstrip(" \t:*_")
-    line = rest.split("\n", 1)[0]
-    boxed = _boxed(line)
-    return _clean(boxed if boxed is not None else line) or None
+    return _line_answer(rest.split("\n", 1)[0])
 
 
 def _answer_line(text: str) -> str | None:
@@ -120,9 +122,7 @@ def _answer_line(text: str) -> str | None:
         line_start = low.rfind("\n", 0, at) + 1
         prefix = low[line_start:at].strip(" \t*_#>-")
         if not prefix:
-            line = text[at + len("answer:"):].split("\n", 1)[0]
-            boxed = _boxed(line)
-            return _clean(boxed if boxed is not None else line) or None
+            return _line_answer(text[at + len("answer:"):].split("\n", 1)[0])
         at = low.rfind("answer:", 0, line_start) if line_start > 0 else -1
     return None
 
