@@ -5,11 +5,11 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from mechanism.commands._common import (
-    add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs, terminal_safe,
+    add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
+    read_inputs, terminal_safe,
 )
 
 HELP = ("retrieval, integration and parametric rates per arm, the exact split of accuracy differences "
@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="local folder of the base model (transformers causal LM, fast tokenizer; never "
                              "downloaded): it scores every trajectory for query vs reasoning perplexity")
     add_bootstrap_arguments(parser)
+    add_embedding_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
 
         labels = read_labels(runs, args.labels, column=args.label_column)
     elif args.space is not None:
-        labels, names = labels_and_names_from_space(runs, args.space)
+        from mechanism.commands.reweighting import labels_from_space
+
+        labels, _, names = labels_from_space(runs, args.space, cache_dir=args.cache_dir,
+                                             progress=progress_flag(args))
     written, summary = write_outputs(runs, args.out, arms=args.arms, base=args.base, treated=args.treated,
                                      labels=labels, names=names, weighting=args.weighting, ci=args.ci,
                                      n_boot=args.n_boot, random_state=args.seed,
@@ -61,21 +65,6 @@ def run(args: argparse.Namespace) -> int:
     print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0
-
-
-def labels_and_names_from_space(runs: pl.DataFrame, folder: str | Path) -> tuple[np.ndarray, dict[int, str]]:
-    """Strategy labels of every row from a saved StrategySpace, and display names of its strategies."""
-    from mechanism.plots.strategies import strategy_label
-    from mechanism.strategy_space import StrategySpace
-
-    space = StrategySpace.load(folder)
-    labels = np.asarray(space.transform(runs))
-    described = space.describe()
-    moves = "typical_moves" if "typical_moves" in described.columns else None
-    names = {int(r["strategy"]): strategy_label(int(r["strategy"]), r.get(moves) if moves else None,
-                                                  name=r.get("name"))
-             for r in described.iter_rows(named=True)}
-    return labels, names
 
 
 def write_outputs(runs: pl.DataFrame, out: str | Path, **options) -> tuple[list[Path], str]:

@@ -43,13 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = read_inputs(args)
-    coordinates = None
+    coordinates = names = None
     if args.labels is not None:
         labels = read_labels(runs, args.labels, column=args.label_column)
         source = f"labels from {args.labels} (column `{args.label_column}`)"
     elif args.space is not None:
-        labels, coordinates = labels_from_space(runs, args.space, cache_dir=args.cache_dir,
-                                                progress=progress_flag(args))
+        labels, coordinates, names = labels_from_space(runs, args.space, cache_dir=args.cache_dir,
+                                                       progress=progress_flag(args))
         source = f"strategies of the saved space {args.space}"
     else:
         labels = rounds_labels(runs)
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     written, summary = write_outputs(runs, labels, args.out, base=args.base, treated=args.treated,
                                      ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
                                      random_state=args.seed, coordinates=coordinates,
-                                     figures=not args.no_figures, label_source=source)
+                                     figures=not args.no_figures, label_source=source, names=names)
     print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0
@@ -87,13 +87,15 @@ def read_labels(runs: pl.DataFrame, path: str | Path, *, column: str = "strategy
 
 
 def labels_from_space(runs: pl.DataFrame, folder: str | Path, *, cache_dir: str | Path | None = None,
-                      progress: bool | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    """Labels and coordinates from a saved StrategySpace, embedding every trajectory once."""
-    from mechanism.report.strategies import place
+                      progress: bool | None = None) -> tuple[np.ndarray, np.ndarray | None, dict[int, str]]:
+    """Labels, coordinates and strategy display names from a saved StrategySpace, embedding
+    every trajectory once."""
+    from mechanism.report.strategies import place, strategy_names
     from mechanism.strategy_space import StrategySpace
 
-    placement = place(StrategySpace.load(folder, cache_dir=cache_dir, progress=progress), runs, map_xy=False)
-    return placement.labels, placement.coordinates
+    space = StrategySpace.load(folder, cache_dir=cache_dir, progress=progress)
+    placement = place(space, runs, map_xy=False)
+    return placement.labels, placement.coordinates, strategy_names(space.describe())
 
 
 def write_outputs(runs: pl.DataFrame, labels: Any, out: str | Path, **options) -> tuple[list[Path], str]:
