@@ -24,6 +24,7 @@ Recipe (every checkpoint's rollouts, one folder each)::
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -48,15 +49,13 @@ def _require_ray() -> Any:
 
 
 def _report_json(rep: ReadReport) -> str:
-    return json.dumps({"rows_in": rep.rows_in, "rows_kept": rep.rows_kept, "formats": rep.formats,
-                       "notes": rep.notes,
-                       "skipped": [[s.source, s.line, s.field, s.reason] for s in rep.skipped]})
+    # every field of the report, so that the Ray path loses nothing the in-process path keeps
+    return json.dumps(dataclasses.asdict(rep))
 
 
 def _report_from_json(text: str) -> ReadReport:
     d = json.loads(text)
-    return ReadReport(rows_in=d["rows_in"], rows_kept=d["rows_kept"], formats=d["formats"], notes=d["notes"],
-                      skipped=[SkippedRecord(*s) for s in d["skipped"]])
+    return ReadReport(**{**d, "skipped": [SkippedRecord(**s) for s in d["skipped"]]})
 
 
 class _AssignActor:

@@ -344,9 +344,9 @@ def known_model(name: str) -> bool:
     name, a folder above all, could point the loader at files nobody vetted."""
     if name in _ALIASES:
         return True
-    if name.startswith("composed"):  # "composed[<sep>]:<base>": as safe as its base model
-        base = name.split(":", 1)[1] if ":" in name else ""
-        return base != name and known_model(base)
+    composed = _parse_composed(name)
+    if composed is not None:  # as safe as its base model
+        return composed[1] is not None and known_model(composed[1])
     if name.startswith("hashing-"):
         try:
             hashing_size(name)
@@ -427,14 +427,34 @@ class ComposedEmbedder:
         return table[[position[t] for t in texts]]
 
 
+def _parse_composed(spec: str) -> tuple[str, str | None] | None:
+    """``(separator, base)`` of a composed embedder's name as :attr:`ComposedEmbedder.model_id`
+    writes it (``composed``, ``composed:<base>``, ``composed[<sep>]:<base>``); ``None`` for
+    any other name. ``base`` is ``None`` for the default model."""
+    if not spec.startswith("composed"):
+        return None
+    rest, separator = spec[len("composed"):], " | "
+    if rest.startswith("["):
+        end = rest.find("]")
+        if end < 0:
+            return None
+        separator, rest = rest[1:end], rest[end + 1:]
+    if rest == "":
+        return separator, None
+    if not rest.startswith(":"):
+        return None
+    return separator, rest[1:] or None
+
+
 def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.PathLike | None = None,
                   progress: bool | None = None) -> TextEmbedder:
     """An embedder from a name: ``None`` (default model), ``"hashing-<n>"``, ``"composed"``
     (:class:`ComposedEmbedder` over the default model) or ``"composed:<spec>"``, a model
     name or path, or an object with ``model_id`` and ``embed(texts)`` (returned as is)."""
-    if isinstance(spec, str) and (spec == "composed" or spec.startswith("composed:")):
-        inner = spec[len("composed:"):] if spec.startswith("composed:") else None
-        return ComposedEmbedder(inner or None, cache_dir=cache_dir, progress=progress)
+    composed = _parse_composed(spec) if isinstance(spec, str) else None
+    if composed is not None:
+        separator, inner = composed
+        return ComposedEmbedder(inner, separator=separator, cache_dir=cache_dir, progress=progress)
     if spec is None:
         return Embedder(DEFAULT_MODEL, cache_dir=cache_dir, progress=progress)
     if isinstance(spec, str):

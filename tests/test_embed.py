@@ -166,3 +166,14 @@ def test_batch_size_is_chosen_for_the_device(monkeypatch):
     assert embed.auto_batch_size("cuda") == 128
     assert Embedder("fake", device="cpu", batch_size=None)._batch_size() == 64
     assert Embedder("fake", device="cpu", batch_size=7)._batch_size() == 7
+
+
+def test_a_composed_name_with_its_own_separator_rebuilds_the_same_embedder():
+    from mechanism.embed import ComposedEmbedder, known_model, make_embedder
+
+    made = ComposedEmbedder("hashing-8", separator=" ; ")
+    again = make_embedder(made.model_id)
+    assert known_model(made.model_id)
+    assert isinstance(again, ComposedEmbedder) and again.separator == " ; "
+    assert again.model_id == made.model_id
+    assert not known_model("composed[ ; ]:/some/folder")

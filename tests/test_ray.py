@@ -44,3 +44,12 @@ def test_saved_space_on_20_shards_on_local_ray_equals_single_process(local_ray, 
     assert labels.equals(local)
     shares = strategy_shares(labels, n_boot=100)
     assert shares.group_by("arm").agg(pl.col("share").sum())["share"].to_list() == pytest.approx([1.0, 1.0])
+
+
+def test_the_read_report_crosses_to_ray_workers_whole():
+    from mechanism.distributed import _report_from_json, _report_json
+    from mechanism.errors import ReadReport, SkippedRecord
+
+    rep = ReadReport(rows_in=5, rows_kept=3, skipped=[SkippedRecord("a.jsonl", 2, "answer", "bad")],
+                     formats={"a.jsonl": "searchr1"}, notes=["n"], rows_filtered=1, unanswered=2, warnings=["w"])
+    assert _report_from_json(_report_json(rep)) == rep
