@@ -173,3 +173,16 @@ def test_cli_on_five_checkpoints_of_60_questions_x_16_samples_under_a_minute(tmp
     for stem in ("shares_over_training", "split_over_training", "passkt_over_training"):
         assert (tmp_path / "out" / f"{stem}.png").is_file()
     assert not math.isnan(pl.read_csv(tmp_path / "out" / "split.csv")["estimate"].sum())
+
+
+def test_training_run_moves_per_strategy_integration_skill_between_its_ends():
+    from mechanism.simulation import Policy, training_run
+    from mechanism.simulation.policies import STRATEGIES
+
+    mix = {s: 1.0 for s in STRATEGIES}
+    start = Policy("start", mix, strategy_integration={"bridge": 0.2})
+    end = Policy("end", mix, strategy_integration={"bridge": 0.8})
+    sim = training_run(steps=(0, 100), n_questions=2, n_samples=1, start=start, end=end, random_state=0,
+                       progress=False)
+    factors = [p["strategy_integration"]["bridge"] for p in sim.config["policies"].values()]
+    assert factors == pytest.approx([0.2, 0.8])

@@ -124,10 +124,13 @@ class Policy:
         total = sum(weights)
         object.__setattr__(self, "probabilities", tuple(w / total for w in weights))
 
+    def integration_factors(self) -> dict[str, float]:
+        """Each strategy's factor on ``integration``: the defaults with this policy's overrides."""
+        return {**STRATEGY_INTEGRATION, **(self.strategy_integration or {})}
+
     def integration_of(self, strategy: str) -> float:
         """Probability that ``strategy`` uses evidence it holds (before the question's ``ease``)."""
-        factors = {**STRATEGY_INTEGRATION, **(self.strategy_integration or {})}
-        return self.integration * float(factors[strategy])
+        return self.integration * float(self.integration_factors()[strategy])
 
     def shares(self, category: str | None = None) -> dict[str, float]:
         """Strategy shares as planned (``category=None``) or as executed on that category."""
@@ -143,7 +146,7 @@ class Policy:
         d.pop("probabilities", None)
         d["mixture"] = {s: p for s, p in zip(STRATEGIES, self.probabilities)}
         d["loop_rounds"] = list(self.loop_rounds)
-        factors = {**STRATEGY_INTEGRATION, **(self.strategy_integration or {})}
+        factors = self.integration_factors()
         d["strategy_integration"] = {s: float(factors[s]) for s in STRATEGIES}
         return d
 

@@ -362,6 +362,14 @@ def training_run(*, steps: Sequence[int] = (0, 100, 200, 300, 400), n_questions:
     p0, p1 = ends
     span = steps[-1] - steps[0]
     fractions = [float((1 - np.exp(-rate * (s - steps[0]) / span)) / (1 - np.exp(-rate))) for s in steps]
+    f0, f1 = p0.integration_factors(), p1.integration_factors()
+
+    def factors(f: float) -> dict[str, float] | None:
+        # the ends' per-strategy integration skill, moved like the mixture (None: both default)
+        if p0.strategy_integration is None and p1.strategy_integration is None:
+            return None
+        return {k: (1 - f) * f0[k] + f * f1[k] for k in STRATEGIES}
+
     policies = {}
     for s, f in zip(steps, fractions):
         name = f"{prefix}{s}"
@@ -370,7 +378,8 @@ def training_run(*, steps: Sequence[int] = (0, 100, 200, 300, 400), n_questions:
                                 wording=(1 - f) * p0.wording + f * p1.wording,
                                 reformulate=(1 - f) * p0.reformulate + f * p1.reformulate,
                                 recheck=(1 - f) * p0.recheck + f * p1.recheck,
-                                loop_rounds=p0.loop_rounds, query_style=p0.query_style)
+                                loop_rounds=p0.loop_rounds, query_style=p0.query_style,
+                                strategy_integration=factors(f))
     sim = simulate(n_questions=n_questions, n_samples=n_samples, arms=tuple(policies), t_cap=t_cap,
                    random_state=random_state, policies=policies, bridge_share=bridge_share,
                    hard_share=hard_share, progress=progress)
