@@ -11,7 +11,6 @@ answer on one page. Every verdict is stated from result objects, never by readin
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,11 +81,10 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     from mechanism.report.study import write_report
     from mechanism.report.track import TRACK_FIGURES, write_track
     from mechanism.simulation import simulate, training_run
+    from mechanism.simulation.run import _renamed_seed
     from mechanism.strategy_space import StrategySpace
 
-    if seed is not None:
-        warnings.warn("`seed` is deprecated; use `random_state`", DeprecationWarning, stacklevel=2)
-        random_state = seed
+    random_state = _renamed_seed(seed, random_state)
     say = echo or (lambda line: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -51,9 +51,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from mechanism.compare import OUTLIER, kitagawa_split, stream, weighted_correlation
+from mechanism.compare import OUTLIER, WEIGHTINGS, kitagawa_split, weighted_correlation, weighted_tallies
 from mechanism.errors import InputError
-from mechanism.resample import bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights, question_weighted
+from mechanism.resample import (bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
+                                stream)
 from mechanism.results import ResultMixin
 from mechanism.schema import validate
 from mechanism.scoring import contains_answer, normalize_answer
@@ -295,8 +296,6 @@ class Integration(ResultMixin):
         return f"{len(self.arms)} arms against {self.base}, {self.per_trajectory.height} trajectories"
 
 
-WEIGHTINGS = ("question", "trajectory")
-
 
 def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: str | None = None,
                 treated: str | Sequence[str] | None = None, labels: Any = None,
@@ -475,11 +474,8 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     N = np.bincount(flat, minlength=size).astype(float).reshape(n_a, n_q, n_s * 2)
     C = np.bincount(flat, weights=correct.astype(float), minlength=size).reshape(n_a, n_q, n_s * 2)
     samples = N.sum(axis=-1)  # trajectories per (arm, question)
-    if weighting == "question":
-        N, C = question_weighted(N, C)
-        row_w = 1.0 / samples[a_idx, q_idx]
-    else:
-        row_w = np.ones(runs.height)
+    N, C = weighted_tallies(N, C, weighting)
+    row_w = 1.0 / samples[a_idx, q_idx] if weighting == "question" else np.ones(runs.height)
     N = N.reshape(n_a, n_q, n_s, 2)
     C = C.reshape(n_a, n_q, n_s, 2)
     weights = (question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)

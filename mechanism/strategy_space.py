@@ -871,8 +871,6 @@ class StrategySpace(BaseEstimator):
         out = (base.join(meds, on="strategy", how="left").join(typical, on="strategy", how="left")
                .join(examples, on="strategy", how="left")
                .join(self.stability_, on="strategy", how="left"))
-        # Two strategies can share a typical sequence (they differ in rarer moves): their
-        # names carry the strategy id so that every name is unique.
         # Two strategies can share a typical sequence (they differ in rarer moves or in how
         # much of the question they ask): such names say how the typical member opens, and
         # carry the strategy id if that is not enough, so that every name is unique.

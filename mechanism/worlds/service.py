@@ -30,7 +30,7 @@ import json
 import numpy as np
 import polars as pl
 
-from mechanism.worlds._base import World, draw, pick, word
+from mechanism.worlds._base import World, draw, name, pick, word
 
 STRATEGIES = ("cancel_direct", "cancel_confirm", "browse_orders", "escalate", "fallback_lookup", "blind_retry")
 ARMS = {
@@ -141,7 +141,7 @@ def service(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[s
     arms = arms or ARMS
     users = []
     for i in range(n_questions):
-        first, last = word(rng, int(rng.integers(1, 3))).capitalize(), word(rng, int(rng.integers(1, 3))).capitalize()
+        first, last = name(rng), name(rng)
         digits = int(rng.integers(1000, 9999))
         orders = [_order_id(rng) for _ in range(int(rng.integers(2, 5)))]
         u = {"first": first, "last": last, "user_id": f"{first.lower()}_{last.lower()}_{digits}",
