@@ -378,7 +378,7 @@ class StrategySpace(BaseEstimator):
             self.__dict__.pop("silhouette_", None)
             self.__dict__.update(saved)
 
-    def _stability(self, labels: np.ndarray) -> tuple[dict[int, float], float]:
+    def _stability(self, labels: np.ndarray, core_dist: np.ndarray | None = None) -> tuple[dict[int, float], float]:
         """Per-strategy bootstrap stability over question resamples, and the adjusted Rand
         index between this fit's strategies and a fit with the next seed."""
         from sklearn.metrics import adjusted_rand_score
@@ -400,7 +400,7 @@ class StrategySpace(BaseEstimator):
                 # One distance matrix of the clustered rows serves every resample; the light
                 # tail outside it (beyond _AGGLOMERATIVE_MAX_ROWS rows) is left out.
                 core = self._core(self.train_counts_)
-                dist = distances(rows[core].astype(np.float64))
+                dist = distances(rows[core].astype(np.float64)) if core_dist is None else core_dist
                 keep = np.full(len(rows), -1, dtype=np.int64)
                 keep[core] = np.arange(len(core))
                 in_core = keep[inverse] >= 0
@@ -494,7 +494,11 @@ class StrategySpace(BaseEstimator):
             out["train_space"] = space.astype(np.float32)
         else:
             space = uniq.astype(np.float64)
-        raw = self._cluster(space, counts)
+        core_dist = None
+        if self.method == "agglomerative" and self.cluster_on == "features" and len(space) >= 2:
+            # the clustering and the stability resamples use the same matrix: compute it once
+            core_dist = distances(space[self._core(counts)])
+        raw = self._cluster(space, counts, core_dist)
         renderings = np.array(self.train_renderings_, dtype=object)
         labels = self._renumber(raw, space, counts, renderings)
         if hasattr(self, "silhouette_"):
@@ -502,7 +506,7 @@ class StrategySpace(BaseEstimator):
         out["labels"] = labels
         out["threshold"] = self._outlier_threshold(uniq)
         out["summaries"] = self._summaries(labels, space)
-        out["stability"], out["seed_agreement"] = self._stability(labels)
+        out["stability"], out["seed_agreement"] = self._stability(labels, core_dist)
         return out
 
     def _fit_key(self) -> str:
@@ -658,7 +662,7 @@ class StrategySpace(BaseEstimator):
             _save_checked(cache / f"{key}.npy", out)
         return out
 
-    def _cluster(self, space: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    def _cluster(self, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray | None = None) -> np.ndarray:
         m = len(space)
         if m < 2:
             return np.zeros(m, dtype=np.int64)
@@ -671,7 +675,8 @@ class StrategySpace(BaseEstimator):
         # The tree needs all pairwise distances: the heaviest rows are clustered (bounded
         # memory) and the light tail joins the strategy of its nearest clustered row.
         core = self._core(counts)
-        lab = agglomerative(distances(space[core]), counts[core], resolution=self.resolution,
+        lab = agglomerative(distances(space[core]) if core_dist is None else core_dist, counts[core],
+                            resolution=self.resolution,
                             linkage=self.linkage, min_share=self.min_share)
         out = np.empty(m, dtype=np.int64)
         out[core] = lab
