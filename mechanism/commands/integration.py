@@ -74,12 +74,6 @@ def write_outputs(runs: pl.DataFrame, out: str | Path, **options) -> tuple[list[
     return tuple(write_integration(runs, out, **options))
 
 
-def describe(res) -> str:  # noqa: ANN001 - an Integration result
-    """:func:`mechanism.report.describe_integration`."""
-    from mechanism.report.integration import describe_integration
-
-    return describe_integration(res)
-
 
 if __name__ == "__main__":  # pragma: no cover
     from mechanism.cli import main

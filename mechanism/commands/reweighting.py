@@ -112,12 +112,6 @@ def rounds_labels(runs: pl.DataFrame, *, cap: int = 5) -> np.ndarray:
     return labels(runs, cap=cap)
 
 
-def describe(rw: Any) -> str:
-    """:func:`mechanism.report.describe_reweighting`."""
-    from mechanism.report.reweighting import describe_reweighting
-
-    return describe_reweighting(rw)
-
 
 if __name__ == "__main__":  # pragma: no cover
     from mechanism.cli import main

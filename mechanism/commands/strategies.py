@@ -53,27 +53,6 @@ def _read(args: argparse.Namespace) -> pl.DataFrame:
     return runs
 
 
-def shares(labels: pl.DataFrame) -> pl.DataFrame:
-    """:func:`mechanism.report.strategy_shares`."""
-    from mechanism.report.strategies import strategy_shares
-
-    return strategy_shares(labels)
-
-
-def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
-    """:func:`mechanism.report.csv_ready`."""
-    from mechanism.report.strategies import csv_ready as ready
-
-    return ready(frame)
-
-
-def write_outputs(space, runs: pl.DataFrame, out: Path, **options) -> str:  # noqa: ANN001
-    """:func:`mechanism.report.write_strategies`; returns its text."""
-    from mechanism.report.strategies import write_strategies
-
-    return write_strategies(space, runs, out, **options).text
-
-
 def run(args: argparse.Namespace) -> int:
     from mechanism.report.passkt import arm_order
     from mechanism.report.strategies import write_strategies
