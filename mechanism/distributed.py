@@ -134,8 +134,9 @@ def assign_shards_ray(space: str | os.PathLike, path_or_paths: str | os.PathLike
     parts = [pl.from_arrow(t) for t in ray.get(ds.to_arrow_refs())]
     frame = pl.concat([p for p in parts if p.height], how="diagonal_relaxed").sort("_shard", "_row")
     results: list[tuple[pl.DataFrame, ReadReport]] = []
+    by_shard = frame.partition_by("_shard", as_dict=True, maintain_order=True)  # one pass, not one per shard
     for i in range(len(tasks)):
-        shard = frame.filter(pl.col("_shard") == i)
+        shard = by_shard.get((i,), frame.clear())
         head = shard.filter(pl.col("_row") == -1)
         if head.height != 1:
             raise MechanismError(f"the Ray pipeline returned no result for shard {tasks[i].path}")

@@ -271,18 +271,16 @@ def read_shards(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], 
             raise InputError(f"folder already holds {len(stale)} part file(s); give an empty folder", source=str(out),
                              field="out")
     results = _map(_read_task, tasks, n_jobs)
+    if out is None:
+        return _collect([(r[0], r[2]) for r in results], tasks, errors, report)
     rep = _merge([r[2] for r in results])
     drop = _cross_shard_duplicates([r[1] for r in results], tasks, errors, rep)
-    if out is None:
-        table = pl.concat([_without(r[0], drop.get(i)) for i, r in enumerate(results)], how="vertical")
-        result: Any = table
-    else:
-        for i, rows in drop.items():  # rewrite only the parts that lost a duplicate
-            part = _part_path(out, i)
-            _without(pl.read_parquet(part), rows).write_parquet(part)
-        result = scan_shards(out)
+    for i, rows in drop.items():  # rewrite only the parts that lost a duplicate
+        part = _part_path(out, i)
+        _without(pl.read_parquet(part), rows).write_parquet(part)
     rep.rows_kept = rep.rows_in - len(rep.skipped)
-    return (result, rep) if report else result
+    lazy = scan_shards(out)
+    return (lazy, rep) if report else lazy
 
 
 def scan_shards(folder: str | os.PathLike) -> pl.LazyFrame:
