@@ -790,6 +790,11 @@ class StrategySpace(BaseEstimator):
             ``threshold_``), ``rendering`` and ``moves``.
         """
         traj, _, dist, idx = self._nearest(runs)
+        return self._assigned(traj, dist, idx)
+
+    def _assigned(self, traj: pl.DataFrame, dist: np.ndarray, idx: np.ndarray) -> pl.DataFrame:
+        """The :meth:`assign` table from one :meth:`_nearest` query (shared by reports that also
+        need coordinates, so that rows are embedded once)."""
         d0 = dist[:, 0]
         labels = self.train_labels_[idx[:, 0]] if len(idx) else np.zeros(0, np.int64)
         far = d0 > self.threshold_
@@ -813,6 +818,10 @@ class StrategySpace(BaseEstimator):
         the inverse-distance-weighted mean of their nearest training rows' coordinates.
         """
         _, x, dist, idx = self._nearest(runs)
+        return self._coordinates(x, dist, idx)
+
+    def _coordinates(self, x: np.ndarray, dist: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """:meth:`coordinates` from one :meth:`_nearest` query."""
         if self.cluster_on != "umap":
             return x.astype(np.float64)
         return _interpolate(self.train_space_, dist, idx)
@@ -827,7 +836,11 @@ class StrategySpace(BaseEstimator):
         if runs is None:
             return self._map_coords.astype(np.float64)
         _, _, dist, idx = self._nearest(runs)
-        return _interpolate(self._map_coords, dist, idx)
+        return self._map_positions(dist, idx)
+
+    def _map_positions(self, dist: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """:meth:`map_coordinates` of queried rows from one :meth:`_nearest` query."""
+        return _interpolate(self.map_coordinates(), dist, idx)
 
     # ------------------------------------------------------------------ describing
     def _summaries(self, labels: np.ndarray, space: np.ndarray) -> list[dict[str, Any]]:

@@ -35,26 +35,9 @@ def place(space, runs: pl.DataFrame, *, map_xy: bool = True) -> Placement:  # no
     needs all three, and embedding dominates the cost (without a cache, three passes cost three
     times one), so the nearest-neighbour query is made once and shared.
     """
-    from mechanism import strategy_space as module
-
-    nearest = getattr(space, "_nearest", None)
-    interpolate = getattr(module, "_interpolate", None)
-    if nearest is None or interpolate is None:  # a space without the shared query: the public calls
-        return Placement(space.assign(runs), np.asarray(space.coordinates(runs)),
-                         np.asarray(space.map_coordinates(runs)) if map_xy else None)
-    traj, x, dist, idx = nearest(runs)
-    d0 = dist[:, 0] if len(idx) else np.zeros(0)
-    labels = space.train_labels_[idx[:, 0]] if len(idx) else np.zeros(0, np.int64)
-    far = d0 > space.threshold_
-    assigned = traj.select("arm", "question_id", "sample_id").with_columns(
-        pl.Series("strategy", np.where(far, -1, labels), dtype=pl.Int64),
-        pl.Series("distance", d0, dtype=pl.Float64), pl.Series("outlier", far, dtype=pl.Boolean),
-        traj["rendering"], traj["moves"])
-    coords = x.astype(np.float64) if space.cluster_on != "umap" else interpolate(space.train_space_, dist, idx)
-    if not map_xy:
-        return Placement(assigned, coords, None)
-    # the training rows' 2-D map (fitted once, seeded, cached on the space), interpolated to the rows
-    return Placement(assigned, coords, interpolate(space.map_coordinates(), dist, idx))
+    traj, x, dist, idx = space._nearest(runs)
+    return Placement(space._assigned(traj, dist, idx), space._coordinates(x, dist, idx),
+                     space._map_positions(dist, idx) if map_xy else None)
 
 
 def fit_and_place(fit_rows: pl.DataFrame, runs: pl.DataFrame, *, map_xy: bool = True,
