@@ -11,10 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 
 __all__ = ["safe_filename", "display_name", "escape_control"]
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# The Unicode categories escape_control writes as escapes: controls (C0, DEL, C1; Cc),
+# format characters (bidirectional overrides and isolates, zero-width characters, the
+# byte-order mark, soft hyphen; Cf), lone surrogates (Cs), line and paragraph separators
+# (Zl, Zp). Everything else, spaces and private-use characters included, is shown as it is.
+ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+# The escapes escape_control writes (those of Python's ``unicode_escape`` codec).
+_ESCAPE_FORM = re.compile(r"\\(?:[ntr]|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})")
+_SHORT = {"n": "\n", "t": "\t", "r": "\r"}  # the escapes of one letter, back
 
 
 def safe_filename(name: str, *, max_length: int = 80) -> str:
@@ -37,14 +45,77 @@ def safe_filename(name: str, *, max_length: int = 80) -> str:
     return f"{cleaned[: max(1, max_length - 9)]}-{tag}"
 
 
-def escape_control(text: str) -> str:
-    """``text`` with every control character (newlines, escape sequences, bidirectional
-    overrides) written as a visible escape such as ``\\n`` or ``\\x1b``.
+def escape_control(text: object, *, keep: str = "") -> str:
+    """``text`` with every character that can steer a terminal or the layout of a line
+    written as a visible escape: the one rule for untrusted text (arm names, strategy names,
+    answers, file names) shown on a terminal, in a table or in a figure.
 
+    Escaped are the characters of the Unicode categories Cc (C0 and C1 controls, DEL, and
+    so the ESC that starts an ANSI sequence), Cf (format characters: bidirectional overrides
+    and isolates such as U+202E and U+2066-2069, zero-width characters, the byte-order
+    mark), Cs (lone surrogates), Zl and Zp (U+2028, U+2029). Each becomes the escape Python
+    writes for it: ``\\n``, ``\\t``, ``\\r``, ``\\x1b``, ``\\u202e``, ``\\U000e0001``.
+    Every other character (letters of any script, CJK, emoji, spaces, backslashes) is kept,
+    so text without an escaped character comes back unchanged.
+
+    The rule is idempotent: escaping twice gives what escaping once gives (its output has no
+    escaped character left, and a backslash is never doubled), so a name escaped when read
+    is shown the same by every later layer that escapes again. The price: a text that already
+    holds an escape as literal characters (the four characters ``\\x1b``) is shown exactly
+    as the text holding the character itself (ESC). Among texts that hold no such literal
+    escape the rendering is one to one, and reversible: each escape stands for exactly one
+    character.
+
+    Parameters
+    ----------
+    text
+        Untrusted text (anything else is shown as its ``str``).
+    keep
+        Characters left as they are: a terminal report keeps its own newlines and tabs
+        (``keep="\\n\\t"``).
+
+    Returns
+    -------
+    str
+        The text with no character of the categories above, except those in ``keep``.
+
+    Examples
+    --------
     >>> escape_control("base\\n\\x1b[31mrl")
     'base\\\\n\\\\x1b[31mrl'
+    >>> escape_control("rl\\u202eZ\\u200b")
+    'rl\\\\u202eZ\\\\u200b'
+    >>> escape_control("café 強化学習 🚀")
+    'café 強化学習 🚀'
+    >>> escape_control(escape_control("a\\x1b")) == escape_control("a\\x1b")
+    True
     """
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
+    text = str(text)
+    if text.isprintable():  # fast path: a printable text holds no character of those categories
+        return text
+    return "".join(ch if ch.isprintable() or ch in keep or unicodedata.category(ch) not in ESCAPED_CATEGORIES
+                   else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def _unescape_control(text: str) -> str:
+    """The text :func:`escape_control` was given, for text that held no literal escape:
+    every escape it writes turned back into its character."""
+    def one(m: re.Match[str]) -> str:
+        body = m.group(0)[1:]
+        return _SHORT[body] if len(body) == 1 else chr(int(body[1:], 16))
+    return _ESCAPE_FORM.sub(one, text)
+
+
+class _NeedsEscape:
+    """``_CONTROL.search(text)``: truthy when :func:`escape_control` changes ``text`` (the
+    check the readers make before they escape an arm name and note it)."""
+
+    @staticmethod
+    def search(text: str) -> bool:
+        return escape_control(text) != text
+
+
+_CONTROL = _NeedsEscape()
 
 
 def display_name(name: object, *, max_length: int = 28, mathtext: bool = True) -> str:

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mechanism.errors import InputError, ReadWarning
+from mechanism.names import escape_control
 from mechanism.readers import read
 from mechanism.readers._answer import extract_answer
 from mechanism.schema import validate
@@ -102,6 +103,8 @@ def _check(path: Path, **kw) -> None:
             assert "\n" not in text and text.startswith(str(path)) or text.startswith("`"), text
             return
         validate(runs)
+        # arm names are labels: kept escaped by the one rule (escaping them again changes nothing)
+        assert all(escape_control(a) == a for a in runs["arm"].unique().to_list())
         try:
             runs, rep = read(path, errors="skip", report=True, **kw)
         except InputError as exc:
@@ -256,3 +259,80 @@ def test_fuzz_inspect_json_logs(edits):
         path = Path(tmp) / "log.json"
         path.write_text(json.dumps(doc))
         _check(path)
+
+
+# ----------------------------------------------------------------------------- the one escaping rule
+# escape_control (figures, tables, file-name notes) and terminal_safe (every CLI print) share it.
+ESCAPED = ("Cc", "Cf", "Cs", "Zl", "Zp")
+HOSTILE = ["\x1b[31m", "\x1b]0;title\x07", "\u202e", "\u2066", "\u2069", "\u200b", "\u200d", "\ufeff", "\u2028",
+           "\u2029", "\x85", "\x7f", "\x00", "\r", "\n", "\t", "\ud800", "\udfff", "\U000e0001", "\\", "\\x1b",
+           "\\u202e", "\\n", "é", "強化", "🚀", "\u00a0", "\U0010fffd"]
+any_text = st.lists(st.text(st.characters(exclude_categories=()), max_size=8)
+                    | st.text(st.characters(categories=list(ESCAPED)), max_size=4)
+                    | st.sampled_from(HOSTILE), max_size=12).map("".join)
+printable_text = st.text(st.characters(exclude_categories=ESCAPED), max_size=40)
+
+
+def _no_literal_escape(text: str) -> bool:
+    from mechanism.names import _ESCAPE_FORM
+
+    return not _ESCAPE_FORM.search(text)
+
+
+@FUZZ
+@given(any_text)
+def test_escaped_text_holds_no_control_format_surrogate_or_separator(text):
+    import unicodedata
+
+    from mechanism.commands._common import terminal_safe
+    from mechanism.names import display_name, escape_control
+
+    shown = escape_control(text)
+    assert not [ch for ch in shown if unicodedata.category(ch) in ESCAPED], shown
+    shown.encode("utf-8")  # no lone surrogate left: the text can be written anywhere
+    assert escape_control(shown) == shown  # idempotent: escaping twice is escaping once
+    # one rule: the terminal shows what a figure shows, save the report's own newlines and tabs
+    assert terminal_safe(text) == escape_control(text, keep="\n\t")
+    line = text.replace("\n", " ").replace("\t", " ")
+    assert terminal_safe(line) == escape_control(line) == display_name(line, max_length=10**6, mathtext=False)
+
+
+@FUZZ
+@given(printable_text)
+def test_text_without_escaped_characters_is_unchanged(text):
+    from mechanism.commands._common import terminal_safe
+    from mechanism.names import escape_control
+
+    assert escape_control(text) == text and terminal_safe(text) == text
+
+
+@FUZZ
+@given(any_text, st.integers(0, 64), st.sampled_from(HOSTILE) | st.characters(exclude_categories=()),
+       st.booleans())
+def test_distinct_texts_stay_distinct_and_the_escapes_reverse(a, at, piece, replace):
+    """Texts one edit apart (a character put in or swapped) get different renderings, and
+    every rendering turns back into its text, whenever neither text holds a literal escape
+    (``\\x1b`` as four characters): idempotence shows that one as the character it spells."""
+    from hypothesis import assume
+
+    from mechanism.names import _unescape_control, escape_control
+
+    at = min(at, len(a))
+    b = a[:at] + piece + a[at + (1 if replace else 0):]
+    assume(_no_literal_escape(a) and _no_literal_escape(b))
+    for text in (a, b):
+        assert _unescape_control(escape_control(text)) == text
+    assert (escape_control(a) == escape_control(b)) == (a == b)
+
+
+def test_escape_examples_and_the_price_of_idempotence():
+    from mechanism.names import escape_control
+
+    assert escape_control("rl\x1b[31m\u202eZ\u200b\u2066x\u2069") == "rl\\x1b[31m\\u202eZ\\u200b\\u2066x\\u2069"
+    assert escape_control("a\ud800b\u2028c\x85\x7f\ufeff") == "a\\ud800b\\u2028c\\x85\\x7f\\ufeff"
+    assert escape_control("line\r\n\ttab") == "line\\r\\n\\ttab"
+    kept = "café Ærø 強化学習 한국어 العربية 🚀🇫🇷👍🏽 1️⃣ a\u00a0b C:\\runs\\rl $x$"
+    assert escape_control(kept) == kept
+    # idempotent, so the literal text of an escape and the character it names render alike
+    assert escape_control("\x1b") == escape_control("\\x1b") == "\\x1b"
+    assert escape_control(escape_control("\x1b\u202e")) == escape_control("\x1b\u202e")

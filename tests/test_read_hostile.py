@@ -316,3 +316,43 @@ def test_memory_is_bounded_by_the_input(tmp_path):
         finally:
             tracemalloc.stop()
         assert peak < 24 * path.stat().st_size + 8 * 2**20, (name, peak)
+
+
+def test_an_arm_name_reads_the_same_on_the_terminal_in_figures_and_in_file_names(tmp_path, capsys, monkeypatch):
+    """One escaping rule: an arm name holding an ANSI sequence, a right-to-left override and
+    a zero-width space prints, in ``mechanism passkt``'s summary, exactly as its figures
+    draw it, and its output folder is named from that same rendering."""
+    import unicodedata
+
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    from mechanism.names import display_name, escape_control, safe_filename
+
+    evil = "rl\x1b[1m\u202eZ\u200b"
+    shown = escape_control(evil)
+    assert shown == "rl\\x1b[1m\\u202eZ\\u200b" and display_name(evil) == shown
+    path = tmp_path / "c.jsonl"
+    rows = [{**GOOD, "arm": arm, "question_id": str(q), "response": f"<answer>{'x' if (q + s) % 3 else 'y'}</answer>"}
+            for arm in ("base", evil) for q in range(6) for s in range(2)]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    drawn: list[str] = []
+    savefig = Figure.savefig
+
+    def recording(fig, *args, **kwargs):
+        drawn.extend(t.get_text() for t in fig.findobj(Text))
+        return savefig(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", recording)
+    out = tmp_path / "p"
+    assert main(["passkt", str(path), "--n-boot", "10", "--k", "1", "2", "--t", "0", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert shown in printed
+    ours = [t[t.index("rl\\"):] for t in drawn if "rl\\" in t]  # titles, legends, "rl... − base"
+    assert shown in ours  # drawn whole where the figure has room ...
+    for text in ours:  # ... and elsewhere cut from the same rendering, never drawn differently
+        cut = text.split("\u2026")[0]
+        assert text.startswith(shown) or ("\u2026" in text and shown.startswith(cut)), text
+    for text in (printed, *drawn):
+        assert not [ch for ch in text if ch not in "\n\t" and unicodedata.category(ch) in ("Cc", "Cf")], text
+    assert (out / f"{safe_filename(shown)}_vs_base").is_dir()

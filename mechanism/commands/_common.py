@@ -127,7 +127,11 @@ def read_inputs(args: argparse.Namespace) -> pl.DataFrame:
 
 
 def terminal_safe(text: str) -> str:
-    """``text`` with control characters escaped: arm names, answers and queries come from the
-    input, and an escape sequence planted there must not reach the terminal."""
-    return "".join(ch if ch in "\n\t" or ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
-                   for ch in text)
+    """``text`` as :func:`mechanism.names.escape_control` shows it, with the report's own
+    newlines and tabs kept: arm names, answers and queries come from the input, and an
+    escape sequence, a bidirectional override or a zero-width character planted there must
+    not reach the terminal. The same rule draws names in figures, so a name reads the same
+    in both."""
+    from mechanism.names import escape_control
+
+    return escape_control(text, keep="\n\t")
