@@ -29,12 +29,14 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import polars as pl
 
 from mechanism.errors import MechanismError, ReadReport, SkippedRecord
-from mechanism.parallel import _ReadArgs, _Task, _assign_task, _collect, space_files, shard_paths
+from mechanism.parallel import (
+    _ReadArgs, _Task, _assign_task, _collect, _load_space, _read_args, shard_paths, space_digest, space_files,
+)
 
 __all__ = ["assign_shards_ray"]
 
@@ -59,21 +61,26 @@ def _report_from_json(text: str) -> ReadReport:
 
 
 class _AssignActor:
-    """A Ray actor: holds the shipped space and assigns one shard per batch."""
+    """A Ray actor: loads the shipped space once (its process keeps it) and assigns one
+    shard per batch."""
 
-    def __init__(self, files: Mapping[str, bytes], read: dict[str, Any], cache_dir: str | None,
-                 text: bool) -> None:
+    def __init__(self, files: Mapping[str, bytes], space_key: str, format: str, options: Mapping[str, Any],
+                 cache_dir: str | None, text: bool) -> None:
         self.files = dict(files)
-        self.read = _ReadArgs(**read)
+        self.space_key = space_key
+        self.read = _ReadArgs(format, dict(options))  # checked by the driver
         self.cache_dir = cache_dir
         self.text = text
+        _load_space(self._task(-1, ""))  # hashed and loaded here, once per actor, not once per shard
+
+    def _task(self, index: int, path: str) -> _Task:
+        return _Task(index=index, path=path, read=self.read, space_files=self.files, space_key=self.space_key,
+                     cache_dir=self.cache_dir, text=self.text)
 
     def __call__(self, batch: Any) -> Any:
         out = []
         for index, path in zip(batch["index"].to_pylist(), batch["path"].to_pylist()):
-            task = _Task(index=int(index), path=str(path), read=self.read, space_files=self.files,
-                         cache_dir=self.cache_dir, text=self.text)
-            table, rep = _assign_task(task)
+            table, rep = _assign_task(self._task(int(index), str(path)))
             body = table.with_columns(pl.lit(int(index), pl.Int64).alias("_shard"),
                                       pl.int_range(table.height, dtype=pl.Int64).alias("_row"),
                                       pl.lit(None, pl.String).alias("_report"))
@@ -84,17 +91,17 @@ class _AssignActor:
 
 
 def assign_shards_ray(space: str | os.PathLike, path_or_paths: str | os.PathLike | Sequence[str | os.PathLike],
-                      format: str = "auto", *, arm: str | None = None, columns: Mapping[str, str] | None = None,
-                      errors: Literal["raise", "skip"] = "raise", concurrency: int | None = None,
-                      num_cpus: float = 1.0, cache_dir: str | os.PathLike | None = None, text: bool = False,
-                      report: bool = False) -> pl.DataFrame | tuple[pl.DataFrame, ReadReport]:
+                      format: str = "auto", *, concurrency: int | None = None, num_cpus: float = 1.0,
+                      cache_dir: str | os.PathLike | None = None, text: bool = False, report: bool = False,
+                      **options: Any) -> pl.DataFrame | tuple[pl.DataFrame, ReadReport]:
     """Apply a saved strategy space to every shard with ``ray.data`` on the connected Ray cluster.
 
     Parameters
     ----------
     space
-        Folder written by :meth:`StrategySpace.save`, on the driver; its files are shipped.
-    path_or_paths, format, arm, columns, errors
+        Folder written by :meth:`StrategySpace.save`, on the driver; its files are read and
+        hashed once and shipped, and each actor loads the space once.
+    path_or_paths, format
         As for :func:`mechanism.read`, per shard; the shard paths must be readable by the
         workers.
     concurrency
@@ -108,6 +115,10 @@ def assign_shards_ray(space: str | os.PathLike, path_or_paths: str | os.PathLike
         Also keep each row's ``rendering`` and ``moves``.
     report
         Also return the merged read report.
+    **options
+        :func:`mechanism.read`'s keyword options, as :func:`mechanism.parallel.assign_shards`
+        takes them (checked once, on the driver; an unknown one is an :class:`InputError`
+        naming it). Ray ships them with cloudpickle, so a ``scorer`` function may be a lambda.
 
     Returns
     -------
@@ -117,7 +128,7 @@ def assign_shards_ray(space: str | os.PathLike, path_or_paths: str | os.PathLike
     """
     ray = _require_ray()
     files = space_files(space)
-    read_args = _ReadArgs(format, arm, dict(columns) if columns else None, errors)
+    read_args = _read_args(format, options)
     paths = shard_paths(path_or_paths)
     tasks = [_Task(index=i, path=str(Path(p).resolve()), read=read_args) for i, p in enumerate(paths)]
     if not ray.is_initialized():
@@ -128,8 +139,8 @@ def assign_shards_ray(space: str | os.PathLike, path_or_paths: str | os.PathLike
     ds = ray.data.from_items([{"index": t.index, "path": t.path} for t in tasks])
     ds = ds.map_batches(
         _AssignActor, batch_size=1, batch_format="pyarrow", concurrency=concurrency, num_cpus=num_cpus,
-        fn_constructor_kwargs={"files": files, "read": {"format": format, "arm": arm,
-                                                        "columns": read_args.columns, "errors": errors},
+        fn_constructor_kwargs={"files": files, "space_key": space_digest(files), "format": read_args.format,
+                               "options": dict(read_args.options),
                                "cache_dir": None if cache_dir is None else str(cache_dir), "text": text})
     parts = [pl.from_arrow(t) for t in ray.get(ds.to_arrow_refs())]
     frame = pl.concat([p for p in parts if p.height], how="diagonal_relaxed").sort("_shard", "_row")
@@ -147,4 +158,4 @@ def assign_shards_ray(space: str | os.PathLike, path_or_paths: str | os.PathLike
     schema = {"arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64, "strategy": pl.Int64,
               "distance": pl.Float64, "outlier": pl.Boolean, "rendering": pl.String, "moves": pl.String}
     results = [(b.select(cols).cast({c: schema[c] for c in cols}), r) for b, r in results]
-    return _collect(results, tasks, errors, report)
+    return _collect(results, tasks, report)
