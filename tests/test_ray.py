@@ -53,3 +53,41 @@ def test_the_read_report_crosses_to_ray_workers_whole():
     rep = ReadReport(rows_in=5, rows_kept=3, skipped=[SkippedRecord("a.jsonl", 2, "answer", "bad")],
                      formats={"a.jsonl": "searchr1"}, notes=["n"], rows_filtered=1, unanswered=2, warnings=["w"])
     assert _report_from_json(_report_json(rep)) == rep
+
+
+@pytest.mark.slow
+def test_read_options_reach_the_ray_workers(local_ray, tmp_path):
+    """Every option of mx.read crosses to the actors (a lambda scorer too: Ray ships it with
+    cloudpickle), checked once on the driver: labels, report and warnings are those of the
+    in-process path, which is mx.read on each shard (tests/test_parallel_options.py)."""
+    import json
+    import warnings
+    from pathlib import Path
+
+    from mechanism.errors import InputError, ReadWarning
+
+    fixture = Path(__file__).resolve().parent / "fixtures" / "options" / "react_trials.jsonl"
+    lines = fixture.read_text().splitlines()
+    paths = []
+    for i in range(3):
+        path = tmp_path / f"shard-{i}.jsonl"
+        records = [{**json.loads(x), "qid": f"{json.loads(x)['qid']}-{i}"} for x in lines]
+        records.append({**records[0], "trial": 3})  # left out by `where`
+        path.write_text("\n".join(json.dumps(r) for r in records) + "\n{not json\n")
+        paths.append(path)
+    runs = simulate(n_questions=12, n_samples=2, arms=("base", "rl"), random_state=4, progress=False).runs
+    saved = StrategySpace(embedder="hashing-64", random_state=0, progress=False).fit(runs).save(tmp_path / "space")
+    options = dict(columns={"text": "traj", "question_id": "qid", "gold": "gold_answer"},
+                   where=pl.col("trial") < 3, round_tools="-reflect,-think", answer_pattern=r"Finish\[(\w+)",
+                   scorer=lambda answer, gold: False, errors="skip")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ReadWarning)
+        labels, rep = assign_shards_ray(saved, paths, "react", report=True, **options)
+    with pytest.warns(ReadWarning, match="scores 0 %"):
+        local, local_rep = assign_shards(saved, paths, "react", n_jobs=1, report=True, **options)
+    assert labels.equals(local) and rep == local_rep
+    assert rep.rows_filtered == 3 and [s.line for s in rep.skipped] == [10, 10, 10]
+    assert len(rep.warnings) == 3  # each arm scores 0 % by the lambda: warned on the driver
+    assert [str(w.message) for w in caught if issubclass(w.category, ReadWarning)] == rep.warnings
+    with pytest.raises(InputError, match="unknown read option `scorrer`"):
+        assign_shards_ray(saved, paths, "react", scorrer="em")
