@@ -5,7 +5,10 @@ Arm names come from the input files. Drawn as they are, a 1,000-character name m
 figure saved with a tight bounding box grow to hundreds of megapixels, ``$...$`` is parsed as
 mathtext (and an invalid formula crashes the plot), and control characters reach the
 terminal. :func:`display_name` and :func:`safe_filename` are the two renderings every path
-uses.
+uses. :func:`escape_control` is the one rule for characters that steer a terminal or a line
+(controls, ANSI escapes, bidirectional overrides, zero-width characters): the readers apply it
+to arm names, :func:`display_name` to figure text, and the command line's ``terminal_safe``
+to everything it prints, so a name reads the same everywhere.
 """
 from __future__ import annotations
 
