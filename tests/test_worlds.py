@@ -24,14 +24,18 @@ def _read(name, seed, tmp):
     return runs, world.labels_for(runs)
 
 
+def _fit(name, tmp_path_factory):
+    if name not in _FITS:
+        tmp = tmp_path_factory.mktemp(name)
+        runs, truth = _read(name, 0, tmp)
+        space = mx.StrategySpace(embedder=FAST, random_state=0, progress=False).fit(runs)
+        _FITS[name] = name, runs, truth, space, tmp
+    return _FITS[name]
+
+
 @pytest.fixture(params=list(_GEN))
 def fitted(request, tmp_path_factory):
-    if request.param not in _FITS:
-        tmp = tmp_path_factory.mktemp(request.param)
-        runs, truth = _read(request.param, 0, tmp)
-        space = mx.StrategySpace(embedder=FAST, random_state=0, progress=False).fit(runs)
-        _FITS[request.param] = request.param, runs, truth, space, tmp
-    return _FITS[request.param]
+    return _fit(request.param, tmp_path_factory)
 
 
 def test_native_formats_are_read_as_written(fitted):
@@ -104,12 +108,10 @@ def test_outcome_does_not_define_strategies(fitted):
     np.testing.assert_array_equal(again.labels_, space.labels_)
 
 
-def test_tool_calls_descriptions_name_every_tool_in_full(fitted):
+def test_tool_calls_descriptions_name_every_tool_in_full(tmp_path_factory):
     """tau-bench-style tool_calls: every strategy's name is built from the tools it calls,
     written out in full (no truncated names such as `update_reservation_fligh`)."""
-    name, runs, truth, space, _ = fitted
-    if name != "service":
-        pytest.skip("the tool_calls world is `service`")
+    _, runs, _, space, _ = _fit("service", tmp_path_factory)
     tools = set(segment(runs)["tool"].to_list()) - {"answer"}
     described = space.describe()
     for built, typical in zip(described["built_name"].to_list(), described["typical_tools"].to_list()):
