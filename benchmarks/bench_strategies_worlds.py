@@ -10,7 +10,9 @@ sees only each trajectory's structure (:func:`ceiling`).
 
 Run: ``python benchmarks/bench_strategies_worlds.py [--embedder hashing-256] [--param k=v ...]``;
 ``--lowo`` prints the leave-one-world-out choice of ``resolution`` and ``min_share``;
-``--ceilings`` the ceiling at three grains and the best cut of the fitted tree, seeds 0-2.
+``--ceilings`` the ceiling at three grains and the best cut of the fitted tree, seeds 0-2;
+``--grains`` the ceiling of the exact call sequence at four grains of a call's description
+(what is identifiable at each), mean over seeds 0-2.
 """
 from __future__ import annotations
 
@@ -101,6 +103,69 @@ def ceilings(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -
                   f"{cut:.3f} ({k}) |", flush=True)
 
 
+# Grains of one call's description, finest first. "new words" is whether the call adds words
+# that are in neither the question nor anything seen before (a rewording with synonyms);
+# the scope in three levels tells "most of the question" from "part of it". The move tokens
+# (mechanism.segmentation.move_tokens) keep neither: both vary within strategies in the
+# planted multi-hop world.
+GRAINS = {
+    "every attribute": (True, True),
+    "without new words": (False, True),
+    "scope whole / partial": (True, False),
+    "the move tokens' grain": (False, False),
+}
+
+
+def grain_keys(runs, new_words: bool, three_scopes: bool) -> list[str]:
+    """Each trajectory's exact sequence of calls, each described by tool, failure, relation,
+    sources and scope at the given grain (the final move last)."""
+    import polars as pl
+
+    from mechanism.segmentation import segment
+
+    moves = segment(runs)
+    sources = pl.col("sources")
+    if not new_words:
+        carried = sources.str.split("+").list.eval(pl.element().filter(pl.element() != "new")).list.join("+")
+        sources = pl.when(carried == "").then(sources).otherwise(carried)
+    scope = pl.col("scope") if three_scopes else pl.col("scope").replace({"most": "partial", "part": "partial"})
+    desc = pl.concat_str([pl.col("tool"), pl.when(pl.col("failed")).then(pl.lit("!")).otherwise(pl.lit("")),
+                          pl.lit("/"), pl.col("relation"), pl.lit("/"), sources, pl.lit("/"), scope])
+    keys = ["arm", "question_id", "sample_id"]
+    seqs = (moves.with_columns(desc.alias("d")).group_by(keys, maintain_order=True)
+            .agg(pl.col("d").str.join(" | ")))
+    return runs.select(keys).join(seqs, on=keys, how="left")["d"].to_list()
+
+
+def majority_ari(keys: list[str], truth) -> float:
+    """ARI of labelling every group of equal keys with its majority planted strategy."""
+    import polars as pl
+
+    df = pl.DataFrame({"g": keys, "t": [str(t) for t in truth]})
+    majority = (df.group_by("g", "t").len().sort(["g", "len", "t"], descending=[False, True, False])
+                .group_by("g", maintain_order=True).first())
+    lookup = dict(zip(majority["g"].to_list(), majority["t"].to_list()))
+    return float(adjusted_rand_score(df["t"].to_list(), [lookup[g] for g in keys]))
+
+
+def grains(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -> None:
+    """Per world: the ceiling of the exact call sequence at each grain of :data:`GRAINS`, the
+    ceiling of the move-token set (what the distance sees) and the default fit's ARI, each the
+    mean over ``seeds``."""
+    print("| world | " + " | ".join(f"sequence: {g}" for g in GRAINS) + " | token set | default fit |")
+    print("|---|" + "---|" * (len(GRAINS) + 2))
+    for world in worlds:
+        cells: dict[str, list[float]] = {}
+        for seed in seeds:
+            runs, truth = load(world, seed=seed, n=n)
+            for g, (new_words, three) in GRAINS.items():
+                cells.setdefault(g, []).append(majority_ari(grain_keys(runs, new_words, three), truth))
+            cells.setdefault("tokens", []).append(ceiling(runs, truth, ("tokens",)))
+            space = mx.StrategySpace(embedder=embedder, n_bootstrap=0, random_state=0, progress=False).fit(runs)
+            cells.setdefault("fit", []).append(adjusted_rand_score(truth, space.labels_))
+        print(f"| {world} | " + " | ".join(f"{np.mean(v):.3f}" for v in cells.values()) + " |", flush=True)
+
+
 def leave_one_world_out(embedder: str | None, worlds: list[str], n: int) -> None:
     """Choose (resolution, min_share) on all worlds but one, report the held-out world's ARI."""
     grid = [(r, m) for r in (1.0, 1.5, 2.0, 2.5, 3.0) for m in (0.0, 0.02, 0.04, 0.08)]
@@ -135,7 +200,12 @@ def main() -> None:
     ap.add_argument("--lowo", action="store_true", help="leave-one-world-out choice of the defaults")
     ap.add_argument("--ceilings", action="store_true",
                     help="ceilings at three grains and the best cut of the tree, seeds 0-2")
+    ap.add_argument("--grains", action="store_true",
+                    help="ceiling of the exact call sequence at four grains, mean over seeds 0-2")
     args = ap.parse_args()
+    if args.grains:
+        grains(args.embedder, args.worlds.split(","), args.n)
+        return
     if args.ceilings:
         ceilings(args.embedder, args.worlds.split(","), args.n)
         return

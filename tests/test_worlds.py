@@ -24,14 +24,18 @@ def _read(name, seed, tmp):
     return runs, world.labels_for(runs)
 
 
+def _fit(name, tmp_path_factory):
+    if name not in _FITS:
+        tmp = tmp_path_factory.mktemp(name)
+        runs, truth = _read(name, 0, tmp)
+        space = mx.StrategySpace(embedder=FAST, random_state=0, progress=False).fit(runs)
+        _FITS[name] = name, runs, truth, space, tmp
+    return _FITS[name]
+
+
 @pytest.fixture(params=list(_GEN))
 def fitted(request, tmp_path_factory):
-    if request.param not in _FITS:
-        tmp = tmp_path_factory.mktemp(request.param)
-        runs, truth = _read(request.param, 0, tmp)
-        space = mx.StrategySpace(embedder=FAST, random_state=0, progress=False).fit(runs)
-        _FITS[request.param] = request.param, runs, truth, space, tmp
-    return _FITS[request.param]
+    return _fit(request.param, tmp_path_factory)
 
 
 def test_native_formats_are_read_as_written(fitted):
@@ -102,3 +106,60 @@ def test_outcome_does_not_define_strategies(fitted):
     flipped = runs.with_columns(~runs["correct"])
     again = mx.StrategySpace(embedder=FAST, random_state=0, progress=False).fit(flipped)
     np.testing.assert_array_equal(again.labels_, space.labels_)
+
+
+def test_tool_calls_descriptions_name_every_tool_in_full(tmp_path_factory):
+    """tau-bench-style tool_calls: every strategy's name is built from the tools it calls,
+    written out in full (no truncated names such as `update_reservation_fligh`)."""
+    _, runs, _, space, _ = _fit("service", tmp_path_factory)
+    tools = set(segment(runs)["tool"].to_list()) - {"answer"}
+    described = space.describe()
+    for built, typical in zip(described["built_name"].to_list(), described["typical_tools"].to_list()):
+        named = [part.split(" (")[0] for part in built.split(" -> ")]
+        assert set(named) <= tools and named, built
+        # the typical sequence's tools, in order, once each run of the same tool collapsed
+        called = [t.rstrip("!") for t in typical.split(" > ")]
+        assert [t for i, t in enumerate(called) if i == 0 or t != called[i - 1]] == \
+               [t for i, t in enumerate(named) if i == 0 or t != named[i - 1]], (built, typical)
+    assert "transfer_to_human_agents" in " ".join(described["built_name"].to_list())
+
+
+def _reflexion_record(qid: int, trial: int, calls: list[tuple[str, str, str]], answer: str) -> dict:
+    lines = [f"Question: Where was the founder of Company{qid} born?"]
+    for i, (tool, arg, obs) in enumerate(calls, start=1):
+        lines += [f"Thought {i}: I need more.", f"Action {i}: {tool}[{arg}]", f"Observation {i}: {obs}"]
+    n = len(calls) + 1
+    lines += [f"Thought {n}: Done.", f"Action {n}: Finish[{answer}]"]
+    return {"qid": f"q{qid}", "trial": trial, "carried_over": False, "status": "CORRECT",
+            "question": lines[0][len("Question: "):], "gold_answer": answer, "traj": "\n".join(lines)}
+
+
+def test_reflexion_react_text_descriptions_name_the_tools(tmp_path):
+    """Reflexion-style ReAct text (Search[...], Lookup[...], reflect[...] between trials): the
+    strategies' names say search and lookup, and the reflection is not a round."""
+    import json
+
+    records = []
+    for q in range(24):
+        founder = f"Person{q} Smith"
+        search = ("Search", f"Company{q}", f"Company{q} was founded by {founder}.")
+        if q % 3 == 0:
+            calls = [search, ("Lookup", "founded", f"(Result 1/1) founded by {founder}.")]
+        elif q % 3 == 1:
+            calls = [search, ("Search", founder, f"{founder} was born in Town{q}.")]
+        else:
+            calls = [search]
+        records.append(_reflexion_record(q, 1, calls, f"Town{q}"))
+        records.append(_reflexion_record(q, 2, [("reflect", "check the birthplace", "Noted.")] + calls,
+                                         f"Town{q}"))
+    path = tmp_path / "reflexion.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    runs = mx.read(path, format="react", columns={"text": "traj", "question_id": "qid", "gold": "gold_answer",
+                                                  "sample_id": "trial", "correct": "status:CORRECT"},
+                   round_tools="-reflect")
+    assert runs.height == 48
+    space = mx.StrategySpace(embedder=FAST, random_state=0, progress=False).fit(runs)
+    names = space.describe()["built_name"].to_list()
+    assert any("lookup" in n for n in names) and all(n.startswith("search") for n in names), names
+    assert not any("reflect" in n for n in names), names
+    assert space.n_strategies_ == 3, names

@@ -125,13 +125,15 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
         nrows = int(np.ceil(len(arms) / ncols))
         fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols + 1.9, panel_size * nrows + 0.3),
                                  squeeze=False, sharex=True, sharey=True, constrained_layout=True)
-        everything = points.group_by("x", "y").agg(pl.col("n").sum())
+        # Drawing order changes anti-aliased pixels where markers overlap: every frame drawn is
+        # sorted on all its keys, so one input gives one image.
+        everything = points.group_by("x", "y").agg(pl.col("n").sum()).sort("x", "y")
         for ax, arm in zip(axes.ravel(), arms):
             ax.scatter(everything["x"], everything["y"], s=6, color="#E6E6E6", linewidths=0, zorder=1)
             mine = points.filter(pl.col("arm") == arm)
             total = max(int(mine["n"].sum()), 1)
             # biggest markers first so small ones stay visible on top
-            mine = mine.sort("n", descending=True)
+            mine = mine.sort(["n", "strategy", "x", "y"], descending=[True, False, False, False])
             ax.scatter(mine["x"], mine["y"], s=8 + 900 * mine["n"].to_numpy() / total,
                        c=[colors.get(s, _OTHER) for s in mine["strategy"].to_list()],
                        alpha=0.75, linewidths=0.4, edgecolors="white", zorder=2)
