@@ -96,10 +96,18 @@ _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIALS))
 def latex_escape(text: str) -> str:
     r"""``text`` with LaTeX's special characters escaped.
 
+    Control and format characters are first written out by the rule every other output uses
+    (:func:`mechanism.names.escape_control`), so a table shows an arm name as the terminal
+    and the figures do.
+
     >>> latex_escape("50% of a_b & {c}")
     '50\\% of a\\_b \\& \\{c\\}'
+    >>> latex_escape("rl\x1b[1m")
+    'rl\\textbackslash{}x1b[1m'
     """
-    text = "".join(ch for ch in str(text) if ch.isprintable() or ch == " ")
+    from mechanism.names import escape_control
+
+    text = escape_control(str(text))
     return _LATEX_RE.sub(lambda m: _LATEX_SPECIALS[m.group(0)], text)
 
 
