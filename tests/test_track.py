@@ -141,6 +141,17 @@ def test_seed_may_be_a_generator_or_none_and_accuracy_intervals_pair_with_passkt
         assert (acc["ci_low"], acc["ci_high"]) == pytest.approx((row["ci_low"], row["ci_high"]), abs=1e-12)
 
 
+def test_a_space_fitted_here_takes_a_generator_or_none():
+    """StrategySpace needs an integer seed in [0, 2**32): with a Generator or None the space gets
+    the resolved integer modulo 2**32, and the same Generator state gives the same series."""
+    small = training_run(steps=(0, 100, 200), n_questions=6, n_samples=4, random_state=1, progress=False)
+    a = mx.track(small.runs, embedder="hashing-64", n_boot=20, random_state=np.random.default_rng(4), progress=False)
+    b = mx.track(small.runs, embedder="hashing-64", n_boot=20, random_state=np.random.default_rng(4), progress=False)
+    assert a.to_frame().equals(b.to_frame()) and a.notes[0].startswith("strategies: a space fitted")
+    fresh = mx.track(small.runs, embedder="hashing-64", n_boot=20, random_state=None, progress=False)
+    assert fresh.checkpoints == a.checkpoints
+
+
 def test_protocol(series):
     assert repr(series).count("\n") == 0 and repr(series).startswith("<Track: 4 checkpoints")
     s = series.summary()
