@@ -1,7 +1,8 @@
-"""One bootstrap draw per call: ``reweighting`` and ``boundary`` draw their question-bootstrap
-weights once and share them between stages. The stages drew identical weights before (one
-seed, one stream), so the results must be bit-identical to those recorded from the code that
-drew them once per stage (``tests/fixtures/shared_draws.json``)."""
+"""One bootstrap draw per call: ``reweighting`` draws its question-bootstrap weights once and
+shares them between its stages. The stages drew identical weights before (one seed, one
+stream), so the results must be bit-identical to those recorded from the code before the
+change, where every stage drew its own (``tests/recorded/shared_draws.json``, written with
+``b43f094``; ``boundary`` is recorded too, for the same change there)."""
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from mechanism.boundaries import boundary
 from mechanism.compare import reweighting
 from mechanism.schema import from_records, make_step
 
-FIXTURE = Path(__file__).parent / "fixtures" / "shared_draws.json"
+FIXTURE = Path(__file__).parent / "recorded" / "shared_draws.json"
 
 
 def reweighting_input() -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
