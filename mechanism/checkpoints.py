@@ -283,7 +283,7 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
     True
     """
     from mechanism.compare import reweighting
-    from mechanism.passkt import default_k, pass_at_kt
+    from mechanism.passkt import pass_at_kt
     from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 
     if runs.height == 0:

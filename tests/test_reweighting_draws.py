@@ -12,9 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-import mechanism.boundaries
 import mechanism.compare
-import mechanism.passkt
 from mechanism.boundaries import boundary
 from mechanism.compare import reweighting
 from mechanism.schema import from_records, make_step

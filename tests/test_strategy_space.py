@@ -284,7 +284,6 @@ def test_stability_matches_a_brute_force_resample(sim):
     q = np.unique(runs["question_id"].to_numpy(), return_inverse=True)[1]
     scores = {c: [] for c in range(sp.n_strategies_)}
     for w in question_bootstrap_weights(q.max() + 1, 3, stream(0, "stability")):  # the fit's stability stream
-        reps = w[q]
         parts = [runs.filter(pl.Series(q == i)).with_columns(pl.col("question_id") + f"#{copy}")
                  for i in range(q.max() + 1) for copy in range(w[i])]
         boot = pl.concat(parts)
