@@ -14,7 +14,10 @@ Order: an explicit ``order``, else a numeric ``step`` column, else the checkpoin
 naturally (``ckpt50`` before ``ckpt200``; :func:`natural_key`).
 
 Every bootstrap resamples questions with one seed, so the same ``random_state`` gives the
-same tables.
+same tables: the seed is turned into one integer once (:func:`mechanism.resample.resolve_seed`)
+and every stage derives its stream from it (:func:`mechanism.resample.stream`). The shares
+and accuracy intervals use the ``"bootstrap"`` stream over the series' questions, the same
+resamples as its PASS@(k,T) intervals, so the two are paired.
 """
 from __future__ import annotations
 
@@ -231,8 +234,8 @@ class Track(ResultMixin):
 def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: Sequence[str] | None = None,
           step: str | None = None, base: str | None = None, fit_on: str | None = None,
           k: Sequence[int] | None = None, t: Sequence[int] = (0, 1, 2, 3, 5), ci: float | None = 0.95,
-          n_boot: int = 1000, random_state: int = 0, t_source: str = "auto", embedder: Any = None,
-          cache_dir: str | Path | None = None, progress: bool | None = None) -> Track:
+          n_boot: int = 1000, random_state: int | np.random.Generator | None = 0, t_source: str = "auto",
+          embedder: Any = None, cache_dir: str | Path | None = None, progress: bool | None = None) -> Track:
     """Follow strategies, PASS@(k,T) and the reweighting split across a series of checkpoints.
 
     Parameters
@@ -254,7 +257,11 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
     k, t
         PASS@(k,T) grids (``k`` default: 1 and the largest power of 2 every checkpoint allows).
     ci, n_boot, random_state
-        Interval level (``None``: no intervals), bootstrap replicates over questions, seed.
+        Interval level (``None``: no intervals), bootstrap replicates over questions, and seed
+        (int, ``numpy.random.Generator`` or None: fresh entropy), turned into one integer once
+        (:func:`mechanism.resample.resolve_seed`) that every stage derives its stream from; the
+        same int gives the same tables. A space fitted here gets that integer modulo ``2**32``
+        when ``random_state`` is a Generator or None (an int is passed on as it is).
     t_source
         How T is counted (:func:`mechanism.pass_at_kt`).
     embedder, cache_dir, progress
@@ -276,8 +283,8 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
     True
     """
     from mechanism.compare import reweighting
-    from mechanism.passkt import default_k, pass_at_kt
-    from mechanism.resample import percentile_interval, question_bootstrap_weights
+    from mechanism.passkt import pass_at_kt
+    from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 
     if runs.height == 0:
         raise InputError("no trajectories in the input", field="runs")
@@ -288,6 +295,7 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
     if base not in names:
         raise InputError(f"`base` checkpoint {base!r} is not in the series {names}", field="base")
     runs = runs.filter(pl.col("arm").is_in(names))
+    seed = resolve_seed(random_state)  # once: every stage below derives its stream from it
     notes: list[str] = []
     strategy_names: dict[int, str] = {}
     if labels is not None:
@@ -303,8 +311,9 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
             fit_on = names[-1] if fit_on is None else fit_on
             if fit_on not in names:
                 raise InputError(f"`fit_on` checkpoint {fit_on!r} is not in the series {names}", field="fit_on")
+            space_seed = seed if isinstance(random_state, (int, np.integer)) else seed % 2**32
             space, placement = fit_and_place(runs.filter(pl.col("arm").is_in([base, fit_on])), runs, map_xy=False,
-                                             embedder=embedder, random_state=random_state, cache_dir=cache_dir,
+                                             embedder=embedder, random_state=space_seed, cache_dir=cache_dir,
                                              progress=progress)
             notes.append(f"strategies: a space fitted on {base} and {fit_on}, every checkpoint assigned to it")
         else:
@@ -332,8 +341,7 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
     strata, s_idx = np.unique(codes, return_inverse=True)
     arm_col = runs["arm"].to_numpy()
     n_q, n_s = len(qids), len(strata)
-    weights = (question_bootstrap_weights(n_q, n_boot, np.random.default_rng(np.random.SeedSequence(random_state,
-                                                                                                    spawn_key=(7,))))
+    weights = (question_bootstrap_weights(n_q, n_boot, stream(seed, "bootstrap"))
                if ci is not None and n_boot > 0 else None)
     step_of = dict(zip(names, steps))
     order_of = {n: i for i, n in enumerate(names)}
@@ -379,7 +387,7 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
             continue
         pair = (arm_col == name) | (arm_col == base)
         rw = reweighting(runs.filter(pl.Series(pair)), codes[pair], base=base, treated=name, ci=ci,
-                         n_boot=n_boot, random_state=random_state, n_permutations=0)
+                         n_boot=n_boot, random_state=seed, n_permutations=0)
         for part in ("total", "composition", "within"):
             lo, hi = getattr(rw, f"{part}_ci") if ci is not None else (None, None)
             split_rows.append((name, step_of[name], order_of[name], part, float(getattr(rw, part)),
@@ -392,7 +400,7 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
         **key_schema, "js_divergence": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})
 
     ks = list(k) if k else _default_track_k(runs, t, t_source)
-    curves = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=random_state, t_source=t_source)
+    curves = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=seed, t_source=t_source)
     passkt = (curves.rename({"arm": "checkpoint"})
               .with_columns(pl.col("checkpoint").replace_strict(step_of, return_dtype=pl.Float64).alias("step"),
                             pl.col("checkpoint").replace_strict(order_of, return_dtype=pl.Int64).alias("order"))

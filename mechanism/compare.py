@@ -575,6 +575,7 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
     point = {k: v[0] for k, v in point.items()}
 
     reps: dict[str, np.ndarray] = {}
+    weights = None  # drawn once: the split, the query sequences and the neighbours share them
     if ci is not None and n_boot > 0:
         weights = question_bootstrap_weights(n_q, n_boot, stream(seed, "bootstrap")).astype(float)
         reps = _statistics(np.einsum("bq,aqs->bas", weights, wn), np.einsum("bq,aqs->bas", weights, wc), outlier)
@@ -609,13 +610,14 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
 
     query_table = None
     if "steps" in pair.columns:
-        query_table = _query_sequences(pair, base, treated, q_idx, n_q, ci, n_boot, seed, weighting)
+        query_table = _query_sequences(pair, base, treated, q_idx, n_q, ci, n_boot, seed, weighting,
+                                       weights=weights)
     else:
         notes.append("no `steps` column: query-sequence statistics skipped")
 
     neighbours = None
     if coordinates is not None:
-        neighbours = _neighbour_distances(coordinates[rows], is_t, q_idx, n_q, ci, n_boot, seed)
+        neighbours = _neighbour_distances(coordinates[rows], is_t, q_idx, n_q, ci, n_boot, seed, weights=weights)
 
     total_ci, comp_ci, within_ci = interval("total"), interval("composition_total"), interval("within_total")
     detectable = {}
@@ -832,14 +834,21 @@ def _permutation_null(q_idx: np.ndarray, label_idx: np.ndarray, is_treated: np.n
 # ----------------------------------------------------------------------------- query sequences
 def _query_sequences(pair: pl.DataFrame, base: str, treated: str, q_idx: np.ndarray, n_q: int,
                      ci: float | None, n_boot: int, random_state: int | None,
-                     weighting: str = "question") -> pl.DataFrame:
+                     weighting: str = "question", *, weights: np.ndarray | None = None) -> pl.DataFrame:
+    """Distinct query sequences per problem and overlap with base, with bootstrap intervals.
+
+    ``weights`` are the caller's bootstrap draw counts ``(n_boot, n_q)`` (:func:`reweighting`
+    draws them once for all its stages); without them they are drawn here from
+    ``random_state``'s bootstrap stream, which gives the same array.
+    """
     keys = query_sequence_keys(pair)
     frame = pl.DataFrame({"arm": pair["arm"], "q": q_idx, "seq": keys})
     base_set = frame.filter(pl.col("arm") == base).select("q", "seq").unique().with_columns(
         pl.lit(True).alias("in_base"))
     frame = frame.join(base_set, on=["q", "seq"], how="left").with_columns(pl.col("in_base").fill_null(False))
-    weights = None
-    if ci is not None and n_boot > 0:
+    if ci is None or n_boot <= 0:
+        weights = None
+    elif weights is None:
         weights = question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
     common = _distinct_at_common_n(frame, base, treated, n_q)
     rows = []
@@ -927,7 +936,8 @@ def _distinct_at_common_n(frame: pl.DataFrame, base: str, treated: str, n_q: int
 
 # ----------------------------------------------------------------------------- neighbours
 def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray, n_q: int,
-                         ci: float | None, n_boot: int, random_state: int | None) -> pl.DataFrame:
+                         ci: float | None, n_boot: int, random_state: int | None, *,
+                         weights: np.ndarray | None = None) -> pl.DataFrame:
     """Treated-to-nearest-base distances against base-to-nearest-other-base distances.
 
     ``far_share`` is the share of treated trajectories farther from every base trajectory
@@ -942,6 +952,10 @@ def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray
     the search runs over a few thousand points instead of every row (a brute-force search
     over rows grows with their square). Above ``mechanism.neighbours.EXACT_LIMIT`` distinct
     base points the search is approximate (pynndescent, seeded by ``random_state``).
+
+    ``weights`` are the caller's bootstrap draw counts ``(n_boot, n_q)`` (:func:`reweighting`
+    draws them once for all its stages); without them they are drawn here from
+    ``random_state``'s bootstrap stream, which gives the same array.
     """
     base_xy = coords[~is_t]
     treat_xy = coords[is_t]
@@ -979,8 +993,11 @@ def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray
                     "nn_distance_ratio": mean_t / mean_b, "far_share": agg["treat_far"] / agg["treat_n"]}
 
     point = stats(np.ones((1, n_q)))
-    reps = stats(question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)) \
-        if ci is not None and n_boot > 0 else None
+    reps = None
+    if ci is not None and n_boot > 0:
+        if weights is None:
+            weights = question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
+        reps = stats(weights)
     rows = []
     for name, value in point.items():
         lo, hi = (percentile_interval(reps[name], ci) if reps is not None else (math.nan, math.nan))

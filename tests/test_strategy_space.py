@@ -277,14 +277,13 @@ def test_stability_is_reported_with_every_fit(space):
 def test_stability_matches_a_brute_force_resample(sim):
     """The cached one-matrix bootstrap equals refitting from scratch on each resample."""
     from mechanism._strategies.stability import jaccard_best
-    from mechanism.resample import question_bootstrap_weights
+    from mechanism.resample import question_bootstrap_weights, stream
 
     runs = sim.runs.filter(pl.col("question_id").is_in(sim.runs["question_id"].unique().sort().head(15).implode()))
     sp = StrategySpace(embedder=FAST, n_bootstrap=3, progress=False).fit(runs)
     q = np.unique(runs["question_id"].to_numpy(), return_inverse=True)[1]
     scores = {c: [] for c in range(sp.n_strategies_)}
-    for w in question_bootstrap_weights(q.max() + 1, 3, 0):
-        reps = w[q]
+    for w in question_bootstrap_weights(q.max() + 1, 3, stream(0, "stability")):  # the fit's stability stream
         parts = [runs.filter(pl.Series(q == i)).with_columns(pl.col("question_id") + f"#{copy}")
                  for i in range(q.max() + 1) for copy in range(w[i])]
         boot = pl.concat(parts)
@@ -340,6 +339,70 @@ def test_success_by_arm_matches_brute_force():
     # strategy 1: q1 1/3 right, q2 1/2 wrong, q3 1 right: (1/3 + 1) / (1/3 + 1/2 + 1)
     assert out.filter(pl.col("strategy") == 1)["success_rate"][0] == pytest.approx((1 / 3 + 1) / (1 / 3 + 1 / 2 + 1))
     assert out["n"].to_list() == [3, 3]
+
+
+def test_success_by_arm_intervals_follow_the_seed_policy():
+    """Intervals from the ``"strategy-success"`` stream (checked by recomputing them), the same
+    for the same seed, and a Generator is turned into one integer once."""
+    from mechanism._strategies.description import success_by_arm
+    from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
+
+    frame = pl.DataFrame({"arm": ["a"] * 6 + ["b"] * 6, "question_id": ["q1", "q1", "q1", "q2", "q2", "q3"] * 2,
+                          "strategy": [0, 0, 1, 0, 1, 1, 1, 1, 0, 0, 1, 0],
+                          "correct": [True, False, True, True, False, True, False, True, True, True, True, False]})
+    out = success_by_arm(frame, [0, 1], n_boot=60, random_state=5)
+    assert out.equals(success_by_arm(frame, [0, 1], n_boot=60, random_state=5))
+    assert success_by_arm(frame, [0, 1], n_boot=60, random_state=np.random.default_rng(2)).equals(
+        success_by_arm(frame, [0, 1], n_boot=60, random_state=resolve_seed(np.random.default_rng(2))))
+    assert success_by_arm(frame, [0, 1], n_boot=60, random_state=None)["ci_low"].is_not_null().all()
+    draws = question_bootstrap_weights(3, 60, stream(5, "strategy-success"))
+    for arm in ("a", "b"):
+        sub = frame.filter(pl.col("arm") == arm)
+        q = np.unique(sub["question_id"].to_numpy(), return_inverse=True)[1]
+        n = np.zeros((3, 2))
+        c = np.zeros((3, 2))
+        for qi, s_, ok in zip(q, sub["strategy"].to_list(), sub["correct"].to_list()):
+            n[qi, s_] += 1.0 / (q == qi).sum()
+            c[qi, s_] += ok / (q == qi).sum()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lo, hi = percentile_interval((draws @ c) / (draws @ n), 0.95)
+        got = out.filter(pl.col("arm") == arm).sort("strategy")
+        np.testing.assert_allclose(got["ci_low"].to_numpy(), lo, atol=1e-12)
+        np.testing.assert_allclose(got["ci_high"].to_numpy(), hi, atol=1e-12)
+
+
+def test_bootstrap_stability_follows_the_seed_policy():
+    """Same seed, same stabilities (exactly); another seed, others; a Generator is turned into
+    one integer once; None (fresh entropy) runs."""
+    from mechanism._strategies.stability import bootstrap_stability
+    from mechanism.resample import resolve_seed
+
+    rng = np.random.default_rng(4)
+    question_of = np.repeat(np.arange(30), 4)
+    row_of = rng.integers(0, 12, question_of.size)
+    labels = np.arange(12) % 3
+
+    def cluster(idx: np.ndarray, cnt: np.ndarray) -> np.ndarray:  # depends on the resample
+        return (cnt > np.median(cnt)).astype(np.int64)
+
+    def stability(random_state):  # noqa: ANN001, ANN202
+        return bootstrap_stability(cluster, 12, labels, row_of, question_of, n_boot=25, random_state=random_state)
+
+    assert stability(3) == stability(3)
+    assert stability(3) != stability(4)
+    assert stability(np.random.default_rng(8)) == stability(resolve_seed(np.random.default_rng(8)))
+    assert set(stability(None)) == {0, 1, 2}
+
+
+def test_each_random_purpose_has_its_own_stream():
+    from mechanism.resample import stream
+
+    purposes = ["bootstrap", "stability", "strategy-success", "permutation", "subsample"]
+    draws = np.array([stream(0, p).random(20_000) for p in purposes])
+    corr = np.corrcoef(draws)[np.triu_indices(len(purposes), 1)]
+    assert np.abs(corr).max() < 0.03  # about 4 standard errors of a correlation of independent draws
+    assert np.array_equal(stream(0, "stability").random(5), stream(0, "stability").random(5))
+    assert not np.array_equal(stream(0, "stability").random(5), stream(1, "stability").random(5))
 
 
 def test_merge_small_matches_brute_force():

@@ -121,6 +121,37 @@ def test_same_seed_same_tables_other_seed_other_intervals(run, series):
     assert other.shares["share"].equals(series.shares["share"])
 
 
+def test_seed_may_be_a_generator_or_none_and_accuracy_intervals_pair_with_passkt(run, series):
+    """``random_state`` takes what every entry point takes: an int, a Generator (turned into
+    one integer once) or None (fresh entropy); a bool is refused. Shares and accuracy resample
+    the questions from the same stream as PASS@(k,T), so their intervals are paired."""
+    from mechanism.resample import resolve_seed
+
+    labels = run.truth["strategy"]
+    by_generator = mx.track(run.runs, labels=labels, n_boot=200, random_state=np.random.default_rng(9))
+    by_int = mx.track(run.runs, labels=labels, n_boot=200, random_state=resolve_seed(np.random.default_rng(9)))
+    assert by_generator.to_frame().equals(by_int.to_frame())
+    fresh = mx.track(run.runs, labels=labels, n_boot=50, random_state=None)
+    assert fresh.shares["share"].equals(series.shares["share"]) and fresh.shares["ci_low"].is_not_null().all()
+    with pytest.raises(ValueError, match="random_state"):
+        mx.track(run.runs, labels=labels, random_state=True)
+    curves = mx.pass_at_kt(run.runs, k=[1], t=[5], n_boot=200, random_state=0)
+    for row in curves.iter_rows(named=True):
+        acc = series.accuracy.filter(pl.col("checkpoint") == row["arm"]).row(0, named=True)
+        assert (acc["ci_low"], acc["ci_high"]) == pytest.approx((row["ci_low"], row["ci_high"]), abs=1e-12)
+
+
+def test_a_space_fitted_here_takes_a_generator_or_none():
+    """StrategySpace needs an integer seed in [0, 2**32): with a Generator or None the space gets
+    the resolved integer modulo 2**32, and the same Generator state gives the same series."""
+    small = training_run(steps=(0, 100, 200), n_questions=6, n_samples=4, random_state=1, progress=False)
+    a = mx.track(small.runs, embedder="hashing-64", n_boot=20, random_state=np.random.default_rng(4), progress=False)
+    b = mx.track(small.runs, embedder="hashing-64", n_boot=20, random_state=np.random.default_rng(4), progress=False)
+    assert a.to_frame().equals(b.to_frame()) and a.notes[0].startswith("strategies: a space fitted")
+    fresh = mx.track(small.runs, embedder="hashing-64", n_boot=20, random_state=None, progress=False)
+    assert fresh.checkpoints == a.checkpoints
+
+
 def test_protocol(series):
     assert repr(series).count("\n") == 0 and repr(series).startswith("<Track: 4 checkpoints")
     s = series.summary()

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from mechanism.resample import percentile_interval, question_bootstrap_weights, question_weighted
+from mechanism.resample import (percentile_interval, question_bootstrap_weights, question_weighted, resolve_seed,
+                                stream)
 
 MAX_EXAMPLE_CHARS = 1200
 
@@ -74,13 +75,17 @@ def example_text(question: str | None, steps: list[dict] | None, answer: str | N
 
 
 def success_by_arm(frame: pl.DataFrame, strategies: Sequence[int], *, n_boot: int = 200, level: float = 0.95,
-                   random_state: int = 0) -> pl.DataFrame:
+                   random_state: int | np.random.Generator | None = 0) -> pl.DataFrame:
     """Per strategy and arm: ``n``, question-weighted success rate and its bootstrap interval.
 
     ``frame`` has ``arm, question_id, strategy, correct``. Within an arm every question
     weighs 1 (each trajectory 1 / its question's samples in the arm); the bootstrap
-    resamples questions.
+    resamples questions. ``random_state`` (int, ``numpy.random.Generator`` or None: fresh
+    entropy) is turned into one integer once (:func:`mechanism.resample.resolve_seed`); every
+    arm's resamples come from its ``"strategy-success"`` stream, so arms answering the same
+    questions draw the same resamples.
     """
+    seed = resolve_seed(random_state)
     strategies = list(strategies)
     s_index = {s: i for i, s in enumerate(strategies)}
     rows = []
@@ -95,7 +100,7 @@ def success_by_arm(frame: pl.DataFrame, strategies: Sequence[int], *, n_boot: in
         wn, wc = question_weighted(n, c)
         with np.errstate(invalid="ignore", divide="ignore"):
             rate = wc.sum(0) / wn.sum(0)
-            draws = question_bootstrap_weights(len(qcodes), n_boot, random_state)
+            draws = question_bootstrap_weights(len(qcodes), n_boot, stream(seed, "strategy-success"))
             reps = (draws @ wc) / (draws @ wn)
         lo, hi = percentile_interval(reps, level)
         for s, i in s_index.items():

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mechanism.resample import question_bootstrap_weights
+from mechanism.resample import question_bootstrap_weights, stream
 
 
 def jaccard_best(labels: np.ndarray, other: np.ndarray, weights: np.ndarray) -> dict[int, float]:
@@ -42,7 +42,7 @@ def jaccard_best(labels: np.ndarray, other: np.ndarray, weights: np.ndarray) -> 
 
 def bootstrap_stability(cluster: Callable[[np.ndarray, np.ndarray], np.ndarray], n_rows: int,
                         labels: np.ndarray, row_of: np.ndarray, question_of: np.ndarray, *,
-                        n_boot: int, random_state: int) -> dict[int, float]:
+                        n_boot: int, random_state: int | np.random.Generator | None) -> dict[int, float]:
     """Mean best Jaccard of every strategy over ``n_boot`` question resamples.
 
     Parameters
@@ -54,9 +54,15 @@ def bootstrap_stability(cluster: Callable[[np.ndarray, np.ndarray], np.ndarray],
         Number of the fit's distinct rows, and their strategies.
     row_of, question_of
         For every trajectory: its distinct row and its question (integer codes).
+    n_boot
+        Question resamples.
+    random_state
+        Seed (int, ``numpy.random.Generator`` or None: fresh entropy); the resamples come from
+        its ``"stability"`` stream (:func:`mechanism.resample.stream`), so the same seed gives
+        the same stabilities and they share no draws with the fit's other random steps.
     """
     n_q = int(question_of.max()) + 1 if len(question_of) else 0
-    draws = question_bootstrap_weights(n_q, n_boot, random_state)
+    draws = question_bootstrap_weights(n_q, n_boot, stream(random_state, "stability"))
     acc: dict[int, list[float]] = {int(c): [] for c in np.unique(labels) if c >= 0}
     for w in draws:
         counts = np.bincount(row_of, weights=w[question_of], minlength=n_rows)

@@ -1,0 +1,105 @@
+"""One bootstrap draw per call: ``reweighting`` draws its question-bootstrap weights once and
+shares them between its stages. The stages drew identical weights before (one seed, one
+stream), so the results must be bit-identical to those recorded from the code before the
+change, where every stage drew its own (``tests/recorded/shared_draws.json``, written with
+``b43f094``; ``boundary`` is recorded too, for the same change there)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import mechanism.compare
+from mechanism.boundaries import boundary
+from mechanism.compare import reweighting
+from mechanism.schema import from_records, make_step
+
+FIXTURE = Path(__file__).parent / "recorded" / "shared_draws.json"
+
+
+def reweighting_input() -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """12 questions, 4 samples per arm, query sequences from a small vocabulary, three
+    strategies and outliers, 2-d coordinates with repeated points."""
+    rng = np.random.default_rng(11)
+    records, labels = [], []
+    for arm in ("base", "rl"):
+        for q in range(12):
+            for s in range(4):
+                qs = [f"w{int(v)}" for v in rng.integers(0, 3, rng.integers(0, 3))]
+                ok = bool(rng.random() < (0.3 if arm == "base" else 0.6))
+                records.append({"arm": arm, "question_id": f"q{q:02d}", "sample_id": s, "question": f"question {q}",
+                                "gold": ["x"], "answer": "x" if ok else "y", "correct": ok, "n_rounds": len(qs),
+                                "steps": [make_step(query=v, observation="obs") for v in qs]})
+                labels.append(int(rng.integers(-1, 3)))
+    coords = np.round(rng.normal(size=(len(records), 2)), 1)
+    return from_records(records), np.array(labels), coords
+
+
+def boundary_input() -> pl.DataFrame:
+    """12 questions, 4 base and 6 treated samples (the larger arm is subsampled), rounds 0-3."""
+    rng = np.random.default_rng(12)
+    rows = [{"arm": arm, "question_id": f"q{q:02d}", "sample_id": s, "correct": bool(rng.random() < p),
+             "n_rounds": int(rng.integers(0, 4))}
+            for arm, n, p in (("base", 4, 0.3), ("rl", 6, 0.5)) for q in range(12) for s in range(n)]
+    return pl.DataFrame(rows)
+
+
+def _plain(result: dict) -> dict:
+    """The result as its JSON round trip (floats kept exactly; NaN as the string ``"NaN"`` so that
+    equal results compare equal)."""
+    return json.loads(json.dumps(result), parse_constant=str)
+
+
+def reweighting_result() -> dict:
+    runs, labels, coords = reweighting_input()
+    rw = reweighting(runs, labels, base="base", treated="rl", n_boot=40, n_permutations=30, coordinates=coords,
+                     random_state=5)
+    return _plain(rw.to_dict())
+
+
+def boundary_result() -> dict:
+    b = boundary(boundary_input(), base="base", treated="rl", t=[0, 1, 3], k=[1, 2, 4], n_boot=40, random_state=5)
+    return _plain(b.to_dict())
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, *modules: object) -> list[int]:
+    """Count the calls of ``question_bootstrap_weights`` made through each module's name."""
+    calls: list[int] = []
+    for module in modules:
+        original = module.question_bootstrap_weights
+
+        def wrapped(*args, _original=original, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            calls.append(1)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(module, "question_bootstrap_weights", wrapped)
+    return calls
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict:
+    return json.loads(FIXTURE.read_text(), parse_constant=str)
+
+
+def test_reweighting_is_bit_identical_to_the_result_recorded_before_sharing_the_draws(recorded):
+    out = reweighting_result()
+    assert out["query_sequences"] is not None and out["neighbours"] is not None  # every stage ran
+    assert out == recorded["reweighting"]
+
+
+def test_reweighting_draws_the_question_bootstrap_once(monkeypatch):
+    runs, labels, coords = reweighting_input()
+    calls = _counting(monkeypatch, mechanism.compare)
+    rw = reweighting(runs, labels, base="base", treated="rl", n_boot=20, n_permutations=0, coordinates=coords)
+    assert rw.query_sequences is not None and rw.neighbours is not None
+    assert len(calls) == 1  # was 3: the split, the query sequences and the neighbours
+    calls.clear()
+    reweighting(runs, labels, base="base", treated="rl", ci=None, n_permutations=0, coordinates=coords)
+    assert calls == []
+
+
+def test_boundary_matches_the_result_recorded_before(recorded):
+    assert boundary_result() == recorded["boundary"]
