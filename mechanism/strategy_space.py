@@ -1175,12 +1175,16 @@ def _medoid(points: np.ndarray, weights: np.ndarray) -> int:
 
 
 def _code_id() -> str:
-    """Digest of this module's source: a cached clustering is valid only for the code that made it."""
+    """Digest of the source of this module and of :mod:`mechanism._strategies` (features,
+    clustering, stability, descriptions): a cached clustering is valid only for the code that
+    made it."""
     global _CODE_ID
     if _CODE_ID is None:
         from mechanism.cachefile import digest
 
-        _CODE_ID = digest(Path(__file__).read_bytes())[:16]
+        here = Path(__file__)
+        sources = [here, *sorted((here.parent / "_strategies").glob("*.py"))]
+        _CODE_ID = digest(b"\0".join(p.read_bytes() for p in sources))[:16]
     return _CODE_ID
 
 

@@ -220,3 +220,23 @@ def test_package_keeps_functions_named_like_modules():
             "('segment', 'boundary', 'simulate', 'reweighting', 'integration', 'render', 'StrategySpace')); "
             "mx.plots.strategy_map")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cached_fits_are_keyed_on_the_clustering_code(monkeypatch, tmp_path):
+    """A cached fit holds stability and descriptions, so editing any module of
+    mechanism._strategies (not only strategy_space.py) must miss the cache."""
+    import shutil
+    from pathlib import Path
+
+    import mechanism.strategy_space as ss
+
+    copy = tmp_path / "pkg"
+    shutil.copytree(Path(ss.__file__).parent, copy / "mechanism", ignore=shutil.ignore_patterns("__pycache__"))
+    fake = copy / "mechanism" / "strategy_space.py"
+    monkeypatch.setattr(ss, "__file__", str(fake))
+    monkeypatch.setattr(ss, "_CODE_ID", None)
+    before = ss._code_id()
+    stability = copy / "mechanism" / "_strategies" / "stability.py"
+    stability.write_text(stability.read_text() + "\n# edited\n")
+    monkeypatch.setattr(ss, "_CODE_ID", None)
+    assert ss._code_id() != before
