@@ -465,7 +465,9 @@ def _split(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, problems: 
     q = parts.shape[0]
     point = parts.mean(axis=0)
     # the same question draws as the curves, so every interval here is paired with theirs
-    weights = question_bootstrap_weights(est.questions.size, n_boot, stream(seed, "bootstrap")).astype(np.float64)
+    weights = est.weights
+    if weights is None or weights.shape[0] != n_boot:
+        weights = question_bootstrap_weights(est.questions.size, n_boot, stream(seed, "bootstrap")).astype(np.float64)
     w = weights[:, est.question_index[rows_b]]
     reps = (w @ parts.reshape(q, -1) / w.sum(axis=1)[:, None]).reshape(n_boot, *point.shape)
     low, high = percentile_interval(reps, ci, axis=0)

@@ -64,6 +64,9 @@ class PassEstimate:
         ``(B, G, len(t), len(k))`` bootstrap replicate means, or ``None`` without intervals.
     t_source
         ``"t_cap"`` or ``"truncation"``.
+    weights
+        ``(B, len(questions))`` the bootstrap's question weights (``None`` without intervals):
+        later stages on the same questions reuse them instead of drawing them again.
     """
 
     problems: pl.DataFrame
@@ -79,6 +82,7 @@ class PassEstimate:
     estimate: np.ndarray
     replicates: np.ndarray | None
     t_source: str
+    weights: np.ndarray | None = None
 
 
 def pass_at_kt(
@@ -296,7 +300,7 @@ def estimate_pass(
 
     questions, question_index = np.unique(problems["question_id"].to_numpy().astype(str),
                                           return_inverse=True)
-    replicates = None
+    replicates = weights = None
     if ci is not None:
         # the toolkit's one stream policy: every stage resampling these questions with this
         # seed draws the same replicates (see mechanism.resample.stream)
@@ -312,7 +316,7 @@ def estimate_pass(
     return PassEstimate(problems=problems, groups=groups, k=ks, t=ts, n=n, c=c, values=values,
                         group_index=group_index, question_index=question_index.reshape(-1),
                         questions=questions, estimate=estimate, replicates=replicates,
-                        t_source=source)
+                        t_source=source, weights=weights)
 
 
 def depth_notes(runs: pl.DataFrame, t: Iterable[int], t_source: str) -> list[str]:

@@ -103,3 +103,12 @@ def test_reweighting_draws_the_question_bootstrap_once(monkeypatch):
 
 def test_boundary_matches_the_result_recorded_before(recorded):
     assert boundary_result() == recorded["boundary"]
+
+
+def test_boundary_draws_the_question_bootstrap_once(monkeypatch):
+    import mechanism.boundaries
+    import mechanism.passkt
+
+    calls = _counting(monkeypatch, mechanism.passkt, mechanism.boundaries)
+    boundary(boundary_input(), base="base", treated="rl", t=[0, 1, 3], k=[1, 2, 4], n_boot=40, random_state=5)
+    assert len(calls) == 1  # was 2: the curves' replicates and the split of the change
