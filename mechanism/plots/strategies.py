@@ -201,10 +201,10 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
         Add a title.
     """
     if shares is None:
-        from mechanism.parallel import strategy_shares
+        from mechanism.parallel import strategy_shares as question_weighted_shares
 
         assigned = assigned if assigned is not None else space.assign(runs)
-        shares = strategy_shares(assigned, ci=None)
+        shares = question_weighted_shares(assigned, ci=None)
     arms = list(arms) if arms is not None else sorted(shares["arm"].unique().to_list())
     desc = described if described is not None else space.describe()
     keep = [s for s in desc["strategy"].to_list() if s >= 0][:top]

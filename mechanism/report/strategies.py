@@ -170,7 +170,7 @@ def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN
         ``text`` is the description table: the ten largest strategies with their success
         rate and share per arm; ``results`` holds the :class:`Placement`.
     """
-    from mechanism.parallel import strategy_shares
+    from mechanism.parallel import strategy_shares as question_weighted_shares
     from mechanism.plots.strategies import plot_strategy_shares, strategy_map, strategy_table
 
     out = Path(out)
@@ -182,7 +182,7 @@ def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN
     section = Section(results=[placement])
     desc = described if described is not None else space.describe()
     write_table(section, csv_ready(desc), out / "strategies.csv")
-    table = strategy_shares(assigned, ci=ci, n_boot=n_boot, random_state=random_state)
+    table = question_weighted_shares(assigned, ci=ci, n_boot=n_boot, random_state=random_state)
     write_table(section, table, out / "shares.csv")
     write_table(section, assigned.select("arm", "question_id", "sample_id", "strategy", "distance", "outlier"),
                 out / "labels.parquet")
