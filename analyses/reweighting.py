@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from mechanism.report import rounds_labels, write_reweighting as write_outputs
+from mechanism.report import csv_ready, rounds_labels, write_reweighting as write_outputs
 
 from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
 
@@ -41,7 +41,7 @@ def space_labels(runs: pl.DataFrame, seed: int, out: Path) -> tuple[np.ndarray, 
     space = StrategySpace(random_state=seed, progress=None).fit(runs)
     described = space.describe()
     out.mkdir(parents=True, exist_ok=True)
-    described.with_columns(pl.col(pl.List(pl.String)).list.join("; ")).write_csv(out / "strategies_described.csv")
+    csv_ready(described).write_csv(out / "strategies_described.csv")
     names = {}
     for row in described.iter_rows(named=True):
         moves = [MOVE_NAMES.get(m.strip(), m.strip()) for m in (row["typical_moves"] or "").split(">")]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
+from mechanism.parallel import strategy_shares
 from mechanism.report import write_strategies
 from mechanism.strategy_space import StrategySpace
 
@@ -29,7 +30,8 @@ def simulated(out: Path, *, embedder: str | None, seed: int) -> str:
 
     sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     space = StrategySpace(embedder=embedder, random_state=seed, progress=None).fit(sim.runs)
-    text = write_strategies(space, sim.runs, out, arms=["base", "rl", "sft"], title="Simulated default").text
+    text = write_strategies(space, sim.runs, out, arms=["base", "rl", "sft"], title="Simulated default",
+                            random_state=seed).text
     keys = ["arm", "question_id", "sample_id"]
     truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
     fresh = simulate(n_questions=100, n_samples=16, random_state=seed + 1, progress=None)
@@ -51,12 +53,18 @@ def fireact(out: Path, path: Path, *, embedder: str | None, seed: int) -> str:
     arms = [a for a in ("llama-2-7b", "llama-2-13b", "gpt-3.5-turbo") if a in runs["arm"].to_list()]
     arms += sorted(set(runs["arm"].to_list()) - set(arms))
     space = StrategySpace(embedder=embedder, random_state=seed, progress=None).fit(runs)
-    text = write_strategies(space, runs, out, arms=arms, title="FireAct HotpotQA agents").text
-    no_search = space.describe().filter(pl.col("no_search_share") == 1.0)["strategy"].to_list()
-    labels = pl.DataFrame({"arm": runs["arm"], "strategy": space.labels_})
-    share = labels.group_by("arm").agg(pl.col("strategy").is_in(no_search).mean().alias("s")).sort("arm")
+    described = space.describe()
+    text = write_strategies(space, runs, out, arms=arms, title="FireAct HotpotQA agents", described=described,
+                            random_state=seed).text
+    no_search = described.filter(pl.col("no_search_share") == 1.0)["strategy"].to_list()
+    # compared between agents, so questions weigh equally within each (FireAct has one sample per question)
+    shares = strategy_shares(runs.select("arm", "question_id").with_columns(strategy=pl.Series(space.labels_)),
+                             ci=None)
+    share = {arm: 0.0 for arm in sorted(arms)}
+    for r in shares.filter(pl.col("strategy").is_in(no_search)).iter_rows(named=True):
+        share[r["arm"]] += r["share"]
     text += "\n  share in no-search strategies: " + ", ".join(
-        f"{r['arm']} {r['s']:.1%}" for r in share.iter_rows(named=True))
+        f"{arm} {s:.1%}" for arm, s in share.items())
     (out / "summary.txt").write_text(text + "\n", encoding="utf-8")
     return text
 

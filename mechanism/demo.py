@@ -77,7 +77,8 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
 
     from mechanism.checkpoints import track
     from mechanism.readers import read
-    from mechanism.report.strategies import place, strategy_shares
+    from mechanism.parallel import strategy_shares
+    from mechanism.report.strategies import place
     from mechanism.report.study import write_report
     from mechanism.report.track import TRACK_FIGURES, write_track
     from mechanism.simulation import simulate, training_run
@@ -127,8 +128,10 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
                    random_state=random_state + 1, progress=progress).runs.with_columns(arm=pl.lit("rl-new"))
     loaded = StrategySpace.load(out / "space", cache_dir=cache, progress=progress)
     new_labels = place(loaded, new, map_xy=False).labels
-    shares = strategy_shares(pl.concat([runs.select("arm"), new.select("arm")]).with_columns(
-        strategy=pl.Series(np.concatenate([labels, new_labels]).astype(np.int64))))
+    # compared between arms, so questions weigh equally within each (the design rule), with intervals
+    shares = strategy_shares(pl.concat([runs.select("arm", "question_id"), new.select("arm", "question_id")])
+                             .with_columns(strategy=pl.Series(np.concatenate([labels, new_labels]).astype(np.int64))),
+                             random_state=random_state)
     shares.write_csv(out / "strategies" / "shares_with_new_checkpoint.csv")
     paired = (shares.filter(pl.col("arm") == "rl").select("strategy", rl="share")
               .join(shares.filter(pl.col("arm") == "rl-new").select("strategy", new="share"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import matplotlib
 import pytest
 
-from mechanism.plots.strategies import strategy_label, strategy_map, strategy_shares, strategy_table
+from mechanism.plots.strategies import plot_strategy_shares, strategy_label, strategy_map, strategy_table
 from mechanism.plots.style import close, save_figure
 from mechanism.simulation import simulate
 from mechanism.strategy_space import StrategySpace
@@ -19,7 +19,7 @@ def fitted():
 def test_figures_save_and_leave_rcparams_alone(tmp_path, fitted):
     runs, space = fitted
     before = dict(matplotlib.rcParams)
-    for stem, fig in (("map", strategy_map(space, runs)), ("shares", strategy_shares(space, runs)),
+    for stem, fig in (("map", strategy_map(space, runs)), ("shares", plot_strategy_shares(space, runs)),
                       ("table", strategy_table(space))):
         paths = save_figure(fig, tmp_path, stem)
         assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 1000 for p in paths)
@@ -52,7 +52,7 @@ def test_untrusted_arm_names_are_drawn_literally(tmp_path):
     evil = r"$\evil{$"
     runs = runs.with_columns(pl.when(pl.col("arm") == "rl").then(pl.lit(evil)).otherwise(pl.col("arm")).alias("arm"))
     space = StrategySpace(embedder="hashing-32", progress=False).fit(runs)
-    for stem, fig in (("map", strategy_map(space, runs)), ("shares", strategy_shares(space, runs)),
+    for stem, fig in (("map", strategy_map(space, runs)), ("shares", plot_strategy_shares(space, runs)),
                       ("table", strategy_table(space))):
         save_figure(fig, tmp_path, stem)
         close(fig)

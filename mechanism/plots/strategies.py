@@ -8,6 +8,7 @@ and a malformed expression makes saving the figure fail).
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -77,6 +78,12 @@ def strategy_label(strategy: int, typical_moves: str | None, typical_member: str
     return f"S{strategy} " + " › ".join(collapsed)
 
 
+def _names(described: pl.DataFrame) -> dict[int, str]:
+    """Strategy id -> :func:`strategy_label`, from ``StrategySpace.describe()``."""
+    return {r["strategy"]: strategy_label(r["strategy"], r["typical_moves"], r["typical_member"], name=r.get("name"))
+            for r in described.iter_rows(named=True)}
+
+
 _COLORS = [c for c in PALETTE if c != "#000000"]  # black marks outliers
 
 
@@ -88,7 +95,7 @@ def _colors(n_strategies: int, top: int) -> dict[int, str]:
 
 def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str] | None = None, top: int = 8,
                  panel_size: float = 2.6, assigned: pl.DataFrame | None = None, xy: np.ndarray | None = None,
-                 caption: bool = False) -> Figure:
+                 described: pl.DataFrame | None = None, caption: bool = False) -> Figure:
     """The 2-D strategy map (seeded UMAP of the joined space), one panel per arm.
 
     Each distinct rendering is one marker, its area proportional to how many of the arm's
@@ -108,6 +115,8 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
     assigned, xy
         ``space.assign(runs)`` and ``space.map_coordinates(runs)`` when the caller has them
         (the report layer computes both from one embedding pass).
+    described
+        ``space.describe()`` when the caller has it.
     caption
         Add a title saying how to read the map (default: none; a paper has its own caption).
     """
@@ -117,8 +126,7 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
         pl.Series("x", np.round(xy[:, 0], 4)), pl.Series("y", np.round(xy[:, 1], 4)))
     points = frame.group_by("arm", "strategy", "x", "y").agg(pl.len().alias("n")).sort("arm", "strategy", "x", "y")
     arms = list(arms) if arms is not None else sorted(frame["arm"].unique().to_list())
-    desc = space.describe()
-    names = {r["strategy"]: strategy_label(r["strategy"], r["typical_moves"], r["typical_member"], name=r.get("name")) for r in desc.iter_rows(named=True)}
+    names = _names(described if described is not None else space.describe())
     colors = _colors(space.n_strategies_, top)
     with paper_style():
         ncols = min(len(arms), 3)
@@ -163,24 +171,46 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
     return fig
 
 
-def strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str] | None = None,
-                    top: int = 10, assigned: pl.DataFrame | None = None,
-                    colors: dict[str, str] | None = None, ax: plt.Axes | None = None,
-                    caption: bool = False) -> Figure:
-    """Share of each arm's trajectories in each strategy (grouped horizontal bars).
+def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str] | None = None,
+                         top: int = 10, assigned: pl.DataFrame | None = None, shares: pl.DataFrame | None = None,
+                         described: pl.DataFrame | None = None, colors: dict[str, str] | None = None,
+                         ax: plt.Axes | None = None, caption: bool = False) -> Figure:
+    """Share of each strategy per arm (grouped horizontal bars), questions weighted equally
+    within an arm (:func:`mechanism.parallel.strategy_shares`), the ``top`` largest strategies.
 
-    ``assigned`` is ``space.assign(runs)`` when the caller has it; ``colors`` maps arms to
-    colours (default :func:`~mechanism.plots.style.arm_colors`); ``ax`` draws into an existing
-    axes; ``caption`` adds a title.
+    Parameters
+    ----------
+    space
+        A fitted :class:`~mechanism.strategy_space.StrategySpace`.
+    runs
+        Trajectories to show (assigned without refitting).
+    arms
+        Bars per strategy, in order (default: every arm, sorted).
+    top
+        How many of the largest strategies to show.
+    assigned
+        ``space.assign(runs)`` when the caller has it.
+    shares
+        ``arm, strategy, share`` (:func:`mechanism.parallel.strategy_shares` of ``assigned``)
+        when the caller has it; otherwise computed here without intervals.
+    described
+        ``space.describe()`` when the caller has it.
+    colors
+        Arm -> colour (default :func:`~mechanism.plots.style.arm_colors`).
+    ax
+        Draw into an existing axes.
+    caption
+        Add a title.
     """
-    assigned = assigned if assigned is not None else space.assign(runs)
-    arms = list(arms) if arms is not None else sorted(assigned["arm"].unique().to_list())
-    counts = assigned.group_by("arm", "strategy").agg(pl.len().alias("n"))
-    totals = assigned.group_by("arm").agg(pl.len().alias("total"))
-    shares = counts.join(totals, on="arm").with_columns((pl.col("n") / pl.col("total")).alias("share"))
-    desc = space.describe()
+    if shares is None:
+        from mechanism.parallel import strategy_shares as question_weighted_shares
+
+        assigned = assigned if assigned is not None else space.assign(runs)
+        shares = question_weighted_shares(assigned, ci=None)
+    arms = list(arms) if arms is not None else sorted(shares["arm"].unique().to_list())
+    desc = described if described is not None else space.describe()
     keep = [s for s in desc["strategy"].to_list() if s >= 0][:top]
-    names = {r["strategy"]: strategy_label(r["strategy"], r["typical_moves"], r["typical_member"], name=r.get("name")) for r in desc.iter_rows(named=True)}
+    names = _names(desc)
     colors = {**arm_colors(arms), **(colors or {})}
     with paper_style():
         if ax is None:
@@ -189,13 +219,13 @@ def strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[
             fig = ax.figure
         height = 0.8 / max(len(arms), 1)
         for i, arm in enumerate(arms):
-            sub = dict(zip(*shares.filter(pl.col("arm") == arm).select("strategy", "share").to_dict(as_series=False).values()))
+            sub = dict(shares.filter(pl.col("arm") == arm).select("strategy", "share").iter_rows())
             vals = [sub.get(s, 0.0) for s in keep]
             ax.barh(np.arange(len(keep)) + (i - (len(arms) - 1) / 2) * height, vals, height=height,
                     color=colors[arm], label=_plain(arm))
         ax.set_yticks(np.arange(len(keep)), [names[s] for s in keep])
         ax.invert_yaxis()
-        ax.set_xlabel("share of the arm's trajectories")
+        ax.set_xlabel("share of the arm (questions weighted equally)")
         ax.grid(axis="y", visible=False)
         ax.legend(title="arm", loc="lower right")
         if caption:
@@ -203,9 +233,18 @@ def strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[
     return fig
 
 
-def strategy_table(space: StrategySpace, *, top: int = 12, caption: bool = False) -> Figure:
-    """The strategies as a table figure: size, share, success rate per arm (with its n), keywords."""
-    desc = space.describe().filter(pl.col("strategy") >= 0).head(top)
+def strategy_shares(*args, **kwargs) -> Figure:
+    """Deprecated name of :func:`plot_strategy_shares`."""
+    warnings.warn("`mechanism.plots.strategy_shares` is deprecated; use `mechanism.plots.plot_strategy_shares`",
+                  DeprecationWarning, stacklevel=2)
+    return plot_strategy_shares(*args, **kwargs)
+
+
+def strategy_table(space: StrategySpace, *, top: int = 12, described: pl.DataFrame | None = None,
+                   caption: bool = False) -> Figure:
+    """The strategies as a table figure: size, share, success rate per arm (with its n), keywords;
+    ``described`` is ``space.describe()`` when the caller has it."""
+    desc = (described if described is not None else space.describe()).filter(pl.col("strategy") >= 0).head(top)
     arms = [c[len("n["):-1] for c in desc.columns if c.startswith("n[")]
     header = ["strategy", "n", "share", *[f"success\n{_plain(a)}" for a in arms], "keywords"]
     rows = []

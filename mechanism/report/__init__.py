@@ -16,7 +16,7 @@ import importlib
 _EXPORTS = {
     "Section": "mechanism.report._section",
     "write_passkt": "mechanism.report.passkt",
-    "write_strategies": "mechanism.report.strategies", "strategy_shares": "mechanism.report.strategies",
+    "write_strategies": "mechanism.report.strategies", "pooled_share_table": "mechanism.report.strategies",
     "csv_ready": "mechanism.report.strategies",
     "write_reweighting": "mechanism.report.reweighting", "describe_reweighting": "mechanism.report.reweighting",
     "rounds_labels": "mechanism.report.reweighting",
@@ -24,14 +24,17 @@ _EXPORTS = {
     "write_track": "mechanism.report.track",
     "write_page": "mechanism.report.page", "write_report": "mechanism.report.study", "Report": "mechanism.report.study",
 }
+#: old names: still importable, each warns (when called) with its new name
+_DEPRECATED = {"strategy_shares": "mechanism.report.strategies"}
 
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
-    if name not in _EXPORTS:
+    where = _EXPORTS.get(name) or _DEPRECATED.get(name)
+    if where is None:
         raise AttributeError(f"module 'mechanism.report' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    value = getattr(importlib.import_module(where), name)
     globals()[name] = value
     return value
 

@@ -1,7 +1,6 @@
 """Information-integration files: per-arm rates, the retrieval/integration split, figures, findings."""
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -9,6 +8,7 @@ from typing import Any
 import polars as pl
 
 from mechanism.report._section import Section
+from mechanism.report._write import write_figures, write_json, write_table, write_tables, write_text
 
 
 def write_integration(runs: pl.DataFrame, out: str | Path, *, arms: Sequence[str] | None = None,
@@ -31,7 +31,6 @@ def write_integration(runs: pl.DataFrame, out: str | Path, *, arms: Sequence[str
     """
     from mechanism.information import integration
     from mechanism.plots.integration import plot_integration_grid, plot_integration_shift, plot_integration_split
-    from mechanism.plots.style import close, save_figure
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -39,19 +38,9 @@ def write_integration(runs: pl.DataFrame, out: str | Path, *, arms: Sequence[str
                       n_boot=n_boot, random_state=random_state, logprobs_column=logprobs_column,
                       model_path=model_path)
     section = Section(results=[res])
-    for name, table in res.tables().items():
-        if name == "per_trajectory":
-            continue
-        if table is not None:
-            path = out / f"{name}.csv"
-            table.write_csv(path)
-            section.written.append(path)
-    path = out / "per_trajectory.parquet"
-    res.per_trajectory.write_parquet(path)
-    section.written.append(path)
-    path = out / "integration.json"
-    path.write_text(json.dumps(res.to_dict(), indent=2) + "\n", encoding="utf-8")
-    section.written.append(path)
+    write_tables(section, out, [(name, table) for name, table in res.tables().items() if name != "per_trajectory"])
+    write_table(section, res.per_trajectory, out / "per_trajectory.parquet")
+    write_json(section, out / "integration.json", res.to_dict())
     if figures:
         shown = title if caption else None
         figs = [("integration_grid", plot_integration_grid(res, title=shown))]
@@ -60,13 +49,9 @@ def write_integration(runs: pl.DataFrame, out: str | Path, *, arms: Sequence[str
                                                                      caption=caption)))
         if res.shift is not None:
             figs.append(("integration_shift", plot_integration_shift(res, names=names, title=shown)))
-        for stem, fig in figs:
-            section.add_figure(save_figure(fig, out, stem), stem)
-            close(fig)
+        write_figures(section, out, figs)
     section.text = describe_integration(res)
-    path = out / "summary.txt"
-    path.write_text(section.text + "\n", encoding="utf-8")
-    section.written.append(path)
+    write_text(section, out / "summary.txt", section.text)
     return section
 
 

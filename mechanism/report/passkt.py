@@ -8,6 +8,7 @@ import polars as pl
 
 from mechanism.errors import InputError
 from mechanism.report._section import Section
+from mechanism.report._write import write_figures, write_table, write_tables, write_text
 
 
 def arm_order(arms: Sequence[str]) -> list[str]:
@@ -64,7 +65,7 @@ def write_passkt(
     from mechanism.passkt import default_k, depth_notes, pass_at_kt, pass_at_kt_per_problem, within_t_shares
     from mechanism.plots.passkt import (plot_boundary, plot_gap_over_t, plot_gap_surface, plot_pass_curves,
                                         plot_pass_over_t, plot_pass_surfaces)
-    from mechanism.plots.style import arm_colors, close, safe_filename, save_figure
+    from mechanism.plots.style import arm_colors, safe_filename
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -72,12 +73,9 @@ def write_passkt(
     arms = sorted(runs["arm"].unique().to_list()) if "arm" in runs.columns else []
     curves = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=random_state, t_source=t_source)
     section = Section()
-    path = out / "pass_at_kt.csv"
-    curves.write_csv(path)
-    section.written.append(path)
-    path = out / "pass_at_kt_per_problem.parquet"
-    pass_at_kt_per_problem(runs, k=ks, t=t, t_source=t_source).write_parquet(path)
-    section.written.append(path)
+    write_table(section, curves, out / "pass_at_kt.csv")
+    write_table(section, pass_at_kt_per_problem(runs, k=ks, t=t, t_source=t_source),
+                out / "pass_at_kt_per_problem.parquet")
     order = arm_order(arms)
     colors = dict(colors) if colors is not None else arm_colors(order)
     source = curves["t_source"][0] if curves.height else t_source
@@ -108,9 +106,7 @@ def write_passkt(
         made = ([("pass_curves", plot_pass_curves(curves, arms=order, colors=colors)),
                  ("pass_surfaces", plot_pass_surfaces(curves, arms=order))] if len(ks) > 1
                 else [("pass_over_t", plot_pass_over_t(curves, k=ks[0], arms=order, colors=colors))])
-        for stem, fig in made:
-            section.add_figure(save_figure(fig, out, stem), stem)
-            close(fig)
+        write_figures(section, out, made)
 
     if base is None and "base" in arms:
         base = "base"
@@ -129,22 +125,17 @@ def write_passkt(
             section.results.append(result)
             folder = out / name
             folder.mkdir(parents=True, exist_ok=True)
-            for table_name, frame in result.tables().items():
-                path = folder / f"{table_name}.csv"
-                frame.write_csv(path)
-                section.written.append(path)
+            write_tables(section, folder, result.tables().items())
             text = str(result.summary())
-            (folder / "summary.txt").write_text(text + "\n", encoding="utf-8")
-            section.written.append(folder / "summary.txt")
+            write_text(section, folder / "summary.txt", text)
             lines.append(text)
             if figures:
                 gap_fig = (plot_gap_surface(result.gap, base=base, treated=other, t_source=result.t_source)
                            if len(ks) > 1 else plot_gap_over_t(result.gap, base=base, treated=other, colors=colors,
                                                                t_source=result.t_source))
-                for stem, fig in (("gap_surface" if len(ks) > 1 else "gap_over_t", gap_fig),
-                                  ("boundary", plot_boundary(result, colors=colors))):
-                    section.add_figure(save_figure(fig, folder, stem), f"{name}/{stem}")
-                    close(fig)
+                write_figures(section, folder, [("gap_surface" if len(ks) > 1 else "gap_over_t", gap_fig),
+                                                ("boundary", plot_boundary(result, colors=colors))],
+                              prefix=f"{name}/")
     section.text = "\n".join(lines)
     return section
 

@@ -1,7 +1,6 @@
 """Reweighting files: the long summary table, per-comparison tables, figures and the findings in words."""
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ import polars as pl
 
 from mechanism.errors import InputError
 from mechanism.report._section import Section
+from mechanism.report._write import write_figures, write_json, write_table, write_tables, write_text
 
 
 def rounds_labels(runs: pl.DataFrame, *, cap: int = 5) -> np.ndarray:
@@ -41,7 +41,7 @@ def write_reweighting(runs: pl.DataFrame, labels: Any, out: str | Path, *, base:
     """
     from mechanism.compare import reweighting
     from mechanism.plots.reweighting import plot_decomposition, plot_share_success
-    from mechanism.plots.style import close, safe_filename, save_figure
+    from mechanism.plots.style import safe_filename
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -61,9 +61,7 @@ def write_reweighting(runs: pl.DataFrame, labels: Any, out: str | Path, *, base:
     section = Section(results=list(results))
     frames = [rw.to_frame().select(pl.lit(rw.base).alias("base"), pl.lit(rw.treated).alias("treated"), pl.all())
               for rw in results]
-    path = out / "reweighting_summary.csv"
-    pl.concat(frames).write_csv(path)
-    section.written.append(path)
+    write_table(section, pl.concat(frames), out / "reweighting_summary.csv")
     lines = [f"Reweighting against `{base}`"
              + (f" (strata: {label_source})" if label_source else "")
              + (f"; {int(round(ci * 100))}% bootstrap intervals over questions ({n_boot} replicates)"
@@ -72,28 +70,17 @@ def write_reweighting(runs: pl.DataFrame, labels: Any, out: str | Path, *, base:
     for rw, name in zip(results, folders):
         folder = out / name
         folder.mkdir(parents=True, exist_ok=True)
-        for table_name in ("strategies", "query_sequences", "neighbours"):
-            table = getattr(rw, table_name)
-            if table is not None:
-                path = folder / f"{table_name}.csv"
-                table.write_csv(path)
-                section.written.append(path)
-        path = folder / "reweighting.json"
-        path.write_text(json.dumps(rw.to_dict(), indent=2) + "\n", encoding="utf-8")
-        section.written.append(path)
+        write_tables(section, folder, [(table_name, getattr(rw, table_name))
+                                       for table_name in ("strategies", "query_sequences", "neighbours")])
+        write_json(section, folder / "reweighting.json", rw.to_dict())
         lines.append(describe_reweighting(rw))
     if figures and results:
         shown = title if caption else None
-        for stem, fig in (("share_success", plot_share_success(results, title=shown, names=names, colors=colors,
-                                                               caption=caption)),
-                          ("decomposition", plot_decomposition(results, title=shown, names=names, colors=colors,
-                                                               caption=caption))):
-            section.add_figure(save_figure(fig, out, stem), stem)
-            close(fig)
+        write_figures(section, out, [
+            ("share_success", plot_share_success(results, title=shown, names=names, colors=colors, caption=caption)),
+            ("decomposition", plot_decomposition(results, title=shown, names=names, colors=colors, caption=caption))])
     section.text = "\n".join(lines)
-    path = out / "summary.txt"
-    path.write_text(section.text + "\n", encoding="utf-8")
-    section.written.append(path)
+    write_text(section, out / "summary.txt", section.text)
     return section
 
 

@@ -1,6 +1,7 @@
 """Strategy-space files: the description table, shares per arm, labels and the three figures."""
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.report._section import Section
+from mechanism.report._write import write_figures, write_table
 
 
 @dataclass
@@ -64,11 +66,26 @@ def fit_and_place(fit_rows: pl.DataFrame, runs: pl.DataFrame, *, map_xy: bool = 
     return space, placement
 
 
-def strategy_shares(labels: pl.DataFrame) -> pl.DataFrame:
-    """Share of each strategy per arm (``arm, strategy, n, share``), from an ``assign`` table."""
+def pooled_share_table(labels: pl.DataFrame) -> pl.DataFrame:
+    """Share of each strategy among an arm's trajectories, pooled (``arm, strategy, n, share``),
+    from a table with ``arm`` and ``strategy`` columns (e.g. an ``assign`` table).
+
+    Every trajectory counts once, so a question with more samples weighs more: a description of
+    one arm, not a comparison between arms. To compare arms (the design rule: questions weigh
+    equally within an arm, with intervals), use :func:`mechanism.parallel.strategy_shares`,
+    as :func:`write_strategies` does.
+    """
     return (labels.group_by("arm", "strategy").agg(pl.len().cast(pl.Int64).alias("n"))
             .with_columns((pl.col("n") / pl.col("n").sum().over("arm")).alias("share"))
             .sort("arm", "strategy"))
+
+
+def strategy_shares(labels: pl.DataFrame) -> pl.DataFrame:
+    """Deprecated name of :func:`pooled_share_table`."""
+    warnings.warn("`mechanism.report.strategy_shares` is deprecated; use `mechanism.report.pooled_share_table` "
+                  "(pooled), or `mechanism.strategy_shares` to compare arms (questions weighted equally)",
+                  DeprecationWarning, stacklevel=2)
+    return pooled_share_table(labels)
 
 
 def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
@@ -93,11 +110,12 @@ def strategy_names(described: pl.DataFrame) -> dict[int, str]:
 
 
 def description_text(space, table: pl.DataFrame, arms: Sequence[str], *, title: str,  # noqa: ANN001
-                     n_rows: int, top: int = 10) -> str:
-    """The description table as text: the ``top`` largest strategies, success, size and share per arm."""
+                     n_rows: int, top: int = 10, described: pl.DataFrame | None = None) -> str:
+    """The description table as text: the ``top`` largest strategies, success, size and share per
+    arm (``table``: ``arm, strategy, share``); ``described`` is ``space.describe()`` when the caller has it."""
     from mechanism.plots.strategies import strategy_label
 
-    desc = space.describe()
+    desc = described if described is not None else space.describe()
     lines = [f"{title}: {n_rows:,} trajectories, {space.n_strategies_} strategies "
              f"(embedder {space.embedding_model_}, method {space.method}, resolution {space.resolution})"]
     share = {(r["arm"], r["strategy"]): r["share"] for r in table.iter_rows(named=True)}
@@ -112,12 +130,16 @@ def description_text(space, table: pl.DataFrame, arms: Sequence[str], *, title: 
 
 def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN001 - a fitted StrategySpace
                      arms: Sequence[str] | None = None, title: str = "strategies", figures: bool = True,
-                     colors: Mapping[str, str] | None = None, placement: Placement | None = None) -> Section:
+                     colors: Mapping[str, str] | None = None, placement: Placement | None = None,
+                     described: pl.DataFrame | None = None, ci: float | None = 0.95, n_boot: int = 1000,
+                     random_state: int = 0) -> Section:
     """Figures and tables of a fitted space on ``runs``.
 
     Writes the ``strategy_map``, ``strategy_shares`` and ``strategy_table`` figures (PNG and
     PDF), ``strategies.csv`` (the description of every strategy), ``labels.parquet`` (the
-    strategy of every row) and ``shares.csv`` (share of each strategy per arm) to ``out``.
+    strategy of every row) and ``shares.csv`` (share of each strategy per arm, questions
+    weighted equally within the arm, with bootstrap intervals over questions:
+    :func:`mechanism.parallel.strategy_shares`) to ``out``.
 
     Parameters
     ----------
@@ -137,6 +159,10 @@ def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN
         Arm -> colour shared by the report's figures.
     placement
         :func:`place` of ``runs``, when the caller has it already (nothing is embedded again).
+    described
+        ``space.describe()``, when the caller has it already.
+    ci, n_boot, random_state
+        Interval level (``None``: none), bootstrap replicates and seed of the shares' intervals.
 
     Returns
     -------
@@ -144,8 +170,8 @@ def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN
         ``text`` is the description table: the ten largest strategies with their success
         rate and share per arm; ``results`` holds the :class:`Placement`.
     """
-    from mechanism.plots.strategies import strategy_map, strategy_shares as plot_shares, strategy_table
-    from mechanism.plots.style import close, save_figure
+    from mechanism.parallel import strategy_shares as question_weighted_shares
+    from mechanism.plots.strategies import plot_strategy_shares, strategy_map, strategy_table
 
     out = Path(out)
     arms = list(arms) if arms is not None else sorted(runs["arm"].unique().to_list())
@@ -154,24 +180,18 @@ def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN
         placement = place(space, runs, map_xy=figures)
     assigned = placement.assigned.drop("rendering", "moves")
     section = Section(results=[placement])
-    desc = space.describe()
-    path = out / "strategies.csv"
-    csv_ready(desc).write_csv(path)
-    section.written.append(path)
-    table = strategy_shares(assigned)
-    path = out / "shares.csv"
-    table.write_csv(path)
-    section.written.append(path)
-    path = out / "labels.parquet"
-    assigned.select("arm", "question_id", "sample_id", "strategy", "distance", "outlier").write_parquet(path)
-    section.written.append(path)
+    desc = described if described is not None else space.describe()
+    write_table(section, csv_ready(desc), out / "strategies.csv")
+    table = question_weighted_shares(assigned, ci=ci, n_boot=n_boot, random_state=random_state)
+    write_table(section, table, out / "shares.csv")
+    write_table(section, assigned.select("arm", "question_id", "sample_id", "strategy", "distance", "outlier"),
+                out / "labels.parquet")
     if figures:
-        for stem, fig in (("strategy_map", strategy_map(space, runs, arms=arms, assigned=placement.assigned,
-                                                        xy=placement.map_xy)),
-                          ("strategy_shares", plot_shares(space, runs, arms=arms, assigned=placement.assigned,
-                                                          colors=colors)),
-                          ("strategy_table", strategy_table(space))):
-            section.add_figure(save_figure(fig, out, stem), stem)
-            close(fig)
-    section.text = description_text(space, table, arms, title=title, n_rows=runs.height)
+        write_figures(section, out, [
+            ("strategy_map", strategy_map(space, runs, arms=arms, assigned=placement.assigned, xy=placement.map_xy,
+                                          described=desc)),
+            ("strategy_shares", plot_strategy_shares(space, runs, arms=arms, assigned=placement.assigned,
+                                                     shares=table, described=desc, colors=colors)),
+            ("strategy_table", strategy_table(space, described=desc))])
+    section.text = description_text(space, table, arms, title=title, n_rows=runs.height, described=desc)
     return section

@@ -185,20 +185,22 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
         else:
             space_note = "the given fitted space, applied without refitting"
         placement = place(space, runs)
+    described = space.describe()  # one description for every table, figure and name below
+    names = strategy_names(described)
     sections["strategies"] = write_strategies(space, runs, out / "strategies", arms=shown,
                                               title=f"Strategies ({space_note})", colors=colors,
-                                              placement=placement)
+                                              placement=placement, described=described, ci=ci, n_boot=n_boot,
+                                              random_state=random_state)
     lap("strategies")
 
     sections["reweighting"] = write_reweighting(
         runs, placement.labels, out / "reweighting", base=base, treated=treated, ci=ci, n_boot=n_boot,
         n_permutations=n_permutations, random_state=random_state, coordinates=placement.coordinates,
-        label_source=f"strategies of the space {space_note}", names=strategy_names(space.describe()),
-        colors=colors)
+        label_source=f"strategies of the space {space_note}", names=names, colors=colors)
     lap("reweighting")
 
     sections["integration"] = write_integration(runs, out / "integration", arms=shown, base=base, ci=ci,
-                                                labels=placement.labels, names=strategy_names(space.describe()),
+                                                labels=placement.labels, names=names,
                                                 n_boot=n_boot, random_state=random_state, colors=colors)
     lap("integration")
 

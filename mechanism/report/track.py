@@ -1,10 +1,10 @@
 """Checkpoint-series files: per-checkpoint tables with intervals and the figures over training."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from mechanism.report._section import Section
+from mechanism.report._write import write_figures, write_json, write_tables, write_text
 
 #: figure stem -> caption, in page order
 TRACK_FIGURES = {
@@ -29,21 +29,15 @@ def write_track(result, out: str | Path, *, figures: bool = True, caption: bool 
     -------
     Section
     """
-    from mechanism.plots.style import close, save_figure
     from mechanism.plots.track import (plot_track_divergence, plot_track_passkt, plot_track_share_panels,
                                        plot_track_shares, plot_track_split)
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     section = Section(results=[result])
-    for name, table in (("shares", result.shares), ("passkt", result.passkt), ("split", result.split),
-                        ("divergence", result.divergence), ("accuracy", result.accuracy)):
-        path = out / f"{name}.csv"
-        table.write_csv(path)
-        section.written.append(path)
-    path = out / "track.json"
-    path.write_text(json.dumps(result.to_dict(), indent=2, default=float) + "\n", encoding="utf-8")
-    section.written.append(path)
+    write_tables(section, out, [("shares", result.shares), ("passkt", result.passkt), ("split", result.split),
+                                ("divergence", result.divergence), ("accuracy", result.accuracy)])
+    write_json(section, out / "track.json", result.to_dict(), default=float)
     if figures:
         made = {"shares_over_training": plot_track_shares(result.shares, caption=caption),
                 "share_panels": plot_track_share_panels(result.shares, caption=caption),
@@ -51,14 +45,8 @@ def write_track(result, out: str | Path, *, figures: bool = True, caption: bool 
                 "passkt_over_training": plot_track_passkt(result.passkt, caption=caption),
                 "divergence_over_training": plot_track_divergence(result.divergence, base=result.base,
                                                                    caption=caption)}
-        for stem, fig in made.items():
-            section.add_figure(save_figure(fig, out, stem), stem)
-            close(fig)
-    path = out / "track.tex"
-    path.write_text(result.to_latex() + "\n", encoding="utf-8")
-    section.written.append(path)
+        write_figures(section, out, made.items())
+    write_text(section, out / "track.tex", result.to_latex())
     section.text = str(result.summary())
-    path = out / "summary.txt"
-    path.write_text(section.text + "\n", encoding="utf-8")
-    section.written.append(path)
+    write_text(section, out / "summary.txt", section.text)
     return section
