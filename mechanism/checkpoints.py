@@ -284,7 +284,7 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
     """
     from mechanism.compare import reweighting
     from mechanism.passkt import pass_at_kt
-    from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
+    from mechanism.resample import percentile_interval, question_bootstrap_weights, question_mean, resolve_seed, stream
 
     if runs.height == 0:
         raise InputError("no trajectories in the input", field="runs")
@@ -359,17 +359,8 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
             share_rows.append((name, step_of[name], order_of[name], int(s), strategy_names.get(int(s), f"S{s}"),
                                float(point[j]), lo[j], hi[j]))
         # accuracy, questions weighing equally
-        n_per = np.bincount(q_idx[rows], minlength=n_q).astype(float)
-        c_per = np.bincount(q_idx[rows], weights=correct[rows], minlength=n_q)
-        present = n_per > 0
-        rate = np.divide(c_per, n_per, out=np.zeros(n_q), where=present)
-        a_lo = a_hi = None
-        if weights is not None:
-            w = weights * present[None, :]
-            reps = (w @ rate) / np.maximum(w.sum(axis=1), 1)
-            a_lo, a_hi = (float(v) for v in percentile_interval(reps, ci))
-        acc_rows.append((name, step_of[name], order_of[name], int(rows.sum()), int(present.sum()),
-                         float(rate[present].mean()) if present.any() else float("nan"), a_lo, a_hi))
+        a_mean, a_lo, a_hi, a_questions = question_mean(q_idx[rows], correct[rows], n_q, weights=weights, level=ci)
+        acc_rows.append((name, step_of[name], order_of[name], int(rows.sum()), a_questions, a_mean, a_lo, a_hi))
     key_schema = {"checkpoint": pl.String, "step": pl.Float64, "order": pl.Int64}
     shares = pl.DataFrame(share_rows, orient="row", schema={
         **key_schema, "strategy": pl.Int64, "name": pl.String, "share": pl.Float64,

@@ -88,6 +88,49 @@ def question_weighted(counts: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarr
 
 # ----------------------------------------------------------------------------- random streams
 
+def question_mean(question_index: np.ndarray, values: np.ndarray, n_questions: int, *,
+                  weights: np.ndarray | None = None, level: float | None = 0.95) -> tuple[float, float | None, float | None, int]:
+    """Mean of ``values`` over questions, each question weighing 1 (its samples averaged first),
+    with a percentile interval over bootstrap ``weights`` of the questions.
+
+    Parameters
+    ----------
+    question_index
+        Each value's question, in ``[0, n_questions)``.
+    values
+        One value per trajectory (e.g. 0/1 correctness).
+    n_questions
+        Questions in the design; those without a value are left out of the mean and of every
+        replicate.
+    weights
+        ``(B, n_questions)`` bootstrap weights (:func:`question_bootstrap_weights`), or ``None``
+        for no interval.
+    level
+        Interval level.
+
+    Returns
+    -------
+    mean, low, high, questions
+        ``low``/``high`` are ``None`` without ``weights``; ``questions`` is how many had a value.
+
+    Examples
+    --------
+    >>> question_mean(np.array([0, 0, 0, 1]), np.array([1., 1., 1., 0.]), 2, weights=None)
+    (0.5, None, None, 2)
+    """
+    n_per = np.bincount(question_index, minlength=n_questions).astype(float)
+    total = np.bincount(question_index, weights=np.asarray(values, dtype=float), minlength=n_questions)
+    present = n_per > 0
+    rate = np.divide(total, n_per, out=np.zeros(n_questions), where=present)
+    mean = float(rate[present].mean()) if present.any() else float("nan")
+    low = high = None
+    if weights is not None and level is not None:
+        w = weights * present[None, :]
+        reps = (w @ rate) / np.maximum(w.sum(axis=1), 1)
+        low, high = (float(v) for v in percentile_interval(reps, level))
+    return mean, low, high, int(present.sum())
+
+
 def resolve_seed(random_state: int | np.random.Generator | np.random.SeedSequence | None) -> int:
     """One integer seed for a whole analysis, whatever ``random_state`` was given.
 

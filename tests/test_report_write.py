@@ -140,3 +140,24 @@ def test_a_report_describes_its_space_once(unbalanced, tmp_path, monkeypatch):
                           progress=False)
     assert len(calls) == 1
     assert (report.out / "strategies" / "strategy_shares.png").is_file()
+
+
+def test_report_accuracy_weighs_questions_equally_with_an_interval():
+    """The page's accuracy line sets arms side by side, so questions weigh equally within an arm
+    (pooled, arm `a` below would read 0.75) and each arm gets its bootstrap interval, checked
+    against the replicates computed by hand from the same weights."""
+    import numpy as np
+
+    from mechanism.report.study import arm_accuracy
+    from mechanism.resample import question_bootstrap_weights, stream
+
+    runs = pl.DataFrame({"arm": ["a"] * 4 + ["b"] * 2, "question_id": ["q1", "q1", "q1", "q2", "q1", "q2"],
+                         "correct": [True, True, True, False, True, False]})
+    got = arm_accuracy(runs, ci=0.9, n_boot=200, random_state=3)
+    assert got["a"]["accuracy"] == 0.5 and got["b"]["accuracy"] == 0.5
+    assert (got["a"]["n"], got["a"]["questions"]) == (4, 2)
+    w = question_bootstrap_weights(2, 200, stream(3, "bootstrap")).astype(float)
+    reps = (w @ np.array([1.0, 0.0])) / w.sum(axis=1)
+    assert got["a"]["ci_low"] == pytest.approx(np.quantile(reps, 0.05))
+    assert got["a"]["ci_high"] == pytest.approx(np.quantile(reps, 0.95))
+    assert arm_accuracy(runs, ci=None)["a"]["ci_low"] is None

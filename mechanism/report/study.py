@@ -213,12 +213,15 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
     integ = sections["integration"].results[0]
     verdicts = [verdict(a, base, boundary=boundaries.get(a), reweighting=rws.get(a), integration=integ)
                 for a in treated]
-    accuracy = runs.group_by("arm").agg(pl.col("correct").mean().alias("accuracy"), pl.len().alias("n"),
-                                        pl.col("question_id").n_unique().alias("questions"))
-    acc = {r["arm"]: r for r in accuracy.iter_rows(named=True)}
+    acc = arm_accuracy(runs, ci=ci, n_boot=n_boot, random_state=random_state)
     what = intro or (f"{runs.height:,} trajectories of arms {', '.join(shown)} "
                      f"({max(r['questions'] for r in acc.values())} questions); reference arm `{base}`.")
-    accuracy_line = "; ".join(f"{a} {acc[a]['accuracy']:.3f} (n = {acc[a]['n']:,})" for a in shown)
+    accuracy_line = "; ".join(
+        f"{a} {acc[a]['accuracy']:.3f}" + (f" [{acc[a]['ci_low']:.3f}, {acc[a]['ci_high']:.3f}]"
+                                           if acc[a]["ci_low"] is not None else "")
+        + f" (n = {acc[a]['n']:,}, {acc[a]['questions']:,} questions)" for a in shown)
+    accuracy_line += (" (questions weigh equally within an arm"
+                      + (f"; {ci:.0%} bootstrap intervals over questions)" if ci is not None else ")"))
     page_sections = [("What this is", what), ("Accuracy", accuracy_line),
                      ("PASS@(k,T) and the capability boundary", sections["passkt"].text),
                      ("Strategies", sections["strategies"].text),
@@ -235,6 +238,7 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
     page_sections.append(("Time", ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())))
     numbers = {"arms": shown, "base": base, "verdicts": verdicts, "seconds": seconds,
                "accuracy": {a: acc[a]["accuracy"] for a in shown},
+               "accuracy_interval": {a: [acc[a]["ci_low"], acc[a]["ci_high"]] for a in shown},
                "reweighting": {a: r.to_dict() for a, r in rws.items()}}
     report = Report(out=out, summary_markdown=out / "summary.md", summary_html=out / "summary.html",
                     sections=sections, verdicts=verdicts, seconds=seconds, page_sections=page_sections,
@@ -244,3 +248,26 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
         report.write_page(extra_sections=extra_sections, extra_figures=extra_figures)
         (out / "numbers.json").write_text(json.dumps(numbers, indent=2, default=float) + "\n", encoding="utf-8")
     return report
+
+
+def arm_accuracy(runs: pl.DataFrame, *, ci: float | None = 0.95, n_boot: int = 1000,
+                 random_state: int = 0) -> dict[str, dict[str, Any]]:
+    """Each arm's accuracy with questions weighing equally (the design rule for anything set
+    side by side between arms) and its bootstrap interval over questions (the ``"bootstrap"``
+    stream, so the replicates are PASS@(k,T)'s): ``{arm: {accuracy, ci_low, ci_high, n,
+    questions}}``."""
+    import numpy as np
+
+    from mechanism.resample import question_bootstrap_weights, question_mean, stream
+
+    questions, q_idx = np.unique(runs["question_id"].cast(pl.String).to_numpy().astype(str), return_inverse=True)
+    weights = (question_bootstrap_weights(questions.size, n_boot, stream(random_state, "bootstrap")).astype(np.float64)
+               if ci is not None else None)
+    arms = runs["arm"].to_numpy()
+    correct = runs["correct"].fill_null(False).cast(pl.Float64).to_numpy()
+    out = {}
+    for arm in sorted(set(arms.tolist())):
+        rows = arms == arm
+        mean, low, high, n_q = question_mean(q_idx[rows], correct[rows], questions.size, weights=weights, level=ci)
+        out[arm] = {"accuracy": mean, "ci_low": low, "ci_high": high, "n": int(rows.sum()), "questions": n_q}
+    return out
