@@ -61,3 +61,23 @@ def test_model_folder_without_a_model_is_one_line_exit_2(tmp_path, files, capsys
     assert rc == 2
     err = capsys.readouterr().err.strip()
     assert "cannot load embedding model" in err and "\n" not in err
+
+
+def test_fit_uses_the_library_defaults_unless_told(tmp_path, files):
+    """`strategies fit` gives the strategies `StrategySpace()` gives (it once had its own,
+    stale resolution), and passes --resolution / --min-share through when set."""
+    import json
+
+    import mechanism as mx
+
+    inputs = [str(files / "a" / "searchr1" / "base.jsonl"), str(files / "a" / "openai" / "rl.jsonl")]
+    assert main(["strategies", "fit", *inputs, "--out", str(tmp_path / "d"), "--embedder", "hashing-128",
+                 "--no-progress", "--quiet", "--no-figures"]) == 0
+    runs = mx.read(inputs, format="auto")
+    library = mx.StrategySpace(embedder="hashing-128", progress=False).fit(runs)
+    cli = pl.read_parquet(tmp_path / "d" / "labels.parquet")
+    assert cli["strategy"].to_list() == library.labels_.tolist()
+    assert main(["strategies", "fit", *inputs, "--out", str(tmp_path / "e"), "--embedder", "hashing-128",
+                 "--resolution", "0.9", "--min-share", "0.1", "--no-progress", "--quiet", "--no-figures"]) == 0
+    params = json.loads((tmp_path / "e" / "space.json").read_text())["params"]
+    assert (params["resolution"], params["min_share"]) == (0.9, 0.1)

@@ -37,8 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--embedder", default=None,
                      help="sentence-transformers model name or path, or hashing-<n> (default all-MiniLM-L6-v2)")
     fit.add_argument("--method", default="agglomerative", choices=("agglomerative", "kmeans", "hdbscan"))
-    fit.add_argument("--resolution", type=float, default=0.75,
-                     help="largest distance between two members of a strategy (agglomerative)")
+    fit.add_argument("--resolution", type=float, default=None,
+                     help="groups join while their mean distance is below this (agglomerative; "
+                          "default: StrategySpace's, chosen once for all planted worlds)")
+    fit.add_argument("--min-share", type=float, default=None,
+                     help="smallest share of the trajectories a strategy holds (default: StrategySpace's)")
     _input_args(fit)
     apply = sub.add_parser("apply", help="assign trajectories to a saved space's strategies")
     apply.add_argument("space", type=Path, metavar="SPACE", help="folder written by `strategies fit`")
@@ -61,8 +64,10 @@ def run(args: argparse.Namespace) -> int:
     progress = progress_flag(args)
     if args.action == "fit":
         runs = _read(args)
-        space = StrategySpace(embedder=args.embedder, method=args.method, resolution=args.resolution,
-                              random_state=args.seed, cache_dir=args.cache_dir, progress=progress).fit(runs)
+        # unset options keep the estimator's own defaults (one place to change them)
+        chosen = {k: v for k, v in (("resolution", args.resolution), ("min_share", args.min_share)) if v is not None}
+        space = StrategySpace(embedder=args.embedder, method=args.method, random_state=args.seed,
+                              cache_dir=args.cache_dir, progress=progress, **chosen).fit(runs)
         space.save(args.out)
         title = f"strategy space fitted on {', '.join(map(str, args.inputs))}"
     else:
@@ -70,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         runs = _read(args)
         title = f"{runs.height} trajectories assigned to the saved space {args.space} (no refit)"
     arms = arm_order(sorted(runs["arm"].unique().to_list()))
-    section = write_strategies(space, runs, args.out, arms=arms, title=title, figures=not args.no_figures)
+    section = write_strategies(space, runs, args.out, arms=arms, title=title, figures=not args.no_figures,
+                               random_state=getattr(args, "seed", 0))
     if not args.quiet:
         print(terminal_safe(section.text))
         n_out = int(section.results[0].assigned["outlier"].sum())
