@@ -109,16 +109,10 @@ def _unescape_control(text: str) -> str:
     return _ESCAPE_FORM.sub(one, text)
 
 
-class _NeedsEscape:
-    """``_CONTROL.search(text)``: truthy when :func:`escape_control` changes ``text`` (the
-    check the readers make before they escape an arm name and note it)."""
-
-    @staticmethod
-    def search(text: str) -> bool:
-        return escape_control(text) != text
-
-
-_CONTROL = _NeedsEscape()
+def needs_escape(text: object) -> bool:
+    """Whether :func:`escape_control` changes ``text`` (a reader notes every arm name it had to
+    escape)."""
+    return escape_control(text) != str(text)
 
 
 def display_name(name: object, *, max_length: int = 28, mathtext: bool = True) -> str:
