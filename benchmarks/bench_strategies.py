@@ -41,17 +41,11 @@ import tempfile
 from pathlib import Path
 
 
-def _child(phase: str, table: str, cache: str, sample: int) -> None:
-    """One timed run; prints a JSON line of timings."""
-    import importlib
-
-    t = time.perf_counter()
-    import polars as pl
-
-    embed_module = importlib.import_module("mechanism.embed")
-    space_module = importlib.import_module("mechanism.strategy_space")
-    imports_s = time.perf_counter() - t
-
+def instrument(space_module, embed_module) -> dict[str, float]:  # noqa: ANN001 - modules
+    """Time the strategy fit's parts from outside: ``segment`` (calls of
+    ``strategy_space.render``), ``load`` (building the model) and ``forward`` (inside the
+    model's ``encode``: tokenising and forward passes). Patches the two modules; returns
+    the dict the timings accumulate in."""
     timings = {"forward": 0.0, "load": 0.0, "segment": 0.0}
     render = space_module.render
 
@@ -82,6 +76,21 @@ def _child(phase: str, table: str, cache: str, sample: int) -> None:
         return model
 
     embed_module.Embedder._load = timed_load
+    return timings
+
+
+def _child(phase: str, table: str, cache: str, sample: int) -> None:
+    """One timed run; prints a JSON line of timings."""
+    import importlib
+
+    t = time.perf_counter()
+    import polars as pl
+
+    embed_module = importlib.import_module("mechanism.embed")
+    space_module = importlib.import_module("mechanism.strategy_space")
+    imports_s = time.perf_counter() - t
+
+    timings = instrument(space_module, embed_module)
     t = time.perf_counter()
     runs = pl.read_parquet(table)
     read_s = time.perf_counter() - t

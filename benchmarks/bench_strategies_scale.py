@@ -70,38 +70,10 @@ def main() -> None:
     args = ap.parse_args()
     import mechanism.embed as embed_module
     import mechanism.strategy_space as space_module
-    from mechanism.segmentation import render as _render
+    from bench_strategies import instrument
 
     runs = varied_world(args.n)
-    timings = {"segment": 0.0, "forward": 0.0, "load": 0.0}
-
-    def timed_render(runs, **kw):
-        t = time.perf_counter()
-        out = _render(runs, **kw)
-        timings["segment"] += time.perf_counter() - t
-        return out
-
-    space_module.render = timed_render
-    load = embed_module.Embedder._load
-
-    def timed_load(self):
-        fresh = self._model is None
-        t = time.perf_counter()
-        model = load(self)
-        if fresh:
-            timings["load"] += time.perf_counter() - t
-            encode = model.encode
-
-            def timed_encode(*a, **kw):
-                t = time.perf_counter()
-                out = encode(*a, **kw)
-                timings["forward"] += time.perf_counter() - t
-                return out
-
-            model.encode = timed_encode
-        return model
-
-    embed_module.Embedder._load = timed_load
+    timings = instrument(space_module, embed_module)
     space = space_module.StrategySpace(embedder=args.embedder, progress=False)
     t = time.perf_counter()
     space.fit(runs)
