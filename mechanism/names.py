@@ -109,12 +109,6 @@ def _unescape_control(text: str) -> str:
     return _ESCAPE_FORM.sub(one, text)
 
 
-def needs_escape(text: object) -> bool:
-    """Whether :func:`escape_control` changes ``text`` (a reader notes every arm name it had to
-    escape)."""
-    return escape_control(text) != str(text)
-
-
 def display_name(name: object, *, max_length: int = 28, mathtext: bool = True) -> str:
     """A name to show in a figure, a table or on a terminal: control characters escaped,
     at most ``max_length`` characters (cut with an ellipsis), and with ``mathtext`` (for

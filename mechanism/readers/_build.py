@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from mechanism.errors import InputError
-from mechanism.names import display_name, escape_control, needs_escape
+from mechanism.names import display_name, escape_control
 from mechanism.readers._fields import FieldMap, as_bool, as_float, as_gold, as_int, as_str
 from mechanism.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS
 from mechanism.scoring import _f1, cover_match, normalize_answer
@@ -313,10 +313,10 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
         from_stem = True
         row["arm"] = stem_arm
 
-    if needs_escape(row["arm"]):
-        # an arm name is a label printed on terminals and drawn in figures: a newline or an
-        # escape sequence in it would forge output lines
-        escaped = escape_control(row["arm"])
+    # an arm name is a label printed on terminals and drawn in figures: a newline or an
+    # escape sequence in it would forge output lines
+    escaped = escape_control(row["arm"])
+    if escaped != row["arm"]:
         tally.escaped_arms.setdefault(escaped, row["arm"])
         row["arm"] = escaped
 
