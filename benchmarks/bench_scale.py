@@ -19,8 +19,9 @@ Pipeline, in one fresh process with ``--n-jobs`` worker processes:
    statistics, for which every row's coordinates are held in memory (3 GB at a million
    rows, so off by default at that size).
 
-Peak memory is reported for the pipeline process and for its largest worker (``ru_maxrss``);
-the machine-wide peak is at most the first plus ``--n-jobs`` times the second.
+Peak memory is reported for the pipeline process (``ru_maxrss``) and for its largest worker
+(the worker's own high-water mark, ``VmHWM``, polled; see :class:`WorkerPeak`); the
+machine-wide peak is at most the first plus ``--n-jobs`` times the second.
 
 Run: ``python benchmarks/bench_scale.py --n 1000000 [--n-jobs 2] [--data DIR]``; prints a
 markdown table.
@@ -34,6 +35,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -60,8 +62,51 @@ def simulate_shards(data: Path, n: int, samples: int, shards: int) -> None:
                             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
 
+class WorkerPeak:
+    """The largest ``VmHWM`` that any child of this process reached, polled every ``interval`` s.
+
+    Not ``RUSAGE_CHILDREN``: a child's ``ru_maxrss`` starts at its parent's resident size when it
+    was started (Linux carries it across fork and exec), so every worker started after the fit
+    would read as large as the pipeline process. ``VmHWM`` is the high-water mark of the worker's
+    own memory since exec; polling misses only what a worker adds in its last interval. Linux
+    only (``None`` elsewhere).
+    """
+
+    def __init__(self, interval: float = 0.2) -> None:
+        self.interval = interval
+        self.kb: int | None = 0 if Path(f"/proc/{os.getpid()}/task").is_dir() else None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _children_hwm_kb(self) -> int:
+        peak = 0
+        for children in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
+            for pid in children.read_text().split():
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:  # the child exited between the two reads
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]))
+        return peak
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.kb = max(self.kb, self._children_hwm_kb())
+
+    def __enter__(self) -> "WorkerPeak":
+        if self.kb is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
 def pipeline(data: Path, work: Path, n_jobs: int, fit_questions: float, neighbours: bool) -> dict:
-    import numpy as np
     import polars as pl
 
     from mechanism.compare import reweighting
@@ -109,7 +154,6 @@ def pipeline(data: Path, work: Path, n_jobs: int, fit_questions: float, neighbou
     out["composition"] = rw.composition
     out["within"] = rw.within
     out["peak_gb_self"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    out["peak_gb_worker"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
     return out
 
 
@@ -131,7 +175,9 @@ def main() -> None:
         simulate_shards(data, args.n, args.samples, args.shards)
         return
     if args.phase == "pipeline":
-        result = pipeline(data, Path(args.work), args.n_jobs, args.fit_questions, args.neighbours)
+        with WorkerPeak() as workers:
+            result = pipeline(data, Path(args.work), args.n_jobs, args.fit_questions, args.neighbours)
+        result["peak_gb_worker"] = None if workers.kb is None else workers.kb / 2**20
         print(json.dumps(result))
         return
 
@@ -158,8 +204,12 @@ def main() -> None:
                       ("reweighting" + (" + neighbours" if args.neighbours else ""), "reweighting_s")):
         print(f"| {name} | {r[key]:.1f} |")
     print(f"| **total (fresh process, imports included)** | **{total:.1f}** |")
-    print(f"\npeak memory: pipeline process {r['peak_gb_self']:.2f} GB, largest worker {r['peak_gb_worker']:.2f} GB "
-          f"(bound on the machine-wide peak: {r['peak_gb_self'] + args.n_jobs * r['peak_gb_worker']:.2f} GB)")
+    if r["peak_gb_worker"] is None:
+        print(f"\npeak memory: pipeline process {r['peak_gb_self']:.2f} GB (workers not measured: no /proc)")
+    else:
+        print(f"\npeak memory: pipeline process {r['peak_gb_self']:.2f} GB, largest worker "
+              f"{r['peak_gb_worker']:.2f} GB (bound on the machine-wide peak: "
+              f"{r['peak_gb_self'] + args.n_jobs * r['peak_gb_worker']:.2f} GB)")
 
 
 if __name__ == "__main__":
