@@ -17,6 +17,11 @@ class ReadWarning(UserWarning):
     were found): the answer was probably taken from the wrong place."""
 
 
+class ComparisonWarning(UserWarning):
+    """A comparison that ran on part of its input: the arms share fewer than all questions, so
+    it says on how many it compared."""
+
+
 class InputError(MechanismError):
     """Bad input: a malformed record, a missing field, an unknown format, an empty file.
 

@@ -12,7 +12,10 @@ import polars as pl
 
 from mechanism.errors import InputError
 
-STEP_FIELDS = ("thought", "tool", "arguments", "query", "observation")
+# `user`: what the user (real or simulated) said since the previous call, in conversations;
+# null where the source has no user turns there. Tables written before it existed still read
+# (a step struct without `user` is accepted; readers fill it with null).
+STEP_FIELDS = ("thought", "tool", "arguments", "query", "observation", "user")
 
 STEP_DTYPE = pl.Struct({name: pl.String for name in STEP_FIELDS})
 
@@ -39,10 +42,15 @@ KEY_COLUMNS = ("arm", "question_id", "sample_id")
 
 
 def make_step(thought: str | None = None, tool: str | None = None, arguments: str | None = None,
-              query: str | None = None, observation: str | None = None) -> dict[str, str | None]:
-    """One tool call as the canonical ``steps`` struct expects it."""
+              query: str | None = None, observation: str | None = None,
+              user: str | None = None) -> dict[str, str | None]:
+    """One tool call as the canonical ``steps`` struct expects it.
+
+    ``user`` is what the user said since the previous call (the user turns of a
+    conversation after its first message, which is the ``question``), or ``None``.
+    """
     return {"thought": thought, "tool": tool, "arguments": arguments, "query": query,
-            "observation": observation}
+            "observation": observation, "user": user}
 
 
 def from_records(records: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
@@ -160,6 +168,58 @@ def check_unique_keys(runs: pl.DataFrame, *, n_groups: int | None = None, source
             "duplicate (arm, question_id, sample_id) = "
             f"({key['arm']!r}, {key['question_id']!r}, {key['sample_id']!r})",
             source=source, line=row + 1, field="sample_id")
+
+
+def shared_questions(runs: pl.DataFrame, arms: Iterable[str], *, what: str = "comparison",
+                     stacklevel: int = 3) -> tuple[int, int]:
+    """How many questions every one of ``arms`` answered, of all the questions any of them did;
+    warns (:class:`~mechanism.errors.ComparisonWarning`) when that is fewer than all.
+
+    Comparisons call this first: an arm that answered other questions (ids that drifted, a
+    run cut short) is compared on the shared questions only, and a reader must know on how
+    many.
+
+    Parameters
+    ----------
+    runs
+        A table with ``arm`` and ``question_id``.
+    arms
+        The arms compared (absent arms count as answering nothing).
+    what
+        The comparison's name, used in the warning.
+
+    Returns
+    -------
+    (int, int)
+        Shared questions and all questions of these arms.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> runs = pl.DataFrame({"arm": ["a", "a", "b"], "question_id": ["q1", "q2", "q1"]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     shared_questions(runs, ["a", "b"], what="reweighting")
+    (1, 2)
+    >>> str(caught[0].message)
+    "reweighting: arms 'a', 'b' share 1 of 2 questions; compared on those 1"
+    """
+    import warnings
+
+    from mechanism.errors import ComparisonWarning
+
+    arms = list(dict.fromkeys(arms))
+    if not arms or "arm" not in runs.columns or "question_id" not in runs.columns:
+        return 0, 0
+    per = (runs.lazy().filter(pl.col("arm").is_in(arms)).group_by("question_id")
+           .agg(pl.col("arm").n_unique().alias("n")).collect())
+    total = per.height
+    shared = int((per["n"] == len(arms)).sum()) if total else 0
+    if shared < total:
+        names = ", ".join(repr(a) for a in arms)
+        warnings.warn(f"{what}: arms {names} share {shared} of {total} questions; compared on those {shared}",
+                      ComparisonWarning, stacklevel=stacklevel)
+    return shared, total
 
 
 def _compatible(have: pl.DataType, want: pl.DataType) -> bool:

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from mechanism.failures import compile_error_pattern, is_failure
 from mechanism.schema import validate
 
 RELATIONS = ("first", "repeat", "return", "revise", "switch", "new")
@@ -87,11 +88,6 @@ MAX_TOOL_CHARS = 200
 _ATOM = re.compile(r"[#@\w][\w.@#+'/-]*\w|\w", re.UNICODE)
 _TOOL_NAME = re.compile(r"[^a-z0-9_.]+")
 _RETRIEVAL = re.compile(r"search|retriev|wiki|bm25|web|browse|google|bing|lookup_doc")
-_ERROR = re.compile(r"^\W{0,3}(error|exception|traceback|failed|failure|invalid|not found|cannot|"
-                    r"unable|denied|timeout|timed out)\b", re.I)
-_JSON_ERROR = re.compile(r'^\s*\{\s*"(error|exception)"\s*:', re.I)
-
-
 @functools.lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
     # Imported on first use: scikit-learn costs ~0.3 s to import, and a fit whose
@@ -139,18 +135,19 @@ def tool_name(tool: str | None) -> str:
     return label or "tool"
 
 
-def is_error(observation: str | None) -> bool:
-    """Whether a tool's result reports a failed call (``Error: ...``, ``{"error": ...}``, ...).
+def is_error(observation: str | None, error_pattern: "str | re.Pattern[str] | None" = None) -> bool:
+    """Whether a tool's result reports a failed call (:func:`mechanism.failures.is_failure`:
+    Wikipedia ReAct's "Could not find", tool errors, error objects, missing ids and files,
+    code that could not run), or matches ``error_pattern``.
 
     Examples
     --------
     >>> is_error("Error: user not found"), is_error('{"error": "bad id"}'), is_error("Paris")
     (True, True, False)
+    >>> is_error("No Results"), is_error("BUSY", error_pattern="^busy")
+    (True, True)
     """
-    if not observation:
-        return False
-    head = observation[:200]
-    return bool(_ERROR.match(head) or _JSON_ERROR.match(head))
+    return is_failure(observation, compile_error_pattern(error_pattern))
 
 
 def _leaves(value: Any, out: list[str], depth: int = 0) -> None:
@@ -269,10 +266,12 @@ def _search_move(relation: str, sources: set[str]) -> str:
 
 
 def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict] | None,
-                 memo: _Memo | None = None) -> tuple[list[_Step], _Step, dict[str, float], str]:
+                 memo: _Memo | None = None, error_pattern: "re.Pattern[str] | None" = None,
+                 ) -> tuple[list[_Step], _Step, dict[str, float], str]:
     """Moves, final move, descriptive features and rendering of one trajectory."""
     memo = memo or _Memo()
-    user = memo.atoms(question)
+    asked = memo.atoms(question)  # the question's atoms: what `scope` measures against
+    user: frozenset[str] | set[str] = asked  # every atom the user has said so far
     result_atoms: set[str] = set()
     call_atoms: set[str] = set()
     by_tool: dict[str, set[str]] = {}
@@ -283,6 +282,9 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     moves: list[_Step] = []
     for step in steps or ():
         step = step or {}  # a null step is a call with nothing recorded
+        said = step.get("user")
+        if said:  # a later user turn (an id, a code, a name typed in reply): the user's too
+            user = set(user) | memo.atoms(said)
         tool = memo.tool(step.get("tool"))
         values = argument_values(step.get("arguments"), step.get("query"))
         vatoms: dict[str, None] = {}
@@ -316,10 +318,10 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         else:
             relation = "new"
         observation = step.get("observation")
-        failed = is_error(observation)
+        failed = is_failure(observation, error_pattern)
         n = len(toks)
         sources = {s for s in SOURCES if counts[s]}
-        coverage = len(tset & user) / len(user) if user else 0.0
+        coverage = len(tset & asked) / len(asked) if asked else 0.0
         scope = _scope(coverage, counts["user"])
         retrieval = bool(_RETRIEVAL.search(tool)) and len(values) <= 1
         move = _search_move(relation, sources) if retrieval else relation
@@ -424,8 +426,9 @@ def row_keys(runs: pl.DataFrame) -> pl.Series:
                              for t in encoded], dtype=pl.String)
 
 
-def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *,
-                      with_moves: bool) -> tuple[pl.DataFrame, list[list[_Step]] | None]:
+def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
+                      error_pattern: "re.Pattern[str] | None" = None,
+                      ) -> tuple[pl.DataFrame, list[list[_Step]] | None]:
     """Segment each distinct row of ``runs`` once.
 
     Returns one row per distinct key (``key`` and :data:`_SEGMENT_COLUMNS`, in order of first
@@ -443,7 +446,7 @@ def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *,
     all_moves: list[list[_Step]] | None = [] if with_moves else None
     for question, answer, steps in zip(sub["question"].to_list(), sub["answer"].to_list(),
                                        sub["steps"].to_list()):
-        moves, final, f, rendering = _segment_one(question, answer, steps, memo)
+        moves, final, f, rendering = _segment_one(question, answer, steps, memo, error_pattern)
         for name, values in feats.items():
             values.append(f[name])
         renderings.append(rendering)
@@ -467,7 +470,8 @@ def _trajectories(runs: pl.DataFrame, keys: pl.Series, table: pl.DataFrame) -> p
         "arm", "question_id", "sample_id", *_STRING_COLUMNS, *DESCRIPTIVE_COLUMNS)
 
 
-def segment_all(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None,
+                ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Moves (one row per tool call plus the final answer) and per-trajectory renderings.
 
     Identical rows (same question, answer and steps, see :func:`row_keys`) are segmented
@@ -478,6 +482,10 @@ def segment_all(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     runs
         A canonical trajectory table (needs ``arm``, ``question_id``, ``sample_id``,
         ``question``, ``answer``, ``n_rounds``, ``steps``).
+    error_pattern
+        A regular expression (case-insensitive) naming your environment's failure
+        messages; an observation it matches is a failed call, besides the default reading
+        (:func:`mechanism.failures.is_failure`).
 
     Returns
     -------
@@ -486,7 +494,8 @@ def segment_all(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """
     validate(runs, source="runs", required=_REQUIRED)
     keys = row_keys(runs)
-    table, distinct_moves = _segment_distinct(runs, keys, with_moves=True)
+    table, distinct_moves = _segment_distinct(runs, keys, with_moves=True,
+                                              error_pattern=compile_error_pattern(error_pattern))
     assert distinct_moves is not None
     # Moves of each distinct row, laid out once, then gathered for every row in table order.
     lengths = np.array([len(m) for m in distinct_moves], dtype=np.int64)
@@ -508,7 +517,7 @@ def segment_all(runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return moves_df, _trajectories(runs, keys, table)
 
 
-def segment(runs: pl.DataFrame) -> pl.DataFrame:
+def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None) -> pl.DataFrame:
     """One row per move: every tool call, then the final answer.
 
     Columns: ``arm, question_id, sample_id, step`` (0-based; the final answer is the last),
@@ -519,6 +528,11 @@ def segment(runs: pl.DataFrame) -> pl.DataFrame:
     ``after_error`` (the previous call failed: a retry), ``n_atoms`` (values' atoms), the
     shares of atoms by source, ``question_coverage``, ``masked`` (the move, no content) and
     ``token`` (its unit in the strategy representation).
+
+    Where a value's atoms came from: ``user`` when the question or any user turn before the
+    call (the step's ``user`` field and those of earlier steps) held it. ``failed`` reads the
+    observation by :func:`mechanism.failures.is_failure`, plus ``error_pattern`` when given
+    (a regular expression, case-insensitive, for your environment's own failure messages).
 
     Examples
     --------
@@ -533,10 +547,11 @@ def segment(runs: pl.DataFrame) -> pl.DataFrame:
     >>> segment(runs)["move"].to_list()
     ['first_lookup', 'bridge_lookup', 'answer']
     """
-    return segment_all(runs)[0]
+    return segment_all(runs, error_pattern=error_pattern)[0]
 
 
-def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None) -> pl.DataFrame:
+def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
+           error_pattern: "str | re.Pattern[str] | None" = None) -> pl.DataFrame:
     """One row per trajectory: its masked rendering, move sequence and structural features.
 
     Columns: ``arm, question_id, sample_id``, ``rendering`` (text for the embedder, no
@@ -552,18 +567,22 @@ def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None) ->
         Folder of the segmentation cache (:class:`SegmentCache`); ``None`` keeps nothing.
         Each distinct row (:func:`row_keys`) is segmented once, and with a cache only the
         rows it does not yet hold.
+    error_pattern
+        Your environment's failure messages, as for :func:`segment` (cached apart from the
+        default reading's results).
     """
     validate(runs, source="runs", required=_REQUIRED)
     keys = row_keys(runs)
+    pattern = compile_error_pattern(error_pattern)
     if cache_dir is None:
-        return _trajectories(runs, keys, _segment_distinct(runs, keys, with_moves=False)[0])
-    cache = SegmentCache(cache_dir)
+        return _trajectories(runs, keys, _segment_distinct(runs, keys, with_moves=False, error_pattern=pattern)[0])
+    cache = SegmentCache(cache_dir, error_pattern=pattern)
     wanted = keys.unique(maintain_order=True)
     found = cache.load(wanted)
     missing = ~keys.is_in(found["key"].implode())
     if missing.any():
         rows = runs.filter(missing)
-        computed = _segment_distinct(rows, keys.filter(missing), with_moves=False)[0]
+        computed = _segment_distinct(rows, keys.filter(missing), with_moves=False, error_pattern=pattern)[0]
         cache.store(computed)
         found = pl.concat([found, computed])
     return _trajectories(runs, keys, found)
@@ -581,12 +600,18 @@ class SegmentCache:
     ----------
     folder
         Cache root.
+    error_pattern
+        The user's failure pattern the segmentations were made with (part of the key).
     """
 
     FORMAT = 2
 
-    def __init__(self, folder: str | os.PathLike) -> None:
-        self.root = Path(folder) / segmenter_id()
+    def __init__(self, folder: str | os.PathLike, *, error_pattern: "re.Pattern[str] | None" = None) -> None:
+        name = segmenter_id()
+        if error_pattern is not None:
+            spec = f"{error_pattern.flags}:{error_pattern.pattern}".encode("utf-8", "surrogatepass")
+            name += "-" + hashlib.blake2b(spec, digest_size=8).hexdigest()
+        self.root = Path(folder) / name
         self.rebuilt: list[str] = []  # shards found corrupt and removed, for reports and tests
 
     def load(self, keys: pl.Series) -> pl.DataFrame:
@@ -636,6 +661,9 @@ class SegmentCache:
 
 @functools.lru_cache(maxsize=1)
 def segmenter_id() -> str:
-    """Digest of this module's source: cached segmentations are valid only for the code that
-    made them."""
-    return hashlib.blake2b(Path(__file__).read_bytes(), digest_size=8).hexdigest()
+    """Digest of this module's source and of :mod:`mechanism.failures`: cached segmentations
+    are valid only for the code that made them."""
+    from mechanism import failures  # the failure reading is part of what a segmentation says
+
+    return hashlib.blake2b(Path(__file__).read_bytes() + Path(failures.__file__).read_bytes(),
+                           digest_size=8).hexdigest()

@@ -91,12 +91,17 @@ def test_react_numbered_unnumbered_and_chat(fixtures):
 
 def test_react_text_forms():
     from mechanism.readers.react import parse_text
-    out = parse_text("Thought: go\nAction: search[a [b] c]\nObservation: x\n"
-                     "Thought: two actions, the environment runs the last\nAction: search[first]\n"
-                     "Action: search[second]\nObservation: y\nThought: done. Action: finish[the [answer]]")
-    assert [s["query"] for s in out["steps"]] == ["a [b] c", "second"]
-    assert "Action: search[first]" in out["steps"][1]["thought"]
+    text = ("Thought: go\nAction: search[a [b] c]\nObservation: x\n"
+            "Thought: two actions, the environment runs the first\nAction: search[first]\n"
+            "Action: search[second]\nObservation: y\nThought: done. Action: finish[the [answer]]")
+    out = parse_text(text)
+    assert [s["query"] for s in out["steps"]] == ["a [b] c", "first"]
+    assert "Action: search[second]" in out["steps"][1]["thought"]
     assert out["answer"] == "the [answer]" and out["final"]
+    last = parse_text(text, multi_action="last")  # environments that run the last action
+    assert [s["query"] for s in last["steps"]] == ["a [b] c", "second"]
+    assert "Action: search[first]" in last["steps"][1]["thought"]
+    assert len(out["notes"]) == len(last["notes"]) == 1  # the action not run, counted
     unfinished = parse_text("Thought: t\nAction: Search[q]")
     assert len(unfinished["steps"]) == 1 and unfinished["steps"][0]["observation"] is None
     assert not unfinished["final"]
@@ -204,7 +209,7 @@ def test_openai_content_parts_and_legacy_function_call():
         {"role": "assistant", "content": "<answer>him</answer>"}])
     assert out["question"] == "Who?"
     assert out["steps"] == [{"thought": "look", "tool": "search", "arguments": "{\"q\": \"who\"}", "query": "who",
-                             "observation": "him"}]
+                             "observation": "him", "user": None}]
     assert out["answer"] == "him" and out["final"]
     # arguments that are not JSON are kept verbatim, and are the query
     broken = parse_messages([{"role": "user", "content": "q"},

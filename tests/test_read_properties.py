@@ -14,7 +14,7 @@ from mechanism.errors import InputError
 from mechanism.readers import FORMATS, read
 from mechanism.readers import atif, openai, react, searchr1
 from mechanism.readers._fields import FieldMap
-from mechanism.schema import validate
+from mechanism.schema import STEP_FIELDS, validate
 
 # MECHANISM_HYPOTHESIS_EXAMPLES=2000 for a longer hunt; the default keeps the suite fast
 FAST = settings(max_examples=int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "60")), deadline=None,
@@ -104,7 +104,7 @@ def test_transcript_parsers_on_tag_soup(text):
             out = parse(text)
         except InputError:
             continue
-        assert all(set(s) == {"thought", "tool", "arguments", "query", "observation"} for s in out["steps"])
+        assert all(set(s) == set(STEP_FIELDS) for s in out["steps"])
 
 
 words = st.text(alphabet=st.characters(blacklist_characters="<>", blacklist_categories=("Cs",)), max_size=20)
@@ -129,8 +129,7 @@ def test_searchr1_round_trip(steps, answer, question):
 canonical_rows = st.lists(st.fixed_dictionaries({
     "arm": st.sampled_from(["base", "rl"]), "question": words.filter(bool), "gold": st.lists(words, max_size=3),
     "answer": st.one_of(st.none(), words), "correct": st.booleans(),
-    "steps": st.lists(st.fixed_dictionaries({k: st.one_of(st.none(), words) for k in
-                                             ("thought", "tool", "arguments", "query", "observation")}), max_size=3),
+    "steps": st.lists(st.fixed_dictionaries({k: st.one_of(st.none(), words) for k in STEP_FIELDS}), max_size=3),
 }), max_size=6)
 
 

@@ -178,7 +178,11 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
          answer_pattern: "str | re.Pattern[str] | None" = None,
          scorer: "str | Callable[[str, list[str]], bool]" = "em",
          unanswered: Literal["fail", "error"] = "fail",
-         round_tools: "str | Collection[str] | None" = None) -> pl.DataFrame | tuple[pl.DataFrame, ReadReport]:
+         round_tools: "str | Collection[str] | None" = None,
+         error_pattern: "str | re.Pattern[str] | None" = None,
+         multi_action: Literal["first", "last"] = "first",
+         duplicates: Literal["keep", "drop"] = "keep",
+         question_key: "str | re.Pattern[str] | None" = None) -> pl.DataFrame | tuple[pl.DataFrame, ReadReport]:
     """Read trajectory files into the canonical table (one row per trajectory).
 
     Parameters
@@ -236,6 +240,26 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
         Which tool calls count as rounds (``n_rounds``, ``steps``): names of the tools that
         count (``["search", "lookup"]``), or names prefixed with ``-`` that do not
         (``"-reflect,-think"``); a call that does not count joins the next step's thought.
+    error_pattern
+        A regular expression (case-insensitive) for your environment's failure messages: an
+        observation it matches is a failed call, besides the default reading
+        (:mod:`mechanism.failures`: Wikipedia ReAct's "Could not find", tool errors and error
+        objects, missing ids and files, code that could not run). The report counts failed
+        calls per tool; pass the same pattern to :func:`mechanism.segment`.
+    multi_action
+        A ReAct turn that writes several actions before one observation: the environment
+        ran the ``"first"`` (default; ReAct environments parse the first action) or the
+        ``"last"``. The others stay in the thought text and are counted in a note.
+    duplicates
+        Episodes repeated within an arm and question (identical steps and answer, no
+        ``sample_id`` in the source: a logger that wrote an episode twice) are counted in a
+        note and ``"keep"`` (default), or ``"drop"``: left out, each listed in the report's
+        skipped records.
+    question_key
+        Question ids from the question text instead of an id field: ``"text"`` (its
+        normalised form) or a regular expression whose first match (group 1 when it has a
+        group) is the question proper, for logs that prefix questions (a reflection, a
+        trial header) so that one question keeps one id across runs.
 
     Returns
     -------
@@ -255,9 +279,15 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
         raise InputError(f"unknown format {format!r}; expected auto or one of {', '.join(FORMATS)}", field="format")
     if arm is not None and (not isinstance(arm, str) or not arm):
         raise InputError("`arm` must be a non-empty string", field="arm")
-    options = ReadOptions.make(scorer=scorer, unanswered=unanswered, round_tools=round_tools)
+    options = ReadOptions.make(scorer=scorer, unanswered=unanswered, round_tools=round_tools,
+                               question_key=question_key, error_pattern=error_pattern)
+    if multi_action not in ("first", "last"):
+        raise InputError(f"`multi_action` must be 'first' or 'last', got {multi_action!r}", field="multi_action")
+    if duplicates not in ("keep", "drop"):
+        raise InputError(f"`duplicates` must be 'keep' or 'drop', got {duplicates!r}", field="duplicates")
     fields = FieldMap(columns)
     fields.answer_pattern = compile_answer_pattern(answer_pattern)
+    fields.multi_action = multi_action
     filt = _Where.make(where)
     rep = ReadReport()
     tally = Tally(scorer_name=options.scorer_name)
@@ -275,6 +305,7 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
         stem_arm = safe_filename(path.stem)
         if filt is not None:
             records = filt.apply(records, src_name, rep)
+        layout = _Layout(fields)
         for line, record in _progress(records, enabled=progress, desc=path.name):
             rep.rows_in += 1
             try:
@@ -282,6 +313,7 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
                     raise record
                 if not isinstance(record, Mapping):
                     raise InputError(f"a record must be a JSON object, got {type(record).__name__}")
+                present = layout.check(record)
                 try:
                     parsed = module.parse(record, fields)
                 except InputError as exc:
@@ -294,6 +326,7 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
                                          "or pick `format=`", field="format")
                 row = build_row(record, parsed, fields, fmt=fmt, source=src_name, line=line, arm=arm,
                                 stem_arm=stem_arm, tally=tally, options=options)
+                layout.keep(present)
             except InputError as exc:
                 bad = exc if exc.source is not None else InputError(exc.reason, source=src_name, line=line,
                                                                       field=exc.field)
@@ -312,7 +345,8 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
                 continue
             row["_source"], row["_line"] = src_name, line
             rows.append(row)
-    frame = _assign_samples(rows.frame(origin=True), errors, rep)
+    frame = _duplicates(rows.frame(origin=True), duplicates, rep)
+    frame = _assign_samples(frame, errors, rep)
     rep.rows_kept = frame.height
     rep.unanswered = tally.unanswered
     rep.rows_in += rep.rows_filtered
@@ -417,6 +451,89 @@ class _Where:
                 yield item
             else:
                 rep.rows_filtered += 1
+
+
+class _Layout:
+    """The canonical fields every kept record of one file has so far: a record lacking some
+    of them (``{"id": "x", "question": "q"}`` after full records) is not the same kind of
+    record, and reading it would invent an arm or an episode, so it is a bad record."""
+
+    # each group is one thing a record says; a transcript may be given in any of its forms
+    GROUPS = (("arm",), ("question_id",), ("sample_id",), ("question",), ("gold",), ("correct",), ("answer",),
+              ("steps", "text", "messages"), ("n_rounds",))
+    MIN_RECORDS = 2  # fields shared by at least this many earlier records are expected
+
+    def __init__(self, fields: FieldMap) -> None:
+        self.fields = fields
+        self.common: frozenset[int] | None = None
+        self.seen_key: dict[int, str] = {}  # group -> the field name earlier records used for it
+        self.kept = 0
+        self._cache: dict[tuple[str, ...], dict[int, str]] = {}
+
+    def _present(self, record: Mapping[str, Any]) -> dict[int, str]:
+        layout = tuple(record)
+        hit = self._cache.get(layout)
+        if hit is None:
+            keys = set(layout)
+            hit = {}
+            for g, names in enumerate(self.GROUPS):
+                for name in names:
+                    key = next((p for p in self.fields.paths(name)
+                                if p in keys or ("." in p and _get_path(record, p) is not _MISSING)), None)
+                    if key is not None:
+                        hit[g] = key
+                        break
+            if len(self._cache) < 256:
+                self._cache[layout] = hit
+        return hit
+
+    def check(self, record: Mapping[str, Any]) -> dict[int, str]:
+        present = self._present(record)
+        if self.common is not None and self.kept >= self.MIN_RECORDS:
+            lacking = sorted(self.common - set(present))
+            if lacking:
+                shown = ", ".join(f"`{self.seen_key[g]}`" for g in lacking)
+                raise InputError(f"record lacks {shown}, which the {self.kept} records before it in this file "
+                                 "have (a record of another kind, or cut short)", field=self.seen_key[lacking[0]])
+        return present
+
+    def keep(self, present: dict[int, str]) -> None:
+        groups = frozenset(present)
+        self.common = groups if self.common is None else self.common & groups
+        for g, key in present.items():
+            self.seen_key.setdefault(g, key)
+        self.kept += 1
+
+
+def _duplicates(frame: pl.DataFrame, mode: str, rep: ReadReport) -> pl.DataFrame:
+    """Count (and with ``mode="drop"`` leave out) episodes that repeat an earlier one of their
+    arm and question exactly (steps and answer) where the source gave no sample id."""
+    if frame.height < 2 or not frame["sample_id"].null_count():
+        return frame
+    content = pl.struct("arm", "question_id", "answer", "steps").struct.json_encode()
+    # before sample ids are numbered: a null id is one the source did not give
+    marked = frame.with_columns(_repeat=~content.is_first_distinct() & pl.col("sample_id").is_null()
+                                & (pl.col("steps").list.len() > 0))
+    n = int(marked["_repeat"].sum())
+    if not n:
+        return frame
+    if mode == "keep":
+        rep.notes.append(f"{n} episodes repeat an earlier episode of their arm and question exactly (same steps and "
+                         "answer, no `sample_id` in the source: written twice by a logger?): kept as further "
+                         "samples; `duplicates='drop'` leaves them out")
+        return frame
+    firsts = (marked.filter(~pl.col("_repeat")).with_columns(_content=content)
+              .unique("_content", keep="first", maintain_order=True).select("_content", "_source", "_line")
+              .rename({"_source": "_first_source", "_line": "_first_line"}))
+    dups = marked.filter(pl.col("_repeat")).with_columns(_content=content).join(firsts, on="_content", how="left",
+                                                                               maintain_order="left")
+    for d in dups.select("arm", "question_id", "_source", "_line", "_first_source", "_first_line").iter_rows():
+        rep.skipped.append(SkippedRecord(d[2], d[3], "steps", f"duplicate episode of arm {d[0]!r}, question "
+                                         f"{d[1]!r}: same steps and answer as {d[4]} line {d[5]} "
+                                         "(`duplicates='drop'`)"))
+    rep.notes.append(f"{n} episodes repeating an earlier episode of their arm and question exactly were left "
+                     "out (`duplicates='drop'`)")
+    return marked.filter(~pl.col("_repeat")).drop("_repeat")
 
 
 def _assign_samples(frame: pl.DataFrame, errors: str, rep: ReadReport) -> pl.DataFrame:

@@ -95,7 +95,31 @@ def _after_phrase(text: str) -> str | None:
     rest = rest.lstrip(" \t*_:")
     if rest.startswith("\n"):  # "Final answer:\nParis"
         rest = rest.lstrip()
-    return _line_answer(rest.split("\n", 1)[0])
+    first, _, after = rest.partition("\n")
+    if first.strip() in _MATH_OPENERS:
+        # a display block on the lines below: "\\[", "\\boxed{3640}", "\\]" (how reasoning models write it)
+        return _display_answer(after)
+    return _line_answer(first)
+
+
+_MATH_OPENERS = ("\\[", "$$", "\\(", "$", "\\begin{equation*}", "\\begin{equation}", "\\begin{align*}")
+_MATH_CLOSERS = ("\\]", "$$", "\\)", "$", "\\end{equation*}", "\\end{equation}", "\\end{align*}")
+
+
+def _display_answer(text: str) -> str | None:
+    """The answer inside a display-math block that follows a "Final answer" line: its
+    ``\\boxed{}`` content, else its first line of math (the block ends at its closing line)."""
+    lines: list[str] = []
+    for line in text.split("\n", 20)[:20]:  # a final answer's block is a few lines; bound the scan
+        if line.strip() in _MATH_CLOSERS:
+            break
+        lines.append(line)
+    block = "\n".join(lines)
+    boxed = _boxed(block)
+    if boxed is not None:
+        return _clean(boxed) or None
+    first = next((ln for ln in lines if ln.strip()), None)
+    return _line_answer(first) if first is not None else None
 
 
 def _line_answer(line: str) -> str | None:
@@ -209,6 +233,8 @@ def extract_answer(text: str, *, pattern: "re.Pattern[str] | None" = None,
     ('Paris', 'finish')
     >>> extract_answer("Paris")
     ('Paris', 'whole_message')
+    >>> extract_answer("So the total is 3640.\\n\\n**Final Answer**\\n\\\\[\\n\\\\boxed{3640}\\n\\\\]")
+    ('3640', 'final_answer')
     """
     if pattern is not None:
         last = None

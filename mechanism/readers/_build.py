@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ import polars as pl
 import pyarrow as pa
 
 from mechanism.errors import InputError
+from mechanism.failures import compile_error_pattern, is_failure
 from mechanism.names import display_name, escape_control
 from mechanism.readers._fields import FieldMap, as_bool, as_float, as_gold, as_int, as_str
 from mechanism.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS
@@ -53,10 +55,13 @@ class ReadOptions:
     unanswered: str = "fail"
     round_tools: frozenset[str] | None = None
     skip_tools: frozenset[str] = frozenset()
+    question_key: "QuestionKey | None" = None
+    error_pattern: "re.Pattern[str] | None" = None
 
     @classmethod
     def make(cls, *, scorer: Any = "em", unanswered: str = "fail",
-             round_tools: "str | Collection[str] | None" = None) -> "ReadOptions":
+             round_tools: "str | Collection[str] | None" = None, question_key: Any = None,
+             error_pattern: Any = None) -> "ReadOptions":
         """Options checked, with one-line errors naming the option."""
         if not callable(scorer) and scorer not in SCORERS:
             raise InputError(f"`scorer` must be one of {', '.join(SCORERS)} or a function (answer, gold) -> bool, "
@@ -79,7 +84,8 @@ class ReadOptions:
             if not include and not exclude:
                 raise InputError("`round_tools` names no tool", field="round_tools")
         return cls(scorer=scorer, unanswered=unanswered, round_tools=frozenset(include) or None,
-                   skip_tools=frozenset(exclude))
+                   skip_tools=frozenset(exclude), question_key=QuestionKey.make(question_key),
+                   error_pattern=compile_error_pattern(error_pattern))
 
     def counts(self, tool: str | None) -> bool:
         """Whether a call of ``tool`` is a round."""
@@ -102,12 +108,59 @@ def question_hash(question: str) -> str:
     return "q" + hashlib.sha1(question.strip().encode("utf-8")).hexdigest()[:12]
 
 
+class QuestionKey:
+    """``question_key=``: question ids from a normalised form of the question text, or from a
+    regular expression's capture, for logs whose question text carries a prefix that changes
+    (a reflection, a trial header) while the question stays the same.
+
+    ``"text"``: the text after SQuAD normalisation (lower case, punctuation, articles and
+    runs of space removed); a regular expression (text or compiled): its first match in the
+    question, group 1 when it has a group, normalised the same way. A question it does not
+    match is a bad record naming `question`.
+    """
+
+    def __init__(self, pattern: "re.Pattern[str] | None", label: str) -> None:
+        self.pattern = pattern
+        self.label = label
+
+    @classmethod
+    def make(cls, spec: Any) -> "QuestionKey | None":
+        if spec is None:
+            return None
+        if isinstance(spec, re.Pattern):
+            return cls(spec, f"the capture of {spec.pattern!r}")
+        if not isinstance(spec, str) or not spec.strip():
+            raise InputError("`question_key` must be 'text' or a regular expression", field="question_key")
+        if spec.strip() in ("text", "normalized", "normalised"):
+            return cls(None, "the normalised question text")
+        try:
+            return cls(re.compile(spec, re.S), f"the capture of {spec!r}")
+        except re.error as exc:
+            raise InputError(f"`question_key` is not a valid regular expression ({exc})", field="question_key") from None
+
+    def key(self, question: str) -> str:
+        text = question
+        if self.pattern is not None:
+            m = self.pattern.search(question)
+            if m is None:
+                raise InputError(f"`question_key` {self.pattern.pattern!r} does not match the question "
+                                 f"{_short(question)}", field="question")
+            text = m.group(1) if self.pattern.groups and m.group(1) is not None else m.group(0)
+        return question_hash(normalize_answer(text))
+
+
 @dataclass
 class Tally:
     """Counts for the notes of a read (so the report says what was derived or doubted)."""
 
     hashed_qid: int = 0
     arm_from_stem: dict[str, str] = field(default_factory=dict)
+    arm_fields: Counter = field(default_factory=Counter)  # (source, field that named the arm) -> rows
+    keyed_questions: int = 0
+    question_key_label: str = ""
+    calls_by_tool: Counter = field(default_factory=Counter)
+    failed_by_tool: Counter = field(default_factory=Counter)
+    error_pattern: bool = False
     arm_overridden: int = 0
     kept_without_answer: int = 0
     unanswered: int = 0
@@ -205,6 +258,21 @@ class Tally:
             out.append(f"{self.hashed_qid} rows had no `question_id`: derived a stable id from the question text")
         for source, arm in self.arm_from_stem.items():
             out.append(f"{source}: no `arm` field and no `arm=`: arm named {arm!r} after the file")
+        for (source, key), n in self.arm_fields.items():
+            if key == "arm" or key.startswith("`") or " " in key:
+                how = f"the field `{key}`" if key == "arm" else key
+                out.append(f"{source}: arms named by {how} ({n} rows)")
+            else:  # a model or checkpoint field: two runs of one model would merge into one arm
+                out.append(f"{source}: arms named by the field `{key}` ({n} rows): runs that share its value "
+                           "share an arm (name each run with `arm=` or `columns={'arm': ...}` to keep them apart)")
+        if self.keyed_questions:
+            out.append(f"`question_key`: {self.keyed_questions} rows keyed by {self.question_key_label}")
+        if self.calls_by_tool:
+            how = "the default failure reading" + (" and `error_pattern`" if self.error_pattern else "")
+            shown = ", ".join(f"`{t}` {self.failed_by_tool[t]} of {n}" for t, n in
+                              sorted(self.calls_by_tool.items(), key=lambda kv: (-kv[1], kv[0]))[:12])
+            more = len(self.calls_by_tool) - 12
+            out.append(f"failed calls by tool ({how}): {shown}" + (f", and {more} more tools" if more > 0 else ""))
         for escaped in self.escaped_arms:
             out.append("arm name with control characters (newlines, escape sequences) kept escaped: "
                        f"{display_name(escaped, max_length=60, mathtext=False)!r}")
@@ -305,13 +373,17 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
     if arm is not None:
         overridden = key is not None and value != arm
         row["arm"] = arm
+        arm_field = "`arm=`"
     elif key is not None:
         row["arm"] = as_str(value, key)
+        arm_field = record.get("_arm_source") if isinstance(record.get("_arm_source"), str) else key
     elif parsed.get("arm_default"):
         row["arm"] = parsed["arm_default"]
+        arm_field = parsed.get("arm_source") or "the format's agent name"
     else:
         from_stem = True
         row["arm"] = stem_arm
+        arm_field = None
 
     # an arm name is a label printed on terminals and drawn in figures: a newline or an
     # escape sequence in it would forge output lines
@@ -328,7 +400,9 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
     row["question"] = question
 
     key, value = found["question_id"]
-    if key is not None:
+    if options.question_key is not None:
+        row["question_id"] = options.question_key.key(question)
+    elif key is not None:
         row["question_id"] = as_str(value, key)
     elif "_key" in record:
         row["question_id"] = str(record["_key"])
@@ -403,6 +477,8 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
     key, value = found["meta"]
     # null fields say nothing (and a null canonical field was not used): not meta
     leftovers = {k: v for k, v in record.items() if v is not None and k not in consumed and k[:1] != "_"}
+    for name, value in (parsed.get("meta_extra") or {}).items():  # what the parser kept beside the steps
+        leftovers.setdefault(name, value)
     if key is not None:
         if isinstance(value, str):
             try:
@@ -447,6 +523,17 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
         tally.note(kind, f"{source} line {line}")
     if overridden:
         tally.arm_overridden += 1
+    if arm_field is not None:
+        tally.arm_fields[(source, arm_field)] += 1
+    if options.question_key is not None:
+        tally.keyed_questions += 1
+        tally.question_key_label = options.question_key.label
+    tally.error_pattern = options.error_pattern is not None
+    for step in steps:  # failed calls as the environment said them, per tool
+        tool = step.get("tool") or "tool"
+        tally.calls_by_tool[tool] += 1
+        if is_failure(step.get("observation"), options.error_pattern):
+            tally.failed_by_tool[tool] += 1
     if from_stem:
         tally.arm_from_stem.setdefault(source, stem_arm)
     if hashed:
@@ -482,7 +569,7 @@ class Columns:
         self.gold_len.append(len(row["gold"]))
         steps = row["steps"]
         for f, values in self.steps.items():
-            values.extend([st[f] for st in steps])
+            values.extend([st.get(f) for st in steps])
         self.steps_len.append(len(steps))
 
     def frame(self, *, origin: bool = False) -> pl.DataFrame:

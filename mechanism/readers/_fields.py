@@ -64,6 +64,7 @@ class FieldMap:
     def __init__(self, columns: Mapping[str, str] | None = None) -> None:
         columns = dict(columns or {})
         self.answer_pattern: Any = None  # a compiled `answer_pattern=`, set by the reader
+        self.multi_action = "first"  # `multi_action=`: which action of a ReAct turn ran, set by the reader
         # `correct="status:CORRECT|PASS"`: the label is true when the field holds one of these
         self.true_values: frozenset[str] | None = None
         label = columns.get("correct")

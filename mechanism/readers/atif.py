@@ -6,7 +6,8 @@ A document has ``schema_version`` (``"ATIF-v1.4"``), ``session_id``, ``agent`` (
 ``tool_calls`` (``tool_call_id``, ``function_name``, ``arguments`` object) and
 ``observation.results`` (``source_call_id``, ``content``).
 
-Mapping: the first user message is the question; every agent tool call is a round (its
+Mapping: the first user message is the question, later user messages go to the next call's
+``user``; every agent tool call is a round (its
 result found by ``source_call_id``), except a finishing tool; the final answer is taken from the
 last agent message without tool calls, as in :mod:`mechanism.readers.openai`. ATIF has no fields for
 the question id, gold answers or correctness: they are looked up at the root and in the root
@@ -61,6 +62,7 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
     answer: str | None = None
     rule: str | None = None
     final = False
+    user_turns: list[str] = []
     for index, st in enumerate(steps_in):
         where = f"steps[{index}]"
         if not isinstance(st, Mapping):
@@ -70,8 +72,11 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
             raise InputError(f"`{where}.source` must be system, user or agent, got {source!r}",
                              field=f"{where}.source")
         message = _text(st.get("message"), f"{where}.message")
-        if source == "user" and question is None:
-            question = message.strip()
+        if source == "user":
+            if question is None:
+                question = message.strip()
+            elif message.strip():
+                user_turns.append(message.strip())  # a later user turn: the next call's `user`
         if source != "agent":
             continue
         calls = st.get("tool_calls") or []
@@ -113,15 +118,20 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
             if observation is None and unmatched:
                 observation = unmatched.pop(0)
             steps.append(make_step(thought=thought if j == 0 else None, tool=name, arguments=raw,
-                                   query=main_text(dict(args), raw), observation=observation))
+                                   query=main_text(dict(args), raw), observation=observation,
+                                   user="\n".join(user_turns) if user_turns else None))
+            user_turns = []
             answer, final = None, False
     out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,
                            "answer_rule": rule if final else None, "_consumed": {"steps", "schema_version"}}
+    if user_turns:
+        out["meta_extra"] = {"user_after_last_call": "\n".join(user_turns)}
     agent = record.get("agent")
     if isinstance(agent, Mapping):
         arm = agent.get("model_name") or agent.get("name")
         if isinstance(arm, str) and arm:
             out["arm_default"] = arm
+            out["arm_source"] = "`agent.model_name`" if agent.get("model_name") else "`agent.name`"
     extra = record.get("extra")
     if isinstance(extra, Mapping):
         out["extra_fields"] = dict(extra)

@@ -64,7 +64,9 @@ def records(path: Path, doc: Mapping[str, Any] | None = None) -> Iterator[tuple[
         record = dict(value)
         record["_key"] = key
         record["question_id"] = str(key)
-        record.setdefault("arm", arm)
+        if "arm" not in record:
+            record["arm"] = arm
+            record["_arm_source"] = "the model in the file name"
         try:
             position = int(key)
             if position < 0:  # a negative key would silently pick a question from the end
@@ -89,10 +91,10 @@ def records(path: Path, doc: Mapping[str, Any] | None = None) -> Iterator[tuple[
 def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
     traj = record.get("traj")
     if isinstance(traj, str):
-        parsed = react.parse_text(traj, field="traj")
+        parsed = react.parse_text(traj, field="traj", multi_action=fields.multi_action)
     elif isinstance(traj, list):
         transcript, question = react.messages_text(traj, field="traj")
-        parsed = react.parse_text(transcript, field="traj")
+        parsed = react.parse_text(transcript, field="traj", multi_action=fields.multi_action)
         parsed["question"] = parsed["question"] or question
     else:
         raise InputError("missing `traj` (a transcript string or a message list)", field="traj")

@@ -1,8 +1,11 @@
 """OpenAI chat messages with ``tool_calls`` and ``role: "tool"`` results.
 
 Each tool call is one round, except a call to a finishing tool (``finish``, ``answer``,
-``final_answer``, ``submit``), which gives the final answer. Results are matched to calls by
-``tool_call_id`` (parallel calls each get their own observation). Without a finishing call,
+``final_answer``, ``submit``), which gives the final answer (its tool result, which the API
+requires, is kept in ``meta``). Results are matched to calls by ``tool_call_id`` (parallel
+calls each get their own observation), in one pass. Every user turn after the first message
+(the question) is kept in the ``user`` field of the next call's step, so provenance can name
+the user for an id typed in a later turn. Without a finishing call,
 the final answer is taken from the last assistant message that makes no tool call, by
 :func:`mechanism.readers._answer.extract_answer` (``answer_pattern=``, ``<answer>`` tags,
 ``Finish[...]``, "Final answer:", ``\\boxed{}``, "Answer:", else the whole message).
@@ -10,6 +13,7 @@ the final answer is taken from the last assistant message that makes no tool cal
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -102,13 +106,50 @@ def final_from_content(text: str, pattern: Any = None) -> tuple[str | None, str]
     return extract_answer(text, pattern=pattern)
 
 
+class _Call:
+    """One tool call waiting for (or holding) its result: a step, or a finishing call."""
+
+    __slots__ = ("step", "call_id", "answered")
+
+    def __init__(self, step: dict[str, str | None] | None, call_id: str | None) -> None:
+        self.step = step  # None: a finishing call (not a round)
+        self.call_id = call_id
+        self.answered = False
+
+
+def _result_text(content: Any, where: str) -> str:
+    """A tool result as text: text content as it is, an error object or other JSON as JSON
+    text (tools return ``{"error": ...}``; the failure reading needs to see it)."""
+    try:
+        return content_text(content)
+    except InputError:
+        try:
+            return json.dumps(content, ensure_ascii=False, default=str)
+        except (TypeError, ValueError, RecursionError):
+            raise InputError(f"`{where}.content` must be text or JSON", field=f"{where}.content") from None
+
+
 def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = None) -> dict[str, Any]:
-    """Steps, question and final answer from a chat-message list."""
+    """Steps, question and final answer from a chat-message list, in one pass.
+
+    The first user message is the question; every later user turn is kept in the ``user``
+    field of the next call's step (user turns after the last call go to ``meta`` as
+    ``user_after_last_call``). An assistant message without a tool call that is followed by
+    more calls (the agent speaking to the user) joins the next step's thought. Tool results
+    are matched to calls by ``tool_call_id``; a result without a known id takes the oldest
+    call still unanswered (legacy ``function`` results first), with a queue, so matching is
+    linear in the messages. A result answering a finishing call (``submit``, ``finish``) is
+    kept with it, in ``meta`` as ``finish_result``, not as a round.
+    """
     if not isinstance(messages, list):
         raise InputError(f"`{field}` must be a list of messages, got {type(messages).__name__}", field=field)
     steps: list[dict[str, str | None]] = []
-    by_id: dict[str, dict[str, str | None]] = {}
-    pending_legacy: list[dict[str, str | None]] = []
+    by_id: dict[str, _Call] = {}
+    legacy: deque[_Call] = deque()  # calls made without an id, oldest first
+    unanswered: deque[_Call] = deque()  # every call in order; answered ones are passed over lazily
+    user_turns: list[str] = []
+    said: list[str] = []  # assistant words to the user since the last call
+    finish_results: list[str] = []
     question: str | None = None
     answer: str | None = None
     rule: str | None = None
@@ -120,24 +161,51 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
         role = msg.get("role")
         if not isinstance(role, str):
             raise InputError(f"`{where}.role` is missing", field=f"{where}.role")
+        if role in ("tool", "function"):
+            text = _result_text(msg.get("content"), where)
+            call_id = msg.get("tool_call_id")
+            slot = by_id.pop(call_id, None) if isinstance(call_id, str) else None
+            if slot is None:
+                # legacy function results, or ids missing: the oldest unanswered call
+                queue = legacy if legacy else unanswered
+                while queue and queue[0].answered:
+                    queue.popleft()
+                if not queue:
+                    raise InputError(f"`{where}` is a tool result with no tool call before it",
+                                     field=f"{where}.tool_call_id")
+                slot = queue.popleft()
+                if slot.call_id is not None:
+                    by_id.pop(slot.call_id, None)
+            slot.answered = True
+            if slot.step is None:
+                finish_results.append(text)
+            else:
+                slot.step["observation"] = text
+            continue
         try:
             text = content_text(msg.get("content"))
         except InputError:
             raise InputError(f"`{where}.content` must be text", field=f"{where}.content") from None
-        if role == "user" and question is None:
-            question = text.strip()
+        if role == "user":
+            if question is None:
+                question = text.strip()
+            elif text.strip():
+                user_turns.append(text.strip())
         elif role == "assistant":
             calls = msg.get("tool_calls") or []
             if msg.get("function_call"):
                 calls = [{"id": None, "function": msg["function_call"]}]
             if not isinstance(calls, list):
                 raise InputError(f"`{where}.tool_calls` must be a list", field=f"{where}.tool_calls")
-            thought = text.strip() or None
             if not calls:
                 if text.strip():
                     answer, rule = final_from_content(text, pattern)
                     final = answer is not None
+                    said.append(text.strip())
                 continue
+            thought = "\n".join([*said, text.strip()] if text.strip() else said) or None
+            said = []
+            first = True
             for j, call in enumerate(calls):
                 cwhere = f"{where}.tool_calls[{j}]"
                 fn = call.get("function") if isinstance(call, Mapping) else None
@@ -145,35 +213,36 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                     raise InputError(f"`{cwhere}.function.name` is missing", field=f"{cwhere}.function.name")
                 name = fn["name"]
                 raw, args = _arguments(fn.get("arguments"))
+                call_id = call.get("id")
+                call_id = call_id if isinstance(call_id, str) else None
                 if name.lower() in FINISH_TOOLS:
                     answer, final, rule = main_text(args, raw, ANSWER_KEYS), True, "finish_tool"
-                    continue
-                step = make_step(thought=thought if j == 0 else None, tool=name, arguments=raw,
-                                 query=main_text(args, raw))
-                steps.append(step)
-                answer, final = None, False  # a later tool call means the episode went on
-                call_id = call.get("id")
-                if isinstance(call_id, str):
-                    by_id[call_id] = step
+                    slot = _Call(None, call_id)
                 else:
-                    pending_legacy.append(step)
-        elif role in ("tool", "function"):
-            call_id = msg.get("tool_call_id")
-            step = by_id.pop(call_id, None) if isinstance(call_id, str) else None
-            if step is None:
-                # legacy function results, or ids missing: match the oldest unanswered call
-                open_steps = pending_legacy or [s for s in steps if s["observation"] is None]
-                if not open_steps:
-                    raise InputError(f"`{where}` is a tool result with no tool call before it",
-                                     field=f"{where}.tool_call_id")
-                step = open_steps[0]
-                if pending_legacy:
-                    pending_legacy.pop(0)
-                if isinstance(call_id, str):
-                    by_id.pop(next((k for k, v in by_id.items() if v is step), ""), None)
-            step["observation"] = text
-    return {"steps": steps, "answer": answer, "final": final, "question": question,
-            "answer_rule": rule if final else None}
+                    step = make_step(thought=thought if first else None, tool=name, arguments=raw,
+                                     query=main_text(args, raw),
+                                     user="\n".join(user_turns) if first and user_turns else None)
+                    if first:
+                        user_turns = []
+                    first = False
+                    steps.append(step)
+                    answer, final = None, False  # a later tool call means the episode went on
+                    slot = _Call(step, call_id)
+                if call_id is not None:
+                    by_id[call_id] = slot
+                else:
+                    legacy.append(slot)
+                unanswered.append(slot)
+    out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,
+                           "answer_rule": rule if final else None}
+    extra: dict[str, Any] = {}
+    if finish_results:
+        extra["finish_result"] = finish_results[0] if len(finish_results) == 1 else finish_results
+    if user_turns:
+        extra["user_after_last_call"] = "\n".join(user_turns)
+    if extra:
+        out["meta_extra"] = extra
+    return out
 
 
 def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:

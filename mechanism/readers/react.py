@@ -3,8 +3,11 @@
 chat-message contents.
 
 An ``Action`` is executed when an ``Observation`` follows it; when a model writes several
-actions before one observation, the last one is the one the environment ran (the earlier
-ones stay in the thought text). A finishing action (``finish``, ``answer``, ...) gives the
+actions before one observation, the first one is the one the environment ran, as ReAct
+environments parse the first action of a turn (``multi_action="last"`` for environments that
+run the last); the others stay in the thought text and are counted in a note. In chat
+messages an observation may come unlabelled: after an action, the next message that is not
+the assistant's is its observation. A finishing action (``finish``, ``answer``, ...) gives the
 final answer and is not a round. Tool names are lower-cased.
 """
 from __future__ import annotations
@@ -21,12 +24,18 @@ from mechanism.schema import make_step
 
 FORMAT = "react"
 
-_MARKER = re.compile(r"^[ \t]*(Thought|Action|Observation|Question)(?:[ \t]*\d+)?[ \t]*:[ \t]?", re.M | re.I)
+# a user turn in a chat transcript is marked with a control character no model writes at a line start
+_USER_MARK = "\x1eUser"
+_USER_KIND = _USER_MARK.lower()
+_MARKER = re.compile(r"^[ \t]*(Thought|Action|Observation|Question|\x1eUser)(?:[ \t]*\d+)?[ \t]*:[ \t]?",
+                     re.M | re.I)
 # heads only: the argument is cut with str.rfind, so no pattern backtracks over untrusted text
 _ACTION_HEAD = re.compile(r"[ \t]*([A-Za-z_][\w\-]*)[ \t]*\[")
 _INLINE_HEAD = re.compile(r"Action(?:[ \t]*\d+)?[ \t]*:[ \t]*([A-Za-z_][\w\-]*)[ \t]*\[")
 REPAIRED = "actions missing their closing `]` read to the end of the line (repaired)"
 DROPPED = "action lines not of the form `tool[argument]` kept as thought text, not as rounds (dropped)"
+EXTRA = ("extra actions in a turn that the environment did not run (the turn's first action is the step; "
+         "`multi_action='last'` for environments that run the last) kept as thought text")
 _DETECT = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:[ \t]*[A-Za-z_][\w\-]*[ \t]*\[", re.M | re.I)
 
 
@@ -82,25 +91,49 @@ def _inline_action(body: str) -> tuple[int, str, str] | None:
         pos = line_end
 
 
-def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
-    """Steps, answer and (when a ``Question:`` line gives it) the question from a transcript."""
+def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -> dict[str, Any]:
+    """Steps, answer and (when a ``Question:`` line gives it) the question from a transcript.
+
+    The actions written between two observations are one turn. The environment ran one of
+    them: the first (``multi_action="first"``, as ReAct environments do: they parse the first
+    ``Action`` and stop) or the last (``"last"``); it is the step, and the others stay in the
+    step's thought and are counted in a note. A finishing action ends the episode there.
+    """
     marks = list(_MARKER.finditer(text))
     question: str | None = None
     steps: list[dict[str, str | None]] = []
     thoughts: list[str] = []
-    pending: tuple[str, str] | None = None
+    users: list[str] = []
+    turn: list[tuple[str, str]] = []  # actions written since the last observation
     answer: str | None = None
     final = False
     notes: list[str] = []
+    finish_results: list[str] = []
 
-    def flush_pending() -> None:
-        nonlocal pending
-        if pending is not None:  # an action with no observation (the episode stopped there)
-            tool, arg = pending
-            steps.append(make_step(thought="\n".join(thoughts) or None, tool=tool,
-                                   arguments=json.dumps({"query": arg}, ensure_ascii=False), query=arg))
-            thoughts.clear()
-            pending = None
+    def run_turn(observation: str | None) -> None:
+        """The action of the turn the environment ran, with its observation."""
+        nonlocal answer, final
+        if not turn:
+            return
+        chosen = 0 if multi_action == "first" else len(turn) - 1
+        tool, arg = turn[chosen]
+        for i, (other_tool, other_arg) in enumerate(turn):
+            if i != chosen:  # written but not run: kept as text, counted
+                thoughts.append(f"Action: {other_tool}[{other_arg}]")
+                notes.append(EXTRA)
+        turn.clear()
+        if tool in FINISH_TOOLS:
+            answer, final = arg, True
+            if observation is not None:
+                finish_results.append(observation)
+            return
+        steps.append(make_step(thought="\n".join(thoughts) or None, tool=tool,
+                               arguments=json.dumps({"query": arg}, ensure_ascii=False), query=arg,
+                               observation=observation, user="\n".join(users) or None))
+        thoughts.clear()
+        users.clear()
+        if observation is not None:
+            answer, final = None, False  # the episode went on after any earlier finish
 
     for i, m in enumerate(marks):
         kind = m.group(1).lower()
@@ -109,20 +142,17 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
         if kind == "question":
             if question is None:
                 question = body
+        elif kind == _USER_KIND:
+            if body:
+                users.append(body)
         elif kind == "thought":
-            if pending is not None:  # thinking again before an observation: the earlier action was not run
-                thoughts.append(f"Action: {pending[0]}[{pending[1]}]")
-                pending = None
             inline = _inline_action(body) if "ction" in body else None
             if inline is not None and (i + 1 == len(marks) or marks[i + 1].group(1).lower() == "observation"):
                 # "Thought: ... Action: finish[x]" written on one line
                 body_thought = body[: inline[0]].strip()
                 if body_thought:
                     thoughts.append(body_thought)
-                pending = (inline[1], inline[2])
-                if pending[0] in FINISH_TOOLS:
-                    answer, final = pending[1], True
-                    pending = None
+                turn.append((inline[1], inline[2]))
             elif body:
                 thoughts.append(body)
         elif kind == "action":
@@ -135,36 +165,34 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
             tool, arg, repaired = found
             if repaired:
                 notes.append(REPAIRED)
-            if pending is not None:
-                thoughts.append(f"Action: {pending[0]}[{pending[1]}]")
-            if tool in FINISH_TOOLS:
-                answer, final = arg, True
-                pending = None
-            else:
-                pending = (tool, arg)
+            turn.append((tool, arg))
         else:  # observation
-            if pending is not None:
-                tool, arg = pending
-                steps.append(make_step(thought="\n".join(thoughts) or None, tool=tool,
-                                       arguments=json.dumps({"query": arg}, ensure_ascii=False),
-                                       query=arg, observation=body))
-                thoughts.clear()
-                pending = None
-                answer, final = None, False  # the episode went on after any earlier finish
-    flush_pending()
+            run_turn(body)
+    run_turn(None)  # a last turn with no observation (the episode stopped there)
     if final and steps and answer is None:
         final = False
-    return {"steps": steps, "answer": answer, "final": final, "question": question, "notes": notes,
-            "answer_rule": "finish" if final else None}
+    out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,
+                           "notes": notes, "answer_rule": "finish" if final else None}
+    if finish_results:
+        out["meta_extra"] = {"finish_result": finish_results[-1]}
+    if users:
+        out.setdefault("meta_extra", {})["user_after_last_call"] = "\n".join(users)
+    return out
 
 
 def messages_text(messages: Any, *, field: str = "messages") -> tuple[str, str | None]:
     """(ReAct transcript, question) from chat messages: the first user message that is not a
-    ReAct line is the question; every other content joins the transcript."""
+    ReAct line is the question; every other content joins the transcript.
+
+    After an action, the next message that is not the assistant's is its observation, with
+    or without an ``Observation:`` label (chat agents whose environment answers as the
+    user); any other user message is a user turn, kept for the next step's ``user``.
+    """
     if not isinstance(messages, list):
         raise InputError(f"`{field}` must be a list of messages, got {type(messages).__name__}", field=field)
     parts: list[str] = []
     question: str | None = None
+    acted = False  # the assistant wrote an action since the last message of another role
     for index, msg in enumerate(messages):
         if not isinstance(msg, Mapping):
             raise InputError(f"`{field}[{index}]` must be an object, got {type(msg).__name__}", field=f"{field}[{index}]")
@@ -175,21 +203,31 @@ def messages_text(messages: Any, *, field: str = "messages") -> tuple[str, str |
             raise InputError(f"`{field}[{index}].content` must be text", field=f"{field}[{index}].content") from None
         if role == "system":
             continue
-        if role == "user" and question is None and not _MARKER.match(text):
-            question = text.strip()
+        if role == "assistant":
+            acted = acted or _DETECT.search(text) is not None or _INLINE_HEAD.search(text) is not None
+            parts.append(text)
             continue
-        parts.append(text)
+        labelled = _MARKER.match(text) is not None
+        if role == "user" and question is None and not labelled:
+            question = text.strip()
+        elif labelled:
+            parts.append(text)
+        elif acted:
+            parts.append(f"Observation: {text}")
+        else:
+            parts.append(f"{_USER_MARK}: {text}")
+        acted = False
     return "\n".join(parts), question
 
 
 def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
     name, text = fields.find(record, "text")
     if name is not None and isinstance(text, str):
-        return {**parse_text(text, field=name), "_consumed": {name}}
+        return {**parse_text(text, field=name, multi_action=fields.multi_action), "_consumed": {name}}
     mname, messages = fields.find(record, "messages")
     if mname is not None:
         transcript, question = messages_text(messages, field=mname)
-        parsed = parse_text(transcript, field=mname)
+        parsed = parse_text(transcript, field=mname, multi_action=fields.multi_action)
         parsed["question"] = parsed["question"] or question
         return {**parsed, "_consumed": {mname}}
     if name is not None:

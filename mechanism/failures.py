@@ -1,0 +1,129 @@
+"""Failed tool calls, read the way environments report them.
+
+A failed call is one the environment could not carry out: a Wikipedia lookup that found no
+page, a tool that returned an error, an action the environment did not understand, an id or
+file that does not exist, code that could not run to its end. An observation whose
+*content* is about an error is a call that worked: a test run that reports failing tests, a
+page about error-correcting codes, a film called "Invalid".
+
+:func:`is_failure` reads an observation with a default that covers what common environments
+return (below), plus any regular expression the user names (``error_pattern=``). The readers
+count failures per tool for the read report and the move grammar (mechanism.segmentation)
+marks ``failed`` calls and their retries with it, so both say the same.
+
+Default reading (on the observation's head, bounded, so the cost per call is constant):
+
+- Wikipedia ReAct environments: ``Could not find [X]. Similar: [...]``, ``No Results``,
+  ``No more results``, ``There were no results matching the query``, ``Invalid Action``;
+- tool errors: a result that opens with ``Error``/``Exception``/``ERROR`` followed by ``:``
+  (or ``-``, ``!``), ``Error executing``/``Error calling``/``Error in``, ``Failed to``,
+  ``Invalid <argument|action|input|id|...>``, ``Unknown tool``/``unknown action``,
+  ``Permission denied``, ``Access denied``; an error object (``{"error": ...}``,
+  ``{"status": "error"}``, ``{"success": false}``);
+- a missing thing: ``... not found`` / ``does not exist`` / ``No such file or directory`` /
+  ``unknown tool`` / ``generated an exception`` within the first line of a short result
+  (``User not found``, ``Order #W1 does not exist``), not inside a long page;
+- code tools: a ``SyntaxError``/``IndentationError`` printed without a ``Traceback`` line, a
+  timeout notice (``Timeout``, ``timed out``, ``Time limit exceeded``), and a Python traceback
+  that ends the output, before or after printed output, unless the output is a test run's
+  report (pytest or unittest summary lines), whose failing tests are content.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from mechanism.errors import InputError
+
+__all__ = ["is_failure", "compile_error_pattern", "failure_reader"]
+
+_HEAD = 300  # characters of an observation that the head rules read
+_TAIL = 2_000  # characters at the end that the traceback rule reads
+_SHORT = 400  # a "not found" result is a short message, not a page that mentions one
+_SHORT_LINE = 120
+
+_WIKI = re.compile(r"^\W{0,3}(could not find\b|no results\W*$|no more results\W*$|"
+                   r"there were no results matching the query|invalid action\b)", re.I)
+_TOOL_ERROR = re.compile(
+    r"^\W{0,3}(?:(?:error|exception|fatal)\s*(?:\d{3}\s*)?[:!\-\]]|error (?:executing|calling|in|while|running|"
+    r"during|occurred)\b|(?:an )?error occurred\b|failed to\b|failure:|tool (?:error|failed)\b|"
+    r"invalid (?:argument|arguments|action|input|id|parameter|parameters|request|command|tool|value|query|"
+    r"json|format|syntax)\b|unknown (?:tool|action|command|function)\b|permission denied\b|access denied\b|"
+    r"unauthorized\b|traceback \(most recent call last\))", re.I)
+_JSON_ERROR = re.compile(r'^\s*\{\s*"(?:error|exception|error_message)"\s*:|^\s*\{.{0,200}"status"\s*:\s*"(?:error|'
+                         r'failed|failure)"|^\s*\{.{0,200}"success"\s*:\s*false\b', re.I | re.S)
+_MISSING = re.compile(r"\b(?:not found|does not exist|doesn't exist|no such file or directory|no such \w+|"
+                      r"could not be found|cannot be found|generated an exception|unknown tool(?: name)?)\b", re.I)
+_TIMEOUT = re.compile(r"^\W{0,3}(?:timeout\b|timed out\b|execution timed out|time ?limit exceeded|"
+                      r"(?:the )?(?:command|execution|process|cell|code|request) (?:timed out|took too long))", re.I)
+_SYNTAX = re.compile(r"^\s*(?:SyntaxError|IndentationError|TabError)\b.*$", re.M)
+_TRACEBACK = "Traceback (most recent call last)"
+# A Python exception line closing a traceback: "ValueError: bad", "foo.BarError", "KeyboardInterrupt".
+_LAST_EXCEPTION = re.compile(r"(?:^|\n)[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b[^\n]*\s*$")
+# Test runners report failing tests as their output: content, not a failed call.
+_TEST_RUN = re.compile(r"^=+ .*\b(?:passed|failed|error|errors)\b.* =+\s*$|^Ran \d+ tests? in |"
+                       r"^(?:FAILED|OK)(?: \(.*\))?\s*$|^FAILED \S+::", re.M)
+
+
+def is_failure(observation: str | None, pattern: "re.Pattern[str] | None" = None) -> bool:
+    """Whether a tool result says the call failed (see the module docstring for the default).
+
+    Parameters
+    ----------
+    observation
+        The environment's answer to the call.
+    pattern
+        A compiled user pattern (:func:`compile_error_pattern`), searched in the first
+        2,000 characters; a match is a failure too.
+
+    Examples
+    --------
+    >>> is_failure("Could not find [Foo Bar]. Similar: ['Foo', 'Bar'].")
+    True
+    >>> is_failure("Error: user not found"), is_failure('{"error": "bad id"}'), is_failure("Paris")
+    (True, True, False)
+    >>> is_failure("Error correction code: in computing, ...")
+    False
+    >>> is_failure("hello\\nTraceback (most recent call last):\\n  File \\"x.py\\", line 2\\nZeroDivisionError: division by zero")
+    True
+    >>> is_failure("F.\\nFAIL: test_x\\nTraceback (most recent call last):\\nAssertionError: 1 != 2\\n\\nRan 2 tests in 0.01s\\n\\nFAILED (failures=1)")
+    False
+    """
+    if not observation:
+        return False
+    head = observation[:_HEAD]
+    if _WIKI.match(head) or _JSON_ERROR.match(head) or _TIMEOUT.match(head):
+        return True
+    if pattern is not None and pattern.search(observation[:_TAIL]):
+        return True
+    tail = observation[-_TAIL:]
+    test_run = _TEST_RUN.search(tail) is not None
+    if _TOOL_ERROR.match(head) and not test_run:
+        return True
+    first_line = head.split("\n", 1)[0]
+    if len(observation) <= _SHORT and len(first_line) <= _SHORT_LINE and _MISSING.search(first_line):
+        return True
+    if _TRACEBACK in observation:
+        # a traceback that closes the output (after whatever the script printed first)
+        return not test_run and _LAST_EXCEPTION.search(tail) is not None
+    # a syntax error reported without a traceback line: the code never ran
+    return _SYNTAX.search(tail) is not None and not test_run
+
+
+def compile_error_pattern(pattern: "str | re.Pattern[str] | None") -> "re.Pattern[str] | None":
+    """A user's ``error_pattern`` compiled (case-insensitive, multi-line), with a one-line
+    error naming the option when it is not a regular expression."""
+    if pattern is None or isinstance(pattern, re.Pattern):
+        return pattern
+    if not isinstance(pattern, str) or not pattern:
+        raise InputError("`error_pattern` must be a non-empty regular expression", field="error_pattern")
+    try:
+        return re.compile(pattern, re.I | re.M)
+    except re.error as exc:
+        raise InputError(f"`error_pattern` is not a valid regular expression ({exc})", field="error_pattern") from None
+
+
+def failure_reader(pattern: "str | re.Pattern[str] | None" = None) -> Callable[[str | None], bool]:
+    """:func:`is_failure` with a user pattern bound (compiled once)."""
+    compiled = compile_error_pattern(pattern)
+    return lambda observation: is_failure(observation, compiled)
