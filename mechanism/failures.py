@@ -14,7 +14,8 @@ marks ``failed`` calls and their retries with it, so both say the same.
 Default reading (on the observation's head, bounded, so the cost per call is constant):
 
 - Wikipedia ReAct environments: ``Could not find [X]. Similar: [...]``, ``No Results``,
-  ``No more results``, ``There were no results matching the query``, ``Invalid Action``;
+  ``No more results``, ``There were no results matching the query``, ``Invalid Action``,
+  ``The last page Searched was not found`` (Reflexion's lookup after a failed search);
 - tool errors: a result that opens with ``Error``/``Exception``/``ERROR`` followed by ``:``
   (or ``-``, ``!``), ``Error executing``/``Error calling``/``Error in``, ``Failed to``,
   ``Invalid <argument|action|input|id|...>``, ``Unknown tool``/``unknown action``,
@@ -24,7 +25,8 @@ Default reading (on the observation's head, bounded, so the cost per call is con
   ``unknown tool`` / ``generated an exception`` within the first line of a short result
   (``User not found``, ``Order #W1 does not exist``), not inside a long page;
 - code tools: a ``SyntaxError``/``IndentationError`` printed without a ``Traceback`` line, a
-  timeout notice (``Timeout``, ``timed out``, ``Time limit exceeded``), and a Python traceback
+  bare exception line (``KeyError: 'x'``), a timeout notice (``Timeout: ...``, ``timed out``,
+  ``Time limit exceeded``), and a Python traceback
   that ends the output, before or after printed output, unless the output is a test run's
   report (pytest or unittest summary lines), whose failing tests are content.
 """
@@ -43,19 +45,24 @@ _SHORT = 400  # a "not found" result is a short message, not a page that mention
 _SHORT_LINE = 120
 
 _WIKI = re.compile(r"^\W{0,3}(could not find\b|no results\W*$|no more results\W*$|"
-                   r"there were no results matching the query|invalid action\b)", re.I)
+                   r"there were no results matching the query|invalid action\b|"
+                   r"the last page searched was not found\b)", re.I)
 _TOOL_ERROR = re.compile(
     r"^\W{0,3}(?:(?:error|exception|fatal)\s*(?:\d{3}\s*)?[:!\-\]]|error (?:executing|calling|in|while|running|"
     r"during|occurred)\b|(?:an )?error occurred\b|failed to\b|failure:|tool (?:error|failed)\b|"
     r"invalid (?:argument|arguments|action|input|id|parameter|parameters|request|command|tool|value|query|"
     r"json|format|syntax)\b|unknown (?:tool|action|command|function)\b|permission denied\b|access denied\b|"
-    r"unauthorized\b|traceback \(most recent call last\))", re.I)
+    r"unauthorized\b|traceback \(most\b)", re.I)
 _JSON_ERROR = re.compile(r'^\s*\{\s*"(?:error|exception|error_message)"\s*:|^\s*\{.{0,200}"status"\s*:\s*"(?:error|'
                          r'failed|failure)"|^\s*\{.{0,200}"success"\s*:\s*false\b', re.I | re.S)
 _MISSING = re.compile(r"\b(?:not found|does not exist|doesn't exist|no such file or directory|no such \w+|"
                       r"could not be found|cannot be found|generated an exception|unknown tool(?: name)?)\b", re.I)
-_TIMEOUT = re.compile(r"^\W{0,3}(?:timeout\b|timed out\b|execution timed out|time ?limit exceeded|"
-                      r"(?:the )?(?:command|execution|process|cell|code|request) (?:timed out|took too long))", re.I)
+_TIMEOUT = re.compile(r"^\W{0,3}(?:timeout(?:error)?\s*[:!]|timeout (?:after|expired|exceeded|reached)\b|"
+                      r"timed out\b|execution timed out|time ?limit exceeded|"
+                      r"(?:the )?(?:command|execution|process|cell|code|request|call|tool) "
+                      r"(?:timed out|took too long))", re.I)
+# a bare exception line as the whole answer of a code tool ("KeyError: 'x'", "TimeoutError: ...")
+_HEAD_EXCEPTION = re.compile(r"^\s*[A-Z][\w.]*(?:Error|Exception)\s*:")
 _SYNTAX = re.compile(r"^\s*(?:SyntaxError|IndentationError|TabError)\b.*$", re.M)
 _TRACEBACK = "Traceback (most recent call last)"
 # A Python exception line closing a traceback: "ValueError: bad", "foo.BarError", "KeyboardInterrupt".
@@ -92,7 +99,7 @@ def is_failure(observation: str | None, pattern: "re.Pattern[str] | None" = None
     if not observation:
         return False
     head = observation[:_HEAD]
-    if _WIKI.match(head) or _JSON_ERROR.match(head) or _TIMEOUT.match(head):
+    if _WIKI.match(head) or _JSON_ERROR.match(head) or _TIMEOUT.match(head) or _HEAD_EXCEPTION.match(head):
         return True
     if pattern is not None and pattern.search(observation[:_TAIL]):
         return True

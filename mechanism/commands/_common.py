@@ -41,6 +41,18 @@ def add_reading_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--round-tools", default=None, metavar="TOOLS",
                         help="tools that count as rounds, comma-separated (search,lookup), or the ones that "
                              "do not, prefixed with - (--round-tools=-reflect,-think)")
+    parser.add_argument("--error-pattern", default=None, metavar="REGEX",
+                        help="your environment's failure messages (case-insensitive regular expression): a "
+                             "matching observation is a failed call, besides the default reading")
+    parser.add_argument("--multi-action", default="first", choices=("first", "last"),
+                        help="a ReAct turn with several actions: the environment ran the first (default) or "
+                             "the last")
+    parser.add_argument("--duplicates", default="keep", choices=("keep", "drop"),
+                        help="episodes repeated exactly within arm and question (no sample id): kept and "
+                             "counted (default) or left out")
+    parser.add_argument("--question-key", default=None, metavar="text|REGEX",
+                        help="question ids from the question text: 'text' (normalised) or a regular "
+                             "expression whose group 1 is the question proper (logs that prefix questions)")
 
 
 def add_embedding_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,7 +85,10 @@ def reading_kwargs(args: argparse.Namespace) -> dict:
     columns = parse_columns(getattr(args, "columns", None) or [])
     return {"columns": columns or None, "where": getattr(args, "where", None),
             "answer_pattern": getattr(args, "answer_pattern", None), "scorer": getattr(args, "scorer", "em"),
-            "unanswered": getattr(args, "unanswered", "fail"), "round_tools": getattr(args, "round_tools", None)}
+            "unanswered": getattr(args, "unanswered", "fail"), "round_tools": getattr(args, "round_tools", None),
+            "error_pattern": getattr(args, "error_pattern", None),
+            "multi_action": getattr(args, "multi_action", "first"),
+            "duplicates": getattr(args, "duplicates", "keep"), "question_key": getattr(args, "question_key", None)}
 
 
 def read_quietly(inputs, **kwargs):
@@ -124,6 +139,21 @@ def read_inputs(args: argparse.Namespace) -> pl.DataFrame:
     for message in report.warnings:
         print(terminal_safe(f"warning: {' '.join(message.split())}"), file=sys.stderr)
     return runs
+
+
+def require_two_arms(runs: pl.DataFrame, command: str, *, hint: str = "`mechanism report` analyses one agent") -> None:
+    """Stop a comparison of arms whose input holds fewer than two, with one line saying what is
+    needed (the CLI prints it and exits 2)."""
+    from mechanism.errors import InputError
+    from mechanism.names import display_name
+
+    arms = runs["arm"].unique(maintain_order=True).to_list() if "arm" in runs.columns else []
+    if len(arms) >= 2:
+        return
+    found = f"one arm ({display_name(arms[0], max_length=60, mathtext=False)!r})" if arms else "no arm"
+    raise InputError(f"`mechanism {command}` compares arms, and the input holds {found}: give trajectories of at "
+                     f"least two arms (one file per arm, or --arm per input); {hint}",
+                     field="arm")
 
 
 def terminal_safe(text: str) -> str:

@@ -9,7 +9,7 @@ import polars as pl
 
 from mechanism.commands._common import (
     add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
-    read_inputs, terminal_safe,
+    read_inputs, require_two_arms, terminal_safe,
 )
 
 HELP = ("retrieval, integration and parametric rates per arm, the exact split of accuracy differences "
@@ -47,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = read_inputs(args)
+    if args.base is not None or args.treated:  # rates per arm make sense for one agent; a split does not
+        require_two_arms(runs, "integration", hint="without --base and --treated it reports one arm's rates")
     labels = names = None
     if args.labels is not None:
         from mechanism.commands.reweighting import read_labels

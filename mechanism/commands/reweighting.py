@@ -11,7 +11,7 @@ import polars as pl
 
 from mechanism.commands._common import (
     add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
-    read_inputs, terminal_safe,
+    read_inputs, require_two_arms, terminal_safe,
 )
 
 from mechanism.errors import InputError
@@ -43,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = read_inputs(args)
+    require_two_arms(runs, "reweighting")
     coordinates = names = None
     if args.labels is not None:
         labels = read_labels(runs, args.labels, column=args.label_column)
