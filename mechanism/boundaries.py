@@ -36,6 +36,7 @@ from mechanism.passkt import (DEFAULT_T, PassEstimate, default_k, depth_notes, e
                               summary_table, within_t_shares)
 from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 from mechanism.results import ResultMixin
+from mechanism.schema import shared_questions
 
 STATUSES = ("both", "gained", "lost", "neither")
 
@@ -283,6 +284,7 @@ def boundary(
         if arm not in arms:
             raise InputError(f"`{name}` arm {arm!r} is not in the runs (arms: {sorted(map(str, arms))})",
                              field=name)
+    shared_questions(runs, [base, treated], what="boundary")
     seed = resolve_seed(random_state)
     both = runs.filter(pl.col("arm").is_in([base, treated]))
     qsets = {a: set(both.filter(pl.col("arm") == a)["question_id"].unique().to_list()) for a in (base, treated)}

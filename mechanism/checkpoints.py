@@ -32,6 +32,7 @@ import polars as pl
 
 from mechanism.errors import InputError
 from mechanism.results import ResultMixin
+from mechanism.schema import shared_questions
 
 __all__ = ["Track", "track", "natural_key", "order_checkpoints", "weighted_shares"]
 
@@ -295,6 +296,8 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
     if base not in names:
         raise InputError(f"`base` checkpoint {base!r} is not in the series {names}", field="base")
     runs = runs.filter(pl.col("arm").is_in(names))
+    shared_questions(runs, names, what="track", compared="each split against the base compares on the questions "
+                     "both answered, while accuracy and PASS@(k,T) per checkpoint use all of its questions")
     seed = resolve_seed(random_state)  # once: every stage below derives its stream from it
     notes: list[str] = []
     strategy_names: dict[int, str] = {}

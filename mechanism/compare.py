@@ -87,7 +87,7 @@ from mechanism.errors import InputError
 from mechanism.results import ResultMixin
 from mechanism.resample import (bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
                                 question_weighted, resolve_seed, stream)
-from mechanism.schema import KEY_COLUMNS, validate
+from mechanism.schema import KEY_COLUMNS, shared_questions, validate
 
 __all__ = [
     "Reweighting", "reweighting", "compare_arms", "kitagawa_split", "js_divergence",
@@ -539,6 +539,7 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         if coordinates.ndim != 2 or coordinates.shape[0] != runs.height:
             raise InputError(f"`coordinates` must have shape (n_rows={runs.height}, d), "
                              f"got {coordinates.shape}", field="coordinates")
+    shared_questions(runs, [base, treated], what="reweighting")
     seed = resolve_seed(random_state)  # one seed for every stage: paired intervals
 
     notes: list[str] = []

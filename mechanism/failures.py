@@ -55,8 +55,11 @@ _TOOL_ERROR = re.compile(
     r"unauthorized\b|traceback \(most\b)", re.I)
 _JSON_ERROR = re.compile(r'^\s*\{\s*"(?:error|exception|error_message)"\s*:|^\s*\{.{0,200}"status"\s*:\s*"(?:error|'
                          r'failed|failure)"|^\s*\{.{0,200}"success"\s*:\s*false\b', re.I | re.S)
-_MISSING = re.compile(r"\b(?:not found|does not exist|doesn't exist|no such file or directory|no such \w+|"
-                      r"could not be found|cannot be found|generated an exception|unknown tool(?: name)?)\b", re.I)
+# "User not found", "Order #W1 does not exist.", "File not found: x": the phrase closes a clause
+# (a title such as "Not Found is a 2009 album" does not)
+_MISSING = re.compile(r"\b(?:(?:not found|does not exist|doesn't exist|could not be found|cannot be found)"
+                      r"\s*(?:[.:!,;)]|$)|no such file or directory\b|generated an exception\b|"
+                      r"unknown tool(?: name)?\b)", re.I)
 _TIMEOUT = re.compile(r"^\W{0,3}(?:timeout(?:error)?\s*[:!]|timeout (?:after|expired|exceeded|reached)\b|"
                       r"timed out\b|execution timed out|time ?limit exceeded|"
                       r"(?:the )?(?:command|execution|process|cell|code|request|call|tool) "

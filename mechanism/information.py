@@ -56,7 +56,7 @@ from mechanism.errors import InputError
 from mechanism.resample import (bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
                                 stream)
 from mechanism.results import ResultMixin
-from mechanism.schema import validate
+from mechanism.schema import shared_questions, validate
 from mechanism.scoring import contains_answer, normalize_answer
 
 __all__ = ["Integration", "integration", "verdict", "integration_verdict", "retrieval_flags", "retrievable", "retrievable_flags",
@@ -425,6 +425,9 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
         _check_logprobs(runs, logprobs_column)
     values = _check_labels(runs, labels) if labels is not None else None
 
+    for arm in treated_list:
+        shared_questions(runs, [base, arm], what="integration", compared="the split compares on the shared "
+                         "questions, the rates per arm use all of each arm's questions")
     keep = runs["arm"].is_in(arms).to_numpy()
     runs = runs.filter(pl.Series(keep))
     if values is not None:

@@ -171,7 +171,7 @@ def check_unique_keys(runs: pl.DataFrame, *, n_groups: int | None = None, source
 
 
 def shared_questions(runs: pl.DataFrame, arms: Iterable[str], *, what: str = "comparison",
-                     stacklevel: int = 3) -> tuple[int, int]:
+                     compared: str | None = None, stacklevel: int = 3) -> tuple[int, int]:
     """How many questions every one of ``arms`` answered, of all the questions any of them did;
     warns (:class:`~mechanism.errors.ComparisonWarning`) when that is fewer than all.
 
@@ -187,6 +187,9 @@ def shared_questions(runs: pl.DataFrame, arms: Iterable[str], *, what: str = "co
         The arms compared (absent arms count as answering nothing).
     what
         The comparison's name, used in the warning.
+    compared
+        What the comparison does with the unshared questions, when it is not simply
+        "compared on those N" (the shared ones).
 
     Returns
     -------
@@ -217,7 +220,8 @@ def shared_questions(runs: pl.DataFrame, arms: Iterable[str], *, what: str = "co
     shared = int((per["n"] == len(arms)).sum()) if total else 0
     if shared < total:
         names = ", ".join(repr(a) for a in arms)
-        warnings.warn(f"{what}: arms {names} share {shared} of {total} questions; compared on those {shared}",
+        how = compared if compared is not None else f"compared on those {shared}"
+        warnings.warn(f"{what}: arms {names} share {shared} of {total} questions; {how}",
                       ComparisonWarning, stacklevel=stacklevel)
     return shared, total
 
