@@ -9,6 +9,11 @@ file, then times in the same run:
   ``polars.DataFrame(rows)`` (no validation, no per-record error handling).
 
 Usage: ``python benchmarks/bench_read.py [--n 100000] [--repeat 1]``; prints a markdown table.
+
+``--openai 5000,10000,20000,40000`` instead times the openai reader on one conversation per
+size whose calls have ids but whose tool messages carry no ``tool_call_id`` (old logs), where
+each result takes the oldest unanswered call: the growth from one size to the next (4x the messages should cost
+at most 6x the time: linear, with headroom for noise).
 """
 from __future__ import annotations
 
@@ -102,11 +107,49 @@ def _time(fn, repeat: int) -> tuple[float, float, object]:
     return statistics.median(walls), statistics.median(cpus), out
 
 
+def openai_record(n_tools: int) -> dict:
+    """One conversation with ``n_tools`` tool calls (with ids) whose results carry no
+    ``tool_call_id``: each result is matched to the oldest unanswered call."""
+    messages = [{"role": "user", "content": "Find everything about item 0."}]
+    for i in range(n_tools):
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{i}", "type": "function",
+             "function": {"name": "lookup", "arguments": json.dumps({"item": f"item_{i}"})}}]})
+        messages.append({"role": "tool", "content": f"item_{i} links to item_{i + 1}"})
+    messages.append({"role": "assistant", "content": "Final answer: done"})
+    return {"arm": "a", "question_id": "q", "gold": ["done"], "messages": messages}
+
+
+def bench_openai(sizes: list[int], repeat: int) -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            path = Path(tmp) / f"openai_{n}.jsonl"
+            path.write_text(json.dumps(openai_record(n)) + "\n", encoding="utf-8")
+            wall, cpu, runs = _time(lambda: read(path, format="openai"), repeat)
+            assert runs["n_rounds"][0] == n and runs["steps"][0][-1]["observation"] == f"item_{n - 1} links to item_{n}"
+            rows.append((n, wall, cpu))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"openai reader, one conversation per size, calls with ids, tool messages without; {os.cpu_count()} CPUs, load "
+          f"average {load:.1f} at the end, Python {platform.python_version()}; median of {repeat}")
+    print()
+    print("| tool messages | wall s | CPU s | growth vs previous size (wall) |")
+    print("|---:|---:|---:|---:|")
+    for i, (n, wall, cpu) in enumerate(rows):
+        growth = f"{wall / rows[i - 1][1]:.2f}x for {n / rows[i - 1][0]:.0f}x" if i else "-"
+        print(f"| {n:,} | {wall:.2f} | {cpu:.2f} | {growth} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--openai", default=None, metavar="SIZES",
+                    help="time the openai reader on conversations of these many id-less tool messages")
     args = ap.parse_args()
+    if args.openai:
+        bench_openai([int(x) for x in args.openai.split(",")], args.repeat)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.searchr1.jsonl"
         t0 = time.perf_counter()

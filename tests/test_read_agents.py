@@ -295,3 +295,46 @@ def test_error_pattern_reaches_segmentation(tmp_path):
 ])
 def test_failure_reading(text, failed):
     assert is_failure(text) is failed
+
+
+def _line_events(fn, filename: str) -> int:
+    """Python line events executed in ``filename`` while ``fn`` runs: a count of operations
+    that does not depend on the machine's speed or load."""
+    import sys
+
+    count = 0
+
+    def local(frame, event, arg):
+        nonlocal count
+        if event == "line":
+            count += 1
+        return local
+
+    def tracer(frame, event, arg):
+        return local if frame.f_code.co_filename == filename else None
+
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(old)
+    return count
+
+
+def test_openai_matching_is_one_pass():
+    """Results without ``tool_call_id`` after calls with ids: each takes the oldest unanswered
+    call. The earlier reader scanned every step per result (5k/10k/20k/40k messages: 0.9, 1.8,
+    6.7, 30 s); 4x the messages must cost at most 6x the operations (benchmarks/bench_read.py
+    --openai times it)."""
+    import importlib.util
+    from mechanism.readers import openai
+    spec = importlib.util.spec_from_file_location("bench_read", Path(__file__).resolve().parents[1]
+                                                  / "benchmarks" / "bench_read.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    small, large = (bench.openai_record(n)["messages"] for n in (300, 1200))
+    ops = [_line_events(lambda m=m: openai.parse_messages(m), openai.__file__) for m in (small, large)]
+    assert ops[1] / ops[0] <= 6, ops
+    out = openai.parse_messages(large)
+    assert [s["observation"] for s in out["steps"]] == [f"item_{i} links to item_{i + 1}" for i in range(1200)]
