@@ -45,6 +45,8 @@ _EXPORTS = {
     "Summary": "mechanism.results",
     "read_shards": "mechanism.parallel", "scan_shards": "mechanism.parallel", "render_shards": "mechanism.parallel",
     "assign_shards": "mechanism.parallel", "strategy_shares": "mechanism.parallel",
+    "ComparisonWarning": "mechanism.errors", "is_failure": "mechanism.failures",
+    "shared_questions": "mechanism.schema",
 }
 
 
@@ -85,6 +87,8 @@ __all__ = [
     "plots", "paper_style",
     # reading real logs (issue 11)
     "ReadWarning", "extract_answer",
+    # real agents as they ran (issue 18): failed calls, comparisons on shared questions
+    "ComparisonWarning", "is_failure", "shared_questions",
     # checkpoint series, the result protocol and the report layer
     "track", "Track", "training_run", "Summary", "report", "simulation",
     # shards in worker processes (mechanism.parallel)
