@@ -218,7 +218,7 @@ def shared_questions(runs: pl.DataFrame, arms: Iterable[str], *, what: str = "co
            .agg(pl.col("arm").n_unique().alias("n")).collect())
     total = per.height
     shared = int((per["n"] == len(arms)).sum()) if total else 0
-    if shared < total:
+    if 0 < shared < total:  # none shared: the comparison itself refuses, with its own error
         names = ", ".join(repr(a) for a in arms)
         how = compared if compared is not None else f"compared on those {shared}"
         warnings.warn(f"{what}: arms {names} share {shared} of {total} questions; {how}",
