@@ -40,7 +40,7 @@ from mechanism.errors import InputError
 __all__ = ["is_failure", "compile_error_pattern", "failure_reader"]
 
 _HEAD = 300  # characters of an observation that the head rules read
-_TAIL = 2_000  # characters at the end that the traceback rule reads
+_TAIL = 4_000  # characters at the end that the traceback and syntax-error rules read
 _SHORT = 400  # a "not found" result is a short message, not a page that mentions one
 _SHORT_LINE = 120
 
@@ -67,6 +67,9 @@ _TIMEOUT = re.compile(r"^\W{0,3}(?:timeout(?:error)?\s*[:!]|timeout (?:after|exp
 # a bare exception line as the whole answer of a code tool ("KeyError: 'x'", "TimeoutError: ...")
 _HEAD_EXCEPTION = re.compile(r"^\s*[A-Z][\w.]*(?:Error|Exception)\s*:")
 _SYNTAX = re.compile(r"^\s*(?:SyntaxError|IndentationError|TabError)\b.*$", re.M)
+# the anchored head rules above as one pattern: one match per observation instead of four
+_HEAD_FAILURE = re.compile(f"(?i:{_WIKI.pattern})|(?is:{_JSON_ERROR.pattern})|(?i:{_TIMEOUT.pattern})|"
+                           f"{_HEAD_EXCEPTION.pattern}")
 _TRACEBACK = "Traceback (most recent call last)"
 # A Python exception line closing a traceback: "ValueError: bad", "foo.BarError", "KeyboardInterrupt".
 _LAST_EXCEPTION = re.compile(r"(?:^|\n)[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b[^\n]*\s*$")
@@ -84,7 +87,7 @@ def is_failure(observation: str | None, pattern: "re.Pattern[str] | None" = None
         The environment's answer to the call.
     pattern
         A compiled user pattern (:func:`compile_error_pattern`), searched in the first
-        2,000 characters; a match is a failure too.
+        4,000 characters; a match is a failure too.
 
     Examples
     --------
@@ -102,22 +105,33 @@ def is_failure(observation: str | None, pattern: "re.Pattern[str] | None" = None
     if not observation:
         return False
     head = observation[:_HEAD]
-    if _WIKI.match(head) or _JSON_ERROR.match(head) or _TIMEOUT.match(head) or _HEAD_EXCEPTION.match(head):
+    if _HEAD_FAILURE.match(head):
         return True
     if pattern is not None and pattern.search(observation[:_TAIL]):
         return True
+    # the rules below are anchored or start from a substring test, so a long page that is
+    # none of these costs a few substring scans, not a regular-expression search over its tail
+    if _TOOL_ERROR.match(head):
+        return not _test_run(observation)
+    if len(observation) <= _SHORT:
+        first_line = head.split("\n", 1)[0]
+        if len(first_line) <= _SHORT_LINE and _MISSING.search(first_line):
+            return True
     tail = observation[-_TAIL:]
-    test_run = _TEST_RUN.search(tail) is not None
-    if _TOOL_ERROR.match(head) and not test_run:
-        return True
-    first_line = head.split("\n", 1)[0]
-    if len(observation) <= _SHORT and len(first_line) <= _SHORT_LINE and _MISSING.search(first_line):
-        return True
-    if _TRACEBACK in observation:
+    if "Error" not in tail and "Traceback" not in tail:
+        return False  # most results: two substring scans of a bounded tail and done
+    if _TRACEBACK in tail:
         # a traceback that closes the output (after whatever the script printed first)
-        return not test_run and _LAST_EXCEPTION.search(tail) is not None
-    # a syntax error reported without a traceback line: the code never ran
-    return _SYNTAX.search(tail) is not None and not test_run
+        return _LAST_EXCEPTION.search(tail) is not None and not _test_run(observation)
+    if "SyntaxError" in tail or "IndentationError" in tail or "TabError" in tail:
+        # a syntax error reported without a traceback line: the code never ran
+        return _SYNTAX.search(tail) is not None and not _test_run(observation)
+    return False
+
+
+def _test_run(observation: str) -> bool:
+    """Whether the output is a test runner's report (its failing tests are content)."""
+    return _TEST_RUN.search(observation[-_TAIL:]) is not None
 
 
 def compile_error_pattern(pattern: "str | re.Pattern[str] | None") -> "re.Pattern[str] | None":
