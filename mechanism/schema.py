@@ -110,6 +110,13 @@ def validate(runs: pl.DataFrame, *, source: str = "table", required: Iterable[st
         have = runs.schema[name]
         if want is not None and not _compatible(have, want):
             raise InputError(f"column `{name}` has type {have}, expected {want}", source=source, field=name)
+    if "steps" in needed:
+        inner = runs.schema["steps"].inner if isinstance(runs.schema["steps"], pl.List) else None
+        if isinstance(inner, pl.Struct):
+            for f in inner.fields:  # a step field of the canonical set holds text (or nothing)
+                if f.name in STEP_FIELDS and f.dtype not in (pl.String, pl.Null):
+                    raise InputError(f"step field `steps.{f.name}` has type {f.dtype}, expected String",
+                                     source=source, field=f"steps.{f.name}")
     for name in ("arm", "question_id", "sample_id"):
         if name in needed and runs[name].null_count():
             row = int(runs[name].is_null().arg_max())

@@ -338,3 +338,23 @@ def test_openai_matching_is_one_pass():
     assert ops[1] / ops[0] <= 6, ops
     out = openai.parse_messages(large)
     assert [s["observation"] for s in out["steps"]] == [f"item_{i} links to item_{i + 1}" for i in range(1200)]
+
+
+def test_atif_later_user_turns(tmp_path):
+    doc = {"schema_version": "ATIF-v1.4", "session_id": "s1", "agent": {"name": "bot", "model_name": "m1"},
+           "extra": {"question_id": "q1", "gold": ["ok"]},
+           "steps": [{"step_id": 1, "source": "user", "message": "Cancel my order."},
+                     {"step_id": 2, "source": "agent", "message": "Which order?"},
+                     {"step_id": 3, "source": "user", "message": "Order #W4830391."},
+                     {"step_id": 4, "source": "agent", "message": "",
+                      "tool_calls": [{"tool_call_id": "t1", "function_name": "cancel_order",
+                                      "arguments": {"order_id": "#W4830391"}}],
+                      "observation": {"results": [{"source_call_id": "t1", "content": "cancelled"}]}},
+                     {"step_id": 5, "source": "agent", "message": "ok"}]}
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(doc))
+    runs, rep = read(path, report=True)
+    step = runs["steps"][0][0]
+    assert step["user"] == "Order #W4830391." and step["observation"] == "cancelled"
+    assert segment(runs)["sources"][0] == "user"
+    assert any("arms named by `agent.model_name`" in n for n in rep.notes)

@@ -129,3 +129,22 @@ def test_user_typed_value_is_attributed_to_the_user(turn, n_calls):
     without = runs.with_columns(pl.col("steps").list.eval(pl.element().struct.with_fields(
         pl.lit(None, dtype=pl.String).alias("user"))))
     assert "user" not in segment(without).filter(pl.col("tool") == f"tool{n_calls - 1}")["sources"][0].split("+")
+
+
+def test_validate_carries_user_and_accepts_old_tables():
+    from mechanism.errors import InputError
+    from mechanism.schema import validate
+    new = from_records([{"arm": "a", "question_id": "q", "sample_id": 0, "question": "q", "gold": [], "answer": None,
+                         "correct": False, "n_rounds": 1, "steps": [make_step(tool="t", user="my id is x1")]}])
+    assert new["steps"][0][0]["user"] == "my id is x1"
+    old_steps = pl.Struct({k: pl.String for k in STEP_FIELDS if k != "user"})
+    old = new.with_columns(pl.col("steps").cast(pl.List(old_steps)))
+    validate(old)  # a table written before `user` existed is still canonical
+    assert segment(old)["tool"].to_list() == ["t", "answer"]
+    bad = new.with_columns(pl.col("steps").list.eval(pl.element().struct.with_fields(pl.lit(3).alias("user"))))
+    try:
+        validate(bad)
+    except InputError as exc:
+        assert "`steps.user`" in str(exc)
+    else:
+        raise AssertionError("a non-text `user` must be refused")
