@@ -210,8 +210,11 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
         (``rows_in == rows_kept + len(skipped) + rows_filtered``).
     report
         Also return a :class:`~mechanism.errors.ReadReport` (format per file, skipped
-        records, notes on derived ids, repaired actions, unanswered episodes and on given
-        labels that disagree with the answers, and warnings).
+        records, notes on derived ids, which field named the arms (or that the file name
+        did), failed calls per tool, duplicated episodes, repaired actions and extra actions
+        in a turn, unanswered episodes and given labels that disagree with the answers, and
+        warnings). A record lacking canonical fields that the file's earlier records have is
+        a bad record naming them (not a new arm or an empty episode).
     progress
         Show a progress bar per file (``None``: only on a terminal).
     where
