@@ -52,6 +52,11 @@ class InputError(MechanismError):
         return f"{': '.join([', '.join(where), text]) if where else text}"
 
 
+class OutputError(MechanismError):
+    """An output that could not be written (disk full, no permission, a file where a folder
+    goes): one line naming the path; nothing that looks complete is left behind."""
+
+
 @dataclass(frozen=True)
 class SkippedRecord:
     """One record left out under ``errors="skip"``, and why."""

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.commands._common import (
+    atomic_output,
     add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
     read_inputs, terminal_safe,
 )
@@ -54,10 +55,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         labels = rounds_labels(runs)
         source = "number of search rounds (0..5+)"
-    written, summary = write_outputs(runs, labels, args.out, base=args.base, treated=args.treated,
-                                     ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
-                                     random_state=args.seed, coordinates=coordinates,
-                                     figures=not args.no_figures, label_source=source, names=names)
+    with atomic_output(args.out) as out:
+        written, summary = write_outputs(runs, labels, out, base=args.base, treated=args.treated,
+                                         ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
+                                         random_state=args.seed, coordinates=coordinates,
+                                         figures=not args.no_figures, label_source=source, names=names)
     print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0

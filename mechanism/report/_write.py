@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from mechanism.names import write_csv
 from mechanism.report._section import Section
 
 
@@ -20,7 +21,7 @@ def write_table(section: Section, frame: pl.DataFrame, path: Path) -> Path:
     if path.suffix == ".parquet":
         frame.write_parquet(path)
     elif path.suffix == ".csv":
-        frame.write_csv(path)
+        write_csv(frame, path)  # formula-like cells escaped (names come from the input)
     else:
         raise ValueError(f"no table format for {path.name!r}: .csv or .parquet")
     section.written.append(path)
