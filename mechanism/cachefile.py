@@ -165,13 +165,20 @@ def json_depth(data: bytes) -> int:
     return int(np.cumsum(step).max(initial=0))
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+class DuplicateKeyError(ValueError):
+    """A JSON object that gives one key twice (JSON decoders keep the last one silently)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for :func:`json.loads` that refuses a key given twice in one object."""
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise ValueError(f"duplicate key `{key[:60]}` in a JSON object")
+                shown = key if len(key) <= 60 else key[:57] + "..."
+                raise DuplicateKeyError(f"duplicate key `{shown}` in one object (which value is meant is "
+                                        "ambiguous: JSON readers keep the last silently)")
             seen.add(key)
     return out
 
@@ -184,7 +191,7 @@ def parse_json(data: bytes, *, name: str = "file", max_depth: int = JSON_MAX_DEP
     if depth > max_depth:
         raise ValueError(f"`{name}` is nested too deeply ({depth} levels, more than the {max_depth} it may be)")
     try:
-        return json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+        return json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys)
     except UnicodeDecodeError:
         raise ValueError(f"`{name}` is not UTF-8") from None
     except RecursionError:  # not reached after the depth check; kept as a last guard

@@ -76,6 +76,12 @@ def read_labels(runs: pl.DataFrame, path: str | Path, *, column: str = "strategy
     suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":
+            from mechanism.cachefile import check_parquet_depth
+
+            try:  # a crafted schema nested 1,000 deep would crash polars: refused from the footer
+                check_parquet_depth(path, name=path.name)
+            except ValueError as exc:
+                raise InputError(str(exc), source=str(path), field="schema") from None
             table = pl.read_parquet(path)
         elif suffix == ".csv":
             table = pl.read_csv(path, schema_overrides={"question_id": pl.String})
@@ -84,7 +90,7 @@ def read_labels(runs: pl.DataFrame, path: str | Path, *, column: str = "strategy
         else:
             raise InputError(f"unknown labels file type {suffix!r} (use .parquet, .csv or .jsonl)", source=str(path))
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise InputError(f"cannot read labels: {exc}", source=str(path)) from exc
+        raise InputError(f"cannot read labels: {' '.join(str(exc).split())[:300]}", source=str(path)) from None
     return labels_from_table(runs, table, column=column, source=str(path))
 
 
