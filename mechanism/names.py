@@ -194,7 +194,8 @@ def display_name(name: object, *, max_length: int = 28, mathtext: bool = True) -
 # tab or carriage return before one of them. A cell that is a plain number ("-3", "+1.5e3") is
 # no formula and is left alone.
 _FORMULA_START = r"^[=+\-@\t\r]"
-_PLAIN_NUMBER = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
+_NUMBER = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_PLAIN_NUMBER = f"^{_NUMBER}$"  # for polars (Rust regex: $ is the end of the text only)
 
 
 def escape_formula(cell: str) -> str:
@@ -205,7 +206,7 @@ def escape_formula(cell: str) -> str:
     >>> escape_formula('=HYPERLINK("http://x", "rl")'), escape_formula("-0.5"), escape_formula("rl")
     ('\\'=HYPERLINK("http://x", "rl")', '-0.5', 'rl')
     """
-    if cell[:1] and cell[0] in "=+-@\t\r" and not re.match(_PLAIN_NUMBER, cell):
+    if cell[:1] and cell[0] in "=+-@\t\r" and not re.fullmatch(_NUMBER, cell):
         return "'" + cell
     return cell
 
