@@ -162,15 +162,23 @@ def _strings(value: Any, field: str, *, max_items: int = 1_000_000) -> list[str]
     return value
 
 
-def _array(folder: Path, name: str, digest: Any) -> np.ndarray:
-    file = f"{name}.npy"
+def _read_listed(folder: Path, file: str, digest: Any, field: str, max_bytes: int) -> bytes:
+    """The bytes of a file space.json lists, once its checksum there is well formed."""
     if not isinstance(digest, str) or len(digest) != 64:
-        raise _Refusal(f"the checksum of `{file}` must be 64 hex digits", "space.json", f"arrays.{name}")
+        raise _Refusal(f"the checksum of `{file}` must be 64 hex digits", "space.json", field)
     try:
-        data = read_regular(folder / file, max_bytes=NPY_MAX_BYTES, folder=folder)
-        arr = load_npy(data)  # header checked against the bytes before anything is allocated
+        return read_regular(folder / file, max_bytes=max_bytes, folder=folder)
     except FileNotFoundError:
         raise _Refusal(f"`{file}` is missing", file) from None
+    except ValueError as exc:
+        raise _Refusal(str(exc), file) from None
+
+
+def _array(folder: Path, name: str, digest: Any) -> np.ndarray:
+    file = f"{name}.npy"
+    data = _read_listed(folder, file, digest, f"arrays.{name}", NPY_MAX_BYTES)
+    try:
+        arr = load_npy(data)  # header checked against the bytes before anything is allocated
     except ValueError as exc:
         raise _Refusal(str(exc), file) from None
     want = SAVED_ARRAYS[name][1]
@@ -186,14 +194,7 @@ def _array(folder: Path, name: str, digest: Any) -> np.ndarray:
 
 def _table(folder: Path, name: str, digest: Any) -> pl.DataFrame:
     file = f"{name}.parquet"
-    if not isinstance(digest, str) or len(digest) != 64:
-        raise _Refusal(f"the checksum of `{file}` must be 64 hex digits", "space.json", f"tables.{name}")
-    try:
-        data = read_regular(folder / file, max_bytes=TABLE_MAX_BYTES, folder=folder)
-    except FileNotFoundError:
-        raise _Refusal(f"`{file}` is missing", file) from None
-    except ValueError as exc:
-        raise _Refusal(str(exc), file) from None
+    data = _read_listed(folder, file, digest, f"tables.{name}", TABLE_MAX_BYTES)
     if _sha256(data) != digest:
         raise _Refusal(f"`{file}` does not match its checksum", file, f"tables.{name}")
     try:
