@@ -162,18 +162,21 @@ def iter_jsonl(path: Path, data: bytes | None = None, blank: list[int] | None = 
         for number, raw in enumerate(fh, 1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
-            if not raw.strip():
+            if not raw or raw.isspace():  # (raw.strip() would copy a long line to test it)
                 if blank is not None:
                     blank.append(number)
                 continue
             try:
-                text = _decode(raw, source, number).rstrip("\r\n")
+                # no rstrip: JSON ignores the line break, and a copy of a 100 MB line is 100 MB
+                text = _decode(raw, source, number)
+                del raw  # the bytes are not needed once decoded
                 try:
                     value = json.loads(text, object_pairs_hook=unique_keys)
                 except (ValueError, RecursionError) as exc:
                     raise BadRecord(f"invalid JSON ({_json_reason(exc, text)})", source=source, line=number) from None
                 if may_hold_surrogates(text):
                     check_surrogates(value, source, number)
+                del text  # not held while the caller parses the record
             except BadRecord as bad:
                 yield number, bad
                 continue
