@@ -11,6 +11,7 @@ rebuilds it.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -18,6 +19,7 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +31,28 @@ SIDECAR_FORMAT = 1
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` (same folder, so the move is atomic) for a writer that
+    takes a path (polars, matplotlib); moved onto ``path`` with ``os.replace`` when the block
+    finishes and removed on an exception, so ``path`` is never a half-written file. The file
+    gets the permissions a new file would (mkstemp's are private)."""
+    path = Path(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name.encode()[:100].decode('utf-8', 'ignore')}.",
+                                suffix=f".partial{path.suffix}")
+    os.close(fd)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    os.chmod(name, 0o666 & ~mask)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        yield Path(name)
+        os.replace(name, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        Path(name).unlink(missing_ok=True)
         raise
 
 

@@ -89,7 +89,10 @@ def file_stems(names: "list[str] | tuple[str, ...]", *, max_length: int = 80) ->
             stem = f"{safe_filename(n, max_length=max_length - 9)}-{_short_hash(n)}"
         out[n] = stem
     if len({v.casefold() for v in out.values()}) < len(out):  # two 32-bit hashes alike: never silently
-        raise ValueError(f"names {sorted(distinct)[:4]} give clashing file names even with their hashes")
+        from mechanism.errors import InputError
+
+        raise InputError(f"names {[display_name(n, mathtext=False) for n in sorted(distinct)[:4]]} give clashing "
+                         "file names even with their hashes: rename one", field="arm")
     return out
 
 

@@ -317,23 +317,12 @@ def atomic_output(out: Path) -> Iterator[Path]:
 def atomic_file(path: Path) -> Iterator[Path]:
     """A temporary path beside ``path``, moved onto it (``os.replace``) when the block finishes;
     removed on an exception. OS errors become one :class:`~mechanism.errors.OutputError`."""
-    import tempfile
+    from mechanism.cachefile import atomic_path
 
     path = Path(os.path.abspath(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=_hidden_name(path, _PARTIAL), suffix=path.suffix)
-        os.close(fd)
-        os.chmod(name, 0o666 & ~_umask())
+        with atomic_path(path) as tmp:
+            yield tmp
     except OSError as exc:
         raise _output_error(exc, path, path) from None
-    tmp = Path(name)
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise _output_error(exc, tmp, path) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
