@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from mechanism.names import write_csv
 from mechanism.report import csv_ready, rounds_labels, write_reweighting as write_outputs
 
 from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
@@ -41,7 +42,7 @@ def space_labels(runs: pl.DataFrame, seed: int, out: Path) -> tuple[np.ndarray, 
     space = StrategySpace(random_state=seed, progress=None).fit(runs)
     described = space.describe()
     out.mkdir(parents=True, exist_ok=True)
-    csv_ready(described).write_csv(out / "strategies_described.csv")
+    write_csv(csv_ready(described), out / "strategies_described.csv")
     names = {}
     for row in described.iter_rows(named=True):
         moves = [MOVE_NAMES.get(m.strip(), m.strip()) for m in (row["typical_moves"] or "").split(">")]

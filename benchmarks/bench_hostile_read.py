@@ -8,7 +8,14 @@ second arm has a 1,000-character name holding invalid mathtext and control chara
 prints its peak memory (the issue's bar: under 1.5 GB; before the fix 2.2 GB and a 202
 megapixel PNG).
 
-Usage: ``python benchmarks/bench_hostile_read.py [--passkt]``; prints markdown tables.
+With ``--round3`` (issue 24), also: ``--answer-pattern`` patterns that backtrack under
+Python's ``re`` (exponential and quadratic) on messages of 64 KB ... 1 MB, run by RE2; the
+refusal of a 4,000-term ``--where`` against a 12,000-value ``IN`` list that is accepted; a
+1,000-deep nested parquet; and ``strategies apply`` on saved spaces whose ``space.json`` is
+nested JSON or a ``/dev/zero`` symlink or whose array is a FIFO (exit status, wall time and the
+command's own peak memory, from a small launcher that waits on it).
+
+Usage: ``python benchmarks/bench_hostile_read.py [--passkt] [--round3]``; prints markdown tables.
 """
 from __future__ import annotations
 
@@ -103,13 +110,107 @@ def bench_passkt() -> None:
     print(f"| {proc.returncode} | {wall:.1f} | {peak_mb:.0f} | {biggest[0] / 1e6:.2f} ({biggest[1]}) |")
 
 
+def _pattern_record(size: int, pattern: str) -> dict:
+    body = "a" * size + "!" if pattern.startswith("(a+)") else "x" * size
+    return {"question": "q", "gold": ["x"], "messages": [{"role": "user", "content": "q"},
+                                                        {"role": "assistant", "content": body}]}
+
+
+def bench_round3() -> None:
+    """Issue 24's bounds: answer patterns on RE2, --where, nested parquet, tampered spaces."""
+    import shutil
+
+    patterns = ("(a+)+$", ".*ANSWER: (.*)")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        print("\n`--answer-pattern` on one message without a match (RE2; Python's re is exponential on the first, "
+              "quadratic on the second)\n")
+        print("| pattern | " + " | ".join(f"{kb} KB s" for kb in SIZES_KB) + " | growth per doubling |")
+        print("|---|" + "---:|" * (len(SIZES_KB) + 1))
+        for pattern in patterns:
+            times = []
+            for kb in SIZES_KB:
+                path = tmp / "p.jsonl"
+                path.write_text(json.dumps(_pattern_record(kb * 1024, pattern)))
+                timed(path, answer_pattern=pattern)
+                times.append(min(timed(path, answer_pattern=pattern) for _ in range(3)))
+            growth = (times[-1] / times[2]) ** 0.5 if times[2] > 0 else float("nan")
+            print(f"| `{pattern}` | " + " | ".join(f"{t:.4f}" for t in times) + f" | {growth:.2f}x |")
+
+        path = tmp / "w.jsonl"
+        path.write_text("\n".join(json.dumps({"question": "q", "gold": ["x"], "question_id": str(i), "trial": i,
+                                               "response": "<answer>x</answer>"}) for i in range(2000)))
+        rows = []
+        for label, where in (("4,000-term OR chain", " OR ".join(f"trial = {i}" for i in range(4000))),
+                             ("IN list of 12,000 values", "trial IN (" + ", ".join(map(str, range(12000))) + ")")):
+            start = time.perf_counter()
+            try:
+                kept, outcome = read(path, where=where).height, "kept"
+            except InputError as exc:
+                kept, outcome = 0, f"refused: {str(exc)[:60]}..."
+            rows.append((label, time.perf_counter() - start, outcome, kept))
+        print("\n`--where` on 2,000 records\n\n| filter | s | outcome | rows |\n|---|---:|---|---:|")
+        for label, sec, outcome, kept in rows:
+            print(f"| {label} | {sec:.3f} | {outcome} | {kept} |")
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        value, kind = 1, pa.int64()
+        for _ in range(1000):
+            value, kind = [value], pa.list_(kind)
+        deep = tmp / "deep.parquet"
+        pq.write_table(pa.table({"x": pa.array([value], type=kind)}), deep)
+        cases = [("1,000-deep parquet: mechanism read", ["read", str(deep), "--out", str(tmp / "o.parquet")])]
+
+        from mechanism.simulation import simulate
+        from mechanism.strategy_space import StrategySpace
+
+        sim = simulate(n_questions=15, n_samples=4, random_state=0, progress=False)
+        good = tmp / "space"
+        StrategySpace(embedder="hashing-64", progress=False).fit(sim.runs).save(good)
+        sim.runs.write_parquet(tmp / "runs.parquet")
+        for label, damage in (("space.json nested 10^5 deep", "nested"), ("space.json -> /dev/zero", "zero"),
+                              ("train_labels.npy is a FIFO", "fifo")):
+            folder = tmp / f"space-{damage}"
+            shutil.copytree(good, folder)
+            if damage == "nested":
+                (folder / "space.json").write_text("[" * 100_000 + "]" * 100_000)
+            elif damage == "zero":
+                (folder / "space.json").unlink()
+                os.symlink("/dev/zero", folder / "space.json")
+            else:
+                (folder / "train_labels.npy").unlink()
+                os.mkfifo(folder / "train_labels.npy")
+            cases.append((f"strategies apply: {label}", ["strategies", "apply", str(folder), str(tmp / "runs.parquet"),
+                                                         "--out", str(tmp / f"out-{damage}")]))
+        launcher = ("import os, subprocess, sys\nchild = subprocess.Popen(sys.argv[1:])\n"
+                    "_, status, usage = os.wait4(child.pid, 0)\nprint(f'peak_kb={usage.ru_maxrss}', file=sys.stderr)\n"
+                    "sys.exit(os.waitstatus_to_exitcode(status))")
+        print("\ntampered inputs through the command (one line on stderr expected)\n")
+        print("| case | exit status | wall s | peak RSS MB | stderr lines |\n|---|---:|---:|---:|---:|")
+        for label, args in cases:
+            start = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-c", launcher, sys.executable, "-m", "mechanism", *args],
+                                  capture_output=True, text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"})
+            wall = time.perf_counter() - start
+            errors, _, peak = proc.stderr.rpartition("peak_kb=")
+            print(f"| {label} | {proc.returncode} | {wall:.2f} | {int(peak) / 1024:.0f} | "
+                  f"{len(errors.strip().splitlines())} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--passkt", action="store_true", help="also measure mechanism passkt with a long arm name")
+    ap.add_argument("--round3", action="store_true", help="also measure issue 24's bounds")
+    ap.add_argument("--no-read", action="store_true", help="skip the hostile-record table")
     args = ap.parse_args()
-    bench_read()
+    if not args.no_read:
+        bench_read()
     if args.passkt:
         bench_passkt()
+    if args.round3:
+        bench_round3()
 
 
 if __name__ == "__main__":

@@ -11,11 +11,15 @@ rebuilds it.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import os
+import re
+import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +31,28 @@ SIDECAR_FORMAT = 1
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` (same folder, so the move is atomic) for a writer that
+    takes a path (polars, matplotlib); moved onto ``path`` with ``os.replace`` when the block
+    finishes and removed on an exception, so ``path`` is never a half-written file. The file
+    gets the permissions a new file would (mkstemp's are private)."""
+    path = Path(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name.encode()[:100].decode('utf-8', 'ignore')}.",
+                                suffix=f".partial{path.suffix}")
+    os.close(fd)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    os.chmod(name, 0o666 & ~mask)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        yield Path(name)
+        os.replace(name, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        Path(name).unlink(missing_ok=True)
         raise
 
 
@@ -79,12 +98,16 @@ def read_checked(path: Path, meta: dict[str, Any] | None = None) -> bytes | None
         Fields the sidecar must hold with these values.
     """
     side = sidecar(path)
-    if not side.exists():
+    if not os.path.lexists(side):
         return None
     try:
-        record = load_json_small(side)
-        data = path.read_bytes()
-        if (not isinstance(record, dict) or record.get("sidecar_format") != SIDECAR_FORMAT
+        record = load_json_small(side, folder=path.parent)
+        size = record.get("size") if isinstance(record, dict) else None
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ValueError("bad size in the sidecar")
+        # the sidecar's size caps what is read: a /dev/zero or a grown file is refused unread
+        data = read_regular(path, max_bytes=size, folder=path.parent)
+        if (record.get("sidecar_format") != SIDECAR_FORMAT
                 or record.get("size") != len(data) or record.get("digest") != digest(data)
                 or any(record.get(k) != v for k, v in (meta or {}).items())):
             raise ValueError("size, digest or producer mismatch")
@@ -95,24 +118,142 @@ def read_checked(path: Path, meta: dict[str, Any] | None = None) -> bytes | None
 
 
 SIDECAR_MAX_BYTES = 64 * 2**20  # a sidecar lists keys and digests; larger is not one of ours
+JSON_MAX_DEPTH = 64  # the deepest JSON the toolkit writes is 4 levels; deeper is not one of ours
 
 
-def load_json_small(path: Path, *, max_bytes: int = SIDECAR_MAX_BYTES) -> Any:
-    """A JSON file that the toolkit wrote (a sidecar, a manifest), refused with
-    :class:`ValueError` when it is larger than ``max_bytes``, not UTF-8, not JSON, or nested
-    too deeply to decode (a crafted file must not crash the caller with a RecursionError)."""
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise ValueError(f"{path.name} is {size} bytes, more than the {max_bytes} a sidecar may hold")
+def read_regular(path: Path, *, max_bytes: int, folder: Path | None = None) -> bytes:
+    """The bytes of ``path``, read as untrusted input: only a regular file (a FIFO would block
+    forever, ``/dev/zero`` never ends), at most ``max_bytes`` (checked on the open file before
+    reading), and, with ``folder``, only a file inside it (a symlink pointing out is refused).
+
+    The file is opened without blocking and checked on its descriptor, so it cannot be swapped
+    for a FIFO or a device between the check and the read.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` is not there.
+    ValueError
+        Any other reason to refuse it, one line naming the file.
+    """
+    path = Path(path)
+    name = path.name
+    if folder is not None and os.path.islink(path):
+        inside = os.path.realpath(folder)
+        if os.path.commonpath([inside, os.path.realpath(path)]) != inside:
+            raise ValueError(f"`{name}` is a symlink pointing outside its folder")
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except RecursionError:
-        raise ValueError(f"{path.name} is nested too deeply") from None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except IsADirectoryError:
+        raise ValueError(f"`{name}` is a directory, not a file") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"`{name}` is not a regular file (a FIFO, device or socket)")
+        if info.st_size > max_bytes:
+            raise ValueError(f"`{name}` is {info.st_size} bytes, more than the {max_bytes} this file may hold")
+        chunks, left = [], info.st_size + 1  # one byte more: a file that grew while read is refused
+        while left > 0:
+            chunk = os.read(fd, min(left, 2**24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:
+            raise ValueError(f"`{name}` changed while it was read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+# a JSON string (escapes included): what the depth scan skips over
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # unrolled: a tight loop per run of plain bytes
+
+
+def json_depth(data: bytes) -> int:
+    """The deepest nesting of arrays and objects in JSON text, found without recursion (strings
+    removed, then a running count of brackets), so a crafted file of 10^5 brackets is measured,
+    never decoded."""
+    bare = np.frombuffer(_JSON_STRING.sub(b'""', data), dtype=np.uint8)
+    if not len(bare):
+        return 0
+    step = (np.isin(bare, (ord("["), ord("{"))).astype(np.int32)
+            - np.isin(bare, (ord("]"), ord("}"))).astype(np.int32))
+    return int(np.cumsum(step).max(initial=0))
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object that gives one key twice (JSON decoders keep the last one silently)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for :func:`json.loads` that refuses a key given twice in one object."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                shown = key if len(key) <= 60 else key[:57] + "..."
+                raise DuplicateKeyError(f"duplicate key `{shown}` in one object (which value is meant is "
+                                        "ambiguous: JSON readers keep the last silently)")
+            seen.add(key)
+    return out
+
+
+def parse_json(data: bytes, *, name: str = "file", max_depth: int = JSON_MAX_DEPTH) -> Any:
+    """JSON text the toolkit wrote (a sidecar, a manifest, ``space.json``), refused with a
+    one-line :class:`ValueError` when not UTF-8, not JSON, nested deeper than ``max_depth``
+    (measured before decoding), or holding a key twice (which value was meant is unknown)."""
+    depth = json_depth(data)
+    if depth > max_depth:
+        raise ValueError(f"`{name}` is nested too deeply ({depth} levels, more than the {max_depth} it may be)")
+    try:
+        return json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys)
     except UnicodeDecodeError:
-        raise ValueError(f"{path.name} is not UTF-8") from None
+        raise ValueError(f"`{name}` is not UTF-8") from None
+    except RecursionError:  # not reached after the depth check; kept as a last guard
+        raise ValueError(f"`{name}` is nested too deeply") from None
+    except ValueError as exc:
+        raise ValueError(f"`{name}` is not valid JSON ({' '.join(str(exc).split())[:160]})") from None
 
 
-def load_npy(source: "Path | bytes", *, dtype: "np.dtype | type | None" = None, ndim: int | None = None) -> np.ndarray:
+def load_json_small(path: Path, *, max_bytes: int = SIDECAR_MAX_BYTES, folder: Path | None = None) -> Any:
+    """A JSON file that the toolkit wrote (a sidecar, a manifest): :func:`read_regular` then
+    :func:`parse_json`; every refusal is a one-line :class:`ValueError`."""
+    return parse_json(read_regular(path, max_bytes=max_bytes, folder=folder), name=Path(path).name)
+
+
+PARQUET_MAX_DEPTH = 32  # the canonical table nests 3 levels (steps: list of struct); chat logs a few more
+
+
+def check_parquet_depth(source: "Path | bytes", *, max_depth: int = PARQUET_MAX_DEPTH, name: str = "file") -> None:
+    """Refuse (one-line :class:`ValueError`) a parquet file whose schema nests more than
+    ``max_depth`` levels of lists and structs, from its footer alone: a file of lists nested
+    1,000 deep crashes the reader (a segfault, no message) and 300 levels take 700 MB."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        handle = pq.ParquetFile(pa.BufferReader(source) if isinstance(source, bytes) else str(source))
+        schema = handle.schema_arrow
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types on a corrupt footer
+        reason = " ".join(str(exc).split())[:160]
+        if "deeply nested" in reason:
+            raise ValueError(f"`{name}` nests its columns too deeply (more than {max_depth} levels)") from None
+        raise ValueError(f"`{name}` is not a readable parquet file ({type(exc).__name__}: {reason})") from None
+    stack = [(f.type, 1, f.name) for f in schema]
+    while stack:
+        kind, depth, column = stack.pop()
+        if depth > max_depth:
+            raise ValueError(f"`{name}` nests column `{column[:60]}` more than {max_depth} levels deep")
+        stack.extend((kind.field(i).type, depth + 1, column) for i in range(kind.num_fields))
+
+
+NPY_MAX_BYTES = 4 * 2**30  # one saved or cached array; a larger file is refused before it is read
+
+
+def load_npy(source: "Path | bytes", *, dtype: "np.dtype | type | None" = None, ndim: int | None = None,
+             max_bytes: int = NPY_MAX_BYTES, folder: Path | None = None) -> np.ndarray:
     """A ``.npy`` array whose header is checked before anything is allocated.
 
     The header's shape and dtype must account for exactly the bytes the file holds, so a
@@ -122,11 +263,13 @@ def load_npy(source: "Path | bytes", *, dtype: "np.dtype | type | None" = None, 
     Parameters
     ----------
     source
-        The file, or its bytes.
+        The file (read by :func:`read_regular`), or its bytes.
     dtype, ndim
         When given, the array must have this dtype / number of dimensions.
+    max_bytes, folder
+        As :func:`read_regular`.
     """
-    data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    data = source if isinstance(source, bytes) else read_regular(Path(source), max_bytes=max_bytes, folder=folder)
     fh = io.BytesIO(data)
     try:
         version = np.lib.format.read_magic(fh)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from mechanism.commands._common import terminal_safe
-from mechanism.errors import MechanismError
+from mechanism.errors import MechanismError, one_line
 
 COMMANDS = ("demo", "report", "read", "simulate", "passkt", "strategies", "reweighting", "integration", "track")
 
@@ -42,16 +42,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except MechanismError as exc:
-        print(terminal_safe(f"mechanism {args.command}: error: {exc}"), file=sys.stderr)
+        print(terminal_safe(one_line(f"mechanism {args.command}: error: {exc}")), file=sys.stderr)
+        return 2
+    except MemoryError:  # one line, not a traceback from wherever the allocation failed
+        print(f"mechanism {args.command}: error: out of memory (split the input, or read it with "
+              "mechanism.parallel.read_shards)", file=sys.stderr)
         return 2
     except OSError as exc:  # an output path that cannot be written (not a folder, no permission, disk full)
         where = f": {' '.join(str(exc.filename).split())}" if exc.filename is not None else ""
         text = " ".join(str(exc.strerror or exc).split())
-        print(terminal_safe(f"mechanism {args.command}: error: {text}{where}"), file=sys.stderr)
+        print(terminal_safe(one_line(f"mechanism {args.command}: error: {text}{where}")), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mechanism: interrupted", file=sys.stderr)
         return 130
+    except BaseException as exc:  # a library's panic (polars, pyo3) derives from BaseException
+        if type(exc).__name__ != "PanicException":
+            raise
+        print(terminal_safe(one_line(f"mechanism {args.command}: error: a library failed on this input "
+                                     f"(polars panic: {exc})", limit=500)), file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

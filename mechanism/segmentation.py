@@ -628,6 +628,9 @@ class SegmentCache:
                         self.rebuilt.append(path.stem)
                     continue
                 try:
+                    from mechanism.cachefile import check_parquet_depth
+
+                    check_parquet_depth(data, name=path.name, max_depth=4)  # a crafted schema must not crash polars
                     shard = pl.read_parquet(io.BytesIO(data))
                     shard = shard.select(self._schema().keys()).cast(self._schema())
                 except Exception:  # noqa: BLE001 - any unreadable shard is rebuilt, whatever polars raises

@@ -57,17 +57,15 @@ import numpy as np
 import polars as pl
 from sklearn.base import BaseEstimator
 
-from mechanism.cachefile import load_npy
 from mechanism.embed import TextEmbedder, known_model, make_embedder
 from mechanism.errors import InputError, MechanismError
 from mechanism._strategies.clustering import agglomerative, distances
 from mechanism._strategies.features import fit_vocabulary, token_matrix
+from mechanism._strategies.persist import FORMAT_VERSION  # noqa: F401  (the saved format's version, public)
 from mechanism.segmentation import render
 from mechanism.schema import validate
 
-FORMAT_VERSION = 2
 _FIT_CACHE_FORMAT = 1
-_FORMAT_NAME = "mechanism.StrategySpace"
 # Silhouette needs all pairwise distances; above this many distinct rows it is computed on
 # a seeded subsample (weights kept), which bounds memory at about 36 MB.
 _SILHOUETTE_MAX_ROWS = 3000
@@ -542,9 +540,11 @@ class StrategySpace(BaseEstimator):
         path = folder / f"{self._fit_key()}.json"
         data = read_checked(path, {"format": _FIT_CACHE_FORMAT})
         if data is not None:
-            try:
-                return self._decode_fit(json.loads(data))
-            except (ValueError, TypeError, KeyError):
+            from mechanism.cachefile import parse_json
+
+            try:  # a cache shared through --cache-dir is untrusted: any bad entry is rebuilt
+                return self._decode_fit(parse_json(data, name=path.name))
+            except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
                 discard(path)
                 self.fit_cache_rebuilt_ = True  # for tests and reports
         fitted = self._fit_clusters()
@@ -559,23 +559,33 @@ class StrategySpace(BaseEstimator):
         return fitted
 
     def _decode_fit(self, record: dict[str, Any]) -> dict[str, Any]:
-        """A cached clustering, checked against the rows it must describe."""
+        """A cached clustering, checked against the rows it must describe (any failure is a
+        :class:`ValueError`, :class:`TypeError` or :class:`KeyError`, and the entry is rebuilt)."""
         m = len(self.train_features_)
+
+        def finite(value: Any) -> float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+                raise ValueError("a cached number is not a finite number")
+            return float(value)
+
+        if not isinstance(record["labels"], list) or not all(type(v) is int for v in record["labels"]):
+            raise ValueError("cached labels are not integers")
         labels = np.asarray(record["labels"], dtype=np.int64)
         if labels.shape != (m,):
             raise ValueError("cached labels do not match the distinct rows")
         summaries = [{"strategy": int(d["strategy"]), "typical_member": str(d["typical_member"]),
                       "keywords": [str(k) for k in d["keywords"]]} for d in record["summaries"]]
-        if sorted(d["strategy"] for d in summaries) != sorted(set(labels.tolist())):
+        found = sorted(set(labels.tolist()) - {-1})
+        if found != list(range(len(found))) or sorted(d["strategy"] for d in summaries) != sorted(set(labels.tolist())):
             raise ValueError("cached summaries do not match the labels")
-        out: dict[str, Any] = {"labels": labels, "threshold": float(record["threshold"]), "summaries": summaries,
-                               "stability": {int(k): float(v) for k, v in dict(record["stability"]).items()},
-                               "seed_agreement": float(record["seed_agreement"])}
+        out: dict[str, Any] = {"labels": labels, "threshold": finite(record["threshold"]), "summaries": summaries,
+                               "stability": {int(k): finite(v) for k, v in dict(record["stability"]).items()},
+                               "seed_agreement": finite(record["seed_agreement"])}
         if record.get("silhouette") is not None:
-            out["silhouette"] = {int(k): float(v) for k, v in record["silhouette"].items()}
+            out["silhouette"] = {int(k): finite(v) for k, v in dict(record["silhouette"]).items()}
         if record.get("train_space") is not None:
             space = np.asarray(record["train_space"], dtype=np.float32)
-            if space.shape != (m, self.n_components):
+            if space.shape != (m, self.n_components) or not np.isfinite(space).all():
                 raise ValueError("cached UMAP coordinates do not match the distinct rows")
             out["train_space"] = space
         return out
@@ -960,40 +970,17 @@ class StrategySpace(BaseEstimator):
         pathlib.Path
             The folder.
         """
+        from mechanism._strategies import persist
+
         self._check_fitted()
-        out = Path(folder)
-        out.mkdir(parents=True, exist_ok=True)
-        arrays = {"train_features": self.train_features_, "train_labels": self.train_labels_,
-                  "train_counts": self.train_counts_, "labels": self.labels_}
-        if self.cluster_on == "umap":
-            arrays["train_space"] = self.train_space_
-        if getattr(self, "_map_coords", None) is not None:
-            arrays["map_coords"] = self._map_coords
-        checksums = {}
-        for name, arr in arrays.items():
-            np.save(out / f"{name}.npy", arr, allow_pickle=False)
-            checksums[name] = hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()
-        pl.DataFrame({"rendering": self.train_renderings_, "moves": self.train_moves_},
-                     schema={"rendering": pl.String, "moves": pl.String}).write_parquet(out / "train_rows.parquet")
-        self.strategies_.write_parquet(out / "strategies.parquet")
-        tables = {name: hashlib.sha256((out / f"{name}.parquet").read_bytes()).hexdigest()
-                  for name in _SAVED_TABLES}
-        config = {
-            "format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
-            "embedding_model": self.embedding_model_, "embedding_dim": self.embedding_dim_,
-            "vocabulary": list(self.vocabulary_),
-            "params": self._model_params(), "threshold": self.threshold_,
-            "n_strategies": self.n_strategies_, "arrays": checksums, "tables": tables,
-            "names": {str(k): v for k, v in sorted(getattr(self, "names_", {}).items())},
-            "seed_agreement": self.seed_agreement_,
-        }
-        (out / "space.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
-        return out
+        return persist.save(self, folder)
 
     @classmethod
     def load(cls, folder: str | os.PathLike, *, embedder: "str | TextEmbedder | None" = None,
              cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> "StrategySpace":
-        """Read a space written by :meth:`save`; nothing in it is executed.
+        """Read a space written by :meth:`save`; nothing in it is executed, and every file is
+        checked as untrusted input (:mod:`mechanism._strategies.persist`: regular files inside
+        the folder only, sizes, JSON depth, dtypes, shapes, value ranges and checksums).
 
         Parameters
         ----------
@@ -1007,114 +994,12 @@ class StrategySpace(BaseEstimator):
         Raises
         ------
         InputError
-            Missing or corrupt files, another format version, or an embedder mismatch.
+            Missing, corrupt or tampered files, another format version, or an embedder
+            mismatch; one line naming the file and the field.
         """
-        folder = Path(folder)
-        cfg_path = folder / "space.json"
-        try:
-            config = json.loads(cfg_path.read_text("utf-8"))
-        except FileNotFoundError:
-            raise InputError("no saved strategy space here (missing `space.json`)", source=str(folder)) from None
-        except (OSError, ValueError) as exc:
-            raise InputError(f"unreadable `space.json`: {exc}", source=str(cfg_path)) from None
-        if not isinstance(config, dict) or config.get("format") != _FORMAT_NAME:
-            raise InputError("not a saved strategy space (field `format`)", source=str(cfg_path), field="format")
-        if config.get("format_version") != FORMAT_VERSION:
-            raise InputError(f"strategy space format version {config.get('format_version')!r}, "
-                             f"this mechanism reads version {FORMAT_VERSION} (version 1 spaces were built on "
-                             f"search-only moves): refit with StrategySpace(...).fit(runs).save(folder)",
-                             source=str(cfg_path), field="format_version")
-        vocabulary = config.get("vocabulary")
-        if not isinstance(vocabulary, list) or not all(isinstance(t, str) for t in vocabulary):
-            raise InputError("missing or bad `vocabulary` in space.json", source=str(cfg_path), field="vocabulary")
-        model = config.get("embedding_model")
-        if not isinstance(model, str) or not model:
-            raise InputError("missing or bad `embedding_model` in space.json", source=str(cfg_path),
-                             field="embedding_model")
-        if embedder is None and not known_model(model):
-            # a name from the file could point the loader at any folder: only the known models
-            # load by themselves; another one must be named by the user
-            raise InputError(f"space.json names the embedding model {model[:80]!r}, which is not one this "
-                             "toolkit loads on a file's word; pass `embedder=` (that model's name, or a folder "
-                             "you trust) to load it", source=str(cfg_path), field="embedding_model")
-        try:
-            params = dict(config["params"])
-            params["k_range"] = tuple(params["k_range"])
-            space = cls(embedder=embedder if embedder is not None else config["embedding_model"],
-                        cache_dir=cache_dir, progress=progress, **params)
-            space._check_params()
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"bad `params` in space.json: {exc}", source=str(cfg_path), field="params") from None
-        emb = space._embedder()
-        if emb.model_id != config["embedding_model"]:
-            raise InputError(f"space was fitted with embedding model `{config['embedding_model']}`, "
-                             f"got `{emb.model_id}`", source=str(cfg_path), field="embedding_model")
-        # Only the arrays `save` writes are read, under fixed attribute names: the names in
-        # space.json are untrusted and must neither pick files outside the folder nor set
-        # arbitrary attributes.
-        required = {"train_features", "train_labels", "train_counts", "labels"}
-        if space.cluster_on == "umap":
-            required.add("train_space")
-        try:
-            arrays = config["arrays"]
-            if not isinstance(arrays, dict):
-                raise ValueError("`arrays` in space.json is not a mapping")
-            unknown = set(arrays) - set(_SAVED_ARRAYS)
-            if unknown:
-                raise ValueError(f"unknown array(s) {sorted(map(str, unknown))} in space.json")
-            if required - set(arrays):
-                raise ValueError(f"space.json lists no {sorted(required - set(arrays))}")
-            for name, digest in arrays.items():
-                arr = load_npy(folder / f"{name}.npy")  # header checked against the file size first
-                if hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest() != digest:
-                    raise ValueError(f"`{name}.npy` does not match its checksum")
-                setattr(space, _SAVED_ARRAYS[name], arr)
-            tables = config["tables"]
-            if not isinstance(tables, dict) or set(tables) != set(_SAVED_TABLES):
-                raise ValueError(f"`tables` in space.json must list exactly {list(_SAVED_TABLES)}")
-            for name in _SAVED_TABLES:  # fixed names: the keys of space.json never pick a file
-                if hashlib.sha256((folder / f"{name}.parquet").read_bytes()).hexdigest() != tables[name]:
-                    raise ValueError(f"`{name}.parquet` does not match its checksum")
-            rows = pl.read_parquet(folder / "train_rows.parquet", columns=["rendering", "moves"])
-            space.strategies_ = pl.read_parquet(folder / "strategies.parquet")
-            embedding_dim = int(config["embedding_dim"])
-            threshold = float(config["threshold"])
-            n_strategies = int(config["n_strategies"])
-            names = {int(k): str(v) for k, v in dict(config.get("names") or {}).items()}
-            seed_agreement = float(config["seed_agreement"])
-            stability = space.strategies_.select("strategy", "stability")
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, MemoryError,
-                pl.exceptions.PolarsError) as exc:
-            reason = " ".join(str(exc).split())[:300]
-            raise InputError(f"saved strategy space is incomplete or corrupt: {reason}", source=str(folder)) from None
-        m = space.train_features_.shape[0] if space.train_features_.ndim == 2 else -1
-        dim = len(vocabulary) + 1 + embedding_dim
-        if (space.train_features_.shape != (m, dim) or space.train_labels_.shape != (m,)
-                or space.train_counts_.shape != (m,) or rows.height != m
-                or (space.cluster_on == "umap" and space.train_space_.shape != (m, space.n_components))):
-            raise InputError("saved arrays disagree in shape", source=str(folder), field="train_features")
-        if not np.isfinite(threshold):
-            raise InputError("bad `threshold` in space.json", source=str(cfg_path), field="threshold")
-        space.train_renderings_ = rows["rendering"].to_list()
-        space.train_moves_ = rows["moves"].to_list()
-        space.embedding_model_ = model
-        space.embedding_dim_ = embedding_dim
-        space.vocabulary_ = list(vocabulary)
-        space.threshold_ = threshold
-        space.n_strategies_ = n_strategies
-        space.names_ = names
-        space.seed_agreement_ = seed_agreement
-        space.stability_ = stability
-        return space
+        from mechanism._strategies import persist
 
-
-# The tables `save` writes, each checked against its checksum in space.json on load.
-_SAVED_TABLES = ("train_rows", "strategies")
-
-# The arrays `save` writes, and the attribute each is read back into.
-_SAVED_ARRAYS = {"train_features": "train_features_", "train_labels": "train_labels_",
-                 "train_counts": "train_counts_", "labels": "labels_", "train_space": "train_space_",
-                 "map_coords": "_map_coords"}
+        return persist.load(cls, folder, embedder=embedder, cache_dir=cache_dir, progress=progress)
 
 
 def _distinct_pairs(traj: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
@@ -1214,10 +1099,10 @@ def _load_checked(path: Path, shape: tuple[int, ...]) -> np.ndarray | None:
     try:
         from mechanism.cachefile import load_json_small, load_npy
 
-        meta = load_json_small(path.with_suffix(".json"))
-        arr = load_npy(path, dtype=np.float64)
+        meta = load_json_small(path.with_suffix(".json"), folder=path.parent)
+        arr = load_npy(path, dtype=np.float64, folder=path.parent)
         if (isinstance(meta, dict) and list(arr.shape) == list(shape) == meta["shape"]
-                and hashlib.sha256(arr.tobytes()).hexdigest() == meta["sha256"]):
+                and hashlib.sha256(arr.tobytes()).hexdigest() == meta["sha256"] and np.isfinite(arr).all()):
             return arr
     except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError, MemoryError):
         pass

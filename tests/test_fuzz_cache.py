@@ -207,3 +207,139 @@ def test_sidecar_reader_limits(tmp_path):
     path.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError, match="nested too deeply"):
         load_json_small(path)
+
+
+# ---------------------------------------------------------------- issue 24: crafted cache entries
+# Caches are shared with workers through --cache-dir, so an entry may be crafted with a digest
+# that matches it. Each case below is rebuilt (never a traceback, never a hang, never used).
+
+def _alarm(seconds: int):
+    """Fail instead of hanging forever (a FIFO opened for reading blocks until a writer comes)."""
+    import signal
+
+    def stop(*_):
+        raise AssertionError("blocked: a FIFO or device was read")
+
+    signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+
+
+@pytest.fixture(scope="module")
+def fit_runs():
+    from mechanism.simulation import simulate
+
+    return simulate(n_questions=12, n_samples=4, random_state=5, progress=False).runs
+
+
+@pytest.fixture(scope="module")
+def plain_fit(fit_runs):
+    from mechanism.strategy_space import StrategySpace
+
+    return StrategySpace(embedder="hashing-64", progress=False).fit(fit_runs)
+
+
+CRAFTED_FITS = {
+    "nested": lambda r: b"[" * 100_000 + b"]" * 100_000,
+    "huge-int-labels": lambda r: json.dumps({**r, "labels": [10**400] * len(r["labels"])}).encode(),
+    "float-labels": lambda r: json.dumps({**r, "labels": [0.5] * len(r["labels"])}).encode(),
+    "labels-gap": lambda r: json.dumps({**r, "labels": [7] * len(r["labels"]),
+                                        "summaries": [{**r["summaries"][0], "strategy": 7}]}).encode(),
+    "nan-threshold": lambda r: json.dumps({**r, "threshold": float("nan")}).encode(),
+    "string-threshold": lambda r: json.dumps({**r, "threshold": "1e999"}).encode(),
+    "summaries-not-a-list": lambda r: json.dumps({**r, "summaries": 7}).encode(),
+    "stability-not-a-mapping": lambda r: json.dumps({**r, "stability": [1, 2]}).encode(),
+    "duplicate-key": lambda r: json.dumps(r).replace('"threshold":', '"threshold": 0, "threshold":', 1).encode(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CRAFTED_FITS))
+def test_crafted_fit_entries_with_valid_digests_are_rebuilt(tmp_path, fit_runs, plain_fit, case):
+    from mechanism.strategy_space import StrategySpace
+
+    StrategySpace(embedder="hashing-64", cache_dir=tmp_path, progress=False).fit(fit_runs)
+    (entry,) = [p for p in (tmp_path / "fits").iterdir() if sidecar(p).exists()]
+    record = json.loads(read_checked(entry))
+    write_checked(entry, CRAFTED_FITS[case](record), {"format": 1})  # a digest that matches
+    space = StrategySpace(embedder="hashing-64", cache_dir=tmp_path, progress=False).fit(fit_runs)
+    np.testing.assert_array_equal(space.labels_, plain_fit.labels_)
+    assert space.threshold_ == plain_fit.threshold_
+    assert json.loads(read_checked(entry))["labels"] == plain_fit.train_labels_.tolist()  # rewritten
+
+
+def test_a_fifo_or_dev_zero_in_the_caches_is_refused_unread(tmp_path, fit_runs, plain_fit):
+    from mechanism.strategy_space import StrategySpace
+
+    StrategySpace(embedder="hashing-64", cache_dir=tmp_path, progress=False).fit(fit_runs)
+    (entry,) = [p for p in (tmp_path / "fits").iterdir() if sidecar(p).exists()]
+    entry.unlink()
+    os.mkfifo(entry)
+    shard = next((tmp_path / "segments").rglob("*.parquet"))
+    shard.unlink()
+    os.symlink("/dev/zero", shard)
+    _alarm(60)
+    try:
+        space = StrategySpace(embedder="hashing-64", cache_dir=tmp_path, progress=False).fit(fit_runs)
+    finally:
+        import signal
+
+        signal.alarm(0)
+    np.testing.assert_array_equal(space.labels_, plain_fit.labels_)
+    assert entry.is_file() and not entry.is_symlink()  # rebuilt as a regular file
+
+
+def test_embedding_shard_keys_are_covered_by_the_checksum(tmp_path):
+    texts = ["alpha", "beta", "gamma"]
+    good = _Fake(cache_dir=tmp_path, progress=False).embed(texts)
+    meta = next(tmp_path.rglob("*.json"))
+    m = json.loads(meta.read_text())
+    m["keys"] = m["keys"][::-1]  # rows now claim other texts; the vectors are untouched
+    meta.write_text(json.dumps(m))
+    again = _Fake(cache_dir=tmp_path, progress=False)
+    np.testing.assert_allclose(again.embed(texts), good)
+    assert again.n_computed == 3  # the shard was refused, not used with its keys reversed
+
+
+@pytest.mark.parametrize("damage", ["fifo", "dev-zero", "nan", "symlink-out"])
+def test_embedding_shards_that_are_not_ours_are_rebuilt_unread(tmp_path, damage):
+    texts = ["alpha", "beta"]
+    cache = tmp_path / "cache"
+    good = _Fake(cache_dir=cache, progress=False).embed(texts)
+    npy = next(cache.rglob("*.npy"))
+    if damage == "nan":
+        m = json.loads(npy.with_suffix(".json").read_text())
+        arr = np.full((2, 2), np.nan, np.float32)
+        npy.write_bytes(_npy(arr))
+        from mechanism.embed import _shard_digest
+
+        m["sha256"] = _shard_digest(m["keys"], arr)
+        npy.with_suffix(".json").write_text(json.dumps(m))
+    else:
+        copy = tmp_path / "outside.npy"
+        shutil.copy(npy, copy)
+        npy.unlink()
+        if damage == "fifo":
+            os.mkfifo(npy)
+        else:
+            os.symlink("/dev/zero" if damage == "dev-zero" else copy, npy)
+    _alarm(60)
+    try:
+        again = _Fake(cache_dir=cache, progress=False)
+        np.testing.assert_allclose(again.embed(texts), good)
+    finally:
+        import signal
+
+        signal.alarm(0)
+    assert again.n_computed == 2
+
+
+def test_model_names_are_parsed_by_a_bounded_grammar():
+    from mechanism.embed import known_model
+
+    for name in ("hashing-\u00b2", "hashing-\u0661\u0662", "composed:" * 3000, "composed:composed:hashing-8",
+                 "x" * 10_000, "hashing-" + "9" * 5000):
+        assert known_model(name) is False
+        if not name.startswith("x"):  # a long plain name is a model path the user may give
+            with pytest.raises(MechanismError) as info:
+                make_embedder(name)
+            assert "\n" not in str(info.value)
+    assert known_model("composed:hashing-8") and known_model("hashing-8") and known_model("all-MiniLM-L6-v2")

@@ -90,12 +90,19 @@ def test_fireact_one_sample(fireact_dir, tmp_path, capsys):
                  "--out", str(tmp_path / "x")]) == 2
 
 
-def test_treated_arms_sharing_an_output_folder_are_refused(tmp_path):
+def test_treated_arms_that_sanitise_alike_get_distinct_folders(tmp_path):
+    """``x y`` and ``x_y`` render alike as file names: each gets a short hash of its own name,
+    so neither overwrites the other; an arm without a clash keeps its plain name."""
     from mechanism.commands.passkt import write_outputs
-    from mechanism.errors import InputError
+    from mechanism.names import pair_folders
 
     rows = [{"arm": arm, "question_id": f"q{q}", "sample_id": s, "correct": (q + s) % 2 == 0, "n_rounds": 1}
-            for arm in ("base", "x y", "x_y") for q in range(3) for s in range(2)]
+            for arm in ("base", "x y", "x_y", "rl") for q in range(3) for s in range(2)]
     runs = pl.DataFrame(rows)
-    with pytest.raises(InputError, match="same output folder 'x_y_vs_base'"):
-        write_outputs(runs, tmp_path / "out", k=[1, 2], t=[1], n_boot=20, figures=False)
+    write_outputs(runs, tmp_path / "out", k=[1, 2], t=[1], n_boot=20, figures=False)
+    folders = pair_folders(["x y", "x_y", "rl"], "base")
+    assert folders["rl"] == "rl_vs_base" and folders["x y"] != folders["x_y"]
+    assert folders["x y"].startswith("x_y-") and folders["x_y"].startswith("x_y-")
+    for arm, name in folders.items():
+        assert (tmp_path / "out" / name / "summary.txt").is_file()
+        assert arm in (tmp_path / "out" / name / "summary.txt").read_text()

@@ -367,3 +367,180 @@ def test_an_arm_name_reads_the_same_on_the_terminal_in_figures_and_in_file_names
     for text in (printed, *drawn):
         assert not [ch for ch in text if ch not in "\n\t" and unicodedata.category(ch) in ("Cc", "Cf")], text
     assert (out / f"{safe_filename(shown)}_vs_base").is_dir()
+
+
+# ---------------------------------------------------------------- issue 24: bounded options and readers
+
+def _deep_parquet(path, depth: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    value, kind = 1, pa.int64()
+    for _ in range(depth):
+        value, kind = [value], pa.list_(kind)
+    pq.write_table(pa.table({"arm": ["rl"], "question_id": ["q"], "sample_id": [0], "strategy": [0],
+                             "x": pa.array([value], type=kind)}), path)
+
+
+@pytest.mark.slow
+def test_a_1000_deep_parquet_exits_2_with_one_line_through_read_and_labels(tmp_path):
+    import subprocess
+    import sys
+
+    deep = tmp_path / "deep.parquet"
+    _deep_parquet(deep, 1000)
+    good = tmp_path / "runs.jsonl"
+    good.write_text("\n".join(json.dumps({**GOOD, "arm": a, "question_id": str(q), "sample_id": 0})
+                              for a in ("base", "rl") for q in range(3)))
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    for args in (["read", str(deep), "--out", str(tmp_path / "o.parquet")],
+                 ["reweighting", str(good), "--base", "base", "--labels", str(deep), "--out", str(tmp_path / "r")]):
+        proc = subprocess.run([sys.executable, "-m", "mechanism", *args], capture_output=True, text=True,
+                              timeout=120, env=env)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+        assert "deep.parquet" in lines[0] and "levels" in lines[0], lines[0]
+    assert not (tmp_path / "o.parquet").exists() and not (tmp_path / "r").exists()
+
+
+def test_nested_parquet_is_refused_from_its_schema_and_shallow_nesting_reads(tmp_path):
+    deep = tmp_path / "deep.parquet"
+    _deep_parquet(deep, 40)
+    with pytest.raises(InputError, match="levels") as info:
+        read(deep)
+    assert info.value.field == "schema"
+    _one_line(info.value, deep)
+
+
+def test_a_categorical_or_integer_arm_in_a_labels_file_is_no_traceback(tmp_path):
+    import numpy as np
+    import polars as pl
+
+    from mechanism.commands.reweighting import read_labels
+
+    runs = pl.DataFrame({"arm": ["1", "1", "2"], "question_id": ["a", "b", "a"], "sample_id": [0, 0, 0]})
+    for arm in (pl.Series(["1", "1", "2"], dtype=pl.Categorical), pl.Series([1, 1, 2])):
+        table = pl.DataFrame({"arm": arm, "question_id": ["a", "b", "a"], "sample_id": [0, 0, 0],
+                              "strategy": [3, 4, 5]})
+        path = tmp_path / "labels.parquet"
+        table.write_parquet(path)
+        np.testing.assert_array_equal(read_labels(runs, path), [3, 4, 5])
+    path = tmp_path / "labels.csv"
+    pl.DataFrame({"arm": [1, 1, 2], "question_id": ["a", "b", "a"], "sample_id": [0, 0, 0],
+                  "strategy": [3, 4, 5]}).write_csv(path)
+    np.testing.assert_array_equal(read_labels(runs, path), [3, 4, 5])
+
+
+@pytest.mark.parametrize("where, words", [
+    (" OR ".join(f"trial = {i}" for i in range(4000)), "at most 256"),
+    ("(" * 100 + "trial = 1" + ")" * 100, "parentheses 100 deep"),
+    ("NOT " * 5000 + "carried", "at most 256"),
+    ("trial = 1 AND name = '" + "x" * 300_000 + "'", "characters long"),
+])
+def test_where_above_its_bounds_is_refused_in_one_line(tmp_path, where, words):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({**GOOD, "trial": 1}))
+    with pytest.raises(InputError, match=words) as info:
+        read(path, where=where)
+    assert info.value.field == "where" and "\n" not in str(info.value)
+
+
+def test_a_long_in_list_and_quoted_equals_still_filter(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(json.dumps({**GOOD, "question_id": str(q), "trial": q, "tag": "a==b" if q else "c"})
+                              for q in range(5)))
+    kept = read(path, where="trial IN (" + ", ".join(map(str, range(0, 12_000, 3))) + ")")
+    assert sorted(kept["question_id"]) == ["0", "3"]
+    assert read(path, where="tag == 'a==b'").height == 4
+
+
+def test_where_leaves_out_records_without_the_field_as_documented(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join([json.dumps({**GOOD, "question_id": "has-null", "nofield": None}),
+                               json.dumps({**GOOD, "question_id": "lacks"}),
+                               json.dumps({**GOOD, "question_id": "has", "nofield": 1})]))
+    runs, rep = read(path, where="nofield IS NULL", report=True)
+    assert runs["question_id"].to_list() == ["has-null"] and rep.rows_filtered == 2
+    assert read(path, where="NOT (nofield = 1)")["question_id"].to_list() == []  # null and missing: out
+
+
+@pytest.mark.parametrize("path", ["golden_answers.\u00b2", "golden_answers.\u0661", "golden_answers." + "9" * 5000,
+                                  "a" + ".b" * 100])
+def test_dotted_paths_take_ascii_indexes_and_are_bounded(tmp_path, path):
+    file = tmp_path / "r.jsonl"
+    file.write_text(json.dumps({"question": "q", "golden_answers": ["x", "y"], "response": "<answer>x</answer>"}))
+    try:
+        runs = read(file, columns={"gold": path}, errors="skip")
+    except InputError as exc:
+        assert "\n" not in str(exc) and exc.field == "columns"
+        return
+    assert runs.height == 0 or runs["gold"].to_list() == [[]]
+
+
+def test_answer_pattern_runs_in_linear_time_or_is_refused(tmp_path):
+    path = tmp_path / "r.jsonl"
+    long = "a" * 200_000 + "!"
+    path.write_text("\n".join(json.dumps({"question_id": str(i), "question": "q", "gold": ["x"],
+                                          "messages": [{"role": "user", "content": "q"},
+                                                       {"role": "assistant", "content": text}]})
+                              for i, text in enumerate([long, "x" * 200_000, "so ANSWER: x"])))
+    # exponential and quadratic under Python's re; RE2 scans each message once
+    for pattern in ("(a+)+$", ".*ANSWER: (.*)"):
+        runs = read(path, answer_pattern=pattern)
+        assert runs.height == 3
+    assert read(path, answer_pattern=".*ANSWER: (.*)")["answer"][2] == "x"
+    for pattern, words in (("(a)\\1", "cannot run"), ("(?<=a)b", "cannot run"), ("(", "not a valid")):
+        with pytest.raises(InputError, match=words) as info:
+            read(path, answer_pattern=pattern)
+        assert info.value.field == "answer_pattern" and "\n" not in str(info.value)
+
+
+def test_blank_lines_are_handled_alike_in_csv_and_jsonl_and_reported(tmp_path):
+    jsonl = tmp_path / "r.jsonl"
+    jsonl.write_text("\n".join([json.dumps({**GOOD, "question_id": "a"}), "", "   ",
+                                json.dumps({**GOOD, "question_id": "b"}), ""]))
+    csv_path = tmp_path / "r.csv"
+    csv_path.write_text('question_id,question,gold,response\na,q,"[""x""]",<answer>x</answer>\n\n'
+                        'b,q,"[""x""]",<answer>x</answer>\n\n')
+    for path in (jsonl, csv_path):
+        runs, rep = read(path, report=True)
+        assert runs["question_id"].to_list() == ["a", "b"] and not rep.skipped
+        assert any("blank line" in note and str(path) in note for note in rep.notes), rep.notes
+
+
+def test_duplicate_json_keys_are_reported_not_last_wins(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"question": "q", "gold": ["x"], "response": "<answer>x</answer>", "arm": "base", "arm": "rl"}\n'
+                    + json.dumps({**GOOD, "arm": "base"}))
+    with pytest.raises(InputError, match="duplicate key `arm`") as info:
+        read(path)
+    _one_line(info.value, path)
+    runs, rep = read(path, errors="skip", report=True)
+    assert runs.height == 1 and len(rep.skipped) == 1 and rep.skipped[0].line == 1
+    doc = tmp_path / "r.json"
+    doc.write_text('[{"question": "q", "question": "p", "gold": ["x"], "response": "x"}]')
+    with pytest.raises(InputError, match="duplicate key `question`"):
+        read(doc)
+
+
+def test_two_100k_character_names_give_a_short_error_line(tmp_path, capsys):
+    path = tmp_path / "r.jsonl"
+    a, b = "A" * 100_000, "B" * 100_000
+    path.write_text("\n".join(json.dumps({**GOOD, "arm": arm, "question_id": "1"}) for arm in (a, b)))
+    assert main(["passkt", str(path), "--base", "C" * 100_000, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and len(err) < 2100, len(err)
+
+
+def test_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch):
+    import mechanism.commands.passkt as passkt
+
+    def no_memory(args):
+        raise MemoryError()
+
+    monkeypatch.setattr(passkt, "run", no_memory)
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(GOOD))
+    assert main(["passkt", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [err.strip()] and "out of memory" in err and "Traceback" not in err

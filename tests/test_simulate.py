@@ -394,8 +394,8 @@ def test_cli_writes_the_files(tmp_path, capsys):
     rc = main(["simulate", "--out", str(tmp_path), "--questions", "3", "--samples", "2", "--arms", "base", "sft",
                "--t-cap", "3", "--seed", "9", "--no-progress"])
     assert rc == 0
-    assert sorted(_files(tmp_path)) == [
-        "openai/base.jsonl", "openai/sft.jsonl", "searchr1/base.jsonl", "searchr1/sft.jsonl",
+    assert sorted(_files(tmp_path)) == [  # the marker of a finished output, written last
+        ".mechanism-complete", "openai/base.jsonl", "openai/sft.jsonl", "searchr1/base.jsonl", "searchr1/sft.jsonl",
         "truth/config.json", "truth/truth.parquet"]
     assert "base: 6 trajectories" in capsys.readouterr().out
 

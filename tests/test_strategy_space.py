@@ -126,18 +126,18 @@ def test_load_refuses_other_version_and_corruption(tmp_path, space):
 
 
 @pytest.mark.parametrize("edit, match", [
-    (lambda out, cfg: (out / "train_rows.parquet").write_bytes(b"garbage"), "incomplete or corrupt"),
-    (lambda out, cfg: (out / "strategies.parquet").unlink(), "incomplete or corrupt"),
-    (lambda out, cfg: cfg.update(threshold="x"), "incomplete or corrupt"),
-    (lambda out, cfg: cfg.update(threshold=None), "incomplete or corrupt"),
+    (lambda out, cfg: (out / "train_rows.parquet").write_bytes(b"garbage"), "`train_rows.parquet` does not match"),
+    (lambda out, cfg: (out / "strategies.parquet").unlink(), "`strategies.parquet` is missing"),
+    (lambda out, cfg: cfg.update(threshold="x"), "`threshold` must be a number"),
+    (lambda out, cfg: cfg.update(threshold=None), "`threshold` must be a number"),
     (lambda out, cfg: cfg.update(embedding_model=None), "embedding_model"),
-    (lambda out, cfg: cfg.update(vocabulary=["T:x"]), "disagree in shape"),
+    (lambda out, cfg: cfg.update(vocabulary=["T:x"]), "`train_features.npy` has shape"),
     (lambda out, cfg: cfg["arrays"].pop("train_labels"), "train_labels"),
     (lambda out, cfg: cfg["arrays"].update({"../outside": "0"}), "unknown array"),
     (lambda out, cfg: cfg.update(arrays=[1]), "not a mapping"),
     (lambda out, cfg: pl.read_parquet(out / "strategies.parquet").with_columns(size=pl.lit(0))
      .write_parquet(out / "strategies.parquet"), "`strategies.parquet` does not match its checksum"),
-    (lambda out, cfg: cfg.pop("tables"), "incomplete or corrupt"),
+    (lambda out, cfg: cfg.pop("tables"), "`tables` in space.json must list"),
 ])
 def test_load_turns_every_edited_or_missing_file_into_an_input_error(tmp_path, space, edit, match):
     """A saved space is untrusted input: each bad file is one InputError, never another exception,

@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
+
+from mechanism.errors import OutputError
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
@@ -165,3 +170,189 @@ def terminal_safe(text: str) -> str:
     from mechanism.names import escape_control
 
     return escape_control(text, keep="\n\t")
+
+
+# ---------------------------------------------------------------- atomic outputs
+# A command's output folder appears whole or not at all: everything is written into a hidden
+# folder beside --out, which is renamed into place when the command has finished. A run that is
+# killed, or stops on a full disk, leaves the previous output (or nothing) at --out, never a mix
+# of old and new files that looks complete. COMPLETE_MARKER, written last, lists what a finished
+# run wrote; a folder without it was not written by a finished run.
+COMPLETE_MARKER = ".mechanism-complete"
+_PARTIAL = ".partial-"
+_OLD = ".old-"
+
+
+def is_complete(folder: Path) -> bool:
+    """Whether ``folder`` holds a finished command's output: the marker is there and every file
+    it lists is there with the size it lists."""
+    import json
+
+    try:
+        listed = json.loads((Path(folder) / COMPLETE_MARKER).read_text("utf-8"))["files"]
+        return all((Path(folder) / rel).is_file() and (Path(folder) / rel).stat().st_size == size
+                   for rel, size in listed.items())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def _hidden_name(out: Path, kind: str) -> str:
+    # the folder's own name is cut so the hidden name stays under the 255 bytes of a file name
+    stem = out.name.encode("utf-8")[:100].decode("utf-8", "ignore")
+    return f".{stem}{kind}{os.getpid()}-"
+
+
+def _sweep_stale(out: Path) -> None:
+    """Remove the hidden folders that killed runs left beside ``out`` (their process is gone)."""
+    import shutil
+
+    prefix = f".{out.name.encode('utf-8')[:100].decode('utf-8', 'ignore')}"
+    try:
+        entries = list(out.parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        rest = entry.name[len(prefix):] if entry.name.startswith(prefix) else ""
+        for kind in (_PARTIAL, _OLD):
+            if rest.startswith(kind):
+                pid = rest[len(kind):].split("-")[0]
+                if pid.isdigit() and not _alive(int(pid)):
+                    shutil.rmtree(entry, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def _write_marker(tmp: Path) -> None:
+    import json
+
+    files = {p.relative_to(tmp).as_posix(): p.stat().st_size for p in sorted(tmp.rglob("*"))
+             if p.is_file() and p.name != COMPLETE_MARKER}
+    data = json.dumps({"format": "mechanism.output", "files": files}, indent=1, ensure_ascii=False)
+    (tmp / COMPLETE_MARKER).write_text(data, encoding="utf-8")
+
+
+def _listed(folder: Path) -> set[str] | None:
+    """The top-level names a finished run wrote in ``folder``, ``None`` without a marker."""
+    import json
+
+    try:
+        files = json.loads((folder / COMPLETE_MARKER).read_text("utf-8"))["files"]
+        return {rel.split("/")[0] for rel in files} | {COMPLETE_MARKER}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _finish(tmp: Path, out: Path) -> None:
+    """Move the finished output ``tmp`` to ``out``."""
+    import shutil
+    import tempfile
+
+    _write_marker(tmp)
+    if not os.path.lexists(out):
+        os.rename(tmp, out)
+        return
+    if not out.is_dir():
+        raise OutputError(f"`--out` {str(out)!r} exists and is not a folder")
+    ours = _listed(out)
+    if not any(out.iterdir()):
+        os.rmdir(out)
+        os.rename(tmp, out)
+        return
+    if ours is not None:
+        # the previous finished run: swapped out whole, so --out is at every moment the old
+        # output, nothing, or the new output; files a user added beside it are carried over
+        aside = Path(tempfile.mkdtemp(dir=out.parent, prefix=_hidden_name(out, _OLD)))
+        os.rename(out, aside / "old")
+        os.rename(tmp, out)
+        for entry in (aside / "old").iterdir():
+            if entry.name not in ours and not os.path.lexists(out / entry.name):
+                os.rename(entry, out / entry.name)
+        shutil.rmtree(aside, ignore_errors=True)
+        return
+    # a folder of the user's own (or a cache we put there): the new files join it one by one,
+    # the marker last, so until the end it does not read as a finished output
+    for path in sorted(tmp.rglob("*"), key=lambda p: (p.name.startswith("summary"), p.as_posix())):
+        if path.is_file() and path.name != COMPLETE_MARKER:  # the summaries last
+            target = out / path.relative_to(tmp)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+    os.replace(tmp / COMPLETE_MARKER, out / COMPLETE_MARKER)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _output_error(exc: OSError, tmp: Path, out: Path) -> OutputError:
+    """A one-line error naming the path that failed (the final one, not the hidden folder's)."""
+    where = str(out)
+    if exc.filename is not None:
+        name = str(exc.filename)
+        where = name.replace(str(tmp), str(out), 1) if name.startswith(str(tmp)) else name
+    what = " ".join(str(exc.strerror or exc).split()).lower() or type(exc).__name__
+    return OutputError(f"cannot write {' '.join(where.split())!r} ({what}): nothing was written to "
+                       f"{' '.join(str(out).split())!r}")
+
+
+@contextlib.contextmanager
+def atomic_output(out: Path) -> Iterator[Path]:
+    """A folder to write a command's output into, renamed to ``out`` when the block finishes.
+
+    The hidden folder sits beside ``out`` (same file system, so the rename is atomic). An
+    exception removes it and leaves ``out`` as it was; a killed process leaves it hidden,
+    removed by the next run. An :class:`OSError` while writing (a full disk, no permission)
+    becomes one :class:`~mechanism.errors.OutputError` naming the path.
+
+    Yields
+    ------
+    pathlib.Path
+        The folder to write into.
+    """
+    import shutil
+    import tempfile
+
+    out = Path(os.path.abspath(out))
+    if os.path.lexists(out) and not out.is_dir():
+        raise OutputError(f"`--out` {str(out)!r} exists and is not a folder")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_stale(out)
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=_hidden_name(out, _PARTIAL)))
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's folder is private; the output is not
+    except OSError as exc:
+        raise _output_error(exc, out, out) from None
+    try:
+        yield tmp
+        _finish(tmp, out)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _output_error(exc, tmp, out) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path``, moved onto it (``os.replace``) when the block finishes;
+    removed on an exception. OS errors become one :class:`~mechanism.errors.OutputError`."""
+    from mechanism.cachefile import atomic_path
+
+    path = Path(os.path.abspath(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            yield tmp
+    except OSError as exc:
+        raise _output_error(exc, path, path) from None

@@ -27,10 +27,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.questions < 2 or args.samples < 1:
         raise InputError("the demo needs at least 2 questions and 1 sample", field="questions")
-    result = run_demo(args.out, n_questions=args.questions, n_samples=args.samples, random_state=args.seed,
-                      embedder=args.embedder, progress=False if args.no_progress else None,
-                      cache_dir=args.cache_dir,
-                      echo=lambda line: print(line, file=sys.stderr))
-    print(result.summary_markdown.read_text("utf-8"))
-    print(f"summary: {result.summary_markdown} and {result.summary_html}")
+    from mechanism.commands._common import atomic_output
+
+    # the cache stays where the user finds it across runs (OUT/cache), outside the atomic output
+    cache_dir = args.cache_dir if args.cache_dir is not None else args.out / "cache"
+    with atomic_output(args.out) as out:
+        result = run_demo(out, n_questions=args.questions, n_samples=args.samples, random_state=args.seed,
+                          embedder=args.embedder, progress=False if args.no_progress else None,
+                          cache_dir=cache_dir,
+                          echo=lambda line: print(line, file=sys.stderr))
+        text = result.summary_markdown.read_text("utf-8")
+    print(text)
+    print(f"summary: {args.out / 'summary.md'} and {args.out / 'summary.html'}")
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from mechanism.commands._common import (
+    atomic_output,
     add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
     read_inputs, require_two_arms, terminal_safe,
 )
@@ -59,11 +60,12 @@ def run(args: argparse.Namespace) -> int:
 
         labels, _, names = labels_from_space(runs, args.space, cache_dir=args.cache_dir,
                                              progress=progress_flag(args))
-    written, summary = write_outputs(runs, args.out, arms=args.arms, base=args.base, treated=args.treated,
-                                     labels=labels, names=names, weighting=args.weighting, ci=args.ci,
-                                     n_boot=args.n_boot, random_state=args.seed,
-                                     logprobs_column=args.logprobs_column, model_path=args.model_path,
-                                     figures=not args.no_figures)
+    with atomic_output(args.out) as out:
+        written, summary = write_outputs(runs, out, arms=args.arms, base=args.base, treated=args.treated,
+                                         labels=labels, names=names, weighting=args.weighting, ci=args.ci,
+                                         n_boot=args.n_boot, random_state=args.seed,
+                                         logprobs_column=args.logprobs_column, model_path=args.model_path,
+                                         figures=not args.no_figures)
     print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from mechanism.commands._common import (
+    atomic_output,
     add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs, terminal_safe,
 )
 
@@ -34,10 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = read_inputs(args)
-    written, summary = write_outputs(runs, args.out, k=args.k, t=args.t, base=args.base,
-                                     treated=args.treated, ci=args.ci, n_boot=args.n_boot,
-                                     random_state=args.seed, t_source=args.t_source,
-                                     figures=not args.no_figures)
+    with atomic_output(args.out) as out:
+        written, summary = write_outputs(runs, out, k=args.k, t=args.t, base=args.base,
+                                         treated=args.treated, ci=args.ci, n_boot=args.n_boot,
+                                         random_state=args.seed, t_source=args.t_source,
+                                         figures=not args.no_figures)
     print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0

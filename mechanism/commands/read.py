@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from mechanism.commands._common import add_reading_options, read_quietly, reading_kwargs, terminal_safe
+from mechanism.commands._common import add_reading_options, atomic_file, read_quietly, reading_kwargs, terminal_safe
 from mechanism.errors import InputError, ReadReport
 from mechanism.names import display_name, escape_control
 from mechanism.readers import FORMATS
@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"`--out` must name a .parquet file, got {str(args.out)!r}", field="out")
     runs, rep = read_quietly(args.inputs, format=args.format, arm=args.arm, errors=args.errors, progress=None,
                              **reading_kwargs(args))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    runs.write_parquet(args.out)
+    with atomic_file(args.out) as tmp:  # a killed or failed run leaves no partial parquet at --out
+        runs.write_parquet(tmp)
     if not args.quiet:
         print(terminal_safe(summary(runs, rep)))
         print(terminal_safe(f"wrote {runs.height} rows to {args.out}"))

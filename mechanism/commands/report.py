@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from mechanism.commands._common import (
-    add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
-    read_inputs, terminal_safe,
+    add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, atomic_output,
+    progress_flag, read_inputs, terminal_safe,
 )
 
 HELP = ("every analysis on your runs - PASS@(k,T) and the capability boundary, strategies, reweighting, "
@@ -34,14 +34,16 @@ def run(args: argparse.Namespace) -> int:
     from mechanism.report.study import write_report
 
     runs = read_inputs(args)
-    report = write_report(runs, args.out, base=args.base, treated=args.treated, space=args.space, k=args.k,
-                          t=args.t, ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
-                          random_state=args.seed, embedder=args.embedder, cache_dir=args.cache_dir,
-                          progress=progress_flag(args), title=args.title,
-                          echo=lambda line: print(terminal_safe(line), file=sys.stderr))
+    with atomic_output(args.out) as out:
+        report = write_report(runs, out, base=args.base, treated=args.treated, space=args.space, k=args.k,
+                              t=args.t, ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
+                              random_state=args.seed, embedder=args.embedder, cache_dir=args.cache_dir,
+                              progress=progress_flag(args), title=args.title,
+                              echo=lambda line: print(terminal_safe(line), file=sys.stderr))
+        n_figures = len(report.figures())
     for line in report.verdicts:
         print(terminal_safe(line))
-    print(f"summary: {report.summary_markdown} and {report.summary_html} ({len(report.figures())} figures)")
+    print(terminal_safe(f"summary: {args.out / 'summary.md'} and {args.out / 'summary.html'} ({n_figures} figures)"))
     return 0
 
 

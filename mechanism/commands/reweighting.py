@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.commands._common import (
+    atomic_output,
     add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
     read_inputs, require_two_arms, terminal_safe,
 )
@@ -55,10 +56,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         labels = rounds_labels(runs)
         source = "number of search rounds (0..5+)"
-    written, summary = write_outputs(runs, labels, args.out, base=args.base, treated=args.treated,
-                                     ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
-                                     random_state=args.seed, coordinates=coordinates,
-                                     figures=not args.no_figures, label_source=source, names=names)
+    with atomic_output(args.out) as out:
+        written, summary = write_outputs(runs, labels, out, base=args.base, treated=args.treated,
+                                         ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
+                                         random_state=args.seed, coordinates=coordinates,
+                                         figures=not args.no_figures, label_source=source, names=names)
     print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0
@@ -75,6 +77,12 @@ def read_labels(runs: pl.DataFrame, path: str | Path, *, column: str = "strategy
     suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":
+            from mechanism.cachefile import check_parquet_depth
+
+            try:  # a crafted schema nested 1,000 deep would crash polars: refused from the footer
+                check_parquet_depth(path, name=path.name)
+            except ValueError as exc:
+                raise InputError(str(exc), source=str(path), field="schema") from None
             table = pl.read_parquet(path)
         elif suffix == ".csv":
             table = pl.read_csv(path, schema_overrides={"question_id": pl.String})
@@ -83,7 +91,7 @@ def read_labels(runs: pl.DataFrame, path: str | Path, *, column: str = "strategy
         else:
             raise InputError(f"unknown labels file type {suffix!r} (use .parquet, .csv or .jsonl)", source=str(path))
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise InputError(f"cannot read labels: {exc}", source=str(path)) from exc
+        raise InputError(f"cannot read labels: {' '.join(str(exc).split())[:300]}", source=str(path)) from None
     return labels_from_table(runs, table, column=column, source=str(path))
 
 

@@ -47,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
 def _report(sim, args: argparse.Namespace) -> int:  # noqa: ANN001 - a Simulation
     import polars as pl
 
-    written = sim.write(args.out)
+    from mechanism.commands._common import atomic_output
+
+    with atomic_output(args.out) as out:
+        written = sim.write(out)
     summary = sim.truth.group_by("arm").agg(n=pl.len(), accuracy=pl.col("correct").mean()).sort("arm")
     lines = [f"wrote {len(written)} files to {args.out}"]
     lines += [f"  {row['arm']}: {row['n']} trajectories, accuracy {row['accuracy']:.3f}"

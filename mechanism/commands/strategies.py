@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from mechanism.commands._common import (
-    add_embedding_arguments, add_input_arguments, progress_flag, read_inputs, terminal_safe,
+    add_embedding_arguments, add_input_arguments, atomic_output, progress_flag, read_inputs, terminal_safe,
 )
 from mechanism.errors import InputError
 
@@ -68,15 +68,17 @@ def run(args: argparse.Namespace) -> int:
         chosen = {k: v for k, v in (("resolution", args.resolution), ("min_share", args.min_share)) if v is not None}
         space = StrategySpace(embedder=args.embedder, method=args.method, random_state=args.seed,
                               cache_dir=args.cache_dir, progress=progress, **chosen).fit(runs)
-        space.save(args.out)
         title = f"strategy space fitted on {', '.join(map(str, args.inputs))}"
     else:
         space = StrategySpace.load(args.space, cache_dir=args.cache_dir, progress=progress)
         runs = _read(args)
         title = f"{runs.height} trajectories assigned to the saved space {args.space} (no refit)"
     arms = arm_order(sorted(runs["arm"].unique().to_list()))
-    section = write_strategies(space, runs, args.out, arms=arms, title=title, figures=not args.no_figures,
-                               random_state=getattr(args, "seed", 0))
+    with atomic_output(args.out) as out:
+        if args.action == "fit":
+            space.save(out)
+        section = write_strategies(space, runs, out, arms=arms, title=title, figures=not args.no_figures,
+                                   random_state=getattr(args, "seed", 0))
     if not args.quiet:
         print(terminal_safe(section.text))
         n_out = int(section.results[0].assigned["outlier"].sum())

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from mechanism.commands._common import (
+    atomic_output,
     add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
     read_inputs, terminal_safe,
 )
@@ -46,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     result = track(runs, space=args.space, labels=labels, order=args.order, step=args.step, base=args.base,
                    fit_on=args.fit_on, k=args.k, t=args.t, ci=args.ci, n_boot=args.n_boot, random_state=args.seed,
                    embedder=args.embedder, cache_dir=args.cache_dir, progress=progress_flag(args))
-    section = write_track(result, args.out, figures=not args.no_figures)
+    with atomic_output(args.out) as out:
+        section = write_track(result, out, figures=not args.no_figures)
     print(terminal_safe(section.text))
     print(f"wrote {len(section.written)} files to {args.out}")
     return 0

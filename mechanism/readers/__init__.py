@@ -27,6 +27,7 @@ from mechanism.names import safe_filename
 from mechanism.readers._answer import compile_answer_pattern
 from mechanism.readers._build import SCORERS, Columns, ReadOptions, Tally, build_row
 from mechanism.readers._fields import FieldMap, _get_path, _MISSING
+from mechanism.readers._where import prepare_sql
 from mechanism.readers._io import (
     check_nonempty, container, frame_records, iter_jsonl, json_records, load_json,
     read_csv, read_parquet, unwrap, check_surrogates,
@@ -103,6 +104,7 @@ class _Source:
         self.kind = container(path, self._data[:4] if self._data is not None else None)
         self._doc: Any = None
         self._frame: pl.DataFrame | None = None
+        self.blank: list[int] = []  # blank lines (JSONL) and empty rows (CSV) of the last pass
         if self.kind == "json":
             self._doc = load_json(path, self._data)
         elif self.kind == "parquet":
@@ -111,6 +113,7 @@ class _Source:
             self._frame = read_csv(path, self._data)
 
     def records(self, fmt: str) -> Iterator[tuple[int, Any]]:
+        self.blank = []
         if fmt == "fireact":
             if self.kind != "json":
                 raise InputError("the fireact format is a .json file", source=self.name)
@@ -123,12 +126,12 @@ class _Source:
                         record = bad
                 yield index, record
         elif self.kind == "jsonl":
-            yield from iter_jsonl(self.path, self._data)
+            yield from iter_jsonl(self.path, self._data, self.blank)
         elif self.kind == "json":
             yield from json_records(self._doc, self.name)
         else:
             assert self._frame is not None
-            yield from frame_records(self._frame, first=2 if self.kind == "csv" else 1)
+            yield from frame_records(self._frame, first=2 if self.kind == "csv" else 1, blank=self.blank)
 
     def detect(self) -> str:
         if self.kind == "json" and fireact.detect_document(unwrap(self._doc)):
@@ -296,6 +299,7 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
     tally = Tally(scorer_name=options.scorer_name)
     rows = Columns()
     for path in _paths(path_or_paths):
+        src = None
         if format == "inspect" or (format == "auto" and inspectlog.is_inspect_log(path)):
             src_name, fmt, records = str(path), "inspect", inspectlog.records(path)
         else:
@@ -348,6 +352,10 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
                 continue
             row["_source"], row["_line"] = src_name, line
             rows.append(row)
+        if src is not None and src.blank:  # the same rule for JSONL and CSV: not records, but said
+            shown = ", ".join(map(str, src.blank[:5])) + (", ..." if len(src.blank) > 5 else "")
+            rep.notes.append(f"{src_name}: {len(src.blank)} blank line{'s' if len(src.blank) > 1 else ''} "
+                             f"(no record) left out: line {shown}")
     frame = _duplicates(rows.frame(origin=True), duplicates, rep)
     frame = _assign_samples(frame, errors, rep)
     rep.rows_kept = frame.height
@@ -403,8 +411,8 @@ class _Where:
             return cls(where, "(expression)")
         if not isinstance(where, str) or not where.strip():
             raise InputError("`where` must be a polars expression or SQL text such as \"trial = 1\"", field="where")
-        # SQL compares with a single "="; accept Python's "==" too (outside quoted text)
-        sql = re.sub(r"==(?=(?:[^']*'[^']*')*[^']*$)", "=", where)
+        # bounded in size and depth before polars parses it; Python's "==" becomes SQL's "="
+        sql = prepare_sql(where)
         try:
             expr = pl.sql_expr(sql)
         except Exception as exc:  # polars raises several types for bad SQL
@@ -414,10 +422,15 @@ class _Where:
 
     def _mask(self, batch: list[tuple[int, Any]], source: str) -> list[bool]:
         data = {}
+        # a record without a field the filter names is left out, whatever the filter says
+        # (`nofield IS NULL` included): the documented rule, and no guess about a missing field
+        present = [True] * len(batch)
         for name in self.names:
             values = []
-            for _, record in batch:
-                value = _get_path(record, name) if isinstance(record, Mapping) else None
+            for j, (_, record) in enumerate(batch):
+                value = _get_path(record, name) if isinstance(record, Mapping) else _MISSING
+                if value is _MISSING:
+                    present[j] = False
                 values.append(None if value is _MISSING else value)
             try:
                 data[name] = pl.Series(name, values, strict=False)
@@ -428,7 +441,8 @@ class _Where:
             mask = frame.select(self.expr.alias("_keep")).to_series()
             if mask.len() == 1 and len(batch) != 1:
                 mask = pl.Series([mask[0]] * len(batch))
-            return [bool(v) for v in mask.cast(pl.Boolean, strict=False).fill_null(False).to_list()]
+            return [bool(v) and has for v, has in zip(mask.cast(pl.Boolean, strict=False).fill_null(False).to_list(),
+                                                       present)]
         except Exception as exc:
             reason = " ".join(str(exc).split())[:200]
             raise InputError(f"`where` {self.text} cannot be evaluated on these records ({reason})",

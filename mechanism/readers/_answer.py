@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from mechanism.errors import InputError
 
@@ -187,19 +188,45 @@ def strip_think(text: str) -> str:
     return "".join(out)
 
 
-def compile_answer_pattern(pattern: "str | re.Pattern[str] | None") -> "re.Pattern[str] | None":
-    """A user's ``answer_pattern`` compiled, with a one-line error when it is not a regex."""
+ANSWER_PATTERN_MAX = 10_000  # characters of a user's answer pattern
+
+
+def compile_answer_pattern(pattern: "str | re.Pattern[str] | None") -> Any:
+    """A user's ``answer_pattern`` compiled by RE2 (``google-re2``), a regular-expression engine
+    whose time is linear in the text: Python's ``re`` backtracks, so ``(a+)+$`` takes time
+    exponential in a long message and ``.*ANSWER: (.*)`` quadratic where nothing matches,
+    and the messages are untrusted. A pattern RE2 cannot run (backreferences, lookaround) is
+    refused with a one-line error saying so. ``.`` matches newlines, as ``re.S`` does. An
+    already compiled ``re.Pattern`` is the caller's own choice and is used as it is."""
     if pattern is None or isinstance(pattern, re.Pattern):
         return pattern
     if not isinstance(pattern, str) or not pattern:
         raise InputError("`answer_pattern` must be a non-empty regular expression", field="answer_pattern")
+    if len(pattern) > ANSWER_PATTERN_MAX:
+        raise InputError(f"`answer_pattern` is {len(pattern)} characters long: at most {ANSWER_PATTERN_MAX}",
+                         field="answer_pattern")
+    import re2
+
+    options = re2.Options()
+    options.dot_nl = True  # as re.S
+    options.log_errors = False  # RE2 would print its own message on stderr
     try:
-        return re.compile(pattern, re.S)
-    except re.error as exc:
-        raise InputError(f"`answer_pattern` is not a valid regular expression ({exc})", field="answer_pattern") from None
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        try:
+            re.compile(pattern)
+            valid = True
+        except re.error:
+            valid = False
+        if valid:
+            raise InputError(f"`answer_pattern` uses a feature the linear-time engine (RE2) cannot run ({reason}): "
+                             "rewrite it without backreferences or lookaround", field="answer_pattern") from None
+        raise InputError(f"`answer_pattern` is not a valid regular expression ({reason})",
+                         field="answer_pattern") from None
 
 
-def extract_answer(text: str, *, pattern: "re.Pattern[str] | None" = None,
+def extract_answer(text: str, *, pattern: Any = None,
                    fallback: bool = True) -> tuple[str | None, str]:
     """The final answer in a message, and the convention it was found by.
 
@@ -238,8 +265,11 @@ def extract_answer(text: str, *, pattern: "re.Pattern[str] | None" = None,
     """
     if pattern is not None:
         last = None
-        for last in pattern.finditer(text):
-            pass
+        try:
+            for last in pattern.finditer(text):
+                pass
+        except UnicodeEncodeError:  # a lone surrogate RE2 cannot encode: no match here
+            last = None
         if last is not None:
             value = last.group(1) if pattern.groups else last.group(0)
             if value is not None and value.strip():

@@ -37,14 +37,24 @@ def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and value != value
 
 
+FIELD_PATH_MAX = 1000  # characters of a field name or dotted path given by the user
+_INDEX_MAX_DIGITS = 18  # a list index of more digits than this exceeds any list
+
+
+def _is_index(part: str) -> bool:
+    """An ASCII list index (``"²"`` and other Unicode digits pass ``str.isdigit`` but are no
+    index ``int`` takes, and 5,000 digits pass Python's integer-parsing limit)."""
+    return part.isascii() and part.isdigit() and len(part) <= _INDEX_MAX_DIGITS
+
+
 def _get_path(record: Mapping[str, Any], path: str) -> Any:
     if path in record:  # a literal key with dots wins over a nested path
         return record[path]
     node: Any = record
-    for part in path.split("."):
+    for part in path.split(".", 64):  # at most 64 levels: no record nests deeper by design
         if isinstance(node, Mapping) and part in node:
             node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        elif isinstance(node, list) and _is_index(part) and int(part) < len(node):
             node = node[int(part)]
         else:
             return _MISSING
@@ -83,6 +93,10 @@ class FieldMap:
         for key, value in columns.items():
             if not isinstance(value, str) or not value:
                 raise InputError(f"`columns[{key!r}]` must be a non-empty field name", field="columns")
+            if len(value) > FIELD_PATH_MAX or value.count(".") > 64:
+                raise InputError(f"`columns[{key!r}]` is a field path of {len(value)} characters and "
+                                 f"{value.count('.') + 1} parts: at most {FIELD_PATH_MAX} and 65",
+                                 field="columns")
         self.columns = columns
         # a field the user mapped to one canonical name is never taken for another by default
         claimed = set(columns.values())

@@ -14,6 +14,7 @@ from typing import IO, Any
 
 import polars as pl
 
+from mechanism.cachefile import DuplicateKeyError, check_parquet_depth, unique_keys
 from mechanism.errors import InputError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
@@ -148,27 +149,34 @@ def _decode(raw: bytes, source: str, line: int) -> str:
         raise BadRecord(f"not valid UTF-8 (byte {exc.start + 1} of the line)", source=source, line=line) from None
 
 
-def iter_jsonl(path: Path, data: bytes | None = None) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(path: Path, data: bytes | None = None, blank: list[int] | None = None) -> Iterator[tuple[int, Any]]:
     """(line number, decoded value) for every non-blank line, streamed.
 
     A line that fails to decode yields ``(line, BadRecord)`` so the caller decides whether to
-    raise or skip, and reading goes on with the next line.
+    raise or skip, and reading goes on with the next line; a key given twice in one object is
+    such a failure (JSON would keep the last value silently). The numbers of blank lines are
+    appended to ``blank`` (the caller reports them, as it does for CSV).
     """
     source = str(path)
     with open_binary(path, data) as fh:
         for number, raw in enumerate(fh, 1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
-            if not raw.strip():
+            if not raw or raw.isspace():  # (raw.strip() would copy a long line to test it)
+                if blank is not None:
+                    blank.append(number)
                 continue
             try:
-                text = _decode(raw, source, number).rstrip("\r\n")
+                # no rstrip: JSON ignores the line break, and a copy of a 100 MB line is 100 MB
+                text = _decode(raw, source, number)
+                del raw  # the bytes are not needed once decoded
                 try:
-                    value = json.loads(text)
+                    value = json.loads(text, object_pairs_hook=unique_keys)
                 except (ValueError, RecursionError) as exc:
                     raise BadRecord(f"invalid JSON ({_json_reason(exc, text)})", source=source, line=number) from None
                 if may_hold_surrogates(text):
                     check_surrogates(value, source, number)
+                del text  # not held while the caller parses the record
             except BadRecord as bad:
                 yield number, bad
                 continue
@@ -178,6 +186,8 @@ def iter_jsonl(path: Path, data: bytes | None = None) -> Iterator[tuple[int, Any
 def _json_reason(exc: Exception, text: str) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deeply"
+    if isinstance(exc, DuplicateKeyError):
+        return str(exc)
     msg = str(getattr(exc, "msg", exc)).lower()
     msg = msg[:-3] if msg.endswith(" at") else msg
     pos = getattr(exc, "pos", None)
@@ -200,12 +210,14 @@ def load_json(path: Path, data: bytes | None = None) -> Any:
     if not text.strip():
         raise InputError("empty file", source=source)
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=unique_keys)
         if may_hold_surrogates(text):
             return _Flagged(doc)
         return doc
     except RecursionError:
         raise InputError("invalid JSON (nested too deeply)", source=source) from None
+    except DuplicateKeyError as exc:
+        raise InputError(f"invalid JSON ({exc})", source=source) from None
     except ValueError as exc:
         raise InputError(f"invalid JSON ({getattr(exc, 'msg', str(exc)).lower()})", source=source,
                          line=getattr(exc, "lineno", None)) from None
@@ -262,13 +274,27 @@ def looks_like_record(doc: Mapping[str, Any]) -> bool:
                         "session_id", "agent", "conversation", "arm"})
 
 
-def frame_records(frame: pl.DataFrame, *, first: int = 1) -> Iterator[tuple[int, dict[str, Any]]]:
+def frame_records(frame: pl.DataFrame, *, first: int = 1,
+                  blank: list[int] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows as records, numbered from ``first`` (2 for CSV, whose line 1 is the header, so
-    the number is the file line unless a quoted field holds a line break)."""
-    yield from enumerate(frame.iter_rows(named=True), first)
+    the number is the file line unless a quoted field holds a line break). A row with every
+    value missing (a blank CSV line) is no record: its number goes to ``blank``, as blank
+    JSONL lines do."""
+    empty = frame.select(pl.all_horizontal(pl.all().is_null())).to_series() if frame.width else None
+    for (number, row), is_empty in zip(enumerate(frame.iter_rows(named=True), first),
+                                       empty if empty is not None else iter(lambda: False, True)):
+        if is_empty:
+            if blank is not None:
+                blank.append(number)
+            continue
+        yield number, row
 
 
 def read_parquet(path: Path, data: bytes | None = None) -> pl.DataFrame:
+    try:  # from the footer, before polars reads a column: 1,000 nested lists crash it (no message)
+        check_parquet_depth(data if data is not None else path, name=path.name)
+    except ValueError as exc:
+        raise InputError(str(exc), source=str(path), field="schema") from None
     try:
         return pl.read_parquet(io.BytesIO(data) if data is not None else path)
     except Exception as exc:  # polars raises several types for a corrupt file

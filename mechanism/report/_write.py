@@ -12,17 +12,21 @@ from typing import Any
 
 import polars as pl
 
+from mechanism.cachefile import atomic_path, atomic_write
+from mechanism.names import write_csv
 from mechanism.report._section import Section
 
 
 def write_table(section: Section, frame: pl.DataFrame, path: Path) -> Path:
-    """Write ``frame`` to ``path`` as CSV or parquet (by its suffix) and record it."""
-    if path.suffix == ".parquet":
-        frame.write_parquet(path)
-    elif path.suffix == ".csv":
-        frame.write_csv(path)
-    else:
+    """Write ``frame`` to ``path`` as CSV (formula-like cells escaped, :func:`mechanism.names.csv_safe`)
+    or parquet, by its suffix, atomically (a killed run leaves no half-written table), and record it."""
+    if path.suffix not in (".parquet", ".csv"):
         raise ValueError(f"no table format for {path.name!r}: .csv or .parquet")
+    with atomic_path(path) as tmp:
+        if path.suffix == ".parquet":
+            frame.write_parquet(tmp)
+        else:
+            write_csv(frame, tmp)  # names come from the input
     section.written.append(path)
     return path
 
@@ -35,7 +39,7 @@ def write_tables(section: Section, folder: Path, tables: Iterable[tuple[str, pl.
 
 def write_text(section: Section, path: Path, text: str) -> Path:
     """Write ``text`` and a final newline to ``path`` (UTF-8: summaries, LaTeX) and record it."""
-    path.write_text(text + "\n", encoding="utf-8")
+    atomic_write(path, (text + "\n").encode("utf-8"))  # whole or absent, never half a summary
     section.written.append(path)
     return path
 

@@ -65,7 +65,8 @@ def write_passkt(
     from mechanism.passkt import default_k, depth_notes, pass_at_kt, pass_at_kt_per_problem, within_t_shares
     from mechanism.plots.passkt import (plot_boundary, plot_gap_over_t, plot_gap_surface, plot_pass_curves,
                                         plot_pass_over_t, plot_pass_surfaces)
-    from mechanism.plots.style import arm_colors, safe_filename
+    from mechanism.names import pair_folders
+    from mechanism.plots.style import arm_colors
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -114,7 +115,8 @@ def write_passkt(
         if base not in arms:
             raise InputError(f"`--base` arm {base!r} is not in the input (arms: {arms})", field="base")
         compared = list(dict.fromkeys(treated)) if treated else [a for a in order if a != base]
-        folders = [f"{safe_filename(other)}_vs_{safe_filename(base)}" for other in compared]
+        named = pair_folders(compared, base)  # distinct arms, distinct folders (a hash where names clash)
+        folders = [named[other] for other in compared]
         for name in folders:
             if folders.count(name) > 1:  # one folder for two arms: the second would overwrite the first
                 raise InputError(f"arms {[a for a, f in zip(compared, folders) if f == name]} give the same "

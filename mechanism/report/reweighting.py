@@ -41,7 +41,7 @@ def write_reweighting(runs: pl.DataFrame, labels: Any, out: str | Path, *, base:
     """
     from mechanism.compare import reweighting
     from mechanism.plots.reweighting import plot_decomposition, plot_share_success
-    from mechanism.plots.style import safe_filename
+    from mechanism.names import pair_folders
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -51,7 +51,8 @@ def write_reweighting(runs: pl.DataFrame, labels: Any, out: str | Path, *, base:
     others = list(dict.fromkeys(treated)) if treated else [a for a in arms if a != base]
     # Arm names are untrusted and sanitised into folder names: two arms that sanitise alike
     # would silently overwrite each other's tables.
-    folders = [f"{safe_filename(a)}_vs_{safe_filename(base)}" for a in others]
+    named = pair_folders(others, base)  # distinct arms, distinct folders (a hash where names clash)
+    folders = [named[a] for a in others]
     if len(set(folders)) < len(folders):
         raise InputError(f"arms {sorted(set(others))} give clashing output folder names "
                          f"after sanitising; rename an arm", field="treated")

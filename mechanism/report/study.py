@@ -142,7 +142,8 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
     -------
     Report
     """
-    from mechanism.plots.style import arm_colors, safe_filename
+    from mechanism.names import pair_folders
+    from mechanism.plots.style import arm_colors
     from mechanism.report.integration import write_integration
     from mechanism.report.passkt import arm_order, write_passkt
     from mechanism.report.reweighting import write_reweighting
@@ -231,7 +232,7 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
     for rel, caption in FIGURES:
         if "{pair}" in rel:
             for a in treated:
-                pair = f"{safe_filename(a)}_vs_{safe_filename(base)}"
+                pair = pair_folders(treated, base)[a]
                 figures.append((caption.format(treated=a, base=base), rel.format(pair=pair)))
         else:
             figures.append((caption, rel))

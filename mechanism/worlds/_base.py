@@ -44,7 +44,9 @@ class World:
         with path.open("w", encoding="utf-8") as fh:
             for rec in self.records:
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-        self.truth.write_csv(out / "truth.csv")
+        from mechanism.names import write_csv
+
+        write_csv(self.truth, out / "truth.csv")
         return path
 
     def labels_for(self, runs: pl.DataFrame) -> np.ndarray:

@@ -1,0 +1,364 @@
+"""Saving a fitted :class:`~mechanism.strategy_space.StrategySpace` and reading one back.
+
+A saved space is a folder of ``space.json``, numpy ``.npy`` arrays and parquet tables (no
+pickle). Reading one treats every file as untrusted input (DESIGN.md section 8), because a
+space travels between machines and users:
+
+- only the fixed file names below are opened, each a regular file inside the folder (a
+  symlink out of it, a FIFO or a device is refused before a byte is read), of at most a
+  stated size (checked on the open file before reading);
+- ``space.json`` is measured for nesting depth before it is decoded, and a key given twice
+  is refused (JSON lets the last one win silently);
+- every array is checked for its dtype, shape and finiteness, and every value for its range:
+  labels within the space's strategies, counts positive and summing to the training rows,
+  ``n_strategies`` equal to the strategies the tables describe, parameters of the right kind;
+- each array and table must match the checksum ``space.json`` gives for it;
+- the embedding model's name is parsed by a bounded grammar and loaded on the file's word
+  only when it is a model this toolkit ships (:func:`mechanism.embed.known_model`).
+
+Every refusal is one :class:`~mechanism.errors.InputError` naming the file and the field.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from mechanism.cachefile import NPY_MAX_BYTES, check_parquet_depth, load_npy, parse_json, read_regular
+from mechanism.errors import InputError, MechanismError
+
+if TYPE_CHECKING:
+    from mechanism.embed import TextEmbedder
+    from mechanism.strategy_space import StrategySpace
+
+FORMAT_NAME = "mechanism.StrategySpace"
+FORMAT_VERSION = 2
+CONFIG_MAX_BYTES = 64 * 2**20  # space.json holds the vocabulary and the names; 64 MB is far above any real one
+TABLE_MAX_BYTES = 2 * 2**30
+_NAME_MAX = 10_000  # characters of a vocabulary token or a strategy name
+
+# The tables `save` writes, each checked against its checksum in space.json on load.
+SAVED_TABLES = ("train_rows", "strategies")
+
+# The arrays `save` writes: the attribute each is read back into, and the dtype kind it must have
+# (f: floating point, i: integer).
+SAVED_ARRAYS = {"train_features": ("train_features_", "f"), "train_labels": ("train_labels_", "i"),
+                "train_counts": ("train_counts_", "i"), "labels": ("labels_", "i"),
+                "train_space": ("train_space_", "f"), "map_coords": ("_map_coords", "f")}
+
+# Each saved parameter and what it must be: (kind, low, high); kind "int", "num", "str" or "ints".
+_PARAMS: dict[str, tuple[str, float, float]] = {
+    "embedding_weight": ("num", 0, 1e6), "structure_weight": ("num", 0, 1e6), "method": ("str", 0, 0),
+    "resolution": ("num", 0, 1e6), "linkage": ("str", 0, 0), "min_share": ("num", 0, 1),
+    "k_range": ("ints", 1, 10_000), "min_cluster_size": ("int", 1, 2**31), "cluster_on": ("str", 0, 0),
+    "n_components": ("int", 1, 100), "n_neighbors": ("int", 1, 2**31), "min_dist": ("num", 0, 1e6),
+    "max_umap_points": ("int", 1, 2**40), "outlier_factor": ("num", 0, 1e6), "n_bootstrap": ("int", 0, 10**6),
+    "random_state": ("int", 0, 2**32 - 1),
+}
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def save(space: "StrategySpace", folder: str | os.PathLike) -> Path:
+    """Write the fitted ``space`` to ``folder`` (JSON, ``.npy`` and parquet; no pickle)."""
+    from mechanism.cachefile import atomic_write
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    arrays = {"train_features": space.train_features_, "train_labels": space.train_labels_,
+              "train_counts": space.train_counts_, "labels": space.labels_}
+    if space.cluster_on == "umap":
+        arrays["train_space"] = space.train_space_
+    if getattr(space, "_map_coords", None) is not None:
+        arrays["map_coords"] = space._map_coords
+    checksums = {}
+    for name, arr in arrays.items():
+        buf = io.BytesIO()
+        np.save(buf, arr, allow_pickle=False)
+        atomic_write(out / f"{name}.npy", buf.getvalue())
+        checksums[name] = _sha256(np.ascontiguousarray(arr).tobytes())
+    tables = {}
+    frames = {"train_rows": pl.DataFrame({"rendering": space.train_renderings_, "moves": space.train_moves_},
+                                         schema={"rendering": pl.String, "moves": pl.String}),
+              "strategies": space.strategies_}
+    for name in SAVED_TABLES:
+        buf = io.BytesIO()
+        frames[name].write_parquet(buf)
+        atomic_write(out / f"{name}.parquet", buf.getvalue())
+        tables[name] = _sha256(buf.getvalue())
+    config = {
+        "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+        "embedding_model": space.embedding_model_, "embedding_dim": space.embedding_dim_,
+        "vocabulary": list(space.vocabulary_),
+        "params": space._model_params(), "threshold": space.threshold_,
+        "n_strategies": space.n_strategies_, "arrays": checksums, "tables": tables,
+        "names": {str(k): v for k, v in sorted(getattr(space, "names_", {}).items())},
+        "seed_agreement": space.seed_agreement_,
+    }
+    # written last: a folder whose space.json is there holds every file it lists
+    atomic_write(out / "space.json", json.dumps(config, indent=1).encode("utf-8"))
+    return out
+
+
+class _Refusal(Exception):
+    """A reason to refuse the saved space, with the file and field to name."""
+
+    def __init__(self, reason: str, file: str, field: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.file, self.field = reason, file, field
+
+
+def _number(value: Any, field: str, *, low: float, high: float, integer: bool = False) -> Any:
+    """``value`` when it is a finite number (an integer with ``integer``) within [low, high]."""
+    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok:
+        raise _Refusal(f"`{field}` must be {'an integer' if integer else 'a number'}, got "
+                       f"{type(value).__name__}", "space.json", field)
+    if (isinstance(value, float) and not math.isfinite(value)) or not low <= value <= high:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise _Refusal(f"`{field}` must lie in [{low:g}, {high:g}], got {shown}", "space.json", field)
+    return value
+
+
+def _params(raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise _Refusal("`params` must be a mapping", "space.json", "params")
+    unknown = sorted(set(raw) - set(_PARAMS))
+    missing = sorted(set(_PARAMS) - set(raw))
+    if unknown or missing:
+        what = f"unknown parameter `{unknown[0][:60]}`" if unknown else f"no parameter `{missing[0]}`"
+        raise _Refusal(f"`params` has {what}", "space.json", "params")
+    out: dict[str, Any] = {}
+    for key, (kind, low, high) in _PARAMS.items():
+        value, field = raw[key], f"params.{key}"
+        if value is None and key == "min_cluster_size":  # None: chosen from the data at fit
+            pass
+        elif kind == "str":
+            if not isinstance(value, str) or len(value) > 40:
+                raise _Refusal(f"`{field}` must be a short string", "space.json", field)
+        elif kind == "ints":
+            if not isinstance(value, list) or not 1 <= len(value) <= 1000:
+                raise _Refusal(f"`{field}` must be a list of 1 to 1000 integers", "space.json", field)
+            value = tuple(_number(v, field, low=low, high=high, integer=True) for v in value)
+        else:
+            value = _number(value, field, low=low, high=high, integer=kind == "int")
+        out[key] = value
+    return out
+
+
+def _strings(value: Any, field: str, *, max_items: int = 1_000_000) -> list[str]:
+    if (not isinstance(value, list) or len(value) > max_items
+            or not all(isinstance(t, str) and len(t) <= _NAME_MAX for t in value)):
+        raise _Refusal(f"`{field}` must be a list of strings", "space.json", field)
+    return value
+
+
+def _read_listed(folder: Path, file: str, digest: Any, field: str, max_bytes: int) -> bytes:
+    """The bytes of a file space.json lists, once its checksum there is well formed."""
+    if not isinstance(digest, str) or len(digest) != 64:
+        raise _Refusal(f"the checksum of `{file}` must be 64 hex digits", "space.json", field)
+    try:
+        return read_regular(folder / file, max_bytes=max_bytes, folder=folder)
+    except FileNotFoundError:
+        raise _Refusal(f"`{file}` is missing", file) from None
+    except ValueError as exc:
+        raise _Refusal(str(exc), file) from None
+
+
+def _array(folder: Path, name: str, digest: Any) -> np.ndarray:
+    file = f"{name}.npy"
+    data = _read_listed(folder, file, digest, f"arrays.{name}", NPY_MAX_BYTES)
+    try:
+        arr = load_npy(data)  # header checked against the bytes before anything is allocated
+    except ValueError as exc:
+        raise _Refusal(str(exc), file) from None
+    want = SAVED_ARRAYS[name][1]
+    if arr.dtype.kind != want or arr.dtype.itemsize not in (4, 8) or arr.dtype.byteorder == ">":
+        kind = "floating-point" if want == "f" else "integer"
+        raise _Refusal(f"`{file}` holds {arr.dtype} values, expected {kind} (32 or 64 bits)", file, name)
+    if _sha256(np.ascontiguousarray(arr).tobytes()) != digest:
+        raise _Refusal(f"`{file}` does not match its checksum", file, f"arrays.{name}")
+    if want == "f" and not np.isfinite(arr).all():
+        raise _Refusal(f"`{file}` holds NaN or infinite values", file, name)
+    return arr
+
+
+def _table(folder: Path, name: str, digest: Any) -> pl.DataFrame:
+    file = f"{name}.parquet"
+    data = _read_listed(folder, file, digest, f"tables.{name}", TABLE_MAX_BYTES)
+    if _sha256(data) != digest:
+        raise _Refusal(f"`{file}` does not match its checksum", file, f"tables.{name}")
+    try:
+        check_parquet_depth(data, name=file, max_depth=4)  # ours nest 2 levels (a list of strings)
+        return pl.read_parquet(io.BytesIO(data))
+    except ValueError as exc:
+        raise _Refusal(str(exc), file) from None
+    except Exception as exc:  # noqa: BLE001 - polars raises several types on a corrupt file
+        raise _Refusal(f"`{file}` is not readable ({type(exc).__name__}: {' '.join(str(exc).split())[:160]})",
+                       file) from None
+
+
+def _column(frame: pl.DataFrame, file: str, name: str, check: Any) -> pl.Series:
+    if name not in frame.columns or not check(frame.schema[name]) or frame[name].null_count():
+        raise _Refusal(f"`{file}` lacks a complete column `{name}` of the right type", file, name)
+    return frame[name]
+
+
+def _labels_in_range(arr: np.ndarray, n: int, file: str, field: str) -> None:
+    if len(arr) and (arr.min() < -1 or arr.max() >= n):
+        raise _Refusal(f"`{file}` holds labels outside -1..{n - 1} (the space's {n} strategies), from "
+                       f"{int(arr.min())} to {int(arr.max())}", file, field)
+
+
+def load(cls: type, folder: str | os.PathLike, *, embedder: "str | TextEmbedder | None" = None,
+         cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> "StrategySpace":
+    """Read a space written by :func:`save`, checking every file (see the module docstring)."""
+    folder = Path(folder)
+    try:
+        return _load(cls, folder, embedder=embedder, cache_dir=cache_dir, progress=progress)
+    except _Refusal as bad:
+        raise InputError(bad.reason, source=str(folder / bad.file), field=bad.field) from None
+
+
+def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: Any) -> "StrategySpace":
+    from mechanism.embed import known_model
+
+    cfg = "space.json"
+    if not folder.is_dir():
+        raise InputError("no saved strategy space here (no folder holding `space.json`)", source=str(folder))
+    try:
+        config = parse_json(read_regular(folder / cfg, max_bytes=CONFIG_MAX_BYTES, folder=folder), name=cfg)
+    except FileNotFoundError:
+        raise InputError("no saved strategy space here (missing `space.json`)", source=str(folder)) from None
+    except (OSError, ValueError) as exc:
+        raise _Refusal(f"unreadable `space.json`: {' '.join(str(exc).split())[:300]}", cfg) from None
+    if not isinstance(config, dict) or config.get("format") != FORMAT_NAME:
+        raise _Refusal("not a saved strategy space (field `format`)", cfg, "format")
+    if config.get("format_version") != FORMAT_VERSION:
+        version = repr(config.get("format_version"))[:40]
+        raise _Refusal(f"strategy space format version {version}, this mechanism reads version {FORMAT_VERSION} "
+                       "(version 1 spaces were built on search-only moves): refit with "
+                       "StrategySpace(...).fit(runs).save(folder)", cfg, "format_version")
+    vocabulary = config.get("vocabulary")
+    if not isinstance(vocabulary, list) or not all(isinstance(t, str) for t in vocabulary):
+        raise _Refusal("missing or bad `vocabulary` in space.json", cfg, "vocabulary")
+    _strings(vocabulary, "vocabulary")
+    model = config.get("embedding_model")
+    if not isinstance(model, str) or not model:
+        raise _Refusal("missing or bad `embedding_model` in space.json", cfg, "embedding_model")
+    if embedder is None and not known_model(model):
+        # a name from the file could point the loader at any folder: only the known models load
+        # by themselves; another one must be named by the user
+        shown = repr(model[:80])
+        raise _Refusal(f"space.json names the embedding model {shown}, which is not one this toolkit loads on a "
+                       "file's word; pass `embedder=` (that model's name, or a folder you trust) to load it",
+                       cfg, "embedding_model")
+    params = _params(config.get("params"))
+    try:
+        space = cls(embedder=embedder if embedder is not None else model, cache_dir=cache_dir, progress=progress,
+                    **params)
+        space._check_params()
+    except (TypeError, ValueError) as exc:
+        raise _Refusal(f"bad `params` in space.json: {' '.join(str(exc).split())[:200]}", cfg, "params") from None
+    try:
+        emb = space._embedder()
+    except MechanismError as exc:
+        raise _Refusal(f"cannot make the embedder: {exc}", cfg, "embedding_model") from None
+    if emb.model_id != model:
+        raise _Refusal(f"space was fitted with embedding model `{model[:80]}`, got `{str(emb.model_id)[:80]}`",
+                       cfg, "embedding_model")
+    embedding_dim = _number(config.get("embedding_dim"), "embedding_dim", low=0, high=2**20, integer=True)
+    threshold = float(_number(config.get("threshold"), "threshold", low=0, high=1e12))
+    seed_agreement = float(_number(config.get("seed_agreement"), "seed_agreement", low=-1, high=1))
+    n_strategies = _number(config.get("n_strategies"), "n_strategies", low=0, high=2**31, integer=True)
+    names_raw = config.get("names") if config.get("names") is not None else {}
+    if not isinstance(names_raw, dict) or not all(isinstance(v, str) and len(v) <= _NAME_MAX
+                                                   for v in names_raw.values()):
+        raise _Refusal("`names` must map strategy ids to strings", cfg, "names")
+
+    # Only the arrays `save` writes are read, under fixed attribute names: the names in space.json
+    # are untrusted and must neither pick files outside the folder nor set arbitrary attributes.
+    arrays = config.get("arrays")
+    if not isinstance(arrays, dict):
+        raise _Refusal("`arrays` in space.json is not a mapping", cfg, "arrays")
+    unknown = sorted(set(arrays) - set(SAVED_ARRAYS))
+    if unknown:
+        raise _Refusal(f"unknown array(s) {[u[:60] for u in unknown[:3]]} in space.json", cfg, "arrays")
+    required = {"train_features", "train_labels", "train_counts", "labels"}
+    if space.cluster_on == "umap":
+        required.add("train_space")
+    if required - set(arrays):
+        raise _Refusal(f"space.json lists no {sorted(required - set(arrays))}", cfg, "arrays")
+    loaded = {name: _array(folder, name, digest) for name, digest in arrays.items()}
+    tables = config.get("tables")
+    if not isinstance(tables, dict) or set(tables) != set(SAVED_TABLES):
+        raise _Refusal(f"`tables` in space.json must list exactly {list(SAVED_TABLES)}", cfg, "tables")
+    frames = {name: _table(folder, name, tables[name]) for name in SAVED_TABLES}  # fixed names pick the files
+
+    # shapes and value ranges, across files
+    features = loaded["train_features"]
+    dim = len(vocabulary) + 1 + embedding_dim
+    m = features.shape[0] if features.ndim == 2 else -1
+    if features.shape != (m, dim):
+        raise _Refusal(f"`train_features.npy` has shape {features.shape}, expected (rows, {dim}) from the "
+                       "vocabulary and `embedding_dim`", "train_features.npy", "train_features")
+    for name, shape in (("train_labels", (m,)), ("train_counts", (m,)),
+                        ("train_space", (m, space.n_components)), ("map_coords", (m, 2))):
+        if name in loaded and loaded[name].shape != shape:
+            raise _Refusal(f"`{name}.npy` has shape {loaded[name].shape}, expected {shape} (one row per distinct "
+                           "training row)", f"{name}.npy", name)
+    labels = loaded["labels"]
+    if labels.ndim != 1:
+        raise _Refusal(f"`labels.npy` has {labels.ndim} dimensions, expected 1", "labels.npy", "labels")
+    counts = loaded["train_counts"]
+    if len(counts) and counts.min() < 1:
+        raise _Refusal(f"`train_counts.npy` holds a count of {int(counts.min())}: counts are positive",
+                       "train_counts.npy", "train_counts")
+    if int(counts.sum(dtype=np.float64)) != labels.shape[0]:
+        raise _Refusal(f"`train_counts.npy` sums to {int(counts.sum(dtype=np.float64))} rows but `labels.npy` "
+                       f"labels {labels.shape[0]}", "train_counts.npy", "train_counts")
+    strategies = frames["strategies"]
+    ids = _column(strategies, "strategies.parquet", "strategy", lambda t: t.is_integer())
+    _column(strategies, "strategies.parquet", "stability", lambda t: t.is_numeric())
+    described = sorted(i for i in ids.to_list() if i >= 0)
+    if described != list(range(n_strategies)):
+        raise _Refusal(f"`n_strategies` is {n_strategies} but `strategies.parquet` describes strategies "
+                       f"{described[:5]}{'...' if len(described) > 5 else ''}", cfg, "n_strategies")
+    _labels_in_range(loaded["train_labels"], n_strategies, "train_labels.npy", "train_labels")
+    _labels_in_range(labels, n_strategies, "labels.npy", "labels")
+    names: dict[int, str] = {}
+    for key, value in names_raw.items():
+        if not (key.isascii() and key.isdigit() and len(key) <= 10 and int(key) < max(n_strategies, 1)):
+            raise _Refusal(f"`names` has key {key[:20]!r}, not a strategy id", cfg, "names")
+        names[int(key)] = value
+    rows = frames["train_rows"]
+    renderings = _column(rows, "train_rows.parquet", "rendering", lambda t: t == pl.String)
+    moves = _column(rows, "train_rows.parquet", "moves", lambda t: t == pl.String)
+    if rows.height != m:
+        raise _Refusal(f"`train_rows.parquet` has {rows.height} rows, `train_features.npy` {m}",
+                       "train_rows.parquet", "rendering")
+
+    for name, arr in loaded.items():
+        attr, kind = SAVED_ARRAYS[name]
+        setattr(space, attr, arr.astype(np.int64) if kind == "i" else arr)
+    space.strategies_ = strategies
+    space.train_renderings_ = renderings.to_list()
+    space.train_moves_ = moves.to_list()
+    space.embedding_model_ = model
+    space.embedding_dim_ = embedding_dim
+    space.vocabulary_ = list(vocabulary)
+    space.threshold_ = threshold
+    space.n_strategies_ = n_strategies
+    space.names_ = names
+    space.seed_agreement_ = seed_agreement
+    space.stability_ = strategies.select("strategy", "stability")
+    return space
