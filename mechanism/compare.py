@@ -33,9 +33,30 @@ Conventions (stated once, used everywhere below):
   negative. Its interval is the wider of the bias-shifted bootstrap interval and the
   interval from inverting the permutation null, so it contains 0 with probability at least
   ``ci`` when the policies are identical. ``js_divergence_plugin`` keeps the plug-in value.
-- **Kitagawa split.** ``total = acc_t - acc_b = composition + within`` with
-  ``composition = sum_s (p_t(s) - p_b(s)) (r_t(s) + r_b(s)) / 2`` and
-  ``within = sum_s (r_t(s) - r_b(s)) (p_t(s) + p_b(s)) / 2``.
+- **Kitagawa split, on question x strategy strata (the default).** A strategy's success
+  depends on the questions it is used on, so pooling a strategy's success over the
+  questions an arm used it on lets "within" absorb *which* questions it was used on
+  (Simpson's paradox: moving a strategy from hard to easy questions is not better
+  execution). The split is therefore made over strata ``(q, s)``:
+  ``total = acc_t - acc_b = composition + within`` with
+  ``composition = sum_{q,s} (p_t(q,s) - p_b(q,s)) (r_t(q,s) + r_b(q,s)) / 2`` and
+  ``within = sum_{q,s} (r_t(q,s) - r_b(q,s)) (p_t(q,s) + p_b(q,s)) / 2``, where
+  ``p_a(q,s)`` is arm a's (question-weighted) share of its trajectories in question q and
+  strategy s, and ``r_a(q,s)`` its success rate there. **Composition** is then the change
+  in *which strategy is used on each question*, valued at the success that strategy has on
+  that question; **within** is the change in success of the same strategy on the same
+  question (execution). When success depends on the question only, both are 0 whatever
+  the arms' mixes of questions and strategies. A strategy's row sums its strata over
+  questions. ``strata="pooled"`` gives the textbook form over strategies alone
+  (``r_a(s)`` pooled over questions), labelled ``*_pooled_over_questions``: it is kept for
+  comparison with published numbers and mixes execution with question mix.
+- **Strata an arm never used.** A stratum ``(q, s)`` (or, pooled, a strategy ``s``) with no
+  trajectory of one arm has no success rate in that arm; the split borrows the other
+  arm's rate in the same stratum. The identity still holds exactly (the borrowed rate is
+  multiplied by a zero share), the stratum's within part is zero, and all of its effect
+  counts as composition: using a strategy on a question where the other arm never used it
+  is a change of *which* strategies are used, not of how well one is executed. A stratum
+  neither arm used weighs nothing. The tables show an undefined rate as null.
 - **Alignment.** Weighted Pearson correlation, over the strategies both arms use (outliers
   excluded), of ``log(p_t(s) / p_b(s))`` with the base success rate ``r_b(s)``, weights
   ``(p_b(s) + p_t(s)) / 2``. Positive: the treated arm moved mass toward the strategies the
@@ -66,19 +87,13 @@ Conventions (stated once, used everywhere below):
   Likewise ``overlap_at_common_n``: the chance that a treated trajectory's sequence is among
   ``min(n_base(q), n_treated(q))`` of the base arm's samples of its question, averaged over
   the treated trajectories of each question and then over questions.
-- **Strategies absent from one arm.** Their success rate there is undefined; the split
-  borrows the other arm's rate. The identity still holds exactly (the borrowed rate is
-  multiplied by a zero share), the strategy's within part is zero, and all of its effect
-  counts as composition: using a strategy the other arm never used is a change of *which*
-  strategies are used, not of how well one is executed. The tables show the undefined
-  rate as null.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -90,7 +105,7 @@ from mechanism.resample import (bonferroni_level, detectable_effect, percentile_
 from mechanism.schema import KEY_COLUMNS, validate
 
 __all__ = [
-    "Reweighting", "reweighting", "compare_arms", "kitagawa_split", "js_divergence",
+    "Reweighting", "reweighting", "compare_arms", "kitagawa_split", "within_question_split", "js_divergence",
     "weighted_correlation", "query_sequence_keys", "labels_from_table", "permutation_test", "stream",
     "OUTLIER",
 ]
@@ -306,6 +321,8 @@ def query_sequence_keys(runs: pl.DataFrame) -> pl.Series:
 
 # ----------------------------------------------------------------------------- result
 WEIGHTINGS = ("question", "trajectory")
+Strata = Literal["question", "pooled"]
+STRATA: tuple[str, ...] = ("question", "pooled")
 
 
 @dataclass(frozen=True, repr=False)
@@ -355,6 +372,7 @@ class Reweighting(ResultMixin):
     js_null_mean: float = math.nan
     detectable: dict[str, float] = field(default_factory=dict)
     strategy_ci: float | None = None
+    strata: str = "question"
 
     def to_frame(self) -> pl.DataFrame:
         """One row per headline quantity: ``quantity, estimate, ci_low, ci_high, detectable``.
@@ -365,6 +383,7 @@ class Reweighting(ResultMixin):
         """
         rows: list[tuple[str, float, float, float, float]] = []
         tag = "" if self.weighting == "question" else "_trajectory_pooled"
+        split_tag = tag + ("" if self.strata == "question" else "_pooled_over_questions")
 
         def add(name: str, value: float | None, interval: tuple[float, float] | None = None,
                 detectable: float | None = None) -> None:
@@ -376,8 +395,8 @@ class Reweighting(ResultMixin):
         add(f"accuracy_base{tag}", self.accuracy_base, self._interval(acc_b))
         add(f"accuracy_treated{tag}", self.accuracy_treated, self._interval(acc_t))
         add(f"total{tag}", self.total, self.total_ci, self.detectable.get("total"))
-        add(f"composition{tag}", self.composition, self.composition_ci, self.detectable.get("composition"))
-        add(f"within{tag}", self.within, self.within_ci, self.detectable.get("within"))
+        add(f"composition{split_tag}", self.composition, self.composition_ci, self.detectable.get("composition"))
+        add(f"within{split_tag}", self.within, self.within_ci, self.detectable.get("within"))
         add(f"js_divergence_bits{tag}", self.js_divergence, self.js_divergence_ci)
         add(f"js_divergence_plugin_bits{tag}", self.js_divergence_plugin)
         add(f"js_divergence_null_mean_bits{tag}", self.js_null_mean)
@@ -418,7 +437,7 @@ class Reweighting(ResultMixin):
         for name in ("base", "treated", "ci", "weighting", "n_questions", "n_base", "n_treated", "accuracy_base",
                      "accuracy_treated", "total", "composition", "within", "js_divergence",
                      "js_divergence_plugin", "js_null_mean", "permutation_p", "n_permutations", "alignment",
-                     "shared_mass", "strategy_ci"):
+                     "shared_mass", "strategy_ci", "strata"):
             value = getattr(self, name)
             out[name] = _json_float(value) if isinstance(value, float) else value
         for name in ("total_ci", "composition_ci", "within_ci", "js_divergence_ci", "alignment_ci",
@@ -465,7 +484,8 @@ def _json_float(value: float) -> float | None:
 def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci: float | None = 0.95,
                 n_boot: int = 1000, random_state: int | np.random.Generator | None = 0,
                 n_permutations: int = 1000, coordinates: np.ndarray | None = None,
-                progress: bool | None = False, weighting: str = "question") -> Reweighting:
+                progress: bool | None = False, weighting: str = "question",
+                strata: Strata = "question") -> Reweighting:
     """Split the treated arm's accuracy gain into strategy reweighting and execution.
 
     Parameters
@@ -502,6 +522,11 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         arm, each trajectory counting ``1 / (samples of its arm on its question)``.
         ``"trajectory"``: pool trajectories (questions with more samples weigh more); the
         summary labels these quantities ``*_trajectory_pooled``.
+    strata
+        ``"question"`` (default): the Kitagawa split over question x strategy strata, so
+        that using a strategy on easier questions is composition, not execution (see the
+        module's Conventions). ``"pooled"``: over strategies alone, success pooled over
+        questions; labelled ``*_pooled_over_questions`` in the summary.
 
     Returns
     -------
@@ -522,6 +547,8 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
     if weighting not in WEIGHTINGS:
         raise InputError(f"`weighting` must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}",
                          field="weighting")
+    if strata not in STRATA:
+        raise InputError(f"`strata` must be one of {', '.join(STRATA)}, got {strata!r}", field="strata")
     arms = set(runs["arm"].unique().to_list())
     for name, arm in (("base", base), ("treated", treated)):
         if arm not in arms:
@@ -579,6 +606,16 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
     if ci is not None and n_boot > 0:
         weights = question_bootstrap_weights(n_q, n_boot, stream(seed, "bootstrap")).astype(float)
         reps = _statistics(np.einsum("bq,aqs->bas", weights, wn), np.einsum("bq,aqs->bas", weights, wc), outlier)
+    if strata == "question":
+        point.update({k: v[0] for k, v in within_question_split(wn, wc, np.ones((1, n_q))).items()})
+        if reps:
+            reps.update(within_question_split(wn, wc, weights))
+        notes.append("composition and within are computed on question x strategy strata: a strategy used on "
+                     "easier questions counts as composition, not execution")
+    else:
+        notes.append("composition and within pool each strategy's success over questions "
+                     "(strata='pooled'): within then also holds the change in which questions each strategy "
+                     "is used on")
     n_used = int(((counts[0].sum(axis=0) > 0) | (counts[1].sum(axis=0) > 0)).sum())
     strategy_ci = bonferroni_level(ci, n_used) if ci is not None else None
 
@@ -638,8 +675,57 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         strategies=strategies_table, query_sequences=query_table, neighbours=neighbours,
         notes=tuple(notes), replicates=reps, weighting=weighting, js_divergence_plugin=js_plugin,
         js_null_mean=float(null.mean()) if null.size else math.nan, detectable=detectable,
-        strategy_ci=strategy_ci,
+        strategy_ci=strategy_ci, strata=strata,
     )
+
+
+def within_question_split(wn: np.ndarray, wc: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+    """Kitagawa's split over question x strategy strata, for every row of question ``weights``.
+
+    Parameters
+    ----------
+    wn, wc
+        ``(2, Q, S)`` weighted trajectory and success tallies (arm 0 = base), as
+        :func:`weighted_tallies` gives them.
+    weights
+        ``(B, Q)`` how often each question is drawn (ones for the point estimate).
+
+    Returns
+    -------
+    dict
+        ``composition`` and ``within`` per strategy ``(B, S)`` (each the sum of its strata
+        over questions) and their totals ``(B,)``.
+
+    Notes
+    -----
+    A stratum's success rate does not change when its question is drawn again, only its
+    share does: ``p_a(q,s) = w_q wn_a(q,s) / sum_q' w_q' wn_a(q')``. So every replicate is
+    a matrix product with per-stratum terms computed once, never a ``(B, Q, S)`` array.
+    A stratum one arm never used borrows the other arm's rate (see the Conventions).
+
+    Examples
+    --------
+    >>> wn = np.array([[[.5, .5], [.5, .5]], [[1., 0.], [0., 1.]]])   # base mixes, rl separates
+    >>> wc = np.array([[[.45, .45], [.05, .05]], [[.9, 0.], [0., .1]]])  # success by question only
+    >>> out = within_question_split(wn, wc, np.ones((1, 2)))
+    >>> [round(float(out[k][0]), 12) for k in ("composition_total", "within_total")]
+    [0.0, 0.0]
+    """
+    n_b, n_t = np.asarray(wn[0], dtype=float), np.asarray(wn[1], dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r_b = np.where(n_b > 0, wc[0] / np.where(n_b > 0, n_b, 1.0), np.nan)
+        r_t = np.where(n_t > 0, wc[1] / np.where(n_t > 0, n_t, 1.0), np.nan)
+    rb = np.where(n_b > 0, r_b, np.where(n_t > 0, r_t, 0.0))
+    rt = np.where(n_t > 0, r_t, np.where(n_b > 0, r_b, 0.0))
+    mean_rate, diff_rate = (rt + rb) / 2.0, rt - rb
+    w = np.asarray(weights, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tot_b = (w @ n_b.sum(axis=1))[:, None]
+        tot_t = (w @ n_t.sum(axis=1))[:, None]
+        composition = (w @ (n_t * mean_rate)) / tot_t - (w @ (n_b * mean_rate)) / tot_b
+        within = ((w @ (n_t * diff_rate)) / tot_t + (w @ (n_b * diff_rate)) / tot_b) / 2.0
+    return {"composition": composition, "within": within,
+            "composition_total": composition.sum(axis=-1), "within_total": within.sum(axis=-1)}
 
 
 def weighted_tallies(counts: np.ndarray, wins: np.ndarray, weighting: str = "question") -> tuple[np.ndarray, np.ndarray]:

@@ -2,6 +2,7 @@
 bootstrap in the toolkit resamples questions and keeps all their samples."""
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
 
@@ -165,8 +166,21 @@ def stream(random_state: int | np.random.Generator | None, purpose: str) -> np.r
     integer with :func:`resolve_seed` (entry points do that once and pass the integer on).
     """
     seed = resolve_seed(random_state)
-    key = int.from_bytes(purpose.encode(), "little") % (2**32)
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(key,)))
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=purpose_key(purpose)))
+
+
+def purpose_key(purpose: str) -> tuple[int, ...]:
+    """The spawn key of a purpose: a digest of the *whole* string, as four 32-bit words.
+
+    Keying on the first bytes only (as an earlier version did) gave ``"shares:base"`` and
+    ``"shares:rl"`` the same stream; a 128-bit digest makes distinct purposes draw distinct
+    numbers.
+
+    >>> purpose_key("shares:base") != purpose_key("shares:rl")
+    True
+    """
+    digest = hashlib.blake2b(purpose.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return tuple(int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4))
 
 
 # ----------------------------------------------------------------------------- power, multiplicity

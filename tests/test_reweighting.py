@@ -97,7 +97,9 @@ def test_split_matches_a_hand_computation():
     qids = ["q1", "q1", "q2", "q2", "q1", "q1", "q2", "q2"]
     labels = ["a", "a", "a", "b", "a", "b", "b", "c"]
     correct = [True, True, False, False, True, True, False, True]
-    rw = reweighting(_table(arms, qids, correct), labels, base="base", treated="rl", n_boot=50, n_permutations=0)
+    rw = reweighting(_table(arms, qids, correct), labels, base="base", treated="rl", n_boot=50, n_permutations=0,
+                     strata="pooled")
+    assert rw.to_frame()["quantity"].str.ends_with("_pooled_over_questions").sum() == 2  # labelled
     p_b = {"a": 3 / 4, "b": 1 / 4, "c": 0.0}
     p_t = {"a": 1 / 4, "b": 2 / 4, "c": 1 / 4}
     r_b = {"a": 2 / 3, "b": 0.0, "c": 1.0}  # c borrows rl's rate
@@ -116,6 +118,30 @@ def test_split_matches_a_hand_computation():
     assert table["within"].to_list()[2] == 0.0
     assert rw.shared_mass == pytest.approx(3 / 4)
     assert rw.n_questions == 2 and rw.n_base == 4 and rw.n_treated == 4
+
+
+def test_within_question_split_matches_a_hand_computation_over_question_strategy_strata():
+    # the data of the test above, split over (question, strategy) strata: in q1 rl swaps one
+    # a (right) for a b (right, where base never used b: borrows rl's rate); in q2 one of
+    # base's wrong answers becomes c (right; base never used c there). Every stratum both
+    # arms used has the same rate in both, so the whole change is composition.
+    arms = ["base"] * 4 + ["rl"] * 4
+    qids = ["q1", "q1", "q2", "q2", "q1", "q1", "q2", "q2"]
+    labels = ["a", "a", "a", "b", "a", "b", "b", "c"]
+    correct = [True, True, False, False, True, True, False, True]
+    rw = reweighting(_table(arms, qids, correct), labels, base="base", treated="rl", n_boot=50, n_permutations=0)
+    assert rw.strata == "question"
+    strata = {  # (q, s): (p_b, r_b, p_t, r_t), shares of all trajectories with questions weighing 1/2
+        ("q1", "a"): (0.5, 1.0, 0.25, 1.0), ("q1", "b"): (0.0, 1.0, 0.25, 1.0),
+        ("q2", "a"): (0.25, 0.0, 0.0, 0.0), ("q2", "b"): (0.25, 0.0, 0.25, 0.0),
+        ("q2", "c"): (0.0, 1.0, 0.25, 1.0)}
+    comp = {k: (pt - pb) * (rt + rb) / 2 for k, (pb, rb, pt, rt) in strata.items()}
+    within = {k: (rt - rb) * (pt + pb) / 2 for k, (pb, rb, pt, rt) in strata.items()}
+    assert rw.composition == pytest.approx(sum(comp.values()), abs=1e-15) == 0.25
+    assert rw.within == pytest.approx(sum(within.values()), abs=1e-15) == 0.0
+    table = rw.strategies.sort("strategy")
+    assert table["composition"].to_list() == pytest.approx(
+        [sum(v for (q, st), v in comp.items() if st == s) for s in "abc"], abs=1e-15)
 
 
 # ------------------------------------------------------------------ simulated arms
