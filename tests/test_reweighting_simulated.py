@@ -128,7 +128,8 @@ def test_cli_reweighting_and_integration(sim, tmp_path, capsys):
     assert code == 0
     split = pl.read_csv(out2 / "split.csv")
     parts = dict(zip(split["part"], split["estimate"]))
-    assert abs(parts["retrieval"] + parts["integration"] + parts["parametric"] - parts["total"]) < 1e-12
+    assert abs(parts["retrieval"] + parts["integration"] + parts["parametric"] + parts["not_retrievable"]
+               - parts["total"]) < 1e-12
     assert (out2 / "per_trajectory.parquet").is_file() and not (out2 / "integration_grid.png").exists()
 
 
