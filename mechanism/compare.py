@@ -24,9 +24,11 @@ Conventions (stated once, used everywhere below):
 - **Power and multiplicity.** ``detectable`` is the smallest true effect the design detects
   with probability 0.8 at the interval's level, ``0.71 x`` the interval's width at 95 %
   (:func:`mechanism.resample.detectable_effect`): an interval that contains 0 is not
-  evidence of no effect smaller than that. Per-strategy intervals (shares, success rates,
-  their composition and within parts) are Bonferroni-adjusted over the strategies
-  (``ci_level`` column), so that they hold together at ``ci``.
+  evidence of no effect smaller than that. Per-strategy rows are read together, so their
+  intervals are simultaneous bands (max-|t| bootstrap,
+  :func:`mechanism.resample.simultaneous_band`): each of the share and success columns holds
+  together over the strategies at ``ci`` (``ci_level``), and composition and within hold
+  together as one family. ``compare_arms`` widens them further over the treated arms.
 - **JS divergence.** The plug-in divergence of estimated shares is above 0 even for
   identical policies. ``js_divergence`` subtracts its mean under the within-question
   permutation null (what identical policies give with this design); it can be slightly
@@ -101,7 +103,7 @@ import polars as pl
 from mechanism.errors import InputError
 from mechanism.results import ResultMixin
 from mechanism.resample import (bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
-                                question_weighted, resolve_seed, stream)
+                                question_weighted, resolve_seed, simultaneous_band, stream)
 from mechanism.schema import KEY_COLUMNS, validate
 
 __all__ = [
@@ -335,9 +337,8 @@ class Reweighting(ResultMixin):
     ``detectable`` holds, for ``total``, ``composition`` and ``within``, the smallest true
     effect the design detects with probability 0.8 at the interval's level
     (:func:`mechanism.resample.detectable_effect`). ``weighting`` is ``"question"`` (the
-    design rule) or ``"trajectory"`` (pooled, on request). ``strategy_ci`` is the level of
-    each per-strategy interval (Bonferroni over the strategies, so that they hold together
-    at ``ci``).
+    design rule) or ``"trajectory"`` (pooled, on request). ``strategy_ci`` is the joint level
+    of the per-strategy bands (simultaneous, max-|t| bootstrap, over the strategies).
     """
 
     base: str
@@ -501,7 +502,7 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         The arms compared.
     ci
         Confidence level of the bootstrap intervals; ``None`` skips the bootstrap.
-        Per-strategy intervals are Bonferroni-adjusted over the strategies.
+        Per-strategy intervals are simultaneous bands over the strategies (max-|t| bootstrap).
     n_boot
         Bootstrap replicates (resampling questions, both arms together).
     random_state
@@ -617,7 +618,7 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
                      "(strata='pooled'): within then also holds the change in which questions each strategy "
                      "is used on")
     n_used = int(((counts[0].sum(axis=0) > 0) | (counts[1].sum(axis=0) > 0)).sum())
-    strategy_ci = bonferroni_level(ci, n_used) if ci is not None else None
+    strategy_ci = ci  # per-strategy rows hold together at ci: simultaneous bands, not separate intervals
 
     def interval(name: str, axis_values: bool = False, level: float | None = ci) -> Any:
         if not reps:
@@ -627,12 +628,12 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         lo, hi = percentile_interval(reps[name], level)
         return (lo, hi) if axis_values else (float(lo), float(hi))
 
-    strategies_table = _strategy_table(strategies, counts, point,
-                                       lambda name: interval(name, axis_values=True, level=strategy_ci),
-                                       strategy_ci)
+    bands = strategy_bands(point, reps, ci, families=STRATEGY_FAMILIES)
+    strategies_table = _strategy_table(strategies, counts, point, lambda name: bands[name], strategy_ci)
     if reps and n_used > 1:
-        notes.append(f"per-strategy intervals are Bonferroni-adjusted over {n_used} strategies "
-                     f"(each at level {strategy_ci:.4g}, jointly {ci:g})")
+        notes.append(f"per-strategy intervals are simultaneous bands (max-|t| bootstrap) at {ci:g} over the "
+                     f"{n_used} strategies: each of share_base, share_treated, success_base and success_treated "
+                     "holds together over the strategies, and composition and within hold together as one family")
 
     perm_p, null = math.nan, np.empty(0)
     if n_permutations > 0:
@@ -677,6 +678,33 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         js_null_mean=float(null.mean()) if null.size else math.nan, detectable=detectable,
         strategy_ci=strategy_ci, strata=strata,
     )
+
+
+#: Families of per-strategy rows meant to be read together: each gets one simultaneous band.
+STRATEGY_FAMILIES: tuple[tuple[str, ...], ...] = (("share_base",), ("share_treated",), ("rate_base",),
+                                                  ("rate_treated",), ("composition", "within"))
+
+
+def strategy_bands(point: dict[str, np.ndarray], reps: dict[str, np.ndarray], ci: float | None,
+                   families: Sequence[Sequence[str]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Simultaneous (max-|t| bootstrap) bands for each family of per-strategy arrays.
+
+    ``point[name]`` is ``(S,)``, ``reps[name]`` ``(B, S)``; the members of a family (several
+    names) share one critical value (:func:`mechanism.resample.simultaneous_band`). Without
+    replicates every band is NaN.
+    """
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for family in families:
+        est = np.stack([np.asarray(point[name], dtype=float) for name in family])
+        if not reps or ci is None:
+            for name in family:
+                out[name] = (np.full(est.shape[1], np.nan), np.full(est.shape[1], np.nan))
+            continue
+        rep = np.stack([np.asarray(reps[name], dtype=float) for name in family], axis=1)  # (B, F, S)
+        low, high, _ = simultaneous_band(est, rep, ci)
+        for i, name in enumerate(family):
+            out[name] = (low[i], high[i])
+    return out
 
 
 def within_question_split(wn: np.ndarray, wc: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
@@ -825,7 +853,7 @@ def _strategy_table(strategies: np.ndarray, counts: np.ndarray, point: dict[str,
         if name in ("composition", "within"):
             cols[f"{name}_detectable"] = (np.asarray(detectable_effect(lo, hi, level), dtype=float)
                                           if level is not None else np.full(est.shape, np.nan))
-    # the level of every interval in the row: Bonferroni over the strategies
+    # the joint level of the row's bands (simultaneous over the strategies)
     cols["ci_level"] = np.full(len(strategies), np.nan if level is None else level)
     table = pl.DataFrame(cols)
     # undefined success rates are null, not NaN, so they read as missing in CSV and notebooks
@@ -1099,7 +1127,8 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequenc
                  random_state: int | np.random.Generator | None = 0,
                  n_permutations: int = 1000, coordinates: np.ndarray | None = None,
                  progress: bool | None = False, weighting: str = "question",
-                 others: Sequence[str] | None = None) -> pl.DataFrame:
+                 others: Sequence[str] | None = None, strata: Strata = "question",
+                 adjust: Literal["bonferroni", "none"] = "bonferroni") -> pl.DataFrame:
     """:func:`reweighting` of every arm in ``others`` against ``base``, as one long table.
 
     Parameters
@@ -1111,12 +1140,19 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequenc
         seed is resolved once, so every arm is compared on the same question resamples.
     others
         Deprecated name of ``treated``.
+    strata
+        As in :func:`reweighting`.
+    adjust
+        ``"bonferroni"`` (default): with m treated arms each comparison's intervals are at
+        level ``1 - (1 - ci) / m``, so that the m comparisons hold together at ``ci`` (a
+        reader scanning several checkpoints for the one that "moved" is making m
+        comparisons); ``"none"``: each at ``ci``.
 
     Returns
     -------
     polars.DataFrame
-        ``base, treated, quantity, estimate, ci_low, ci_high``: the rows of each
-        :meth:`Reweighting.summary`.
+        ``base, treated, quantity, estimate, ci_low, ci_high, detectable, ci_level``: the rows
+        of each :meth:`Reweighting.summary`, ``ci_level`` the level each interval was made at.
     """
     validate(runs, required=("arm",))
     if others is not None:
@@ -1125,14 +1161,18 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequenc
     others = treated if treated is not None else others
     if others is None:
         others = [a for a in runs["arm"].unique(maintain_order=True).to_list() if a != base]
+    if adjust not in ("bonferroni", "none"):
+        raise InputError(f"`adjust` must be 'bonferroni' or 'none', got {adjust!r}", field="adjust")
     frames = []
     seed = resolve_seed(random_state)
+    others = list(others)
+    level = bonferroni_level(ci, len(others)) if adjust == "bonferroni" else ci
     for arm in others:
-        rw = reweighting(runs, labels, base=base, treated=arm, ci=ci, n_boot=n_boot,
+        rw = reweighting(runs, labels, base=base, treated=arm, ci=level, n_boot=n_boot,
                          random_state=seed, n_permutations=n_permutations,
-                         coordinates=coordinates, progress=progress, weighting=weighting)
+                         coordinates=coordinates, progress=progress, weighting=weighting, strata=strata)
         frames.append(rw.to_frame().select(pl.lit(base).alias("base"), pl.lit(arm).alias("treated"),
-                                          pl.all()))
+                                          pl.all(), pl.lit(level, dtype=pl.Float64).alias("ci_level")))
     if not frames:
         raise InputError(f"no arm to compare with {base!r}", field="others")
     return pl.concat(frames)

@@ -58,10 +58,11 @@ Weighting: every question weighs the same within an arm (each trajectory weighte
 rates are means over questions and unequal sample counts cannot make identical policies look
 different; ``weighting="trajectory"`` pools trajectories instead, on request.
 Intervals: percentile bootstrap over questions (all samples of a question together; arms
-paired). Per-strategy intervals (``by_strategy``, ``strategy_shift``, ``perplexity_by_strategy``)
-are Bonferroni-adjusted over the strategies: each at level ``1 - (1 - ci) / S`` (column
-``ci_level``), read from the same replicates, so that the ``S`` intervals of one quantity hold
-together at ``ci``. Family-level quantities (``per_arm``, ``split``, ``shift``: alignments, mass
+paired). Per-strategy rows are read together, so ``by_strategy`` and ``strategy_shift`` carry
+simultaneous bands (max-|t| bootstrap, :func:`mechanism.resample.simultaneous_band`) at joint
+level ``ci`` (column ``ci_level``): each rate or share column over its rows, and
+``strategy_shift``'s difference columns (share change and every part of the nested split) as
+one family; ``perplexity_by_strategy`` is Bonferroni-adjusted over the strategies. Family-level quantities (``per_arm``, ``split``, ``shift``: alignments, mass
 moved, nested split totals) are single intervals at ``ci``.
 """
 from __future__ import annotations
@@ -81,7 +82,7 @@ import polars as pl
 from mechanism.compare import OUTLIER, WEIGHTINGS, Strata, kitagawa_split, weighted_correlation, weighted_tallies
 from mechanism.errors import InputError
 from mechanism.resample import (bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
-                                stream)
+                                simultaneous_band, stream)
 from mechanism.results import ResultMixin
 from mechanism.schema import validate
 from mechanism.scoring import contains_answer, normalize_answer
@@ -337,8 +338,8 @@ class Integration(ResultMixin):
     by_strategy
         With labels: per strategy and arm, ``n``, ``n_questions``, ``n_retrieved`` and the
         ``share``, ``retrieval_rate``, ``integration_rate``, ``parametric_rate`` and
-        ``accuracy`` (success within the strategy), each with intervals Bonferroni-adjusted
-        over the strategies (their level in ``ci_level``).
+        ``accuracy`` (success within the strategy), each column with a simultaneous band over
+        its rows (joint level in ``ci_level``).
     shift
         With labels, per treated arm against ``base`` (questions both arms answered):
         ``quantity, estimate, ci_low, ci_high, detectable_effect`` for the alignments, the mass
@@ -346,8 +347,8 @@ class Integration(ResultMixin):
     strategy_shift
         With labels: per treated arm and strategy, the share change, the base arm's retrieval
         and integration rates, ``above_average`` and the strategy's parts of the nested split,
-        with intervals Bonferroni-adjusted over the strategies either arm used (their level in
-        ``ci_level``).
+        with simultaneous bands over the strategies either arm used (the difference columns as
+        one family; joint level in ``ci_level``).
     perplexity_by_strategy
         With labels and log-probabilities: per arm, strategy and segment, as ``perplexity``
         (intervals Bonferroni-adjusted over the strategies, level in ``ci_level``).
@@ -458,10 +459,9 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
         ``StrategySpace.transform(runs)``. Adds ``by_strategy``, ``shift`` and
         ``strategy_shift``.
     ci
-        Confidence level of the bootstrap intervals; ``None`` skips them. Per-strategy
-        intervals are Bonferroni-adjusted over the ``S`` strategies (each at
-        ``1 - (1 - ci) / S``, so that they hold together at ``ci``); the per-arm, split and
-        shift intervals are at ``ci``.
+        Confidence level of the bootstrap intervals; ``None`` skips them. Per-strategy rows
+        carry simultaneous bands that hold together at ``ci``; the per-arm, split and shift
+        intervals are at ``ci``.
     n_boot, random_state
         Bootstrap replicates over questions and their seed.
     weighting
@@ -518,12 +518,12 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
 
     Multiplicity: a table with one interval per strategy invites reading the one that excludes
     0; with ``S`` strategies at 95 % each, identical policies give such an interval far more
-    often than 5 % of the time. Per-strategy intervals are therefore Bonferroni-adjusted over
-    the strategies (the ``S`` strata of the table, the outlier stratum included; in
-    ``strategy_shift`` those either arm of the pair used), percentiles of the same bootstrap
-    replicates at level ``1 - (1 - ci) / S``. The alignments, the mass moved and the nested
-    split totals are one interval each, at ``ci``. With few replicates the adjusted tails
-    rest on few of them: a note says so.
+    often than 5 % of the time, and the columns of ``strategy_shift`` are read together too.
+    Per-strategy rows therefore carry simultaneous max-|t| bootstrap bands (the outlier stratum
+    included; in ``strategy_shift`` over the strategies either arm of the pair used, its
+    difference columns as one family). The alignments, the mass moved and the nested split
+    totals are one interval each, at ``ci``. With few replicates the bands' critical value
+    rests on few of them: a note says so.
     """
     from mechanism.compare import STRATA, _check_labels
 
@@ -730,13 +730,25 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
             shift_rows.append((base, arm, n_common, quantity, est, float(lo), float(hi),
                                detectable_effect(float(lo), float(hi), ci) if quantity in DECOMPOSITION else math.nan))
         cols: dict[str, Any] = {"base": [base] * n_s, "treated": [arm] * n_s, "strategy": strategies.tolist()}
-        # Bonferroni over the strategies either arm of the pair used
-        level = bonferroni_level(ci, int(((pair_n[0] + pair_n[1]).sum(axis=(0, 2)) > 0).sum()))
-        for name, key in STRATEGY_SHIFT_COLUMNS.items():
-            cols[name] = np.asarray(stats[key][0], dtype=float)
-            lo, hi = interval(rstats[key] if rstats else None, level)
-            cols[f"{name}_ci_low"] = np.broadcast_to(np.asarray(lo, dtype=float), (n_s,))
-            cols[f"{name}_ci_high"] = np.broadcast_to(np.asarray(hi, dtype=float), (n_s,))
+        # simultaneous bands: each level column over the strategies, and every difference column
+        # (share change and the nested split's parts) together as one family
+        level = ci
+        used = ((pair_n[0] + pair_n[1]).sum(axis=(0, 2)) > 0)
+        families = [(name,) for name in SHIFT_LEVEL_COLUMNS] + [SHIFT_DIFFERENCE_COLUMNS]
+        for family in families:
+            est = np.stack([np.where(used, np.asarray(stats[STRATEGY_SHIFT_COLUMNS[n]][0], dtype=float), np.nan)
+                            for n in family])
+            if rstats is not None and ci is not None:
+                rep_ = np.stack([np.where(used, np.asarray(rstats[STRATEGY_SHIFT_COLUMNS[n]], dtype=float), np.nan)
+                                 for n in family], axis=1)
+                lo, hi, _ = simultaneous_band(est, rep_, ci)
+            else:
+                lo = hi = np.full(est.shape, np.nan)
+            for i, name in enumerate(family):
+                cols[name] = np.asarray(stats[STRATEGY_SHIFT_COLUMNS[name]][0], dtype=float)
+                cols[f"{name}_ci_low"], cols[f"{name}_ci_high"] = lo[i], hi[i]
+        cols = {k: cols[k] for k in ["base", "treated", "strategy"] + [
+            c for name in STRATEGY_SHIFT_COLUMNS for c in (name, f"{name}_ci_low", f"{name}_ci_high")]}
         cols["above_average"] = stats["above"][0]
         cols["ci_level"] = np.full(n_s, math.nan if level is None or rstats is None else level)
         if rstats is not None:
@@ -752,10 +764,9 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
         pl.col(pl.Float64).fill_nan(None)) if sensitivity_rows else None
 
     by_strategy = None
-    strategy_ci = bonferroni_level(ci, n_s)
+    strategy_ci = bonferroni_level(ci, n_s)  # perplexity_by_strategy (percentile intervals, Bonferroni)
     if values is not None:
-        by_strategy = _by_strategy(N, C, a_idx, q_idx, s_idx, status, arms, strategies, weights,
-                                   strategy_ci)
+        by_strategy = _by_strategy(N, C, a_idx, q_idx, s_idx, status, arms, strategies, weights, ci)
         if weights is not None and n_s > 1:
             notes.append(_multiplicity_note(n_s, strategy_ci, ci, n_boot,
                                             fewer=any(level != strategy_ci for level in levels),
@@ -793,6 +804,9 @@ STRATEGY_SHIFT_COLUMNS = {"share_base": "share_base", "share_treated": "share_tr
 SPLIT_SCHEMA = {"base": pl.String, "treated": pl.String, "n_questions": pl.Int64, "part": pl.String,
                 "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
                 "detectable_effect": pl.Float64}
+SHIFT_LEVEL_COLUMNS = ("share_base", "share_treated", "retrieval_rate_base", "integration_rate_base")
+SHIFT_DIFFERENCE_COLUMNS = ("share_change", "composition", "within", "within_retrieval", "within_integration",
+                            "within_parametric", "within_not_retrievable")
 SENSITIVITY_SCHEMA = {"base": pl.String, "treated": pl.String, "rule": pl.String, "n_questions": pl.Int64,
                       "part": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64}
 SHIFT_SCHEMA = {"base": pl.String, "treated": pl.String, "n_questions": pl.Int64, "quantity": pl.String,
@@ -804,11 +818,12 @@ def _multiplicity_note(n_s: int, strategy_ci: float, ci: float, n_boot: int, *, 
                        perplexity: bool = False) -> str:
     """The note that says how per-strategy intervals are adjusted (and when too few replicates
     lie in their tails)."""
-    tables = "by_strategy, strategy_shift" + (", perplexity_by_strategy" if perplexity else "")
-    text = (f"per-strategy intervals ({tables}) are Bonferroni-adjusted over the {n_s} "
-            f"strategies: each at level {strategy_ci:.4g} (column `ci_level`), jointly {ci:g}")
-    if fewer:
-        text += " (in strategy_shift over the strategies either arm of the pair used)"
+    text = (f"per-strategy intervals in by_strategy and strategy_shift are simultaneous bands (max-|t| "
+            f"bootstrap) at {ci:g}: each rate or share column holds together over its rows, and strategy_shift's "
+            "difference columns (share change and the nested split's parts) hold together as one family")
+    if perplexity:
+        text += (f"; perplexity_by_strategy's are Bonferroni-adjusted over the {n_s} strategies (each at "
+                 f"{strategy_ci:.4g})")
     text += f"; the alignments, mass moved and nested split totals (shift, split) are at {ci:g}"
     tail = n_boot * (1.0 - strategy_ci) / 2.0
     if tail < 5:
@@ -1009,8 +1024,8 @@ def _quiet_interval(replicates: np.ndarray, level: float) -> tuple[float, float]
 def _by_strategy(N: np.ndarray, C: np.ndarray, a_idx: np.ndarray, q_idx: np.ndarray, s_idx: np.ndarray,
                  retrieved: np.ndarray, arms: Sequence[str], strategies: np.ndarray,
                  weights: np.ndarray | None, ci: float | None) -> pl.DataFrame:
-    """Per strategy and arm (each arm over its own questions): share and conditional rates,
-    intervals at level ``ci`` (the caller passes the Bonferroni-adjusted level)."""
+    """Per strategy and arm (each arm over its own questions): share and conditional rates, each
+    column with a simultaneous (max-|t|) band over its rows at joint level ``ci``."""
     n_a, n_q, n_s, _ = N.shape
 
     def rates(n: np.ndarray, c: np.ndarray) -> dict[str, np.ndarray]:  # (..., A, S, K)
@@ -1037,9 +1052,9 @@ def _by_strategy(N: np.ndarray, C: np.ndarray, a_idx: np.ndarray, q_idx: np.ndar
         "n_retrieved": raw[..., 1].reshape(-1)}
     for name, value in point.items():
         cols[name] = value.reshape(-1)
-        if reps is not None:
-            lo, hi = percentile_interval(reps[name], ci)
-            cols[f"{name}_ci_low"], cols[f"{name}_ci_high"] = lo.reshape(-1), hi.reshape(-1)
+        if reps is not None:  # one simultaneous band per column over its (arm, strategy) rows
+            lo, hi, _ = simultaneous_band(value.reshape(-1), reps[name].reshape(reps[name].shape[0], -1), ci)
+            cols[f"{name}_ci_low"], cols[f"{name}_ci_high"] = lo, hi
         else:
             cols[f"{name}_ci_low"] = cols[f"{name}_ci_high"] = np.full(n_a * n_s, np.nan)
     cols["ci_level"] = np.full(n_a * n_s, math.nan if reps is None or ci is None else ci)

@@ -349,42 +349,40 @@ def test_null_intervals_miss_zero_at_about_their_level(design):
     assert undistinguished >= 0.9
 
 
-def test_per_strategy_intervals_are_bonferroni_adjusted_from_the_same_replicates():
+def test_per_strategy_rows_carry_simultaneous_bands_from_the_same_replicates():
     from mechanism.compare import stream
-    from mechanism.resample import percentile_interval, question_bootstrap_weights
+    from mechanism.resample import percentile_interval, question_bootstrap_weights, simultaneous_band
 
     rng = np.random.default_rng(5)
     runs, labels = _world(rng, {"base": BASE_MIX, "rl": RL_MIX}, n_q=40, samples=4)
     labels[(runs["arm"] == "rl").to_numpy() & (labels == 3)] = 2  # base uses 5 strategies, rl 4
     n_boot, seed = 300, 9
     res = integration(runs, base="base", treated="rl", labels=labels, n_boot=n_boot, random_state=seed)
-    level = 1 - 0.05 / 5
-    assert res.by_strategy["ci_level"].to_list() == pytest.approx([level] * 10)
-    assert res.strategy_shift["ci_level"].to_list() == pytest.approx([level] * 5)
-    assert res.ci == 0.95
-    assert any("Bonferroni-adjusted over the 5 strategies" in n and "jointly 0.95" in n for n in res.notes)
+    assert res.by_strategy["ci_level"].to_list() == pytest.approx([0.95] * 10)
+    assert res.strategy_shift["ci_level"].to_list() == pytest.approx([0.95] * 5)
+    assert any("simultaneous bands" in n for n in res.notes)
     # brute force: per-question strategy fractions (4 samples per question in each arm),
-    # replicate shares from the module's bootstrap weights, percentiles at the adjusted level
+    # replicate shares from the module's bootstrap weights, one max-|t| band over the 10 rows
     weights = question_bootstrap_weights(40, n_boot, stream(seed, "bootstrap")).astype(float)
     q_idx = np.array([int(q[1:]) for q in runs["question_id"].to_list()])
     is_rl = (runs["arm"] == "rl").to_numpy()
     frac = np.zeros((2, 40, 5))
     np.add.at(frac, (is_rl.astype(int), q_idx, labels), 0.25)
     reps = weights @ frac / 40  # (arm, replicate, strategy): every weight row sums to 40
+    point = frac.sum(axis=1) / 40
+    lo, hi, crit = simultaneous_band(point, np.stack([reps[0], reps[1]], axis=1), 0.95)
+    table = res.by_strategy.sort("arm", "strategy")
+    assert table["share_ci_low"].to_numpy() == pytest.approx(lo.reshape(-1), abs=1e-12)
+    assert table["share_ci_high"].to_numpy() == pytest.approx(hi.reshape(-1), abs=1e-12)
+    assert crit > 2.3  # ten rows read together: wider than 1.96 standard deviations
+    # strategy_shift: one critical value for the share change and the nested split's parts
     change = reps[1] - reps[0]
-    lo, hi = percentile_interval(change, level)
-    table = res.strategy_shift.sort("strategy")
-    assert table["share_change_ci_low"].to_numpy() == pytest.approx(lo, abs=1e-12)
-    assert table["share_change_ci_high"].to_numpy() == pytest.approx(hi, abs=1e-12)
-    lo, hi = percentile_interval(reps[0], level)
-    base = res.by_strategy.filter(pl.col("arm") == "base").sort("strategy")
-    assert base["share_ci_low"].to_numpy() == pytest.approx(lo, abs=1e-12)
-    assert base["share_ci_high"].to_numpy() == pytest.approx(hi, abs=1e-12)
-    # the adjusted intervals are wider than the nominal ones from the same replicates
+    shift = res.strategy_shift.sort("strategy")
+    sd = change.std(axis=0)
+    c = (shift["share_change_ci_high"] - shift["share_change"]).to_numpy() / sd
+    assert np.allclose(c, c[0]) and c[0] > 2.3
     nominal_lo, nominal_hi = percentile_interval(change, 0.95)
-    assert (table["share_change_ci_low"].to_numpy() <= nominal_lo + 1e-12).all()
-    assert (table["share_change_ci_high"].to_numpy() >= nominal_hi - 1e-12).all()
-    assert (table["share_change_ci_high"] - table["share_change_ci_low"]).sum() > (nominal_hi - nominal_lo).sum()
+    assert (shift["share_change_ci_high"] - shift["share_change_ci_low"]).sum() > (nominal_hi - nominal_lo).sum()
     # the headline quantities stay at the nominal level: total = accuracy change, its interval
     # the 95 % percentile interval of the replicate accuracy change
     acc = np.zeros((2, 40))
@@ -396,11 +394,11 @@ def test_per_strategy_intervals_are_bonferroni_adjusted_from_the_same_replicates
     # one strategy: nothing to adjust, no note; no bootstrap: no level
     one = integration(runs, base="base", treated="rl", labels=np.zeros(runs.height, dtype=int), n_boot=50)
     assert one.strategy_shift["ci_level"].to_list() == [0.95]
-    assert not any("Bonferroni" in n for n in one.notes)
+    assert not any("simultaneous" in n for n in one.notes)
     none = integration(runs, base="base", treated="rl", labels=labels, ci=None)
     assert none.strategy_shift["ci_level"].null_count() == 5
-    assert not any("Bonferroni" in n for n in none.notes)
-    # too few replicates for the adjusted tails: said so
+    assert not any("simultaneous" in n for n in none.notes)
+    # too few replicates for the bands' critical value: said so
     few = integration(runs, base="base", treated="rl", labels=labels, n_boot=100)
     assert any("raise `n_boot` to at least 1000" in n for n in few.notes)
 

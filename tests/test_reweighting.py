@@ -456,10 +456,19 @@ def test_compare_arms_returns_one_long_table():
                              {"base": rates, "rl": rates, "sft": rates}, n_questions=30, n_samples=4, seed=9)
     table = compare_arms(runs, labels, base="base", n_boot=50, n_permutations=50)
     assert table["treated"].unique().sort().to_list() == ["rl", "sft"]
-    assert set(table.columns) == {"base", "treated", "quantity", "estimate", "ci_low", "ci_high", "detectable"}
+    assert set(table.columns) == {"base", "treated", "quantity", "estimate", "ci_low", "ci_high", "detectable",
+                                  "ci_level"}
     one = reweighting(runs, labels, base="base", treated="sft", n_boot=50, n_permutations=50)
     got = table.filter((pl.col("treated") == "sft") & (pl.col("quantity") == "total"))["estimate"][0]
     assert got == one.total
+    # two treated arms: each comparison at 1 - 0.05 / 2, so the two hold together at 0.95
+    assert table["ci_level"].unique().to_list() == [0.975]
+    adjusted = reweighting(runs, labels, base="base", treated="sft", ci=0.975, n_boot=50, n_permutations=50)
+    row = table.filter((pl.col("treated") == "sft") & (pl.col("quantity") == "total")).row(0, named=True)
+    assert (row["ci_low"], row["ci_high"]) == adjusted.total_ci
+    assert adjusted.total_ci[1] - adjusted.total_ci[0] >= one.total_ci[1] - one.total_ci[0]
+    plain = compare_arms(runs, labels, base="base", n_boot=50, n_permutations=0, adjust="none")
+    assert plain["ci_level"].unique().to_list() == [0.95]
 
 
 def test_cli_outputs_refuse_arms_that_sanitise_to_one_folder(tmp_path):

@@ -178,7 +178,7 @@ def plot_integration_shift(result: Integration, *, treated: str | Sequence[str] 
         if title:
             fig.suptitle(title)
         fig.text(0.5, 0.0, "whiskers: bootstrap intervals over questions (questions weigh equally within an arm); "
-                 "per-strategy ones Bonferroni-adjusted over the strategies, the split's at the nominal level\n"
+                 "per-strategy ones simultaneous over the strategies (max-|t|), the split's at the nominal level\n"
                  "composition + within = total and retrieval + integration + parametric + not retrievable = within, "
                  "exactly",
                  ha="center", va="bottom",
