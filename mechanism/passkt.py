@@ -40,6 +40,16 @@ DEFAULT_T: tuple[int, ...] = (0, 1, 2, 3, 5)
 T_SOURCES = ("auto", "t_cap", "truncation")
 Metric = Literal["pass@k", "pass^k"]
 METRICS: tuple[str, ...] = get_args(Metric)
+Interval = Literal["auto", "percentile", "studentized"]
+INTERVALS: tuple[str, ...] = get_args(Interval)
+#: Below this many problems in a curve the percentile bootstrap under-covers (0.60-0.94 at
+#: 5 problems, worst at large k, see benchmarks/RESULTS.md): ``interval="auto"`` then uses the
+#: studentized interval and a warning says so.
+SMALL_SAMPLE = 30
+
+
+class SmallSampleWarning(UserWarning):
+    """A curve rests on fewer than :data:`SMALL_SAMPLE` problems: its interval is wide and approximate."""
 
 
 @dataclass
@@ -109,6 +119,7 @@ def pass_at_kt(
     by: Sequence[str] = ("arm",),
     t_source: str = "auto",
     metric: Metric = "pass@k",
+    interval: Interval = "auto",
 ) -> pl.DataFrame:
     """PASS@(k,T) per arm (or other grouping), with bootstrap intervals over problems.
 
@@ -141,13 +152,20 @@ def pass_at_kt(
         C(n, k)``; ``"pass^k"`` (tau-bench's reliability measure): all k succeed,
         ``C(c, k) / C(n, k)``. Both are averaged over problems, on the same T axis and with
         the same intervals.
+    interval
+        ``"percentile"``: percentile bootstrap over problems; ``"studentized"``: the mean's
+        studentized interval, ``estimate +- t_{P-1} s / sqrt(P)`` over the P problems of the
+        curve, clipped to [0, 1] (the percentile bootstrap under-covers with few problems:
+        it ignores that the spread is estimated); ``"auto"`` (default): studentized for a
+        curve with fewer than 30 problems (a :class:`SmallSampleWarning` says so),
+        percentile otherwise.
 
     Returns
     -------
     polars.DataFrame
         The ``by`` columns, then ``k``, ``t``, ``pass_at_kt`` (the value of ``metric``),
-        ``ci_low``, ``ci_high`` (left out when ``ci=None``), ``n_problems``, ``t_source`` and
-        ``metric``; sorted by group, k, t.
+        ``ci_low``, ``ci_high`` and ``interval`` (the method; left out when ``ci=None``),
+        ``n_problems``, ``t_source`` and ``metric``; sorted by group, k, t.
 
     Raises
     ------
@@ -165,9 +183,11 @@ def pass_at_kt(
     >>> pass_at_kt(runs, k=[1, 2], t=[1], ci=None, metric="pass^k")["pass_at_kt"].to_list()
     [0.25, 0.0]
     """
+    if interval not in INTERVALS:
+        raise InputError(f"`interval` must be one of {', '.join(INTERVALS)}, got {interval!r}", field="interval")
     est = estimate_pass(runs, k, t, ci=ci, n_boot=n_boot, random_state=random_state, by=by,
                         t_source=t_source, metric=metric)
-    return summary_table(est, ci=ci)
+    return summary_table(est, ci=ci, interval=interval)
 
 
 def default_k(runs: pl.DataFrame, t: Iterable[int] = DEFAULT_T, *, t_source: str = "auto") -> list[int]:
@@ -392,8 +412,8 @@ def consistency(
     return Consistency(per_task=per_task, by_arm=pl.DataFrame(rows, schema=schema), by=tuple(by), t=t, ci=ci)
 
 
-def summary_table(est: PassEstimate, *, ci: float | None) -> pl.DataFrame:
-    """The long table of :func:`pass_at_kt` from an estimate."""
+def summary_table(est: PassEstimate, *, ci: float | None, interval: str = "auto") -> pl.DataFrame:
+    """The long table of :func:`pass_at_kt` from an estimate (``interval`` as there)."""
     n_g, n_t, n_k = est.estimate.shape
     idx_g = np.repeat(np.arange(n_g), n_k * n_t)
     idx_k = np.tile(np.repeat(np.arange(n_k), n_t), n_g)
@@ -406,14 +426,61 @@ def summary_table(est: PassEstimate, *, ci: float | None) -> pl.DataFrame:
     ]
     if ci is not None and est.replicates is not None:
         low, high = percentile_interval(est.replicates, ci, axis=0)
+        small = n_problems < SMALL_SAMPLE
+        studentized = np.full(n_g, interval == "studentized") | ((interval == "auto") & small)
+        if studentized.any():
+            s_low, s_high = studentized_interval(est, ci)
+            low = np.where(studentized[:, None, None], s_low, low)
+            high = np.where(studentized[:, None, None], s_high, high)
+        if interval == "auto" and small.any():
+            import warnings
+
+            warnings.warn(f"{int(small.sum())} curve(s) rest on fewer than {SMALL_SAMPLE} problems (fewest "
+                          f"{int(n_problems.min())}): their intervals are studentized (t with P - 1 degrees of "
+                          "freedom), since the percentile bootstrap under-covers there; read them as approximate",
+                          SmallSampleWarning, stacklevel=3)
+        method = np.where(studentized, "studentized", "percentile")
         cols += [pl.Series("ci_low", low[idx_g, idx_t, idx_k], dtype=pl.Float64),
-                 pl.Series("ci_high", high[idx_g, idx_t, idx_k], dtype=pl.Float64)]
+                 pl.Series("ci_high", high[idx_g, idx_t, idx_k], dtype=pl.Float64),
+                 pl.Series("interval", method[idx_g], dtype=pl.String)]
     cols += [pl.Series("n_problems", n_problems[idx_g], dtype=pl.Int64),
              pl.Series("t_source", [est.t_source] * idx_g.size, dtype=pl.String),
              pl.Series("metric", [est.metric] * idx_g.size, dtype=pl.String)]
     if est.groups.width == 0:
         return pl.DataFrame(cols)
     return est.groups[idx_g].with_columns(cols)
+
+
+def studentized_interval(est: PassEstimate, ci: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per group, T and k: ``mean +- t_{P-1, (1+ci)/2} s / sqrt(P)`` over the group's P problems.
+
+    The mean's studentized interval, clipped to [0, 1]; a group of one problem gets [0, 1].
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> runs = pl.DataFrame({"arm": ["a"] * 6, "question_id": ["q1", "q1", "q2", "q2", "q3", "q3"],
+    ...                      "correct": [True, True, True, False, False, False], "n_rounds": [1] * 6})
+    >>> lo, hi = studentized_interval(estimate_pass(runs, [1], [1], ci=None), 0.95)
+    >>> round(float(lo[0, 0, 0]), 3), round(float(hi[0, 0, 0]), 3)
+    (0.0, 1.0)
+    """
+    from scipy.stats import t as student
+
+    n_g = est.estimate.shape[0]
+    flat = est.values.reshape(est.values.shape[0], -1)
+    sizes = np.bincount(est.group_index, minlength=n_g).astype(float)
+    sums = np.zeros((n_g, flat.shape[1]))
+    squares = np.zeros((n_g, flat.shape[1]))
+    np.add.at(sums, est.group_index, flat)
+    np.add.at(squares, est.group_index, flat * flat)
+    mean = sums / sizes[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = np.clip(squares - sizes[:, None] * mean * mean, 0.0, None) / (sizes[:, None] - 1.0)
+        half = student.ppf((1.0 + ci) / 2.0, np.maximum(sizes - 1.0, 1.0))[:, None] * np.sqrt(var / sizes[:, None])
+    half = np.where(sizes[:, None] > 1, half, np.inf)
+    shape = est.estimate.shape
+    return (np.clip(mean - half, 0.0, 1.0).reshape(shape), np.clip(mean + half, 0.0, 1.0).reshape(shape))
 
 
 def estimate_pass(

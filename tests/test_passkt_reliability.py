@@ -55,7 +55,7 @@ def test_pass_hat_k_on_the_t_axis_equals_brute_force_with_intervals():
              "n_rounds": int(rng.integers(0, 5))} for arm in ("a", "b") for q in range(15) for s in range(6)]
     runs = pl.DataFrame(rows)
     got = mx.pass_at_kt(runs, k=[1, 2, 3, 6], t=[0, 2, 4], ci=0.9, n_boot=200, metric="pass^k")
-    assert got.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "n_problems", "t_source", "metric"]
+    assert got.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "interval", "n_problems", "t_source", "metric"]
     for row in got.iter_rows(named=True):
         sub = runs.filter(pl.col("arm") == row["arm"])
         vals = [brute_all_succeed([ok and r <= row["t"] for ok, r in zip(g["correct"], g["n_rounds"])], row["k"])
@@ -112,3 +112,39 @@ def test_consistency_within_t_and_by_several_columns():
     assert got == {("a", "q1"): "some", ("a", "q2"): "some", ("b", "q1"): "all", ("b", "q2"): "none"}
     by_cat = mx.consistency(runs, by=("arm", "category"), ci=None)
     assert by_cat.by_arm.height == 4 and by_cat.by_arm["share_all_low"].null_count() == 4
+
+
+def test_small_samples_get_a_warning_and_a_studentized_interval():
+    from scipy.stats import t as student
+
+    from mechanism.passkt import SmallSampleWarning
+
+    rng = np.random.default_rng(2)
+    rows = [{"arm": arm, "question_id": f"q{q}", "sample_id": s, "correct": bool(rng.random() < 0.3 + 0.1 * q),
+             "n_rounds": 1} for arm, n_q in (("few", 6), ("many", 40)) for q in range(n_q) for s in range(8)]
+    runs = pl.DataFrame(rows)
+    with pytest.warns(SmallSampleWarning, match="fewer than 30 problems"):
+        got = mx.pass_at_kt(runs, k=[1, 4], t=[1], n_boot=200)
+    method = dict(got.select("arm", "interval").unique().iter_rows())
+    assert method == {"few": "studentized", "many": "percentile"}
+    per = mx.pass_at_kt_per_problem(runs.filter(pl.col("arm") == "few"), k=[4], t=[1])["pass_at_kt"].to_numpy()
+    half = student.ppf(0.975, per.size - 1) * per.std(ddof=1) / np.sqrt(per.size)
+    row = got.filter((pl.col("arm") == "few") & (pl.col("k") == 4)).row(0, named=True)
+    assert row["ci_low"] == pytest.approx(max(per.mean() - half, 0.0), abs=1e-12)
+    assert row["ci_high"] == pytest.approx(min(per.mean() + half, 1.0), abs=1e-12)
+    plain = mx.pass_at_kt(runs, k=[1, 4], t=[1], n_boot=200, interval="percentile")
+    assert plain["interval"].unique().to_list() == ["percentile"]
+    with pytest.raises(InputError, match="`interval`"):
+        mx.pass_at_kt(runs, k=[1], t=[1], interval="bca")
+
+
+def test_the_report_writes_pass_hat_k_and_consistency_tables(tmp_path):
+    from mechanism.report.passkt import write_passkt
+
+    section = write_passkt(airline_runs(), tmp_path, k=[1, 2, 4], t=[100], n_boot=50, figures=False)
+    hat = pl.read_csv(tmp_path / "pass_hat_k.csv").sort("k")
+    assert [round(v, 3) for v in hat["pass_at_kt"]] == [0.42, 0.273, 0.20]
+    per_task = pl.read_csv(tmp_path / "consistency.csv")
+    assert per_task.height == 50 and set(per_task["consistency"]) == {"all", "none", "some"}
+    assert pl.read_csv(tmp_path / "consistency_summary.csv")["share_all"].item() == pytest.approx(0.2)
+    assert "pass^4" in section.text and "50 tasks" in section.text
