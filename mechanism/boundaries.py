@@ -48,7 +48,7 @@ from scipy.stats import binomtest
 
 from mechanism.errors import InputError
 from mechanism.passkt import (DEFAULT_T, PassEstimate, default_k, depth_notes, estimate_pass, ratio_table,
-                              summary_table, within_t_shares)
+                              small_sample_note, summary_table, within_t_shares)
 from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 from mechanism.results import ResultMixin
 
@@ -113,6 +113,9 @@ class Boundary(ResultMixin):
     notes
         What a reader should know (problems present in one arm only, unequal samples, T from
         truncation, and so on).
+    by_category
+        With ``by``: :meth:`to_frame` of the pooled result and of each category's, stacked,
+        key column ``category`` (``"all"`` for the pooled rows).
     """
 
     base: str
@@ -133,6 +136,7 @@ class Boundary(ResultMixin):
     saturation: pl.DataFrame
     crossings: pl.DataFrame
     notes: list[str] = field(default_factory=list)
+    by_category: pl.DataFrame | None = None
 
     def gained(self, t: int) -> list[str]:
         """Question ids in ``B_t(treated)`` but not ``B_t(base)`` (at the common budget)."""
@@ -161,7 +165,8 @@ class Boundary(ResultMixin):
                 "boundary_tests": self.tests, "boundary_split": self.split,
                 "pass_curves": self.curves, "gap": self.gap, "marginal_k": self.marginal_k,
                 "marginal_t": self.marginal_t, "saturation": self.saturation,
-                "crossings": self.crossings}
+                "crossings": self.crossings,
+                **({"boundary_by_category": self.by_category} if self.by_category is not None else {})}
 
     def _summary_text(self) -> str:
         """A few plain-text lines stating the findings, with their uncertainty."""
@@ -252,6 +257,7 @@ def boundary(
     tol: float = 0.01,
     t_source: str = "auto",
     n_permutations: int = 20_000,
+    by: str | None = None,
 ) -> Boundary:
     """Compare the capability boundaries of two arms.
 
@@ -276,6 +282,10 @@ def boundary(
         Level of the discordant-pair test (Holm-adjusted across the T grid).
     tol
         Saturation tolerance: a step in T gaining less than this is flat.
+    by
+        A task-type column (e.g. ``"category"``): the result also holds each category's
+        headline table beside the pooled one (``by_category``, key column ``category``), on
+        the same grids and seed.
     n_permutations
         Within-question permutations of the boundary test (its p-value moves with the seed
         only by Monte Carlo error, about ``sqrt(p (1 - p) / n_permutations)`` times 2).
@@ -308,6 +318,16 @@ def boundary(
             raise InputError(f"`{name}` arm {arm!r} is not in the runs (arms: {sorted(map(str, arms))})",
                              field=name)
     seed = resolve_seed(random_state)
+    if by is not None:
+        from mechanism.results import by_category
+
+        opts = dict(base=base, treated=treated, t=t, ci=ci, n_boot=n_boot, random_state=seed, alpha=alpha,
+                    tol=tol, t_source=t_source, n_permutations=n_permutations)
+        pooled = boundary(runs, k=k, **opts)
+        pooled.by_category, notes = by_category(
+            runs, by, pooled, lambda mask: boundary(runs.filter(pl.Series(mask)), k=pooled.k, **opts))
+        pooled.notes.extend(notes)
+        return pooled
     both = runs.filter(pl.col("arm").is_in([base, treated]))
     qsets = {a: set(both.filter(pl.col("arm") == a)["question_id"].unique().to_list()) for a in (base, treated)}
     shared = qsets[base] & qsets[treated]
@@ -372,6 +392,7 @@ def boundary(
     notes.extend(depth_notes(both, ts, est.t_source))
     split = _split(est, rows_b, problems, ci, n_boot, seed)
     curves = summary_table(est, ci=ci)
+    notes.extend(small_sample_note(curves))
     sets = (problems.unpivot(index=["question_id", "t"], on=["base_solved", "treated_solved"],
                              variable_name="which", value_name="solved")
             .with_columns(arm=pl.when(pl.col("which") == "base_solved").then(pl.lit(base)).otherwise(pl.lit(treated)))

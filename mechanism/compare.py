@@ -374,6 +374,7 @@ class Reweighting(ResultMixin):
     detectable: dict[str, float] = field(default_factory=dict)
     strategy_ci: float | None = None
     strata: str = "question"
+    by_category: pl.DataFrame | None = None
 
     def to_frame(self) -> pl.DataFrame:
         """One row per headline quantity: ``quantity, estimate, ci_low, ci_high, detectable``.
@@ -457,6 +458,8 @@ class Reweighting(ResultMixin):
     def tables(self) -> dict[str, pl.DataFrame]:
         """Every table by a file-friendly name."""
         out = {"reweighting_summary": self.to_frame(), "strategies": self.strategies}
+        if self.by_category is not None:
+            out["reweighting_by_category"] = self.by_category
         out.update({n: t for n, t in (("query_sequences", self.query_sequences),
                                       ("neighbours", self.neighbours)) if t is not None})
         return out
@@ -486,7 +489,7 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
                 n_boot: int = 1000, random_state: int | np.random.Generator | None = 0,
                 n_permutations: int = 1000, coordinates: np.ndarray | None = None,
                 progress: bool | None = False, weighting: str = "question",
-                strata: Strata = "question") -> Reweighting:
+                strata: Strata = "question", by: str | None = None) -> Reweighting:
     """Split the treated arm's accuracy gain into strategy reweighting and execution.
 
     Parameters
@@ -528,6 +531,9 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         that using a strategy on easier questions is composition, not execution (see the
         module's Conventions). ``"pooled"``: over strategies alone, success pooled over
         questions; labelled ``*_pooled_over_questions`` in the summary.
+    by
+        A task-type column (e.g. ``"category"``): the result also holds each category's
+        summary beside the pooled one (``by_category``, key column ``category``), same seed.
 
     Returns
     -------
@@ -568,6 +574,18 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
             raise InputError(f"`coordinates` must have shape (n_rows={runs.height}, d), "
                              f"got {coordinates.shape}", field="coordinates")
     seed = resolve_seed(random_state)  # one seed for every stage: paired intervals
+    if by is not None:
+        import dataclasses
+
+        from mechanism.results import by_category
+
+        opts = dict(base=base, treated=treated, ci=ci, n_boot=n_boot, random_state=seed,
+                    n_permutations=n_permutations, progress=progress, weighting=weighting, strata=strata)
+        pooled = reweighting(runs, values, coordinates=coordinates, **opts)
+        table, extra = by_category(runs, by, pooled, lambda mask: reweighting(
+            runs.filter(pl.Series(mask)), values[mask],
+            coordinates=None if coordinates is None else coordinates[mask], **opts))
+        return dataclasses.replace(pooled, by_category=table, notes=pooled.notes + tuple(extra))
 
     notes: list[str] = []
     in_pair = (runs["arm"] == base) | (runs["arm"] == treated)

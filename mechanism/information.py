@@ -370,6 +370,7 @@ class Integration(ResultMixin):
     perplexity_by_strategy: pl.DataFrame | None = None
     split_sensitivity: pl.DataFrame | None = None
     strata: str = "question"
+    by_category: pl.DataFrame | None = None
 
     def to_frame(self) -> pl.DataFrame:
         """Long table ``arm, quantity, estimate, ci_low, ci_high`` of the per-arm rates, splits and shifts."""
@@ -419,7 +420,8 @@ class Integration(ResultMixin):
                                   ("per_trajectory", self.per_trajectory), ("by_strategy", self.by_strategy),
                                   ("shift", self.shift), ("strategy_shift", self.strategy_shift),
                                   ("perplexity_by_strategy", self.perplexity_by_strategy),
-                                  ("split_sensitivity", self.split_sensitivity)) if t is not None}
+                                  ("split_sensitivity", self.split_sensitivity),
+                                  ("integration_by_category", self.by_category)) if t is not None}
 
     def _summary_title(self) -> str:
         from mechanism.report.integration import integration_title
@@ -439,7 +441,7 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
                 ci: float | None = 0.95, n_boot: int = 1000, random_state: int | None = 0,
                 weighting: str = "question", logprobs_column: str | None = None,
                 model_path: str | Path | None = None, progress: bool | None = False,
-                evidence: str | None = None, strata: Strata = "question") -> Integration:
+                evidence: str | None = None, strata: Strata = "question", by: str | None = None) -> Integration:
     """Retrieval, integration and parametric rates per arm (and strategy), and the splits between arms.
 
     Parameters
@@ -488,6 +490,9 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     strata
         ``"question"`` (default): every split is made within questions (and, with labels, on
         question x strategy strata); ``"pooled"``: over strata pooled across questions.
+    by
+        A task-type column (e.g. ``"category"``): the result also holds each category's
+        long table beside the pooled one (``by_category``, key column ``category``).
 
     Returns
     -------
@@ -575,6 +580,18 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     if logprobs_column is not None:
         _check_logprobs(runs, logprobs_column)
     values = _check_labels(runs, labels) if labels is not None else None
+    if by is not None:
+        import dataclasses
+
+        from mechanism.results import by_category
+
+        opts = dict(arms=arms, base=base, treated=treated_list, ci=ci, n_boot=n_boot, random_state=random_state,
+                    weighting=weighting, logprobs_column=logprobs_column, model_path=model_path,
+                    progress=progress, evidence=evidence, strata=strata)
+        pooled = integration(runs, labels=values, **opts)
+        table, extra = by_category(runs, by, pooled, lambda mask: integration(
+            runs.filter(pl.Series(mask)), labels=None if values is None else values[mask], **opts))
+        return dataclasses.replace(pooled, by_category=table, notes=pooled.notes + tuple(extra))
 
     keep = runs["arm"].is_in(arms).to_numpy()
     runs = runs.filter(pl.Series(keep))

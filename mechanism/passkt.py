@@ -42,14 +42,28 @@ Metric = Literal["pass@k", "pass^k"]
 METRICS: tuple[str, ...] = get_args(Metric)
 Interval = Literal["auto", "percentile", "studentized"]
 INTERVALS: tuple[str, ...] = get_args(Interval)
-#: Below this many problems in a curve the percentile bootstrap under-covers (0.60-0.94 at
-#: 5 problems, worst at large k, see benchmarks/RESULTS.md): ``interval="auto"`` then uses the
-#: studentized interval and a warning says so.
+#: Below this many problems in a curve the percentile bootstrap under-covers (worst at large
+#: k, see benchmarks/RESULTS.md): ``interval="auto"`` then uses the studentized interval, and
+#: :func:`small_sample_note` gives the sentence results and reports print.
 SMALL_SAMPLE = 30
 
 
-class SmallSampleWarning(UserWarning):
-    """A curve rests on fewer than :data:`SMALL_SAMPLE` problems: its interval is wide and approximate."""
+def small_sample_note(curves: pl.DataFrame) -> list[str]:
+    """The warning a reader needs when some curve of ``curves`` (a :func:`pass_at_kt` table)
+    rests on fewer than :data:`SMALL_SAMPLE` problems; empty otherwise.
+
+    Returned, not printed (nothing prints unasked): result objects and reports show it.
+    """
+    if "n_problems" not in curves.columns or curves.height == 0:
+        return []
+    fewest = int(curves["n_problems"].min())
+    if fewest >= SMALL_SAMPLE:
+        return []
+    how = ("studentized (t with P - 1 degrees of freedom), since the percentile bootstrap under-covers there"
+           if "interval" in curves.columns and (curves["interval"] == "studentized").any()
+           else "percentile bootstrap intervals, which under-cover there")
+    return [f"small sample: some PASS@(k,T) curves rest on fewer than {SMALL_SAMPLE} problems (fewest {fewest}); "
+            f"their intervals are {how}: read them as approximate"]
 
 
 @dataclass
@@ -157,8 +171,8 @@ def pass_at_kt(
         studentized interval, ``estimate +- t_{P-1} s / sqrt(P)`` over the P problems of the
         curve, clipped to [0, 1] (the percentile bootstrap under-covers with few problems:
         it ignores that the spread is estimated); ``"auto"`` (default): studentized for a
-        curve with fewer than 30 problems (a :class:`SmallSampleWarning` says so),
-        percentile otherwise.
+        curve with fewer than 30 problems (:func:`small_sample_note` words it for a
+        reader), percentile otherwise.
 
     Returns
     -------
@@ -432,13 +446,6 @@ def summary_table(est: PassEstimate, *, ci: float | None, interval: str = "auto"
             s_low, s_high = studentized_interval(est, ci)
             low = np.where(studentized[:, None, None], s_low, low)
             high = np.where(studentized[:, None, None], s_high, high)
-        if interval == "auto" and small.any():
-            import warnings
-
-            warnings.warn(f"{int(small.sum())} curve(s) rest on fewer than {SMALL_SAMPLE} problems (fewest "
-                          f"{int(n_problems.min())}): their intervals are studentized (t with P - 1 degrees of "
-                          "freedom), since the percentile bootstrap under-covers there; read them as approximate",
-                          SmallSampleWarning, stacklevel=3)
         method = np.where(studentized, "studentized", "percentile")
         cols += [pl.Series("ci_low", low[idx_g, idx_t, idx_k], dtype=pl.Float64),
                  pl.Series("ci_high", high[idx_g, idx_t, idx_k], dtype=pl.Float64),

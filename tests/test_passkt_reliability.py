@@ -114,17 +114,16 @@ def test_consistency_within_t_and_by_several_columns():
     assert by_cat.by_arm.height == 4 and by_cat.by_arm["share_all_low"].null_count() == 4
 
 
-def test_small_samples_get_a_warning_and_a_studentized_interval():
+def test_small_samples_get_a_studentized_interval_and_a_note():
     from scipy.stats import t as student
 
-    from mechanism.passkt import SmallSampleWarning
+    from mechanism.passkt import small_sample_note
 
     rng = np.random.default_rng(2)
     rows = [{"arm": arm, "question_id": f"q{q}", "sample_id": s, "correct": bool(rng.random() < 0.3 + 0.1 * q),
              "n_rounds": 1} for arm, n_q in (("few", 6), ("many", 40)) for q in range(n_q) for s in range(8)]
     runs = pl.DataFrame(rows)
-    with pytest.warns(SmallSampleWarning, match="fewer than 30 problems"):
-        got = mx.pass_at_kt(runs, k=[1, 4], t=[1], n_boot=200)
+    got = mx.pass_at_kt(runs, k=[1, 4], t=[1], n_boot=200)
     method = dict(got.select("arm", "interval").unique().iter_rows())
     assert method == {"few": "studentized", "many": "percentile"}
     per = mx.pass_at_kt_per_problem(runs.filter(pl.col("arm") == "few"), k=[4], t=[1])["pass_at_kt"].to_numpy()
@@ -132,8 +131,16 @@ def test_small_samples_get_a_warning_and_a_studentized_interval():
     row = got.filter((pl.col("arm") == "few") & (pl.col("k") == 4)).row(0, named=True)
     assert row["ci_low"] == pytest.approx(max(per.mean() - half, 0.0), abs=1e-12)
     assert row["ci_high"] == pytest.approx(min(per.mean() + half, 1.0), abs=1e-12)
+    (note,) = small_sample_note(got)
+    assert "fewer than 30 problems (fewest 6)" in note and "studentized" in note
+    assert small_sample_note(got.filter(pl.col("arm") == "many")) == []
     plain = mx.pass_at_kt(runs, k=[1, 4], t=[1], n_boot=200, interval="percentile")
     assert plain["interval"].unique().to_list() == ["percentile"]
+    assert "under-cover" in small_sample_note(plain)[0]
+    b = mx.boundary(runs.with_columns(arm=pl.when(pl.col("question_id").is_in(["q0", "q1", "q2"]))
+                                      .then(pl.lit("x")).otherwise(pl.col("arm"))),
+                    base="few", treated="many", t=[1], k=[1], n_boot=50, n_permutations=200)
+    assert any(n.startswith("small sample") for n in b.notes)
     with pytest.raises(InputError, match="`interval`"):
         mx.pass_at_kt(runs, k=[1], t=[1], interval="bca")
 

@@ -63,10 +63,8 @@ def write_passkt(
         ``results`` holds the :class:`~mechanism.boundaries.Boundary` of every treated arm.
     """
     from mechanism.boundaries import boundary
-    import warnings
-
-    from mechanism.passkt import (SmallSampleWarning, consistency, default_k, depth_notes, pass_at_kt,
-                                  pass_at_kt_per_problem, within_t_shares)
+    from mechanism.passkt import (consistency, default_k, depth_notes, pass_at_kt, pass_at_kt_per_problem,
+                                  small_sample_note, within_t_shares)
     from mechanism.plots.passkt import (plot_boundary, plot_gap_over_t, plot_gap_surface, plot_pass_curves,
                                         plot_pass_over_t, plot_pass_surfaces)
     from mechanism.plots.style import arm_colors, safe_filename
@@ -75,12 +73,10 @@ def write_passkt(
     out.mkdir(parents=True, exist_ok=True)
     ks = list(k) if k else default_k(runs, t, t_source=t_source)
     arms = sorted(runs["arm"].unique().to_list()) if "arm" in runs.columns else []
-    with warnings.catch_warnings(record=True) as caught:  # said in the findings, not printed
-        warnings.simplefilter("always", SmallSampleWarning)
-        curves = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=random_state, t_source=t_source)
-        hat = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=random_state, t_source=t_source,
-                         metric="pass^k")
-    small = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, SmallSampleWarning)))
+    curves = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=random_state, t_source=t_source)
+    hat = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=random_state, t_source=t_source,
+                     metric="pass^k")
+    small = small_sample_note(curves)
     section = Section()
     write_table(section, curves, out / "pass_at_kt.csv")
     write_table(section, pass_at_kt_per_problem(runs, k=ks, t=t, t_source=t_source),
