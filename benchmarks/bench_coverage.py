@@ -28,7 +28,6 @@ from mechanism.compare import reweighting
 from mechanism.information import integration
 from mechanism.passkt import pass_at_kt
 from mechanism.resample import bonferroni_level, percentile_interval
-from mechanism.schema import from_records, make_step
 
 
 def passkt_coverage(reps: int) -> list[tuple]:
@@ -54,23 +53,16 @@ def passkt_coverage(reps: int) -> list[tuple]:
     return rows
 
 
-def _identical(seed: int, n_q: int, n_s: int = 5) -> tuple[pl.DataFrame, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    mix = rng.dirichlet(np.full(n_s, 2.0))
-    rate = rng.uniform(0.2, 0.8, n_s)
-    records, labels = [], []
-    for arm, lo, hi in (("base", 2, 11), ("rl", 4, 17)):
-        for q in range(n_q):
-            ease = rng.normal(0, 0.5)
-            for j in range(int(rng.integers(lo, hi))):
-                s = int(rng.choice(n_s, p=mix))
-                ok = rng.random() < 1 / (1 + np.exp(-(np.log(rate[s] / (1 - rate[s])) + ease)))
-                ret = rng.random() < 0.5
-                records.append({"arm": arm, "question_id": f"q{q:03d}", "sample_id": j, "question": "?",
-                                "gold": ["Paris"], "answer": "x", "correct": bool(ok), "n_rounds": 1,
-                                "steps": [make_step(query="q", observation="Paris" if ret else "none")]})
-                labels.append(s)
-    return from_records(records), np.array(labels)
+def _identical(seed: int, n_q: int) -> tuple[pl.DataFrame, np.ndarray]:
+    """The null world of ``tests/test_nulls.py`` (identical policies, base 2-10 and treated
+    4-16 samples per question, 5 strategies, a fifth of the golds yes/no)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from test_nulls import identical
+
+    return identical(seed, n_q)
 
 
 def strategy_rows_null(reps: int) -> list[tuple]:

@@ -587,7 +587,7 @@ def _judged_successes(both: pl.DataFrame, est: PassEstimate, rows_b: np.ndarray,
     qi = np.fromiter((q_pos.get(q, -1) for q in frame["question_id"].to_list()), dtype=np.int64,
                      count=frame.height)
     frame = frame.with_columns(pl.Series("_q", qi))
-    out = {base: np.zeros((qids.size, ts.size), dtype=np.int64), treated: np.zeros((qids.size, ts.size), dtype=np.int64)}
+    out = {arm: np.zeros((qids.size, ts.size), dtype=np.int64) for arm in (base, treated)}
     if est.t_source == "t_cap":
         depth = {int(v): j for j, v in enumerate(ts)}
         frame = frame.filter(pl.col("t_cap").is_in(list(depth)) & (pl.col("_q") >= 0)).with_columns(

@@ -62,8 +62,9 @@ paired). Per-strategy rows are read together, so ``by_strategy`` and ``strategy_
 simultaneous bands (max-|t| bootstrap, :func:`mechanism.resample.simultaneous_band`) at joint
 level ``ci`` (column ``ci_level``): each rate or share column over its rows, and
 ``strategy_shift``'s difference columns (share change and every part of the nested split) as
-one family; ``perplexity_by_strategy`` is Bonferroni-adjusted over the strategies. Family-level quantities (``per_arm``, ``split``, ``shift``: alignments, mass
-moved, nested split totals) are single intervals at ``ci``.
+one family; ``perplexity_by_strategy`` is Bonferroni-adjusted over the strategies.
+Family-level quantities (``per_arm``, ``split``, ``shift``: alignments, mass moved, nested
+split totals) are single intervals at ``ci``.
 """
 from __future__ import annotations
 
@@ -87,7 +88,8 @@ from mechanism.results import ResultMixin
 from mechanism.schema import validate
 from mechanism.scoring import contains_answer, normalize_answer
 
-__all__ = ["Integration", "integration", "verdict", "integration_verdict", "retrieval_flags", "retrievable", "retrievable_flags",
+__all__ = ["Integration", "integration", "verdict", "integration_verdict", "retrieval_flags", "retrievable",
+           "retrievable_flags", "retrieval_status", "retrieval_normalize", "RETRIEVAL_STATUS", "question_strata_split",
            "gold_in_observations", "followup_entity_flags", "content_tokens", "token_logprobs",
            "render_segments", "LOGPROBS_DTYPE", "UNRETRIEVABLE_ANSWERS", "WEIGHTINGS"]
 

@@ -11,7 +11,8 @@ from mechanism.errors import InputError
 from mechanism.schema import from_records, make_step
 
 
-def runs_with_categories(seed: int = 0, n_q: int = 24, n: int = 4, arms=("base", "rl")) -> tuple[pl.DataFrame, np.ndarray]:
+def runs_with_categories(seed: int = 0, n_q: int = 24, n: int = 4,
+                         arms: tuple[str, ...] = ("base", "rl")) -> tuple[pl.DataFrame, np.ndarray]:
     rng = np.random.default_rng(seed)
     records, labels = [], []
     for arm in arms:

@@ -67,12 +67,13 @@ def _tally(world) -> dict[str, int]:
         found = {name: _excludes_zero(*getattr(rw, f"{name}_ci")) for name in ("total", "composition", "within")}
         found["js"] = rw.permutation_p < 0.05
         t = rw.strategies
-        found["strategy rows"] = any(_excludes_zero(t[f"{c}_ci_low"], t[f"{c}_ci_high"]) for c in ("composition", "within"))
+        found["strategy rows"] = any(_excludes_zero(t[f"{c}_ci_low"], t[f"{c}_ci_high"])
+                                     for c in ("composition", "within"))
         found["strategy rows, within"] = _excludes_zero(t["within_ci_low"], t["within_ci_high"])
         for row in ig.split.iter_rows(named=True):
             found[f"split {row['part']}"] = _excludes_zero(row["ci_low"], row["ci_high"])
-        for row in ig.shift.filter(pl.col("quantity").is_in(["composition", "within", "within_retrieval",
-                                                             "within_integration", "within_parametric"])).iter_rows(named=True):
+        nested = ["composition", "within", "within_retrieval", "within_integration", "within_parametric"]
+        for row in ig.shift.filter(pl.col("quantity").is_in(nested)).iter_rows(named=True):
             found[f"nested {row['quantity']}"] = _excludes_zero(row["ci_low"], row["ci_high"])
         s = ig.strategy_shift
         found["strategy_shift"] = any(_excludes_zero(s[f"{c}_ci_low"], s[f"{c}_ci_high"]) for c in (
