@@ -397,8 +397,8 @@ def consistency(
     names = [*(f"share_{kind}" for kind in CONSISTENCY), "success_rate"]
     if by:
         groups = per_task.select(by).unique(maintain_order=True)
-        gidx = per_task.select(by).join(groups.with_row_index("_g"), on=by, how="left",
-                                        nulls_equal=True)["_g"].to_numpy()
+        gidx = per_task.select(by).with_row_index("_r").join(
+            groups.with_row_index("_g"), on=by, how="left", nulls_equal=True).sort("_r")["_g"].to_numpy()
     else:
         groups, gidx = pl.DataFrame(), np.zeros(per_task.height, dtype=np.int64)
     questions, qidx = np.unique(per_task["question_id"].to_numpy().astype(str), return_inverse=True)
