@@ -86,9 +86,9 @@ def _tally(world) -> dict[str, int]:
 
 
 #: Measured, not yet met (benchmarks/RESULTS.md): the nested split's parametric part misses 0
-#: in 6 of these 30 unequal-design null data sets on question x strategy strata (3 of 30 pooled;
-#: its estimate sits 0.35-0.4 standard errors above 0 in both forms): small cells
-#: (question x strategy x retrieval) bias it. Left out of the bound below, and said so.
+#: in 6 of these 30 unequal-design null data sets on question x strategy strata (3 of 30
+#: pooled): its bootstrap interval is 20-30 % too narrow here, its per-question terms resting
+#: on cells of one or two trajectories. Left out of the bound below, and said so.
 KNOWN_EXCESS = {"nested within_parametric"}
 #: In the easy/hard world the strategy mix *does* change (on easy questions): JS, shares and
 #: each strategy's composition are truly non-zero there; only the totals and within parts are null.
