@@ -5,7 +5,7 @@ Compared side by side in one run, on the same synthetic table and the same rando
 - **bootstrap of the Kitagawa split**: ``mechanism.compare.reweighting`` (per-question
   count arrays, all replicates in one ``einsum``) vs a reference that, per replicate,
   gathers the resampled questions' rows with polars and recomputes shares, rates and the
-  split (what one writes without the count trick). Both use the same bootstrap weights,
+  split over question x strategy strata (what one writes without the count trick). Both use the same bootstrap weights,
   and the script checks that their replicate values agree to 1e-9.
 - **within-question permutation test**: ``permutation_test`` (all permutations of a batch
   by one ``argsort`` of question index + uniform noise) vs a reference that shuffles each
@@ -39,21 +39,22 @@ def make_table(n_questions: int, n_samples: int, n_strategies: int, seed: int) -
 
 
 def reference_bootstrap(runs: pl.DataFrame, labels: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Per replicate: repeat each question's rows by its draw count, then recompute the split."""
-    frame = runs.with_columns(pl.Series("s", labels))
+    """Per replicate: repeat each question's rows by its draw count, weigh each trajectory
+    1 / its arm's samples of its question, and split over (question, strategy) strata."""
+    frame = runs.with_columns(pl.Series("s", labels), (1.0 / pl.len().over("arm", "question_id")).alias("u"))
     questions = sorted(frame["question_id"].unique().to_list())
-    strategies = np.unique(labels)
+    cells = frame.select("question_id", "s").unique().sort("question_id", "s").with_row_index("cell")
     out = np.empty((weights.shape[0], 2))
     for b, w in enumerate(weights):
         draw = pl.DataFrame({"question_id": questions, "w": w}).filter(pl.col("w") > 0)
-        sample = frame.join(draw, on="question_id")
-        agg = sample.group_by("arm", "s").agg(n=pl.col("w").sum(), c=(pl.col("w") * pl.col("correct")).sum())
-        n = np.zeros((2, strategies.size))
-        c = np.zeros((2, strategies.size))
+        sample = frame.join(draw, on="question_id").join(cells, on=["question_id", "s"])
+        agg = sample.group_by("arm", "cell").agg(n=(pl.col("w") * pl.col("u")).sum(),
+                                                 c=(pl.col("w") * pl.col("u") * pl.col("correct")).sum())
+        n = np.zeros((2, cells.height))
+        c = np.zeros((2, cells.height))
         for row in agg.iter_rows(named=True):
             a = 0 if row["arm"] == "base" else 1
-            j = int(np.searchsorted(strategies, row["s"]))
-            n[a, j], c[a, j] = row["n"], row["c"]
+            n[a, row["cell"]], c[a, row["cell"]] = row["n"], row["c"]
         split = kitagawa_split(n[0], c[0], n[1], c[1])
         out[b] = split["composition_total"], split["within_total"]
     return out

@@ -31,6 +31,7 @@ _EXPORTS = {
     "simulate": "mechanism.simulation", "Simulation": "mechanism.simulation", "Policy": "mechanism.simulation",
     "default_policies": "mechanism.simulation", "STRATEGIES": "mechanism.simulation",
     "pass_at_kt": "mechanism.passkt", "pass_at_kt_per_problem": "mechanism.passkt",
+    "consistency": "mechanism.passkt", "Consistency": "mechanism.passkt",
     "boundary": "mechanism.boundaries", "Boundary": "mechanism.boundaries",
     "segment": "mechanism.segmentation", "render": "mechanism.segmentation",
     "StrategySpace": "mechanism.strategy_space",
@@ -77,7 +78,7 @@ __all__ = [
     # the built-in default
     "simulate", "Simulation", "Policy", "default_policies", "STRATEGIES",
     # pass@(k,T) and the capability boundary
-    "pass_at_kt", "pass_at_kt_per_problem", "boundary", "Boundary",
+    "pass_at_kt", "pass_at_kt_per_problem", "consistency", "Consistency", "boundary", "Boundary",
     # strategies
     "segment", "render", "StrategySpace",
     # reweighting and information integration

@@ -2,21 +2,37 @@
 
 ``B_T(arm)`` is the set of problems the arm solves at least once in n samples within T
 rounds (PASS@(n,T) > 0). "Solved at least once" grows with n, so the two arms are compared
-on a common per-problem budget: ``m = min(n_base, n_treated)`` samples of each problem (per
-T). An arm with more samples is judged on a random subset of m of them (seeded; drawn from
-the hypergeometric law of its successes, exactly what subsampling its episodes gives), and
-the expected counts from the unbiased estimator ``1 - C(n - c, m) / C(n, m)`` are reported
-beside them (``gained_expected``, ``lost_expected``). A significant excess of gained
-problems means "more problems solved at least once in m samples", not a new capability:
-it is what a higher success rate on hard problems also gives. Between a base and a treated
-arm this module lists the problems
-gained and lost, tests the discordant counts exactly (two-sided binomial, McNemar's exact
-form), splits the PASS@(1,T) difference into efficiency (problems both solve), expansion
-(problems only the treated arm solves) and loss (problems only the base solves), and
-reports the marginal gains in k and in T, the saturation depth T*, the k where the two
-curves cross and the gap at large k, each difference with a paired bootstrap interval over
-questions. The crossing points and T* carry intervals from the same bootstrap replicates as
-the curves (one seed, one stream: :func:`mechanism.resample.stream`).
+on a common per-problem budget: ``m = min(n_base, n_treated)`` samples of each problem.
+
+- **Solved sets** are judged on one fixed subsample per arm and problem: the m samples with
+  the smallest keyed hash of (question, sample id). The subset is the same at every T (so
+  under truncation the solved sets are nested in T) and depends on no seed. The expected
+  counts from the unbiased estimator ``1 - C(n - c, m) / C(n, m)`` are reported beside them
+  (``gained_expected``, ``lost_expected``).
+- **The test** does not depend on which subset was judged, nor on a seed beyond Monte Carlo
+  error: its statistic is the summed per-question difference of the unbiased probabilities
+  of solving within the common budget, ``S = sum_q (P_t(q) - P_b(q)) = gained_expected -
+  lost_expected``, and its null permutes the arm labels of the episodes *within each
+  question* (under identical policies a question's episodes are exchangeable between the
+  arms whatever their numbers): the base arm's successes among them are then
+  hypergeometric, so each permutation is one hypergeometric draw per question, and the
+  two-sided p-value is ``2 min(P(S* >= S), P(S* <= S))`` over ``n_permutations`` draws.
+  The draws are keyed on the data (a digest of the counts), not on ``random_state``: the same
+  data give the same p-value whatever the seed, within Monte Carlo error (standard error
+  below 0.007 at the default 20,000 draws) of the exact permutation p-value. Holm-adjusted
+  over the T grid. The exact two-sided binomial test of the judged gained vs lost counts (McNemar's
+  exact form) is kept as ``p_discordant``.
+- **The PASS@(1,T) split** into efficiency (problems both solve), expansion (problems only
+  the treated arm solves) and loss (problems only the base solves) is computed on the same
+  judged episodes as its total, so ``total = efficiency + expansion - loss`` exactly; the
+  all-sample difference is the gap at k = 1.
+
+A significant excess of problems solved means "more problems solved at least once in m
+samples", not a new capability: it is what a higher success rate on hard problems also
+gives. The module also reports the marginal gains in k and in T, the saturation depth T*,
+the k where the two curves cross and the gap at large k, each difference with a paired
+bootstrap interval over questions. The crossing points and T* carry intervals from the same
+bootstrap replicates as the curves (one seed, one stream: :func:`mechanism.resample.stream`).
 
 Under truncation-based T (no per-T runs), T is the rounds an episode happened to use: the
 summary says so, reports per arm the share of episodes with at most T rounds, and points to
@@ -24,6 +40,7 @@ summary says so, reports per arm the share of episodes with at most T rounds, an
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -33,7 +50,7 @@ from scipy.stats import binomtest
 
 from mechanism.errors import InputError
 from mechanism.passkt import (DEFAULT_T, PassEstimate, default_k, depth_notes, estimate_pass, ratio_table,
-                              summary_table, within_t_shares)
+                              small_sample_note, summary_table, within_t_shares)
 from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 from mechanism.results import ResultMixin
 from mechanism.schema import shared_questions
@@ -66,10 +83,12 @@ class Boundary(ResultMixin):
     tests
         Per T: ``n_problems``, ``budget_min``/``budget_max``, ``both``, ``gained``, ``lost``,
         ``neither``, ``gained_expected``/``lost_expected`` (unbiased expected counts at the
-        budget), ``p_value`` (exact two-sided binomial test of gained vs lost), ``p_holm``
-        (Holm-adjusted over the T grid), ``expansion`` (more problems solved at least once
-        in m samples by the treated arm, ``p_holm < alpha``), ``contraction`` (fewer, same
-        test), and ``verdict`` in words. With one sample per problem neither is called.
+        budget), ``statistic`` (their difference, ``sum_q P_t(q) - P_b(q)``), ``p_value``
+        (two-sided within-question permutation test of it, ``n_permutations`` draws),
+        ``p_holm`` (Holm-adjusted over the T grid), ``p_discordant`` (exact two-sided
+        binomial test of the judged gained vs lost counts), ``expansion`` (more problems
+        solved at least once in m samples by the treated arm, ``p_holm < alpha``),
+        ``contraction`` (fewer, same test), and ``verdict`` in words. With one sample per problem neither is called.
     split
         Per T and component (``total``, ``efficiency``, ``expansion``, ``loss``): the
         PASS@(1,T) difference treated - base, ``total = efficiency + expansion - loss``,
@@ -97,6 +116,9 @@ class Boundary(ResultMixin):
     notes
         What a reader should know (problems present in one arm only, unequal samples, T from
         truncation, and so on).
+    by_category
+        With ``by``: :meth:`to_frame` of the pooled result and of each category's, stacked,
+        key column ``category`` (``"all"`` for the pooled rows).
     """
 
     base: str
@@ -117,6 +139,7 @@ class Boundary(ResultMixin):
     saturation: pl.DataFrame
     crossings: pl.DataFrame
     notes: list[str] = field(default_factory=list)
+    by_category: pl.DataFrame | None = None
 
     def gained(self, t: int) -> list[str]:
         """Question ids in ``B_t(treated)`` but not ``B_t(base)`` (at the common budget)."""
@@ -145,7 +168,8 @@ class Boundary(ResultMixin):
                 "boundary_tests": self.tests, "boundary_split": self.split,
                 "pass_curves": self.curves, "gap": self.gap, "marginal_k": self.marginal_k,
                 "marginal_t": self.marginal_t, "saturation": self.saturation,
-                "crossings": self.crossings}
+                "crossings": self.crossings,
+                **({"boundary_by_category": self.by_category} if self.by_category is not None else {})}
 
     def _summary_text(self) -> str:
         """A few plain-text lines stating the findings, with their uncertainty."""
@@ -159,7 +183,7 @@ class Boundary(ResultMixin):
             lines.append(
                 f"  T={row['t']}: solved at least once in {budget} samples: {self.base} {row['both'] + row['lost']}, "
                 f"{self.treated} {row['both'] + row['gained']}; gained {row['gained']}, lost {row['lost']} "
-                f"(expected {row['gained_expected']:.1f} vs {row['lost_expected']:.1f}; exact two-sided "
+                f"(expected {row['gained_expected']:.1f} vs {row['lost_expected']:.1f}; within-question permutation "
                 f"p = {row['p_value']:.3g}, Holm {row['p_holm']:.3g}): {row['verdict']}")
         if self.t_source == "truncation":
             share = {(r["arm"], r["t"]): r["share_within_t"] for r in self.sets.iter_rows(named=True)}
@@ -235,6 +259,8 @@ def boundary(
     alpha: float = 0.05,
     tol: float = 0.01,
     t_source: str = "auto",
+    n_permutations: int = 20_000,
+    by: str | None = None,
 ) -> Boundary:
     """Compare the capability boundaries of two arms.
 
@@ -259,6 +285,14 @@ def boundary(
         Level of the discordant-pair test (Holm-adjusted across the T grid).
     tol
         Saturation tolerance: a step in T gaining less than this is flat.
+    by
+        A task-type column (e.g. ``"category"``): the result also holds each category's
+        headline table beside the pooled one (``by_category``, key column ``category``), on
+        the same grids and seed.
+    n_permutations
+        Within-question permutations of the boundary test (drawn from a stream keyed on the
+        data, so the p-value does not depend on ``random_state``; its Monte Carlo error
+        against the exact permutation p-value is about ``2 sqrt(p (1 - p) / n_permutations)``).
     t_source
         As in :func:`mechanism.passkt.pass_at_kt`.
 
@@ -277,6 +311,9 @@ def boundary(
         raise InputError(f"`ci` must be in (0, 1), got {ci}", field="ci")
     if not 0.0 < alpha < 1.0:
         raise InputError(f"`alpha` must be in (0, 1), got {alpha}", field="alpha")
+    if isinstance(n_permutations, bool) or not isinstance(n_permutations, (int, np.integer)) or n_permutations < 1:
+        raise InputError(f"`n_permutations` must be a positive integer, got {n_permutations!r}",
+                         field="n_permutations")
     if "arm" not in runs.columns:
         raise InputError("missing required column `arm`", field="arm")
     arms = set(runs["arm"].unique().to_list())
@@ -286,6 +323,16 @@ def boundary(
                              field=name)
     shared_questions(runs, [base, treated], what="boundary")
     seed = resolve_seed(random_state)
+    if by is not None:
+        from mechanism.results import by_category
+
+        opts = dict(base=base, treated=treated, t=t, ci=ci, n_boot=n_boot, random_state=seed, alpha=alpha,
+                    tol=tol, t_source=t_source, n_permutations=n_permutations)
+        pooled = boundary(runs, k=k, **opts)
+        pooled.by_category, notes = by_category(
+            runs, by, pooled, lambda mask: boundary(runs.filter(pl.Series(mask)), k=pooled.k, **opts))
+        pooled.notes.extend(notes)
+        return pooled
     both = runs.filter(pl.col("arm").is_in([base, treated]))
     qsets = {a: set(both.filter(pl.col("arm") == a)["question_id"].unique().to_list()) for a in (base, treated)}
     shared = qsets[base] & qsets[treated]
@@ -309,14 +356,17 @@ def boundary(
     qids = est.problems["question_id"].to_numpy()[rows_b]
     ks, ts = est.k.tolist(), est.t.tolist()
 
-    problems, tests = _discordant(est, rows_b, rows_t, qids, alpha, stream(seed, "subsample"))
+    judged = _judged_successes(both, est, rows_b, rows_t, base, treated)
+    problems, tests = _discordant(est, rows_b, rows_t, qids, alpha, judged, int(n_permutations))
     if not np.array_equal(est.n[rows_b], est.n[rows_t]):
         # B_T grows with n: an arm sampled more often solves more problems at least once
         notes.append(f"the arms have different numbers of samples per problem ({base!r}: "
                      f"{int(est.n[rows_b].min())}-{int(est.n[rows_b].max())}, {treated!r}: "
                      f"{int(est.n[rows_t].min())}-{int(est.n[rows_t].max())}); solved sets are compared at a "
-                     "common budget of min(n_base, n_treated) samples per problem, the larger arm judged on a "
-                     "seeded random subset of its samples (expected counts from the unbiased estimator beside them)")
+                     "common budget of min(n_base, n_treated) samples per problem, the larger arm judged on one "
+                     "fixed subset of its samples per problem (the same at every T, chosen by a hash of question "
+                     "and sample id, no seed; expected counts from the unbiased estimator beside them); the test "
+                     "permutes arm labels within questions and does not depend on that subset")
     truncation = est.t_source == "truncation"
     where = " within T rounds used" if truncation else ""
     if int(est.n.max()) < 2:
@@ -344,8 +394,9 @@ def boundary(
                          "rounds, not that it lost ability: compare the shares of episodes with at most T "
                          "rounds, and run per-T caps (`t_cap`) for a budget claim")
     notes.extend(depth_notes(both, ts, est.t_source))
-    split = _split(est, rows_b, rows_t, problems, ci, n_boot, seed)
+    split = _split(est, rows_b, problems, ci, n_boot, seed)
     curves = summary_table(est, ci=ci)
+    notes.extend(small_sample_note(curves))
     sets = (problems.unpivot(index=["question_id", "t"], on=["base_solved", "treated_solved"],
                              variable_name="which", value_name="solved")
             .with_columns(arm=pl.when(pl.col("which") == "base_solved").then(pl.lit(base)).otherwise(pl.lit(treated)))
@@ -386,15 +437,14 @@ def solved_probability(n: np.ndarray, c: np.ndarray, m: np.ndarray) -> np.ndarra
 
 
 def _discordant(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, qids: np.ndarray,
-                alpha: float, rng: np.random.Generator) -> tuple[pl.DataFrame, pl.DataFrame]:
+                alpha: float, judged: tuple[np.ndarray, np.ndarray],
+                n_permutations: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     n_t = est.t.size
     n_b, c_b = est.n[rows_b], est.c[rows_b]
     n_tr, c_tr = est.n[rows_t], est.c[rows_t]
     budget = np.minimum(n_b, n_tr)
-    # judged at the common budget: the successes among m of the n samples drawn without
-    # replacement are hypergeometric; with n == m the draw is the arm's own count
-    solved_b = _subsample_solved(n_b, c_b, budget, rng)
-    solved_t = _subsample_solved(n_tr, c_tr, budget, rng)
+    judged_b, judged_t = judged
+    solved_b, solved_t = judged_b > 0, judged_t > 0
     p_b = solved_probability(n_b, c_b, budget)
     p_t = solved_probability(n_tr, c_tr, budget)
     status = np.select([solved_b & solved_t, solved_t & ~solved_b, solved_b & ~solved_t],
@@ -406,6 +456,7 @@ def _discordant(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, qids:
         "n_base": n_b.reshape(-1), "c_base": c_b.reshape(-1),
         "n_treated": n_tr.reshape(-1), "c_treated": c_tr.reshape(-1),
         "budget": budget.reshape(-1),
+        "c_base_judged": judged_b.reshape(-1), "c_treated_judged": judged_t.reshape(-1),
         "p_solved_base": p_b.reshape(-1), "p_solved_treated": p_t.reshape(-1),
         "base_solved": solved_b.reshape(-1), "treated_solved": solved_t.reshape(-1),
         "status": status.reshape(-1),
@@ -413,30 +464,153 @@ def _discordant(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, qids:
         "pass1_treated": (c_tr / n_tr).reshape(-1),
     }).with_columns(pl.col("t").cast(pl.Int64))
     counts = {s: (status == s).sum(axis=0) for s in STATUSES}
-    p_values = np.array([
+    p_discordant = np.array([
         binomtest(int(g), int(g + l), 0.5, alternative="two-sided").pvalue if g + l else 1.0
         for g, l in zip(counts["gained"], counts["lost"])])
+    statistic = (p_t - p_b).sum(axis=0)
+    p_values = np.array([permutation_p_value(n_b[:, j], c_b[:, j], n_tr[:, j], c_tr[:, j], budget[:, j],
+                                             n_permutations, data_stream(n_b[:, j], c_b[:, j], n_tr[:, j],
+                                                                         c_tr[:, j], budget[:, j]))
+                         for j in range(n_t)])
     p_holm = _holm(p_values)
     tests = pl.DataFrame({
         "t": est.t.astype(np.int64), "n_problems": np.full(n_t, q, dtype=np.int64),
         "budget_min": budget.min(axis=0).astype(np.int64), "budget_max": budget.max(axis=0).astype(np.int64),
         **{s: counts[s].astype(np.int64) for s in STATUSES},
         "gained_expected": (p_t * (1.0 - p_b)).sum(axis=0), "lost_expected": (p_b * (1.0 - p_t)).sum(axis=0),
-        "p_value": p_values, "p_holm": p_holm,
-        "expansion": (counts["gained"] > counts["lost"]) & (p_holm < alpha),
-        "contraction": (counts["lost"] > counts["gained"]) & (p_holm < alpha),
+        "statistic": statistic, "p_value": p_values, "p_holm": p_holm, "p_discordant": p_discordant,
+        "n_permutations": np.full(n_t, n_permutations, dtype=np.int64),
+        "expansion": (statistic > 0) & (p_holm < alpha),
+        "contraction": (statistic < 0) & (p_holm < alpha),
     })
     return problems, tests
 
 
-def _subsample_solved(n: np.ndarray, c: np.ndarray, m: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    full = m >= n
-    out = c > 0
-    if (~full).any():
-        draws = rng.hypergeometric(c[~full], n[~full] - c[~full], m[~full])
-        out = out.copy()
-        out[~full] = draws > 0
-    return out
+def permutation_p_value(n_b: np.ndarray, c_b: np.ndarray, n_t: np.ndarray, c_t: np.ndarray, m: np.ndarray,
+                        n_permutations: int, rng: np.random.Generator, *, chunk: int = 2048) -> float:
+    """Two-sided p-value of ``S = sum_q (P_t(q) - P_b(q))`` permuting arm labels within questions.
+
+    ``P_a(q) = 1 - C(n_a - c_a, m) / C(n_a, m)`` is the unbiased probability that m of the
+    arm's samples hold a success. Permuting the arm labels of a question's ``n_b + n_t``
+    episodes leaves its ``c_b + c_t`` successes and makes the base arm's share of them
+    hypergeometric, so one permutation is one hypergeometric draw per question; the per-
+    question statistic is read from a table over the draw's support. Questions whose
+    episodes all agree contribute a constant and are left out of the draws.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> n = np.full(30, 4)
+    >>> p = permutation_p_value(n, np.zeros(30, int), n, np.full(30, 2), n, 2000, rng)
+    >>> p < 0.001
+    True
+    """
+    n_b, c_b, n_t, c_t, m = (np.asarray(a, dtype=np.int64) for a in (n_b, c_b, n_t, c_t, m))
+    observed = float((solved_probability(n_t, c_t, m) - solved_probability(n_b, c_b, m)).sum())
+    total_c, total_n = c_b + c_t, n_b + n_t
+    live = (total_c > 0) & (total_c < total_n) & (m > 0)
+    if not live.any():
+        return 1.0
+    nb, nt, mm, cc = n_b[live], n_t[live], m[live], total_c[live]
+    constant = observed - float((solved_probability(nt, c_t[live], mm) - solved_probability(nb, c_b[live], mm)).sum())
+    width = int(nb.max()) + 1
+    support = np.arange(width)[None, :]                                  # base successes x
+    ok = (support <= np.minimum(nb, cc)[:, None]) & (cc[:, None] - support <= nt[:, None])
+    x = np.where(ok, support, 0)
+    shape = x.shape
+    rows = np.repeat(np.arange(nb.size), width)
+    d = (solved_probability(nt[rows], np.clip(cc[rows] - x.reshape(-1), 0, nt[rows]), mm[rows])
+         - solved_probability(nb[rows], x.reshape(-1), mm[rows])).reshape(shape)
+    tol = 1e-9 * max(1.0, abs(observed))
+    above = below = 0
+    offset = np.arange(nb.size) * width
+    for start in range(0, n_permutations, chunk):
+        size = min(chunk, n_permutations - start)
+        draws = rng.hypergeometric(cc, total_n[live] - cc, nb, size=(size, nb.size))
+        stat = constant + d.reshape(-1)[offset[None, :] + draws].sum(axis=1)
+        above += int((stat >= observed - tol).sum())
+        below += int((stat <= observed + tol).sum())
+    return float(min(1.0, 2.0 * min(above + 1, below + 1) / (n_permutations + 1)))
+
+
+def data_stream(*arrays: np.ndarray) -> np.random.Generator:
+    """A generator keyed on the data (a digest of the counts), not on any seed.
+
+    The permutation test's draws come from it, so the same data give the same p-value
+    whatever ``random_state`` is: the p-value is a fixed function of the data, within Monte
+    Carlo error of the exact permutation p-value.
+    """
+    digest = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        digest.update(np.ascontiguousarray(np.asarray(a, dtype=np.int64)).tobytes())
+        digest.update(b"|")
+    raw = digest.digest()
+    return np.random.default_rng(np.random.SeedSequence([int.from_bytes(raw[i:i + 4], "little")
+                                                         for i in range(0, 16, 4)]))
+
+
+def _sample_order(frame: pl.DataFrame) -> np.ndarray:
+    """A fixed, seed-free pseudo-random order key per episode: splitmix64 of its sample id
+    mixed with a digest of its question id (so each problem gets its own order)."""
+    qids = frame["question_id"].cast(pl.String)
+    uniq, inv = np.unique(qids.to_numpy().astype(str), return_inverse=True)
+    q_hash = np.fromiter((int.from_bytes(hashlib.blake2b(q.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                                         "little") for q in uniq), dtype=np.uint64, count=uniq.size)
+    if "sample_id" in frame.columns:
+        sid = frame["sample_id"].cast(pl.Int64).to_numpy().astype(np.uint64)
+    else:  # no sample ids: the episode's position within its (arm, question)
+        sid = frame.select(pl.int_range(pl.len()).over("arm", "question_id"))
+        sid = sid.to_series().to_numpy().astype(np.uint64)
+    z = sid ^ q_hash[inv.reshape(-1)]
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _judged_successes(both: pl.DataFrame, est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray,
+                      base: str, treated: str) -> tuple[np.ndarray, np.ndarray]:
+    """Successes within each T among one fixed subsample of m samples per arm and problem.
+
+    ``m = min(n_base, n_treated)`` per problem (per T under ``t_cap``). The subsample is
+    the m episodes with the smallest :func:`_sample_order` key: the same for every T, so
+    under truncation the successes (and the solved sets) grow with T, and with no seed.
+    Returns two ``(Q, T)`` integer arrays aligned with ``rows_b`` / ``rows_t``.
+    """
+    ts = est.t
+    qids = est.problems["question_id"].to_numpy()[rows_b].astype(str)
+    budget = np.minimum(est.n[rows_b], est.n[rows_t])
+    q_pos = {q: i for i, q in enumerate(qids)}
+    frame = both.select("arm", "question_id", "correct", "n_rounds",
+                        *(["t_cap"] if est.t_source == "t_cap" else []))
+    frame = frame.with_columns(pl.Series("_key", _sample_order(both), dtype=pl.UInt64),
+                               pl.col("question_id").cast(pl.String))
+    qi = np.fromiter((q_pos.get(q, -1) for q in frame["question_id"].to_list()), dtype=np.int64,
+                     count=frame.height)
+    frame = frame.with_columns(pl.Series("_q", qi))
+    out = {arm: np.zeros((qids.size, ts.size), dtype=np.int64) for arm in (base, treated)}
+    if est.t_source == "t_cap":
+        depth = {int(v): j for j, v in enumerate(ts)}
+        frame = frame.filter(pl.col("t_cap").is_in(list(depth)) & (pl.col("_q") >= 0)).with_columns(
+            _d=pl.col("t_cap").replace_strict(depth, return_dtype=pl.Int64))
+        frame = frame.with_columns(_rank=pl.col("_key").rank("ordinal").over("arm", "_q", "_d") - 1)
+        m = budget[frame["_q"].to_numpy(), frame["_d"].to_numpy()]
+        kept = frame.filter(pl.Series(frame["_rank"].to_numpy() < m) & pl.col("correct"))
+        for arm in (base, treated):
+            part = kept.filter(pl.col("arm") == arm)
+            np.add.at(out[arm], (part["_q"].to_numpy(), part["_d"].to_numpy()), 1)
+        return out[base], out[treated]
+    frame = frame.filter(pl.col("_q") >= 0).with_columns(_rank=pl.col("_key").rank("ordinal").over("arm", "_q") - 1)
+    m = budget[frame["_q"].to_numpy(), 0]
+    kept = frame.filter(pl.Series(frame["_rank"].to_numpy() < m) & pl.col("correct"))
+    for arm in (base, treated):
+        part = kept.filter(pl.col("arm") == arm)
+        first = np.searchsorted(ts, part["n_rounds"].to_numpy(), side="left")  # first T it fits under
+        hist = np.zeros((qids.size, ts.size + 1), dtype=np.int64)
+        np.add.at(hist, (part["_q"].to_numpy(), first), 1)
+        out[arm] = np.cumsum(hist[:, :ts.size], axis=1)
+    return out[base], out[treated]
 
 
 def _holm(p: np.ndarray) -> np.ndarray:
@@ -448,14 +622,20 @@ def _holm(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def _split(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, problems: pl.DataFrame, ci: float,
+def _split(est: PassEstimate, rows_b: np.ndarray, problems: pl.DataFrame, ci: float,
            n_boot: int, seed: int) -> pl.DataFrame:
+    """The PASS@(1,T) difference on the judged episodes and its split, exact per question.
+
+    Every part is computed from the same m judged episodes per arm and problem as the
+    solved sets, so ``total = efficiency + expansion - loss`` holds question by question.
+    """
     from mechanism.resample import detectable_effect
 
-    p_b = est.c[rows_b] / est.n[rows_b]
-    p_t = est.c[rows_t] / est.n[rows_t]
-    shape = p_b.shape
-    # the solved sets of the tests (common budget), so the split and the counts agree
+    shape = est.n[rows_b].shape
+    m = problems["budget"].to_numpy().reshape(shape).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_b = np.where(m > 0, problems["c_base_judged"].to_numpy().reshape(shape) / m, 0.0)
+        p_t = np.where(m > 0, problems["c_treated_judged"].to_numpy().reshape(shape) / m, 0.0)
     solved_b = problems["base_solved"].to_numpy().reshape(shape)
     solved_t = problems["treated_solved"].to_numpy().reshape(shape)
     parts = np.stack([

@@ -162,11 +162,15 @@ class Track(ResultMixin):
     names: dict[int, str] = field(default_factory=dict)
     ci: float | None = 0.95
     notes: list[str] = field(default_factory=list)
+    by_category: pl.DataFrame | None = None
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """Every table by a file-friendly name."""
-        return {"track_shares": self.shares, "track_passkt": self.passkt, "track_split": self.split,
-                "track_divergence": self.divergence, "track_accuracy": self.accuracy}
+        out = {"track_shares": self.shares, "track_passkt": self.passkt, "track_split": self.split,
+               "track_divergence": self.divergence, "track_accuracy": self.accuracy}
+        if self.by_category is not None:
+            out["track_by_category"] = self.by_category
+        return out
 
     def to_frame(self) -> pl.DataFrame:
         """Long table ``checkpoint, step, order, quantity, estimate, ci_low, ci_high``."""
@@ -236,7 +240,8 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
           step: str | None = None, base: str | None = None, fit_on: str | None = None,
           k: Sequence[int] | None = None, t: Sequence[int] = (0, 1, 2, 3, 5), ci: float | None = 0.95,
           n_boot: int = 1000, random_state: int | np.random.Generator | None = 0, t_source: str = "auto",
-          embedder: Any = None, cache_dir: str | Path | None = None, progress: bool | None = None) -> Track:
+          embedder: Any = None, cache_dir: str | Path | None = None, progress: bool | None = None,
+          by: str | None = None) -> Track:
     """Follow strategies, PASS@(k,T) and the reweighting split across a series of checkpoints.
 
     Parameters
@@ -267,6 +272,10 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
         How T is counted (:func:`mechanism.pass_at_kt`).
     embedder, cache_dir, progress
         For a space fitted or loaded here (``progress=None``: bars only on a terminal).
+    by
+        A task-type column (e.g. ``"category"``): the result also holds each category's long
+        table beside the pooled one (``by_category``, key column ``category``). Needs
+        ``labels`` or a fitted ``space``, so that every category is read in one strategy space.
 
     Returns
     -------
@@ -289,6 +298,25 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
 
     if runs.height == 0:
         raise InputError("no trajectories in the input", field="runs")
+    if by is not None:
+        from mechanism.resample import resolve_seed as _resolve_seed
+        from mechanism.results import by_category
+
+        if labels is None and space is None:
+            raise InputError("`by` needs `labels` or a fitted `space`: every category must be read in one "
+                             "strategy space", field="by")
+        lab_all = None if labels is None else np.asarray(labels.to_numpy() if isinstance(labels, pl.Series)
+                                                           else labels)
+        opts = dict(space=space, order=order, step=step, base=base, fit_on=fit_on, k=k, t=t, ci=ci,
+                    n_boot=n_boot, random_state=_resolve_seed(random_state), t_source=t_source,
+                    embedder=embedder, cache_dir=cache_dir, progress=progress)
+        pooled = track(runs, labels=lab_all, **opts)
+        opts["k"] = sorted(pooled.passkt["k"].unique().to_list())  # the pooled grid in every category
+        table, extra = by_category(runs, by, pooled, lambda mask: track(
+            runs.filter(pl.Series(mask)), labels=None if lab_all is None else lab_all[mask], **opts))
+        pooled.by_category = table
+        pooled.notes.extend(extra)
+        return pooled
     names, steps = order_checkpoints(runs, order=order, step=step)
     if len(names) < 2:
         raise InputError(f"a series needs at least two checkpoints, got {names}", field="arm")
@@ -394,7 +422,9 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
         **key_schema, "js_divergence": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})
 
     ks = list(k) if k else _default_track_k(runs, t, t_source)
-    curves = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=seed, t_source=t_source)
+    # percentile intervals: paired with the accuracy column's replicates (a note says when few problems)
+    curves = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=seed, t_source=t_source,
+                        interval="percentile")
     passkt = (curves.rename({"arm": "checkpoint"})
               .with_columns(pl.col("checkpoint").replace_strict(step_of, return_dtype=pl.Float64).alias("step"),
                             pl.col("checkpoint").replace_strict(order_of, return_dtype=pl.Int64).alias("order"))
@@ -404,6 +434,10 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
     if passkt.height and passkt["t_source"][0] == "truncation":
         notes.append("T by truncation: an episode counts for T if it is correct and used at most T rounds "
                      "(the rounds it happened to use, not a budget)")
+    if ci is not None:
+        from mechanism.passkt import small_sample_note
+
+        notes.extend(small_sample_note(curves))
     return Track(checkpoints=names, steps=steps, base=base, shares=shares, passkt=passkt, split=split,
                  divergence=divergence, accuracy=accuracy, names=strategy_names, ci=ci, notes=notes)
 

@@ -24,18 +24,41 @@ Conventions (stated once, used everywhere below):
 - **Power and multiplicity.** ``detectable`` is the smallest true effect the design detects
   with probability 0.8 at the interval's level, ``0.71 x`` the interval's width at 95 %
   (:func:`mechanism.resample.detectable_effect`): an interval that contains 0 is not
-  evidence of no effect smaller than that. Per-strategy intervals (shares, success rates,
-  their composition and within parts) are Bonferroni-adjusted over the strategies
-  (``ci_level`` column), so that they hold together at ``ci``.
+  evidence of no effect smaller than that. Per-strategy rows are read together, so their
+  intervals are simultaneous bands (max-|t| bootstrap,
+  :func:`mechanism.resample.simultaneous_band`): each of the share and success columns holds
+  together over the strategies at ``ci`` (``ci_level``), and composition and within hold
+  together as one family. ``compare_arms`` widens them further over the treated arms.
 - **JS divergence.** The plug-in divergence of estimated shares is above 0 even for
   identical policies. ``js_divergence`` subtracts its mean under the within-question
   permutation null (what identical policies give with this design); it can be slightly
   negative. Its interval is the wider of the bias-shifted bootstrap interval and the
   interval from inverting the permutation null, so it contains 0 with probability at least
   ``ci`` when the policies are identical. ``js_divergence_plugin`` keeps the plug-in value.
-- **Kitagawa split.** ``total = acc_t - acc_b = composition + within`` with
-  ``composition = sum_s (p_t(s) - p_b(s)) (r_t(s) + r_b(s)) / 2`` and
-  ``within = sum_s (r_t(s) - r_b(s)) (p_t(s) + p_b(s)) / 2``.
+- **Kitagawa split, on question x strategy strata (the default).** A strategy's success
+  depends on the questions it is used on, so pooling a strategy's success over the
+  questions an arm used it on lets "within" absorb *which* questions it was used on
+  (Simpson's paradox: moving a strategy from hard to easy questions is not better
+  execution). The split is therefore made over strata ``(q, s)``:
+  ``total = acc_t - acc_b = composition + within`` with
+  ``composition = sum_{q,s} (p_t(q,s) - p_b(q,s)) (r_t(q,s) + r_b(q,s)) / 2`` and
+  ``within = sum_{q,s} (r_t(q,s) - r_b(q,s)) (p_t(q,s) + p_b(q,s)) / 2``, where
+  ``p_a(q,s)`` is arm a's (question-weighted) share of its trajectories in question q and
+  strategy s, and ``r_a(q,s)`` its success rate there. **Composition** is then the change
+  in *which strategy is used on each question*, valued at the success that strategy has on
+  that question; **within** is the change in success of the same strategy on the same
+  question (execution). When success depends on the question only, both are 0 whatever
+  the arms' mixes of questions and strategies. A strategy's row sums its strata over
+  questions. ``strata="pooled"`` gives the textbook form over strategies alone
+  (``r_a(s)`` pooled over questions), labelled ``*_pooled_over_questions``: it is kept for
+  comparison with published numbers and mixes execution with question mix.
+- **Strata an arm never used.** A stratum ``(q, s)`` (or, pooled, a strategy ``s``) with no
+  trajectory of one arm has no success rate in that arm; the split borrows the other
+  arm's rate in the same stratum. The identity still holds exactly (the borrowed rate is
+  multiplied by a zero share), the stratum's within part is zero, and all of its effect
+  counts as composition: using a strategy on a question where the other arm never used it
+  is a change of *which* strategies are used, not of how well one is executed. A stratum
+  neither arm used weighs nothing. The tables show an undefined rate as null.
 - **Alignment.** Weighted Pearson correlation, over the strategies both arms use (outliers
   excluded), of ``log(p_t(s) / p_b(s))`` with the base success rate ``r_b(s)``, weights
   ``(p_b(s) + p_t(s)) / 2``. Positive: the treated arm moved mass toward the strategies the
@@ -66,19 +89,13 @@ Conventions (stated once, used everywhere below):
   Likewise ``overlap_at_common_n``: the chance that a treated trajectory's sequence is among
   ``min(n_base(q), n_treated(q))`` of the base arm's samples of its question, averaged over
   the treated trajectories of each question and then over questions.
-- **Strategies absent from one arm.** Their success rate there is undefined; the split
-  borrows the other arm's rate. The identity still holds exactly (the borrowed rate is
-  multiplied by a zero share), the strategy's within part is zero, and all of its effect
-  counts as composition: using a strategy the other arm never used is a change of *which*
-  strategies are used, not of how well one is executed. The tables show the undefined
-  rate as null.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -86,11 +103,11 @@ import polars as pl
 from mechanism.errors import InputError
 from mechanism.results import ResultMixin
 from mechanism.resample import (bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
-                                question_weighted, resolve_seed, stream)
+                                question_weighted, resolve_seed, simultaneous_band, stream)
 from mechanism.schema import KEY_COLUMNS, shared_questions, validate
 
 __all__ = [
-    "Reweighting", "reweighting", "compare_arms", "kitagawa_split", "js_divergence",
+    "Reweighting", "reweighting", "compare_arms", "kitagawa_split", "within_question_split", "js_divergence",
     "weighted_correlation", "query_sequence_keys", "labels_from_table", "permutation_test", "stream",
     "OUTLIER",
 ]
@@ -308,6 +325,8 @@ def query_sequence_keys(runs: pl.DataFrame) -> pl.Series:
 
 # ----------------------------------------------------------------------------- result
 WEIGHTINGS = ("question", "trajectory")
+Strata = Literal["question", "pooled"]
+STRATA: tuple[str, ...] = ("question", "pooled")
 
 
 @dataclass(frozen=True, repr=False)
@@ -320,9 +339,8 @@ class Reweighting(ResultMixin):
     ``detectable`` holds, for ``total``, ``composition`` and ``within``, the smallest true
     effect the design detects with probability 0.8 at the interval's level
     (:func:`mechanism.resample.detectable_effect`). ``weighting`` is ``"question"`` (the
-    design rule) or ``"trajectory"`` (pooled, on request). ``strategy_ci`` is the level of
-    each per-strategy interval (Bonferroni over the strategies, so that they hold together
-    at ``ci``).
+    design rule) or ``"trajectory"`` (pooled, on request). ``strategy_ci`` is the joint level
+    of the per-strategy bands (simultaneous, max-|t| bootstrap, over the strategies).
     """
 
     base: str
@@ -357,6 +375,8 @@ class Reweighting(ResultMixin):
     js_null_mean: float = math.nan
     detectable: dict[str, float] = field(default_factory=dict)
     strategy_ci: float | None = None
+    strata: str = "question"
+    by_category: pl.DataFrame | None = None
 
     def to_frame(self) -> pl.DataFrame:
         """One row per headline quantity: ``quantity, estimate, ci_low, ci_high, detectable``.
@@ -367,6 +387,7 @@ class Reweighting(ResultMixin):
         """
         rows: list[tuple[str, float, float, float, float]] = []
         tag = "" if self.weighting == "question" else "_trajectory_pooled"
+        split_tag = tag + ("" if self.strata == "question" else "_pooled_over_questions")
 
         def add(name: str, value: float | None, interval: tuple[float, float] | None = None,
                 detectable: float | None = None) -> None:
@@ -378,8 +399,8 @@ class Reweighting(ResultMixin):
         add(f"accuracy_base{tag}", self.accuracy_base, self._interval(acc_b))
         add(f"accuracy_treated{tag}", self.accuracy_treated, self._interval(acc_t))
         add(f"total{tag}", self.total, self.total_ci, self.detectable.get("total"))
-        add(f"composition{tag}", self.composition, self.composition_ci, self.detectable.get("composition"))
-        add(f"within{tag}", self.within, self.within_ci, self.detectable.get("within"))
+        add(f"composition{split_tag}", self.composition, self.composition_ci, self.detectable.get("composition"))
+        add(f"within{split_tag}", self.within, self.within_ci, self.detectable.get("within"))
         add(f"js_divergence_bits{tag}", self.js_divergence, self.js_divergence_ci)
         add(f"js_divergence_plugin_bits{tag}", self.js_divergence_plugin)
         add(f"js_divergence_null_mean_bits{tag}", self.js_null_mean)
@@ -420,7 +441,7 @@ class Reweighting(ResultMixin):
         for name in ("base", "treated", "ci", "weighting", "n_questions", "n_base", "n_treated", "accuracy_base",
                      "accuracy_treated", "total", "composition", "within", "js_divergence",
                      "js_divergence_plugin", "js_null_mean", "permutation_p", "n_permutations", "alignment",
-                     "shared_mass", "strategy_ci"):
+                     "shared_mass", "strategy_ci", "strata"):
             value = getattr(self, name)
             out[name] = _json_float(value) if isinstance(value, float) else value
         for name in ("total_ci", "composition_ci", "within_ci", "js_divergence_ci", "alignment_ci",
@@ -439,6 +460,8 @@ class Reweighting(ResultMixin):
     def tables(self) -> dict[str, pl.DataFrame]:
         """Every table by a file-friendly name."""
         out = {"reweighting_summary": self.to_frame(), "strategies": self.strategies}
+        if self.by_category is not None:
+            out["reweighting_by_category"] = self.by_category
         out.update({n: t for n, t in (("query_sequences", self.query_sequences),
                                       ("neighbours", self.neighbours)) if t is not None})
         return out
@@ -467,7 +490,8 @@ def _json_float(value: float) -> float | None:
 def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci: float | None = 0.95,
                 n_boot: int = 1000, random_state: int | np.random.Generator | None = 0,
                 n_permutations: int = 1000, coordinates: np.ndarray | None = None,
-                progress: bool | None = False, weighting: str = "question") -> Reweighting:
+                progress: bool | None = False, weighting: str = "question",
+                strata: Strata = "question", by: str | None = None) -> Reweighting:
     """Split the treated arm's accuracy gain into strategy reweighting and execution.
 
     Parameters
@@ -483,7 +507,7 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         The arms compared.
     ci
         Confidence level of the bootstrap intervals; ``None`` skips the bootstrap.
-        Per-strategy intervals are Bonferroni-adjusted over the strategies.
+        Per-strategy intervals are simultaneous bands over the strategies (max-|t| bootstrap).
     n_boot
         Bootstrap replicates (resampling questions, both arms together).
     random_state
@@ -504,6 +528,14 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         arm, each trajectory counting ``1 / (samples of its arm on its question)``.
         ``"trajectory"``: pool trajectories (questions with more samples weigh more); the
         summary labels these quantities ``*_trajectory_pooled``.
+    strata
+        ``"question"`` (default): the Kitagawa split over question x strategy strata, so
+        that using a strategy on easier questions is composition, not execution (see the
+        module's Conventions). ``"pooled"``: over strategies alone, success pooled over
+        questions; labelled ``*_pooled_over_questions`` in the summary.
+    by
+        A task-type column (e.g. ``"category"``): the result also holds each category's
+        summary beside the pooled one (``by_category``, key column ``category``), same seed.
 
     Returns
     -------
@@ -524,6 +556,8 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
     if weighting not in WEIGHTINGS:
         raise InputError(f"`weighting` must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}",
                          field="weighting")
+    if strata not in STRATA:
+        raise InputError(f"`strata` must be one of {', '.join(STRATA)}, got {strata!r}", field="strata")
     arms = set(runs["arm"].unique().to_list())
     for name, arm in (("base", base), ("treated", treated)):
         if arm not in arms:
@@ -543,6 +577,18 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
                              f"got {coordinates.shape}", field="coordinates")
     shared_questions(runs, [base, treated], what="reweighting")
     seed = resolve_seed(random_state)  # one seed for every stage: paired intervals
+    if by is not None:
+        import dataclasses
+
+        from mechanism.results import by_category
+
+        opts = dict(base=base, treated=treated, ci=ci, n_boot=n_boot, random_state=seed,
+                    n_permutations=n_permutations, progress=progress, weighting=weighting, strata=strata)
+        pooled = reweighting(runs, values, coordinates=coordinates, **opts)
+        table, extra = by_category(runs, by, pooled, lambda mask: reweighting(
+            runs.filter(pl.Series(mask)), values[mask],
+            coordinates=None if coordinates is None else coordinates[mask], **opts))
+        return dataclasses.replace(pooled, by_category=table, notes=pooled.notes + tuple(extra))
 
     notes: list[str] = []
     in_pair = (runs["arm"] == base) | (runs["arm"] == treated)
@@ -582,8 +628,18 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
     if ci is not None and n_boot > 0:
         weights = question_bootstrap_weights(n_q, n_boot, stream(seed, "bootstrap")).astype(float)
         reps = _statistics(np.einsum("bq,aqs->bas", weights, wn), np.einsum("bq,aqs->bas", weights, wc), outlier)
+    if strata == "question":
+        point.update({k: v[0] for k, v in within_question_split(wn, wc, np.ones((1, n_q))).items()})
+        if reps:
+            reps.update(within_question_split(wn, wc, weights))
+        notes.append("composition and within are computed on question x strategy strata: a strategy used on "
+                     "easier questions counts as composition, not execution")
+    else:
+        notes.append("composition and within pool each strategy's success over questions "
+                     "(strata='pooled'): within then also holds the change in which questions each strategy "
+                     "is used on")
     n_used = int(((counts[0].sum(axis=0) > 0) | (counts[1].sum(axis=0) > 0)).sum())
-    strategy_ci = bonferroni_level(ci, n_used) if ci is not None else None
+    strategy_ci = ci  # per-strategy rows hold together at ci: simultaneous bands, not separate intervals
 
     def interval(name: str, axis_values: bool = False, level: float | None = ci) -> Any:
         if not reps:
@@ -593,12 +649,12 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         lo, hi = percentile_interval(reps[name], level)
         return (lo, hi) if axis_values else (float(lo), float(hi))
 
-    strategies_table = _strategy_table(strategies, counts, point,
-                                       lambda name: interval(name, axis_values=True, level=strategy_ci),
-                                       strategy_ci)
+    bands = strategy_bands(point, reps, ci, families=STRATEGY_FAMILIES)
+    strategies_table = _strategy_table(strategies, counts, point, lambda name: bands[name], strategy_ci)
     if reps and n_used > 1:
-        notes.append(f"per-strategy intervals are Bonferroni-adjusted over {n_used} strategies "
-                     f"(each at level {strategy_ci:.4g}, jointly {ci:g})")
+        notes.append(f"per-strategy intervals are simultaneous bands (max-|t| bootstrap) at {ci:g} over the "
+                     f"{n_used} strategies: each of share_base, share_treated, success_base and success_treated "
+                     "holds together over the strategies, and composition and within hold together as one family")
 
     perm_p, null = math.nan, np.empty(0)
     if n_permutations > 0:
@@ -641,8 +697,84 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         strategies=strategies_table, query_sequences=query_table, neighbours=neighbours,
         notes=tuple(notes), replicates=reps, weighting=weighting, js_divergence_plugin=js_plugin,
         js_null_mean=float(null.mean()) if null.size else math.nan, detectable=detectable,
-        strategy_ci=strategy_ci,
+        strategy_ci=strategy_ci, strata=strata,
     )
+
+
+#: Families of per-strategy rows meant to be read together: each gets one simultaneous band.
+STRATEGY_FAMILIES: tuple[tuple[str, ...], ...] = (("share_base",), ("share_treated",), ("rate_base",),
+                                                  ("rate_treated",), ("composition", "within"))
+
+
+def strategy_bands(point: dict[str, np.ndarray], reps: dict[str, np.ndarray], ci: float | None,
+                   families: Sequence[Sequence[str]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Simultaneous (max-|t| bootstrap) bands for each family of per-strategy arrays.
+
+    ``point[name]`` is ``(S,)``, ``reps[name]`` ``(B, S)``; the members of a family (several
+    names) share one critical value (:func:`mechanism.resample.simultaneous_band`). Without
+    replicates every band is NaN.
+    """
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for family in families:
+        est = np.stack([np.asarray(point[name], dtype=float) for name in family])
+        if not reps or ci is None:
+            for name in family:
+                out[name] = (np.full(est.shape[1], np.nan), np.full(est.shape[1], np.nan))
+            continue
+        rep = np.stack([np.asarray(reps[name], dtype=float) for name in family], axis=1)  # (B, F, S)
+        low, high, _ = simultaneous_band(est, rep, ci)
+        for i, name in enumerate(family):
+            out[name] = (low[i], high[i])
+    return out
+
+
+def within_question_split(wn: np.ndarray, wc: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+    """Kitagawa's split over question x strategy strata, for every row of question ``weights``.
+
+    Parameters
+    ----------
+    wn, wc
+        ``(2, Q, S)`` weighted trajectory and success tallies (arm 0 = base), as
+        :func:`weighted_tallies` gives them.
+    weights
+        ``(B, Q)`` how often each question is drawn (ones for the point estimate).
+
+    Returns
+    -------
+    dict
+        ``composition`` and ``within`` per strategy ``(B, S)`` (each the sum of its strata
+        over questions) and their totals ``(B,)``.
+
+    Notes
+    -----
+    A stratum's success rate does not change when its question is drawn again, only its
+    share does: ``p_a(q,s) = w_q wn_a(q,s) / sum_q' w_q' wn_a(q')``. So every replicate is
+    a matrix product with per-stratum terms computed once, never a ``(B, Q, S)`` array.
+    A stratum one arm never used borrows the other arm's rate (see the Conventions).
+
+    Examples
+    --------
+    >>> wn = np.array([[[.5, .5], [.5, .5]], [[1., 0.], [0., 1.]]])   # base mixes, rl separates
+    >>> wc = np.array([[[.45, .45], [.05, .05]], [[.9, 0.], [0., .1]]])  # success by question only
+    >>> out = within_question_split(wn, wc, np.ones((1, 2)))
+    >>> [round(float(out[k][0]), 12) for k in ("composition_total", "within_total")]
+    [0.0, 0.0]
+    """
+    n_b, n_t = np.asarray(wn[0], dtype=float), np.asarray(wn[1], dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r_b = np.where(n_b > 0, wc[0] / np.where(n_b > 0, n_b, 1.0), np.nan)
+        r_t = np.where(n_t > 0, wc[1] / np.where(n_t > 0, n_t, 1.0), np.nan)
+    rb = np.where(n_b > 0, r_b, np.where(n_t > 0, r_t, 0.0))
+    rt = np.where(n_t > 0, r_t, np.where(n_b > 0, r_b, 0.0))
+    mean_rate, diff_rate = (rt + rb) / 2.0, rt - rb
+    w = np.asarray(weights, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tot_b = (w @ n_b.sum(axis=1))[:, None]
+        tot_t = (w @ n_t.sum(axis=1))[:, None]
+        composition = (w @ (n_t * mean_rate)) / tot_t - (w @ (n_b * mean_rate)) / tot_b
+        within = ((w @ (n_t * diff_rate)) / tot_t + (w @ (n_b * diff_rate)) / tot_b) / 2.0
+    return {"composition": composition, "within": within,
+            "composition_total": composition.sum(axis=-1), "within_total": within.sum(axis=-1)}
 
 
 def weighted_tallies(counts: np.ndarray, wins: np.ndarray, weighting: str = "question") -> tuple[np.ndarray, np.ndarray]:
@@ -742,7 +874,7 @@ def _strategy_table(strategies: np.ndarray, counts: np.ndarray, point: dict[str,
         if name in ("composition", "within"):
             cols[f"{name}_detectable"] = (np.asarray(detectable_effect(lo, hi, level), dtype=float)
                                           if level is not None else np.full(est.shape, np.nan))
-    # the level of every interval in the row: Bonferroni over the strategies
+    # the joint level of the row's bands (simultaneous over the strategies)
     cols["ci_level"] = np.full(len(strategies), np.nan if level is None else level)
     table = pl.DataFrame(cols)
     # undefined success rates are null, not NaN, so they read as missing in CSV and notebooks
@@ -1016,7 +1148,8 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequenc
                  random_state: int | np.random.Generator | None = 0,
                  n_permutations: int = 1000, coordinates: np.ndarray | None = None,
                  progress: bool | None = False, weighting: str = "question",
-                 others: Sequence[str] | None = None) -> pl.DataFrame:
+                 others: Sequence[str] | None = None, strata: Strata = "question",
+                 adjust: Literal["bonferroni", "none"] = "bonferroni") -> pl.DataFrame:
     """:func:`reweighting` of every arm in ``others`` against ``base``, as one long table.
 
     Parameters
@@ -1028,12 +1161,19 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequenc
         seed is resolved once, so every arm is compared on the same question resamples.
     others
         Deprecated name of ``treated``.
+    strata
+        As in :func:`reweighting`.
+    adjust
+        ``"bonferroni"`` (default): with m treated arms each comparison's intervals are at
+        level ``1 - (1 - ci) / m``, so that the m comparisons hold together at ``ci`` (a
+        reader scanning several checkpoints for the one that "moved" is making m
+        comparisons); ``"none"``: each at ``ci``.
 
     Returns
     -------
     polars.DataFrame
-        ``base, treated, quantity, estimate, ci_low, ci_high``: the rows of each
-        :meth:`Reweighting.summary`.
+        ``base, treated, quantity, estimate, ci_low, ci_high, detectable, ci_level``: the rows
+        of each :meth:`Reweighting.summary`, ``ci_level`` the level each interval was made at.
     """
     validate(runs, required=("arm",))
     if others is not None:
@@ -1042,14 +1182,18 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequenc
     others = treated if treated is not None else others
     if others is None:
         others = [a for a in runs["arm"].unique(maintain_order=True).to_list() if a != base]
+    if adjust not in ("bonferroni", "none"):
+        raise InputError(f"`adjust` must be 'bonferroni' or 'none', got {adjust!r}", field="adjust")
     frames = []
     seed = resolve_seed(random_state)
+    others = list(others)
+    level = bonferroni_level(ci, len(others)) if adjust == "bonferroni" else ci
     for arm in others:
-        rw = reweighting(runs, labels, base=base, treated=arm, ci=ci, n_boot=n_boot,
+        rw = reweighting(runs, labels, base=base, treated=arm, ci=level, n_boot=n_boot,
                          random_state=seed, n_permutations=n_permutations,
-                         coordinates=coordinates, progress=progress, weighting=weighting)
+                         coordinates=coordinates, progress=progress, weighting=weighting, strata=strata)
         frames.append(rw.to_frame().select(pl.lit(base).alias("base"), pl.lit(arm).alias("treated"),
-                                          pl.all()))
+                                          pl.all(), pl.lit(level, dtype=pl.Float64).alias("ci_level")))
     if not frames:
         raise InputError(f"no arm to compare with {base!r}", field="others")
     return pl.concat(frames)

@@ -1,21 +1,47 @@
 """Information integration: did the agent find the answer, and did it use what it found?
 
-Per trajectory: was a gold answer retrieved (it appears, as whole words after SQuAD
-normalisation, in some observation: :func:`mechanism.scoring.contains_answer`; yes/no and
-other one-word function answers never count, see :func:`retrievable`), and was the episode
-answered correctly. Per arm:
+Conventions (stated once, used everywhere below):
 
-- retrieval rate ``R = P(retrieved)``,
-- integration rate ``I = P(correct | retrieved)``,
-- parametric rate ``P = P(correct | not retrieved)``,
-
-so that ``accuracy = R I + (1 - R) P`` exactly. Between two arms the accuracy difference
-splits exactly (Kitagawa's symmetric form over the two strata, see
-:func:`mechanism.compare.kitagawa_split`) into a **retrieval** part
-``(R_t - R_b) ((I_t + I_b) / 2 - (P_t + P_b) / 2)``, an **integration** part
-``(I_t - I_b) (R_t + R_b) / 2`` and a **parametric** part
-``(P_t - P_b) (2 - R_t - R_b) / 2``. A stratum that one arm never reaches borrows the other
-arm's rate (its within part is zero), as in :mod:`mechanism.compare`.
+- **Retrieved, read as text.** A gold answer counts as retrieved when it appears, as whole
+  words, in some observation after both are read the same way
+  (:func:`retrieval_normalize`): accents folded (``Beyoncé`` = ``Beyonce``), possessive
+  ``'s`` dropped (``Lincoln's`` holds ``Lincoln``), every other punctuation mark read as a
+  space (``Paris-based`` holds ``Paris``, ``Jean Paul Sartre`` = ``Jean-Paul Sartre``),
+  articles dropped, lower case.
+- **Not retrievable by text.** Some golds no word match can identify: yes/no/true/false/none,
+  golds made only of function words (``us``, ``may``, ``it``), one-token numbers (``12``,
+  ``two``, ``1987``: "12 May 2003" and "the two brothers" are not retrievals) and single
+  characters (:func:`retrievable`). A trajectory whose golds are all such (or that has no
+  gold) falls in its own stratum, **not_retrievable**, reported apart from parametric: its
+  accuracy says nothing about answering without evidence.
+- **Evidence.** Where the input says what was retrieved (a boolean column named by
+  ``evidence``, e.g. whether the supporting paragraphs were returned), that column decides
+  retrieved / not retrieved for every row where it is not null, whatever the gold's form;
+  the text rule covers the other rows.
+- **Rates.** Per arm: retrieval rate ``R = P(retrieved)``, integration rate
+  ``I = P(correct | retrieved)``, parametric rate ``P = P(correct | not retrieved)`` (golds
+  retrievable but not found), ``U = P(not retrievable)`` and ``V = P(correct | not
+  retrievable)``, so that ``accuracy = R I + (1 - R - U) P + U V`` exactly.
+- **Split, on question strata (the default).** Retrieval depends on the question, so the
+  accuracy difference is split within each question, over the strata
+  retrieved / not retrieved / not retrievable (Kitagawa's symmetric form,
+  :func:`mechanism.compare.kitagawa_split`), and the per-question parts are averaged with
+  the questions' weights: a **retrieval** part (the change in the mix of strata within
+  questions, valued at the strata's mean success), an **integration** part
+  ``(I_t - I_b) (R_t + R_b) / 2``, a **parametric** part and a **not_retrievable** part,
+  per question. They add to the total exactly. With strategy labels the same is done on
+  question x strategy strata (the nested split): composition (which strategy is used on
+  each question) + within, and within split again into retrieval, integration,
+  parametric and not-retrievable parts. ``strata="pooled"`` pools over questions (the
+  textbook form), labelled in ``notes``.
+- **Strata an arm never used.** A question x strategy stratum one arm never used borrows
+  the other arm's tallies (its within parts are zero, all of its effect is composition);
+  inside a stratum both used, a retrieval stratum one arm never reached borrows the other
+  arm's rate, as in :mod:`mechanism.compare`.
+- **Sensitivity.** ``split_sensitivity`` repeats the per-arm split under the other rules
+  (not-retrievable golds counted as not retrieved, as a plain word match would; the older
+  SQuAD reading, which deletes punctuation without a space and keeps accents), on the same
+  bootstrap draws, so a reader sees how much the parts depend on the rule.
 
 Also: the share of follow-up queries (rounds >= 2) that carry a content word first seen in
 an observation (the mark of a bridge step), and, where base-model token log-probabilities
@@ -32,16 +58,19 @@ Weighting: every question weighs the same within an arm (each trajectory weighte
 rates are means over questions and unequal sample counts cannot make identical policies look
 different; ``weighting="trajectory"`` pools trajectories instead, on request.
 Intervals: percentile bootstrap over questions (all samples of a question together; arms
-paired). Per-strategy intervals (``by_strategy``, ``strategy_shift``, ``perplexity_by_strategy``)
-are Bonferroni-adjusted over the strategies: each at level ``1 - (1 - ci) / S`` (column
-``ci_level``), read from the same replicates, so that the ``S`` intervals of one quantity hold
-together at ``ci``. Family-level quantities (``per_arm``, ``split``, ``shift``: alignments, mass
-moved, nested split totals) are single intervals at ``ci``.
+paired). Per-strategy rows are read together, so ``by_strategy`` and ``strategy_shift`` carry
+simultaneous bands (max-|t| bootstrap, :func:`mechanism.resample.simultaneous_band`) at joint
+level ``ci`` (column ``ci_level``): each rate or share column over its rows, and
+``strategy_shift``'s difference columns (share change and every part of the nested split) as
+one family; ``perplexity_by_strategy`` is Bonferroni-adjusted over the strategies.
+Family-level quantities (``per_arm``, ``split``, ``shift``: alignments, mass moved, nested
+split totals) are single intervals at ``ci``.
 """
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,15 +80,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from mechanism.compare import OUTLIER, WEIGHTINGS, kitagawa_split, weighted_correlation, weighted_tallies
+from mechanism.compare import OUTLIER, WEIGHTINGS, Strata, kitagawa_split, weighted_correlation, weighted_tallies
 from mechanism.errors import InputError
 from mechanism.resample import (bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
-                                stream)
+                                simultaneous_band, stream)
 from mechanism.results import ResultMixin
 from mechanism.schema import shared_questions, validate
 from mechanism.scoring import contains_answer, normalize_answer
 
-__all__ = ["Integration", "integration", "verdict", "integration_verdict", "retrieval_flags", "retrievable", "retrievable_flags",
+__all__ = ["Integration", "integration", "verdict", "integration_verdict", "retrieval_flags", "retrievable",
+           "retrievable_flags", "retrieval_status", "retrieval_normalize", "RETRIEVAL_STATUS", "question_strata_split",
            "gold_in_observations", "followup_entity_flags", "content_tokens", "token_logprobs",
            "render_segments", "LOGPROBS_DTYPE", "UNRETRIEVABLE_ANSWERS", "WEIGHTINGS"]
 
@@ -85,69 +115,168 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 
 
 def content_tokens(text: str | None) -> set[str]:
-    """Lower-cased content words of ``text`` (SQuAD-normalised, stop words removed).
+    """Lower-cased content words of ``text`` (read as :func:`retrieval_normalize` reads it, stop
+    words removed).
 
     Examples
     --------
     >>> sorted(content_tokens("Who directed The Matrix (1999)?"))
     ['1999', 'directed', 'matrix']
+    >>> sorted(content_tokens("a Paris-based firm"))
+    ['based', 'firm', 'paris']
     """
     if not text:
         return set()
-    return {t for t in _TOKEN.findall(normalize_answer(text)) if t not in _STOPWORDS
+    return {t for t in retrieval_normalize(text).split() if t not in _STOPWORDS
             and (len(t) > 1 or t.isdigit())}
 
 
 #: Gold answers that a word match cannot find in a text: a polar (or "none") answer is never
 #: stated as such by a retrieved page ("There is no record" does not retrieve "no").
 UNRETRIEVABLE_ANSWERS = frozenset({"yes", "no", "true", "false", "none"})
+#: Words that occur in ordinary prose whatever the page is about: a gold made only of these
+#: ("US" in "told us", "May" in "may have been") is not identified by finding it.
+_FUNCTION_WORDS = _STOPWORDS | frozenset("""
+us may might must can could would shall should will ought also yet still even ever never
+""".split())
+#: Number words: "two" occurs in "the two brothers" on pages that have nothing to do with the answer.
+_NUMBER_WORDS = frozenset("""
+zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
+sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred
+thousand million billion first second third fourth fifth sixth seventh eighth ninth tenth once
+twice half dozen
+""".split())
+_POSSESSIVE = re.compile(r"(?<=\w)['\u2019\u02bc]s\b")
+_NON_WORD = re.compile(r"[\W_]+")
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_ORDINAL_NUMBER = re.compile(r"^\d+(st|nd|rd|th|s)?$")
 
 
-def retrievable(gold: str | None) -> bool:
-    """Whether a gold answer can count as retrieved by a whole-word match in an observation.
-
-    The rule: after SQuAD normalisation the answer must not be yes, no, true, false or none
-    (:data:`UNRETRIEVABLE_ANSWERS`), must carry a content word (not only function words such
-    as "it" or "them"), and must be longer than one character (a lone letter or digit
-    occurs in almost any page). Such a gold answer is judged only through ``correct``: an
-    episode whose gold answers are all non-retrievable counts as not retrieved, and
-    :func:`integration` says how many there were.
+def retrieval_normalize(text: str | None) -> str:
+    """``text`` as the retrieval check reads it: accents folded, possessives dropped,
+    punctuation read as space, articles dropped, lower case, white space collapsed.
 
     Examples
     --------
-    >>> [retrievable(g) for g in ("Paris", "no", "Yes.", "None", "7", "1987", "the")]
-    [True, False, False, False, False, True, False]
+    >>> retrieval_normalize("Beyoncé's Paris-based label")
+    'beyonce paris based label'
+    >>> retrieval_normalize("Jean-Paul Sartre (1905–1980)")
+    'jean paul sartre 1905 1980'
     """
-    norm = normalize_answer(gold)
-    return len(norm) > 1 and norm not in UNRETRIEVABLE_ANSWERS and bool(content_tokens(norm))
+    if not text:
+        return ""
+    folded = unicodedata.normalize("NFKD", str(text))
+    folded = "".join(ch for ch in folded if not unicodedata.combining(ch)).casefold()
+    folded = _NON_WORD.sub(" ", _POSSESSIVE.sub("", folded))
+    return " ".join(_ARTICLES.sub(" ", folded).split())
+
+
+def retrievable(gold: str | None) -> bool:
+    """Whether a gold answer can be identified by finding it, as words, in an observation.
+
+    Not retrievable by text: yes, no, true, false, none (:data:`UNRETRIEVABLE_ANSWERS`);
+    golds made only of function words (``"us"``, ``"may"``, ``"the"``); one-token numbers
+    (``"12"``, ``"two"``, ``"1987"``, ``"3rd"``); single characters. Such a gold is judged
+    only through ``correct``, in the stratum of its own that :func:`integration` reports.
+
+    Examples
+    --------
+    >>> [retrievable(g) for g in ("Paris", "no", "Yes.", "None", "7", "1987", "the", "US", "May", "two")]
+    [True, False, False, False, False, False, False, False, False, False]
+    >>> [retrievable(g) for g in ("12 May 2003", "Jean-Paul Sartre", "Beyoncé")]
+    [True, True, True]
+    """
+    norm = retrieval_normalize(gold)
+    tokens = norm.split()
+    if not tokens or len(norm) < 2 or norm in UNRETRIEVABLE_ANSWERS:
+        return False
+    if len(tokens) == 1 and (tokens[0] in _NUMBER_WORDS or _ORDINAL_NUMBER.match(tokens[0])):
+        return False
+    return any(t not in _FUNCTION_WORDS and (len(t) > 1 or t.isdigit()) for t in tokens)
 
 
 def gold_in_observations(observations: Sequence[str | None], golds: Sequence[str] | None) -> bool:
-    """Does some observation contain a retrievable gold answer (whole words, normalised)?
+    """Does some observation contain a retrievable gold answer, as whole words, read as text?
 
-    See :func:`retrievable` for which gold answers can count.
+    See :func:`retrieval_normalize` for how both are read and :func:`retrievable` for which
+    gold answers can count.
+
+    Examples
+    --------
+    >>> gold_in_observations(["He was told us about it."], ["US"])
+    False
+    >>> gold_in_observations(["Lincoln's address"], ["Lincoln"]), gold_in_observations(["Beyonce sang"], ["Beyoncé"])
+    (True, True)
+    >>> gold_in_observations(["a New York-born writer"], ["New York"])
+    True
     """
-    usable = [g for g in (golds or []) if g is not None and retrievable(g)]
+    usable = {retrieval_normalize(g) for g in (golds or []) if g is not None and retrievable(g)}
+    if not usable:
+        return False
+    for text in observations:
+        if text:
+            padded = f" {retrieval_normalize(text)} "
+            if any(f" {g} " in padded for g in usable):
+                return True
+    return False
+
+
+def _squad_gold_in_observations(observations: Sequence[str | None], golds: Sequence[str] | None) -> bool:
+    """The earlier rule, kept for the sensitivity table: SQuAD normalisation (punctuation
+    deleted without a space, accents kept); only yes/no-like and function-word golds excluded."""
+    def old_retrievable(g: str) -> bool:
+        norm = normalize_answer(g)
+        return len(norm) > 1 and norm not in UNRETRIEVABLE_ANSWERS and any(
+            t not in _STOPWORDS for t in norm.split())
+    usable = [g for g in (golds or []) if g is not None and old_retrievable(g)]
     return bool(usable) and any(contains_answer(o, usable) for o in observations)
 
 
-def retrieval_flags(runs: pl.DataFrame, *, progress: bool | None = False) -> np.ndarray:
-    """Per row: does any observation contain a retrievable gold answer (whole words, normalised)?
+RETRIEVAL_STATUS = ("not_retrieved", "retrieved", "not_retrievable")
 
-    A row with an empty ``gold`` list, or whose gold answers are all non-retrievable
-    (yes/no and other one-word function answers, see :func:`retrievable`), cannot have
-    retrieved it: False.
+
+def retrieval_status(runs: pl.DataFrame, *, evidence: str | None = None, rule: str = "text",
+                     progress: bool | None = False) -> np.ndarray:
+    """Per row: 0 not retrieved, 1 retrieved, 2 not retrievable by text (:data:`RETRIEVAL_STATUS`).
+
+    Parameters
+    ----------
+    runs
+        Canonical table (``gold``, ``steps``; and the ``evidence`` column when named).
+    evidence
+        A boolean column saying whether the evidence was retrieved; where it is not null it
+        decides (1 or 0) whatever the gold's form.
+    rule
+        ``"text"`` (the default rule), ``"text_lumped"`` (not-retrievable golds counted as not
+        retrieved) or ``"squad"`` (the earlier SQuAD reading, not-retrievable counted as not
+        retrieved): the latter two only for the sensitivity table.
     """
     from mechanism.progress import progress as bar
 
     validate(runs, required=("gold", "steps"))
-    out = np.zeros(runs.height, dtype=bool)
+    match = _squad_gold_in_observations if rule == "squad" else gold_in_observations
+    out = np.zeros(runs.height, dtype=np.int64)
     rows = zip(runs["gold"].to_list(), runs["steps"].to_list())
     for i, (golds, steps) in enumerate(bar(rows, enabled=progress, desc="retrieval", total=runs.height)):
-        if not golds or not steps:
-            continue
-        out[i] = gold_in_observations([step.get("observation") for step in steps], golds)
+        if rule == "text" and not any(g is not None and retrievable(g) for g in (golds or [])):
+            out[i] = 2
+        elif golds and steps:
+            out[i] = int(match([step.get("observation") for step in steps], golds))
+    if evidence is not None:
+        given = runs[evidence]
+        known = given.is_not_null().to_numpy()
+        out[known] = given.fill_null(False).to_numpy().astype(np.int64)[known]
     return out
+
+
+def retrieval_flags(runs: pl.DataFrame, *, progress: bool | None = False) -> np.ndarray:
+    """Per row: does any observation contain a retrievable gold answer (read as text)?
+
+    A row with an empty ``gold`` list, or whose gold answers are all not retrievable by text
+    (see :func:`retrievable`), cannot have retrieved it: False (:func:`retrieval_status`
+    tells these apart from "not retrieved").
+    """
+    return retrieval_status(runs, progress=progress) == 1
 
 
 def retrievable_flags(runs: pl.DataFrame) -> np.ndarray:
@@ -190,23 +319,29 @@ class Integration(ResultMixin):
     Attributes
     ----------
     per_trajectory
-        ``arm, question_id, sample_id, retrieved, correct, n_followup, n_followup_from_observation``
+        ``arm, question_id, sample_id, retrieved, retrieval_status, correct, n_followup,
+        n_followup_from_observation``
         (and ``strategy`` when labels were given).
     per_arm
         Per arm: counts, ``accuracy``, ``retrieval_rate``, ``integration_rate``,
         ``parametric_rate``, ``followup_from_observation``, each with ``_ci_low``/``_ci_high``.
     split
         Per treated arm against ``base``: ``part`` in total / retrieval / integration /
-        parametric with ``estimate, ci_low, ci_high`` and ``detectable_effect``; retrieval +
-        integration + parametric equals total exactly.
+        parametric / not_retrievable (and question_mix with ``weighting="trajectory"``) with
+        ``estimate, ci_low, ci_high`` and ``detectable_effect``; the parts add to the total
+        exactly (within questions by default, see the Conventions).
+    split_sensitivity
+        The same split under each retrieval rule (``rule``: ``text``, the default;
+        ``text_not_retrievable_as_not_retrieved``; ``squad_reading``, the earlier one), from
+        the same bootstrap draws.
     perplexity
         Per arm and segment: tokens, mean log-probability and perplexity with intervals;
         ``None`` when no log-probabilities were given.
     by_strategy
         With labels: per strategy and arm, ``n``, ``n_questions``, ``n_retrieved`` and the
         ``share``, ``retrieval_rate``, ``integration_rate``, ``parametric_rate`` and
-        ``accuracy`` (success within the strategy), each with intervals Bonferroni-adjusted
-        over the strategies (their level in ``ci_level``).
+        ``accuracy`` (success within the strategy), each column with a simultaneous band over
+        its rows (joint level in ``ci_level``).
     shift
         With labels, per treated arm against ``base`` (questions both arms answered):
         ``quantity, estimate, ci_low, ci_high, detectable_effect`` for the alignments, the mass
@@ -214,8 +349,8 @@ class Integration(ResultMixin):
     strategy_shift
         With labels: per treated arm and strategy, the share change, the base arm's retrieval
         and integration rates, ``above_average`` and the strategy's parts of the nested split,
-        with intervals Bonferroni-adjusted over the strategies either arm used (their level in
-        ``ci_level``).
+        with simultaneous bands over the strategies either arm used (the difference columns as
+        one family; joint level in ``ci_level``).
     perplexity_by_strategy
         With labels and log-probabilities: per arm, strategy and segment, as ``perplexity``
         (intervals Bonferroni-adjusted over the strategies, level in ``ci_level``).
@@ -235,6 +370,9 @@ class Integration(ResultMixin):
     shift: pl.DataFrame | None = None
     strategy_shift: pl.DataFrame | None = None
     perplexity_by_strategy: pl.DataFrame | None = None
+    split_sensitivity: pl.DataFrame | None = None
+    strata: str = "question"
+    by_category: pl.DataFrame | None = None
 
     def to_frame(self) -> pl.DataFrame:
         """Long table ``arm, quantity, estimate, ci_low, ci_high`` of the per-arm rates, splits and shifts."""
@@ -273,7 +411,8 @@ class Integration(ResultMixin):
                 "weighting": self.weighting, "per_arm": rows(self.per_arm), "split": rows(self.split),
                 "perplexity": rows(self.perplexity), "by_strategy": rows(self.by_strategy),
                 "shift": rows(self.shift), "strategy_shift": rows(self.strategy_shift),
-                "perplexity_by_strategy": rows(self.perplexity_by_strategy), "notes": list(self.notes)}
+                "perplexity_by_strategy": rows(self.perplexity_by_strategy),
+                "split_sensitivity": rows(self.split_sensitivity), "strata": self.strata, "notes": list(self.notes)}
 
 
     # -- the result protocol (mechanism.results): summary(), tables(), a one-line repr
@@ -282,7 +421,9 @@ class Integration(ResultMixin):
         return {n: t for n, t in (("per_arm", self.per_arm), ("split", self.split), ("perplexity", self.perplexity),
                                   ("per_trajectory", self.per_trajectory), ("by_strategy", self.by_strategy),
                                   ("shift", self.shift), ("strategy_shift", self.strategy_shift),
-                                  ("perplexity_by_strategy", self.perplexity_by_strategy)) if t is not None}
+                                  ("perplexity_by_strategy", self.perplexity_by_strategy),
+                                  ("split_sensitivity", self.split_sensitivity),
+                                  ("integration_by_category", self.by_category)) if t is not None}
 
     def _summary_title(self) -> str:
         from mechanism.report.integration import integration_title
@@ -301,7 +442,8 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
                 treated: str | Sequence[str] | None = None, labels: Any = None,
                 ci: float | None = 0.95, n_boot: int = 1000, random_state: int | None = 0,
                 weighting: str = "question", logprobs_column: str | None = None,
-                model_path: str | Path | None = None, progress: bool | None = False) -> Integration:
+                model_path: str | Path | None = None, progress: bool | None = False,
+                evidence: str | None = None, strata: Strata = "question", by: str | None = None) -> Integration:
     """Retrieval, integration and parametric rates per arm (and strategy), and the splits between arms.
 
     Parameters
@@ -321,10 +463,9 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
         ``StrategySpace.transform(runs)``. Adds ``by_strategy``, ``shift`` and
         ``strategy_shift``.
     ci
-        Confidence level of the bootstrap intervals; ``None`` skips them. Per-strategy
-        intervals are Bonferroni-adjusted over the ``S`` strategies (each at
-        ``1 - (1 - ci) / S``, so that they hold together at ``ci``); the per-arm, split and
-        shift intervals are at ``ci``.
+        Confidence level of the bootstrap intervals; ``None`` skips them. Per-strategy rows
+        carry simultaneous bands that hold together at ``ci``; the per-arm, split and shift
+        intervals are at ``ci``.
     n_boot, random_state
         Bootstrap replicates over questions and their seed.
     weighting
@@ -345,6 +486,15 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     treated
         Arms split against ``base`` (the name every comparison uses): ``arms`` becomes
         ``[base, *treated]``; exclusive with ``arms``.
+    evidence
+        Name of a boolean column that says whether the evidence was retrieved (e.g. the
+        supporting paragraphs); where not null it decides retrieval instead of the text rule.
+    strata
+        ``"question"`` (default): every split is made within questions (and, with labels, on
+        question x strategy strata); ``"pooled"``: over strata pooled across questions.
+    by
+        A task-type column (e.g. ``"category"``): the result also holds each category's
+        long table beside the pooled one (``by_category``, key column ``category``).
 
     Returns
     -------
@@ -375,16 +525,24 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
 
     Multiplicity: a table with one interval per strategy invites reading the one that excludes
     0; with ``S`` strategies at 95 % each, identical policies give such an interval far more
-    often than 5 % of the time. Per-strategy intervals are therefore Bonferroni-adjusted over
-    the strategies (the ``S`` strata of the table, the outlier stratum included; in
-    ``strategy_shift`` those either arm of the pair used), percentiles of the same bootstrap
-    replicates at level ``1 - (1 - ci) / S``. The alignments, the mass moved and the nested
-    split totals are one interval each, at ``ci``. With few replicates the adjusted tails
-    rest on few of them: a note says so.
+    often than 5 % of the time, and the columns of ``strategy_shift`` are read together too.
+    Per-strategy rows therefore carry simultaneous max-|t| bootstrap bands (the outlier stratum
+    included; in ``strategy_shift`` over the strategies either arm of the pair used, its
+    difference columns as one family). The alignments, the mass moved and the nested split
+    totals are one interval each, at ``ci``. With few replicates the bands' critical value
+    rests on few of them: a note says so.
     """
-    from mechanism.compare import _check_labels
+    from mechanism.compare import STRATA, _check_labels
 
     validate(runs)
+    if strata not in STRATA:
+        raise InputError(f"`strata` must be one of {', '.join(STRATA)}, got {strata!r}", field="strata")
+    if evidence is not None:
+        if evidence not in runs.columns:
+            raise InputError(f"no column `{evidence}` for the evidence of retrieval", field=evidence)
+        if runs.schema[evidence] != pl.Boolean:
+            raise InputError(f"column `{evidence}` has type {runs.schema[evidence]}, expected a boolean",
+                             field=evidence)
     present = runs["arm"].unique(maintain_order=True).to_list()
     treated_list = None
     if treated is not None:
@@ -424,6 +582,18 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     if logprobs_column is not None:
         _check_logprobs(runs, logprobs_column)
     values = _check_labels(runs, labels) if labels is not None else None
+    if by is not None:
+        import dataclasses
+
+        from mechanism.results import by_category
+
+        opts = dict(arms=arms, base=base, treated=treated_list, ci=ci, n_boot=n_boot, random_state=random_state,
+                    weighting=weighting, logprobs_column=logprobs_column, model_path=model_path,
+                    progress=progress, evidence=evidence, strata=strata)
+        pooled = integration(runs, labels=values, **opts)
+        table, extra = by_category(runs, by, pooled, lambda mask: integration(
+            runs.filter(pl.Series(mask)), labels=None if values is None else values[mask], **opts))
+        return dataclasses.replace(pooled, by_category=table, notes=pooled.notes + tuple(extra))
 
     for arm in treated_list:
         shared_questions(runs, [base, arm], what="integration", compared="the split compares on the shared "
@@ -435,10 +605,13 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     if model_path is not None:
         logprobs_column = "_base_model_logprobs"
         runs = runs.with_columns(token_logprobs(runs, model_path, progress=progress).alias(logprobs_column))
-    retrieved = retrieval_flags(runs, progress=progress)
+    status = retrieval_status(runs, evidence=evidence, progress=progress)
+    retrieved = status == 1
     n_follow, n_hits = followup_entity_flags(runs)
     per_traj = runs.select("arm", "question_id", "sample_id").with_columns(
-        pl.Series("retrieved", retrieved), runs["correct"],
+        pl.Series("retrieved", retrieved),
+        pl.Series("retrieval_status", np.asarray(RETRIEVAL_STATUS, dtype=object)[status].tolist(), dtype=pl.String),
+        runs["correct"],
         pl.Series("n_followup", n_follow), pl.Series("n_followup_from_observation", n_hits))
 
     notes: list[str] = []
@@ -447,12 +620,19 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
                      "a question's sample count sets its weight")
     has_gold = (runs["gold"].list.len().fill_null(0) > 0).to_numpy()
     for mask, what in ((~has_gold, "no gold answer (only a correctness label)"),
-                       (has_gold & ~retrievable_flags(runs), "only yes/no or one-word function gold answers, "
-                        "which a word match cannot find in an observation")):
+                       (has_gold & ~retrievable_flags(runs), "only golds text cannot identify (yes/no, function "
+                        "words, one-token numbers)")):
+        mask = mask & (status == 2)
         if mask.any():
             n_no = runs.filter(pl.Series(mask))["question_id"].n_unique()
             notes.append(f"{int(mask.sum())} trajectories ({n_no} question{'s' if n_no != 1 else ''}) have {what}: "
-                         "they count as not retrieved (their accuracy is parametric)")
+                         "they form their own stratum, not_retrievable, reported apart from parametric")
+    if evidence is not None:
+        notes.append(f"retrieval read from column `{evidence}` where it is not null "
+                     f"({int(runs[evidence].is_not_null().sum())} of {runs.height} rows), from the text elsewhere")
+    notes.append("splits are computed within questions (question x strategy strata with labels)" if strata == "question"
+                 else "splits pool each stratum over questions (strata='pooled'): they also hold the change in which "
+                      "questions each stratum is reached on")
 
     questions = sorted(set(runs["question_id"].to_list()))
     q_index = {q: i for i, q in enumerate(questions)}
@@ -471,16 +651,18 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     outlier = np.array([isinstance(s, (int, np.integer)) and int(s) == OUTLIER for s in strategies.tolist()])
     correct = runs["correct"].to_numpy().astype(bool)
 
-    # Tallies per (arm, question, strategy, retrieved): every statistic is a function of them.
-    flat = ((a_idx * n_q + q_idx) * n_s + s_idx) * 2 + retrieved.astype(np.int64)
-    size = n_a * n_q * n_s * 2
-    N = np.bincount(flat, minlength=size).astype(float).reshape(n_a, n_q, n_s * 2)
-    C = np.bincount(flat, weights=correct.astype(float), minlength=size).reshape(n_a, n_q, n_s * 2)
-    samples = N.sum(axis=-1)  # trajectories per (arm, question)
-    N, C = weighted_tallies(N, C, weighting)
+    # Tallies per (arm, question, strategy, retrieval status): every statistic is a function of them.
+    def tallies(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        flat = ((a_idx * n_q + q_idx) * n_s + s_idx) * K + codes
+        size = n_a * n_q * n_s * K
+        n_ = np.bincount(flat, minlength=size).astype(float).reshape(n_a, n_q, n_s * K)
+        c_ = np.bincount(flat, weights=correct.astype(float), minlength=size).reshape(n_a, n_q, n_s * K)
+        n_, c_ = weighted_tallies(n_, c_, weighting)
+        return n_.reshape(n_a, n_q, n_s, K), c_.reshape(n_a, n_q, n_s, K)
+
+    samples = np.bincount(a_idx * n_q + q_idx, minlength=n_a * n_q).astype(float).reshape(n_a, n_q)
+    N, C = tallies(status)
     row_w = 1.0 / samples[a_idx, q_idx] if weighting == "question" else np.ones(runs.height)
-    N = N.reshape(n_a, n_q, n_s, 2)
-    C = C.reshape(n_a, n_q, n_s, 2)
     weights = (question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
                if ci is not None and n_boot > 0 else None)
 
@@ -493,7 +675,7 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     aq = a_idx * n_q + q_idx
     per_q = {
         "n": N.sum(axis=(2, 3)), "ret": N[..., 1].sum(axis=2), "cor": C.sum(axis=(2, 3)),
-        "cor_ret": C[..., 1].sum(axis=2),
+        "cor_ret": C[..., 1].sum(axis=2), "unr": N[..., 2].sum(axis=2), "cor_unr": C[..., 2].sum(axis=2),
         "follow": np.bincount(aq, weights=row_w * n_follow, minlength=n_a * n_q).reshape(n_a, n_q),
         "hits": np.bincount(aq, weights=row_w * n_hits, minlength=n_a * n_q).reshape(n_a, n_q),
     }
@@ -504,7 +686,8 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     for a, arm in enumerate(arms):
         m = a_idx == a
         row: dict[str, Any] = {"arm": arm, "n": int(m.sum()), "n_questions": int((samples[a] > 0).sum()),
-                               "n_retrieved": int(retrieved[m].sum()), "n_followup": int(n_follow[m].sum())}
+                               "n_retrieved": int(retrieved[m].sum()),
+                               "n_not_retrievable": int((status[m] == 2).sum()), "n_followup": int(n_follow[m].sum())}
         for name, value in point.items():
             row[name] = float(value[a])
             lo, hi = (percentile_interval(reps[name][:, a], ci) if reps is not None else (math.nan, math.nan))
@@ -513,6 +696,10 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     per_arm = pl.DataFrame(per_arm_rows).with_columns(pl.col(pl.Float64).fill_nan(None))
 
     # --- pairs: the split over arms, and with labels the nested split and the shift
+    sensitivity_rules = {"text": status}
+    sensitivity_rules["text_not_retrievable_as_not_retrieved"] = np.where(status == 2, 0, status)
+    sensitivity_rules["squad_reading"] = retrieval_status(runs, evidence=evidence, rule="squad")
+    sensitivity_rows: list[tuple] = []
     split_rows: list[tuple] = []
     shift_rows: list[tuple] = []
     strategy_frames: list[pl.DataFrame] = []
@@ -528,14 +715,31 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
                          "arm were left out of the split")
         pair_n = N[[b, t]] * common[None, :, None, None]
         pair_c = C[[b, t]] * common[None, :, None, None]
-        pt_n, pt_c = pair_n.sum(axis=1)[None], pair_c.sum(axis=1)[None]  # (1, 2, S, 2)
+        pt_n, pt_c = pair_n.sum(axis=1)[None], pair_c.sum(axis=1)[None]  # (1, 2, S, K)
         stats = _pair_statistics(pt_n, pt_c, outlier)
         rstats = None
         if weights is not None:
             rstats = _pair_statistics(_replicate(weights, pair_n),
                                       _replicate(weights, pair_c), outlier)
+        if strata == "question":  # the splits on question (x strategy) strata replace the pooled ones
+            stats.update(question_strata_split(pair_n, pair_c, np.ones((1, n_q))))
+            if rstats is not None:
+                rstats.update(question_strata_split(pair_n, pair_c, weights))
         n_common = int(common.sum())
-        for part in ("total", "retrieval", "integration", "parametric"):
+        for alt_name, alt_codes in sensitivity_rules.items():
+            an, ac = tallies(alt_codes)
+            an, ac = an[[b, t]] * common[None, :, None, None], ac[[b, t]] * common[None, :, None, None]
+            alt = (question_strata_split(an, ac, np.ones((1, n_q))) if strata == "question"
+                   else _pair_statistics(an.sum(axis=1)[None], ac.sum(axis=1)[None], outlier))
+            alt_r = None
+            if weights is not None:
+                alt_r = (question_strata_split(an, ac, weights) if strata == "question"
+                         else _pair_statistics(_replicate(weights, an), _replicate(weights, ac), outlier))
+            for part in ARM_PARTS:
+                lo, hi = interval(alt_r[f"arm_{part}"] if alt_r else None)
+                sensitivity_rows.append((base, arm, alt_name, n_common, part, float(alt[f"arm_{part}"][0]),
+                                         float(lo), float(hi)))
+        for part in ARM_PARTS + (("question_mix",) if weighting == "trajectory" and strata == "question" else ()):
             est = float(stats[f"arm_{part}"][0])
             lo, hi = interval(rstats[f"arm_{part}"] if rstats else None)
             split_rows.append((base, arm, n_common, part, est, float(lo), float(hi),
@@ -548,13 +752,25 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
             shift_rows.append((base, arm, n_common, quantity, est, float(lo), float(hi),
                                detectable_effect(float(lo), float(hi), ci) if quantity in DECOMPOSITION else math.nan))
         cols: dict[str, Any] = {"base": [base] * n_s, "treated": [arm] * n_s, "strategy": strategies.tolist()}
-        # Bonferroni over the strategies either arm of the pair used
-        level = bonferroni_level(ci, int(((pair_n[0] + pair_n[1]).sum(axis=(0, 2)) > 0).sum()))
-        for name, key in STRATEGY_SHIFT_COLUMNS.items():
-            cols[name] = np.asarray(stats[key][0], dtype=float)
-            lo, hi = interval(rstats[key] if rstats else None, level)
-            cols[f"{name}_ci_low"] = np.broadcast_to(np.asarray(lo, dtype=float), (n_s,))
-            cols[f"{name}_ci_high"] = np.broadcast_to(np.asarray(hi, dtype=float), (n_s,))
+        # simultaneous bands: each level column over the strategies, and every difference column
+        # (share change and the nested split's parts) together as one family
+        level = ci
+        used = ((pair_n[0] + pair_n[1]).sum(axis=(0, 2)) > 0)
+        families = [(name,) for name in SHIFT_LEVEL_COLUMNS] + [SHIFT_DIFFERENCE_COLUMNS]
+        for family in families:
+            est = np.stack([np.where(used, np.asarray(stats[STRATEGY_SHIFT_COLUMNS[n]][0], dtype=float), np.nan)
+                            for n in family])
+            if rstats is not None and ci is not None:
+                rep_ = np.stack([np.where(used, np.asarray(rstats[STRATEGY_SHIFT_COLUMNS[n]], dtype=float), np.nan)
+                                 for n in family], axis=1)
+                lo, hi, _ = simultaneous_band(est, rep_, ci)
+            else:
+                lo = hi = np.full(est.shape, np.nan)
+            for i, name in enumerate(family):
+                cols[name] = np.asarray(stats[STRATEGY_SHIFT_COLUMNS[name]][0], dtype=float)
+                cols[f"{name}_ci_low"], cols[f"{name}_ci_high"] = lo[i], hi[i]
+        cols = {k: cols[k] for k in ["base", "treated", "strategy"] + [
+            c for name in STRATEGY_SHIFT_COLUMNS for c in (name, f"{name}_ci_low", f"{name}_ci_high")]}
         cols["above_average"] = stats["above"][0]
         cols["ci_level"] = np.full(n_s, math.nan if level is None or rstats is None else level)
         if rstats is not None:
@@ -566,12 +782,13 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     shift = pl.DataFrame(shift_rows, schema=SHIFT_SCHEMA, orient="row").with_columns(
         pl.col(pl.Float64).fill_nan(None)) if shift_rows else None
     strategy_shift = pl.concat(strategy_frames) if strategy_frames else None
+    split_sensitivity = pl.DataFrame(sensitivity_rows, schema=SENSITIVITY_SCHEMA, orient="row").with_columns(
+        pl.col(pl.Float64).fill_nan(None)) if sensitivity_rows else None
 
     by_strategy = None
-    strategy_ci = bonferroni_level(ci, n_s)
+    strategy_ci = bonferroni_level(ci, n_s)  # perplexity_by_strategy (percentile intervals, Bonferroni)
     if values is not None:
-        by_strategy = _by_strategy(N, C, a_idx, q_idx, s_idx, retrieved, arms, strategies, weights,
-                                   strategy_ci)
+        by_strategy = _by_strategy(N, C, a_idx, q_idx, s_idx, status, arms, strategies, weights, ci)
         if weights is not None and n_s > 1:
             notes.append(_multiplicity_note(n_s, strategy_ci, ci, n_boot,
                                             fewer=any(level != strategy_ci for level in levels),
@@ -586,24 +803,34 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     return Integration(base=base, arms=tuple(arms), ci=ci, per_trajectory=per_traj, per_arm=per_arm,
                        split=split, perplexity=perplexity, notes=tuple(notes), treated=tuple(treated_list),
                        weighting=weighting, by_strategy=by_strategy, shift=shift,
-                       strategy_shift=strategy_shift, perplexity_by_strategy=perplexity_by_strategy)
+                       strategy_shift=strategy_shift, perplexity_by_strategy=perplexity_by_strategy,
+                       split_sensitivity=split_sensitivity, strata=strata)
 
 
+K = len(RETRIEVAL_STATUS)  # retrieval strata: not retrieved, retrieved, not retrievable by text
+ARM_PARTS = ("total", "retrieval", "integration", "parametric", "not_retrievable")
 SHIFT_QUANTITIES = ("alignment_integration", "alignment_retrieval", "base_integration_rate",
                     "mass_above_base", "mass_above_treated", "mass_moved_above",
                     "total", "composition", "within", "within_retrieval", "within_integration",
-                    "within_parametric")
-DECOMPOSITION = ("total", "composition", "within", "within_retrieval", "within_integration", "within_parametric")
+                    "within_parametric", "within_not_retrievable")
+DECOMPOSITION = ("total", "composition", "within", "within_retrieval", "within_integration", "within_parametric",
+                 "within_not_retrievable")
 # strategy_shift column -> key of the per-strategy array in _pair_statistics
 STRATEGY_SHIFT_COLUMNS = {"share_base": "share_base", "share_treated": "share_treated",
                           "share_change": "share_change", "retrieval_rate_base": "retrieval_rate_base",
                           "integration_rate_base": "integration_rate_base", "composition": "composition_s",
                           "within": "within_s", "within_retrieval": "within_retrieval_s",
                           "within_integration": "within_integration_s",
-                          "within_parametric": "within_parametric_s"}
+                          "within_parametric": "within_parametric_s",
+                          "within_not_retrievable": "within_not_retrievable_s"}
 SPLIT_SCHEMA = {"base": pl.String, "treated": pl.String, "n_questions": pl.Int64, "part": pl.String,
                 "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
                 "detectable_effect": pl.Float64}
+SHIFT_LEVEL_COLUMNS = ("share_base", "share_treated", "retrieval_rate_base", "integration_rate_base")
+SHIFT_DIFFERENCE_COLUMNS = ("share_change", "composition", "within", "within_retrieval", "within_integration",
+                            "within_parametric", "within_not_retrievable")
+SENSITIVITY_SCHEMA = {"base": pl.String, "treated": pl.String, "rule": pl.String, "n_questions": pl.Int64,
+                      "part": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64}
 SHIFT_SCHEMA = {"base": pl.String, "treated": pl.String, "n_questions": pl.Int64, "quantity": pl.String,
                 "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
                 "detectable_effect": pl.Float64}
@@ -613,11 +840,12 @@ def _multiplicity_note(n_s: int, strategy_ci: float, ci: float, n_boot: int, *, 
                        perplexity: bool = False) -> str:
     """The note that says how per-strategy intervals are adjusted (and when too few replicates
     lie in their tails)."""
-    tables = "by_strategy, strategy_shift" + (", perplexity_by_strategy" if perplexity else "")
-    text = (f"per-strategy intervals ({tables}) are Bonferroni-adjusted over the {n_s} "
-            f"strategies: each at level {strategy_ci:.4g} (column `ci_level`), jointly {ci:g}")
-    if fewer:
-        text += " (in strategy_shift over the strategies either arm of the pair used)"
+    text = (f"per-strategy intervals in by_strategy and strategy_shift are simultaneous bands (max-|t| "
+            f"bootstrap) at {ci:g}: each rate or share column holds together over its rows, and strategy_shift's "
+            "difference columns (share change and the nested split's parts) hold together as one family")
+    if perplexity:
+        text += (f"; perplexity_by_strategy's are Bonferroni-adjusted over the {n_s} strategies (each at "
+                 f"{strategy_ci:.4g})")
     text += f"; the alignments, mass moved and nested split totals (shift, split) are at {ci:g}"
     tail = n_boot * (1.0 - strategy_ci) / 2.0
     if tail < 5:
@@ -638,7 +866,9 @@ def _arm_rates(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             "accuracy": s["cor"] / s["n"],
             "retrieval_rate": s["ret"] / s["n"],
             "integration_rate": s["cor_ret"] / s["ret"],
-            "parametric_rate": (s["cor"] - s["cor_ret"]) / (s["n"] - s["ret"]),
+            "parametric_rate": (s["cor"] - s["cor_ret"] - s["cor_unr"]) / (s["n"] - s["ret"] - s["unr"]),
+            "not_retrievable_share": s["unr"] / s["n"],
+            "not_retrievable_accuracy": s["cor_unr"] / s["unr"],
             "followup_from_observation": s["hits"] / s["follow"],
         }
 
@@ -651,7 +881,8 @@ def _pair_statistics(n: np.ndarray, c: np.ndarray, outlier: np.ndarray) -> dict[
     # split over arms (strategies pooled): strata = not retrieved / retrieved
     arm = kitagawa_split(nb.sum(axis=1), cb.sum(axis=1), nt.sum(axis=1), ct.sum(axis=1))
     out.update(arm_total=arm["total"], arm_retrieval=arm["composition_total"],
-               arm_integration=arm["within"][..., 1], arm_parametric=arm["within"][..., 0])
+               arm_integration=arm["within"][..., 1], arm_parametric=arm["within"][..., 0],
+               arm_not_retrievable=arm["within"][..., 2])
     # nested split: over strategies, then each strategy's within part over retrieved / not
     outer = kitagawa_split(nb.sum(axis=-1), cb.sum(axis=-1), nt.sum(axis=-1), ct.sum(axis=-1))
     pb, pt = outer["share_base"], outer["share_treated"]
@@ -667,10 +898,11 @@ def _pair_statistics(n: np.ndarray, c: np.ndarray, outlier: np.ndarray) -> dict[
     out["within_retrieval_s"] = np.where(used, w * inner["composition_total"], 0.0)
     out["within_integration_s"] = np.where(used, w * inner["within"][..., 1], 0.0)
     out["within_parametric_s"] = np.where(used, w * inner["within"][..., 0], 0.0)
+    out["within_not_retrievable_s"] = np.where(used, w * inner["within"][..., 2], 0.0)
     out["total"] = outer["total"]
     out["composition"] = outer["composition_total"]
     out["within"] = outer["within_total"]
-    for part in ("retrieval", "integration", "parametric"):
+    for part in ("retrieval", "integration", "parametric", "not_retrievable"):
         out[f"within_{part}"] = out[f"within_{part}_s"].sum(axis=-1)
     # base rates per strategy, the alignments and the above-average mass
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -691,6 +923,66 @@ def _pair_statistics(n: np.ndarray, c: np.ndarray, outlier: np.ndarray) -> dict[
     out["mass_moved_above"] = out["mass_above_treated"] - out["mass_above_base"]
     out.update(share_base=pb, share_treated=pt, share_change=change, retrieval_rate_base=rb,
                integration_rate_base=ib)
+    return out
+
+
+def question_strata_split(n: np.ndarray, c: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+    """The per-arm split and the nested split on question (x strategy) strata, per replicate.
+
+    Parameters
+    ----------
+    n, c
+        ``(2, Q, S, K)`` weighted tallies of one base/treated pair (arm 0 = base; K retrieval
+        strata in the order of :data:`RETRIEVAL_STATUS`).
+    weights
+        ``(B, Q)`` question draws (ones for the point estimate).
+
+    Returns
+    -------
+    dict
+        The keys of :func:`_pair_statistics` that hold splits (``arm_*``, ``composition``,
+        ``within``, ``within_*`` and their per-strategy ``*_s``), each ``(B,)`` or ``(B, S)``.
+
+    Notes
+    -----
+    Within a stratum the rates do not move when its question is drawn again, only the
+    stratum's weight does, so each replicate is a matrix product of per-stratum terms
+    (:func:`mechanism.compare.within_question_split`). Inside a question x strategy stratum,
+    ``r_t - r_b`` is split over the retrieval strata with Kitagawa's form; a stratum one arm
+    never used borrows the other arm's tallies (zero within parts).
+    """
+    from mechanism.compare import within_question_split
+
+    w = np.asarray(weights, dtype=float)
+
+    def nested(nn: np.ndarray, cc: np.ndarray) -> dict[str, np.ndarray]:  # nn, cc: (2, Q, S, K)
+        outer = within_question_split(nn.sum(axis=-1), cc.sum(axis=-1), w)
+        nb, nt, cb, ct = nn[0], nn[1], cc[0], cc[1]
+        in_b, in_t = nb.sum(axis=-1) > 0, nt.sum(axis=-1) > 0
+        nb_i, cb_i = np.where(in_b[..., None], nb, nt), np.where(in_b[..., None], cb, ct)
+        nt_i, ct_i = np.where(in_t[..., None], nt, nb), np.where(in_t[..., None], ct, cb)
+        inner = kitagawa_split(nb_i, cb_i, nt_i, ct_i)
+        diffs = {"retrieval": inner["composition_total"], "integration": inner["within"][..., 1],
+                 "parametric": inner["within"][..., 0], "not_retrievable": inner["within"][..., 2]}
+        sb, st = nb.sum(axis=-1), nt.sum(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tot_b, tot_t = (w @ sb.sum(axis=1))[:, None], (w @ st.sum(axis=1))[:, None]
+            parts = {name: ((w @ (st * np.nan_to_num(d))) / tot_t + (w @ (sb * np.nan_to_num(d))) / tot_b) / 2.0
+                     for name, d in diffs.items()}
+        return {"outer": outer, **parts}
+
+    strategies = nested(n, c)
+    pooled = nested(n.sum(axis=2, keepdims=True), c.sum(axis=2, keepdims=True))
+    out: dict[str, np.ndarray] = {
+        "composition_s": strategies["outer"]["composition"], "within_s": strategies["outer"]["within"],
+        "composition": strategies["outer"]["composition_total"], "within": strategies["outer"]["within_total"]}
+    out["total"] = out["composition"] + out["within"]
+    for part in ("retrieval", "integration", "parametric", "not_retrievable"):
+        out[f"within_{part}_s"] = strategies[part]
+        out[f"within_{part}"] = strategies[part].sum(axis=-1)
+        out[f"arm_{part}"] = pooled[part][:, 0]
+    out["arm_question_mix"] = pooled["outer"]["composition_total"]
+    out["arm_total"] = out["arm_question_mix"] + pooled["outer"]["within_total"]
     return out
 
 
@@ -754,25 +1046,26 @@ def _quiet_interval(replicates: np.ndarray, level: float) -> tuple[float, float]
 def _by_strategy(N: np.ndarray, C: np.ndarray, a_idx: np.ndarray, q_idx: np.ndarray, s_idx: np.ndarray,
                  retrieved: np.ndarray, arms: Sequence[str], strategies: np.ndarray,
                  weights: np.ndarray | None, ci: float | None) -> pl.DataFrame:
-    """Per strategy and arm (each arm over its own questions): share and conditional rates,
-    intervals at level ``ci`` (the caller passes the Bonferroni-adjusted level)."""
+    """Per strategy and arm (each arm over its own questions): share and conditional rates, each
+    column with a simultaneous (max-|t|) band over its rows at joint level ``ci``."""
     n_a, n_q, n_s, _ = N.shape
 
-    def rates(n: np.ndarray, c: np.ndarray) -> dict[str, np.ndarray]:  # (..., A, S, 2)
+    def rates(n: np.ndarray, c: np.ndarray) -> dict[str, np.ndarray]:  # (..., A, S, K)
         tot = n.sum(axis=-1)
         with np.errstate(invalid="ignore", divide="ignore"):
             return {"share": tot / tot.sum(axis=-1, keepdims=True),
                     "retrieval_rate": n[..., 1] / tot,
                     "integration_rate": c[..., 1] / n[..., 1],
                     "parametric_rate": c[..., 0] / n[..., 0],
+                    "not_retrievable_share": n[..., 2] / tot,
                     "accuracy": c.sum(axis=-1) / tot}
 
     point = rates(N.sum(axis=1), C.sum(axis=1))
     reps = None
     if weights is not None:
         reps = rates(_replicate(weights, N), _replicate(weights, C))
-    raw = np.zeros((n_a, n_s, 2), dtype=np.int64)
-    np.add.at(raw, (a_idx, s_idx, retrieved.astype(np.int64)), 1)
+    raw = np.zeros((n_a, n_s, K), dtype=np.int64)
+    np.add.at(raw, (a_idx, s_idx, np.asarray(retrieved, dtype=np.int64)), 1)
     seen = np.zeros((n_a, n_s, n_q), dtype=bool)
     seen[a_idx, s_idx, q_idx] = True
     cols: dict[str, Any] = {
@@ -781,9 +1074,9 @@ def _by_strategy(N: np.ndarray, C: np.ndarray, a_idx: np.ndarray, q_idx: np.ndar
         "n_retrieved": raw[..., 1].reshape(-1)}
     for name, value in point.items():
         cols[name] = value.reshape(-1)
-        if reps is not None:
-            lo, hi = percentile_interval(reps[name], ci)
-            cols[f"{name}_ci_low"], cols[f"{name}_ci_high"] = lo.reshape(-1), hi.reshape(-1)
+        if reps is not None:  # one simultaneous band per column over its (arm, strategy) rows
+            lo, hi, _ = simultaneous_band(value.reshape(-1), reps[name].reshape(reps[name].shape[0], -1), ci)
+            cols[f"{name}_ci_low"], cols[f"{name}_ci_high"] = lo, hi
         else:
             cols[f"{name}_ci_low"] = cols[f"{name}_ci_high"] = np.full(n_a * n_s, np.nan)
     cols["ci_level"] = np.full(n_a * n_s, math.nan if reps is None or ci is None else ci)

@@ -8,6 +8,12 @@ polars group-by, and the ratio ``C(n - c, k) / C(n, k)`` is read from an exact t
 once per distinct n (cumulative products of ``(n - c - j) / (n - j)``), never looped over
 problems and never through ``lgamma`` differences.
 
+``metric="pass^k"`` gives tau-bench's reliability measure instead: the chance that *all* k
+of k episodes succeed, ``C(c_T, k) / C(n, k)`` per problem, averaged, on the same T axis
+and with the same intervals. It is read from the same exact table: ``C(c, k) / C(n, k)`` is
+``C(n - c', k) / C(n, k)`` with ``c' = n - c`` failures. :func:`consistency` gives the
+per-task view behind it (solved in all, none or some trials).
+
 Counting starts from the table. When each (arm, question) is one contiguous block of rows
 (how tables are usually written), one pass comparing neighbouring rows finds the blocks and
 proves ``(arm, question_id, sample_id)`` unique, and one ``bincount`` counts every depth;
@@ -19,17 +25,45 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 import polars as pl
 
 from mechanism.errors import InputError
 from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
+from mechanism.results import ResultMixin
 from mechanism.schema import check_unique_keys, validate
 
 DEFAULT_K: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_T: tuple[int, ...] = (0, 1, 2, 3, 5)
 T_SOURCES = ("auto", "t_cap", "truncation")
+Metric = Literal["pass@k", "pass^k"]
+METRICS: tuple[str, ...] = get_args(Metric)
+Interval = Literal["auto", "percentile", "studentized"]
+INTERVALS: tuple[str, ...] = get_args(Interval)
+#: Below this many problems in a curve the percentile bootstrap under-covers (worst at large
+#: k, see benchmarks/RESULTS.md): ``interval="auto"`` then uses the studentized interval, and
+#: :func:`small_sample_note` gives the sentence results and reports print.
+SMALL_SAMPLE = 30
+
+
+def small_sample_note(curves: pl.DataFrame) -> list[str]:
+    """The warning a reader needs when some curve of ``curves`` (a :func:`pass_at_kt` table)
+    rests on fewer than :data:`SMALL_SAMPLE` problems; empty otherwise.
+
+    Returned, not printed (nothing prints unasked): result objects and reports show it.
+    """
+    if "n_problems" not in curves.columns or curves.height == 0:
+        return []
+    fewest = int(curves["n_problems"].min())
+    if fewest >= SMALL_SAMPLE:
+        return []
+    how = ("studentized (t with P - 1 degrees of freedom), since the percentile bootstrap under-covers there"
+           if "interval" in curves.columns and (curves["interval"] == "studentized").any()
+           else "percentile bootstrap intervals, which under-cover there")
+    return [f"small sample: some PASS@(k,T) curves rest on fewer than {SMALL_SAMPLE} problems (fewest {fewest}); "
+            f"their intervals are {how}: read them as approximate"]
 
 
 @dataclass
@@ -64,6 +98,8 @@ class PassEstimate:
         ``(B, G, len(t), len(k))`` bootstrap replicate means, or ``None`` without intervals.
     t_source
         ``"t_cap"`` or ``"truncation"``.
+    metric
+        ``"pass@k"`` (at least one of k succeeds) or ``"pass^k"`` (all k succeed).
     weights
         ``(B, len(questions))`` the bootstrap's question weights (``None`` without intervals):
         later stages on the same questions reuse them instead of drawing them again.
@@ -83,6 +119,7 @@ class PassEstimate:
     replicates: np.ndarray | None
     t_source: str
     weights: np.ndarray | None = None
+    metric: str = "pass@k"
 
 
 def pass_at_kt(
@@ -95,6 +132,8 @@ def pass_at_kt(
     random_state: int | np.random.Generator | None = 0,
     by: Sequence[str] = ("arm",),
     t_source: str = "auto",
+    metric: Metric = "pass@k",
+    interval: Interval = "auto",
 ) -> pl.DataFrame:
     """PASS@(k,T) per arm (or other grouping), with bootstrap intervals over problems.
 
@@ -122,12 +161,25 @@ def pass_at_kt(
         ``"truncation"``: it counts for T when correct with ``n_rounds <= T``; ``"auto"``
         (default) counts by ``t_cap`` when that column holds more than one cap (runs made
         per T), else by truncation.
+    metric
+        ``"pass@k"`` (default): at least one of k episodes succeeds, ``1 - C(n - c, k) /
+        C(n, k)``; ``"pass^k"`` (tau-bench's reliability measure): all k succeed,
+        ``C(c, k) / C(n, k)``. Both are averaged over problems, on the same T axis and with
+        the same intervals.
+    interval
+        ``"percentile"``: percentile bootstrap over problems; ``"studentized"``: the mean's
+        studentized interval, ``estimate +- t_{P-1} s / sqrt(P)`` over the P problems of the
+        curve, clipped to [0, 1] (the percentile bootstrap under-covers with few problems:
+        it ignores that the spread is estimated); ``"auto"`` (default): studentized for a
+        curve with fewer than 30 problems (:func:`small_sample_note` words it for a
+        reader), percentile otherwise.
 
     Returns
     -------
     polars.DataFrame
-        The ``by`` columns, then ``k``, ``t``, ``pass_at_kt``, ``ci_low``, ``ci_high`` (left
-        out when ``ci=None``), ``n_problems`` and ``t_source``; sorted by group, k, t.
+        The ``by`` columns, then ``k``, ``t``, ``pass_at_kt`` (the value of ``metric``),
+        ``ci_low``, ``ci_high`` and ``interval`` (the method; left out when ``ci=None``),
+        ``n_problems``, ``t_source`` and ``metric``; sorted by group, k, t.
 
     Raises
     ------
@@ -142,10 +194,14 @@ def pass_at_kt(
     ...                      "correct": [True, False, False, False], "n_rounds": [1, 2, 0, 3]})
     >>> pass_at_kt(runs, k=[1, 2], t=[0, 1], ci=None)["pass_at_kt"].to_list()
     [0.0, 0.25, 0.0, 0.5]
+    >>> pass_at_kt(runs, k=[1, 2], t=[1], ci=None, metric="pass^k")["pass_at_kt"].to_list()
+    [0.25, 0.0]
     """
+    if interval not in INTERVALS:
+        raise InputError(f"`interval` must be one of {', '.join(INTERVALS)}, got {interval!r}", field="interval")
     est = estimate_pass(runs, k, t, ci=ci, n_boot=n_boot, random_state=random_state, by=by,
-                        t_source=t_source)
-    return summary_table(est, ci=ci)
+                        t_source=t_source, metric=metric)
+    return summary_table(est, ci=ci, interval=interval)
 
 
 def default_k(runs: pl.DataFrame, t: Iterable[int] = DEFAULT_T, *, t_source: str = "auto") -> list[int]:
@@ -176,22 +232,23 @@ def pass_at_kt_per_problem(
     *,
     by: Sequence[str] = ("arm",),
     t_source: str = "auto",
+    metric: Metric = "pass@k",
 ) -> pl.DataFrame:
-    """PASS@(k,T) of every problem.
+    """PASS@(k,T) (or pass^k) of every problem.
 
     Parameters
     ----------
-    runs, k, t, by, t_source
+    runs, k, t, by, t_source, metric
         As in :func:`pass_at_kt`.
 
     Returns
     -------
     polars.DataFrame
         The ``by`` columns, ``question_id``, ``n`` (samples counted at that depth), ``t``,
-        ``c`` (successes within T), ``k``, ``pass_at_kt`` and ``t_source``; one row per
-        problem, T and k.
+        ``c`` (successes within T), ``k``, ``pass_at_kt``, ``t_source`` and ``metric``; one
+        row per problem, T and k.
     """
-    est = estimate_pass(runs, k, t, ci=None, by=by, t_source=t_source)
+    est = estimate_pass(runs, k, t, ci=None, by=by, t_source=t_source, metric=metric)
     n_p, n_t, n_k = est.values.shape
     idx_p = np.repeat(np.arange(n_p), n_t * n_k)
     idx_t = np.tile(np.repeat(np.arange(n_t), n_k), n_p)
@@ -203,11 +260,174 @@ def pass_at_kt_per_problem(
         pl.Series("k", est.k[idx_k], dtype=pl.Int64),
         pl.Series("pass_at_kt", est.values.reshape(-1), dtype=pl.Float64),
         pl.Series("t_source", [est.t_source] * idx_p.size, dtype=pl.String),
+        pl.Series("metric", [est.metric] * idx_p.size, dtype=pl.String),
     )
 
 
-def summary_table(est: PassEstimate, *, ci: float | None) -> pl.DataFrame:
-    """The long table of :func:`pass_at_kt` from an estimate."""
+CONSISTENCY = ("all", "none", "some")
+
+
+@dataclass
+class Consistency(ResultMixin):
+    """Per-task consistency: was each task solved in all, none or some of its trials.
+
+    tau-bench's reliability view. A task solved in some trials only is the one a single
+    run's accuracy hides: pass^k falls with k exactly because of them.
+
+    Attributes
+    ----------
+    per_task
+        One row per (group, question): the ``by`` columns, ``question_id``, ``n`` (trials),
+        ``successes``, ``success_rate`` and ``consistency`` (``"all"``, ``"none"`` or ``"some"``).
+    by_arm
+        One row per group: ``n_tasks``, ``share_all``, ``share_none``, ``share_some`` and
+        ``success_rate`` (tasks weighing equally), each with a percentile bootstrap interval
+        over tasks (``*_low``, ``*_high``; null without intervals).
+    by
+        The grouping columns.
+    t
+        The round budget (``None``: every episode as it ended).
+    """
+
+    per_task: pl.DataFrame
+    by_arm: pl.DataFrame
+    by: tuple[str, ...]
+    t: int | None
+    ci: float | None
+
+    __repr__ = ResultMixin.__repr__
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """``consistency`` (per task) and ``consistency_summary`` (per group)."""
+        return {"consistency": self.per_task, "consistency_summary": self.by_arm}
+
+    def to_frame(self) -> pl.DataFrame:
+        """The per-group summary."""
+        return self.by_arm
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict of both tables."""
+        return {"by": list(self.by), "t": self.t, "ci": self.ci,
+                **{name: table.to_dicts() for name, table in self.tables().items()}}
+
+    def _summary_title(self) -> str:
+        within = "" if self.t is None else f" within T = {self.t} rounds"
+        return f"per-task consistency{within}"
+
+    def _summary_lines(self) -> list[str]:
+        lines = []
+        for row in self.by_arm.iter_rows(named=True):
+            who = ", ".join(str(row[c]) for c in self.by) or "all"
+            parts = []
+            for kind in CONSISTENCY:
+                v, lo, hi = row[f"share_{kind}"], row[f"share_{kind}_low"], row[f"share_{kind}_high"]
+                parts.append(f"{kind} {v:.2f}" + ("" if lo is None else f" [{lo:.2f}, {hi:.2f}]"))
+            lines.append(f"{who}: {row['n_tasks']} tasks solved in " + ", ".join(parts) + " of their trials")
+        return lines
+
+    def _summary_tables(self) -> dict[str, pl.DataFrame]:
+        return {"consistency_summary": self.by_arm}
+
+    def _headline(self) -> str:
+        return f"{self.by_arm.height} group(s), {self.per_task.height} tasks"
+
+
+def consistency(
+    runs: pl.DataFrame,
+    *,
+    by: Sequence[str] = ("arm",),
+    t: int | None = None,
+    ci: float | None = 0.95,
+    n_boot: int = 1000,
+    random_state: int | np.random.Generator | None = 0,
+    t_source: str = "auto",
+) -> Consistency:
+    """Per-task consistency table (solved in all, none or some trials) and its per-group summary.
+
+    Parameters
+    ----------
+    runs
+        Canonical trajectory table (``question_id``, ``correct``, the ``by`` columns; and
+        ``n_rounds`` or ``t_cap`` when ``t`` is given).
+    by
+        Grouping columns (default one group per arm).
+    t
+        Round budget: a trial succeeds when correct within ``t`` rounds (counted as in
+        :func:`pass_at_kt`, by truncation or by ``t_cap``); ``None`` (default) takes every
+        episode as it ended.
+    ci, n_boot, random_state
+        Level, replicates and seed of the percentile bootstrap over tasks (``ci=None``: no
+        intervals).
+    t_source
+        As in :func:`pass_at_kt` (used only with ``t``).
+
+    Returns
+    -------
+    Consistency
+        ``per_task`` and ``by_arm`` tables.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> runs = pl.DataFrame({"arm": ["a"] * 6, "question_id": ["q1", "q1", "q2", "q2", "q3", "q3"],
+    ...                      "correct": [True, True, True, False, False, False]})
+    >>> consistency(runs, ci=None).per_task["consistency"].to_list()
+    ['all', 'some', 'none']
+    """
+    by = list(by)
+    if ci is not None and not 0.0 < ci < 1.0:
+        raise InputError(f"`ci` must be in (0, 1) or None, got {ci}", field="ci")
+    if t is None:
+        validate(runs, required=list(dict.fromkeys([*by, "question_id", "correct"])))
+        per_task = (runs.group_by([*by, "question_id"])
+                    .agg(pl.len().cast(pl.Int64).alias("n"), pl.col("correct").sum().cast(pl.Int64).alias("successes"))
+                    .sort([*by, "question_id"]))
+    else:
+        est = estimate_pass(runs, [1], [t], ci=None, by=by, t_source=t_source)
+        per_task = est.problems.with_columns(pl.Series("n", est.n[:, 0], dtype=pl.Int64),
+                                             pl.Series("successes", est.c[:, 0], dtype=pl.Int64))
+    if per_task.height == 0:
+        raise InputError("no trajectories to measure consistency on", field="question_id")
+    per_task = per_task.with_columns(
+        success_rate=pl.col("successes") / pl.col("n"),
+        consistency=pl.when(pl.col("successes") == pl.col("n")).then(pl.lit("all"))
+        .when(pl.col("successes") == 0).then(pl.lit("none")).otherwise(pl.lit("some")))
+    succ, n = per_task["successes"].to_numpy(), per_task["n"].to_numpy()
+    values = np.column_stack([succ == n, succ == 0, (succ > 0) & (succ < n), succ / n]).astype(float)
+    names = [*(f"share_{kind}" for kind in CONSISTENCY), "success_rate"]
+    if by:
+        groups = per_task.select(by).unique(maintain_order=True)
+        gidx = per_task.select(by).with_row_index("_r").join(
+            groups.with_row_index("_g"), on=by, how="left", nulls_equal=True).sort("_r")["_g"].to_numpy()
+    else:
+        groups, gidx = pl.DataFrame(), np.zeros(per_task.height, dtype=np.int64)
+    questions, qidx = np.unique(per_task["question_id"].to_numpy().astype(str), return_inverse=True)
+    weights = (question_bootstrap_weights(questions.size, n_boot,
+                                          stream(resolve_seed(random_state), "bootstrap")).astype(float)
+               if ci is not None else None)
+    rows = []
+    for g in range(max(groups.height, 1)):
+        mask = gidx == g
+        est_g = values[mask].mean(axis=0)
+        low = high = [None] * len(names)
+        if weights is not None:
+            w = weights[:, qidx[mask]]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                reps = (w @ values[mask]) / w.sum(axis=1, keepdims=True)
+            lo, hi = percentile_interval(reps, ci, axis=0)
+            low, high = [float(v) for v in lo], [float(v) for v in hi]
+        row = dict(groups.row(g, named=True)) if by else {}
+        row["n_tasks"] = int(mask.sum())
+        for i, name in enumerate(names):
+            row[name], row[f"{name}_low"], row[f"{name}_high"] = float(est_g[i]), low[i], high[i]
+        rows.append(row)
+    schema = {**dict(groups.schema), "n_tasks": pl.Int64,
+              **{f"{name}{suffix}": pl.Float64 for name in names for suffix in ("", "_low", "_high")}}
+    return Consistency(per_task=per_task, by_arm=pl.DataFrame(rows, schema=schema), by=tuple(by), t=t, ci=ci)
+
+
+def summary_table(est: PassEstimate, *, ci: float | None, interval: str = "auto") -> pl.DataFrame:
+    """The long table of :func:`pass_at_kt` from an estimate (``interval`` as there)."""
     n_g, n_t, n_k = est.estimate.shape
     idx_g = np.repeat(np.arange(n_g), n_k * n_t)
     idx_k = np.tile(np.repeat(np.arange(n_k), n_t), n_g)
@@ -220,13 +440,54 @@ def summary_table(est: PassEstimate, *, ci: float | None) -> pl.DataFrame:
     ]
     if ci is not None and est.replicates is not None:
         low, high = percentile_interval(est.replicates, ci, axis=0)
+        small = n_problems < SMALL_SAMPLE
+        studentized = np.full(n_g, interval == "studentized") | ((interval == "auto") & small)
+        if studentized.any():
+            s_low, s_high = studentized_interval(est, ci)
+            low = np.where(studentized[:, None, None], s_low, low)
+            high = np.where(studentized[:, None, None], s_high, high)
+        method = np.where(studentized, "studentized", "percentile")
         cols += [pl.Series("ci_low", low[idx_g, idx_t, idx_k], dtype=pl.Float64),
-                 pl.Series("ci_high", high[idx_g, idx_t, idx_k], dtype=pl.Float64)]
+                 pl.Series("ci_high", high[idx_g, idx_t, idx_k], dtype=pl.Float64),
+                 pl.Series("interval", method[idx_g], dtype=pl.String)]
     cols += [pl.Series("n_problems", n_problems[idx_g], dtype=pl.Int64),
-             pl.Series("t_source", [est.t_source] * idx_g.size, dtype=pl.String)]
+             pl.Series("t_source", [est.t_source] * idx_g.size, dtype=pl.String),
+             pl.Series("metric", [est.metric] * idx_g.size, dtype=pl.String)]
     if est.groups.width == 0:
         return pl.DataFrame(cols)
     return est.groups[idx_g].with_columns(cols)
+
+
+def studentized_interval(est: PassEstimate, ci: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per group, T and k: ``mean +- t_{P-1, (1+ci)/2} s / sqrt(P)`` over the group's P problems.
+
+    The mean's studentized interval, clipped to [0, 1]; a group of one problem gets [0, 1].
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> runs = pl.DataFrame({"arm": ["a"] * 6, "question_id": ["q1", "q1", "q2", "q2", "q3", "q3"],
+    ...                      "correct": [True, True, True, False, False, False], "n_rounds": [1] * 6})
+    >>> lo, hi = studentized_interval(estimate_pass(runs, [1], [1], ci=None), 0.95)
+    >>> round(float(lo[0, 0, 0]), 3), round(float(hi[0, 0, 0]), 3)
+    (0.0, 1.0)
+    """
+    from scipy.stats import t as student
+
+    n_g = est.estimate.shape[0]
+    flat = est.values.reshape(est.values.shape[0], -1)
+    sizes = np.bincount(est.group_index, minlength=n_g).astype(float)
+    sums = np.zeros((n_g, flat.shape[1]))
+    squares = np.zeros((n_g, flat.shape[1]))
+    np.add.at(sums, est.group_index, flat)
+    np.add.at(squares, est.group_index, flat * flat)
+    mean = sums / sizes[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = np.clip(squares - sizes[:, None] * mean * mean, 0.0, None) / (sizes[:, None] - 1.0)
+        half = student.ppf((1.0 + ci) / 2.0, np.maximum(sizes - 1.0, 1.0))[:, None] * np.sqrt(var / sizes[:, None])
+    half = np.where(sizes[:, None] > 1, half, np.inf)
+    shape = est.estimate.shape
+    return (np.clip(mean - half, 0.0, 1.0).reshape(shape), np.clip(mean + half, 0.0, 1.0).reshape(shape))
 
 
 def estimate_pass(
@@ -239,6 +500,7 @@ def estimate_pass(
     random_state: int | np.random.Generator | None = 0,
     by: Sequence[str] = ("arm",),
     t_source: str = "auto",
+    metric: Metric = "pass@k",
 ) -> PassEstimate:
     """Per-problem values, group means and (when ``ci`` is set) bootstrap replicates.
 
@@ -252,6 +514,8 @@ def estimate_pass(
     if t_source not in T_SOURCES:
         raise InputError(f"`t_source` must be one of {', '.join(T_SOURCES)}, got {t_source!r}",
                          field="t_source")
+    if metric not in METRICS:
+        raise InputError(f"`metric` must be one of {', '.join(METRICS)}, got {metric!r}", field="metric")
     if ci is not None and not 0.0 < ci < 1.0:
         raise InputError(f"`ci` must be in (0, 1) or None, got {ci}", field="ci")
     if ci is not None and n_boot < 1:
@@ -280,7 +544,7 @@ def estimate_pass(
     problems = counts.select(keys)
     _check_enough(problems, n, ks, ts, source, chosen=t_source == "auto")
 
-    values = _pass_values(n, c, ks)
+    values = _pass_values(n, c, ks) if metric == "pass@k" else _all_pass_values(n, c, ks)
 
     if by:
         groups = problems.select(by).unique(maintain_order=True)
@@ -316,7 +580,7 @@ def estimate_pass(
     return PassEstimate(problems=problems, groups=groups, k=ks, t=ts, n=n, c=c, values=values,
                         group_index=group_index, question_index=question_index.reshape(-1),
                         questions=questions, estimate=estimate, replicates=replicates,
-                        t_source=source, weights=weights)
+                        t_source=source, weights=weights, metric=metric)
 
 
 def depth_notes(runs: pl.DataFrame, t: Iterable[int], t_source: str) -> list[str]:
@@ -398,6 +662,15 @@ def _pass_values(n: np.ndarray, c: np.ndarray, ks: np.ndarray) -> np.ndarray:
     for n_value in np.unique(n):  # a handful of distinct sample counts, not one per problem
         mask = n == n_value
         out[mask] = 1.0 - ratio_table(int(n_value), ks)[c[mask]]
+    return out
+
+
+def _all_pass_values(n: np.ndarray, c: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    # pass^k: C(c, k) / C(n, k) is the table's C(n - f, k) / C(n, k) at f = n - c failures
+    out = np.empty((*n.shape, ks.size))
+    for n_value in np.unique(n):
+        mask = n == n_value
+        out[mask] = ratio_table(int(n_value), ks)[n_value - c[mask]]
     return out
 
 

@@ -284,3 +284,53 @@ class ResultMixin:
     def __repr__(self) -> str:
         head = self._headline()
         return f"<{type(self).__name__}{': ' + head if head else ''}>"
+
+
+#: The ``category`` value of the pooled rows in a ``by_category`` table.
+POOLED_CATEGORY = "all"
+
+
+def by_category(runs: pl.DataFrame, by: str, pooled: Any, compute: Any) -> tuple[pl.DataFrame, list[str]]:
+    """Per-category results beside the pooled one, as one long table keyed by ``category``.
+
+    The study's verdicts are per task type: ``compute(mask)`` runs the same analysis on the
+    rows of one category (``mask`` a boolean array over ``runs``) and its ``to_frame()`` is
+    stacked under the pooled result's, with ``category`` first (``"all"`` for the pooled
+    rows, a null category read as ``"(missing)"``). A category the analysis cannot run on
+    (say, one arm never answered it) is left out and said in the returned notes.
+
+    Parameters
+    ----------
+    runs
+        The table analysed.
+    by
+        Name of the category column.
+    pooled
+        The result on every row.
+    compute
+        ``mask -> result`` for one category.
+
+    Returns
+    -------
+    table, notes
+    """
+    from mechanism.errors import InputError
+
+    if by not in runs.columns:
+        raise InputError(f"no column `{by}` to split results by (columns: {', '.join(runs.columns)})", field=by)
+    values = runs[by].cast(pl.String).fill_null("(missing)")
+    if (values == POOLED_CATEGORY).any():
+        raise InputError(f"column `{by}` holds the value {POOLED_CATEGORY!r}, which names the pooled rows; "
+                         "rename that category", field=by)
+    frames = [pooled.to_frame().with_columns(pl.lit(POOLED_CATEGORY).alias("category"))]
+    notes = []
+    for value in sorted(values.unique().to_list()):
+        mask = (values == value).to_numpy()
+        try:
+            result = compute(mask)
+        except InputError as err:
+            notes.append(f"category {value!r} of `{by}` not analysed on its own: {err}")
+            continue
+        frames.append(result.to_frame().with_columns(pl.lit(value).alias("category")))
+    table = pl.concat(frames, how="diagonal_relaxed")
+    return table.select("category", pl.all().exclude("category")), notes

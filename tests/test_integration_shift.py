@@ -78,11 +78,13 @@ def test_nested_split_sums_exactly(seed, n_q, n_s, weighting):
                       weighting=weighting)
     q = {k: v["estimate"] for k, v in _shift(res).items()}
     assert abs(q["composition"] + q["within"] - q["total"]) <= 1e-12
-    assert abs(q["within_retrieval"] + q["within_integration"] + q["within_parametric"] - q["within"]) <= 1e-12
+    assert abs(q["within_retrieval"] + q["within_integration"] + q["within_parametric"]
+               + q["within_not_retrievable"] - q["within"]) <= 1e-12
     acc = {r["arm"]: r["accuracy"] for r in res.per_arm.iter_rows(named=True)}
     assert abs(q["total"] - (acc["rl"] - acc["base"])) <= 1e-12
     table = res.strategy_shift
-    for part in ("composition", "within", "within_retrieval", "within_integration", "within_parametric"):
+    for part in ("composition", "within", "within_retrieval", "within_integration", "within_parametric",
+                 "within_not_retrievable"):
         assert abs(table[part].sum() - q[part]) <= 1e-12
     # the arm-level split (strategies pooled) has the same total
     split = {r["part"]: r["estimate"] for r in res.split.iter_rows(named=True)}
@@ -159,7 +161,9 @@ def test_weighted_estimator_matches_a_brute_force_computation():
     samples = {"base": lambda q: 2 + q % 5, "rl": lambda q: 7 - q % 4}  # unequal, differently per arm
     runs, labels = _world(rng, {"base": BASE_MIX, "rl": RL_MIX}, n_q=30, samples=samples)
     labels[::17] = -1  # a few outliers
-    res = integration(runs, base="base", treated="rl", labels=labels, n_boot=50)
+    # the brute force pools each strategy over questions: the estimator's strata="pooled"
+    # (the default, on question x strategy strata, is checked by brute force in test_integration_strata)
+    res = integration(runs, base="base", treated="rl", labels=labels, n_boot=50, strata="pooled")
     brute = _brute_force(runs, labels, "base", "rl")
     q = _shift(res)
     for name in ("composition", "within", "within_retrieval", "within_integration", "within_parametric",
@@ -311,7 +315,7 @@ def _null_miss_rates(design: str, n_draws: int, first_seed: int = 0,
         else:
             runs, labels = _unequal_design(seed, n_q=60)
         res = integration(runs, base="base", treated="rl", labels=labels, n_boot=n_boot, random_state=seed)
-        assert res.strategy_shift["ci_level"].to_list() == pytest.approx([1 - 0.05 / 5] * 5)
+        assert res.strategy_shift["ci_level"].to_list() == pytest.approx([0.95] * 5)  # simultaneous bands
         h, p = _null_misses(res)
         for name in h:
             headline[name] += 1
@@ -326,8 +330,9 @@ def _null_miss_rates(design: str, n_draws: int, first_seed: int = 0,
 @pytest.mark.parametrize("design", ["identical mixtures", "unequal samples"])
 def test_null_intervals_miss_zero_at_about_their_level(design):
     """No seed is picked: over 60 null draws (identical policies; equal samples per question, or
-    the unequal design above) each per-strategy family (S = 5 intervals, Bonferroni-adjusted)
-    and each headline interval (95 %) misses 0 at about the nominal 5 %.
+    the unequal design above) each per-strategy family (S = 5 rows, simultaneous bands; issue 21
+    replaced the Bonferroni intervals the figures below were measured with) and each headline
+    interval (95 %) misses 0 at about the nominal 5 %.
 
     Measured over 160 other draws of each design at these sizes (seeds 2000-2159): per-strategy
     families miss 3-10 % of the time (mean 5-7 %; the percentile bootstrap at 99 % slightly
@@ -345,42 +350,40 @@ def test_null_intervals_miss_zero_at_about_their_level(design):
     assert undistinguished >= 0.9
 
 
-def test_per_strategy_intervals_are_bonferroni_adjusted_from_the_same_replicates():
+def test_per_strategy_rows_carry_simultaneous_bands_from_the_same_replicates():
     from mechanism.compare import stream
-    from mechanism.resample import percentile_interval, question_bootstrap_weights
+    from mechanism.resample import percentile_interval, question_bootstrap_weights, simultaneous_band
 
     rng = np.random.default_rng(5)
     runs, labels = _world(rng, {"base": BASE_MIX, "rl": RL_MIX}, n_q=40, samples=4)
     labels[(runs["arm"] == "rl").to_numpy() & (labels == 3)] = 2  # base uses 5 strategies, rl 4
     n_boot, seed = 300, 9
     res = integration(runs, base="base", treated="rl", labels=labels, n_boot=n_boot, random_state=seed)
-    level = 1 - 0.05 / 5
-    assert res.by_strategy["ci_level"].to_list() == pytest.approx([level] * 10)
-    assert res.strategy_shift["ci_level"].to_list() == pytest.approx([level] * 5)
-    assert res.ci == 0.95
-    assert any("Bonferroni-adjusted over the 5 strategies" in n and "jointly 0.95" in n for n in res.notes)
+    assert res.by_strategy["ci_level"].to_list() == pytest.approx([0.95] * 10)
+    assert res.strategy_shift["ci_level"].to_list() == pytest.approx([0.95] * 5)
+    assert any("simultaneous bands" in n for n in res.notes)
     # brute force: per-question strategy fractions (4 samples per question in each arm),
-    # replicate shares from the module's bootstrap weights, percentiles at the adjusted level
+    # replicate shares from the module's bootstrap weights, one max-|t| band over the 10 rows
     weights = question_bootstrap_weights(40, n_boot, stream(seed, "bootstrap")).astype(float)
     q_idx = np.array([int(q[1:]) for q in runs["question_id"].to_list()])
     is_rl = (runs["arm"] == "rl").to_numpy()
     frac = np.zeros((2, 40, 5))
     np.add.at(frac, (is_rl.astype(int), q_idx, labels), 0.25)
     reps = weights @ frac / 40  # (arm, replicate, strategy): every weight row sums to 40
+    point = frac.sum(axis=1) / 40
+    lo, hi, crit = simultaneous_band(point, np.stack([reps[0], reps[1]], axis=1), 0.95)
+    table = res.by_strategy.sort("arm", "strategy")
+    assert table["share_ci_low"].to_numpy() == pytest.approx(lo.reshape(-1), abs=1e-12)
+    assert table["share_ci_high"].to_numpy() == pytest.approx(hi.reshape(-1), abs=1e-12)
+    assert crit > 2.3  # ten rows read together: wider than 1.96 standard deviations
+    # strategy_shift: one critical value for the share change and the nested split's parts
     change = reps[1] - reps[0]
-    lo, hi = percentile_interval(change, level)
-    table = res.strategy_shift.sort("strategy")
-    assert table["share_change_ci_low"].to_numpy() == pytest.approx(lo, abs=1e-12)
-    assert table["share_change_ci_high"].to_numpy() == pytest.approx(hi, abs=1e-12)
-    lo, hi = percentile_interval(reps[0], level)
-    base = res.by_strategy.filter(pl.col("arm") == "base").sort("strategy")
-    assert base["share_ci_low"].to_numpy() == pytest.approx(lo, abs=1e-12)
-    assert base["share_ci_high"].to_numpy() == pytest.approx(hi, abs=1e-12)
-    # the adjusted intervals are wider than the nominal ones from the same replicates
+    shift = res.strategy_shift.sort("strategy")
+    sd = change.std(axis=0)
+    c = (shift["share_change_ci_high"] - shift["share_change"]).to_numpy() / sd
+    assert np.allclose(c, c[0]) and c[0] > 2.3
     nominal_lo, nominal_hi = percentile_interval(change, 0.95)
-    assert (table["share_change_ci_low"].to_numpy() <= nominal_lo + 1e-12).all()
-    assert (table["share_change_ci_high"].to_numpy() >= nominal_hi - 1e-12).all()
-    assert (table["share_change_ci_high"] - table["share_change_ci_low"]).sum() > (nominal_hi - nominal_lo).sum()
+    assert (shift["share_change_ci_high"] - shift["share_change_ci_low"]).sum() > (nominal_hi - nominal_lo).sum()
     # the headline quantities stay at the nominal level: total = accuracy change, its interval
     # the 95 % percentile interval of the replicate accuracy change
     acc = np.zeros((2, 40))
@@ -392,11 +395,11 @@ def test_per_strategy_intervals_are_bonferroni_adjusted_from_the_same_replicates
     # one strategy: nothing to adjust, no note; no bootstrap: no level
     one = integration(runs, base="base", treated="rl", labels=np.zeros(runs.height, dtype=int), n_boot=50)
     assert one.strategy_shift["ci_level"].to_list() == [0.95]
-    assert not any("Bonferroni" in n for n in one.notes)
+    assert not any("simultaneous" in n for n in one.notes)
     none = integration(runs, base="base", treated="rl", labels=labels, ci=None)
     assert none.strategy_shift["ci_level"].null_count() == 5
-    assert not any("Bonferroni" in n for n in none.notes)
-    # too few replicates for the adjusted tails: said so
+    assert not any("simultaneous" in n for n in none.notes)
+    # too few replicates for the bands' critical value: said so
     few = integration(runs, base="base", treated="rl", labels=labels, n_boot=100)
     assert any("raise `n_boot` to at least 1000" in n for n in few.notes)
 
@@ -406,16 +409,18 @@ def test_yes_no_and_one_word_function_answers_are_never_retrieved():
     assert not gold_in_observations(["There is no record of that."], ["no"])
     assert not gold_in_observations(["Yes, they are both French."], ["yes"])
     assert not gold_in_observations(["Chapter 7 begins here."], ["7"])
-    assert gold_in_observations(["He was born in 1987."], ["1987"])
+    # one-token numbers are not identified by finding them ("12" in "12 May 2003")
+    assert not gold_in_observations(["He was born in 1987."], ["1987"])
     assert gold_in_observations(["There is no record.", "The capital is Paris."], ["no", "Paris"])
-    assert [retrievable(g) for g in ("no", "True", "a", "Paris", "42")] == [False, False, False, True, True]
+    assert [retrievable(g) for g in ("no", "True", "a", "Paris", "42")] == [False, False, False, True, False]
     records = [{"arm": "base", "question_id": "q1", "sample_id": 0, "question": "Same country?", "gold": ["no"],
                 "answer": "no", "correct": True, "n_rounds": 1,
                 "steps": [make_step(query="x", observation="There is no record of that.")]}]
     records.append({**records[0], "sample_id": 1, "gold": []})  # only a correctness label
     res = integration(from_records(records), n_boot=10)
     assert res.per_trajectory["retrieved"].to_list() == [False, False]
-    assert any(n.startswith("1 trajectories (1 question) have only yes/no") for n in res.notes)
+    assert res.per_trajectory["retrieval_status"].to_list() == ["not_retrievable", "not_retrievable"]
+    assert any(n.startswith("1 trajectories (1 question) have only golds text cannot identify") for n in res.notes)
     assert any(n.startswith("1 trajectories (1 question) have no gold answer") for n in res.notes)
 
 

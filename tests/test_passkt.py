@@ -72,7 +72,7 @@ def test_per_problem_equals_human_eval_on_random_data():
     want = np.array([human_eval(r["n"], r["c"], r["k"]) for r in table.iter_rows(named=True)])
     assert np.abs(table["pass_at_kt"].to_numpy() - want).max() < 1e-12
     assert set(table["n"].unique()) == {n}
-    assert table.columns == ["arm", "question_id", "n", "t", "c", "k", "pass_at_kt", "t_source"]
+    assert table.columns == ["arm", "question_id", "n", "t", "c", "k", "pass_at_kt", "t_source", "metric"]
 
 
 def test_ratio_table_matches_exact_binomials():
@@ -100,7 +100,7 @@ def test_pass_at_n_is_share_of_problems_solved_within_t():
 def test_known_small_example_and_column_order():
     runs = make_runs({"a": [[(True, 1), (False, 2)], [(False, 0), (False, 3)]]})
     got = pass_at_kt(runs, k=[1, 2], t=[0, 1], ci=0.9, n_boot=200)
-    assert got.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "n_problems", "t_source"]
+    assert got.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "interval", "n_problems", "t_source", "metric"]
     assert got["pass_at_kt"].to_list() == [0.0, 0.25, 0.0, 0.5]
     assert got["t_source"].unique().to_list() == ["truncation"]
     assert got["n_problems"].unique().to_list() == [2]
@@ -110,7 +110,7 @@ def test_ci_none_needs_only_the_four_columns():
     runs = pl.DataFrame({"arm": ["a", "a"], "question_id": ["q", "q"], "correct": [True, False],
                          "n_rounds": [0, 0]})
     got = pass_at_kt(runs, k=[1], t=[0], ci=None)
-    assert got.columns == ["arm", "k", "t", "pass_at_kt", "n_problems", "t_source"]
+    assert got.columns == ["arm", "k", "t", "pass_at_kt", "n_problems", "t_source", "metric"]
     assert got["pass_at_kt"].item() == 0.5
 
 
@@ -190,7 +190,7 @@ def test_bootstrap_matches_explicit_resampling_of_questions():
     from mechanism.resample import question_bootstrap_weights, stream
     rng = np.random.default_rng(5)
     runs = random_runs(rng, 20, 6, arms=("a",))
-    got = pass_at_kt(runs, k=[2], t=[5], ci=0.8, n_boot=50, random_state=3)
+    got = pass_at_kt(runs, k=[2], t=[5], ci=0.8, n_boot=50, random_state=3, interval="percentile")
     per = pass_at_kt_per_problem(runs, k=[2], t=[5]).sort("question_id")["pass_at_kt"].to_numpy()
     weights = question_bootstrap_weights(20, 50, stream(3, "bootstrap"))  # the toolkit's stream policy
     reps = [np.repeat(per, w).mean() for w in weights]

@@ -24,7 +24,7 @@ def test_cli_writes_tables_and_figures(simulation, tmp_path, capsys):
                  "--k", "1", "2", "4", "16", "--t", "0", "2", "5", "--n-boot", "100", "--out", str(out)])
     assert code == 0
     table = pl.read_csv(out / "pass_at_kt.csv")
-    assert table.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "n_problems", "t_source"]
+    assert table.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "interval", "n_problems", "t_source", "metric"]
     assert table.height == 2 * 4 * 3
     # the table read back from files equals the estimate from the simulator's own table
     direct = pass_at_kt(simulation.runs.filter(pl.col("arm").is_in(["base", "rl"])), k=[1, 2, 4, 16],

@@ -97,7 +97,9 @@ def test_split_matches_a_hand_computation():
     qids = ["q1", "q1", "q2", "q2", "q1", "q1", "q2", "q2"]
     labels = ["a", "a", "a", "b", "a", "b", "b", "c"]
     correct = [True, True, False, False, True, True, False, True]
-    rw = reweighting(_table(arms, qids, correct), labels, base="base", treated="rl", n_boot=50, n_permutations=0)
+    rw = reweighting(_table(arms, qids, correct), labels, base="base", treated="rl", n_boot=50, n_permutations=0,
+                     strata="pooled")
+    assert rw.to_frame()["quantity"].str.ends_with("_pooled_over_questions").sum() == 2  # labelled
     p_b = {"a": 3 / 4, "b": 1 / 4, "c": 0.0}
     p_t = {"a": 1 / 4, "b": 2 / 4, "c": 1 / 4}
     r_b = {"a": 2 / 3, "b": 0.0, "c": 1.0}  # c borrows rl's rate
@@ -116,6 +118,30 @@ def test_split_matches_a_hand_computation():
     assert table["within"].to_list()[2] == 0.0
     assert rw.shared_mass == pytest.approx(3 / 4)
     assert rw.n_questions == 2 and rw.n_base == 4 and rw.n_treated == 4
+
+
+def test_within_question_split_matches_a_hand_computation_over_question_strategy_strata():
+    # the data of the test above, split over (question, strategy) strata: in q1 rl swaps one
+    # a (right) for a b (right, where base never used b: borrows rl's rate); in q2 one of
+    # base's wrong answers becomes c (right; base never used c there). Every stratum both
+    # arms used has the same rate in both, so the whole change is composition.
+    arms = ["base"] * 4 + ["rl"] * 4
+    qids = ["q1", "q1", "q2", "q2", "q1", "q1", "q2", "q2"]
+    labels = ["a", "a", "a", "b", "a", "b", "b", "c"]
+    correct = [True, True, False, False, True, True, False, True]
+    rw = reweighting(_table(arms, qids, correct), labels, base="base", treated="rl", n_boot=50, n_permutations=0)
+    assert rw.strata == "question"
+    strata = {  # (q, s): (p_b, r_b, p_t, r_t), shares of all trajectories with questions weighing 1/2
+        ("q1", "a"): (0.5, 1.0, 0.25, 1.0), ("q1", "b"): (0.0, 1.0, 0.25, 1.0),
+        ("q2", "a"): (0.25, 0.0, 0.0, 0.0), ("q2", "b"): (0.25, 0.0, 0.25, 0.0),
+        ("q2", "c"): (0.0, 1.0, 0.25, 1.0)}
+    comp = {k: (pt - pb) * (rt + rb) / 2 for k, (pb, rb, pt, rt) in strata.items()}
+    within = {k: (rt - rb) * (pt + pb) / 2 for k, (pb, rb, pt, rt) in strata.items()}
+    assert rw.composition == pytest.approx(sum(comp.values()), abs=1e-15) == 0.25
+    assert rw.within == pytest.approx(sum(within.values()), abs=1e-15) == 0.0
+    table = rw.strategies.sort("strategy")
+    assert table["composition"].to_list() == pytest.approx(
+        [sum(v for (q, st), v in comp.items() if st == s) for s in "abc"], abs=1e-15)
 
 
 # ------------------------------------------------------------------ simulated arms
@@ -430,21 +456,29 @@ def test_compare_arms_returns_one_long_table():
                              {"base": rates, "rl": rates, "sft": rates}, n_questions=30, n_samples=4, seed=9)
     table = compare_arms(runs, labels, base="base", n_boot=50, n_permutations=50)
     assert table["treated"].unique().sort().to_list() == ["rl", "sft"]
-    assert set(table.columns) == {"base", "treated", "quantity", "estimate", "ci_low", "ci_high", "detectable"}
+    assert set(table.columns) == {"base", "treated", "quantity", "estimate", "ci_low", "ci_high", "detectable",
+                                  "ci_level"}
     one = reweighting(runs, labels, base="base", treated="sft", n_boot=50, n_permutations=50)
     got = table.filter((pl.col("treated") == "sft") & (pl.col("quantity") == "total"))["estimate"][0]
     assert got == one.total
+    # two treated arms: each comparison at 1 - 0.05 / 2, so the two hold together at 0.95
+    assert table["ci_level"].unique().to_list() == [0.975]
+    adjusted = reweighting(runs, labels, base="base", treated="sft", ci=0.975, n_boot=50, n_permutations=50)
+    row = table.filter((pl.col("treated") == "sft") & (pl.col("quantity") == "total")).row(0, named=True)
+    assert (row["ci_low"], row["ci_high"]) == adjusted.total_ci
+    assert adjusted.total_ci[1] - adjusted.total_ci[0] >= one.total_ci[1] - one.total_ci[0]
+    plain = compare_arms(runs, labels, base="base", n_boot=50, n_permutations=0, adjust="none")
+    assert plain["ci_level"].unique().to_list() == [0.95]
 
 
-def test_cli_outputs_refuse_arms_that_sanitise_to_one_folder(tmp_path):
-    """Arm names become folder names; two arms must not overwrite each other's tables."""
+def test_cli_outputs_keep_arms_that_sanitise_alike_apart(tmp_path):
+    """Arm names become folder names; two arms whose names sanitise alike get distinct hashed folders."""
     from mechanism.commands.reweighting import write_outputs
 
     runs = _table(["base", "base", "rl/a", "rl/a", "rl_a", "rl_a"], ["q1", "q2"] * 3,
                   [True, False, True, True, False, True])
-    with pytest.raises(InputError, match="clashing output folder"):
-        write_outputs(runs, [0, 1, 0, 1, 0, 1], tmp_path, base="base", n_boot=10, n_permutations=0,
-                      figures=False)
-    write_outputs(runs, [0, 1, 0, 1, 0, 1], tmp_path, base="base", treated=["rl_a", "rl_a"],
-                  n_boot=10, n_permutations=0, figures=False)
-    assert pl.read_csv(tmp_path / "reweighting_summary.csv")["treated"].unique().to_list() == ["rl_a"]
+    write_outputs(runs, [0, 1, 0, 1, 0, 1], tmp_path, base="base", n_boot=10, n_permutations=0,
+                  figures=False)
+    folders = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert len(folders) == 2 and all(f.startswith("rl_a-") and f.endswith("_vs_base") for f in folders)
+    assert sorted(pl.read_csv(tmp_path / "reweighting_summary.csv")["treated"].unique().to_list()) == ["rl/a", "rl_a"]

@@ -2,7 +2,10 @@
 shares them between its stages. The stages drew identical weights before (one seed, one
 stream), so the results must be bit-identical to those recorded from the code before the
 change, where every stage drew its own (``tests/recorded/shared_draws.json``, written with
-``b43f094``; ``boundary`` is recorded too, for the same change there)."""
+``b43f094``; ``boundary`` is recorded too, for the same change there). Regenerated for issue
+21, whose changes move these numbers on purpose: ``resample.stream`` keys each purpose on a
+digest of the whole string (it read the first four bytes), the split is on question x
+strategy strata, and the boundary judges one fixed subsample and tests by permutation."""
 from __future__ import annotations
 
 import json

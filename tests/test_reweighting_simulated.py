@@ -25,15 +25,19 @@ def sim():
     return simulate(n_questions=30, n_samples=8, random_state=3, progress=False)
 
 
-def test_split_with_planted_labels_equals_a_direct_group_by(sim):
+@pytest.mark.parametrize("strata", ["question", "pooled"])
+def test_split_with_planted_labels_equals_a_direct_group_by(sim, strata):
     labels = labels_from_table(sim.runs, sim.truth)
-    rw = reweighting(sim.runs, labels, base="base", treated="rl", n_boot=100, n_permutations=100)
-    # direct computation from the truth table, independent of the module's array code
+    rw = reweighting(sim.runs, labels, base="base", treated="rl", n_boot=100, n_permutations=100, strata=strata)
+    # direct computation from the truth table, independent of the module's array code; the
+    # strata are (question, strategy) cells, or strategies alone (every question has 8 samples
+    # per arm, so weighing questions equally is pooling trajectories)
+    keys = ["question_id", "strategy"] if strata == "question" else ["strategy"]
     t = sim.truth.filter(pl.col("arm").is_in(["base", "rl"]))
-    per = (t.group_by("arm", "strategy").agg(n=pl.len(), r=pl.col("correct").mean())
+    per = (t.group_by("arm", *keys).agg(n=pl.len(), r=pl.col("correct").mean())
            .with_columns(p=pl.col("n") / pl.col("n").sum().over("arm")))
-    wide = (per.filter(pl.col("arm") == "base").select("strategy", pb="p", rb="r")
-            .join(per.filter(pl.col("arm") == "rl").select("strategy", pt="p", rt="r"), on="strategy", how="full",
+    wide = (per.filter(pl.col("arm") == "base").select(*keys, pb="p", rb="r")
+            .join(per.filter(pl.col("arm") == "rl").select(*keys, pt="p", rt="r"), on=keys, how="full",
                   coalesce=True)
             .with_columns(pl.col("pb").fill_null(0.0), pl.col("pt").fill_null(0.0))
             .with_columns(pl.col("rb").fill_null(pl.col("rt")), pl.col("rt").fill_null(pl.col("rb"))))
@@ -124,7 +128,8 @@ def test_cli_reweighting_and_integration(sim, tmp_path, capsys):
     assert code == 0
     split = pl.read_csv(out2 / "split.csv")
     parts = dict(zip(split["part"], split["estimate"]))
-    assert abs(parts["retrieval"] + parts["integration"] + parts["parametric"] - parts["total"]) < 1e-12
+    assert abs(parts["retrieval"] + parts["integration"] + parts["parametric"] + parts["not_retrievable"]
+               - parts["total"]) < 1e-12
     assert (out2 / "per_trajectory.parquet").is_file() and not (out2 / "integration_grid.png").exists()
 
 

@@ -134,7 +134,7 @@ def test_seed_may_be_a_generator_or_none_and_accuracy_intervals_pair_with_passkt
     assert fresh.shares["share"].equals(series.shares["share"]) and fresh.shares["ci_low"].is_not_null().all()
     with pytest.raises(ValueError, match="random_state"):
         mx.track(run.runs, labels=labels, random_state=True)
-    curves = mx.pass_at_kt(run.runs, k=[1], t=[5], n_boot=200, random_state=0)
+    curves = mx.pass_at_kt(run.runs, k=[1], t=[5], n_boot=200, random_state=0, interval="percentile")
     for row in curves.iter_rows(named=True):
         acc = series.accuracy.filter(pl.col("checkpoint") == row["arm"]).row(0, named=True)
         assert (acc["ci_low"], acc["ci_high"]) == pytest.approx((row["ci_low"], row["ci_high"]), abs=1e-12)

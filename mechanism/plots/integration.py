@@ -86,7 +86,7 @@ def plot_integration_split(result: Integration, *, title: str | None = None, col
                          field="result")
     split = result.split
     treated = list(dict.fromkeys(split["treated"].to_list()))
-    parts = ["retrieval", "integration", "parametric", "total"]
+    parts = ["retrieval", "integration", "parametric", "not_retrievable", "total"]
     colors = {**arm_colors([result.base, *treated]), **(colors or {})}
     with paper_style():
         # at least 1.1 inch per part, so the two-line part names never touch
@@ -106,8 +106,9 @@ def plot_integration_split(result: Integration, *, title: str | None = None, col
                         capsize=2, zorder=4)
         ax.axhline(0, color="0.2", lw=0.7)
         ax.set_xticks(np.arange(len(parts)), ["retrieval\n(find it)", "integration\n(use it)",
-                                              "parametric\n(without it)", "total\n\u0394accuracy"])
-        ax.axvline(2.5, color="0.7", lw=0.6, ls="--")
+                                              "parametric\n(without it)", "not retrievable\n(by text)",
+                                              "total\n\u0394accuracy"])
+        ax.axvline(3.5, color="0.7", lw=0.6, ls="--")
         ax.yaxis.set_major_locator(MaxNLocator(nbins=6))
         ax.set_ylabel("contribution to accuracy difference")
         ax.grid(axis="x", visible=False)
@@ -115,8 +116,8 @@ def plot_integration_split(result: Integration, *, title: str | None = None, col
         if title:
             ax.set_title(title)
         if caption:
-            fig.text(0.5, -0.02, "retrieval + integration + parametric = total (exact); whiskers: bootstrap "
-                     "intervals over questions", ha="center", va="top", fontsize=7.5, color="0.35")
+            fig.text(0.5, -0.02, "retrieval + integration + parametric + not retrievable = total (exact); "
+                     "whiskers: bootstrap intervals over questions", ha="center", va="top", fontsize=7.5, color="0.35")
         fig.tight_layout()
     return fig
 
@@ -177,8 +178,9 @@ def plot_integration_shift(result: Integration, *, treated: str | Sequence[str] 
         if title:
             fig.suptitle(title)
         fig.text(0.5, 0.0, "whiskers: bootstrap intervals over questions (questions weigh equally within an arm); "
-                 "per-strategy ones Bonferroni-adjusted over the strategies, the split's at the nominal level\n"
-                 "composition + within = total and retrieval + integration + parametric = within, exactly",
+                 "per-strategy ones simultaneous over the strategies (max-|t|), the split's at the nominal level\n"
+                 "composition + within = total and retrieval + integration + parametric + not retrievable = within, "
+                 "exactly",
                  ha="center", va="bottom",
                  fontsize=7, color="0.35")
     return fig
@@ -272,22 +274,23 @@ def _place_labels(ax: Any, items: list[tuple[float, float, str]], *, fontsize: f
 def _draw_nested_split(ax: Any, shift: dict, color: str, base: str, arm: str) -> None:
     parts = [("composition", "composition"), ("within_retrieval", "retrieval"),
              ("within_integration", "integration"), ("within_parametric", "parametric"),
+             ("within_not_retrievable", "not retrievable"),
              ("within", "within (sum)"), ("total", "total \u0394acc")]
     est = np.array([_num(shift[p]["estimate"]) for p, _ in parts])
     lo = np.array([_num(shift[p]["ci_low"]) for p, _ in parts])
     hi = np.array([_num(shift[p]["ci_high"]) for p, _ in parts])
     x = np.arange(len(parts), dtype=float)
-    x[4:] += 0.4  # the sums stand apart from their parts
-    shades = [color, color, color, color, "0.55", "0.25"]
+    x[5:] += 0.4  # the sums stand apart from their parts
+    shades = [color, color, color, color, color, "0.55", "0.25"]
     ax.bar(x, est, width=0.7, color=shades, alpha=0.85, zorder=3)
     yerr = np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)])
     ok = np.isfinite(yerr).all(axis=0)
     ax.errorbar(x[ok], est[ok], yerr=yerr[:, ok], fmt="none", ecolor="0.1", elinewidth=0.8, capsize=2, zorder=4)
     ax.axhline(0, color="0.2", lw=0.7)
-    ax.axvline(3.7, color="0.7", lw=0.6, ls="--")
+    ax.axvline(4.7, color="0.7", lw=0.6, ls="--")
     ax.set_xticks(x, [label for _, label in parts], fontsize=7.5, rotation=35, ha="right",
                   rotation_mode="anchor")
-    ax.text(2.0, 1.0, "within strategies", transform=ax.get_xaxis_transform(), ha="center", va="top",
+    ax.text(2.5, 1.0, "within strategies", transform=ax.get_xaxis_transform(), ha="center", va="top",
             fontsize=7, color="0.35")
     ax.text(0.0, 1.0, "between", transform=ax.get_xaxis_transform(), ha="center", va="top",
             fontsize=7, color="0.35")

@@ -212,7 +212,7 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None, 
     """The capability boundary per T: problems solved by each arm, and gained vs lost.
 
     Left: ``|B_T|`` per arm. Right: problems gained (up) and lost (down) by the treated arm,
-    with the exact two-sided p-value of the discordant-pair test above each depth (``*``:
+    with the two-sided p-value of the within-question permutation test above each depth (``*``:
     significant after Holm adjustment); ``caption`` adds a note saying so under the panels.
     """
     base, treated = result.base, result.treated
@@ -265,7 +265,7 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None, 
         ax_diff.set_title(f"gained vs lost ({t_name} vs {b_name})")
         ax_diff.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
         if caption:
-            fig.text(0.5, -0.02, "p: exact two-sided binomial test on discordant problems; "
+            fig.text(0.5, -0.02, "p: two-sided within-question permutation test at the common budget; "
                      f"* significant at {result.alpha:g} after Holm adjustment over T", ha="center", va="top",
                      fontsize=7, color="0.35")
     return fig

@@ -144,7 +144,7 @@ def plot_share_success(results: Reweighting | Sequence[Reweighting], *, title: s
         if title:
             fig.suptitle(title, y=top + 0.3 / fig.get_figheight(), va="bottom")
         notes = (["marker area ~ share (questions weigh equally within each arm); whiskers: bootstrap intervals "
-                  "over questions, Bonferroni-adjusted over strategies; arrows: base \u2192 treated"]
+                  "over questions, simultaneous over strategies; arrows: base \u2192 treated"]
                  if caption else [])
         entries = [f"{_short_id(k, names)} = {v.split(': ', 1)[-1]}" for k, v in sorted(keyed.items(), key=_order)
                    if _short_id(k, names) != v]
@@ -280,7 +280,7 @@ def plot_decomposition(results: Reweighting | Sequence[Reweighting], *, top: int
         level = "" if results[0].ci is None else f"{100 * results[0].ci:.0f}% "
         if caption:
             fig.text(0.5, -0.01, f"whiskers: {level}bootstrap intervals over questions (per-strategy bars "
-                     "Bonferroni-adjusted over strategies); total = composition + within (Kitagawa), "
+                     "simultaneous over strategies); total = composition + within (Kitagawa), "
                      "questions weighing equally within each arm", ha="center", va="top", fontsize=7.5, color="0.35")
         fig.tight_layout(rect=(0, 0, 1, 0.95))
         # legend and title hang just above the panel titles, wherever the layout put them

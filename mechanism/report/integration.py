@@ -100,7 +100,8 @@ def integration_lines(res, *, indent: str = "") -> list[str]:  # noqa: ANN001
 def split_line(res, treated: str) -> str:  # noqa: ANN001
     """One line: the accuracy difference of ``treated`` split into retrieval, integration, parametric."""
     sub = {r["part"]: r for r in res.split.filter(pl.col("treated") == treated).iter_rows(named=True)}
-    parts = ", ".join(f"{p} {_signed(sub[p])}" for p in ("retrieval", "integration", "parametric"))
+    parts = ", ".join(f"{p.replace('_', ' ')} {_signed(sub[p])}" for p in
+                      ("retrieval", "integration", "parametric", "not_retrievable") if p in sub)
     return f"{treated} - {res.base} ({sub['total']['n_questions']} shared questions): {_signed(sub['total'])} = {parts}"
 
 

@@ -34,8 +34,9 @@ def write_passkt(
 ) -> Section:
     """Write the PASS@(k,T) tables and figures of ``runs`` to ``out``.
 
-    Writes ``pass_at_kt.csv``, ``pass_at_kt_per_problem.parquet`` and the curve and surface
-    figures; with a base arm, for every treated arm ``<treated>_vs_<base>/`` holding the
+    Writes ``pass_at_kt.csv``, ``pass_at_kt_per_problem.parquet``, ``pass_hat_k.csv``
+    (tau-bench's pass^k on the same grids), ``consistency.csv`` (per task: solved in all,
+    none or some trials) with ``consistency_summary.csv``, and the curve and surface figures; with a base arm, for every treated arm ``<treated>_vs_<base>/`` holding the
     boundary tables (CSV), ``summary.txt`` and the gap and boundary figures.
 
     Parameters
@@ -62,7 +63,8 @@ def write_passkt(
         ``results`` holds the :class:`~mechanism.boundaries.Boundary` of every treated arm.
     """
     from mechanism.boundaries import boundary
-    from mechanism.passkt import default_k, depth_notes, pass_at_kt, pass_at_kt_per_problem, within_t_shares
+    from mechanism.passkt import (consistency, default_k, depth_notes, pass_at_kt, pass_at_kt_per_problem,
+                                  small_sample_note, within_t_shares)
     from mechanism.plots.passkt import (plot_boundary, plot_gap_over_t, plot_gap_surface, plot_pass_curves,
                                         plot_pass_over_t, plot_pass_surfaces)
     from mechanism.names import pair_folders
@@ -73,10 +75,17 @@ def write_passkt(
     ks = list(k) if k else default_k(runs, t, t_source=t_source)
     arms = sorted(runs["arm"].unique().to_list()) if "arm" in runs.columns else []
     curves = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=random_state, t_source=t_source)
+    hat = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=random_state, t_source=t_source,
+                     metric="pass^k")
+    small = small_sample_note(curves)
     section = Section()
     write_table(section, curves, out / "pass_at_kt.csv")
     write_table(section, pass_at_kt_per_problem(runs, k=ks, t=t, t_source=t_source),
                 out / "pass_at_kt_per_problem.parquet")
+    write_table(section, hat, out / "pass_hat_k.csv")
+    reliability = consistency(runs, ci=ci, n_boot=n_boot, random_state=random_state)
+    write_table(section, reliability.per_task, out / "consistency.csv")
+    write_table(section, reliability.by_arm, out / "consistency_summary.csv")
     order = arm_order(arms)
     colors = dict(colors) if colors is not None else arm_colors(order)
     source = curves["t_source"][0] if curves.height else t_source
@@ -101,7 +110,13 @@ def write_passkt(
             part = shares.filter(pl.col("arm") == arm)
             lines.append(f"  {arm}: episodes with at most T rounds " + ", ".join(
                 f"T={tv} {sv:.2f}" for tv, sv in part.select("t", "share_within_t").iter_rows()))
+    for arm in order:
+        rowk = hat.filter((pl.col("arm") == arm) & (pl.col("k") == ks[-1]) & (pl.col("t") == tmax)).row(0, named=True)
+        lines.append(f"  {arm}: pass^{ks[-1]} (all {ks[-1]} of {ks[-1]} succeed within T={tmax}) = "
+                     f"{rowk['pass_at_kt']:.3f} [{rowk['ci_low']:.3f}, {rowk['ci_high']:.3f}]")
+    lines += [f"  {line}" for line in reliability.summary().lines]
     lines += [f"  note: {note}" for note in depth_notes(runs, t, t_source)]
+    lines += [f"  note: {note}" for note in small]
     if figures:
         # with a single k there is no curve over k nor a k x T surface: the curve over T remains
         made = ([("pass_curves", plot_pass_curves(curves, arms=order, colors=colors)),
@@ -143,8 +158,8 @@ def write_passkt(
 
 
 def boundary_verdict(result) -> str:  # noqa: ANN001 - a Boundary
-    """One sentence: gained and lost problems at the deepest T, the exact test and its verdict."""
+    """One sentence: gained and lost problems at the deepest T, the permutation test and its verdict."""
     deepest = result.tests.sort("t").row(-1, named=True)
     problems = (lambda n: f"{n} problem" if n == 1 else f"{n} problems")
     return (f"capability boundary at T={deepest['t']}: {problems(deepest['gained'])} gained, "
-            f"{deepest['lost']} lost (exact p = {deepest['p_value']:.3g}: {deepest['verdict']})")
+            f"{deepest['lost']} lost (permutation p = {deepest['p_value']:.3g}: {deepest['verdict']})")

@@ -1,0 +1,183 @@
+"""Coverage and level of the intervals and tests added for issue 21, measured on simulated
+data whose truth is known.
+
+1. PASS@(k,T) intervals at few problems: the percentile bootstrap against the studentized
+   interval (``interval="auto"`` below 30 problems), coverage of the true mean over problems.
+2. Per-strategy rows under identical policies with an unequal design (base 2-10, treated
+   4-16 samples per question): the share of data sets in which *some* strategy's composition
+   or within interval excludes 0, for separate 95 % percentile intervals, Bonferroni and the
+   simultaneous max-|t| bands; and ``strategy_shift``'s difference columns likewise.
+3. The boundary test: type I error under identical policies with 4 vs 32 samples, power when
+   the treated arm's success is raised, and the spread of the p-value over seeds 0-4.
+4. The split on question x strategy strata when success depends on the question only and
+   the treated arm moves strategies between easy and hard questions: how often ``within``'s
+   interval contains 0 (strata vs pooled).
+
+Run: ``python benchmarks/bench_coverage.py [--reps 200]``; prints markdown tables.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import polars as pl
+
+from mechanism.boundaries import boundary
+from mechanism.compare import reweighting
+from mechanism.information import integration
+from mechanism.passkt import pass_at_kt
+from mechanism.resample import bonferroni_level, percentile_interval
+
+
+def passkt_coverage(reps: int) -> list[tuple]:
+    from scipy.special import betaln
+
+    rows = []
+    n, ks = 16, [1, 4, 16]
+    # the estimand: PASS@k over the population of problems, E[1 - (1 - p)^k] for p ~ Beta(0.3, 1.5)
+    truth = np.array([1.0 - np.exp(betaln(0.3, 1.5 + k) - betaln(0.3, 1.5)) for k in ks])
+    for n_q in (5, 10, 20, 30, 50):
+        hits = {m: np.zeros(len(ks)) for m in ("percentile", "studentized")}
+        for r in range(reps):
+            rng = np.random.default_rng(1000 * n_q + r)
+            p = rng.beta(0.3, 1.5, n_q)  # skewed difficulty: many hard problems
+            ok = rng.random((n_q, n)) < p[:, None]
+            runs = pl.DataFrame({"arm": "a", "question_id": np.repeat([f"q{i}" for i in range(n_q)], n),
+                                 "correct": ok.reshape(-1), "n_rounds": 1})
+            for method in hits:
+                got = pass_at_kt(runs, k=ks, t=[1], n_boot=300, random_state=r, interval=method).sort("k")
+                hits[method] += (got["ci_low"].to_numpy() <= truth) & (truth <= got["ci_high"].to_numpy())
+        for method, h in hits.items():
+            rows.append((n_q, method, *(h / reps)))
+    return rows
+
+
+def _identical(seed: int, n_q: int) -> tuple[pl.DataFrame, np.ndarray]:
+    """The null world of ``tests/test_nulls.py`` (identical policies, base 2-10 and treated
+    4-16 samples per question, 5 strategies, a fifth of the golds yes/no)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from test_nulls import identical
+
+    return identical(seed, n_q)
+
+
+def strategy_rows_null(reps: int) -> list[tuple]:
+    rows = []
+    for n_q in (20, 50):
+        separate = bonf = band = shift_sep = shift_band = 0
+        for r in range(reps):
+            runs, labels = _identical(r, n_q)
+            rw = reweighting(runs, labels, base="base", treated="rl", n_boot=400, n_permutations=0, random_state=r)
+            t = rw.strategies
+            band += bool(((t["composition_ci_low"] > 0) | (t["composition_ci_high"] < 0)
+                          | (t["within_ci_low"] > 0) | (t["within_ci_high"] < 0)).any())
+            for level, name in ((0.95, "sep"), (bonferroni_level(0.95, t.height), "bonf")):
+                lo_c, hi_c = percentile_interval(rw.replicates["composition"], level)
+                lo_w, hi_w = percentile_interval(rw.replicates["within"], level)
+                hit = bool(((lo_c > 0) | (hi_c < 0) | (lo_w > 0) | (hi_w < 0)).any())
+                separate += hit and name == "sep"
+                bonf += hit and name == "bonf"
+            ig = integration(runs, base="base", treated="rl", labels=labels, n_boot=400, random_state=r)
+            cols = ["share_change", "composition", "within", "within_retrieval", "within_integration",
+                    "within_parametric"]
+            ss = ig.strategy_shift
+            shift_band += bool(any(((ss[f"{c}_ci_low"] > 1e-12) | (ss[f"{c}_ci_high"] < -1e-12)).any() for c in cols))
+        rows.append((n_q, separate / reps, bonf / reps, band / reps, shift_band / reps))
+    return rows
+
+
+def boundary_level_and_power(reps: int) -> tuple[list[tuple], list[tuple]]:
+    rows = []
+    for lift in (0.0, 0.1):
+        rejected = 0
+        for r in range(reps):
+            rng = np.random.default_rng(5000 + r)
+            p = rng.beta(0.4, 2.0, 100)
+            frames = []
+            for arm, n, extra in (("base", 4, 0.0), ("rl", 32, lift)):
+                ok = rng.random((100, n)) < np.clip(p + extra * (p < 0.3), 0, 1)[:, None]
+                frames.append(pl.DataFrame({"arm": arm, "question_id": np.repeat([f"q{i}" for i in range(100)], n),
+                                            "sample_id": np.tile(np.arange(n), 100), "correct": ok.reshape(-1),
+                                            "n_rounds": 1}))
+            b = boundary(pl.concat(frames), base="base", treated="rl", t=[1], k=[1], n_boot=20,
+                         random_state=r, n_permutations=4000)
+            rejected += bool(b.tests["p_value"].item() < 0.05)
+        rows.append((lift, rejected / reps))
+    # the spread of p over seeds 0-4 on fixed data sets
+    spread = []
+    for r in range(5):
+        rng = np.random.default_rng(9000 + r)
+        p = rng.beta(0.4, 2.0, 100)
+        frames = []
+        for arm, n in (("base", 4), ("rl", 32)):
+            ok = rng.random((100, n)) < p[:, None]
+            frames.append(pl.DataFrame({"arm": arm, "question_id": np.repeat([f"q{i}" for i in range(100)], n),
+                                        "sample_id": np.tile(np.arange(n), 100), "correct": ok.reshape(-1),
+                                        "n_rounds": 1}))
+        data = pl.concat(frames)
+        ps = [boundary(data, base="base", treated="rl", t=[1], k=[1], n_boot=20, random_state=s)
+              .tests["p_value"].item() for s in range(5)]
+        spread.append((r, min(ps), max(ps), max(ps) - min(ps)))
+    return rows, spread
+
+
+def strata_coverage(reps: int) -> list[tuple]:
+    out = []
+    counts = {"question": 0, "pooled": 0}
+    for r in range(reps):
+        rng = np.random.default_rng(r)
+        p = rng.uniform(0.05, 0.95, 60)
+        rows, labels = [], []
+        for arm in ("base", "rl"):
+            for q in range(60):
+                mix = np.full(3, 1 / 3) if arm == "base" or p[q] <= 0.5 else np.array([0.8, 0.1, 0.1])
+                for s in range(8):
+                    labels.append(int(rng.choice(3, p=mix)))
+                    rows.append({"arm": arm, "question_id": f"q{q}", "sample_id": s,
+                                 "correct": bool(rng.random() < p[q])})
+        runs = pl.DataFrame(rows)
+        for strata in counts:
+            rw = reweighting(runs, np.array(labels), base="base", treated="rl", n_boot=300, n_permutations=0,
+                             random_state=r, strata=strata)
+            counts[strata] += rw.within_ci[0] <= 0.0 <= rw.within_ci[1]
+    for strata, c in counts.items():
+        out.append((strata, c / reps))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reps", type=int, default=200)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    print("### PASS@(k,T) interval coverage (n = 16 samples, skewed difficulty, 95 %)\n")
+    print("| problems | interval | k = 1 | k = 4 | k = 16 |\n|---:|---|---:|---:|---:|")
+    for row in passkt_coverage(args.reps):
+        print(f"| {row[0]} | {row[1]} | " + " | ".join(f"{v:.3f}" for v in row[2:]) + " |")
+    print("\n### Per-strategy rows under identical policies, unequal design (share of data sets with any row "
+          "excluding 0; 5 strategies)\n")
+    print("| questions | separate 95 % | Bonferroni | simultaneous band | strategy_shift band (6 columns) |\n"
+          "|---:|---:|---:|---:|---:|")
+    for row in strategy_rows_null(max(args.reps // 2, 20)):
+        print(f"| {row[0]} | " + " | ".join(f"{v:.3f}" for v in row[1:]) + " |")
+    level, spread = boundary_level_and_power(args.reps)
+    print("\n### Boundary test, 100 questions, base 4 vs treated 32 samples\n")
+    print("| treated lift on hard problems | rejection rate at 0.05 |\n|---:|---:|")
+    for lift, rate in level:
+        print(f"| {lift:+.2f} | {rate:.3f} |")
+    print("\n| data set | min p over seeds 0-4 | max p | spread |\n|---:|---:|---:|---:|")
+    for row in spread:
+        print(f"| {row[0]} | {row[1]:.4f} | {row[2]:.4f} | {row[3]:.4f} |")
+    print("\n### Within interval contains 0 (success by question only, strategies moved between easy and hard)\n")
+    print("| strata | share of data sets |\n|---|---:|")
+    for strata, share in strata_coverage(max(args.reps // 2, 20)):
+        print(f"| {strata} | {share:.3f} |")
+    print(f"\n({time.perf_counter() - start:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
