@@ -25,6 +25,15 @@ failed, after_error
     whether its observation reports an error, and whether it follows a failed call (a
     retry).
 
+Failures and retries (``retries=``): by default (``"merge"``) a failed call and the calls of
+the same tool that follow it until one goes through are one *attempt* of that move, read as
+the move the last of them made, and a failed call nobody retried is read as the move it
+attempted. How often an agent fails and retries is execution, not strategy (DESIGN.md
+section 5): it is kept per call (``failed``, ``retried``) and per trajectory (``n_failed``,
+``n_retries``) and reported per strategy and arm, never in the move tokens or the rendering
+that define strategies. ``retries="keep"`` keeps every call a move of its own, failure
+(``!``) and retry (``after error``) marked, for studies of recovery behaviour.
+
 Calls of a retrieval tool (named like a search) are also read as search moves
 (:data:`SEARCH_MOVES`: ``first_lookup``, ``bridge_lookup``, ``verification``,
 ``reformulation``, ``parallel_lookup``, ``new_lookup``, ``repeat``), derived from the same
@@ -47,7 +56,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -64,12 +73,14 @@ SEARCH_MOVES = ("first_lookup", "repeat", "reformulation", "bridge_lookup", "ver
                 "parallel_lookup", "new_lookup")
 FINAL_MOVES = ("answer", "no_answer")
 MOVES = RELATIONS + SEARCH_MOVES + FINAL_MOVES
+RETRIES = ("merge", "keep")
+Retries = Literal["merge", "keep"]
 
 # Descriptive columns per trajectory. None is an outcome (whether the answer was retrieved or
 # right): a strategy defined by its outcome would fold within-strategy success into
 # composition (mechanism.compare).
 DESCRIPTIVE_COLUMNS = (
-    "n_rounds", "n_tools", "n_failed", *(f"n_{r}" for r in RELATIONS),
+    "n_rounds", "n_tools", "n_failed", "n_retries", *(f"n_{r}" for r in RELATIONS),
     "share_user", "share_result", "share_call", "share_new", "first_call_coverage",
 )
 
@@ -135,6 +146,14 @@ def tool_name(tool: str | None) -> str:
     return label or "tool"
 
 
+def check_retries(retries: Any) -> None:
+    """A one-line error naming ``retries`` when it is not one of :data:`RETRIES`."""
+    if retries not in RETRIES:
+        from mechanism.errors import InputError
+
+        raise InputError(f"`retries` must be 'merge' or 'keep', got {str(retries)[:40]!r}", field="retries")
+
+
 def is_error(observation: str | None, error_pattern: "str | re.Pattern[str] | None" = None) -> bool:
     """Whether a tool's result reports a failed call (:func:`mechanism.failures.is_failure`:
     Wikipedia ReAct's "Could not find", tool errors, error objects, missing ids and files,
@@ -197,6 +216,7 @@ class _Step:
     scope: str
     failed: bool
     after_error: bool
+    retried: bool  # a failed call whose retry (the next call, same tool) is the same attempt
     n_atoms: int
     share_user: float
     share_result: float
@@ -205,6 +225,8 @@ class _Step:
     question_coverage: float
     masked: str
     token: str
+    marked: bool = False  # the failure is part of the move (retries="keep")
+    marked_retry: bool = False  # so is following a failed call
 
 
 class _Memo:
@@ -267,9 +289,10 @@ def _search_move(relation: str, sources: set[str]) -> str:
 
 def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict] | None,
                  memo: _Memo | None = None, error_pattern: "re.Pattern[str] | None" = None,
-                 ) -> tuple[list[_Step], _Step, dict[str, float], str]:
-    """Moves, final move, descriptive features and rendering of one trajectory."""
+                 retries: str = "merge") -> tuple[list[_Step], _Step, dict[str, float], str]:
+    """Moves (every call), final move, descriptive features and rendering of one trajectory."""
     memo = memo or _Memo()
+    merge = retries == "merge"
     asked = memo.atoms(question)  # the question's atoms: what `scope` measures against
     user: frozenset[str] | set[str] = asked  # every atom the user has said so far
     result_atoms: set[str] = set()
@@ -280,12 +303,13 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     prev_call: tuple[str, tuple[str, ...]] | None = None
     prev_failed = False
     moves: list[_Step] = []
-    for step in steps or ():
-        step = step or {}  # a null step is a call with nothing recorded
+    steps = [st or {} for st in (steps or ())]  # a null step is a call with nothing recorded
+    tools_of = [memo.tool(st.get("tool")) for st in steps]
+    for i, step in enumerate(steps):
         said = step.get("user")
         if said:  # a later user turn (an id, a code, a name typed in reply): the user's too
             user = set(user) | memo.atoms(said)
-        tool = memo.tool(step.get("tool"))
+        tool = tools_of[i]
         values = argument_values(step.get("arguments"), step.get("query"))
         vatoms: dict[str, None] = {}
         for v in values:
@@ -319,6 +343,9 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
             relation = "new"
         observation = step.get("observation")
         failed = is_failure(observation, error_pattern)
+        # merged: a failed call the next call of the same tool retries is that call's attempt,
+        # so it leaves the grammar's state as it found it (the retry is read as if first tried)
+        retried = merge and failed and i + 1 < len(steps) and tools_of[i + 1] == tool
         n = len(toks)
         sources = {s for s in SOURCES if counts[s]}
         coverage = len(tset & asked) / len(asked) if asked else 0.0
@@ -326,46 +353,59 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         retrieval = bool(_RETRIEVAL.search(tool)) and len(values) <= 1
         move = _search_move(relation, sources) if retrieval else relation
         src = "+".join(s for s in SOURCES if s in sources) or "nothing"
-        flag = "!" if failed else ""
-        token = f"{tool}{flag}/{relation}/{src}/{scope}" + ("/after_error" if prev_failed else "")
-        masked = (f"{tool} {move}" + (" failed" if failed else "") + (" after error" if prev_failed else "")
+        shown_failed, shown_after = (failed, prev_failed) if not merge else (False, False)
+        flag = "!" if shown_failed else ""
+        token = f"{tool}{flag}/{relation}/{src}/{scope}" + ("/after_error" if shown_after else "")
+        masked = (f"{tool} {move}" + (" failed" if shown_failed else "") + (" after error" if shown_after else "")
                   + f": {src}" + (f", {scope} of question" if scope != "none" else ""))
         moves.append(_Step(
             move=move, tool=tool, relation=relation, sources=src, scope=scope, failed=failed,
-            after_error=prev_failed, n_atoms=n,
+            after_error=prev_failed, retried=retried, n_atoms=n,
             share_user=counts["user"] / n if n else 0.0, share_result=counts["result"] / n if n else 0.0,
             share_call=counts["call"] / n if n else 0.0, share_new=counts["new"] / n if n else 0.0,
-            question_coverage=coverage, masked=masked, token=token))
+            question_coverage=coverage, masked=masked, token=token, marked=shown_failed,
+            marked_retry=shown_after))
+        prev_failed = failed
+        if retried:
+            continue
         calls_seen.add(key)
         prev_call = key
-        prev_failed = failed
         by_tool.setdefault(tool, set()).update(tset)
         same_tool.setdefault(tool, []).append(frozenset(tset))
         call_atoms |= tset
         result_atoms |= memo.atoms(observation)
     final_move = "no_answer" if answer is None else "answer"
     final = _Step(move=final_move, tool="answer", relation=final_move, sources="", scope="none", failed=False,
-                  after_error=prev_failed, n_atoms=0, share_user=0.0, share_result=0.0, share_call=0.0,
+                  after_error=prev_failed, retried=False, n_atoms=0, share_user=0.0, share_result=0.0, share_call=0.0,
                   share_new=0.0, question_coverage=0.0, masked=final_move.replace("_", " "), token=final_move)
-    feats: dict[str, float] = {"n_tools": float(len(by_tool)), "n_failed": float(sum(m.failed for m in moves))}
+    feats: dict[str, float] = {"n_tools": float(len(by_tool)), "n_failed": float(sum(m.failed for m in moves)),
+                               "n_retries": float(sum(m.retried for m in moves))}
+    shown = attempts(moves)  # what defines the strategy: one entry per attempt of a move
     for r in RELATIONS:
-        feats[f"n_{r}"] = float(sum(m.relation == r for m in moves))
+        feats[f"n_{r}"] = float(sum(m.relation == r for m in shown))
     for key in ("share_user", "share_result", "share_call", "share_new"):
-        vals = [getattr(m, key) for m in moves if m.n_atoms]
+        vals = [getattr(m, key) for m in shown if m.n_atoms]
         feats[key] = sum(vals) / len(vals) if vals else 0.0
     feats["first_call_coverage"] = moves[0].question_coverage if moves else 0.0
-    parts = [f"{i + 1}. {m.masked}" for i, m in enumerate(moves[:MAX_STEPS_RENDERED])]
-    if len(moves) > MAX_STEPS_RENDERED:
-        parts.append(f"... {len(moves) - MAX_STEPS_RENDERED} more calls")
+    parts = [f"{i + 1}. {m.masked}" for i, m in enumerate(shown[:MAX_STEPS_RENDERED])]
+    if len(shown) > MAX_STEPS_RENDERED:
+        parts.append(f"... {len(shown) - MAX_STEPS_RENDERED} more calls")
     parts.append(final.masked)
     rendering = " | ".join(parts)
     return moves, final, feats, rendering
 
 
+def attempts(moves: Sequence[_Step]) -> list[_Step]:
+    """The moves that define a strategy: every call but the failed ones their retry replaces
+    (none under ``retries="keep"``)."""
+    return [m for m in moves if not m.retried]
+
+
 def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
     """The units a strategy is made of.
 
-    For every call, at three grains: the tool (``!`` when the call failed); the tool with its
+    For every attempt of a move (:func:`attempts`), at three grains: the tool (``!`` when the call
+    failed, under ``retries="keep"``); the tool with its
     relation to earlier calls; and the full move: where its carried values came from (the user
     turn, an earlier call, a result; new words alone count only when nothing was carried, since
     rewording is not a change of plan), whether it covers the whole question or part of it, and
@@ -379,17 +419,19 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
     >>> runs = from_records([{"arm": "a", "question_id": "q", "sample_id": 0, "question": "Cancel #W1",
     ...     "gold": [], "answer": "done", "correct": True, "n_rounds": 1, "steps": [
     ...     make_step(tool="cancel_order", arguments='{"order_id": "#W1"}', observation="Error: locked")]}])
-    >>> render(runs)["tokens"][0].split()
+    >>> render(runs, retries="keep")["tokens"][0].split()
     ['T:cancel_order!', 'R:cancel_order!/first', 'M:cancel_order!/first/user/partial', 'B:start>cancel_order!/first', 'B:cancel_order!/first>answer', 'E:answer']
+    >>> render(runs)["tokens"][0].split()  # by default a failure is execution, not a move
+    ['T:cancel_order', 'R:cancel_order/first', 'M:cancel_order/first/user/partial', 'B:start>cancel_order/first', 'B:cancel_order/first>answer', 'E:answer']
     """
     out: list[str] = []
     prev = "start"
-    for m in moves:
-        tool = m.tool + ("!" if m.failed else "")
+    for m in attempts(moves):
+        tool = m.tool + ("!" if m.marked else "")
         mid = f"{tool}/{m.relation}"
         carried = [s for s in m.sources.split("+") if s not in ("new", "")] or [m.sources or "nothing"]
         scope = m.scope if m.scope in ("whole", "none") else "partial"
-        fine = f"M:{mid}/{'+'.join(carried)}/{scope}" + ("/after_error" if m.after_error else "")
+        fine = f"M:{mid}/{'+'.join(carried)}/{scope}" + ("/after_error" if m.after_error and m.marked_retry else "")
         out += [f"T:{tool}", f"R:{mid}", fine, f"B:{prev}>{mid}"]
         prev = mid
     out += [f"B:{prev}>{final.move}", f"E:{final.move}" if moves else f"E:no_calls_{final.move}"]
@@ -399,7 +441,7 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
 _MOVE_SCHEMA = {
     "arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64, "step": pl.Int64,
     "tool": pl.String, "move": pl.String, "relation": pl.String, "sources": pl.String, "scope": pl.String,
-    "failed": pl.Boolean, "after_error": pl.Boolean, "n_atoms": pl.Int64, "share_user": pl.Float64,
+    "failed": pl.Boolean, "after_error": pl.Boolean, "retried": pl.Boolean, "n_atoms": pl.Int64, "share_user": pl.Float64,
     "share_result": pl.Float64, "share_call": pl.Float64, "share_new": pl.Float64,
     "question_coverage": pl.Float64, "masked": pl.String, "token": pl.String,
 }
@@ -427,7 +469,7 @@ def row_keys(runs: pl.DataFrame) -> pl.Series:
 
 
 def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
-                      error_pattern: "re.Pattern[str] | None" = None,
+                      error_pattern: "re.Pattern[str] | None" = None, retries: str = "merge",
                       ) -> tuple[pl.DataFrame, list[list[_Step]] | None]:
     """Segment each distinct row of ``runs`` once.
 
@@ -446,12 +488,13 @@ def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
     all_moves: list[list[_Step]] | None = [] if with_moves else None
     for question, answer, steps in zip(sub["question"].to_list(), sub["answer"].to_list(),
                                        sub["steps"].to_list()):
-        moves, final, f, rendering = _segment_one(question, answer, steps, memo, error_pattern)
+        moves, final, f, rendering = _segment_one(question, answer, steps, memo, error_pattern, retries)
         for name, values in feats.items():
             values.append(f[name])
         renderings.append(rendering)
-        sequences.append(" > ".join([m.move for m in moves] + [final.move]))
-        tools.append(" > ".join(m.tool + ("!" if m.failed else "") for m in moves))
+        shown = attempts(moves)
+        sequences.append(" > ".join([m.move for m in shown] + [final.move]))
+        tools.append(" > ".join(m.tool + ("!" if m.marked else "") for m in shown))
         tokens.append(" ".join(move_tokens(moves, final)))
         if all_moves is not None:
             all_moves.append([*moves, final])
@@ -471,7 +514,7 @@ def _trajectories(runs: pl.DataFrame, keys: pl.Series, table: pl.DataFrame) -> p
 
 
 def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None,
-                ) -> tuple[pl.DataFrame, pl.DataFrame]:
+                retries: Retries = "merge") -> tuple[pl.DataFrame, pl.DataFrame]:
     """Moves (one row per tool call plus the final answer) and per-trajectory renderings.
 
     Identical rows (same question, answer and steps, see :func:`row_keys`) are segmented
@@ -486,6 +529,9 @@ def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | N
         A regular expression (case-insensitive) naming your environment's failure
         messages; an observation it matches is a failed call, besides the default reading
         (:func:`mechanism.failures.is_failure`).
+    retries
+        ``"merge"`` (default): a failed call and its retry are one attempt of a move;
+        ``"keep"``: every call is a move, failures and retries marked (module docstring).
 
     Returns
     -------
@@ -493,9 +539,10 @@ def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | N
         See :func:`segment` and :func:`render`.
     """
     validate(runs, source="runs", required=_REQUIRED)
+    check_retries(retries)
     keys = row_keys(runs)
     table, distinct_moves = _segment_distinct(runs, keys, with_moves=True,
-                                              error_pattern=compile_error_pattern(error_pattern))
+                                              error_pattern=compile_error_pattern(error_pattern), retries=retries)
     assert distinct_moves is not None
     # Moves of each distinct row, laid out once, then gathered for every row in table order.
     lengths = np.array([len(m) for m in distinct_moves], dtype=np.int64)
@@ -517,7 +564,8 @@ def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | N
     return moves_df, _trajectories(runs, keys, table)
 
 
-def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None) -> pl.DataFrame:
+def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None,
+            retries: Retries = "merge") -> pl.DataFrame:
     """One row per move: every tool call, then the final answer.
 
     Columns: ``arm, question_id, sample_id, step`` (0-based; the final answer is the last),
@@ -525,7 +573,10 @@ def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None"
     tool; one of :data:`MOVES`), ``relation`` (:data:`RELATIONS`), ``sources`` (where the
     call's values came from: ``user``, ``call``, ``result``, ``new``, joined by ``+``),
     ``scope`` (how much of the question the call covers), ``failed`` (error observation),
-    ``after_error`` (the previous call failed: a retry), ``n_atoms`` (values' atoms), the
+    ``after_error`` (the previous call failed: a retry), ``retried`` (a failed call that the
+    next call, of the same tool, retries: under ``retries="merge"`` both are one attempt, read
+    as the retry's move, and the failed call's relation, sources and scope are what it would
+    have been), ``n_atoms`` (values' atoms), the
     shares of atoms by source, ``question_coverage``, ``masked`` (the move, no content) and
     ``token`` (its unit in the strategy representation).
 
@@ -547,11 +598,11 @@ def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None"
     >>> segment(runs)["move"].to_list()
     ['first_lookup', 'bridge_lookup', 'answer']
     """
-    return segment_all(runs, error_pattern=error_pattern)[0]
+    return segment_all(runs, error_pattern=error_pattern, retries=retries)[0]
 
 
 def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
-           error_pattern: "str | re.Pattern[str] | None" = None) -> pl.DataFrame:
+           error_pattern: "str | re.Pattern[str] | None" = None, retries: Retries = "merge") -> pl.DataFrame:
     """One row per trajectory: its masked rendering, move sequence and structural features.
 
     Columns: ``arm, question_id, sample_id``, ``rendering`` (text for the embedder, no
@@ -570,19 +621,24 @@ def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
     error_pattern
         Your environment's failure messages, as for :func:`segment` (cached apart from the
         default reading's results).
+    retries
+        ``"merge"`` (default) or ``"keep"``, as for :func:`segment_all` (cached apart).
     """
     validate(runs, source="runs", required=_REQUIRED)
+    check_retries(retries)
     keys = row_keys(runs)
     pattern = compile_error_pattern(error_pattern)
     if cache_dir is None:
-        return _trajectories(runs, keys, _segment_distinct(runs, keys, with_moves=False, error_pattern=pattern)[0])
-    cache = SegmentCache(cache_dir, error_pattern=pattern)
+        return _trajectories(runs, keys, _segment_distinct(runs, keys, with_moves=False, error_pattern=pattern,
+                                                           retries=retries)[0])
+    cache = SegmentCache(cache_dir, error_pattern=pattern, retries=retries)
     wanted = keys.unique(maintain_order=True)
     found = cache.load(wanted)
     missing = ~keys.is_in(found["key"].implode())
     if missing.any():
         rows = runs.filter(missing)
-        computed = _segment_distinct(rows, keys.filter(missing), with_moves=False, error_pattern=pattern)[0]
+        computed = _segment_distinct(rows, keys.filter(missing), with_moves=False, error_pattern=pattern,
+                                     retries=retries)[0]
         cache.store(computed)
         found = pl.concat([found, computed])
     return _trajectories(runs, keys, found)
@@ -602,12 +658,15 @@ class SegmentCache:
         Cache root.
     error_pattern
         The user's failure pattern the segmentations were made with (part of the key).
+    retries
+        How failed calls and their retries were read (part of the key).
     """
 
-    FORMAT = 2
+    FORMAT = 3
 
-    def __init__(self, folder: str | os.PathLike, *, error_pattern: "re.Pattern[str] | None" = None) -> None:
-        name = segmenter_id()
+    def __init__(self, folder: str | os.PathLike, *, error_pattern: "re.Pattern[str] | None" = None,
+                 retries: str = "merge") -> None:
+        name = segmenter_id() + ("" if retries == "merge" else f"-{retries}")
         if error_pattern is not None:
             spec = f"{error_pattern.flags}:{error_pattern.pattern}".encode("utf-8", "surrogatepass")
             name += "-" + hashlib.blake2b(spec, digest_size=8).hexdigest()

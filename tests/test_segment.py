@@ -76,15 +76,47 @@ def test_read_change_read_again_is_a_return_not_a_repeat():
 
 
 def test_failed_calls_and_retries():
+    """Kept apart (retries="keep"): every call a move, failures and retries marked."""
     steps = [call("cancel_pending_order", "Error: order is locked", order_id="#W4830391"),
              call("cancel_pending_order", "Error: order is locked", order_id="#W4830391"),
              call("cancel_pending_order", '{"status": "cancelled"}', order_id="#W4830391", reason="mistake")]
-    moves = segment(_runs(steps, question=USER))
+    moves = segment(_runs(steps, question=USER), retries="keep")
     assert moves["failed"].to_list()[:3] == [True, True, False]
     assert moves["after_error"].to_list()[:3] == [False, True, True]
     assert moves["relation"].to_list()[:3] == ["first", "repeat", "revise"]
-    tokens = render(_runs(steps, question=USER))["tokens"][0].split()
+    tokens = render(_runs(steps, question=USER), retries="keep")["tokens"][0].split()
     assert "T:cancel_pending_order!" in tokens and "T:cancel_pending_order" in tokens
+
+
+def test_a_failed_call_and_its_retry_are_one_attempt_by_default():
+    """Merged (default): the failures and the retry that went through are one attempt of the
+    move, read as if it had worked the first time; the flags stay in the moves table and the
+    trajectory's counts, never in what defines the strategy."""
+    lookup = call("get_order_details", '{"status": "pending"}', order_id="#W4830391")
+    failing = [call("cancel_pending_order", "Error: order is locked", order_id="#W4830391"),
+               call("cancel_pending_order", "Error: order is locked", order_id="#W4830391"),
+               call("cancel_pending_order", '{"status": "cancelled"}', order_id="#W4830391", reason="mistake")]
+    clean = [call("cancel_pending_order", '{"status": "cancelled"}', order_id="#W4830391", reason="mistake")]
+    failed_run, clean_run = _runs([lookup, *failing], question=USER), _runs([lookup, *clean], question=USER)
+    moves = segment(failed_run)
+    assert moves["retried"].to_list() == [False, True, True, False, False]
+    assert moves["failed"].to_list()[:4] == [False, True, True, False]
+    a, b = render(failed_run), render(clean_run)
+    for column in ("tokens", "rendering", "moves", "tools"):
+        assert a[column][0] == b[column][0], column
+    assert "!" not in a["tokens"][0] and "error" not in a["rendering"][0]
+    assert (a["n_failed"][0], a["n_retries"][0], a["n_rounds"][0]) == (2.0, 2.0, 4.0)
+    assert (b["n_failed"][0], b["n_retries"][0]) == (0.0, 0.0)
+    # a failed call nobody retried is the move it attempted; another tool after a failure is
+    # a move of its own (a fallback, not a retry)
+    unretried = render(_runs([lookup, failing[0]], question=USER))
+    assert unretried["tokens"][0] == render(_runs([lookup, clean[0]], question=USER))["tokens"][0]
+    fallback = segment(_runs([call("find_user_id_by_email", "Error: user not found", email="a@b.c"),
+                              call("find_user_id_by_name_zip", '"u_1"', first_name="mia", zip="10001")],
+                             question=USER))
+    assert fallback["retried"].to_list()[:2] == [False, False]
+    with pytest.raises(InputError, match="`retries`"):
+        render(clean_run, retries="drop")
 
 
 def test_is_error_and_tool_names():
