@@ -62,7 +62,7 @@ from mechanism.errors import InputError, MechanismError
 from mechanism._strategies.clustering import agglomerative, distances
 from mechanism._strategies.features import fit_vocabulary, token_matrix
 from mechanism._strategies.persist import FORMAT_VERSION  # noqa: F401  (the saved format's version, public)
-from mechanism.segmentation import render
+from mechanism.segmentation import Retries, check_retries, render
 from mechanism.schema import validate
 
 _FIT_CACHE_FORMAT = 1
@@ -186,6 +186,15 @@ class StrategySpace(BaseEstimator):
     random_state
         Seed of UMAP and k-means: an integer in ``[0, 2**32)`` (``None`` is refused, so that
         the same input always gives the same strategies).
+    retries
+        ``"merge"`` (default): a failed call and the retries of the same tool after it are
+        one attempt of a move, so failing and retrying never define a strategy; how often
+        each strategy fails and retries is reported by :meth:`describe` (``failure_rate``,
+        ``retry_rate``, per arm) and :meth:`execution`. ``"keep"``: every call is a move of
+        its own, failures and retries marked (for studies of recovery behaviour).
+    error_pattern
+        A regular expression (case-insensitive) for your environment's failure messages,
+        besides the default reading (:func:`mechanism.failures.is_failure`).
     cache_dir
         Folder of the caches (``None``: no cache): ``embeddings/`` (per rendering and
         model), ``segments/`` (per trajectory, keyed by its content and the segmentation
@@ -233,7 +242,8 @@ class StrategySpace(BaseEstimator):
                  k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
                  cluster_on: str = "features", n_components: int = 5, n_neighbors: int = 15,
                  min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
-                 n_bootstrap: int = 20, random_state: int = 0, cache_dir: str | os.PathLike | None = None,
+                 n_bootstrap: int = 20, random_state: int = 0, retries: Retries = "merge",
+                 error_pattern: str | None = None, cache_dir: str | os.PathLike | None = None,
                  progress: bool | None = None) -> None:
         self.embedder = embedder
         self.embedding_weight = embedding_weight
@@ -252,6 +262,8 @@ class StrategySpace(BaseEstimator):
         self.outlier_factor = outlier_factor
         self.n_bootstrap = n_bootstrap
         self.random_state = random_state
+        self.retries = retries
+        self.error_pattern = error_pattern
         self.cache_dir = cache_dir
         self.progress = progress
 
@@ -261,6 +273,10 @@ class StrategySpace(BaseEstimator):
             self._embedder_obj = make_embedder(self.embedder, cache_dir=self._cache_path("embeddings"),
                                                progress=self.progress)
         return self._embedder_obj
+
+    def _render(self, runs: pl.DataFrame) -> pl.DataFrame:
+        return render(runs, cache_dir=self._cache_path("segments"), error_pattern=self.error_pattern,
+                      retries=self.retries)
 
     def _cache_path(self, kind: str) -> Path | None:
         return None if self.cache_dir is None else Path(self.cache_dir) / kind
@@ -299,6 +315,11 @@ class StrategySpace(BaseEstimator):
             raise MechanismError(f"`resolution` must be positive, got {self.resolution!r}")
         if self.embedding_weight < 0 or self.structure_weight < 0:
             raise MechanismError("`embedding_weight` and `structure_weight` must be non-negative")
+        check_retries(self.retries)
+        if self.error_pattern is not None:
+            from mechanism.failures import compile_error_pattern
+
+            compile_error_pattern(self.error_pattern)
         if isinstance(self.random_state, bool) or not isinstance(self.random_state, (int, np.integer)) \
                 or not 0 <= int(self.random_state) < 2**32:
             raise MechanismError(f"`random_state` must be an integer in [0, 2**32), got {self.random_state!r}")
@@ -321,7 +342,7 @@ class StrategySpace(BaseEstimator):
             self.__dict__.pop(attr, None)
         emb = self._embedder()
         self.embedding_model_ = emb.model_id
-        traj = render(runs, cache_dir=self._cache_path("segments"))
+        traj = self._render(runs)
         self.vocabulary_ = fit_vocabulary(traj["tokens"].to_list())
         pair_rows, pair_of_row = self._features(traj)
         # The distinct joined rows, as np.unique over every trajectory's row would give them
@@ -776,7 +797,7 @@ class StrategySpace(BaseEstimator):
         self._check_fitted()
         validate(runs, source="runs", required=("arm", "question_id", "sample_id", "question",
                                                 "answer", "n_rounds", "steps"))
-        traj = render(runs, cache_dir=self._cache_path("segments"))
+        traj = self._render(runs)
         pairs, inverse = self._features(traj)
         if getattr(self, "_nn", None) is None:
             from sklearn.neighbors import NearestNeighbors
@@ -866,25 +887,27 @@ class StrategySpace(BaseEstimator):
 
     def _describe(self, runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray,
                   summaries: list[dict[str, Any]]) -> pl.DataFrame:
-        from mechanism._strategies.description import example_text, strategy_name, success_by_arm
+        from mechanism._strategies.description import example_text, strategy_names, success_by_arm
 
-        table = traj.select("arm", "question_id", "moves", "tools", "rendering").with_columns(
+        table = traj.select("arm", "question_id", "moves", "tools", "tokens", "rendering").with_columns(
             pl.Series("strategy", labels, dtype=pl.Int64), runs["correct"].alias("correct"),
-            runs["n_rounds"].alias("n_rounds"), pl.Series("row", np.arange(traj.height), dtype=pl.Int64))
+            runs["n_rounds"].alias("n_rounds"), pl.Series("row", np.arange(traj.height), dtype=pl.Int64),
+            (traj["n_failed"] > 0).alias("failed"), (traj["n_retries"] > 0).alias("retried"),
+            traj["n_failed"].alias("n_failed"))
         total = table.height
         base = (table.group_by("strategy")
                 .agg(pl.len().cast(pl.Int64).alias("size"), pl.col("correct").mean().alias("success_rate"),
                      pl.col("n_rounds").mean().alias("mean_rounds"),
-                     (pl.col("n_rounds") == 0).mean().alias("no_search_share"))
+                     (pl.col("n_rounds") == 0).mean().alias("no_search_share"),
+                     pl.col("failed").mean().alias("failure_rate"), pl.col("retried").mean().alias("retry_rate"),
+                     (pl.col("n_failed").sum() / pl.col("n_rounds").sum().cast(pl.Float64).clip(1.0, None))
+                     .alias("failed_call_share"))
                 .with_columns((pl.col("size") / total).alias("share")))
         typical = (table.group_by("strategy", "moves", "tools").agg(pl.len().alias("n"))
                    .sort(["strategy", "n", "moves", "tools"], descending=[False, True, False, False])
                    .group_by("strategy", maintain_order=True).first()
                    .select("strategy", pl.col("moves").alias("typical_moves"), pl.col("tools").alias("typical_tools")))
-        typical = typical.with_columns(pl.struct("typical_moves", "typical_tools").map_elements(
-            lambda r: strategy_name(r["typical_moves"].split(" > "),
-                                    [t for t in r["typical_tools"].split(" > ") if t]),
-            return_dtype=pl.String).alias("built_name"))
+        names = strategy_names(table.select("strategy", "moves", "tools", "tokens", "n_rounds"))
         meds = pl.DataFrame(summaries, schema={"strategy": pl.Int64, "typical_member": pl.String,
                                              "keywords": pl.List(pl.String)})
         # an unmasked example: the first trajectory whose rendering is the typical member's
@@ -897,47 +920,89 @@ class StrategySpace(BaseEstimator):
             for r in rows.values()]},
             schema={"strategy": pl.Int64, "example": pl.String})
         out = (base.join(meds, on="strategy", how="left").join(typical, on="strategy", how="left")
+               .join(names, on="strategy", how="left")
                .join(examples, on="strategy", how="left")
                .join(self.stability_, on="strategy", how="left"))
-        # Two strategies can share a typical sequence (they differ in rarer moves or in how
-        # much of the question they ask): such names say how the typical member opens, and
-        # carry the strategy id if that is not enough, so that every name is unique.
-        scope = pl.col("typical_member").str.extract(r"^1\. [^|]*?(whole|most|part) of question", 1)
-        dup = pl.col("built_name").is_duplicated()
-        out = out.with_columns(pl.when(dup & scope.is_not_null())
-                               .then(pl.format("{} (opens with {} of question)", "built_name", scope))
-                               .otherwise(pl.col("built_name")).alias("built_name"))
-        dup = pl.col("built_name").is_duplicated()
-        out = out.with_columns(pl.when(dup).then(pl.format("{} [S{}]", "built_name", "strategy"))
-                               .otherwise(pl.col("built_name")).alias("built_name"))
         out = out.with_columns(pl.col("built_name").alias("name"))
         arms = sorted(table["arm"].unique().to_list())
         ids = sorted(set(labels.tolist()))
-        per_arm = success_by_arm(table.select("arm", "question_id", "strategy", "correct"), ids,
-                                 random_state=int(self.random_state))
+        seed = int(self.random_state)
+        per_arm = success_by_arm(table.select("arm", "question_id", "strategy", "correct"), ids, random_state=seed)
+        # how often members fail a call and retry: execution, per arm (questions weighted equally)
+        fails = success_by_arm(table.select("arm", "question_id", "strategy", pl.col("failed").alias("correct")),
+                               ids, random_state=seed)
+        retries = success_by_arm(table.select("arm", "question_id", "strategy", pl.col("retried").alias("correct")),
+                                 ids, random_state=seed)
         for arm in arms:
             sub = per_arm.filter(pl.col("arm") == arm).select(
                 "strategy", pl.col("n").alias(f"n[{arm}]"), pl.col("success_rate").alias(f"success_rate[{arm}]"),
                 pl.col("ci_low").alias(f"ci_low[{arm}]"), pl.col("ci_high").alias(f"ci_high[{arm}]"))
             out = out.join(sub, on="strategy", how="left").with_columns(pl.col(f"n[{arm}]").fill_null(0))
+            for what, frame in (("failure_rate", fails), ("retry_rate", retries)):
+                sub = frame.filter(pl.col("arm") == arm).select(
+                    "strategy", pl.col("success_rate").alias(f"{what}[{arm}]"),
+                    pl.col("ci_low").alias(f"{what}_ci_low[{arm}]"), pl.col("ci_high").alias(f"{what}_ci_high[{arm}]"))
+                out = out.join(sub, on="strategy", how="left")
         return out.sort("strategy").select(
-            "strategy", "name", "built_name", "size", "share", "stability", "keywords", "typical_member",
+            "strategy", "name", "built_name", "fidelity", "size", "share", "stability", "keywords", "typical_member",
             "typical_moves", "typical_tools", "example", "success_rate", "mean_rounds", "no_search_share",
-            *[c for arm in arms for c in (f"n[{arm}]", f"success_rate[{arm}]", f"ci_low[{arm}]", f"ci_high[{arm}]")])
+            "failure_rate", "retry_rate", "failed_call_share",
+            *[c for arm in arms for c in (f"n[{arm}]", f"success_rate[{arm}]", f"ci_low[{arm}]", f"ci_high[{arm}]",
+                                          *(f"{w}{x}[{arm}]" for w in ("failure_rate", "retry_rate")
+                                            for x in ("", "_ci_low", "_ci_high")))])
+
+    def execution(self) -> pl.DataFrame:
+        """How often each strategy's members fail a call and retry, per arm of the fitted table:
+        execution, not strategy (failed calls and their retries are one attempt of a move by
+        default, ``retries="merge"``).
+
+        Returns
+        -------
+        polars.DataFrame
+            ``strategy, name, arm, n, failure_rate, failure_ci_low, failure_ci_high,
+            retry_rate, retry_ci_low, retry_ci_high``: the question-weighted share of the
+            arm's members with at least one failed call, with at least one retry (a failed
+            call followed by another call of its tool), and percentile bootstrap intervals
+            over questions.
+        """
+        self._check_fitted()
+        d = self.strategies_
+        arms = [c[2:-1] for c in d.columns if c.startswith("n[")]
+        frames = []
+        for arm in arms:
+            if f"failure_rate[{arm}]" not in d.columns:  # a space saved before these were kept
+                continue
+            frames.append(d.select(
+                "strategy", "name", pl.lit(arm).alias("arm"), pl.col(f"n[{arm}]").alias("n"),
+                pl.col(f"failure_rate[{arm}]").alias("failure_rate"),
+                pl.col(f"failure_rate_ci_low[{arm}]").alias("failure_ci_low"),
+                pl.col(f"failure_rate_ci_high[{arm}]").alias("failure_ci_high"),
+                pl.col(f"retry_rate[{arm}]").alias("retry_rate"),
+                pl.col(f"retry_rate_ci_low[{arm}]").alias("retry_ci_low"),
+                pl.col(f"retry_rate_ci_high[{arm}]").alias("retry_ci_high")))
+        if not frames:
+            raise MechanismError("this space was saved without failure and retry rates: refit it")
+        return pl.concat(frames).sort("strategy", "arm")
 
     def describe(self) -> pl.DataFrame:
         """One row per strategy (-1 first when HDBSCAN left outliers).
 
         Columns: ``strategy``, ``name`` (your :meth:`rename`, else ``built_name``),
-        ``built_name`` (from the typical sequence's tools and moves, e.g.
-        ``get_order_details -> cancel_pending_order -> get_order_details (again)``), ``size``,
+        ``built_name`` (from what the members share, e.g.
+        ``get_order_details -> cancel_pending_order -> get_order_details (again)``: the steps
+        the members holding 90 % of the strategy take in order, distinct within the space;
+        :func:`mechanism._strategies.description.strategy_names` states the rule),
+        ``fidelity`` (the share of members the name describes, by that rule), ``size``,
         ``share``, ``stability`` (bootstrap over questions, :attr:`stability_`), ``keywords``
         (c-TF-IDF over renderings), ``typical_member`` (the medoid's masked rendering),
         ``typical_moves`` and ``typical_tools`` (the most common sequence), ``example`` (an
         unmasked trajectory with that rendering), ``success_rate`` (pooled), ``mean_rounds``,
-        ``no_search_share`` and, per arm of the fitted table, ``n[arm]``,
-        ``success_rate[arm]`` (questions weighted equally) and its bootstrap interval
-        ``ci_low[arm]``, ``ci_high[arm]``.
+        ``no_search_share``, ``failure_rate`` and ``retry_rate`` (share of members with a
+        failed call, with a retry), ``failed_call_share`` (failed calls over calls) and, per
+        arm of the fitted table, ``n[arm]``, ``success_rate[arm]`` (questions weighted
+        equally) and its bootstrap interval ``ci_low[arm]``, ``ci_high[arm]``, and
+        ``failure_rate[arm]``, ``retry_rate[arm]`` with theirs (``..._ci_low[arm]``,
+        ``..._ci_high[arm]``; :meth:`execution` gives them as a long table).
         """
         self._check_fitted()
         return self.strategies_.clone()
@@ -960,7 +1025,7 @@ class StrategySpace(BaseEstimator):
                 "n_components": self.n_components, "n_neighbors": self.n_neighbors,
                 "min_dist": self.min_dist, "max_umap_points": self.max_umap_points,
                 "outlier_factor": self.outlier_factor, "n_bootstrap": self.n_bootstrap,
-                "random_state": self.random_state}
+                "random_state": self.random_state, "retries": self.retries, "error_pattern": self.error_pattern}
 
     def save(self, folder: str | os.PathLike) -> Path:
         """Write the fitted space to ``folder`` (JSON, numpy ``.npy`` and parquet; no pickle).

@@ -60,8 +60,12 @@ _PARAMS: dict[str, tuple[str, float, float]] = {
     "k_range": ("ints", 1, 10_000), "min_cluster_size": ("int", 1, 2**31), "cluster_on": ("str", 0, 0),
     "n_components": ("int", 1, 100), "n_neighbors": ("int", 1, 2**31), "min_dist": ("num", 0, 1e6),
     "max_umap_points": ("int", 1, 2**40), "outlier_factor": ("num", 0, 1e6), "n_bootstrap": ("int", 0, 10**6),
-    "random_state": ("int", 0, 2**32 - 1),
+    "random_state": ("int", 0, 2**32 - 1), "retries": ("str", 0, 0), "error_pattern": ("pattern", 0, 0),
 }
+# Parameters added after spaces were first saved: a space saved without them was fitted as these
+# say (every call its own move, the default failure reading).
+_SAVED_BEFORE = {"retries": "keep", "error_pattern": None}
+_PATTERN_MAX = 2000
 
 
 def _sha256(data: bytes) -> str:
@@ -132,6 +136,7 @@ def _number(value: Any, field: str, *, low: float, high: float, integer: bool = 
 def _params(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise _Refusal("`params` must be a mapping", "space.json", "params")
+    raw = {**_SAVED_BEFORE, **raw}
     unknown = sorted(set(raw) - set(_PARAMS))
     missing = sorted(set(_PARAMS) - set(raw))
     if unknown or missing:
@@ -140,8 +145,14 @@ def _params(raw: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, (kind, low, high) in _PARAMS.items():
         value, field = raw[key], f"params.{key}"
-        if value is None and key == "min_cluster_size":  # None: chosen from the data at fit
+        if value is None and key in ("min_cluster_size", "error_pattern"):  # None: chosen at fit / default reading
             pass
+        elif kind == "pattern":
+            # compiled, never run on anything but observations (a pattern is a user option, and
+            # an absurd one only slows the user's own fit)
+            if not isinstance(value, str) or not 0 < len(value) <= _PATTERN_MAX:
+                raise _Refusal(f"`{field}` must be a regular expression of at most {_PATTERN_MAX} characters",
+                               "space.json", field)
         elif kind == "str":
             if not isinstance(value, str) or len(value) > 40:
                 raise _Refusal(f"`{field}` must be a short string", "space.json", field)

@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "default: StrategySpace's, chosen once for all planted worlds)")
     fit.add_argument("--min-share", type=float, default=None,
                      help="smallest share of the trajectories a strategy holds (default: StrategySpace's)")
+    fit.add_argument("--retries", default="merge", choices=("merge", "keep"),
+                     help="a failed call and its retry: one attempt of a move (merge, default; failure and "
+                          "retry rates are reported per strategy) or moves of their own (keep)")
     _input_args(fit)
     apply = sub.add_parser("apply", help="assign trajectories to a saved space's strategies")
     apply.add_argument("space", type=Path, metavar="SPACE", help="folder written by `strategies fit`")
@@ -66,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
         runs = _read(args)
         # unset options keep the estimator's own defaults (one place to change them)
         chosen = {k: v for k, v in (("resolution", args.resolution), ("min_share", args.min_share)) if v is not None}
+        # the failure reading that read the input also reads the calls the strategies are made of
         space = StrategySpace(embedder=args.embedder, method=args.method, random_state=args.seed,
+                              retries=args.retries, error_pattern=args.error_pattern,
                               cache_dir=args.cache_dir, progress=progress, **chosen).fit(runs)
         title = f"strategy space fitted on {', '.join(map(str, args.inputs))}"
     else:

@@ -1,0 +1,130 @@
+"""Names built from what a strategy's members share, distinct within a space, with their
+fidelity; failed calls and their retries as one attempt of a move, their rates reported per
+strategy and arm (issue 19)."""
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+
+import numpy as np
+import polars as pl
+import pytest
+
+import mechanism as mx
+from mechanism._strategies.description import shared_core, strategy_names
+from mechanism.cli import main
+from mechanism.worlds import service
+
+FAST = "hashing-256"
+
+
+def _frame(rows):
+    """Members as (strategy, tools, moves, n): tokens are the tool sequence itself."""
+    out = []
+    for strategy, tools, moves, n in rows:
+        for _ in range(n):
+            out.append({"strategy": strategy, "tools": " > ".join(tools), "moves": " > ".join([*moves, "answer"]),
+                        "tokens": " ".join(f"T:{t}" for t in tools) + " E:answer", "n_rounds": len(tools)})
+    return pl.DataFrame(out)
+
+
+def test_the_name_is_the_shared_core_and_fidelity_counts_members_it_describes():
+    # strategy 0: a family whose members look at the item or not before buying
+    names = strategy_names(_frame([
+        (0, ["search", "click", "buy"], ["first", "first", "first"], 6),
+        (0, ["search", "buy"], ["first", "first"], 4),
+        (1, [], [], 5)]))
+    row = dict(zip(names["strategy"].to_list(), zip(names["built_name"].to_list(), names["fidelity"].to_list())))
+    assert row[0] == ("search -> buy", 1.0)  # the optional look is not in the name
+    assert row[1] == ("answer without tools", 1.0)
+    # the brute-force reading of fidelity: members that contain every named step in order
+    assert shared_core([("a", "b", "c"), ("a", "c"), ("b",)], [5, 4, 1]) == (("a", "c"), 0.9)
+
+
+def test_without_tools_only_where_no_member_calls_a_tool():
+    names = strategy_names(_frame([(0, [], [], 8), (0, ["search"], ["first_lookup"], 2),
+                                   (1, ["search"], ["first_lookup"], 3)]))
+    mixed = names.filter(pl.col("strategy") == 0)
+    assert "without tools" not in mixed["built_name"][0]
+    assert mixed["built_name"][0] == "answer with no call, or search"
+    assert mixed["fidelity"][0] == 1.0
+
+
+def test_names_that_would_read_the_same_say_how_they_differ():
+    names = strategy_names(_frame([
+        (0, ["search"], ["first_lookup"], 5),
+        (1, ["search", "search", "search"], ["first_lookup", "repeat", "repeat"], 5)]))
+    got = names["built_name"].to_list()
+    assert len(set(got)) == 2 and not any(re.search(r"\[S\d+\]", n) for n in got), got
+    assert names["fidelity"].to_list() == [1.0, 1.0]
+
+
+@pytest.fixture(scope="module")
+def service_runs(tmp_path_factory):
+    w = service(n_questions=20, seed=0)
+    runs = mx.read(w.write(tmp_path_factory.mktemp("service")), format=w.format)
+    return runs, w.labels_for(runs)
+
+
+def test_failures_and_retries_are_execution_by_default(service_runs):
+    runs, truth = service_runs
+    merged = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    kept = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, retries="keep").fit(runs)
+    d, k = merged.describe(), kept.describe()
+    assert not any("(failed" in n for n in d["name"].to_list())
+    assert any("(failed" in n for n in k["name"].to_list())
+    # the planted blind retry: every member failed and retried, and says so per arm
+    retrying = d.filter(pl.col("retry_rate") == 1.0)
+    assert retrying.height >= 1 and (retrying["failure_rate"] == 1.0).all()
+    blind = truth == "blind_retry"
+    s = int(np.bincount(merged.labels_[blind]).argmax())
+    assert s in retrying["strategy"].to_list()
+    ex = merged.execution()
+    assert set(ex["arm"]) == {"base", "rl"}
+    rows = ex.filter(pl.col("strategy") == s)
+    assert (rows["retry_rate"] == 1.0).all() and (rows["retry_ci_low"] <= rows["retry_rate"]).all()
+    never = ex.filter(pl.col("strategy").is_in(d.filter(pl.col("failure_rate") == 0)["strategy"].implode()))
+    assert (never["failure_rate"] == 0).all()
+    # the brute-force rate: share of an arm's members of that strategy with a failed call,
+    # questions weighted equally (here every question has one sample per arm and strategy or more)
+    n_failed = mx.render(runs)["n_failed"].to_numpy() > 0
+    for arm in ("base", "rl"):
+        sel = (runs["arm"] == arm).to_numpy() & (merged.labels_ == s)
+        frame = pl.DataFrame({"q": runs["question_id"].to_numpy()[sel], "f": n_failed[sel].astype(float)})
+        expected = frame.group_by("q").agg(pl.col("f").mean())["f"].mean()
+        assert rows.filter(pl.col("arm") == arm)["failure_rate"][0] == pytest.approx(expected)
+    assert d["fidelity"].min() > 0.0 and d["fidelity"].max() <= 1.0
+
+
+def test_retries_and_error_pattern_are_saved_and_old_spaces_load_as_kept(service_runs, tmp_path):
+    runs, _ = service_runs
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, retries="keep",
+                             error_pattern="^cannot").fit(runs)
+    back = mx.StrategySpace.load(space.save(tmp_path / "s"))
+    assert (back.retries, back.error_pattern) == ("keep", "^cannot")
+    np.testing.assert_array_equal(back.transform(runs), space.labels_)
+    cfg = tmp_path / "s" / "space.json"
+    config = json.loads(cfg.read_text())
+    for key in ("retries", "error_pattern"):
+        del config["params"][key]
+    cfg.write_text(json.dumps(config))
+    old = mx.StrategySpace.load(tmp_path / "s")
+    assert (old.retries, old.error_pattern) == ("keep", None)
+    config["params"]["retries"] = "drop"
+    cfg.write_text(json.dumps(config))
+    with pytest.raises(mx.InputError, match="retries"):
+        mx.StrategySpace.load(tmp_path / "s")
+    with pytest.raises(mx.MechanismError, match="retries"):
+        mx.StrategySpace(retries="drop", embedder=FAST).fit(runs)
+
+
+def test_cli_passes_retries_and_the_error_pattern(service_runs, tmp_path):
+    runs, _ = service_runs
+    path = tmp_path / "runs.parquet"
+    runs.write_parquet(path)
+    assert main(["strategies", "fit", str(path), "--out", str(tmp_path / "sp"), "--embedder", FAST,
+                 "--retries", "keep", "--error-pattern", "^cannot", "--no-progress", "--quiet",
+                 "--no-figures"]) == 0
+    params = json.loads((tmp_path / "sp" / "space.json").read_text())["params"]
+    assert (params["retries"], params["error_pattern"]) == ("keep", "^cannot")
