@@ -216,7 +216,7 @@ class _Step:
     scope: str
     failed: bool
     after_error: bool
-    retried: bool  # a failed call whose retry (the next call, same tool) is the same attempt
+    retried: bool  # a failed call that the next call, of the same tool, retries
     n_atoms: int
     share_user: float
     share_result: float
@@ -225,6 +225,7 @@ class _Step:
     question_coverage: float
     masked: str
     token: str
+    merged: bool = False  # retried, and read as one attempt with its retry (retries="merge")
     marked: bool = False  # the failure is part of the move (retries="keep")
     marked_retry: bool = False  # so is following a failed call
 
@@ -345,7 +346,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         failed = is_failure(observation, error_pattern)
         # merged: a failed call the next call of the same tool retries is that call's attempt,
         # so it leaves the grammar's state as it found it (the retry is read as if first tried)
-        retried = merge and failed and i + 1 < len(steps) and tools_of[i + 1] == tool
+        retried = failed and i + 1 < len(steps) and tools_of[i + 1] == tool
+        merged = merge and retried
         n = len(toks)
         sources = {s for s in SOURCES if counts[s]}
         coverage = len(tset & asked) / len(asked) if asked else 0.0
@@ -363,10 +365,10 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
             after_error=prev_failed, retried=retried, n_atoms=n,
             share_user=counts["user"] / n if n else 0.0, share_result=counts["result"] / n if n else 0.0,
             share_call=counts["call"] / n if n else 0.0, share_new=counts["new"] / n if n else 0.0,
-            question_coverage=coverage, masked=masked, token=token, marked=shown_failed,
+            question_coverage=coverage, masked=masked, token=token, merged=merged, marked=shown_failed,
             marked_retry=shown_after))
         prev_failed = failed
-        if retried:
+        if merged:
             continue
         calls_seen.add(key)
         prev_call = key
@@ -398,7 +400,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
 def attempts(moves: Sequence[_Step]) -> list[_Step]:
     """The moves that define a strategy: every call but the failed ones their retry replaces
     (none under ``retries="keep"``)."""
-    return [m for m in moves if not m.retried]
+    return [m for m in moves if not m.merged]
 
 
 def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
@@ -575,8 +577,7 @@ def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None"
     ``scope`` (how much of the question the call covers), ``failed`` (error observation),
     ``after_error`` (the previous call failed: a retry), ``retried`` (a failed call that the
     next call, of the same tool, retries: under ``retries="merge"`` both are one attempt, read
-    as the retry's move, and the failed call's relation, sources and scope are what it would
-    have been), ``n_atoms`` (values' atoms), the
+    as the retry's move), ``n_atoms`` (values' atoms), the
     shares of atoms by source, ``question_coverage``, ``masked`` (the move, no content) and
     ``token`` (its unit in the strategy representation).
 

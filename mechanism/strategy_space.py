@@ -51,7 +51,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -65,7 +65,7 @@ from mechanism._strategies.persist import FORMAT_VERSION  # noqa: F401  (the sav
 from mechanism.segmentation import Retries, check_retries, render
 from mechanism.schema import validate
 
-_FIT_CACHE_FORMAT = 1
+_FIT_CACHE_FORMAT = 2
 # Silhouette needs all pairwise distances; above this many distinct rows it is computed on
 # a seeded subsample (weights kept), which bounds memory at about 36 MB.
 _SILHOUETTE_MAX_ROWS = 3000
@@ -192,6 +192,14 @@ class StrategySpace(BaseEstimator):
         each strategy fails and retries is reported by :meth:`describe` (``failure_rate``,
         ``retry_rate``, per arm) and :meth:`execution`. ``"keep"``: every call is a move of
         its own, failures and retries marked (for studies of recovery behaviour).
+    families
+        ``"keep"`` (default): the cut alone. ``"merge"``: after the cut, two strategies whose
+        typical sequences differ by one inserted step are one family unless the arms take
+        that step at different rates (:mod:`mechanism._strategies.families`;
+        ``describe()["optional_steps"]`` lists what joined). Not the default: on the
+        project's planted worlds, strategies one step apart (a bridge, a check, a confirming
+        read) are often planted as distinct, and the arm test at these sizes cannot always
+        tell (``benchmarks/RESULTS.md``, issue 19).
     error_pattern
         A regular expression (case-insensitive) for your environment's failure messages,
         besides the default reading (:func:`mechanism.failures.is_failure`).
@@ -243,6 +251,7 @@ class StrategySpace(BaseEstimator):
                  cluster_on: str = "features", n_components: int = 5, n_neighbors: int = 15,
                  min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
                  n_bootstrap: int = 20, random_state: int = 0, retries: Retries = "merge",
+                 families: Literal["merge", "keep"] = "keep",
                  error_pattern: str | None = None, cache_dir: str | os.PathLike | None = None,
                  progress: bool | None = None) -> None:
         self.embedder = embedder
@@ -263,6 +272,7 @@ class StrategySpace(BaseEstimator):
         self.n_bootstrap = n_bootstrap
         self.random_state = random_state
         self.retries = retries
+        self.families = families
         self.error_pattern = error_pattern
         self.cache_dir = cache_dir
         self.progress = progress
@@ -316,6 +326,8 @@ class StrategySpace(BaseEstimator):
         if self.embedding_weight < 0 or self.structure_weight < 0:
             raise MechanismError("`embedding_weight` and `structure_weight` must be non-negative")
         check_retries(self.retries)
+        if self.families not in ("merge", "keep"):
+            raise MechanismError(f"`families` must be 'merge' or 'keep', got {str(self.families)[:40]!r}")
         if self.error_pattern is not None:
             from mechanism.failures import compile_error_pattern
 
@@ -362,10 +374,20 @@ class StrategySpace(BaseEstimator):
         # over questions resamples (kept only for the duration of the fit)
         self._fit_rows = (np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel(),
                           inverse)
+        # each distinct row's attempt sequence and arm counts: what the family test reads
+        from mechanism._strategies.description import step_labels
+
+        arm_codes = np.unique(runs["arm"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
+        arm_counts = np.zeros((len(uniq), int(arm_codes.max()) + 1), dtype=np.int64)
+        np.add.at(arm_counts, (inverse, arm_codes), 1)
+        tools = traj["tools"].gather(first).to_list()
+        self._fit_steps = ([tuple(step_labels(m.split(" > "), [t for t in (tl or "").split(" > ") if t]))
+                            for m, tl in zip(moves, tools)], arm_counts)
         try:
             fitted = self._fit_cached()
         finally:
             self.__dict__.pop("_fit_rows", None)
+            self.__dict__.pop("_fit_steps", None)
         self.train_labels_ = labels = fitted["labels"]
         self.threshold_ = fitted["threshold"]
         if fitted.get("train_space") is not None:
@@ -381,21 +403,23 @@ class StrategySpace(BaseEstimator):
         self.seed_agreement_ = float(fitted["seed_agreement"])
         self.names_ = {}
         self.strategies_ = self._describe(runs, traj, self.labels_, fitted["summaries"])
+        optional = fitted.get("optional_steps", {})
+        self.strategies_ = self.strategies_.with_columns(pl.Series(
+            "optional_steps", [optional.get(int(c), []) for c in self.strategies_["strategy"].to_list()],
+            dtype=pl.List(pl.String)))
         return self
 
-    def _cluster_rows(self, rows: np.ndarray, counts: np.ndarray, *, random_state: int | None = None) -> np.ndarray:
-        """The fit's clustering of some distinct rows (no state kept): for resamples, seeds
-        and the resolution sweep."""
-        saved = {k: self.__dict__[k] for k in ("silhouette_", "random_state") if k in self.__dict__}
-        try:
-            if random_state is not None:
-                self.random_state = random_state
-            space = (self._umap(rows, counts, self.n_components) if self.cluster_on == "umap"
-                     else rows.astype(np.float64))
-            return self._cluster(space, counts)
-        finally:
-            self.__dict__.pop("silhouette_", None)
-            self.__dict__.update(saved)
+    def _cluster_rows(self, rows: np.ndarray, counts: np.ndarray, *, random_state: int | None = None,
+                      **params: Any) -> np.ndarray:
+        """The fit's clustering of some distinct rows, by a copy of this estimator's parameters
+        (``random_state`` and ``params`` changed there): for resamples, seeds and the resolution
+        sweep. This estimator never changes, not even for a while."""
+        if random_state is not None:
+            params["random_state"] = random_state
+        other = type(self)(**{**self.get_params(deep=False), **params})  # parameters only, no deep copy
+        space = (other._umap(rows, counts, other.n_components) if other.cluster_on == "umap"
+                 else rows.astype(np.float64))
+        return other._cluster(space, counts)
 
     def _stability(self, labels: np.ndarray, core_dist: np.ndarray | None = None) -> tuple[dict[int, float], float]:
         """Per-strategy bootstrap stability over question resamples, and the adjusted Rand
@@ -425,8 +449,9 @@ class StrategySpace(BaseEstimator):
                 in_core = keep[inverse] >= 0
 
                 def cluster(idx: np.ndarray, cnt: np.ndarray) -> np.ndarray:
-                    return agglomerative(dist[np.ix_(idx, idx)], cnt, resolution=self.resolution,
-                                         linkage=self.linkage, min_share=self.min_share)
+                    cut = agglomerative(dist[np.ix_(idx, idx)], cnt, resolution=self.resolution,
+                                        linkage=self.linkage, min_share=self.min_share)
+                    return self._families(cut, cnt, core[idx], record=False)
 
                 stab = bootstrap_stability(cluster, len(core), labels[core], keep[inverse][in_core],
                                            qcodes[in_core], n_boot=self.n_bootstrap,
@@ -457,24 +482,20 @@ class StrategySpace(BaseEstimator):
         counts = self.train_counts_.astype(np.float64)
         labels = self.train_labels_
         rows = []
-        saved = self.resolution
-        try:
-            for r in resolutions:
-                if not r > 0:
-                    raise MechanismError(f"`resolutions` must be positive, got {r!r}")
-                self.resolution = float(r)
-                lab = self._cluster_rows(self.train_features_, counts)
-                n = len(np.unique(lab))
-                ari = float(adjusted_rand_score(np.repeat(labels, self.train_counts_), np.repeat(lab, self.train_counts_)))
-                for c in sorted(set(labels.tolist()) - {-1}):
-                    mine = labels == c
-                    by = np.bincount(lab[mine], weights=counts[mine])
-                    best = int(np.argmax(by))
-                    share = float(by[best] / counts[mine].sum())
-                    mates = sorted(set(labels[(lab == best)].tolist()) - {c, -1})
-                    rows.append((float(r), n, c, best, share, mates, ari))
-        finally:
-            self.resolution = saved
+        for r in resolutions:
+            if not r > 0:
+                raise MechanismError(f"`resolutions` must be positive, got {r!r}")
+        for r in resolutions:
+            lab = self._cluster_rows(self.train_features_, counts, resolution=float(r))
+            n = len(np.unique(lab))
+            ari = float(adjusted_rand_score(np.repeat(labels, self.train_counts_), np.repeat(lab, self.train_counts_)))
+            for c in sorted(set(labels.tolist()) - {-1}):
+                mine = labels == c
+                by = np.bincount(lab[mine], weights=counts[mine])
+                best = int(np.argmax(by))
+                share = float(by[best] / counts[mine].sum())
+                mates = sorted(set(labels[(lab == best)].tolist()) - {c, -1})
+                rows.append((float(r), n, c, best, share, mates, ari))
         return pl.DataFrame(rows, schema={"resolution": pl.Float64, "n_strategies": pl.Int64, "strategy": pl.Int64,
                                           "cluster": pl.Int64, "kept": pl.Float64, "merged_with": pl.List(pl.Int64),
                                           "ari_vs_fit": pl.Float64}, orient="row")
@@ -517,9 +538,17 @@ class StrategySpace(BaseEstimator):
         if self.method == "agglomerative" and self.cluster_on == "features" and len(space) >= 2:
             # the clustering and the stability resamples use the same matrix: compute it once
             core_dist = distances(space[self._core(counts)])
-        raw = self._cluster(space, counts, core_dist)
+        raw = self._families(self._cluster(space, counts, core_dist), counts)
         renderings = np.array(self.train_renderings_, dtype=object)
         labels = self._renumber(raw, space, counts, renderings)
+        optional: dict[int, list[str]] = {}
+        for rec in getattr(self, "_merges", []):
+            if rec["merged"]:
+                final = int(labels[np.flatnonzero(self._pre_family == rec["joined"])[0]])
+                optional.setdefault(final, []).append(rec["step"])
+        out["optional_steps"] = {c: sorted(set(v)) for c, v in optional.items()}
+        self.__dict__.pop("_merges", None)
+        self.__dict__.pop("_pre_family", None)
         if hasattr(self, "silhouette_"):
             out["silhouette"] = self.silhouette_
         out["labels"] = labels
@@ -527,6 +556,24 @@ class StrategySpace(BaseEstimator):
         out["summaries"] = self._summaries(labels, space)
         out["stability"], out["seed_agreement"] = self._stability(labels, core_dist)
         return out
+
+    def _families(self, raw: np.ndarray, counts: np.ndarray, rows: np.ndarray | None = None,
+                  *, record: bool = True) -> np.ndarray:
+        """The cut's strategies with families one optional step apart joined (``families``),
+        for the distinct rows ``rows`` (all by default) with counts ``counts``."""
+        if self.families != "merge" or getattr(self, "_fit_steps", None) is None:
+            return raw
+        from mechanism._strategies.families import merge_families
+
+        steps, arm_counts = self._fit_steps
+        rows = np.arange(len(steps)) if rows is None else rows
+        base = self.train_counts_[rows].astype(np.float64)
+        # a resample's counts scale each row's arm counts (its trajectories' arms)
+        arms = arm_counts[rows] * (np.asarray(counts, dtype=np.float64) / np.maximum(base, 1.0))[:, None]
+        merged, merges = merge_families(raw, np.asarray(counts), [steps[i] for i in rows], arms)
+        if record:
+            self._merges, self._pre_family = merges, raw
+        return merged
 
     def _fit_key(self) -> str:
         """Identity of a clustering: the distinct rows (move tokens and embedding), their
@@ -547,7 +594,9 @@ class StrategySpace(BaseEstimator):
                  np.ascontiguousarray(self.train_counts_, dtype=np.int64).tobytes(),
                  np.ascontiguousarray(self._fit_rows[0], dtype=np.int64).tobytes(),
                  np.ascontiguousarray(self._fit_rows[1], dtype=np.int64).tobytes(),
-                 json.dumps([self.train_renderings_, self.train_moves_]).encode("utf-8", "surrogatepass")]
+                 json.dumps([self.train_renderings_, self.train_moves_]).encode("utf-8", "surrogatepass"),
+                 json.dumps(self._fit_steps[0]).encode("utf-8", "surrogatepass"),
+                 np.ascontiguousarray(self._fit_steps[1], dtype=np.int64).tobytes()]
         return digest(b"\0".join(len(p).to_bytes(8, "little") + p for p in parts))[:40]
 
     def _fit_cached(self) -> dict[str, Any]:
@@ -575,7 +624,8 @@ class StrategySpace(BaseEstimator):
                   "seed_agreement": fitted["seed_agreement"],
                   "silhouette": ({str(k): v for k, v in fitted["silhouette"].items()}
                                  if "silhouette" in fitted else None),
-                  "train_space": fitted["train_space"].tolist() if "train_space" in fitted else None}
+                  "train_space": fitted["train_space"].tolist() if "train_space" in fitted else None,
+                  "optional_steps": {str(k): v for k, v in fitted.get("optional_steps", {}).items()}}
         write_checked(path, json.dumps(record).encode("utf-8", "surrogatepass"), {"format": _FIT_CACHE_FORMAT})
         return fitted
 
@@ -602,6 +652,9 @@ class StrategySpace(BaseEstimator):
         out: dict[str, Any] = {"labels": labels, "threshold": finite(record["threshold"]), "summaries": summaries,
                                "stability": {int(k): finite(v) for k, v in dict(record["stability"]).items()},
                                "seed_agreement": finite(record["seed_agreement"])}
+        out["optional_steps"] = {int(k): [str(x) for x in v] for k, v in dict(record["optional_steps"]).items()}
+        if not set(out["optional_steps"]) <= set(found):
+            raise ValueError("cached optional steps name unknown strategies")
         if record.get("silhouette") is not None:
             out["silhouette"] = {int(k): finite(v) for k, v in dict(record["silhouette"]).items()}
         if record.get("train_space") is not None:
@@ -1025,7 +1078,8 @@ class StrategySpace(BaseEstimator):
                 "n_components": self.n_components, "n_neighbors": self.n_neighbors,
                 "min_dist": self.min_dist, "max_umap_points": self.max_umap_points,
                 "outlier_factor": self.outlier_factor, "n_bootstrap": self.n_bootstrap,
-                "random_state": self.random_state, "retries": self.retries, "error_pattern": self.error_pattern}
+                "random_state": self.random_state, "retries": self.retries, "error_pattern": self.error_pattern,
+                "families": self.families}
 
     def save(self, folder: str | os.PathLike) -> Path:
         """Write the fitted space to ``folder`` (JSON, numpy ``.npy`` and parquet; no pickle).

@@ -84,6 +84,7 @@ def test_failed_calls_and_retries():
     assert moves["failed"].to_list()[:3] == [True, True, False]
     assert moves["after_error"].to_list()[:3] == [False, True, True]
     assert moves["relation"].to_list()[:3] == ["first", "repeat", "revise"]
+    assert moves["retried"].to_list()[:3] == [True, True, False]  # the same flags in either reading
     tokens = render(_runs(steps, question=USER), retries="keep")["tokens"][0].split()
     assert "T:cancel_pending_order!" in tokens and "T:cancel_pending_order" in tokens
 

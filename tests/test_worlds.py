@@ -1,6 +1,8 @@
 """Strategy discovery on planted worlds written independently of the grammar
 (mechanism.worlds): multi-hop search in Search-R1 tags and in ReAct text, customer service in
-OpenAI tool_calls. Each is read from its native file with `mechanism.read`, as a user would."""
+OpenAI tool_calls, web shopping in ReAct inside chat messages (issue 19: failures retried
+inside strategies, optional steps). Each is read from its native file with `mechanism.read`,
+as a user would."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,12 +11,18 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.segmentation import segment
-from mechanism.worlds import multihop, service
+from mechanism.worlds import multihop, service, webshop
 
 FAST = "hashing-256"
 _GEN = {"multihop": lambda seed: multihop(n_questions=40, seed=seed),
         "multihop_react": lambda seed: multihop(n_questions=40, seed=seed, react=True),
-        "service": lambda seed: service(n_questions=40, seed=seed)}
+        "service": lambda seed: service(n_questions=40, seed=seed),
+        "webshop": lambda seed: webshop(n_questions=40, seed=seed)}
+# ARI the defaults must reach: the project's worlds, and the one written from scratch for issue 19
+_BAR = {"webshop": 0.85}
+# strategies found: the planted six (or one variant more); the web shop's optional step can
+# split two of its seven (benchmarks/RESULTS.md, issue 19)
+_FOUND = {"webshop": (7, 8, 9)}
 _FITS: dict = {}
 
 
@@ -46,8 +54,19 @@ def test_native_formats_are_read_as_written(fitted):
 def test_recovers_planted_strategies(fitted):
     name, runs, truth, space, _ = fitted
     ari = adjusted_rand_score(truth, space.labels_)
-    assert ari >= 0.85, (name, ari)
-    assert space.n_strategies_ in (6, 7)
+    assert ari >= _BAR.get(name, 0.9), (name, ari)
+    assert space.n_strategies_ in _FOUND.get(name, (6, 7))
+
+
+def test_composition_is_the_planted_one_where_rl_only_reweights(fitted):
+    """rl differs from base only in its mixture: the composition part of the accuracy change
+    with the found strategies is within 0.03 of the one with the planted strategies."""
+    name, runs, truth, space, _ = fitted
+    codes = {s: i for i, s in enumerate(sorted(set(truth)))}
+    planted = np.array([codes[t] for t in truth])
+    found = mx.reweighting(runs, space.labels_, base="base", treated="rl").composition
+    expected = mx.reweighting(runs, planted, base="base", treated="rl").composition
+    assert abs(found - expected) <= 0.03, (name, found, expected)
 
 
 def test_two_seeds_agree(fitted):
@@ -163,3 +182,23 @@ def test_reflexion_react_text_descriptions_name_the_tools(tmp_path):
     assert any("lookup" in n for n in names) and all(n.startswith("search") for n in names), names
     assert not any("reflect" in n for n in names), names
     assert space.n_strategies_ == 3, names
+
+
+def test_webshop_failures_are_retried_inside_strategies_and_read_as_one_attempt(tmp_path_factory):
+    """The web shop fails and retries inside six of its seven strategies; with the default
+    reading a failure does not move a trajectory to another strategy, and every found
+    strategy's failure and retry rates are reported."""
+    _, runs, truth, space, _ = _fit("webshop", tmp_path_factory)
+    traj = mx.render(runs)
+    failed = traj["n_failed"].to_numpy() > 0
+    assert 0.2 < failed.mean() < 0.6
+    assert len({t for t, f in zip(truth, failed) if f}) == 6
+    # a failing trajectory lands where the clean ones with its sequence of attempts land
+    tools = np.array(traj["tools"].to_list())
+    for seq in np.unique(tools):
+        same = tools == seq
+        if (same & failed).any() and (same & ~failed).any():
+            clean = np.bincount(space.labels_[same & ~failed]).argmax()
+            assert (space.labels_[same & failed] == clean).mean() >= 0.9, seq
+    d = space.describe()
+    assert d["retry_rate"].max() > 0 and not any("(failed" in n for n in d["name"].to_list())

@@ -61,10 +61,11 @@ _PARAMS: dict[str, tuple[str, float, float]] = {
     "n_components": ("int", 1, 100), "n_neighbors": ("int", 1, 2**31), "min_dist": ("num", 0, 1e6),
     "max_umap_points": ("int", 1, 2**40), "outlier_factor": ("num", 0, 1e6), "n_bootstrap": ("int", 0, 10**6),
     "random_state": ("int", 0, 2**32 - 1), "retries": ("str", 0, 0), "error_pattern": ("pattern", 0, 0),
+    "families": ("str", 0, 0),
 }
 # Parameters added after spaces were first saved: a space saved without them was fitted as these
 # say (every call its own move, the default failure reading).
-_SAVED_BEFORE = {"retries": "keep", "error_pattern": None}
+_SAVED_BEFORE = {"retries": "keep", "error_pattern": None, "families": "keep"}
 _PATTERN_MAX = 2000
 
 

@@ -11,6 +11,9 @@ counts that overlap between strategies, so a method tuned to one world is tested
 - :func:`service`: a customer-service agent in OpenAI ``tool_calls`` format with JSON
   arguments carrying user ids, order ids and e-mails; lookup and state-changing tools, error
   observations and retries; six strategies.
+- :func:`webshop`: a web-shopping agent (ReAct actions inside chat messages; search, click,
+  back, select, reviews, buy) with seven strategies, failed actions retried inside most of
+  them, an optional step inside two, and the rl arm differing from base only in its mixture.
 
 Every world returns a :class:`World`; ``world.write(folder)`` writes the native file that
 ``mechanism.read`` takes, and ``world.truth`` holds ``arm, question_id, sample_id, strategy``.
@@ -20,7 +23,8 @@ from __future__ import annotations
 from mechanism.worlds._base import World
 from mechanism.worlds.multihop import multihop
 from mechanism.worlds.service import service
+from mechanism.worlds.webshop import webshop
 
-WORLDS = ("multihop", "multihop_react", "service")
+WORLDS = ("multihop", "multihop_react", "service", "webshop")
 
-__all__ = ["World", "multihop", "service", "WORLDS"]
+__all__ = ["World", "multihop", "service", "webshop", "WORLDS"]
