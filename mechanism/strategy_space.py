@@ -40,9 +40,12 @@ pairs rather than from every row, and a refit on known content is read back whol
 (``benchmarks/results/strategies.md``).
 
 New trajectories are assigned to the strategy of their nearest training row in the joined
-space (a rendering seen at fit gets exactly its fit label); rows farther than ``threshold_``
-from every training row (the larger of ``resolution`` and ``outlier_factor`` times the fit's
-median nearest-neighbour distance) get -1.
+space (a rendering seen at fit gets exactly its fit label); rows farther from that strategy's
+medoid than ``threshold_`` get -1. The threshold is calibrated on the fit's own distances: the
+99th percentile of the fitted trajectories' distances to their strategy's medoid (at least
+``resolution``), so that it can fire on an agent unlike the fitted one (issue 19: a saved space
+applied to another agent reported no outliers under the earlier nearest-row rule while many of
+the rows it put in a one-call strategy made two or three calls).
 """
 from __future__ import annotations
 
@@ -71,7 +74,9 @@ _FIT_CACHE_FORMAT = 2
 _SILHOUETTE_MAX_ROWS = 3000
 _MEDOID_MAX_ROWS = 3000
 _AGGLOMERATIVE_MAX_ROWS = 4000
-_THRESHOLD_SAMPLE = 5000  # distinct rows whose nearest-neighbour distances set the outlier threshold
+# A new row is an outlier when it lies farther from its strategy's medoid than this share of the
+# fitted trajectories lie from theirs (and farther than `resolution`).
+OUTLIER_QUANTILE = 0.99
 
 
 def weighted_silhouette(points: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> float:
@@ -179,8 +184,8 @@ class StrategySpace(BaseEstimator):
     n_components, n_neighbors, min_dist, max_umap_points
         UMAP settings; rows are repeated by count up to ``max_umap_points`` points.
     outlier_factor
-        Scales the fit's median nearest-neighbour distance into the outlier threshold (which
-        is at least ``resolution``).
+        Not used since the outlier threshold is calibrated on the members' distances to their
+        medoids (:attr:`threshold_`); kept so that scripts and saved spaces that set it load.
     n_bootstrap
         Resamples of questions behind ``stability_`` (0: none).
     random_state
@@ -225,7 +230,9 @@ class StrategySpace(BaseEstimator):
     train_features_, train_labels_, train_counts_ : numpy.ndarray
         The distinct training rows of the joined space, their strategies and counts.
     threshold_ : float
-        Distance beyond which :meth:`transform` calls a row an outlier.
+        Distance to its strategy's medoid beyond which :meth:`transform` calls a row an
+        outlier (the count-weighted 99th percentile of the fitted members' own, at least
+        ``resolution``).
     vocabulary_ : list of str
         The move tokens with a column of their own.
     stability_ : polars.DataFrame
@@ -349,7 +356,7 @@ class StrategySpace(BaseEstimator):
         validate(runs, source="runs")
         if runs.height == 0:
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
-        for attr in ("_nn", "_map_coords", "_embedder_obj", "embedding_dim_", "silhouette_", "train_space_",
+        for attr in ("_nn", "_medoids", "_map_coords", "_embedder_obj", "embedding_dim_", "silhouette_", "train_space_",
                      "fit_cache_rebuilt_", "names_"):
             self.__dict__.pop(attr, None)
         emb = self._embedder()
@@ -390,6 +397,7 @@ class StrategySpace(BaseEstimator):
             self.__dict__.pop("_fit_steps", None)
         self.train_labels_ = labels = fitted["labels"]
         self.threshold_ = fitted["threshold"]
+        self.threshold_rule_ = "medoid"
         if fitted.get("train_space") is not None:
             self.train_space_ = fitted["train_space"]
         if fitted.get("silhouette") is not None:
@@ -552,7 +560,7 @@ class StrategySpace(BaseEstimator):
         if hasattr(self, "silhouette_"):
             out["silhouette"] = self.silhouette_
         out["labels"] = labels
-        out["threshold"] = self._outlier_threshold(uniq)
+        out["threshold"] = self._medoid_threshold(labels)
         out["summaries"] = self._summaries(labels, space)
         out["stability"], out["seed_agreement"] = self._stability(labels, core_dist)
         return out
@@ -823,23 +831,44 @@ class StrategySpace(BaseEstimator):
         order = {c: new for new, (_, _, c) in enumerate(sorted(keys))}
         return np.array([order.get(c, -1) for c in raw.tolist()], dtype=np.int64)
 
-    def _outlier_threshold(self, uniq: np.ndarray) -> float:
-        base = 0.0
-        if len(uniq) >= 2:
-            from sklearn.neighbors import NearestNeighbors
+    def _medoid_rows(self, labels: np.ndarray | None = None) -> np.ndarray:
+        """Each strategy's medoid (a distinct training row, in the joined space), computed from
+        the saved rows and counts (so a loaded space finds the same ones)."""
+        cached = getattr(self, "_medoids", None)
+        if labels is None and cached is not None:
+            return cached
+        lab = self.train_labels_ if labels is None else labels
+        n = int(lab.max()) + 1 if (lab >= 0).any() else 0
+        med = np.zeros(n, dtype=np.int64)
+        for c in range(n):
+            idx = np.flatnonzero(lab == c)
+            med[c] = idx[_medoid(self.train_features_[idx].astype(np.float64), self.train_counts_[idx])]
+        if labels is None:
+            self._medoids = med
+        return med
 
-            # Over many distinct rows (agents whose renderings rarely repeat) the median is taken
-            # over a seeded sample of them, each still searched against every row: searching
-            # from every row grows with the square of the distinct rows.
-            query = uniq
-            if len(uniq) > _THRESHOLD_SAMPLE:
-                pick = np.random.default_rng(self.random_state).choice(len(uniq), _THRESHOLD_SAMPLE, replace=False)
-                query = uniq[np.sort(pick)]
-            d = NearestNeighbors(n_neighbors=2).fit(uniq).kneighbors(query)[0][:, 1]
-            base = float(np.median(d))
-        # A row farther than `resolution` from every training row could not have joined any
-        # strategy at fit; the spread term covers the other methods.
-        return max(float(self.resolution), self.outlier_factor * base)
+    def _medoid_distance(self, x: np.ndarray, labels: np.ndarray, med: np.ndarray) -> np.ndarray:
+        out = np.full(len(x), np.inf)
+        ok = labels >= 0
+        if ok.any():
+            centre = self.train_features_[med[labels[ok]]].astype(np.float64)
+            out[ok] = np.sqrt(((x[ok].astype(np.float64) - centre) ** 2).sum(axis=1))
+        return out
+
+    def _medoid_threshold(self, labels: np.ndarray) -> float:
+        """The outlier threshold, calibrated on the fit's own distances: the
+        :data:`OUTLIER_QUANTILE` quantile (count-weighted) of the members' distances to their
+        strategy's medoid, and at least ``resolution`` (a row that close could have joined the
+        strategy at fit)."""
+        med = self._medoid_rows(labels)
+        d = self._medoid_distance(self.train_features_, labels, med)
+        ok = np.isfinite(d)
+        if not ok.any():
+            return float(self.resolution)
+        order = np.argsort(d[ok], kind="stable")
+        w = np.cumsum(self.train_counts_[ok][order].astype(np.float64))
+        q = float(d[ok][order][np.searchsorted(w, OUTLIER_QUANTILE * w[-1])])
+        return max(float(self.resolution), q)
 
     # ------------------------------------------------------------------ applying
     def _check_fitted(self) -> None:
@@ -870,22 +899,34 @@ class StrategySpace(BaseEstimator):
         -------
         polars.DataFrame
             ``arm, question_id, sample_id, strategy`` (-1: outlier), ``distance`` (to the
-            nearest training row in the joined space), ``outlier`` (farther than
-            ``threshold_``), ``rendering`` and ``moves``.
+            nearest training row in the joined space), ``medoid_distance`` (to the medoid of
+            the strategy of that row), ``outlier`` (``medoid_distance`` beyond
+            ``threshold_``, which is calibrated on the fit's own members: the share of the
+            fitted trajectories beyond it is at most 1 %), ``rendering`` and ``moves``. The
+            share of assigned rows that are outliers is ``assigned["outlier"].mean()``.
+            A space saved before this rule (issue 19) keeps its own: the nearest-row distance
+            against its saved threshold.
         """
-        traj, _, dist, idx = self._nearest(runs)
-        return self._assigned(traj, dist, idx)
+        traj, x, dist, idx = self._nearest(runs)
+        return self._assigned(traj, dist, idx, x)
 
-    def _assigned(self, traj: pl.DataFrame, dist: np.ndarray, idx: np.ndarray) -> pl.DataFrame:
+    def _assigned(self, traj: pl.DataFrame, dist: np.ndarray, idx: np.ndarray,
+                  x: np.ndarray | None = None) -> pl.DataFrame:
         """The :meth:`assign` table from one :meth:`_nearest` query (shared by reports that also
         need coordinates, so that rows are embedded once)."""
         d0 = dist[:, 0]
         labels = self.train_labels_[idx[:, 0]] if len(idx) else np.zeros(0, np.int64)
-        far = d0 > self.threshold_
+        if getattr(self, "threshold_rule_", "medoid") == "medoid" and x is not None:
+            dm = self._medoid_distance(x, labels, self._medoid_rows())
+            far = dm > self.threshold_
+        else:
+            dm = np.full(len(d0), np.nan)
+            far = d0 > self.threshold_
         labels = np.where(far, -1, labels)
         return traj.select("arm", "question_id", "sample_id").with_columns(
             pl.Series("strategy", labels, dtype=pl.Int64),
             pl.Series("distance", d0, dtype=pl.Float64),
+            pl.Series("medoid_distance", dm, dtype=pl.Float64),
             pl.Series("outlier", far, dtype=pl.Boolean),
             traj["rendering"], traj["moves"])
 

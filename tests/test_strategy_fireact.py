@@ -2,6 +2,8 @@
 searching, and the GPT-3.5 agent answers about a third of its questions without search."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import polars as pl
 import pytest
@@ -51,3 +53,34 @@ def test_descriptions_name_the_tools(fitted):
     searched = d.filter(pl.col("no_search_share") == 0.0)["name"].to_list()
     assert searched and all(n.startswith("search") for n in searched), names
     assert d.filter(pl.col("no_search_share") == 1.0)["name"].to_list() == ["answer without tools"]
+
+
+def _mentioned_tools(name: str) -> set[str]:
+    """The tools a built name mentions (``search (bridge) -> lookup`` -> {search, lookup})."""
+    name = re.sub(r"^answer with no call, or |^varied: ", "", name)
+    name = re.sub(r" \((?:\d+(?:-\d+)? calls?|with .*|without .*)\)$", "", name)
+    return {part.split(" (")[0].strip() for part in name.split(" -> ") if part.strip()}
+
+
+def test_names_describe_their_members(fitted):
+    """Issue 19 on the real logs: names distinct once ids are dropped, "without tools" only
+    where no member calls a tool, and the tools a name mentions used by members holding at
+    least 0.9 of the strategy's trajectories."""
+    from mechanism.segmentation import render
+
+    runs, space = fitted
+    d = space.describe()
+    names = d["built_name"].to_list()
+    stripped = [re.sub(r"\s*\[S\d+\]$", "", n) for n in names]
+    assert len(set(stripped)) == len(stripped), names
+    tools = [set(t.split(" > ")) - {""} for t in render(runs)["tools"].to_list()]
+    for s, name in zip(d["strategy"].to_list(), names):
+        members = [tools[i] for i in np.flatnonzero(space.labels_ == s)]
+        if "without tools" in name:
+            assert all(not t for t in members), name
+            continue
+        mentioned = _mentioned_tools(name)
+        assert mentioned, name
+        held = np.mean([mentioned <= t for t in members])
+        assert held >= 0.9, (name, held)
+    assert ((d["fidelity"] > 0) & (d["fidelity"] <= 1)).all()

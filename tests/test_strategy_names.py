@@ -128,3 +128,29 @@ def test_cli_passes_retries_and_the_error_pattern(service_runs, tmp_path):
                  "--no-figures"]) == 0
     params = json.loads((tmp_path / "sp" / "space.json").read_text())["params"]
     assert (params["retries"], params["error_pattern"]) == ("keep", "^cannot")
+
+
+def test_outliers_fire_on_another_agent_and_not_on_a_fresh_sample(service_runs, tmp_path):
+    """The threshold is calibrated on the fit's own distances to the medoids: a fresh sample of
+    the fitted agent has (almost) no outliers, a saved space applied to another agent does."""
+    from mechanism.worlds import multihop
+
+    runs, _ = service_runs
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    assert space.assign(runs)["outlier"].mean() <= 0.01
+    loaded = mx.StrategySpace.load(space.save(tmp_path / "s"))
+    fresh = service(n_questions=20, seed=5)
+    fresh_runs = mx.read(fresh.write(tmp_path / "fresh"), format=fresh.format)
+    assert loaded.assign(fresh_runs)["outlier"].mean() <= 0.05
+    other = multihop(n_questions=10, seed=1)
+    other_runs = mx.read(other.write(tmp_path / "other"), format=other.format)
+    assigned = loaded.assign(other_runs)
+    assert assigned["outlier"].mean() >= 0.9
+    far = assigned.filter(pl.col("outlier"))
+    assert (far["medoid_distance"] > loaded.threshold_).all() and (far["strategy"] == -1).all()
+    # the brute-force threshold: the 99th percentile (count-weighted) of members' medoid distances
+    med = space._medoid_rows()
+    d = np.sqrt(((space.train_features_ - space.train_features_[med[space.train_labels_]]) ** 2).sum(axis=1))
+    per_trajectory = np.sort(np.repeat(d, space.train_counts_))
+    q = per_trajectory[int(np.ceil(0.99 * len(per_trajectory))) - 1]
+    assert space.threshold_ == pytest.approx(max(space.resolution, q), abs=1e-5)

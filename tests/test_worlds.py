@@ -193,12 +193,16 @@ def test_webshop_failures_are_retried_inside_strategies_and_read_as_one_attempt(
     failed = traj["n_failed"].to_numpy() > 0
     assert 0.2 < failed.mean() < 0.6
     assert len({t for t, f in zip(truth, failed) if f}) == 6
-    # a failing trajectory lands where the clean ones with its sequence of attempts land
-    tools = np.array(traj["tools"].to_list())
-    for seq in np.unique(tools):
-        same = tools == seq
-        if (same & failed).any() and (same & ~failed).any():
-            clean = np.bincount(space.labels_[same & ~failed]).argmax()
-            assert (space.labels_[same & failed] == clean).mean() >= 0.9, seq
+    # a failure leaves no trace in what defines a strategy: a failing trajectory reads like
+    # clean ones (same tokens and rendering), and lands where they land
+    pair = np.array([f"{a}\x00{b}" for a, b in zip(traj["tokens"].to_list(), traj["rendering"].to_list())])
+    clean = set(pair[~failed])
+    # (0.89 here: the rest are rare provenance variants with no clean twin among 320 episodes)
+    assert np.mean([p in clean for p in pair[failed]]) >= 0.85
+    label_of = dict(zip(pair[~failed], space.labels_[~failed]))
+    assert all(label_of[p] == lab for p, lab in zip(pair[failed], space.labels_[failed]) if p in label_of)
+    kept = mx.render(runs, retries="keep")
+    kept_pair = np.array([f"{a}\x00{b}" for a, b in zip(kept["tokens"].to_list(), kept["rendering"].to_list())])
+    assert not set(kept_pair[failed]) & set(kept_pair[~failed])  # kept apart, failures are moves
     d = space.describe()
     assert d["retry_rate"].max() > 0 and not any("(failed" in n for n in d["name"].to_list())

@@ -105,6 +105,7 @@ def save(space: "StrategySpace", folder: str | os.PathLike) -> Path:
         "embedding_model": space.embedding_model_, "embedding_dim": space.embedding_dim_,
         "vocabulary": list(space.vocabulary_),
         "params": space._model_params(), "threshold": space.threshold_,
+        "threshold_rule": getattr(space, "threshold_rule_", "medoid"),
         "n_strategies": space.n_strategies_, "arrays": checksums, "tables": tables,
         "names": {str(k): v for k, v in sorted(getattr(space, "names_", {}).items())},
         "seed_agreement": space.seed_agreement_,
@@ -369,6 +370,11 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
     space.embedding_dim_ = embedding_dim
     space.vocabulary_ = list(vocabulary)
     space.threshold_ = threshold
+    # a space saved before issue 19 measured outliers from the nearest training row
+    rule = config.get("threshold_rule", "nearest")
+    if rule not in ("nearest", "medoid"):
+        raise _Refusal("`threshold_rule` must be 'nearest' or 'medoid'", cfg, "threshold_rule")
+    space.threshold_rule_ = rule
     space.n_strategies_ = n_strategies
     space.names_ = names
     space.seed_agreement_ = seed_agreement

@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         n_out = int(section.results[0].assigned["outlier"].sum())
         what = (f"{space.n_strategies_} strategies from {runs.height} trajectories; space saved to {args.out}"
                 if args.action == "fit" else
-                f"{runs.height} trajectories assigned to {space.n_strategies_} saved strategies ({n_out} outliers)")
+                f"{runs.height} trajectories assigned to {space.n_strategies_} saved strategies ({n_out} outliers, "
+                f"{n_out / max(runs.height, 1):.1%}, beyond {space.threshold_:.2f} from their strategy's medoid)")
         print(terminal_safe(f"{what}; wrote {len(section.written)} files to {args.out}"), file=sys.stderr)
     return 0

@@ -38,7 +38,7 @@ def place(space, runs: pl.DataFrame, *, map_xy: bool = True) -> Placement:  # no
     times one), so the nearest-neighbour query is made once and shared.
     """
     traj, x, dist, idx = space._nearest(runs)
-    return Placement(space._assigned(traj, dist, idx), space._coordinates(x, dist, idx),
+    return Placement(space._assigned(traj, dist, idx, x), space._coordinates(x, dist, idx),
                      space._map_positions(dist, idx) if map_xy else None)
 
 
