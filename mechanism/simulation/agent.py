@@ -15,17 +15,18 @@ is a different move from looking up what a result named, not a different retriev
 """
 from __future__ import annotations
 
+import bisect
+import functools
+import itertools
 import json
 import math
 import re
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from mechanism.schema import make_step
 from mechanism.simulation.policies import REMAP, Policy, plan_evidence, success_probability
-from mechanism.simulation.retriever import _STOP as RETRIEVER_STOP
 from mechanism.simulation.retriever import ParagraphRetriever
 from mechanism.simulation.world import Paragraph, Question
 
@@ -68,8 +69,11 @@ TERSE_ATTR_WORDS = {"birthplace": "born city", "birth_year": "born year", "natio
                     "headquarters": "headquartered", "founded": "founded year"}
 # Words no paragraph contains (checked by the world's acceptance test), added to a rewording
 FILLERS = ("details", "info", "wiki", "facts")
-# dropped from a keyword rewording only when both the retriever and the move grammar ignore them
-_BOTH_STOP = frozenset(ENGLISH_STOP_WORDS) & RETRIEVER_STOP
+# Dropped from a keyword rewording: function words that both the retriever and the move grammar
+# ignore (in bm25s' and scikit-learn's English stop lists; a test checks), so a rewording keeps
+# every content word and every retrieval score. Listed, not imported: scikit-learn costs 1.5 s.
+_BOTH_STOP = frozenset({"what", "which", "who", "where", "when", "was", "is", "are", "the", "of", "a", "an",
+                        "or", "and", "in", "did", "does", "do", "to", "by", "for", "on", "at", "be"})
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
 _PUNCT = re.compile(r"[?,:!.]")
 N_WHOLE_FORMS = 5
@@ -98,6 +102,12 @@ THOUGHTS = {
     "recall": ("I think I know this without searching: {a}.", "From memory, the answer is {a}.",
                "I'm fairly confident it is {a}.", "No search needed; {a}."),
 }
+
+
+@functools.lru_cache(maxsize=None)
+def _zipf_cumulative(n: int) -> tuple[float, ...]:
+    # cumulative 1 / rank weights: bisecting a uniform draw is ~20x faster than rng.choice(p=)
+    return tuple(itertools.accumulate(1.0 / r for r in range(1, n + 1)))
 
 
 class CapReached(Exception):
@@ -188,8 +198,8 @@ class Episode:
         n = max(1, math.ceil(self.policy.wording * len(options) - 1e-9))
         if n == 1:
             return options[0]
-        w = 1.0 / np.arange(1, n + 1)
-        return options[int(self.rng.choice(n, p=w / w.sum()))]
+        cum = _zipf_cumulative(n)
+        return options[min(bisect.bisect_right(cum, self.rng.random() * cum[-1]), n - 1)]
 
     def thought(self, key: str, **kw) -> str:
         if self.policy.wording >= 0.5 and self.rng.random() < 0.3:
@@ -311,14 +321,14 @@ def _evidence(ep: Episode) -> bool:
     return set(q.gold_docs) <= seen
 
 
-def _answer(ep: Episode, strategy: str) -> tuple[str, bool, bool, float]:
-    """(answer, evidence held the answer, integrated, planted P(correct)) from what it saw."""
+def _answer(ep: Episode, strategy: str, u: float) -> tuple[str, bool, bool, float]:
+    """(answer, evidence held the answer, integrated, planted P(correct)) from what it saw;
+    ``u`` is the episode's uniform draw for its outcome."""
     q, rng = ep.q, ep.rng
     evidence = _evidence(ep)
     p_correct, p_int = success_probability(ep.policy, strategy, category=q.category, hard=q.hard, ease=q.ease,
                                            familiarity=q.familiarity, rounds=len(ep.steps), direct=q.direct)
     gold = q.gold[0]
-    u = rng.random()
     if u < p_int:
         return gold, evidence, True, p_correct
     if u < p_correct:  # a guess that happens to be right is not integration
@@ -334,12 +344,15 @@ def run_episode(q: Question, retriever: ParagraphRetriever, policy: Policy, plan
     """Run one episode of ``planned`` (remapped to the question's category) under ``t_cap``."""
     strategy = REMAP.get(q.category, {}).get(planned, planned)
     ep = Episode(q, retriever, policy, rng, t_cap)
+    # the outcome's draw comes first: an episode's luck does not depend on how many phrasings
+    # its policy has or on the draws its moves used
+    u = float(rng.random())
     truncated = False
     try:
         RUNNERS[strategy](ep)
     except CapReached:
         truncated = True
-    answer, evidence, integrated, p_correct = _answer(ep, strategy)
+    answer, evidence, integrated, p_correct = _answer(ep, strategy, u)
     if evidence != plan_evidence(q.category, strategy, len(ep.steps), direct=q.direct):  # pragma: no cover - world guarantee
         raise AssertionError(f"{q.question_id}: {strategy} retrieved other evidence than its plan")
     key = "recall" if not ep.steps else "answer"
