@@ -32,7 +32,7 @@ The truth table records both the planned strategy and the one executed after the
 Success is planted in closed form (:func:`success_probability`, which the episodes draw from):
 an episode whose retrieved paragraphs hold the evidence answers correctly with probability
 ``Policy.integration * factor * question.ease``, else it guesses (right with the question's
-``familiarity``). ``factor`` is :data:`STRATEGY_INTEGRATION` on ordinary questions and
+``familiarity``). ``factor`` is :data:`STRATEGY_INTEGRATION` (the policy's), times
 :data:`HARD_INTEGRATION` on the hard bridge questions: their linked page is easy to misread,
 and only a strategy that checks its candidate answers them. Which strategies hold evidence is
 fixed by their plan (the world guarantees that every lookup a plan issues retrieves its page):
@@ -57,8 +57,8 @@ STRATEGIES = ("no_search", "whole_question", "repeat", "reformulate_loop", "brid
 #: not on the page the question names), so only the lookup strategies' factors act.
 STRATEGY_INTEGRATION = {"no_search": 1.0, "whole_question": 0.7, "repeat": 0.5, "reformulate_loop": 0.4,
                         "bridge": 1.0, "parallel_compare": 0.95, "verify": 1.0, "parallel_verify": 1.0}
-#: The factor on hard bridge questions: a strategy that does not check its candidate misreads
-#: the linked page (the study's "subset of strategies whose downstream reasoning yields a
+#: What is left of a strategy's factor on hard bridge questions: a strategy that does not check
+#: its candidate misreads the linked page (the study's "subset of strategies whose downstream reasoning yields a
 #: correct answer").
 HARD_INTEGRATION = {s: (1.0 if s == "verify" else 0.0) for s in STRATEGIES}
 
@@ -149,7 +149,7 @@ class Policy:
 
     def integration_of(self, strategy: str, *, hard: bool = False) -> float:
         """Probability that ``strategy`` uses evidence it holds (before the question's ``ease``)."""
-        factor = HARD_INTEGRATION[strategy] if hard else float(self.integration_factors()[strategy])
+        factor = float(self.integration_factors()[strategy]) * (HARD_INTEGRATION[strategy] if hard else 1.0)
         return self.integration * factor
 
     def shares(self, category: str | None = None) -> dict[str, float]:
