@@ -12,6 +12,7 @@ split, an interval that contains the planted value.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ import polars as pl
 
 from mechanism.results import ResultMixin, frame_to_html, frame_to_markdown
 
+_MARKUP = re.compile(r"([\\`*_\[\]<>|#])")
 COMPOSITIONAL = "bridge"
 SIMPLER = "comparison"
 
@@ -92,7 +94,8 @@ class Reproduction(ResultMixin):
 
     def as_markdown(self) -> str:
         """The findings as a list, then the table (Markdown)."""
-        items = [f"- {line}" for line in self.lines()]
+        # arm names come from the input: markup characters are escaped as the Summary does
+        items = ["- " + _MARKUP.sub(r"\\\1", line) for line in self.lines()]
         return "\n".join(items + ["", frame_to_markdown(self.display(), max_rows=None)])
 
     def as_html(self) -> str:

@@ -218,7 +218,7 @@ def default_policies() -> dict[str, Policy]:
       per query in a style of its own (``query_style="terse"``); it never checks.
     """
     return {
-        "base": Policy("base", {"no_search": 0.10, "whole_question": 0.22, "repeat": 0.12,
+        "base": Policy("base", {"no_search": 0.13, "whole_question": 0.19, "repeat": 0.12,
                                 "reformulate_loop": 0.17, "bridge": 0.18, "parallel_compare": 0.18,
                                 "verify": 0.03}),
         "rl": Policy("rl", {"no_search": 0.01, "whole_question": 0.05, "repeat": 0.04,
