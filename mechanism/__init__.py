@@ -45,6 +45,7 @@ _EXPORTS = {
     "Summary": "mechanism.results",
     "read_shards": "mechanism.parallel", "scan_shards": "mechanism.parallel", "render_shards": "mechanism.parallel",
     "assign_shards": "mechanism.parallel", "strategy_shares": "mechanism.parallel",
+    "reproduce_study": "mechanism.report.reproduction", "Reproduction": "mechanism.report.reproduction",
 }
 
 
@@ -89,4 +90,6 @@ __all__ = [
     "track", "Track", "training_run", "Summary", "report", "simulation",
     # shards in worker processes (mechanism.parallel)
     "read_shards", "scan_shards", "render_shards", "assign_shards", "strategy_shares",
+    # the reference study reproduced on a planted world (issue 20)
+    "reproduce_study", "Reproduction",
 ]
