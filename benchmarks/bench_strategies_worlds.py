@@ -1,6 +1,7 @@
 """Adjusted Rand index of StrategySpace against the planted strategies of every world.
 
-Worlds: the built-in simulator (``mechanism.simulation``) and the independently written
+Worlds: the built-in simulator (``mechanism.simulation``; its strategies differ in moves since
+issue 20, so it is held to the same bar as the others) and the independently written
 planted worlds (``mechanism.worlds``: multi-hop search in Search-R1 tags and in ReAct text,
 customer service in OpenAI tool_calls). Each is written to its native file and read back
 with ``mechanism.read``, as a user would. Prints one table row per world: ARI of the fit,

@@ -48,6 +48,7 @@ _EXPORTS = {
     "assign_shards": "mechanism.parallel", "strategy_shares": "mechanism.parallel",
     "ComparisonWarning": "mechanism.errors", "is_failure": "mechanism.failures",
     "shared_questions": "mechanism.schema",
+    "reproduce_study": "mechanism.report.reproduction", "Reproduction": "mechanism.report.reproduction",
 }
 
 
@@ -94,4 +95,6 @@ __all__ = [
     "track", "Track", "training_run", "Summary", "report", "simulation",
     # shards in worker processes (mechanism.parallel)
     "read_shards", "scan_shards", "render_shards", "assign_shards", "strategy_shares",
+    # the reference study reproduced on a planted world (issue 20)
+    "reproduce_study", "Reproduction",
 ]

@@ -82,3 +82,48 @@ def test_demo_cli_with_the_default_embedder(capsys, tmp_path):
     assert main(["demo", "--out", str(tmp_path), "--questions", "6", "--samples", "4", "--no-progress"]) == 0
     assert "what did RL do to the agent" in capsys.readouterr().out
     assert (tmp_path / "summary.html").exists()
+
+
+def test_demo_page_leads_with_the_study_reproduced(demo):
+    page = demo.summary_markdown.read_text()
+    first = page.split("\n## ")[1]
+    assert first.startswith("The study reproduced")
+    assert page.index("The study reproduced") < page.index("## Verdicts")
+    html = demo.summary_html.read_text()
+    assert html.index("The study reproduced") < html.index("Verdicts")
+    import polars as pl
+
+    table = pl.read_csv(demo.out / "study" / "study_table.csv")
+    assert {"quantity", "arm", "category", "estimate", "ci_low", "ci_high", "planted"} <= set(table.columns)
+    # per task type and pooled, PASS@(k,T) at k = 1 and the samples per problem, with planted values
+    assert set(table["category"]) == {"bridge", "comparison", "all"}
+    passk = table.filter(pl.col("quantity").str.starts_with("PASS@"))
+    assert set(passk["quantity"]) == {"PASS@(1,5)", "PASS@(8,5)"} and passk["planted"].is_not_null().all()
+    assert {"gained", "lost", "composition", "within", "overlap with base",
+            "unique query sequences / problem"} <= set(table["quantity"])
+    numbers = json.loads((demo.out / "numbers.json").read_text())
+    assert len(numbers["study"]["findings"]) == 6
+    assert all(isinstance(f["recovered"], bool) and f["evidence"] for f in numbers["study"]["findings"])
+    assert sum(line.startswith(("- recovered: ", "- NOT recovered: ")) for line in page.splitlines()) == 6
+
+
+@pytest.mark.slow
+def test_the_study_is_reproduced_on_the_default_world():
+    """On mx.simulate(random_state=0), with the planted strategies as labels, every finding of the
+    reference study is recovered, and rl's within-strategy interval contains the planted 0."""
+    import numpy as np
+
+    from mechanism.report.reproduction import reproduce_study
+    from mechanism.simulation import simulate
+
+    sim = simulate(random_state=0, progress=False)
+    keys = ["arm", "question_id", "sample_id"]
+    truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left", maintain_order="left")["strategy"].to_list()
+    codes = {s: i for i, s in enumerate(sorted(set(truth)))}
+    rep = reproduce_study(sim.runs, sim.planted, np.array([codes[s] for s in truth]), n_boot=400)
+    assert rep.findings["recovered"].all(), rep.lines()
+    within = rep.table.filter((rep.table["quantity"] == "within") & (rep.table["arm"] == "rl")).row(0, named=True)
+    assert within["ci_low"] <= within["planted"] == 0.0 <= within["ci_high"]
+    text = str(rep.summary())
+    assert "recovered" in text and "planted" in rep.as_markdown()
+    assert rep.to_dict()["findings"] and "<script" not in rep.as_html()

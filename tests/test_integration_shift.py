@@ -543,14 +543,18 @@ def test_simulator_plants_strategies_that_differ_in_using_what_they_retrieve():
 
     assert STRATEGY_INTEGRATION["verify"] > STRATEGY_INTEGRATION["whole_question"] > \
         STRATEGY_INTEGRATION["reformulate_loop"]
-    sim = simulate(n_questions=40, n_samples=8, arms=("base",), random_state=4, progress=False)
+    from mechanism.simulation import STRATEGIES
+
+    even = Policy("base", dict.fromkeys(STRATEGIES, 1.0))  # every strategy sampled often enough to compare
+    sim = simulate(n_questions=40, n_samples=16, arms=("base",), policies={"base": even}, random_state=4,
+                   progress=False)
     t = sim.truth.filter(pl.col("evidence"))
     used = dict(t.group_by("strategy").agg(pl.col("integrated").mean()).iter_rows())
     assert used["verify"] > used["reformulate_loop"] + 0.2
     assert sim.config["policies"]["base"]["strategy_integration"]["reformulate_loop"] == \
         STRATEGY_INTEGRATION["reformulate_loop"]
     # a policy can change one strategy's skill; a bad factor is refused
-    never = Policy("never", {"verify": 1.0}, strategy_integration={"verify": 0.0})
+    never = Policy("never", {"verify": 1.0}, strategy_integration={"verify": 0.0, "parallel_verify": 0.0})
     s = simulate(n_questions=10, n_samples=4, arms=("never",), policies={"never": never}, random_state=1, progress=False)
     assert not s.truth["integrated"].any()
     from mechanism.errors import MechanismError

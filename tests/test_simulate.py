@@ -38,7 +38,7 @@ def test_same_seed_gives_byte_identical_files(tmp_path):
     fa, fb = _files(tmp_path / "a"), _files(tmp_path / "b")
     assert sorted(fa) == sorted(["searchr1/base.jsonl", "openai/base.jsonl", "searchr1/rl.jsonl",
                                  "openai/rl.jsonl", "searchr1/sft.jsonl", "openai/sft.jsonl",
-                                 "truth/truth.parquet", "truth/config.json"])
+                                 "truth/truth.parquet", "truth/config.json", "truth/planted.json"])
     assert fa == fb
 
 
@@ -100,27 +100,55 @@ def test_round_counts_per_strategy_overlap(sim):
     t = sim.truth.filter(~pl.col("truncated"))
     rounds = {s: set(t.filter(pl.col("strategy") == s)["n_rounds"].to_list()) for s in STRATEGIES}
     assert rounds["no_search"] == {0}
-    assert rounds["whole_question"] == {1, 2}
+    assert rounds["whole_question"] == {1}
     assert rounds["bridge"] == {2} and rounds["parallel_compare"] == {2}
-    assert rounds["verify"] <= {2, 3} and 2 in rounds["verify"]
-    assert rounds["reformulate_loop"] == {2, 3, 4}
-    # two rounds do not identify a strategy: five of them produce two-round episodes
-    assert sum(2 in r for r in rounds.values()) == 5
+    assert rounds["verify"] == {3} and rounds["parallel_verify"] == {3}
+    assert rounds["repeat"] == {2, 3, 4} and rounds["reformulate_loop"] == {2, 3, 4}
+    # neither two nor three rounds identify a strategy: the moves do
+    assert sum(2 in r for r in rounds.values()) == 4 and sum(3 in r for r in rounds.values()) == 4
 
 
 def test_strategy_remapping_by_category(sim):
     t = sim.truth
-    assert t.filter((pl.col("category") == "comparison") & (pl.col("strategy") == "bridge")).height == 0
-    assert t.filter((pl.col("category") == "bridge") & (pl.col("strategy") == "parallel_compare")).height == 0
+    assert t.filter((pl.col("category") == "comparison") & pl.col("strategy").is_in(["bridge", "verify"])).height == 0
+    assert t.filter((pl.col("category") == "bridge") &
+                    pl.col("strategy").is_in(["parallel_compare", "parallel_verify"])).height == 0
     moved = t.filter(pl.col("strategy") != pl.col("planned_strategy"))
     assert set(zip(moved["category"], moved["planned_strategy"], moved["strategy"])) == {
-        ("comparison", "bridge", "parallel_compare"), ("bridge", "parallel_compare", "bridge")}
+        ("comparison", "bridge", "parallel_compare"), ("bridge", "parallel_compare", "bridge"),
+        ("comparison", "verify", "parallel_verify")}
+
+
+def _majority_ari(keys, truth):
+    from sklearn.metrics import adjusted_rand_score
+
+    best: dict[str, Counter] = {}
+    for k, t in zip(keys, truth):
+        best.setdefault(k, Counter())[t] += 1
+    lookup = {k: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for k, c in best.items()}
+    return adjusted_rand_score(truth, [lookup[k] for k in keys])
+
+
+def test_strategies_differ_in_moves_not_wording(sim):
+    # an oracle that sees only the move grammar's tokens recovers the planted strategies (the
+    # issue's bar is 0.95), while the exact query text varies inside every strategy
+    from mechanism.segmentation import render
+
+    keys = ["arm", "question_id", "sample_id"]
+    truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left", maintain_order="left")["strategy"].to_list()
+    tokens = render(sim.runs)["tokens"].to_list()
+    assert _majority_ari(tokens, truth) >= 0.95
+    seqs = sim.runs.with_columns(seq=pl.col("steps").list.eval(pl.element().struct.field("query")).list.join("|"),
+                                 strategy=pl.Series(truth))
+    per = seqs.filter(pl.col("arm") == "base").group_by("question_id", "strategy").agg(pl.col("seq").n_unique())
+    varied = per.group_by("strategy").agg(pl.col("seq").max())
+    assert varied.filter(pl.col("strategy") != "no_search")["seq"].min() >= 2  # wording varies inside each
 
 
 # -- planted mixtures ---------------------------------------------------------------------
 
 # The runs are fixed draws (fixed seeds), so the threshold only has to separate "matches" from
-# "wrong mixture": at 1e-6 a 5-point error in one share is still rejected (test below).
+# "wrong mixture": at 1e-6 a 6-point error in one share is still rejected (test below).
 ALPHA = 1e-6
 
 
@@ -148,7 +176,7 @@ def test_executed_shares_match_the_remapped_mixtures(sim):
 def test_the_mixture_test_can_fail(sim):
     counts = Counter(sim.truth.filter(pl.col("arm") == "base")["planned_strategy"].to_list())
     probs = dict(zip(STRATEGIES, sim.policies["base"].probabilities))
-    off = {**probs, "bridge": probs["bridge"] + 0.05, "whole_question": probs["whole_question"] - 0.05}
+    off = {**probs, "bridge": probs["bridge"] + 0.06, "whole_question": probs["whole_question"] - 0.06}
     assert _chi2_p(counts, off) < ALPHA
     rl = Counter(sim.truth.filter(pl.col("arm") == "rl")["planned_strategy"].to_list())
     assert _chi2_p(rl, probs) < ALPHA
@@ -169,8 +197,8 @@ def test_good_strategies_succeed_more_than_guessing_and_loops(sim):
     rate = {(c, s): r for c, s, r in sim.truth.group_by("category", "strategy")
             .agg(pl.col("correct").mean()).iter_rows()}
     for cat, good in (("bridge", "bridge"), ("comparison", "parallel_compare"), ("bridge", "verify"),
-                      ("comparison", "verify")):
-        for weak in ("no_search", "whole_question", "reformulate_loop"):
+                      ("comparison", "parallel_verify")):
+        for weak in ("no_search", "whole_question", "repeat", "reformulate_loop"):
             assert rate[cat, good] > rate[cat, weak] + 0.1, (cat, good, weak)
 
 
@@ -197,6 +225,96 @@ def test_rl_strategies_all_occur_in_base(sim):
     base = set(sim.truth.filter(pl.col("arm") == "base")["strategy"].unique())
     rl = set(sim.truth.filter(pl.col("arm") == "rl")["strategy"].unique())
     assert rl <= base
+
+
+def test_outcomes_follow_the_planted_probability(sim):
+    # each episode's answer is right with its planted probability: per arm and strategy the
+    # success rate lies within 4 binomial standard errors of the mean planted probability
+    g = sim.truth.group_by("arm", "strategy").agg(c=pl.col("correct").mean(), p=pl.col("p_correct").mean(),
+                                                  v=(pl.col("p_correct") * (1 - pl.col("p_correct"))).mean(),
+                                                  n=pl.len())
+    for r in g.iter_rows(named=True):
+        assert abs(r["c"] - r["p"]) <= 4 * math.sqrt(max(r["v"], 1e-4) / r["n"]) + 1e-9, r
+    # hard questions are answered by the checking strategy alone
+    hard = sim.truth.filter(pl.col("hard") & pl.col("correct"))
+    assert set(hard["strategy"]) <= {"verify"} and hard.height > 0
+
+
+def test_planted_values_match_the_closed_form(sim):
+    from mechanism.simulation.planted import success_by_strategy
+    from mechanism.simulation.world import make_world
+
+    planted = sim.planted
+    # within is exactly 0 for pure reweighting and composition the whole change
+    split = planted["split"]["rl"]
+    assert split["all"]["within"] == 0.0 and split["all"]["pure_reweighting"]
+    assert split["all"]["composition"] == pytest.approx(planted["accuracy"]["rl"]["all"] - planted["accuracy"]["base"]["all"])
+    assert not planted["split"]["sft"]["all"]["pure_reweighting"]
+    # PASS@(1,T) is the accuracy within T rounds; PASS@(k,T) grows in k and T
+    pk = pl.DataFrame(planted["pass_at_kt"])
+    one = pk.filter((pl.col("k") == 1) & (pl.col("t") == 5) & (pl.col("category") == "all"))
+    assert dict(zip(one["arm"], one["pass_at_kt"])) == pytest.approx({a: v["all"] for a, v in planted["accuracy"].items()})
+    for (arm, cat, t), g in pk.group_by("arm", "category", "t"):
+        assert np.all(np.diff(g.sort("k")["pass_at_kt"].to_numpy()) >= -1e-12)
+    # the closed form against the episodes' own planted probabilities: the mean p_correct of an
+    # arm's trajectories on a question estimates its per-question success probability
+    per_q = sim.truth.group_by("arm", "question_id").agg(pl.col("p_correct").mean(), pl.len())
+    acc = per_q.group_by("arm").agg(pl.col("p_correct").mean())
+    for arm, p in acc.iter_rows():
+        assert p == pytest.approx(planted["accuracy"][arm]["all"], abs=0.02), arm
+    # brute force for one world: success by strategy equals the success_probability sum
+    world = make_world(3, np.random.default_rng(1))
+    pol = sim.policies["base"]
+    for q in world:
+        r = success_by_strategy(q, pol, 5, 5)
+        assert r[STRATEGIES.index("no_search")] == pytest.approx(q.familiarity)
+        assert np.all((r >= 0) & (r <= 1))
+
+
+def test_rewording_drops_only_words_both_stop_lists_ignore():
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from mechanism.simulation.agent import _BOTH_STOP
+    from mechanism.simulation.retriever import _STOP
+
+    assert _BOTH_STOP <= frozenset(ENGLISH_STOP_WORDS) and _BOTH_STOP <= _STOP
+
+
+@pytest.mark.slow
+def test_the_default_world_plants_the_studys_findings():
+    """mx.simulate(random_state=0): on bridge questions rl's PASS@(64,5) is above base's and its
+    boundary gains significantly more than it loses; on comparisons rl gains at k=1 without a
+    significant boundary gain; sft falls below base at k=64 on bridge questions."""
+    from mechanism.boundaries import boundary
+    from mechanism.passkt import pass_at_kt
+
+    s = simulate(random_state=0, progress=False)
+    runs = {c: s.runs.filter(pl.col("category") == c) for c in ("bridge", "comparison")}
+    pk = {c: pass_at_kt(r, k=[1, 64], t=[5], ci=None) for c, r in runs.items()}
+    at = {c: {(a, k): v for a, k, v in f.select("arm", "k", "pass_at_kt").iter_rows()} for c, f in pk.items()}
+    b = boundary(runs["bridge"], base="base", treated="rl", t=[5], n_boot=50).tests.row(0, named=True)
+    assert at["bridge"]["rl", 64] > at["bridge"]["base", 64] and b["gained"] > b["lost"] and b["p_value"] < 0.05
+    c = boundary(runs["comparison"], base="base", treated="rl", t=[5], n_boot=50).tests.row(0, named=True)
+    assert at["comparison"]["rl", 1] > at["comparison"]["base", 1] + 0.05 and c["p_value"] >= 0.05
+    assert at["bridge"]["sft", 64] < at["bridge"]["base", 64]
+    # the planted expectations say the same
+    planted = {(r["arm"], r["category"], r["k"]): r["pass_at_kt"] for r in s.planted["pass_at_kt"] if r["t"] == 5}
+    assert planted["rl", "bridge", 64] > planted["base", "bridge", 64] > planted["sft", "bridge", 64]
+    assert s.planted["boundary"]["rl"]["bridge"]["gained"] > 10 * s.planted["boundary"]["rl"]["bridge"]["lost"]
+
+
+@pytest.mark.slow
+def test_the_default_strategy_space_recovers_the_planted_strategies():
+    # the benchmark's setting (benchmarks/bench_strategies_worlds.py): 60 questions x 4 samples
+    from sklearn.metrics import adjusted_rand_score
+
+    from mechanism.strategy_space import StrategySpace
+
+    s = simulate(n_questions=60, n_samples=4, random_state=0, progress=False)
+    keys = ["arm", "question_id", "sample_id"]
+    truth = s.runs.select(keys).join(s.truth, on=keys, how="left", maintain_order="left")["strategy"].to_numpy()
+    space = StrategySpace(random_state=0, progress=False).fit(s.runs)
+    assert adjusted_rand_score(truth, space.labels_) >= 0.9
 
 
 # -- t_cap --------------------------------------------------------------------------------
@@ -247,7 +365,9 @@ def test_trajectory_files_hold_no_ground_truth(tmp_path, sim):
     assert truth.equals(small.truth)
     config = json.loads((tmp_path / "truth" / "config.json").read_text())
     assert config["seed"] == 0 and config["arms"] == ["base", "rl", "sft"]
-    assert config["policies"]["rl"]["mixture"]["bridge"] == pytest.approx(0.28)
+    assert config["policies"]["rl"]["mixture"]["verify"] == pytest.approx(0.40)
+    planted = json.loads((tmp_path / "truth" / "planted.json").read_text())
+    assert planted == json.loads(json.dumps(small.planted))
 
 
 def test_file_formats_match_the_interface(tmp_path):
@@ -323,6 +443,7 @@ def test_bad_simulate_arguments(kwargs, match):
     ({"mixture": {"bridge": 1.0}, "integration": 1.5}, "`integration`"),
     ({"mixture": {"bridge": 1.0}, "wording": 0.0}, "`wording`"),
     ({"mixture": {"bridge": 1.0}, "loop_rounds": (3, 2)}, "`loop_rounds`"),
+    ({"mixture": {"bridge": 1.0}, "loop_rounds": (1, 2)}, "`loop_rounds`"),
 ])
 def test_bad_policies(kwargs, match):
     with pytest.raises(MechanismError, match=match):
@@ -332,7 +453,8 @@ def test_bad_policies(kwargs, match):
 def test_default_policies_are_what_the_docs_say():
     p = default_policies()
     assert set(p) == {"base", "rl", "sft"}
-    assert all(v > 0 for v in p["base"].probabilities)  # broad
+    # broad: every strategy (parallel_verify is what verify runs as on a comparison)
+    assert all(v > 0 for s, v in zip(STRATEGIES, p["base"].probabilities) if s != "parallel_verify")
     assert {s for s, v in zip(STRATEGIES, p["rl"].probabilities) if v > 0} <= \
         {s for s, v in zip(STRATEGIES, p["base"].probabilities) if v > 0}  # nothing new
     assert p["rl"].integration == p["base"].integration  # pure reweighting by default
@@ -396,7 +518,7 @@ def test_cli_writes_the_files(tmp_path, capsys):
     assert rc == 0
     assert sorted(_files(tmp_path)) == [  # the marker of a finished output, written last
         ".mechanism-complete", "openai/base.jsonl", "openai/sft.jsonl", "searchr1/base.jsonl", "searchr1/sft.jsonl",
-        "truth/config.json", "truth/truth.parquet"]
+        "truth/config.json", "truth/planted.json", "truth/truth.parquet"]
     assert "base: 6 trajectories" in capsys.readouterr().out
 
 

@@ -16,7 +16,8 @@ _STYLE = ("body{font-family:sans-serif;max-width:62em;margin:auto;padding:0 1em;
 
 
 def write_page(out: str | Path, *, title: str, sections: Sequence[tuple[str, str]],
-               figures: Sequence[tuple[str, str]], verdicts: Sequence[str] = ()) -> tuple[Path, Path]:
+               figures: Sequence[tuple[str, str]], verdicts: Sequence[str] = (),
+               lead: Sequence[tuple[str, str, str]] = ()) -> tuple[Path, Path]:
     """Write ``out/summary.md`` and ``out/summary.html``.
 
     Parameters
@@ -31,6 +32,9 @@ def write_page(out: str | Path, *, title: str, sections: Sequence[tuple[str, str
         ``(caption, relative path of the PNG)`` pairs; missing files are left out.
     verdicts
         One sentence per comparison, shown first as a list.
+    lead
+        ``(heading, Markdown, HTML)`` blocks shown before everything else, already rendered
+        (and escaped) by their producer, e.g. the demo's reproduced study.
 
     Returns
     -------
@@ -40,6 +44,8 @@ def write_page(out: str | Path, *, title: str, sections: Sequence[tuple[str, str
     out = Path(out)
     figures = [(cap, rel) for cap, rel in figures if (out / rel).is_file()]
     md = [f"# {_md(title)}", ""]
+    for heading, markdown, _ in lead:
+        md += [f"## {_md(heading)}", "", markdown, ""]
     if verdicts:
         md += ["## Verdicts", ""] + [f"- {_md(v)}" for v in verdicts] + [""]
     for heading, text in sections:
@@ -52,6 +58,7 @@ def write_page(out: str | Path, *, title: str, sections: Sequence[tuple[str, str
     md_path.write_text("\n".join(md) + "\n", encoding="utf-8")
 
     body = [f"<h1>{html.escape(title)}</h1>"]
+    body += [f"<h2>{html.escape(heading)}</h2>{block}" for heading, _, block in lead]
     if verdicts:
         body.append("<h2>Verdicts</h2><ul class='verdicts'>"
                     + "".join(f"<li>{html.escape(v)}</li>" for v in verdicts) + "</ul>")

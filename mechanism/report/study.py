@@ -56,9 +56,10 @@ class Report:
 
     def write_page(self, *, title: str | None = None, intro: str | None = None,
                    extra_sections: Sequence[tuple[str, str]] = (), extra_figures: Sequence[tuple[str, str]] = (),
-                   after: str = "Accuracy") -> tuple[Path, Path]:
+                   after: str = "Accuracy", lead: Sequence[tuple[str, str, str]] = ()) -> tuple[Path, Path]:
         """(Re)write ``summary.md`` and ``summary.html``, with more sections after the one
-        headed ``after`` and more figures at the end; ``intro`` replaces the first paragraph."""
+        headed ``after`` and more figures at the end; ``intro`` replaces the first paragraph;
+        ``lead`` blocks (heading, Markdown, HTML) open the page."""
         from mechanism.report.page import write_page
 
         sections = list(self.page_sections)
@@ -69,7 +70,7 @@ class Report:
         self.title = title or self.title
         self.summary_markdown, self.summary_html = write_page(
             self.out, title=self.title, sections=sections, figures=[*self.page_figures, *extra_figures],
-            verdicts=self.verdicts)
+            verdicts=self.verdicts, lead=lead)
         return self.summary_markdown, self.summary_html
 
     def figures(self) -> list[Path]:

@@ -18,7 +18,8 @@ from mechanism.results import ResultMixin
 from mechanism.schema import from_records
 from mechanism.information import gold_in_observations
 from mechanism.scoring import exact_match, f1_score
-from mechanism.simulation.agent import run_episode
+from mechanism.simulation.agent import retrieval_holds, run_episode
+from mechanism.simulation.planted import planted_values
 from mechanism.simulation.policies import REMAP, STRATEGIES, Policy, default_policies
 from mechanism.simulation.retriever import ParagraphRetriever
 from mechanism.simulation.world import Question, make_world
@@ -32,7 +33,7 @@ TRUTH_SCHEMA = {
     "strategy": pl.String, "planned_strategy": pl.String, "category": pl.String,
     "relation": pl.String, "n_rounds": pl.Int64, "truncated": pl.Boolean,
     "evidence": pl.Boolean, "retrieved_gold": pl.Boolean, "integrated": pl.Boolean,
-    "correct": pl.Boolean,
+    "correct": pl.Boolean, "hard": pl.Boolean, "p_correct": pl.Float64,
 }
 
 
@@ -50,7 +51,13 @@ class Simulation(ResultMixin):
         the ``planned_strategy`` (before remapping to the question's category), ``category``,
         ``relation``, ``n_rounds``, ``truncated`` (stopped at ``t_cap``), ``evidence`` (the
         retrieved paragraphs held what the answer needs), ``retrieved_gold`` (a gold answer
-        appears in an observation), ``integrated`` (evidence used correctly), ``correct``.
+        appears in an observation), ``integrated`` (evidence used correctly), ``correct``,
+        ``hard`` (the question needs a checked answer) and ``p_correct`` (the planted probability
+        of a correct answer, given the strategy and the rounds made).
+    planted
+        The planted expected values the analyses should recover
+        (:func:`mechanism.simulation.planted.planted_values`): PASS@(k,T) per arm and category,
+        expected gained / lost problems, the composition / within split per treated arm.
     questions
         One row per question: id, category, relation, text, gold, the two key entities and
         the titles of the gold paragraphs.
@@ -66,6 +73,7 @@ class Simulation(ResultMixin):
     policies: dict[str, Policy]
     config: dict[str, Any]
     _episodes: list[dict] = field(default_factory=list, repr=False)
+    planted: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_frame(self) -> pl.DataFrame:
         """Per arm and executed strategy: count, share and success rate (the planted truth, exact)."""
@@ -100,8 +108,9 @@ class Simulation(ResultMixin):
                 f"{self.config['n_samples']} samples; {self.runs.height} trajectories")
 
     def write(self, out_dir: str | Path) -> list[Path]:
-        """Write ``searchr1/<arm>.jsonl``, ``openai/<arm>.jsonl``, ``truth/truth.parquet`` and
-        ``truth/config.json`` under ``out_dir``.
+        """Write ``searchr1/<arm>.jsonl``, ``openai/<arm>.jsonl``, ``truth/truth.parquet``,
+        ``truth/config.json`` and ``truth/planted.json`` (the planted expected values) under
+        ``out_dir``.
 
         One folder per format, so ``mechanism read out_dir/searchr1`` reads every arm once. The
         trajectory files hold no ground truth (no strategy, no correctness label); the truth
@@ -139,6 +148,10 @@ class Simulation(ResultMixin):
         config_path = out / "truth" / "config.json"
         config_path.write_text(json.dumps(self.config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         written.append(config_path)
+        if self.planted:
+            planted_path = out / "truth" / "planted.json"
+            planted_path.write_text(json.dumps(self.planted, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            written.append(planted_path)
         return written
 
 
@@ -175,7 +188,7 @@ def _arm_key(arm: str) -> int:
 
 def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str] = ("base", "rl", "sft"),
              t_cap: int = 5, random_state: int = 0, policies: Mapping[str, Policy] | None = None,
-             bridge_share: float = 0.6, hard_share: float = 0.2, progress: bool | None = None,
+             bridge_share: float = 0.6, hard_share: float = 0.3, progress: bool | None = None,
              seed: int | None = None) -> Simulation:
     """Simulate base, RL and SFT agents answering multi-hop questions with a BM25 search tool.
 
@@ -203,8 +216,9 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
     bridge_share
         Probability that a question is a bridge question (the rest are comparisons).
     hard_share
-        Probability that a bridge question is hard to integrate (see
-        :func:`mechanism.simulation.world.make_world`); these put questions near the boundary.
+        Probability that a bridge question is hard: only the checking strategy (``verify``)
+        answers it (see :func:`mechanism.simulation.world.make_world`); these put questions near
+        the boundary.
     progress
         Show a progress bar (``None``: only on a terminal).
     seed
@@ -240,9 +254,16 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
         raise MechanismError(f"no policy for arm `{missing[0]}` (pass it in `policies`)")
     pols = {a: pols[a] for a in arms}
 
+    built: dict[str, ParagraphRetriever] = {}
+
+    def accept(q: Question) -> bool:
+        # every lookup a plan issues must retrieve its page, so evidence is a property of the plan
+        built[q.question_id] = ParagraphRetriever([p.text for p in q.paragraphs], top_k=TOP_K)
+        return retrieval_holds(q, built[q.question_id])
+
     world = make_world(n_questions, np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,))),
-                       bridge_share=bridge_share, hard_share=hard_share)
-    retrievers = [ParagraphRetriever([p.text for p in q.paragraphs], top_k=TOP_K) for q in world]
+                       bridge_share=bridge_share, hard_share=hard_share, accept=accept)
+    retrievers = [built[q.question_id] for q in world]
     episodes: list[dict] = []
     jobs = [(arm, qi) for arm in arms for qi in range(n_questions)]
     for arm, qi in _progress(jobs, enabled=progress, desc="simulate", total=len(jobs)):
@@ -262,7 +283,7 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
                 # truth, kept out of the trajectory files
                 "_strategy": out.strategy, "_planned": STRATEGIES[int(planned[s])],
                 "_relation": q.relation, "_truncated": out.truncated, "_evidence": out.evidence,
-                "_integrated": out.integrated,
+                "_integrated": out.integrated, "_hard": q.hard, "_p": out.p_correct,
             })
     runs = from_records({
         "arm": e["arm"], "question_id": e["question_id"], "sample_id": e["sample_id"],
@@ -277,7 +298,7 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
         "relation": e["_relation"], "n_rounds": len(e["steps"]), "truncated": e["_truncated"],
         "evidence": e["_evidence"],
         "retrieved_gold": gold_in_observations([s["observation"] for s in e["steps"]], e["gold"]),
-        "integrated": e["_integrated"], "correct": c,
+        "integrated": e["_integrated"], "correct": c, "hard": e["_hard"], "p_correct": e["_p"],
     } for e, c in zip(episodes, runs["correct"].to_list())], schema=TRUTH_SCHEMA, orient="row") \
         if episodes else pl.DataFrame(schema=TRUTH_SCHEMA)
     questions = _question_table(world)
@@ -287,7 +308,8 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
         "strategies": list(STRATEGIES), "remap": REMAP,
         "policies": {a: p.to_dict() for a, p in pols.items()},
     }
-    sim = Simulation(runs, truth, questions, pols, config, episodes)
+    sim = Simulation(runs, truth, questions, pols, config, episodes,
+                     planted=planted_values(world, pols, n_samples=n_samples, t_cap=t_cap))
     # the ground truth in brief: what each arm actually did and how well each strategy worked
     config["observed"] = {
         arm: {row["strategy"]: {"n": row["n"], "share": round(row["share"], 6), "success": round(row["success"], 6)}
@@ -308,7 +330,7 @@ def _renamed_seed(seed: int | None, random_state: int) -> int:
 
 def training_run(*, steps: Sequence[int] = (0, 100, 200, 300, 400), n_questions: int = 60, n_samples: int = 16,
                  start: str | Policy = "base", end: str | Policy = "rl", rate: float = 3.0, prefix: str = "step-",
-                 t_cap: int = 5, random_state: int = 0, bridge_share: float = 0.6, hard_share: float = 0.2,
+                 t_cap: int = 5, random_state: int = 0, bridge_share: float = 0.6, hard_share: float = 0.3,
                  progress: bool | None = None) -> Simulation:
     """Simulate the checkpoints of a training run moving from a base policy toward an RL one.
 
@@ -376,8 +398,6 @@ def training_run(*, steps: Sequence[int] = (0, 100, 200, 300, 400), n_questions:
         mix = {k: (1 - f) * a + f * b for k, a, b in zip(STRATEGIES, p0.probabilities, p1.probabilities)}
         policies[name] = Policy(name, mix, integration=(1 - f) * p0.integration + f * p1.integration,
                                 wording=(1 - f) * p0.wording + f * p1.wording,
-                                reformulate=(1 - f) * p0.reformulate + f * p1.reformulate,
-                                recheck=(1 - f) * p0.recheck + f * p1.recheck,
                                 loop_rounds=p0.loop_rounds, query_style=p0.query_style,
                                 strategy_integration=factors(f))
     sim = simulate(n_questions=n_questions, n_samples=n_samples, arms=tuple(policies), t_cap=t_cap,

@@ -5,10 +5,12 @@ entities) and eight distractors of the same kinds as the gold ones, several shar
 with the question's entities (a title word, a surname, a company's first word), so a
 bag-of-words retriever has to be queried well to find the gold paragraphs.
 
-Questions differ in difficulty in two stated ways: ``familiarity`` (how often a guess without
-evidence is right) and ``ease`` (which multiplies a policy's integration skill; a share
-``hard_share`` of bridge questions is hard to integrate). Retrieval traps (a distractor that
-outranks a gold paragraph for common phrasings) arise from the text itself.
+Questions differ in difficulty in stated ways: ``familiarity`` (how often a guess without
+evidence is right), ``ease`` (which multiplies a policy's integration skill) and ``hard``: a
+share ``hard_share`` of bridge questions is hard (their linked page is easy to misread, only a
+strategy that checks its candidate answers them, and no guess is right). A caller can refuse a
+question (``accept``) and have it drawn again, which is how the simulator makes sure every
+lookup its plans issue retrieves the page it names.
 
 Question kinds (``relation``):
 
@@ -24,6 +26,7 @@ one ``numpy.random.Generator``: the same seed gives the same world.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -155,6 +158,8 @@ class Question:
     wrong_pool: list[str] = field(default_factory=list)  # plausible wrong answers for guesses
     familiarity: float = 0.0  # probability that a guess without evidence is right
     ease: float = 1.0  # multiplies a policy's integration skill on this question
+    hard: bool = False  # only a strategy that checks its candidate answers it
+    direct: bool = False  # a search with the whole question retrieves the evidence (set by the simulator)
 
 
 class _Names:
@@ -239,10 +244,12 @@ class _Builder:
         job = self.pick(ROLES[role])
         b, y, nat = facts["birthplace"], facts["birth_year"], facts["nationality"]
         form = int(self.rng.integers(4))
-        text = (f"{name} (born {y}) is {_a(nat)} {job}. {name.split()[0]} was born in {b}.",
-                f"{name} is {_a(nat)} {job}, born in {y} in {b}.",
-                f"Born in {b} in {y}, {name} is {_a(nat)} {job}.",
-                f"{name} ({y}) is {_a(job)} of {nat} nationality whose birthplace is {b}.")[form]
+        # every form states each fact with its attribute word (born, nationality), so a lookup
+        # of the person by name and attribute finds this page, not a page that merely names them
+        text = (f"{name} (born {y}) is {_a(job)} of {nat} nationality. {name.split()[0]} was born in {b}.",
+                f"{name} is {_a(job)} of {nat} nationality, born in {y} in {b}.",
+                f"Born in {b} in {y}, {name} is {_a(job)} of {nat} nationality.",
+                f"{name} ({y}) is {_a(job)} of {nat} nationality, born in {b}.")[form]
         return Paragraph(name, text, name, "person", facts)
 
     def known_for(self, par: Paragraph, work: str) -> Paragraph:
@@ -289,8 +296,8 @@ class _Builder:
         article = _a(what).split()[0]
         form = int(self.rng.integers(3))
         text = (f"{name} is {article} {what} founded in {y} by {founder}. It is headquartered in {hq}.",
-                f"{name} is {article} {what} based in {hq}, established in {y} by {founder}.",
-                f"Founded by {founder} in {y}, {name} is {article} {what} with its head office in {hq}.")[form]
+                f"{name} is {article} {what} headquartered in {hq}, founded in {y} by {founder}.",
+                f"Founded by {founder} in {y}, {name} is {article} {what} headquartered in {hq}.")[form]
         return Paragraph(name, text, name, "label" if label else "company",
                          {"founded": y, "headquarters": hq, "founder": founder})
 
@@ -355,7 +362,9 @@ def _comparison(qid: str, relation: str, rng: np.random.Generator, names: _Names
 
     for _ in range(100):
         x, y = make(), make()
-        if x.facts[attr] != y.facts[attr] or relation == "person_same_nationality":
+        # the two names share no word (a lookup of one never reads as a lookup of the other)
+        distinct = not set(x.subject.lower().split()) & set(y.subject.lower().split())
+        if distinct and (x.facts[attr] != y.facts[attr] or relation == "person_same_nationality"):
             break
     if relation == "person_same_nationality" and rng.random() < 0.5:
         y = Paragraph(y.title, y.text.replace(y.facts["nationality"], x.facts["nationality"]),
@@ -382,7 +391,8 @@ def _comparison(qid: str, relation: str, rng: np.random.Generator, names: _Names
 
 
 def make_world(n_questions: int, rng: np.random.Generator, *, bridge_share: float = 0.6,
-               hard_share: float = 0.2) -> list[Question]:
+               hard_share: float = 0.3, accept: Callable[[Question], bool] | None = None,
+               max_draws: int = 50) -> list[Question]:
     """Generate ``n_questions`` questions (about ``bridge_share`` of them bridge questions).
 
     Parameters
@@ -395,9 +405,14 @@ def make_world(n_questions: int, rng: np.random.Generator, *, bridge_share: floa
         Probability that a question is a bridge question (HotpotQA: about 0.8; the reference
         study analyses both kinds).
     hard_share
-        Probability that a bridge question is hard to integrate: its ``ease`` (which
-        multiplies a policy's integration skill) is drawn from U(0, 0.08) instead of
-        Beta(4, 1).
+        Probability that a bridge question is hard: ``hard=True``, ``familiarity`` 0 and
+        ``ease`` from U(0.15, 0.35) (ordinary questions: Beta(4, 1)).
+    accept
+        Called with each drawn question; a question it refuses is drawn again (the same kind,
+        bridge or comparison, with fresh names and facts), at most ``max_draws`` times.
+    max_draws
+        Draws per question before giving up (a ``RuntimeError``: the world cannot satisfy
+        ``accept``).
 
     Returns
     -------
@@ -406,21 +421,35 @@ def make_world(n_questions: int, rng: np.random.Generator, *, bridge_share: floa
     """
     out = []
     for i in range(n_questions):
-        qid = f"q{i:04d}"
-        names = _Names(rng)  # names are unique within a question, where retrieval competes
-        if rng.random() < bridge_share:
-            q = _bridge(qid, BRIDGE_RELATIONS[int(rng.integers(len(BRIDGE_RELATIONS)))], rng, names)
-            # most multi-hop facts are not known parametrically; a few are
-            q.familiarity = float(rng.beta(0.15, 6.0))
+        # the kind first, so refused draws cannot change the mix of kinds
+        bridge = bool(rng.random() < bridge_share)
+        for _ in range(max_draws):
+            q = _draw(f"q{i:04d}", rng, bridge, hard_share)
+            if accept is None or accept(q):
+                break
         else:
-            q = _comparison(qid, COMPARISON_RELATIONS[int(rng.integers(len(COMPARISON_RELATIONS)))], rng, names)
-            # a two-way guess is right half the time on average, but a model's prior is often
-            # confidently one way (U-shaped), so some comparisons are rarely guessed right
-            q.familiarity = float(rng.beta(0.6, 0.6))
-        # some questions' paragraphs are harder to read correctly than others; a share of
-        # them is hard enough that most episodes fail even with the evidence in hand, which
-        # is what puts questions near the capability boundary
-        hard = q.category == "bridge" and rng.random() < hard_share
-        q.ease = float(rng.uniform(0.0, 0.08)) if hard else float(rng.beta(4.0, 1.0))
+            raise RuntimeError(f"no acceptable question after {max_draws} draws")  # pragma: no cover
         out.append(q)
     return out
+
+
+def _draw(qid: str, rng: np.random.Generator, bridge: bool, hard_share: float) -> Question:
+    names = _Names(rng)  # names are unique within a question, where retrieval competes
+    if bridge:
+        q = _bridge(qid, BRIDGE_RELATIONS[int(rng.integers(len(BRIDGE_RELATIONS)))], rng, names)
+        # most multi-hop facts are not known parametrically; a few are
+        q.familiarity = float(rng.beta(0.15, 6.0))
+    else:
+        q = _comparison(qid, COMPARISON_RELATIONS[int(rng.integers(len(COMPARISON_RELATIONS)))], rng, names)
+        # a two-way guess is right half the time on average, but a model's prior is often
+        # confidently one way (U-shaped), so some comparisons are rarely guessed right
+        q.familiarity = float(rng.beta(0.6, 0.6))
+    # hard questions are what put problems near the capability boundary: most episodes fail
+    # them even with the evidence in hand, and only the checking strategy succeeds at all
+    q.hard = q.category == "bridge" and bool(rng.random() < hard_share)
+    if q.hard:
+        q.familiarity = 0.0
+        q.ease = float(rng.uniform(0.15, 0.35))
+    else:
+        q.ease = float(rng.beta(4.0, 1.0))
+    return q
