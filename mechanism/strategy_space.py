@@ -1045,6 +1045,29 @@ class StrategySpace(BaseEstimator):
                                           *(f"{w}{x}[{arm}]" for w in ("failure_rate", "retry_rate")
                                             for x in ("", "_ci_low", "_ci_high")))])
 
+    def association(self, runs: pl.DataFrame, *, by: str = "category", n_boot: int = 200,
+                    level: float = 0.95) -> pl.DataFrame:
+        """How far strategies track a property of the question: the strategy x ``by`` table
+        (``by="category"`` for question types, ``"question_id"`` for tasks) of ``runs``
+        assigned to this space, with bias-corrected Cramér's V (0: strategies independent of
+        it, 1: it decides the strategy) and its percentile bootstrap interval over questions
+        (:mod:`mechanism._strategies.association`).
+
+        Returns
+        -------
+        polars.DataFrame
+            ``strategy, <by>, n, share, cramers_v, ci_low, ci_high`` (the last three the same
+            on every row).
+        """
+        from mechanism._strategies.association import strategy_association
+
+        if by not in runs.columns:
+            raise InputError(f"runs have no column `{by}` to cross strategies with", source="runs", field=by)
+        labels = self.transform(runs)
+        return strategy_association(labels, runs[by].cast(pl.String).fill_null("(none)").to_numpy(),
+                                    runs["question_id"].cast(pl.String).to_numpy(), column=by, n_boot=n_boot,
+                                    level=level, random_state=int(self.random_state))
+
     def execution(self) -> pl.DataFrame:
         """How often each strategy's members fail a call and retry, per arm of the fitted table:
         execution, not strategy (failed calls and their retries are one attempt of a move by

@@ -154,3 +154,26 @@ def test_outliers_fire_on_another_agent_and_not_on_a_fresh_sample(service_runs, 
     per_trajectory = np.sort(np.repeat(d, space.train_counts_))
     q = per_trajectory[int(np.ceil(0.99 * len(per_trajectory))) - 1]
     assert space.threshold_ == pytest.approx(max(space.resolution, q), abs=1e-5)
+
+
+def test_cramers_v_against_scipy_and_the_strategy_by_category_table(service_runs):
+    from scipy.stats.contingency import association
+
+    from mechanism._strategies.association import cramers_v
+
+    rng = np.random.default_rng(0)
+    table = rng.integers(1, 30, size=(4, 3))
+    assert cramers_v(table, corrected=False) == pytest.approx(association(table, method="cramer"))
+    runs, truth = service_runs
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    # a category that is the planted strategy: strategies track it; one drawn at random: not
+    tracked = space.association(runs.with_columns(pl.Series("category", truth)))
+    v, lo, hi = tracked.select("cramers_v", "ci_low", "ci_high").row(0)
+    assert v > 0.85 and lo <= v <= hi
+    noise = rng.choice(["bridge", "comparison"], runs.height)
+    free = space.association(runs.with_columns(pl.Series("category", noise)))
+    assert free["cramers_v"][0] < 0.15 and free["ci_low"][0] <= 0.05
+    assert free.group_by("strategy").agg(pl.col("share").sum())["share"].to_list() == pytest.approx(
+        [1.0] * free["strategy"].n_unique())
+    with pytest.raises(mx.InputError, match="`category`"):
+        space.association(runs)
