@@ -3,7 +3,8 @@
 Worlds: the built-in simulator (``mechanism.simulation``; its strategies differ in moves since
 issue 20, so it is held to the same bar as the others) and the independently written
 planted worlds (``mechanism.worlds``: multi-hop search in Search-R1 tags and in ReAct text,
-customer service in OpenAI tool_calls). Each is written to its native file and read back
+customer service in OpenAI tool_calls, web shopping in ReAct inside chat messages with
+failures retried inside strategies and optional steps, written for issue 19). Each is written to its native file and read back
 with ``mechanism.read``, as a user would. Prints one table row per world: ARI of the fit,
 ARI between two seeds' fits, ARI of the saved space applied to a fresh sample of the same
 arms, the number of strategies found / planted, and the ceiling: the ARI of an oracle that
@@ -27,7 +28,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.simulation import simulate
-from mechanism.worlds import multihop, service
+from mechanism.worlds import multihop, service, webshop
 
 
 def load(world: str, seed: int, n: int = 60):
@@ -39,7 +40,8 @@ def load(world: str, seed: int, n: int = 60):
         return sim.runs, truth
     gen = {"multihop": lambda: multihop(n_questions=n, seed=seed),
            "multihop_react": lambda: multihop(n_questions=n, seed=seed, react=True),
-           "service": lambda: service(n_questions=n, seed=seed)}[world]
+           "service": lambda: service(n_questions=n, seed=seed),
+           "webshop": lambda: webshop(n_questions=n, seed=seed)}[world]
     w = gen()
     with tempfile.TemporaryDirectory() as d:
         runs = mx.read(w.write(d), format=w.format)
@@ -195,7 +197,7 @@ def leave_one_world_out(embedder: str | None, worlds: list[str], n: int) -> None
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--embedder", default=None)
-    ap.add_argument("--worlds", default="simulated,multihop,multihop_react,service")
+    ap.add_argument("--worlds", default="simulated,multihop,multihop_react,service,webshop")
     ap.add_argument("--n", type=int, default=60)
     ap.add_argument("--param", nargs="*", default=[])
     ap.add_argument("--lowo", action="store_true", help="leave-one-world-out choice of the defaults")
@@ -221,8 +223,9 @@ def main() -> None:
         except ValueError:
             params[k] = v
     print(f"embedder={args.embedder or 'default'} params={params}")
-    print("| world | n | ARI fit | ARI seeds | ARI saved->fresh | found / planted | ceiling | fit s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| world | n | ARI fit | ARI seeds | ARI saved->fresh | found / planted | ceiling | "
+          "composition found - planted | fit s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for world in args.worlds.split(","):
         runs, truth = load(world, seed=0, n=args.n)
         t0 = time.perf_counter()
@@ -237,7 +240,19 @@ def main() -> None:
         print(f"| {world} | {runs.height} | {adjusted_rand_score(truth, space.labels_):.3f} | "
               f"{adjusted_rand_score(space.labels_, other.labels_):.3f} | "
               f"{adjusted_rand_score(fresh_truth, fresh_labels):.3f} | {space.n_strategies_} / {len(set(truth))} | "
-              f"{ceiling(runs, truth):.3f} | {fit_s:.1f} |", flush=True)
+              f"{ceiling(runs, truth):.3f} | {composition_error(runs, truth, space.labels_):+.4f} | "
+              f"{fit_s:.1f} |", flush=True)
+
+
+def composition_error(runs, truth, labels) -> float:
+    """Composition part of the base -> rl accuracy change with the found strategies minus the
+    one with the planted strategies (nan when the world has no such pair of arms)."""
+    if not {"base", "rl"} <= set(runs["arm"].unique().to_list()):
+        return float("nan")
+    codes = {s: i for i, s in enumerate(sorted(set(truth)))}
+    planted = np.array([codes[t] for t in truth])
+    found = mx.reweighting(runs, labels, base="base", treated="rl").composition
+    return found - mx.reweighting(runs, planted, base="base", treated="rl").composition
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -164,8 +165,8 @@ CORPUS = [
     ("map-coords-wrong-shape", _values("map_coords", lambda a: a[:, :1].copy()), "map_coords.npy", "map_coords",
      "shape"),
     ("nested-table", _nested_table, "train_rows.parquet", None, "levels"),
-    ("threshold-nan", lambda f: (f / "space.json").write_text((f / "space.json").read_text()
-                                                               .replace('"threshold": 1.5', '"threshold": NaN')),
+    ("threshold-nan", lambda f: (f / "space.json").write_text(re.sub(r'"threshold": [0-9.e+-]+', '"threshold": NaN',
+                                                                      (f / "space.json").read_text(), count=1)),
      "space.json", "threshold", "must lie in"),
     ("name-key-not-an-id", _edit(names={"x": "evil"}), "space.json", "names", "not a strategy id"),
     ("params-huge-int", lambda f: _edit(params={**_config(f)["params"], "n_components": 10**400})(f),
