@@ -77,6 +77,7 @@ _AGGLOMERATIVE_MAX_ROWS = 4000
 # A new row is an outlier when it lies farther from its strategy's medoid than this share of the
 # fitted trajectories lie from theirs (and farther than `resolution`).
 OUTLIER_QUANTILE = 0.99
+_SEEN = 1e-4  # nearer than this to a training row (rounded to 5 decimals) is that row
 
 
 def weighted_silhouette(points: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> float:
@@ -901,8 +902,9 @@ class StrategySpace(BaseEstimator):
             ``arm, question_id, sample_id, strategy`` (-1: outlier), ``distance`` (to the
             nearest training row in the joined space), ``medoid_distance`` (to the medoid of
             the strategy of that row), ``outlier`` (``medoid_distance`` beyond
-            ``threshold_``, which is calibrated on the fit's own members: the share of the
-            fitted trajectories beyond it is at most 1 %), ``rendering`` and ``moves``. The
+            ``threshold_``, which is calibrated on the fit's own members: at most 1 % of the
+            fitted trajectories lie beyond it; a row seen at fit is never an outlier),
+            ``rendering`` and ``moves``. The
             share of assigned rows that are outliers is ``assigned["outlier"].mean()``.
             A space saved before this rule (issue 19) keeps its own: the nearest-row distance
             against its saved threshold.
@@ -918,7 +920,9 @@ class StrategySpace(BaseEstimator):
         labels = self.train_labels_[idx[:, 0]] if len(idx) else np.zeros(0, np.int64)
         if getattr(self, "threshold_rule_", "medoid") == "medoid" and x is not None:
             dm = self._medoid_distance(x, labels, self._medoid_rows())
-            far = dm > self.threshold_
+            # a row seen at fit keeps its fit label (transform reproduces the fit), however far
+            # from its medoid: the threshold is for rows the fit never saw
+            far = (dm > self.threshold_) & (d0 > _SEEN)
         else:
             dm = np.full(len(d0), np.nan)
             far = d0 > self.threshold_

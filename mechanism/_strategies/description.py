@@ -214,7 +214,9 @@ def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
        and the most common sequence. A strategy some of whose members answer without a call
        (and others not) is ``answer with no call, or`` and the core of the others.
     3. Where two strategies would read the same, each name says how its strategy differs:
-       first by the members' call counts (10th to 90th percentile), then by the move token
+       first by the members' call counts (10th to 90th percentile, where each strategy's
+       range is its own; ranges may overlap, and fidelity counts the members within), then
+       by the move token
        whose presence differs most between them (``with ...``/``without ...``). The
        strategy id is appended only if nothing tells them apart.
 
