@@ -177,3 +177,13 @@ def test_cramers_v_against_scipy_and_the_strategy_by_category_table(service_runs
         [1.0] * free["strategy"].n_unique())
     with pytest.raises(mx.InputError, match="`category`"):
         space.association(runs)
+
+
+def test_association_with_the_task_is_about_zero_when_strategies_ignore_the_task(service_runs):
+    """Strategies drawn independently of the question (the planted worlds): V with the task
+    near 0 and its interval around the estimate, a question drawn twice in a resample counting
+    as two tasks."""
+    runs, _ = service_runs
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    v, lo, hi = space.association(runs, by="question_id").select("cramers_v", "ci_low", "ci_high").row(0)
+    assert v < 0.2 and lo <= v + 0.05 and hi >= v - 0.05 and lo < hi

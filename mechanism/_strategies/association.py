@@ -60,7 +60,17 @@ def strategy_association(labels: np.ndarray, values: np.ndarray, questions: np.n
     table = per_q.sum(axis=0).reshape(len(s_ids), len(v_ids))
     v = cramers_v(table)
     draws = question_bootstrap_weights(len(q_ids), n_boot, stream(resolve_seed(random_state), "strategy-association"))
-    reps = np.array([cramers_v(t.reshape(len(s_ids), len(v_ids))) for t in draws @ per_q])
+    # A value that belongs to one question (the task itself): a question drawn twice is two
+    # tasks in the resample, two columns, not one column of doubled counts (which would make
+    # strategies look tied to the task).
+    owners = np.zeros((len(q_ids), len(v_ids)), dtype=bool)
+    owners[q_inv.ravel(), v_inv.ravel()] = True
+    if (owners.sum(axis=0) == 1).all():
+        by_q = np.zeros((len(q_ids), len(s_ids)))
+        np.add.at(by_q, (q_inv.ravel(), s_inv.ravel()), 1.0)
+        reps = np.array([cramers_v(np.repeat(by_q, d.astype(np.int64), axis=0).T) for d in draws])
+    else:
+        reps = np.array([cramers_v(t.reshape(len(s_ids), len(v_ids))) for t in draws @ per_q])
     lo, hi = percentile_interval(reps, level)
     rows = []
     for i, s in enumerate(s_ids.tolist()):
