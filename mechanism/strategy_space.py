@@ -68,7 +68,7 @@ from mechanism._strategies.persist import FORMAT_VERSION  # noqa: F401  (the sav
 from mechanism.segmentation import Retries, check_retries, render
 from mechanism.schema import validate
 
-_FIT_CACHE_FORMAT = 2
+_FIT_CACHE_FORMAT = 1
 # Silhouette needs all pairwise distances; above this many distinct rows it is computed on
 # a seeded subsample (weights kept), which bounds memory at about 36 MB.
 _SILHOUETTE_MAX_ROWS = 3000

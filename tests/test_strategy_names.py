@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 
 import numpy as np
 import polars as pl

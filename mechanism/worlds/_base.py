@@ -5,6 +5,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -75,3 +76,25 @@ def draw(rng: np.random.Generator, mixture: dict[str, float]) -> str:
     keys = list(mixture)
     p = np.array([mixture[k] for k in keys], dtype=float)
     return keys[int(rng.choice(len(keys), p=p / p.sum()))]
+
+
+def chat_world(name_: str, format_: str, rng: np.random.Generator, tasks: list[tuple[str, Any]],
+               arms: dict[str, dict[str, float]], n_samples: int,
+               episode: Callable[[np.random.Generator, str, Any], list[dict[str, Any]]],
+               success: dict[str, float]) -> World:
+    """A world of chat transcripts: for every arm, task and sample, a strategy drawn from the
+    arm's mixture, the episode's ``messages`` from ``episode(rng, strategy, task)``, and a
+    success label drawn with the strategy's rate (random within it: the outcome never tells
+    strategies apart)."""
+    records, truth = [], []
+    for arm, mixture in arms.items():
+        for qid, task in tasks:
+            for s in range(n_samples):
+                strategy = draw(rng, mixture)
+                messages = episode(rng, strategy, task)
+                records.append({"arm": arm, "question_id": qid, "sample_id": s, "gold": [],
+                                "correct": bool(rng.random() < success[strategy]), "messages": messages})
+                truth.append((arm, qid, s, strategy))
+    frame = pl.DataFrame(truth, schema={"arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64,
+                                        "strategy": pl.String}, orient="row")
+    return World(name=name_, format=format_, records=records, truth=frame)

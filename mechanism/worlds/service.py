@@ -28,9 +28,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import polars as pl
 
-from mechanism.worlds._base import World, draw, name, pick, word
+from mechanism.worlds._base import World, chat_world, name, pick, word
 
 STRATEGIES = ("cancel_direct", "cancel_confirm", "browse_orders", "escalate", "fallback_lookup", "blind_retry")
 ARMS = {
@@ -151,15 +150,5 @@ def service(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[s
         u["message"] = (f"Hi, I'm {first} {last} ({u['email']}, zip {u['zip']}). Please cancel order {u['order']}, "
                         f"it is {u['reason']}.")
         users.append((f"task-{i:04d}", u))
-    records, truth = [], []
-    for arm, mixture in arms.items():
-        for qid, u in users:
-            for s in range(n_samples):
-                strategy = draw(rng, mixture)
-                chat = _episode(rng, strategy, u)
-                records.append({"arm": arm, "question_id": qid, "sample_id": s, "gold": [],
-                                "correct": bool(rng.random() < _SUCCESS[strategy]), "messages": chat.messages})
-                truth.append((arm, qid, s, strategy))
-    frame = pl.DataFrame(truth, schema={"arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64,
-                                        "strategy": pl.String}, orient="row")
-    return World(name="service", format="openai", records=records, truth=frame)
+    return chat_world("service", "openai", rng, users, arms, n_samples,
+                      lambda rng, strategy, task: _episode(rng, strategy, task).messages, _SUCCESS)

@@ -36,9 +36,8 @@ Written from scratch for issue 19, without reference to :mod:`mechanism.segmenta
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
-from mechanism.worlds._base import World, draw, name, pick, word
+from mechanism.worlds._base import World, chat_world, name, pick, word
 
 STRATEGIES = ("list_buy", "open_buy", "review_buy", "refine_buy", "compare_buy", "reviews_first", "research_buy")
 ARMS = {
@@ -207,15 +206,5 @@ def webshop(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[s
                                "Find me a {colour} {adj} {product} for less than ${price}, size {size}.",
                                "Please buy a {adj} {product} in {colour}; my budget is ${price}.")).format(**r)
         requests.append((f"shop-{i:04d}", r))
-    records, truth = [], []
-    for arm, mixture in arms.items():
-        for qid, r in requests:
-            for s in range(n_samples):
-                strategy = draw(rng, mixture)
-                shop = _episode(rng, strategy, r)
-                records.append({"arm": arm, "question_id": qid, "sample_id": s, "gold": [],
-                                "correct": bool(rng.random() < _SUCCESS[strategy]), "messages": shop.messages})
-                truth.append((arm, qid, s, strategy))
-    frame = pl.DataFrame(truth, schema={"arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64,
-                                        "strategy": pl.String}, orient="row")
-    return World(name="webshop", format="react", records=records, truth=frame)
+    return chat_world("webshop", "react", rng, requests, arms, n_samples,
+                      lambda rng, strategy, task: _episode(rng, strategy, task).messages, _SUCCESS)
