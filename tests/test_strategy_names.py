@@ -186,3 +186,24 @@ def test_association_with_the_task_is_about_zero_when_strategies_ignore_the_task
     space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
     v, lo, hi = space.association(runs, by="question_id").select("cramers_v", "ci_low", "ci_high").row(0)
     assert v < 0.2 and lo <= v + 0.05 and hi >= v - 0.05 and lo < hi
+
+
+def test_sweep_clusters_on_copies_and_never_changes_the_estimator(service_runs, monkeypatch):
+    runs, _ = service_runs
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    before = space.get_params()
+    seen = []
+    original = mx.StrategySpace._cluster
+
+    def spy(self, *args, **kwargs):
+        seen.append((self is space, self.resolution, space.resolution))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(mx.StrategySpace, "_cluster", spy)
+    table = space.sweep([1.0, 3.0])
+    assert [r for _, r, _ in seen] == [1.0, 3.0]
+    assert not any(is_self for is_self, _, _ in seen) and all(mine == 1.5 for _, _, mine in seen)
+    assert space.get_params() == before
+    # what merges at each level: the coarser cut joins fitted strategies
+    coarse = table.filter(pl.col("resolution") == 3.0)
+    assert coarse["n_strategies"][0] < space.n_strategies_ and coarse["merged_with"].list.len().max() > 0
