@@ -27,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="checkpoints in training order (default: --step, else natural sort of the names)")
     parser.add_argument("--step", default=None, metavar="COLUMN", help="numeric column holding each checkpoint's step")
     parser.add_argument("--base", default=None, help="reference checkpoint (default: the first)")
+    parser.add_argument("--step-label", default=None, metavar="LABEL",
+                        help='x-axis label of the figures, e.g. "trial" (default: training step)')
     parser.add_argument("--fit-on", default=None, metavar="CHECKPOINT",
                         help="with no --space: the checkpoint fitted together with --base (default: the last)")
     parser.add_argument("--embedder", default=None, help="embedding model of a space fitted here")
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     result = track(runs, space=args.space, labels=labels, order=args.order, step=args.step, base=args.base,
                    fit_on=args.fit_on, k=args.k, t=args.t, ci=args.ci, n_boot=args.n_boot, random_state=args.seed,
                    embedder=args.embedder, cache_dir=args.cache_dir, progress=progress_flag(args))
-    section = write_track(result, args.out, figures=not args.no_figures)
+    section = write_track(result, args.out, figures=not args.no_figures, step_label=args.step_label)
     print(terminal_safe(section.text))
     print(f"wrote {len(section.written)} files to {args.out}")
     return 0
