@@ -237,7 +237,7 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
         lap("reweighting")
 
     sections["integration"] = write_integration(runs, out / "integration", arms=shown, base=base if not single else None,
-                                                treated=treated if not single else [],
+                                                treated=treated if not single else None,
                                                 labels=placement.labels, names=names,
                                                 n_boot=n_boot, random_state=random_state, colors=colors)
     lap("integration")
