@@ -15,11 +15,10 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from mechanism.plots.style import PALETTE, display_name, paper_style
+from mechanism.plots.style import STRATEGY_PALETTE, display_name, paper_style
 
 _OTHER = "#BBBBBB"
 # beyond the seven Okabe-Ito hues: distinct from them and from the grey of "other strategies"
-_EXTRA_HUES = ["#8E6BB5", "#8C564B", "#A6A61C", "#17A2B8"]
 _OUTLIER = "#000000"
 _PART_COLORS = {"total": "#000000", "composition": "#0072B2", "within": "#D55E00"}
 
@@ -52,8 +51,9 @@ def _label_x(ax: plt.Axes, names: list[str], x: np.ndarray, by_step: bool, label
 
 def strategy_colors(strategies: Sequence[int], *, top: int = 11) -> dict[int, str]:
     """One colour per strategy id, the same in every figure: ids 0..top-1 take the palette
-    (Okabe-Ito, then four further hues none of which is grey), larger ids grey, outliers (-1) black."""
-    colors = [c for c in PALETTE if c != "#000000"] + _EXTRA_HUES
+    (:data:`~mechanism.plots.style.STRATEGY_PALETTE`, none of it an arm colour), larger ids grey,
+    outliers (-1) black."""
+    colors = list(STRATEGY_PALETTE)
     return {s: (_OUTLIER if s == -1 else colors[s] if 0 <= s < min(top, len(colors)) else _OTHER)
             for s in strategies}
 

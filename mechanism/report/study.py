@@ -168,15 +168,8 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
     -------
     Report
     """
-    from mechanism.plots.style import arm_colors
-    from mechanism.report.explorer import explorer_section
-    from mechanism.report.integration import write_integration
-    from mechanism.report.passkt import arm_order, write_passkt
-    from mechanism.report.reweighting import write_reweighting
-    from mechanism.report.strategies import fit_and_place, place, strategy_names, write_strategies
-    from mechanism.report.page import PageSection
-    from mechanism.segmentation import segment
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.plots.style import arm_colors, arm_labels
+    from mechanism.report.passkt import arm_order
 
     say = echo or (lambda line: None)
     out = Path(out)
@@ -197,8 +190,31 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
     single = not treated
     colors = {**arm_colors(arm_order(shown)), **(colors or {})}
     clock = StageClock(say)
-    seconds, lap = clock.seconds, clock.lap
+    with arm_labels(shown):  # every figure labels an arm alike, uniquely even when names share a prefix
+        return _write_report(runs, out, base=base, treated=treated, shown=shown, single=single, colors=colors,
+                             clock=clock, space=space, k=k, t=t, ci=ci, n_boot=n_boot, n_permutations=n_permutations,
+                             random_state=random_state, embedder=embedder, cache_dir=cache_dir, progress=progress,
+                             title=title, intro=intro, extra_sections=extra_sections, extra_figures=extra_figures,
+                             lead=lead, n_examples=n_examples, page=page)
 
+
+def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: list[str], shown: list[str],
+                  single: bool, colors: dict[str, str], clock: StageClock, space: Any, k: Sequence[int] | None,
+                  t: Sequence[int], ci: float, n_boot: int, n_permutations: int, random_state: int, embedder: Any,
+                  cache_dir: str | Path | None, progress: bool | None, title: str | None, intro: str | None,
+                  extra_sections: Sequence[Any], extra_figures: Sequence[tuple[str, str]], lead: Sequence[Any],
+                  n_examples: int, page: bool) -> Report:
+    """The body of :func:`write_report`, on validated arms."""
+    from mechanism.report.explorer import explorer_section
+    from mechanism.report.integration import write_integration
+    from mechanism.report.page import PageSection
+    from mechanism.report.passkt import write_passkt
+    from mechanism.report.reweighting import write_reweighting
+    from mechanism.report.strategies import fit_and_place, place, strategy_names, write_strategies
+    from mechanism.segmentation import segment
+    from mechanism.strategy_space import StrategySpace
+
+    seconds, lap = clock.seconds, clock.lap
     sections: dict[str, Section] = {}
     sections["passkt"] = write_passkt(runs, out / "passkt", k=k, t=t, base=None if single else base,
                                       treated=treated or None, ci=ci, n_boot=n_boot, random_state=random_state,
@@ -250,7 +266,7 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
     verdicts = [verdict(a, base, boundary=boundaries.get(a), reweighting=rws.get(a)) for a in treated]
     acc = arm_accuracy(runs, ci=ci, n_boot=n_boot, random_state=random_state)
     shares = pl.read_csv(out / "strategies" / "shares.csv")
-    pass_table, pass_note = rt.passkt_table(pl.read_csv(out / "passkt" / "pass_at_kt.csv"), t=t)
+    pass_table, pass_note = rt.passkt_table(pl.read_csv(out / "passkt" / "pass_at_kt.csv"), arms=shown)
     strategy_table = rt.strategy_table(described, shares, shown)
     main_tables = [rt.accuracy_table(acc, shown, ci=ci), pass_table]
     if reliability is not None:
@@ -273,7 +289,8 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
                            items=[*verdicts, *_single_lines(acc, reliability, shown, single), *task_lines(runs, shown, ci=ci, n_boot=n_boot, random_state=random_state)])
     captions = {stem.split("/")[-1].removesuffix(".png"): cap for stem, cap in FIGURES}
     passkt_section = PageSection(key="passkt", title="PASS@(k,T) and the capability boundary",
-                                 paragraphs=[pass_note] + _notes(sections["passkt"].text),
+                                 paragraphs=[pass_note] + [n for n in dict.fromkeys(_notes(sections["passkt"].text))
+                                                           if "truncation counts" not in n],
                                  tables=[t_ for t_ in [pass_table, *(reliability or ())[:2], boundary_tab] if t_ is not None],
                                  figures=_figures(sections["passkt"], captions, out))
     explorer, css = explorer_section(runs, placement.labels, placement.assigned["moves"].to_list(), described,
@@ -293,7 +310,9 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
                                          figures=_figures(sections["reweighting"], captions, out)))
     page_sections.append(PageSection(key="integration", title="Information integration",
                                      tables=[t_ for t_ in (integ_tab, integ_split) if t_ is not None],
-                                     items=[n for n in integ.notes],
+                                     items=[*(f"{a}: {integ.verdict(a)}" for a in (integ.treated if not single
+                                                                                   and integ.shift is not None else ())),
+                                            *integ.notes],
                                      figures=_figures(sections["integration"], captions, out)))
     page_sections.append(PageSection(key="failures", title="Failures per tool", tables=[failures]))
     page_sections.append(("Time", ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())))

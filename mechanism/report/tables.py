@@ -61,6 +61,9 @@ class ReportTable:
         # Great Tables writes an unnumbered ``\caption*`` only with a header; a paper cites its tables
         body = re.sub(r"\\caption\*\{.*?\n\} *\n", "", body, flags=re.S)
         body = body.replace("\\fontsize{12.0pt}{14.4pt}\\selectfont\n", "")
+        # a plain tabular: a paper sets its own width (tabular* stretched to \\linewidth overflows wide tables)
+        body = re.sub(r"\\begin\{tabular\*\}\{\\linewidth\}\{@\{\\extracolsep\{\\fill\}\}([^}]*)\}",
+                      lambda m: "\\begin{tabular}{" + m.group(1) + "}", body).replace("\\end{tabular*}", "\\end{tabular}")
         return body.replace("\\begin{table}[!t]\n", "\\begin{table}[!t]\n\\centering\n" + caption + "\n", 1)
 
     def markdown(self) -> str:
@@ -137,13 +140,15 @@ def accuracy_table(acc: Mapping[str, dict], arms: Sequence[str], *, ci: float | 
                             + (f"; {ci:.0%} bootstrap intervals over questions" if ci is not None else ""))
 
 
-def passkt_table(curves: pl.DataFrame, *, t: Sequence[int]) -> tuple[ReportTable, str]:
-    """PASS@(k,T) at the smallest and largest k for every arm and T, with intervals; and a
-    sentence saying how T was read."""
+def passkt_table(curves: pl.DataFrame, *, arms: Sequence[str]) -> tuple[ReportTable, str]:
+    """PASS@(k,T) at the smallest and largest k for every arm (in ``arms`` order) and T, with
+    intervals; and a sentence saying how T was read."""
     ks = sorted(curves["k"].unique().to_list())
     shown_k = sorted({ks[0], ks[-1]})
     rows = []
-    for (arm, tv), part in curves.sort("arm", "t").group_by(["arm", "t"], maintain_order=True):
+    order = {a: i for i, a in enumerate(arms)}
+    curves = curves.with_columns(pl.col("arm").cast(pl.String).replace_strict(order, default=len(order)).alias("_o"))
+    for (arm, tv), part in curves.sort("_o", "arm", "t").group_by(["arm", "t"], maintain_order=True):
         row = {"arm": arm, "T": str(tv)}
         for kv in shown_k:
             r = part.filter(pl.col("k") == kv)
