@@ -164,8 +164,13 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
                                       label=f"{rest} smaller {'strategy' if rest == 1 else 'strategies'}"))
         if (assigned["strategy"] == -1).any():
             handles.append(plt.Line2D([], [], marker="o", ls="", color="#000000", markersize=6, label="outlier"))
-        fig.legend(handles=handles, loc="outside right center", title="strategy (typical moves)",
-                   alignment="left")
+        # beside one or two panels a key of long names leaves the axes no width: it goes below them
+        below = ncols < 3
+        if below:
+            fig.set_size_inches(max(panel_size * ncols + 1.9, 6.5),
+                                panel_size * nrows + 0.7 + 0.2 * len(handles))
+        fig.legend(handles=handles, loc="outside lower center" if below else "outside right center",
+                   title="strategy (typical moves)", alignment="left")
         if caption:
             fig.suptitle("Strategy map: marker area = share of the arm's trajectories", fontsize=9.5)
     return fig

@@ -106,11 +106,11 @@ def close(fig: Figure) -> None:
 def short_names(names: Sequence[str], *, max_length: int = 18) -> dict[str, str]:
     """Figure labels for arm names, unique even when names share a prefix: a name longer
     than ``max_length`` keeps its start and its end around an ellipsis, the end growing until
-    no two labels are alike (``davinci003_react_base`` -> ``davinci003_r…base``).
+    no two labels are alike (``davinci003_react_base`` -> ``davinci003_re…base``).
 
     >>> sorted(short_names(["davinci003_react_base", "davinci003_react_reflexion",
     ...                     "claude3haiku_react_reflexion"]).values())
-    ['claude3haiku_…xion', 'davinci003_r…base', 'davinci003_r…xion']
+    ['claude3haiku_…xion', 'davinci003_re…base', 'davinci003_re…xion']
     """
     from mechanism.names import escape_control
 
@@ -199,6 +199,10 @@ def declutter(fig: Figure, *, rounds: int = 12, smallest: float = 5.0) -> Figure
             ticks |= set(ax.get_xticklabels()) | set(ax.get_yticklabels())
         if getattr(fig, "_suptitle", None) is not None:
             titles.add(fig._suptitle)
+        # a legend's texts keep their place in it: they only get smaller, like ticks
+        for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
+            if legend is not None:
+                ticks |= set(legend.get_texts()) | {legend.get_title()}
         done = set()
         for a, b in pairs:
             # which of the two gives way: an annotation (moved), then a title or label, a tick last
