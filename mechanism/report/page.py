@@ -26,7 +26,7 @@ body{font-family:system-ui,sans-serif;max-width:64em;margin:auto;padding:0 1em 3
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 nav#contents{background:#f6f8fa;border:1px solid #ddd;padding:.3em 1em;margin:1em 0}
 nav#contents ol{columns:2;margin:.3em 0}
-.table{margin:1em 0;overflow-x:auto}
+.table{margin:1em 0;overflow-x:auto}#table-strategies td:nth-child(2){min-width:16em}
 .figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(26em,1fr));gap:1em}
 figure{margin:0}img{max-width:100%;border:1px solid #ddd}figcaption{font-size:.9em;color:#444}
 ul.findings li{margin:.25em 0}
