@@ -74,6 +74,7 @@ def write_passkt(
     curves = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=random_state, t_source=t_source)
     section = Section()
     write_table(section, curves, out / "pass_at_kt.csv")
+    section.frames["pass_at_kt"] = curves
     write_table(section, pass_at_kt_per_problem(runs, k=ks, t=t, t_source=t_source),
                 out / "pass_at_kt_per_problem.parquet")
     order = arm_order(arms)

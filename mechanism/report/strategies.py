@@ -184,6 +184,7 @@ def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN
     write_table(section, csv_ready(desc), out / "strategies.csv")
     table = question_weighted_shares(assigned, ci=ci, n_boot=n_boot, random_state=random_state)
     write_table(section, table, out / "shares.csv")
+    section.frames["shares"] = table
     write_table(section, assigned.select("arm", "question_id", "sample_id", "strategy", "distance", "outlier"),
                 out / "labels.parquet")
     if figures:

@@ -265,8 +265,8 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     integ = sections["integration"].results[0]
     verdicts = [verdict(a, base, boundary=boundaries.get(a), reweighting=rws.get(a)) for a in treated]
     acc = arm_accuracy(runs, ci=ci, n_boot=n_boot, random_state=random_state)
-    shares = pl.read_csv(out / "strategies" / "shares.csv")
-    pass_table, pass_note = rt.passkt_table(pl.read_csv(out / "passkt" / "pass_at_kt.csv"), arms=shown)
+    shares = sections["strategies"].frames["shares"]
+    pass_table, pass_note = rt.passkt_table(sections["passkt"].frames["pass_at_kt"], arms=shown)
     strategy_table = rt.strategy_table(described, shares, shown)
     main_tables = [rt.accuracy_table(acc, shown, ci=ci), pass_table]
     if reliability is not None:
