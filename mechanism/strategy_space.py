@@ -366,11 +366,13 @@ class StrategySpace(BaseEstimator):
         return self
 
     def _pool(self, runs: pl.DataFrame, moves: list[str], labels: np.ndarray) -> pl.DataFrame:
-        """The members :meth:`examples` reads from: up to 8 per strategy and arm (bounded memory)."""
-        from mechanism._strategies.description import member_examples
+        """The members :meth:`examples` reads from: up to 8 per strategy and arm (bounded
+        memory); their calls are segmented only when asked for, so a fit whose segmentation
+        came from the cache segments nothing."""
+        from mechanism._strategies.description import pick_members
 
         typical = dict(zip(self.strategies_["strategy"].to_list(), self.strategies_["typical_moves"].to_list()))
-        parts = [member_examples(runs, labels, moves, typical, s, n=8, arm=a)
+        parts = [pick_members(runs, labels, moves, typical, s, n=8, arm=a)
                  for s in sorted(set(labels.tolist())) for a in sorted(runs["arm"].unique().to_list())]
         return pl.concat([p for p in parts if p.height], how="diagonal_relaxed")
 
@@ -401,7 +403,7 @@ class StrategySpace(BaseEstimator):
             ``moves`` and ``calls`` (per call: tool, arguments, each value with where it came
             from, relation to earlier calls, move, failed, after_error, observation).
         """
-        from mechanism._strategies.description import choose_members, member_examples
+        from mechanism._strategies.description import choose_members, member_examples, with_calls
 
         self._check_fitted()
         typical = dict(zip(self.strategies_["strategy"].to_list(), self.strategies_["typical_moves"].to_list()))
@@ -415,8 +417,7 @@ class StrategySpace(BaseEstimator):
         pool = pool.filter(pl.col("strategy") == int(strategy))
         if arm is not None:
             pool = pool.filter(pl.col("arm") == arm)
-        chosen = choose_members(pool.drop("kind"), n, typical.get(int(strategy)))
-        return chosen.select(*pool.columns)
+        return with_calls(choose_members(pool.drop("kind"), n, typical.get(int(strategy))))
 
     def _cluster_rows(self, rows: np.ndarray, counts: np.ndarray, *, random_state: int | None = None) -> np.ndarray:
         """The fit's clustering of some distinct rows (no state kept): for resamples, seeds

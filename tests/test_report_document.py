@@ -212,3 +212,25 @@ def test_cli_rejects_a_bad_arm_names_pair(tmp_path, capsys):
     taubench_file(data, n_tasks=3, n_trials=2)
     rc = main(["report", str(data), "--format", "openai", "--out", str(tmp_path / "o"), "--arm-names", "gpt-4o"])
     assert rc == 2 and "OLD=NEW" in capsys.readouterr().err
+
+
+def test_space_examples_are_typical_and_atypical_members(tmp_path):
+    runs = reflexion_runs()
+    space = mx.StrategySpace(embedder="hashing-128", random_state=0, progress=False).fit(runs)
+    desc = space.describe()
+    assert desc["fidelity"].is_between(0, 1).all()
+    mixed = next(r["strategy"] for r in desc.iter_rows(named=True) if r["strategy"] >= 0 and r["size"] >= 3)
+    ex = space.examples(mixed, n=3)
+    assert ex.height == 3 and set(ex["strategy"].to_list()) == {mixed}
+    typical = desc.filter(pl.col("strategy") == mixed)["typical_moves"][0]
+    assert (ex.filter(pl.col("kind") == "typical")["moves"] == typical).all()
+    assert (ex.filter(pl.col("kind") == "atypical")["moves"] != typical).all()
+    assert all(c["tool"] and c["values"] is not None and c["relation"] for calls in ex["calls"] for c in calls)
+    only = space.examples(mixed, n=2, arm=ARMS[1])
+    assert set(only["arm"].to_list()) <= {ARMS[1]}
+    space.save(tmp_path / "space")
+    loaded = mx.StrategySpace.load(tmp_path / "space")
+    with pytest.raises(mx.InputError, match="runs="):
+        loaded.examples(mixed)
+    again = loaded.examples(mixed, n=3, runs=runs)
+    assert again.height == 3 and again["calls"].list.len().min() >= 0

@@ -271,26 +271,37 @@ def transcripts(rows: pl.DataFrame, moves: pl.DataFrame) -> list[dict]:
     return out
 
 
-def member_examples(runs: pl.DataFrame, labels: np.ndarray, moves: Sequence[str], typical_moves: dict[int, str],
-                    strategy: int, *, n: int = 5, arm: str | None = None) -> pl.DataFrame:
-    """``n`` unmasked member transcripts of ``strategy`` (:func:`choose_members`), from a
-    canonical table, its labels and move sequences: the rows of ``runs`` plus ``strategy``,
-    ``kind``, ``moves`` and ``calls`` (per call: tool, arguments, each value with its source,
-    relation, move, sources, failed, after_error, thought, observation)."""
-    from mechanism.segmentation import segment
-
+def pick_members(runs: pl.DataFrame, labels: np.ndarray, moves: Sequence[str], typical_moves: dict[int, str],
+                 strategy: int, *, n: int = 5, arm: str | None = None) -> pl.DataFrame:
+    """:func:`choose_members` of ``strategy`` from a canonical table, its labels and move
+    sequences: the chosen rows of ``runs`` plus ``strategy``, ``moves`` and ``kind``."""
     keep = np.asarray(labels) == strategy
     if arm is not None:
         keep &= runs["arm"].to_numpy() == arm
     idx = np.flatnonzero(keep)
     members = runs[idx].with_columns(pl.Series("moves", [moves[i] for i in idx], dtype=pl.String),
                                      pl.lit(int(strategy), dtype=pl.Int64).alias("strategy"))
-    chosen = choose_members(members, n, typical_moves.get(int(strategy)))
+    return choose_members(members, n, typical_moves.get(int(strategy)))
+
+
+def with_calls(chosen: pl.DataFrame) -> pl.DataFrame:
+    """``chosen`` members with a ``calls`` column (per call: tool, arguments, each value with
+    its source, relation, move, sources, failed, after_error, thought, observation), from
+    :func:`mechanism.segment` of those rows only."""
+    from mechanism.segmentation import segment
+
     if chosen.height == 0:
         return chosen.with_columns(pl.lit(None, dtype=pl.List(pl.Struct(_CALL_SCHEMA))).alias("calls"))
     shown = transcripts(chosen, segment(chosen))
     calls = [[{**c, "values": [{"value": v, "source": s} for v, s in c["values"]]} for c in t["calls"]] for t in shown]
     return chosen.with_columns(pl.Series("calls", calls, dtype=pl.List(pl.Struct(_CALL_SCHEMA))))
+
+
+def member_examples(runs: pl.DataFrame, labels: np.ndarray, moves: Sequence[str], typical_moves: dict[int, str],
+                    strategy: int, *, n: int = 5, arm: str | None = None) -> pl.DataFrame:
+    """``n`` unmasked member transcripts of ``strategy``: :func:`pick_members` with
+    :func:`with_calls`."""
+    return with_calls(pick_members(runs, labels, moves, typical_moves, strategy, n=n, arm=arm))
 
 
 _CALL_SCHEMA = {"index": pl.Int64, "tool": pl.String, "arguments": pl.String,
