@@ -316,7 +316,7 @@ class StrategySpace(BaseEstimator):
         validate(runs, source="runs")
         if runs.height == 0:
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
-        for attr in ("_nn", "_map_coords", "_embedder_obj", "embedding_dim_", "silhouette_", "train_space_",
+        for attr in ("_nn", "_map_coords", "_example_pool", "_embedder_obj", "embedding_dim_", "silhouette_", "train_space_",
                      "fit_cache_rebuilt_", "names_"):
             self.__dict__.pop(attr, None)
         emb = self._embedder()
@@ -360,7 +360,62 @@ class StrategySpace(BaseEstimator):
         self.seed_agreement_ = float(fitted["seed_agreement"])
         self.names_ = {}
         self.strategies_ = self._describe(runs, traj, self.labels_, fitted["summaries"])
+        self._example_pool = self._pool(runs, traj["moves"].to_list(), self.labels_)
         return self
+
+    def _pool(self, runs: pl.DataFrame, moves: list[str], labels: np.ndarray) -> pl.DataFrame:
+        """The members :meth:`examples` reads from: up to 8 per strategy and arm (bounded
+        memory); their calls are segmented only when asked for, so a fit whose segmentation
+        came from the cache segments nothing."""
+        from mechanism._strategies.description import pick_members
+
+        typical = dict(zip(self.strategies_["strategy"].to_list(), self.strategies_["typical_moves"].to_list()))
+        parts = [pick_members(runs, labels, moves, typical, s, n=8, arm=a)
+                 for s in sorted(set(labels.tolist())) for a in sorted(runs["arm"].unique().to_list())]
+        return pl.concat([p for p in parts if p.height], how="diagonal_relaxed")
+
+    def examples(self, strategy: int, *, n: int = 5, arm: str | None = None,
+                 runs: pl.DataFrame | None = None) -> pl.DataFrame:
+        """``n`` unmasked member transcripts of ``strategy``, typical and atypical.
+
+        Typical members follow the strategy's typical move sequence, atypical ones another
+        (the rarest first); the two alternate and are spread over arms, outcomes and
+        questions (deterministic).
+
+        Parameters
+        ----------
+        strategy
+            Strategy id (``-1``: outliers).
+        n
+            How many.
+        arm
+            Only this arm's members.
+        runs
+            Take members from these runs (assigned without refitting) instead of the fitted
+            table; needed after :meth:`load`, which keeps no transcripts.
+
+        Returns
+        -------
+        polars.DataFrame
+            The members' canonical rows plus ``strategy``, ``kind`` (typical/atypical),
+            ``moves`` and ``calls`` (per call: tool, arguments, each value with where it came
+            from, relation to earlier calls, move, failed, after_error, observation).
+        """
+        from mechanism._strategies.description import choose_members, member_examples, with_calls
+
+        self._check_fitted()
+        typical = dict(zip(self.strategies_["strategy"].to_list(), self.strategies_["typical_moves"].to_list()))
+        if runs is not None:
+            traj, _, dist, idx = self._nearest(runs)
+            labels = self._assigned(traj, dist, idx)["strategy"].to_numpy()
+            return member_examples(runs, labels, traj["moves"].to_list(), typical, int(strategy), n=n, arm=arm)
+        pool = getattr(self, "_example_pool", None)
+        if pool is None:
+            raise InputError("this space keeps no transcripts (it was loaded): pass `runs=`", field="runs")
+        pool = pool.filter(pl.col("strategy") == int(strategy))
+        if arm is not None:
+            pool = pool.filter(pl.col("arm") == arm)
+        return with_calls(choose_members(pool.drop("kind"), n, typical.get(int(strategy))))
 
     def _cluster_rows(self, rows: np.ndarray, counts: np.ndarray, *, random_state: int | None = None) -> np.ndarray:
         """The fit's clustering of some distinct rows (no state kept): for resamples, seeds
@@ -866,7 +921,7 @@ class StrategySpace(BaseEstimator):
 
     def _describe(self, runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray,
                   summaries: list[dict[str, Any]]) -> pl.DataFrame:
-        from mechanism._strategies.description import example_text, strategy_name, success_by_arm
+        from mechanism._strategies.description import example_text, fidelity, strategy_name, success_by_arm
 
         table = traj.select("arm", "question_id", "moves", "tools", "rendering").with_columns(
             pl.Series("strategy", labels, dtype=pl.Int64), runs["correct"].alias("correct"),
@@ -911,6 +966,8 @@ class StrategySpace(BaseEstimator):
         out = out.with_columns(pl.when(dup).then(pl.format("{} [S{}]", "built_name", "strategy"))
                                .otherwise(pl.col("built_name")).alias("built_name"))
         out = out.with_columns(pl.col("built_name").alias("name"))
+        out = out.join(fidelity(table.select("strategy", "moves", "tools").join(
+            typical.select("strategy", "typical_moves", "typical_tools"), on="strategy")), on="strategy", how="left")
         arms = sorted(table["arm"].unique().to_list())
         ids = sorted(set(labels.tolist()))
         per_arm = success_by_arm(table.select("arm", "question_id", "strategy", "correct"), ids,
@@ -921,7 +978,7 @@ class StrategySpace(BaseEstimator):
                 pl.col("ci_low").alias(f"ci_low[{arm}]"), pl.col("ci_high").alias(f"ci_high[{arm}]"))
             out = out.join(sub, on="strategy", how="left").with_columns(pl.col(f"n[{arm}]").fill_null(0))
         return out.sort("strategy").select(
-            "strategy", "name", "built_name", "size", "share", "stability", "keywords", "typical_member",
+            "strategy", "name", "built_name", "fidelity", "size", "share", "stability", "keywords", "typical_member",
             "typical_moves", "typical_tools", "example", "success_rate", "mean_rounds", "no_search_share",
             *[c for arm in arms for c in (f"n[{arm}]", f"success_rate[{arm}]", f"ci_low[{arm}]", f"ci_high[{arm}]")])
 
@@ -930,7 +987,9 @@ class StrategySpace(BaseEstimator):
 
         Columns: ``strategy``, ``name`` (your :meth:`rename`, else ``built_name``),
         ``built_name`` (from the typical sequence's tools and moves, e.g.
-        ``get_order_details -> cancel_pending_order -> get_order_details (again)``), ``size``,
+        ``get_order_details -> cancel_pending_order -> get_order_details (again)``),
+        ``fidelity`` (the share of the strategy's members whose move sequence contains the
+        name's core moves: the typical sequence's calls, in order), ``size``,
         ``share``, ``stability`` (bootstrap over questions, :attr:`stability_`), ``keywords``
         (c-TF-IDF over renderings), ``typical_member`` (the medoid's masked rendering),
         ``typical_moves`` and ``typical_tools`` (the most common sequence), ``example`` (an
