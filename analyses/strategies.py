@@ -3,7 +3,7 @@ FireAct HotpotQA agents.
 
 Writes ``figures/strategies/simulated/`` and ``figures/strategies/fireact/``: the strategy
 map (``strategy_map.png/.pdf``), shares per arm (``strategy_shares``), the strategy table
-(``strategy_table`` figure and ``strategies.csv``), ``shares.csv``, and ``summary.txt``. On
+(``strategies.csv``; the report shows it as an HTML and LaTeX table), ``shares.csv``, and ``summary.txt``. On
 simulated data the summary also gives the adjusted Rand index against the planted
 strategies, and the space is applied, without refitting, to a fresh simulated sample.
 

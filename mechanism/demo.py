@@ -126,6 +126,9 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
                              "outliers": int((labels == -1).sum())}
 
     # the study reproduced: its table per task type, each estimate beside the planted value
+    from markupsafe import Markup
+
+    from mechanism.report.page import PageSection
     from mechanism.report.reproduction import reproduce_study
 
     study = reproduce_study(runs, sim.planted, labels, base="base", treated=("rl", "sft"),
@@ -195,8 +198,9 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     report.page_sections[-1] = ("Time", ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()))
     md, page = report.write_page(title="mechanism demo: what did RL do to the agent?", intro=intro,
                                  extra_sections=extra_sections, extra_figures=extra_figures,
-                                 lead=[("The study reproduced (estimate beside the planted value)",
-                                        study.as_markdown(), study.as_html())])
+                                 lead=[PageSection(key="study", title="The study reproduced (estimate beside "
+                                                   "the planted value)", html=Markup(study.as_html()),
+                                                   markdown=study.as_markdown())])
     numbers["verdicts"] = report.verdicts
     (out / "numbers.json").write_text(json.dumps(numbers, indent=2, default=float), encoding="utf-8")
     return DemoResult(out=out, summary_markdown=md, summary_html=page, seconds=seconds, numbers=numbers,

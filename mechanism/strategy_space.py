@@ -357,7 +357,8 @@ class StrategySpace(BaseEstimator):
         validate(runs, source="runs")
         if runs.height == 0:
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
-        for attr in ("_nn", "_medoids", "_map_coords", "_embedder_obj", "embedding_dim_", "silhouette_", "train_space_",
+        for attr in ("_nn", "_medoids", "_map_coords", "_example_pool", "_embedder_obj", "embedding_dim_",
+                     "silhouette_", "train_space_",
                      "fit_cache_rebuilt_", "names_"):
             self.__dict__.pop(attr, None)
         emb = self._embedder()
@@ -416,7 +417,62 @@ class StrategySpace(BaseEstimator):
         self.strategies_ = self.strategies_.with_columns(pl.Series(
             "optional_steps", [optional.get(int(c), []) for c in self.strategies_["strategy"].to_list()],
             dtype=pl.List(pl.String)))
+        self._example_pool = self._pool(runs, traj["moves"].to_list(), self.labels_)
         return self
+
+    def _pool(self, runs: pl.DataFrame, moves: list[str], labels: np.ndarray) -> pl.DataFrame:
+        """The members :meth:`examples` reads from: up to 8 per strategy and arm (bounded
+        memory); their calls are segmented only when asked for, so a fit whose segmentation
+        came from the cache segments nothing."""
+        from mechanism._strategies.description import pick_members
+
+        typical = dict(zip(self.strategies_["strategy"].to_list(), self.strategies_["typical_moves"].to_list()))
+        parts = [pick_members(runs, labels, moves, typical, s, n=8, arm=a)
+                 for s in sorted(set(labels.tolist())) for a in sorted(runs["arm"].unique().to_list())]
+        return pl.concat([p for p in parts if p.height], how="diagonal_relaxed")
+
+    def examples(self, strategy: int, *, n: int = 5, arm: str | None = None,
+                 runs: pl.DataFrame | None = None) -> pl.DataFrame:
+        """``n`` unmasked member transcripts of ``strategy``, typical and atypical.
+
+        Typical members follow the strategy's typical move sequence, atypical ones another
+        (the rarest first); the two alternate and are spread over arms, outcomes and
+        questions (deterministic).
+
+        Parameters
+        ----------
+        strategy
+            Strategy id (``-1``: outliers).
+        n
+            How many.
+        arm
+            Only this arm's members.
+        runs
+            Take members from these runs (assigned without refitting) instead of the fitted
+            table; needed after :meth:`load`, which keeps no transcripts.
+
+        Returns
+        -------
+        polars.DataFrame
+            The members' canonical rows plus ``strategy``, ``kind`` (typical/atypical),
+            ``moves`` and ``calls`` (per call: tool, arguments, each value with where it came
+            from, relation to earlier calls, move, failed, after_error, observation).
+        """
+        from mechanism._strategies.description import choose_members, member_examples, with_calls
+
+        self._check_fitted()
+        typical = dict(zip(self.strategies_["strategy"].to_list(), self.strategies_["typical_moves"].to_list()))
+        if runs is not None:
+            traj, x, dist, idx = self._nearest(runs)
+            labels = self._assigned(traj, dist, idx, x)["strategy"].to_numpy()
+            return member_examples(runs, labels, traj["moves"].to_list(), typical, int(strategy), n=n, arm=arm)
+        pool = getattr(self, "_example_pool", None)
+        if pool is None:
+            raise InputError("this space keeps no transcripts (it was loaded): pass `runs=`", field="runs")
+        pool = pool.filter(pl.col("strategy") == int(strategy))
+        if arm is not None:
+            pool = pool.filter(pl.col("arm") == arm)
+        return with_calls(choose_members(pool.drop("kind"), n, typical.get(int(strategy))))
 
     def _cluster_rows(self, rows: np.ndarray, counts: np.ndarray, *, random_state: int | None = None,
                       **params: Any) -> np.ndarray:

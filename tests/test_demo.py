@@ -86,11 +86,12 @@ def test_demo_cli_with_the_default_embedder(capsys, tmp_path):
 
 def test_demo_page_leads_with_the_study_reproduced(demo):
     page = demo.summary_markdown.read_text()
-    first = page.split("\n## ")[1]
-    assert first.startswith("The study reproduced")
-    assert page.index("The study reproduced") < page.index("## Verdicts")
+    headings = [part.split("\n", 1)[0] for part in page.split("\n## ")[1:]]
+    assert headings[0] == "Contents"
+    assert headings[1].startswith("The study reproduced")  # the first section after the contents
+    assert headings[2] == "Overview"  # the verdicts come after it
     html = demo.summary_html.read_text()
-    assert html.index("The study reproduced") < html.index("Verdicts")
+    assert html.index("<h2>The study reproduced") < html.index("<h2>Overview")
     import polars as pl
 
     table = pl.read_csv(demo.out / "study" / "study_table.csv")

@@ -17,7 +17,10 @@ HELP = ("every analysis on your runs - PASS@(k,T) and the capability boundary, s
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_input_arguments(parser)
     add_output_argument(parser)
-    parser.add_argument("--base", required=True, help="reference arm")
+    parser.add_argument("--base", default=None,
+                        help="reference arm (default: none, the analyses that make sense for one agent, per arm)")
+    parser.add_argument("--arm-names", nargs="+", default=None, metavar="OLD=NEW",
+                        help="show arm OLD as NEW in every table, figure and file")
     parser.add_argument("--treated", nargs="+", default=None, help="arm(s) compared with --base (default: all others)")
     parser.add_argument("--space", type=Path, default=None, metavar="SPACE",
                         help="folder of a saved StrategySpace (default: fit one on the runs, saved under OUT/space)")
@@ -39,12 +42,28 @@ def run(args: argparse.Namespace) -> int:
                               t=args.t, ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
                               random_state=args.seed, embedder=args.embedder, cache_dir=args.cache_dir,
                               progress=progress_flag(args), title=args.title,
+                              arm_names=parse_arm_names(args.arm_names),
                               echo=lambda line: print(terminal_safe(line), file=sys.stderr))
         n_figures = len(report.figures())
     for line in report.verdicts:
         print(terminal_safe(line))
     print(terminal_safe(f"summary: {args.out / 'summary.md'} and {args.out / 'summary.html'} ({n_figures} figures)"))
     return 0
+
+
+def parse_arm_names(pairs: list[str] | None) -> dict[str, str] | None:
+    """``["old=new", ...]`` as a mapping; a pair without ``=`` is a one-line input error."""
+    from mechanism.errors import InputError
+
+    if not pairs:
+        return None
+    out = {}
+    for pair in pairs:
+        old, sep, new = pair.partition("=")
+        if not sep or not old or not new:
+            raise InputError(f"`--arm-names` takes OLD=NEW pairs, got {pair!r}", field="arm-names")
+        out[old] = new
+    return out
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="checkpoints in training order (default: --step, else natural sort of the names)")
     parser.add_argument("--step", default=None, metavar="COLUMN", help="numeric column holding each checkpoint's step")
     parser.add_argument("--base", default=None, help="reference checkpoint (default: the first)")
+    parser.add_argument("--step-label", default=None, metavar="LABEL",
+                        help='x-axis label of the figures, e.g. "trial" (default: training step)')
     parser.add_argument("--fit-on", default=None, metavar="CHECKPOINT",
                         help="with no --space: the checkpoint fitted together with --base (default: the last)")
     parser.add_argument("--embedder", default=None, help="embedding model of a space fitted here")
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                    fit_on=args.fit_on, k=args.k, t=args.t, ci=args.ci, n_boot=args.n_boot, random_state=args.seed,
                    embedder=args.embedder, cache_dir=args.cache_dir, progress=progress_flag(args))
     with atomic_output(args.out) as out:
-        section = write_track(result, out, figures=not args.no_figures)
+        section = write_track(result, out, figures=not args.no_figures, step_label=args.step_label)
     print(terminal_safe(section.text))
     print(f"wrote {len(section.written)} files to {args.out}")
     return 0

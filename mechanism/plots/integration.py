@@ -20,7 +20,7 @@ from mechanism.errors import InputError
 from mechanism.compare import OUTLIER
 from mechanism.information import Integration
 from mechanism.plots.reweighting import text_label
-from mechanism.plots.style import SEQUENTIAL_CMAP, arm_colors, paper_style
+from mechanism.plots.style import SEQUENTIAL_CMAP, arm_colors, arm_label, paper_style
 
 
 def plot_integration_grid(result: Integration, *, title: str | None = None) -> Figure:
@@ -61,7 +61,7 @@ def plot_integration_grid(result: Integration, *, title: str | None = None) -> F
             for spine in ax.spines.values():
                 spine.set_visible(False)
             r = rates[arm]
-            ax.set_title(f"{text_label(arm)}  (acc {r['accuracy']:.2f})\n"
+            ax.set_title(f"{arm_label(arm)}  (acc {r['accuracy']:.2f})\n"
                          f"R={_fmt(r['retrieval_rate'])}  I={_fmt(r['integration_rate'])}  "
                          f"P={_fmt(r['parametric_rate'])}", fontsize=8)
         fig.colorbar(image, ax=axes[0].tolist(), fraction=0.025, pad=0.03, label="share of trajectories")
@@ -98,7 +98,7 @@ def plot_integration_split(result: Integration, *, title: str | None = None, col
             lo = np.array([_num(sub.filter(pl.col("part") == p)["ci_low"][0]) for p in parts])
             hi = np.array([_num(sub.filter(pl.col("part") == p)["ci_high"][0]) for p in parts])
             x = np.arange(len(parts)) + (k - (len(treated) - 1) / 2) * width
-            ax.bar(x, est, width=width * 0.92, color=colors[arm], label=f"{text_label(arm)} \u2212 "
+            ax.bar(x, est, width=width * 0.92, color=colors[arm], label=f"{arm_label(arm)} \u2212 "
                    f"{text_label(result.base)}", zorder=3)
             yerr = np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)])
             ok = np.isfinite(yerr).all(axis=0)
@@ -233,8 +233,8 @@ def _draw_strategies(ax: Any, table: pl.DataFrame, shift: dict, base: str, arm: 
     ticks = [t for t in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0) if t >= lo]
     ax.set_xticks(([strip] if no_rate[ok].any() else []) + ticks,
                   (["no rate\nin base"] if no_rate[ok].any() else []) + [f"{t:.1f}" for t in ticks])
-    ax.set_xlabel(f"integration rate in {text_label(base)}: P(correct | gold retrieved)")
-    ax.set_ylabel(f"share change, {text_label(arm)} \u2212 {text_label(base)}")
+    ax.set_xlabel(f"integration rate in {arm_label(base)}: P(correct | gold retrieved)")
+    ax.set_ylabel(f"share change, {arm_label(arm)} \u2212 {arm_label(base)}")
     align = shift["alignment_integration"]
     atext = "alignment n/a"
     if align["estimate"] is not None:
@@ -242,7 +242,7 @@ def _draw_strategies(ax: Any, table: pl.DataFrame, shift: dict, base: str, arm: 
         if align["ci_low"] is not None and align["ci_high"] is not None:
             atext += f" [{align['ci_low']:+.2f}, {align['ci_high']:+.2f}]"
     moved = shift["mass_moved_above"]
-    ax.set_title(f"{text_label(base)} \u2192 {text_label(arm)}: {atext}\nmass in above-average strategies "
+    ax.set_title(f"{arm_label(base)} \u2192 {arm_label(arm)}: {atext}\nmass in above-average strategies "
                  f"{100 * shift['mass_above_base']['estimate']:.0f}% \u2192 "
                  f"{100 * shift['mass_above_treated']['estimate']:.0f}% ({100 * moved['estimate']:+.0f} points)",
                  fontsize=8.5)
@@ -297,7 +297,7 @@ def _draw_nested_split(ax: Any, shift: dict, color: str, base: str, arm: str) ->
     ax.yaxis.set_major_locator(MaxNLocator(nbins=6))
     ax.grid(axis="x", visible=False)
     ax.set_ylabel("contribution to accuracy change")
-    ax.set_title(f"nested split of {text_label(arm)} \u2212 {text_label(base)}: "
+    ax.set_title(f"nested split of {arm_label(arm)} \u2212 {arm_label(base)}: "
                  f"{_num(shift['total']['estimate']):+.3f}", fontsize=8.5)
 
 

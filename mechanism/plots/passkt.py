@@ -15,7 +15,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from mechanism.boundaries import Boundary
 from mechanism.errors import InputError
-from mechanism.plots.style import DIVERGING_CMAP, SEQUENTIAL_CMAP, arm_colors, display_name, paper_style
+from mechanism.plots.style import DIVERGING_CMAP, SEQUENTIAL_CMAP, arm_colors, arm_label, display_name, paper_style
 
 
 def plot_pass_curves(
@@ -62,7 +62,7 @@ def plot_pass_curves(
                     continue
                 x = part["k"].to_numpy()
                 ax.plot(x, part["pass_at_kt"].to_numpy(), marker="o", markersize=2.8, color=colors[arm],
-                        label=display_name(arm))
+                        label=arm_label(arm))
                 if has_ci:
                     ax.fill_between(x, part["ci_low"].to_numpy(), part["ci_high"].to_numpy(),
                                     color=colors[arm], alpha=0.18, linewidth=0)
@@ -119,7 +119,7 @@ def plot_pass_over_t(curves: pl.DataFrame, *, k: int = 1, arms: Sequence[str] | 
             part = part_k.filter(pl.col("arm") == arm).sort("t")
             x = part["t"].to_numpy()
             ax.plot(x, part["pass_at_kt"].to_numpy(), marker="o", markersize=3, color=colors[arm],
-                    label=display_name(arm))
+                    label=arm_label(arm))
             if has_ci:
                 ax.fill_between(x, part["ci_low"].to_numpy(), part["ci_high"].to_numpy(), color=colors[arm],
                                 alpha=0.18, linewidth=0)
@@ -148,7 +148,7 @@ def plot_pass_surfaces(curves: pl.DataFrame, *, arms: Sequence[str] | None = Non
             image = ax.imshow(grid, cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=1.0, origin="lower", aspect="auto")
             _annotate(ax, grid, fmt="{:.2f}", dark_above=0.55, reverse=True)
             _label_grid(ax, ks, ts, _source(curves))
-            ax.set_title(display_name(arm))
+            ax.set_title(arm_label(arm))
             if _source(curves) == "truncation":
                 ax.set_ylabel(_t_label("truncation"))
         for ax in axes[0][1:]:
@@ -183,7 +183,7 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str, t_source: st
     if {"ci_low", "ci_high"} <= set(gap.columns):
         sig = (_grid(gap, "ci_low", ks, ts) > 0) | (_grid(gap, "ci_high", ks, ts) < 0)
     limit = max(float(np.nanmax(np.abs(grid))), 1e-3)
-    b, t = display_name(base, max_length=16), display_name(treated, max_length=16)
+    b, t = arm_label(base), arm_label(treated)
     with paper_style():
         if ax is None:
             fig, ax = plt.subplots(figsize=(2.2 + 0.5 * len(ks), 1.1 + 0.4 * len(ts)), constrained_layout=True)
@@ -217,7 +217,7 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None, 
     """
     base, treated = result.base, result.treated
     colors = {**arm_colors([base, treated]), **(colors or {})}
-    b_name, t_name = display_name(base, max_length=18), display_name(treated, max_length=18)
+    b_name, t_name = arm_label(base), arm_label(treated)
     t_axis = _t_label(result.t_source)
     tests = result.tests.sort("t")
     ts = tests["t"].to_list()
@@ -242,7 +242,7 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None, 
         ax_sets.set_ylabel("problems solved at least once" + budget)
         one_sample = int(result.problems.select(pl.max_horizontal("n_base", "n_treated").max()).item()) < 2
         ax_sets.set_title("problems solved on their one try" if one_sample else "boundary size |B_T|")
-        ax_sets.legend(loc="upper left", ncol=2 if len(display_name(base)) + len(display_name(treated)) <= 24 else 1)
+        ax_sets.legend(loc="upper left", ncol=2 if len(b_name) + len(t_name) <= 24 else 1)
 
         gained = tests["gained"].to_numpy()
         lost = tests["lost"].to_numpy()
@@ -299,7 +299,7 @@ def plot_gap_over_t(gap: pl.DataFrame, *, base: str, treated: str, k: int | None
         ax.set_xticks(x)
         ax.set_xlabel(_t_label(t_source))
         ax.set_ylabel(f"difference in PASS@({k},T)")
-        ax.set_title(f"{display_name(treated, max_length=18)} − {display_name(base, max_length=18)} at k = {k}")
+        ax.set_title(f"{arm_label(treated)} − {arm_label(base)} at k = {k}")
     return fig
 
 

@@ -16,7 +16,7 @@ from matplotlib.ticker import MaxNLocator
 
 from mechanism.errors import InputError
 from mechanism.names import display_name
-from mechanism.plots.style import arm_colors, paper_style
+from mechanism.plots.style import arm_colors, arm_label, paper_style
 from mechanism.resample import percentile_interval
 from mechanism.compare import OUTLIER, Reweighting
 
@@ -126,7 +126,7 @@ def plot_share_success(results: Reweighting | Sequence[Reweighting], *, title: s
             markers = [(float(xx), float(yy), 30 + 900 * float(xx)) for share, rate in ((sb, rb), (st, rt))
                        for xx, yy in zip(share, rate) if xx > 0 and np.isfinite(yy)]
             ax_labels.append((ax, labels, markers))
-            ax.set_title(f"{text_label(base)} \u2192 {text_label(rw.treated)}\n"
+            ax.set_title(f"{arm_label(base)} \u2192 {arm_label(rw.treated)}\n"
                          f"\u0394acc {rw.total:+.3f} = {rw.composition:+.3f} composition "
                          f"{rw.within:+.3f} within", fontsize=8.5)
             ax.set_xlabel("share of trajectories")
@@ -271,7 +271,7 @@ def plot_decomposition(results: Reweighting | Sequence[Reweighting], *, top: int
             for tick, row in zip(ax.get_yticklabels(), rows):
                 if row["kind"] == "sum":
                     tick.set_fontweight("bold")
-            ax.set_title(f"{text_label(rw.base)} \u2192 {text_label(rw.treated)}")
+            ax.set_title(f"{arm_label(rw.base)} \u2192 {arm_label(rw.treated)}")
             ax.set_xlabel("contribution to accuracy difference")
             ax.grid(axis="y", visible=False)
             ax.xaxis.set_major_locator(MaxNLocator(nbins=5))

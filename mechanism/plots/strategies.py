@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from mechanism.plots.style import PALETTE, arm_colors, display_name, paper_style
+from mechanism.plots.style import STRATEGY_PALETTE, arm_colors, arm_label, display_name, paper_style
 
 if TYPE_CHECKING:  # imported for the annotations only: the plots need no fitted-space machinery
     from mechanism.strategy_space import StrategySpace
@@ -84,7 +84,7 @@ def _names(described: pl.DataFrame) -> dict[int, str]:
             for r in described.iter_rows(named=True)}
 
 
-_COLORS = [c for c in PALETTE if c != "#000000"]  # black marks outliers
+_COLORS = list(STRATEGY_PALETTE)  # never an arm colour; black marks outliers
 
 
 def _colors(n_strategies: int, top: int) -> dict[int, str]:
@@ -145,7 +145,7 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
             ax.scatter(mine["x"], mine["y"], s=8 + 900 * mine["n"].to_numpy() / total,
                        c=[colors.get(s, _OTHER) for s in mine["strategy"].to_list()],
                        alpha=0.75, linewidths=0.4, edgecolors="white", zorder=2)
-            ax.set_title(f"{_plain(arm)} (n = {total:,})")
+            ax.set_title(f"{arm_label(arm)} (n = {total:,})")
             ax.set_xticks([])
             ax.set_yticks([])
             ax.grid(False)
@@ -164,8 +164,13 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
                                       label=f"{rest} smaller {'strategy' if rest == 1 else 'strategies'}"))
         if (assigned["strategy"] == -1).any():
             handles.append(plt.Line2D([], [], marker="o", ls="", color="#000000", markersize=6, label="outlier"))
-        fig.legend(handles=handles, loc="outside right center", title="strategy (typical moves)",
-                   alignment="left")
+        # beside one or two panels a key of long names leaves the axes no width: it goes below them
+        below = ncols < 3
+        if below:
+            fig.set_size_inches(max(panel_size * ncols + 1.9, 6.5),
+                                panel_size * nrows + 0.7 + 0.2 * len(handles))
+        fig.legend(handles=handles, loc="outside lower center" if below else "outside right center",
+                   title="strategy (typical moves)", alignment="left")
         if caption:
             fig.suptitle("Strategy map: marker area = share of the arm's trajectories", fontsize=9.5)
     return fig
@@ -222,7 +227,7 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
             sub = dict(shares.filter(pl.col("arm") == arm).select("strategy", "share").iter_rows())
             vals = [sub.get(s, 0.0) for s in keep]
             ax.barh(np.arange(len(keep)) + (i - (len(arms) - 1) / 2) * height, vals, height=height,
-                    color=colors[arm], label=_plain(arm))
+                    color=colors[arm], label=arm_label(arm))
         ax.set_yticks(np.arange(len(keep)), [names[s] for s in keep])
         ax.invert_yaxis()
         ax.set_xlabel("share of the arm (questions weighted equally)")

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Iterator, Sequence
+from typing import Any
 from pathlib import Path
 
 import matplotlib
@@ -13,6 +15,10 @@ from mechanism.names import display_name, safe_filename  # noqa: F401  (re-expor
 
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies and in greyscale print.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+# Strategies take another palette (Paul Tol's "muted", none of it an arm colour): a strategy is
+# never read as an arm.
+STRATEGY_PALETTE = ["#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255",
+                    "#AA4499", "#6F4E37", "#5D6D7E"]
 ARM_COLORS = {"base": "#0072B2", "rl": "#D55E00", "sft": "#009E73"}
 DIVERGING_CMAP = "RdBu_r"
 SEQUENTIAL_CMAP = "viridis"
@@ -82,6 +88,8 @@ def save_figure(fig: Figure, out_dir: str | Path, stem: str, *, formats: Sequenc
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
+    with paper_style():
+        declutter(fig)
     for ext in formats:
         path = out / f"{safe_filename(stem)}.{ext}"
         with paper_style():
@@ -93,3 +101,149 @@ def save_figure(fig: Figure, out_dir: str | Path, stem: str, *, formats: Sequenc
 def close(fig: Figure) -> None:
     """Release a figure that was only written to disk."""
     plt.close(fig)
+
+
+def short_names(names: Sequence[str], *, max_length: int = 18) -> dict[str, str]:
+    """Figure labels for arm names, unique even when names share a prefix: a name longer
+    than ``max_length`` keeps its start and its end around an ellipsis, the end growing until
+    no two labels are alike (``davinci003_react_base`` -> ``davinci003_re…base``).
+
+    >>> sorted(short_names(["davinci003_react_base", "davinci003_react_reflexion",
+    ...                     "claude3haiku_react_reflexion"]).values())
+    ['claude3haiku_…xion', 'davinci003_re…base', 'davinci003_re…xion']
+    """
+    from mechanism.names import escape_control
+
+    full = {n: escape_control(n) for n in dict.fromkeys(names)}
+    out: dict[str, str] = {}
+    for tail in range(4, max_length):
+        out = {n: (t if len(t) <= max_length else t[: max_length - 1 - tail] + "\u2026" + t[-tail:])
+               for n, t in full.items()}
+        if len(set(out.values())) == len(out):
+            break
+    if len(set(out.values())) < len(out):  # still alike: number them
+        out = {n: f"{i}: {v}" for i, (n, v) in enumerate(out.items(), start=1)}
+    return {n: v.replace("$", r"\$") for n, v in out.items()}
+
+
+_ARM_LABELS: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("arm_labels", default=None)
+
+
+@contextlib.contextmanager
+def arm_labels(names: Sequence[str], *, max_length: int = 18) -> Iterator[dict[str, str]]:
+    """Within the block, every figure labels these arms by :func:`short_names` of all of them
+    (a report sets it once, so every figure shows an arm alike); restored afterwards."""
+    token = _ARM_LABELS.set(short_names(names, max_length=max_length))
+    try:
+        yield _ARM_LABELS.get()
+    finally:
+        _ARM_LABELS.reset(token)
+
+
+def arm_label(name: str, *, max_length: int = 18) -> str:
+    """An arm's label in a figure: its :func:`short_names` label inside :func:`arm_labels`,
+    else the name kept at both ends (mathtext and control characters escaped)."""
+    labels = _ARM_LABELS.get()
+    if labels is not None and name in labels:
+        return labels[name]
+    return short_names([name], max_length=max_length)[name]
+
+
+def text_overlaps(fig: Figure, *, tolerance: float = 1.0) -> list[tuple[Any, Any]]:
+    """Pairs of visible texts of ``fig`` whose boxes, as the renderer draws them, overlap by
+    more than ``tolerance`` pixels each way (titles, labels, ticks, legends, annotations)."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t, t.get_window_extent(renderer)) for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip() and t.figure is fig]
+    out = []
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1:]:
+            dx = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
+            dy = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
+            if dx > tolerance and dy > tolerance:
+                out.append((a, b))
+    return out
+
+
+def _wrap(text: str) -> str:
+    """``text`` broken into two lines at the separator nearest its middle (once)."""
+    if "\n" in text or len(text) < 16:
+        return text
+    cuts = [i for i, ch in enumerate(text) if ch in " \u2212\u2192:,"]
+    if not cuts:
+        return text
+    at = min(cuts, key=lambda i: abs(i - len(text) / 2))
+    return text[:at + 1].rstrip() + "\n" + text[at + 1:].lstrip()
+
+
+def declutter(fig: Figure, *, rounds: int = 12, smallest: float = 5.0) -> Figure:
+    """Make every text of ``fig`` readable on its own. While two texts overlap (as the
+    renderer draws them): an annotation is moved first; a title or axis label is wrapped onto
+    two lines, then set smaller;
+    tick labels that run into each other are turned upright, then set smaller; an annotation
+    is moved up or down off the other text (a label keeps its leader line), and only if that
+    fails after every round is it left out. Called on every figure before it is saved."""
+    for round_ in range(rounds):
+        pairs = text_overlaps(fig)
+        if not pairs:
+            break
+        renderer = fig.canvas.get_renderer()
+        # tick labels are made anew as a figure is drawn: collect them after each drawing
+        titles, ticks, xticks = set(), set(), {}
+        for ax in fig.axes:
+            titles |= {ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label}
+            xticks.update({label: ax for label in ax.get_xticklabels()})
+            ticks |= set(ax.get_xticklabels()) | set(ax.get_yticklabels())
+        if getattr(fig, "_suptitle", None) is not None:
+            titles.add(fig._suptitle)
+        # a legend's texts keep their place in it: they only get smaller, like ticks
+        for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
+            if legend is not None:
+                ticks |= set(legend.get_texts()) | {legend.get_title()}
+        done = set()
+        for a, b in pairs:
+            # which of the two gives way: an annotation (moved), then a title or label, a tick last
+            rank = (lambda x: 1 if x in titles else 2 if x in ticks else 0)
+            t, other = (a, b) if rank(a) <= rank(b) else (b, a)
+            if id(t) in done:
+                continue
+            done.add(id(t))
+            if t in titles:
+                wrapped = _wrap(t.get_text())
+                if wrapped != t.get_text():
+                    t.set_text(wrapped)
+                else:
+                    t.set_fontsize(max(smallest, t.get_fontsize() * 0.88))
+            elif t in ticks:
+                if t.get_rotation() not in (90.0, 270.0) and other in xticks and t in xticks:
+                    for tick in xticks[t].get_xticklabels():
+                        tick.set_rotation(90)
+                        tick.set_ha("center")
+                        tick.set_rotation_mode("default")
+                else:
+                    t.set_fontsize(max(smallest, t.get_fontsize() * 0.88))
+            elif round_ == rounds - 1:
+                t.set_visible(False)
+            else:
+                _nudge(t, other, renderer)
+    return fig
+
+
+def _nudge(t: Any, other: Any, renderer: Any) -> None:
+    """Move text ``t`` vertically just off ``other`` (display pixels to its own coordinates)."""
+    from matplotlib.text import Annotation
+
+    box, obox = t.get_window_extent(renderer), other.get_window_extent(renderer)
+    up = box.y0 + box.y1 >= obox.y0 + obox.y1
+    dy = (obox.y1 - box.y0 + 2) if up else -(box.y1 - obox.y0 + 2)
+    fig = t.figure
+    if isinstance(t, Annotation) and t.anncoords in ("offset points", "offset pixels"):
+        x, y = t.xyann
+        t.xyann = (x, y + (dy * 72 / fig.dpi if t.anncoords == "offset points" else dy))
+        return
+    transform = t.get_transform()
+    px, py = transform.transform(t.get_position())
+    t.set_position(transform.inverted().transform((px, py + dy)))

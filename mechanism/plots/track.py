@@ -15,11 +15,10 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from mechanism.plots.style import PALETTE, display_name, paper_style
+from mechanism.plots.style import STRATEGY_PALETTE, display_name, paper_style
 
 _OTHER = "#BBBBBB"
 # beyond the seven Okabe-Ito hues: distinct from them and from the grey of "other strategies"
-_EXTRA_HUES = ["#8E6BB5", "#8C564B", "#A6A61C", "#17A2B8"]
 _OUTLIER = "#000000"
 _PART_COLORS = {"total": "#000000", "composition": "#0072B2", "within": "#D55E00"}
 
@@ -38,26 +37,29 @@ def _axis(table: pl.DataFrame) -> tuple[list[str], np.ndarray, bool]:
     return names, np.arange(len(names), dtype=float), False
 
 
-def _label_x(ax: plt.Axes, names: list[str], x: np.ndarray, by_step: bool) -> None:
+def _label_x(ax: plt.Axes, names: list[str], x: np.ndarray, by_step: bool, label: str | None = None) -> None:
+    """Ticks and the x-axis label: ``label`` when the user named the series' axis (a series
+    of Reflexion trials is not training), else ``training step`` or ``checkpoint``."""
     if by_step:
         ax.set_xticks(x, [f"{v:g}" for v in x])
-        ax.set_xlabel("training step")
+        ax.set_xlabel(_plain(label) if label else "training step")
     else:
         ax.set_xticks(x, [_plain(n) for n in names], rotation=30 if max(map(len, names)) > 6 else 0,
                       ha="right" if max(map(len, names)) > 6 else "center")
-        ax.set_xlabel("checkpoint")
+        ax.set_xlabel(_plain(label) if label else "checkpoint")
 
 
 def strategy_colors(strategies: Sequence[int], *, top: int = 11) -> dict[int, str]:
     """One colour per strategy id, the same in every figure: ids 0..top-1 take the palette
-    (Okabe-Ito, then four further hues none of which is grey), larger ids grey, outliers (-1) black."""
-    colors = [c for c in PALETTE if c != "#000000"] + _EXTRA_HUES
+    (:data:`~mechanism.plots.style.STRATEGY_PALETTE`, none of it an arm colour), larger ids grey,
+    outliers (-1) black."""
+    colors = list(STRATEGY_PALETTE)
     return {s: (_OUTLIER if s == -1 else colors[s] if 0 <= s < min(top, len(colors)) else _OTHER)
             for s in strategies}
 
 
 def plot_track_shares(shares: pl.DataFrame, *, top: int = 7, ax: plt.Axes | None = None,
-                      caption: bool = False) -> Figure:
+                      caption: bool = False, step_label: str | None = None) -> Figure:
     """Strategy shares over training, stacked (each checkpoint's shares sum to 1).
 
     Parameters
@@ -102,7 +104,7 @@ def plot_track_shares(shares: pl.DataFrame, *, top: int = 7, ax: plt.Axes | None
         ax.set_ylim(0, 1)
         ax.set_ylabel("share of trajectories")
         ax.grid(False)
-        _label_x(ax, names, x, by_step)
+        _label_x(ax, names, x, by_step, step_label)
         handles, texts = ax.get_legend_handles_labels()
         ax.legend(handles[::-1], texts[::-1], loc="center left", bbox_to_anchor=(1.01, 0.5), title="strategy")
         if caption:
@@ -111,7 +113,7 @@ def plot_track_shares(shares: pl.DataFrame, *, top: int = 7, ax: plt.Axes | None
 
 
 def plot_track_share_panels(shares: pl.DataFrame, *, top: int = 6, ncols: int = 3,
-                            caption: bool = False) -> Figure:
+                            caption: bool = False, step_label: str | None = None) -> Figure:
     """Each large strategy's share over training with its bootstrap interval, one panel per
     strategy; panels share both axes so heights compare directly."""
     names, x, by_step = _axis(shares)
@@ -136,7 +138,7 @@ def plot_track_share_panels(shares: pl.DataFrame, *, top: int = 6, ncols: int = 
         for ax in axes.ravel()[:len(kept)]:
             ax.set_ylim(bottom=0)
         for ax in axes[-1]:
-            _label_x(ax, names, x, by_step)
+            _label_x(ax, names, x, by_step, step_label)
         for ax in axes[:, 0]:
             ax.set_ylabel("share")
         if caption:
@@ -145,7 +147,7 @@ def plot_track_share_panels(shares: pl.DataFrame, *, top: int = 6, ncols: int = 
 
 
 def plot_track_split(split: pl.DataFrame, *, base: str | None = None, ax: plt.Axes | None = None,
-                     caption: bool = False) -> Figure:
+                     caption: bool = False, step_label: str | None = None) -> Figure:
     """The accuracy change against the base checkpoint over training, split into composition
     (reweighting) and within-strategy execution, with bootstrap bands; a line at 0 shows
     whether each part's interval includes it."""
@@ -168,7 +170,7 @@ def plot_track_split(split: pl.DataFrame, *, base: str | None = None, ax: plt.Ax
                 ax.fill_between(xs[ok], lo[ok].astype(float), hi[ok].astype(float), color=_PART_COLORS[part],
                                 alpha=0.15, linewidth=0, zorder=2)
         ax.set_ylabel("accuracy change vs " + _plain(base if base is not None else names[0]))
-        _label_x(ax, names, x, by_step)
+        _label_x(ax, names, x, by_step, step_label)
         ax.legend(loc="upper left", fontsize=7.5)
         if caption:
             ax.set_title("Accuracy change = composition + within, over training")
@@ -176,7 +178,7 @@ def plot_track_split(split: pl.DataFrame, *, base: str | None = None, ax: plt.Ax
 
 
 def plot_track_passkt(passkt: pl.DataFrame, *, k: Sequence[int] | None = None, t: Sequence[int] | None = None,
-                      caption: bool = False) -> Figure:
+                      caption: bool = False, step_label: str | None = None) -> Figure:
     """PASS@(k,T) over training: one panel per k (shared axes), one line per round budget T
     in an ordered palette (light = small T), bootstrap bands. When T was counted by
     truncation the legend says so."""
@@ -204,7 +206,7 @@ def plot_track_passkt(passkt: pl.DataFrame, *, k: Sequence[int] | None = None, t
                     ax.fill_between(xs, sub["ci_low"].to_numpy(), sub["ci_high"].to_numpy(), color=shades[tv],
                                     alpha=0.15, linewidth=0)
             ax.set_title(f"k = {kv}")
-            _label_x(ax, names, x, by_step)
+            _label_x(ax, names, x, by_step, step_label)
         axes[0][0].set_ylabel("PASS@(k,T)")
         axes[0][0].set_ylim(0, 1.02)
         axes[0][-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5),
@@ -215,7 +217,7 @@ def plot_track_passkt(passkt: pl.DataFrame, *, k: Sequence[int] | None = None, t
 
 
 def plot_track_divergence(divergence: pl.DataFrame, *, base: str | None = None, ax: plt.Axes | None = None,
-                          caption: bool = False, color: str = "#0072B2") -> Figure:
+                          caption: bool = False, color: str = "#0072B2", step_label: str | None = None) -> Figure:
     """Jensen-Shannon divergence (bits) of each checkpoint's strategy distribution from the base one."""
     names, x, by_step = _axis(divergence)
     sub = divergence.sort("order")
@@ -230,7 +232,7 @@ def plot_track_divergence(divergence: pl.DataFrame, *, base: str | None = None, 
                             linewidth=0)
         ax.set_ylim(bottom=0)
         ax.set_ylabel(f"JS divergence from {_plain(base if base is not None else names[0])} (bits)")
-        _label_x(ax, names, x, by_step)
+        _label_x(ax, names, x, by_step, step_label)
         if caption:
             ax.set_title("Strategy distribution: distance from the base checkpoint")
     return fig

@@ -9,7 +9,8 @@ from typing import Any
 @dataclass
 class Section:
     """One analysis as written: ``written`` (every path), ``text`` (plain-text findings),
-    ``results`` (the result objects behind them) and ``figures`` (figure stems -> PNG path).
+    ``results`` (the result objects behind them), ``figures`` (figure stems -> PNG path) and
+    ``frames`` (the main tables as computed).
 
     Unpacks as ``written, text = section`` for code written against the older tuple return.
     """
@@ -18,6 +19,8 @@ class Section:
     text: str = ""
     results: list[Any] = field(default_factory=list)
     figures: dict[str, Path] = field(default_factory=dict)
+    #: the main tables as computed (name -> frame), so a caller never reads back a file it wrote
+    frames: dict[str, Any] = field(default_factory=dict)
 
     def __iter__(self):
         return iter((self.written, self.text))

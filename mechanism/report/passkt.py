@@ -80,6 +80,7 @@ def write_passkt(
     small = small_sample_note(curves)
     section = Section()
     write_table(section, curves, out / "pass_at_kt.csv")
+    section.frames["pass_at_kt"] = curves
     write_table(section, pass_at_kt_per_problem(runs, k=ks, t=t, t_source=t_source),
                 out / "pass_at_kt_per_problem.parquet")
     write_table(section, hat, out / "pass_hat_k.csv")

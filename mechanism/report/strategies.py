@@ -135,7 +135,7 @@ def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN
                      random_state: int = 0) -> Section:
     """Figures and tables of a fitted space on ``runs``.
 
-    Writes the ``strategy_map``, ``strategy_shares`` and ``strategy_table`` figures (PNG and
+    Writes the ``strategy_map`` and ``strategy_shares`` figures (PNG and
     PDF), ``strategies.csv`` (the description of every strategy), ``labels.parquet`` (the
     strategy of every row) and ``shares.csv`` (share of each strategy per arm, questions
     weighted equally within the arm, with bootstrap intervals over questions:
@@ -171,7 +171,7 @@ def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN
         rate and share per arm; ``results`` holds the :class:`Placement`.
     """
     from mechanism.parallel import strategy_shares as question_weighted_shares
-    from mechanism.plots.strategies import plot_strategy_shares, strategy_map, strategy_table
+    from mechanism.plots.strategies import plot_strategy_shares, strategy_map
 
     out = Path(out)
     arms = list(arms) if arms is not None else sorted(runs["arm"].unique().to_list())
@@ -184,6 +184,7 @@ def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN
     write_table(section, csv_ready(desc), out / "strategies.csv")
     table = question_weighted_shares(assigned, ci=ci, n_boot=n_boot, random_state=random_state)
     write_table(section, table, out / "shares.csv")
+    section.frames["shares"] = table
     write_table(section, assigned.select("arm", "question_id", "sample_id", "strategy", "distance", "outlier"),
                 out / "labels.parquet")
     if figures:
@@ -191,7 +192,7 @@ def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN
             ("strategy_map", strategy_map(space, runs, arms=arms, assigned=placement.assigned, xy=placement.map_xy,
                                           described=desc)),
             ("strategy_shares", plot_strategy_shares(space, runs, arms=arms, assigned=placement.assigned,
-                                                     shares=table, described=desc, colors=colors)),
-            ("strategy_table", strategy_table(space, described=desc))])
+                                                     shares=table, described=desc, colors=colors))])
+        # the strategy table itself is a table of the page and of tables.tex (report.tables), not a picture
     section.text = description_text(space, table, arms, title=title, n_rows=runs.height, described=desc)
     return section

@@ -30,7 +30,6 @@ FIGURES = (
     ("passkt/{pair}/boundary.png", "Capability boundary, {treated} vs {base}"),
     ("strategies/strategy_map.png", "Strategy map (marker area: share of the arm's trajectories)"),
     ("strategies/strategy_shares.png", "Strategy shares per arm"),
-    ("strategies/strategy_table.png", "Strategies: size, share, success per arm"),
     ("reweighting/share_success.png", "Share vs success, base to treated"),
     ("reweighting/decomposition.png", "Accuracy difference = composition + within, per strategy"),
     ("integration/integration_grid.png", "Retrieval and integration rates per arm"),
@@ -49,28 +48,32 @@ class Report:
     sections: dict[str, Section] = field(default_factory=dict)
     verdicts: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
-    page_sections: list[tuple[str, str]] = field(default_factory=list, repr=False)
+    page_sections: list[Any] = field(default_factory=list, repr=False)
     page_figures: list[tuple[str, str]] = field(default_factory=list, repr=False)
     title: str = ""
     numbers: dict[str, Any] = field(default_factory=dict, repr=False)
+    lead: list[Any] = field(default_factory=list, repr=False)
+    style: str = field(default="", repr=False)
 
     def write_page(self, *, title: str | None = None, intro: str | None = None,
-                   extra_sections: Sequence[tuple[str, str]] = (), extra_figures: Sequence[tuple[str, str]] = (),
-                   after: str = "Accuracy", lead: Sequence[tuple[str, str, str]] = ()) -> tuple[Path, Path]:
-        """(Re)write ``summary.md`` and ``summary.html``, with more sections after the one
-        headed ``after`` and more figures at the end; ``intro`` replaces the first paragraph;
-        ``lead`` blocks (heading, Markdown, HTML) open the page."""
-        from mechanism.report.page import write_page
+                   extra_sections: Sequence[Any] = (), extra_figures: Sequence[tuple[str, str]] = (),
+                   after: str = "Accuracy", lead: Sequence[Any] = ()) -> tuple[Path, Path]:
+        """(Re)write ``summary.md`` and ``summary.html``: ``lead`` sections first, more
+        sections after the one titled ``after``, more figures in a last section; ``intro``
+        replaces the overview's first paragraph."""
+        from mechanism.report.page import PageSection, as_section, write_page
 
-        sections = list(self.page_sections)
-        if intro is not None:
-            sections[0] = (sections[0][0], intro)
-        at = next((i + 1 for i, (h, _) in enumerate(sections) if h == after), len(sections))
-        sections[at:at] = list(extra_sections)
+        sections = [as_section(s) for s in self.page_sections]
+        if intro is not None and sections:
+            sections[0] = PageSection(**{**sections[0].__dict__, "paragraphs": [intro, *sections[0].paragraphs[1:]]})
+        at = next((i + 1 for i, s in enumerate(sections) if s.title == after), len(sections))
+        sections[at:at] = [as_section(s) for s in extra_sections]
+        if extra_figures:
+            sections.insert(len(sections) - 1, PageSection(key="more-figures", title="More figures",
+                                                           figures=list(extra_figures)))
         self.title = title or self.title
         self.summary_markdown, self.summary_html = write_page(
-            self.out, title=self.title, sections=sections, figures=[*self.page_figures, *extra_figures],
-            verdicts=self.verdicts, lead=lead)
+            self.out, title=self.title, sections=[*(lead or self.lead), *sections], style=self.style)
         return self.summary_markdown, self.summary_html
 
     def figures(self) -> list[Path]:
@@ -83,8 +86,8 @@ class Report:
 
 def verdict(treated: str, base: str, *, boundary: Any = None, reweighting: Any = None,
             integration: Any = None) -> str:
-    """One paragraph per treated arm, stated from the result objects."""
-    from mechanism.report.integration import split_line
+    """One short sentence per treated arm, stated from the result objects (the details sit in
+    the sections)."""
     from mechanism.report.passkt import boundary_verdict
     from mechanism.report.reweighting import reweighting_verdict
 
@@ -93,31 +96,43 @@ def verdict(treated: str, base: str, *, boundary: Any = None, reweighting: Any =
         parts.append(reweighting_verdict(reweighting))
     if boundary is not None:
         parts.append(boundary_verdict(boundary))
-    if integration is not None and integration.split is not None and treated in integration.split["treated"].to_list():
-        parts.append("information: " + split_line(integration, treated).split(": ", 1)[1])
-        if integration.shift is not None and treated in integration.treated:
-            parts.append("strategies and integration: " + integration.verdict(treated))
     return f"{treated} vs {base}: " + "; ".join(parts) + "."
 
 
-def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Sequence[str] | None = None,
+def _figures(section: Section, captions: Mapping[str, str], out: Path) -> list[tuple[str, str]]:
+    """``(caption, path relative to out)`` of a section's figures, in the order drawn."""
+    shown = []
+    for stem, png in section.figures.items():
+        caption = next((c for key, c in captions.items() if stem.endswith(key)), stem)
+        shown.append((caption, str(png.relative_to(out))))
+    return shown
+
+
+def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None,
+                 treated: Sequence[str] | None = None,
                  space: Any = None, k: Sequence[int] | None = None, t: Sequence[int] = (0, 1, 2, 3, 5),
                  ci: float = 0.95, n_boot: int = 1000, n_permutations: int = 1000, random_state: int = 0,
                  embedder: Any = None, cache_dir: str | Path | None = None, progress: bool | None = None,
                  title: str | None = None, intro: str | None = None,
-                 extra_sections: Sequence[tuple[str, str]] = (), extra_figures: Sequence[tuple[str, str]] = (),
-                 colors: Mapping[str, str] | None = None, echo: Echo | None = None, page: bool = True) -> Report:
-    """Run every analysis on ``runs`` and write the one-page summary with every figure and the verdicts.
+                 extra_sections: Sequence[Any] = (), extra_figures: Sequence[tuple[str, str]] = (),
+                 colors: Mapping[str, str] | None = None, arm_names: Mapping[str, str] | None = None,
+                 lead: Sequence[Any] = (), n_examples: int = 5, echo: Echo | None = None,
+                 page: bool = True) -> Report:
+    """Run every analysis on ``runs`` and write the report: tables, figures, the strategy
+    explorer and ``summary.html``/``summary.md``.
 
     Parameters
     ----------
     runs
-        Canonical table with at least two arms.
+        Canonical table.
     out
         Output folder (created): ``passkt/``, ``strategies/``, ``space/`` (when fitted here),
-        ``reweighting/``, ``integration/``, ``summary.md``, ``summary.html``, ``numbers.json``.
+        ``reweighting/`` and ``integration/``, ``tables.tex``, ``summary.md``,
+        ``summary.html``, ``numbers.json``.
     base
-        Reference arm.
+        Reference arm. ``None`` (or an input with one arm): the analyses that make sense for
+        one agent, per arm: PASS@(k,T) and pass^k, per-task consistency, the strategy space
+        and explorer, failures per tool, the integration rates.
     treated
         Arms compared with ``base`` (default: every other arm).
     space
@@ -128,11 +143,21 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
     embedder, cache_dir, progress
         Passed to the strategy space (``progress=None``: bars only on a terminal).
     title, intro
-        Page title and its first paragraph.
+        Page title and the overview's first paragraph.
     extra_sections, extra_figures
-        More ``(heading, text)`` sections and ``(caption, relative PNG path)`` figures.
+        More sections (``(heading, text)`` or :class:`~mechanism.report.page.PageSection`)
+        after the accuracy section, and ``(caption, relative PNG path)`` figures.
     colors
-        Arm -> colour for every figure (default: :func:`mechanism.plots.style.arm_colors`).
+        Arm -> colour for every figure (default: :func:`mechanism.plots.style.arm_colors`);
+        keyed by the names shown.
+    arm_names
+        ``{arm in the input: name shown}``: every table, figure and file uses the new names
+        (``base`` and ``treated`` may name either).
+    lead
+        Sections shown first (objects with ``title`` and ``html`` and/or ``markdown``, e.g. a
+        study table).
+    n_examples
+        Member transcripts shown per strategy.
     echo
         Called with one line per finished stage (default: silent).
     page
@@ -143,35 +168,59 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
     -------
     Report
     """
-    from mechanism.names import pair_folders
-    from mechanism.plots.style import arm_colors
-    from mechanism.report.integration import write_integration
-    from mechanism.report.passkt import arm_order, write_passkt
-    from mechanism.report.reweighting import write_reweighting
-    from mechanism.report.strategies import fit_and_place, place, strategy_names, write_strategies
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.plots.style import arm_colors, arm_labels
+    from mechanism.report.passkt import arm_order
 
     say = echo or (lambda line: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    runs, base, treated = rename_arms(runs, arm_names, base=base, treated=treated)
     arms = arm_order(sorted(runs["arm"].unique().to_list()))
-    if base not in arms:
+    if base is not None and base not in arms:
         raise InputError(f"`base` arm {base!r} is not in the input (arms: {arms})", field="base")
-    treated = list(dict.fromkeys(treated)) if treated else [a for a in arms if a != base]
-    missing = [a for a in treated if a not in arms]
-    if missing:
-        raise InputError(f"`treated` arm {missing[0]!r} is not in the input (arms: {arms})", field="treated")
-    if not treated:
-        raise InputError("a report compares arms: the input has only the base arm", field="arm")
-    shown = [base, *treated]
-    runs = runs.filter(pl.col("arm").is_in(shown))
+    if base is not None:
+        treated = list(dict.fromkeys(treated)) if treated else [a for a in arms if a != base]
+        missing = [a for a in treated if a not in arms]
+        if missing:
+            raise InputError(f"`treated` arm {missing[0]!r} is not in the input (arms: {arms})", field="treated")
+        shown = [base, *treated]
+        runs = runs.filter(pl.col("arm").is_in(shown))
+    else:
+        treated, shown = [], arms
+    single = not treated
     colors = {**arm_colors(arm_order(shown)), **(colors or {})}
     clock = StageClock(say)
-    seconds, lap = clock.seconds, clock.lap
+    with arm_labels(shown):  # every figure labels an arm alike, uniquely even when names share a prefix
+        return _write_report(runs, out, base=base, treated=treated, shown=shown, single=single, colors=colors,
+                             clock=clock, space=space, k=k, t=t, ci=ci, n_boot=n_boot, n_permutations=n_permutations,
+                             random_state=random_state, embedder=embedder, cache_dir=cache_dir, progress=progress,
+                             title=title, intro=intro, extra_sections=extra_sections, extra_figures=extra_figures,
+                             lead=lead, n_examples=n_examples, page=page)
 
+
+def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: list[str], shown: list[str],
+                  single: bool, colors: dict[str, str], clock: StageClock, space: Any, k: Sequence[int] | None,
+                  t: Sequence[int], ci: float, n_boot: int, n_permutations: int, random_state: int, embedder: Any,
+                  cache_dir: str | Path | None, progress: bool | None, title: str | None, intro: str | None,
+                  extra_sections: Sequence[Any], extra_figures: Sequence[tuple[str, str]], lead: Sequence[Any],
+                  n_examples: int, page: bool) -> Report:
+    """The body of :func:`write_report`, on validated arms."""
+    from mechanism.report.explorer import explorer_section
+    from mechanism.report.integration import write_integration
+    from mechanism.report.page import PageSection
+    from mechanism.report.passkt import write_passkt
+    from mechanism.report.reweighting import write_reweighting
+    from mechanism.report.strategies import fit_and_place, place, strategy_names, write_strategies
+    from mechanism.segmentation import segment
+    from mechanism.strategy_space import StrategySpace
+
+    seconds, lap = clock.seconds, clock.lap
     sections: dict[str, Section] = {}
-    sections["passkt"] = write_passkt(runs, out / "passkt", k=k, t=t, base=base, treated=treated, ci=ci,
-                                      n_boot=n_boot, random_state=random_state, colors=colors)
+    sections["passkt"] = write_passkt(runs, out / "passkt", k=k, t=t, base=None if single else base,
+                                      treated=treated or None, ci=ci, n_boot=n_boot, random_state=random_state,
+                                      colors=colors)
+    reliability = _reliability(runs, sections["passkt"], out / "passkt", t=t, ci=ci, n_boot=n_boot,
+                               random_state=random_state)
     lap("pass@(k,T)")
 
     if space is None:
@@ -193,50 +242,79 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
                                               title=f"Strategies ({space_note})", colors=colors,
                                               placement=placement, described=described, ci=ci, n_boot=n_boot,
                                               random_state=random_state)
+    moves = segment(runs)
     lap("strategies")
 
-    sections["reweighting"] = write_reweighting(
-        runs, placement.labels, out / "reweighting", base=base, treated=treated, ci=ci, n_boot=n_boot,
-        n_permutations=n_permutations, random_state=random_state, coordinates=placement.coordinates,
-        label_source=f"strategies of the space {space_note}", names=names, colors=colors)
-    lap("reweighting")
+    if not single:
+        sections["reweighting"] = write_reweighting(
+            runs, placement.labels, out / "reweighting", base=base, treated=treated, ci=ci, n_boot=n_boot,
+            n_permutations=n_permutations, random_state=random_state, coordinates=placement.coordinates,
+            label_source=f"strategies of the space {space_note}", names=names, colors=colors)
+        lap("reweighting")
 
-    sections["integration"] = write_integration(runs, out / "integration", arms=shown, base=base, ci=ci,
+    sections["integration"] = write_integration(runs, out / "integration", arms=shown, base=base if not single else None,
+                                                treated=treated if not single else None,
                                                 labels=placement.labels, names=names,
                                                 n_boot=n_boot, random_state=random_state, colors=colors)
     lap("integration")
 
-    # the main tables as booktabs LaTeX, ready for a paper (\usepackage{booktabs})
-    latex = [r.to_latex() for key in ("passkt", "reweighting", "integration") for r in sections[key].results]
+    from mechanism.report import tables as rt
+
+    boundaries = {b.treated: b for b in sections["passkt"].results}
+    rws = {r.treated: r for r in sections.get("reweighting", Section()).results}
+    integ = sections["integration"].results[0]
+    verdicts = [verdict(a, base, boundary=boundaries.get(a), reweighting=rws.get(a)) for a in treated]
+    acc = arm_accuracy(runs, ci=ci, n_boot=n_boot, random_state=random_state)
+    shares = sections["strategies"].frames["shares"]
+    pass_table, pass_note = rt.passkt_table(sections["passkt"].frames["pass_at_kt"], arms=shown)
+    strategy_table = rt.strategy_table(described, shares, shown)
+    main_tables = [rt.accuracy_table(acc, shown, ci=ci), pass_table]
+    if reliability is not None:
+        main_tables += [reliability[0], reliability[1]]
+    boundary_tab = rt.boundary_table(list(boundaries.values())) if boundaries else None
+    split_tab = rt.split_table(list(rws.values())) if rws else None
+    integ_tab = rt.integration_table(integ)
+    integ_split = rt.integration_split_table(integ) if not single else None
+    failures = rt.failure_table(moves, shown)
+    latex = [tab.latex() for tab in filter(None, [main_tables[1], *main_tables[2:], boundary_tab, split_tab,
+                                                  strategy_table, main_tables[0], integ_tab, integ_split])]
     (out / "tables.tex").write_text("% mechanism report: main tables (needs \\usepackage{booktabs})\n"
                                     + "\n\n".join(latex) + "\n", encoding="utf-8")
-    boundaries = {b.treated: b for b in sections["passkt"].results}
-    rws = {r.treated: r for r in sections["reweighting"].results}
-    integ = sections["integration"].results[0]
-    verdicts = [verdict(a, base, boundary=boundaries.get(a), reweighting=rws.get(a), integration=integ)
-                for a in treated]
-    acc = arm_accuracy(runs, ci=ci, n_boot=n_boot, random_state=random_state)
-    what = intro or (f"{runs.height:,} trajectories of arms {', '.join(shown)} "
-                     f"({max(r['questions'] for r in acc.values())} questions); reference arm `{base}`.")
-    accuracy_line = "; ".join(
-        f"{a} {acc[a]['accuracy']:.3f}" + (f" [{acc[a]['ci_low']:.3f}, {acc[a]['ci_high']:.3f}]"
-                                           if acc[a]["ci_low"] is not None else "")
-        + f" (n = {acc[a]['n']:,}, {acc[a]['questions']:,} questions)" for a in shown)
-    accuracy_line += (" (questions weigh equally within an arm"
-                      + (f"; {ci:.0%} bootstrap intervals over questions)" if ci is not None else ")"))
-    page_sections = [("What this is", what), ("Accuracy", accuracy_line),
-                     ("PASS@(k,T) and the capability boundary", sections["passkt"].text),
-                     ("Strategies", sections["strategies"].text),
-                     ("Reweighting", sections["reweighting"].text),
-                     ("Information integration", sections["integration"].text)]
-    figures = []
-    for rel, caption in FIGURES:
-        if "{pair}" in rel:
-            for a in treated:
-                pair = pair_folders(treated, base)[a]
-                figures.append((caption.format(treated=a, base=base), rel.format(pair=pair)))
-        else:
-            figures.append((caption, rel))
+
+    n_questions = runs["question_id"].n_unique()
+    what = intro or (f"{runs.height:,} trajectories of {len(shown)} arm(s) ({', '.join(shown)}) on "
+                     f"{n_questions:,} questions; " + (f"reference arm {base}." if not single else
+                                                        "one agent at a time: no comparison between arms."))
+    overview = PageSection(key="overview", title="Overview", paragraphs=[what],
+                           items=[*verdicts, *_single_lines(acc, reliability, shown, single), *task_lines(runs, shown, ci=ci, n_boot=n_boot, random_state=random_state)])
+    captions = {stem.split("/")[-1].removesuffix(".png"): cap for stem, cap in FIGURES}
+    passkt_section = PageSection(key="passkt", title="PASS@(k,T) and the capability boundary",
+                                 paragraphs=[pass_note] + [n for n in dict.fromkeys(_notes(sections["passkt"].text))
+                                                           if "truncation counts" not in n],
+                                 tables=[t_ for t_ in [pass_table, *(reliability or ())[:2], boundary_tab] if t_ is not None],
+                                 figures=_figures(sections["passkt"], captions, out))
+    explorer, css = explorer_section(runs, placement.labels, placement.assigned["moves"].to_list(), described,
+                                     shares, moves, arms=shown, n=n_examples)
+    strategies_section = PageSection(key="strategies", title="Strategies",
+                                     paragraphs=[f"{space.n_strategies_} strategies ({space_note}); a strategy's "
+                                                 "id opens its members in the explorer below."],
+                                     tables=[strategy_table], figures=_figures(sections["strategies"], captions, out))
+    page_sections = [overview, PageSection(key="accuracy", title="Accuracy", tables=[main_tables[0]]),
+                     passkt_section, strategies_section, explorer]
+    if not single:
+        page_sections.append(PageSection(key="reweighting", title="Reweighting", tables=[split_tab],
+                                         paragraphs=["Accuracy change split exactly (Kitagawa) into composition "
+                                                     "(strategy shares) and within-strategy execution, on question x "
+                                                     "strategy strata."],
+                                         items=_notes(sections["reweighting"].text, all_lines=True),
+                                         figures=_figures(sections["reweighting"], captions, out)))
+    page_sections.append(PageSection(key="integration", title="Information integration",
+                                     tables=[t_ for t_ in (integ_tab, integ_split) if t_ is not None],
+                                     items=[*(f"{a}: {integ.verdict(a)}" for a in (integ.treated if not single
+                                                                                   and integ.shift is not None else ())),
+                                            *integ.notes],
+                                     figures=_figures(sections["integration"], captions, out)))
+    page_sections.append(PageSection(key="failures", title="Failures per tool", tables=[failures]))
     page_sections.append(("Time", ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())))
     numbers = {"arms": shown, "base": base, "verdicts": verdicts, "seconds": seconds,
                "accuracy": {a: acc[a]["accuracy"] for a in shown},
@@ -244,12 +322,98 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str, treated: Seq
                "reweighting": {a: r.to_dict() for a, r in rws.items()}}
     report = Report(out=out, summary_markdown=out / "summary.md", summary_html=out / "summary.html",
                     sections=sections, verdicts=verdicts, seconds=seconds, page_sections=page_sections,
-                    page_figures=figures, numbers=numbers,
-                    title=title or f"What did training do? {', '.join(treated)} vs {base}")
+                    page_figures=[], numbers=numbers, lead=list(lead), style=css,
+                    title=title or (f"What did training do? {', '.join(treated)} vs {base}" if not single
+                                    else f"One agent at a time: {', '.join(shown)}"))
     if page:
         report.write_page(extra_sections=extra_sections, extra_figures=extra_figures)
         (out / "numbers.json").write_text(json.dumps(numbers, indent=2, default=float) + "\n", encoding="utf-8")
     return report
+
+
+def rename_arms(runs: pl.DataFrame, arm_names: Mapping[str, str] | None, *, base: str | None,
+                treated: Sequence[str] | None) -> tuple[pl.DataFrame, str | None, list[str] | None]:
+    """``runs`` with arms renamed by ``arm_names`` (old -> new), and ``base``/``treated``
+    given in either name mapped to the new; two arms given one name is an error."""
+    if not arm_names:
+        return runs, base, list(treated) if treated else None
+    present = set(runs["arm"].unique().to_list())
+    unknown = [a for a in arm_names if a not in present]
+    if unknown:
+        raise InputError(f"`arm_names` renames {unknown[0]!r}, which is not an arm of the input "
+                         f"(arms: {sorted(present)})", field="arm_names")
+    final = [arm_names.get(a, a) for a in sorted(present)]
+    if len(set(final)) < len(final):
+        raise InputError("`arm_names` gives two arms the same name", field="arm_names")
+    mapping = {str(k): str(v) for k, v in arm_names.items()}
+    runs = runs.with_columns(pl.col("arm").replace(mapping))
+    base = mapping.get(base, base) if base is not None else None
+    treated = [mapping.get(a, a) for a in treated] if treated else None
+    return runs, base, treated
+
+
+def _notes(text: str, *, all_lines: bool = False) -> list[str]:
+    """The findings of a section's plain text worth a line on the page: its notes (every line
+    with ``all_lines``); the numbers are in the tables."""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    return lines if all_lines else [line.removeprefix("note: ") for line in lines if line.startswith("note:")
+                                    or "truncation counts" in line]
+
+
+def _reliability(runs: pl.DataFrame, section: Section, out: Path, *, t: Sequence[int], ci: float | None,
+                 n_boot: int, random_state: int):  # noqa: ANN202
+    """pass^k at the deepest T and per-task consistency: their tables (written as CSV too)."""
+    from mechanism.passkt import consistency, default_k, pass_at_kt
+    from mechanism.report._write import write_table
+    from mechanism.report import tables as rt
+
+    tmax = max(t)
+    ks = default_k(runs, [tmax])
+    hat = pass_at_kt(runs, k=ks, t=[tmax], metric="pass^k", ci=ci, n_boot=n_boot, random_state=random_state)
+    write_table(section, hat, out / "pass_hat_k.csv")
+    cons = consistency(runs, ci=ci, n_boot=n_boot, random_state=random_state)
+    write_table(section, cons.by_arm, out / "consistency.csv")
+    write_table(section, cons.per_task, out / "consistency_per_task.csv")
+    return rt.pass_hat_table(hat, t=tmax), rt.consistency_table(cons.by_arm), hat, cons.by_arm
+
+
+def _single_lines(acc: dict, reliability: Any, arms: Sequence[str], single: bool) -> list[str]:
+    """One line per arm of a single-agent report: accuracy, pass^k at the largest k, consistency."""
+    if not single or reliability is None:
+        return []
+    from mechanism.report.tables import estimate
+
+    hat, cons = reliability[2], reliability[3]
+    lines = []
+    for a in arms:
+        h = hat.filter(pl.col("arm") == a).sort("k")
+        c = cons.filter(pl.col("arm") == a)
+        text = f"{a}: accuracy {estimate(acc[a]['accuracy'], acc[a]['ci_low'], acc[a]['ci_high'])}"
+        if h.height:
+            r = h.row(-1, named=True)
+            text += f"; pass^{r['k']} = {estimate(r['pass_at_kt'], r['ci_low'], r['ci_high'])} (all {r['k']} trials succeed)"
+        if c.height:
+            r = c.row(0, named=True)
+            text += (f"; tasks solved in every trial {estimate(r['share_all'], r['share_all_low'], r['share_all_high'])}, "
+                     f"in none {estimate(r['share_none'], r['share_none_low'], r['share_none_high'])}")
+        lines.append(text)
+    return lines
+
+
+def task_lines(runs: pl.DataFrame, arms: Sequence[str], *, ci: float | None, n_boot: int,
+               random_state: int) -> list[str]:
+    """One line per task type (``category``): each arm's accuracy with its interval."""
+    from mechanism.report.tables import estimate
+
+    if "category" not in runs.columns:
+        return []
+    lines = []
+    for cat in sorted(c for c in runs["category"].unique().to_list() if c is not None):
+        sub = runs.filter(pl.col("category") == cat)
+        acc = arm_accuracy(sub, ci=ci, n_boot=n_boot, random_state=random_state)
+        lines.append(f"task type {cat} ({sub['question_id'].n_unique():,} questions): " + "; ".join(
+            f"{a} {estimate(acc[a]['accuracy'], acc[a]['ci_low'], acc[a]['ci_high'])}" for a in arms if a in acc))
+    return lines
 
 
 def arm_accuracy(runs: pl.DataFrame, *, ci: float | None = 0.95, n_boot: int = 1000,

@@ -16,7 +16,8 @@ TRACK_FIGURES = {
 }
 
 
-def write_track(result, out: str | Path, *, figures: bool = True, caption: bool = False) -> Section:  # noqa: ANN001
+def write_track(result, out: str | Path, *, figures: bool = True, caption: bool = False,  # noqa: ANN001
+                step_label: str | None = None) -> Section:
     """Write a :class:`~mechanism.checkpoints.Track`'s tables and figures to ``out``.
 
     Tables: ``shares.csv`` (per checkpoint and strategy, with intervals), ``passkt.csv``,
@@ -24,6 +25,10 @@ def write_track(result, out: str | Path, *, figures: bool = True, caption: bool 
     LaTeX) and ``summary.txt``.
     Figures (PNG and PDF): ``shares_over_training``, ``share_panels``, ``split_over_training``,
     ``passkt_over_training`` and ``divergence_over_training``.
+
+    ``step_label`` names the figures' x axis (e.g. ``"trial"``; default ``training step``, or
+    ``checkpoint`` when the series is ordered by name); the series' notes (shared questions
+    among them) open the summary and are drawn under every figure.
 
     Returns
     -------
@@ -39,14 +44,27 @@ def write_track(result, out: str | Path, *, figures: bool = True, caption: bool 
                                 ("divergence", result.divergence), ("accuracy", result.accuracy)])
     write_json(section, out / "track.json", result.to_dict(), default=float)
     if figures:
-        made = {"shares_over_training": plot_track_shares(result.shares, caption=caption),
-                "share_panels": plot_track_share_panels(result.shares, caption=caption),
-                "split_over_training": plot_track_split(result.split, base=result.base, caption=caption),
-                "passkt_over_training": plot_track_passkt(result.passkt, caption=caption),
-                "divergence_over_training": plot_track_divergence(result.divergence, base=result.base,
-                                                                   caption=caption)}
+        opts = {"caption": caption, "step_label": step_label}
+        made = {"shares_over_training": plot_track_shares(result.shares, **opts),
+                "share_panels": plot_track_share_panels(result.shares, **opts),
+                "split_over_training": plot_track_split(result.split, base=result.base, **opts),
+                "passkt_over_training": plot_track_passkt(result.passkt, **opts),
+                "divergence_over_training": plot_track_divergence(result.divergence, base=result.base, **opts)}
+        warning = shared_question_warning(result)
+        if warning:
+            for fig in made.values():  # the warning travels with every figure, not only the summary
+                fig.text(0.01, -0.02, warning, fontsize=7, ha="left", va="top", wrap=True)
         write_figures(section, out, made.items())
     write_text(section, out / "track.tex", result.to_latex())
-    section.text = str(result.summary())
+    warning = shared_question_warning(result)
+    section.text = (f"warning: {warning}\n" if warning else "") + str(result.summary())
     write_text(section, out / "summary.txt", section.text)
     return section
+
+
+def shared_question_warning(result) -> str | None:  # noqa: ANN001 - a Track
+    """The series' note about questions not shared by every checkpoint, if it has one."""
+    for note in getattr(result, "notes", []):
+        if "shared" in note or "common" in note:
+            return note
+    return None

@@ -1,0 +1,276 @@
+"""The report's tables: one display frame per result, rendered by Great Tables (polars'
+``DataFrame.style``) as HTML for the page and as a booktabs LaTeX table for a paper, and by
+:func:`markdown_table` for ``summary.md``.
+
+A :class:`ReportTable` holds text only (every number already formatted with its interval), so
+the three renderings show the same cells. Cell text may come from the input (arm and strategy
+names, tool names): Great Tables escapes it for HTML and LaTeX, and control and bidirectional
+characters are first written out as visible escapes (:func:`mechanism.names.escape_control`),
+the rule every other output follows.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from mechanism.names import escape_control
+
+
+@dataclass
+class ReportTable:
+    """A table of the report: ``key`` (its HTML id and LaTeX label, ``tab:<key>``), ``title``
+    (the caption), ``frame`` (string cells), ``note`` (shown under it) and ``links``
+    (column -> ``{cell text: in-page anchor}``: cells that open a part of the page)."""
+
+    key: str
+    title: str
+    frame: pl.DataFrame
+    note: str = ""
+    links: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.frame = self.frame.with_columns(pl.col(c).cast(pl.String).fill_null("").map_elements(
+            escape_control, return_dtype=pl.String) for c in self.frame.columns)
+        self.frame = self.frame.rename({c: escape_control(c) for c in self.frame.columns})
+
+    def _gt(self, *, links: bool):  # noqa: ANN202 - a great_tables.GT
+        from great_tables import GT
+
+        table = GT(self.frame, id=f"gt-{self.key}")
+        if links:
+            for column, anchors in self.links.items():
+                # the cell's text is escaped here by hand: a formatter's output is taken as HTML
+                table = table.fmt(lambda v, anchors=anchors: _link(str(v), anchors.get(str(v))), columns=column)
+        if self.note:
+            table = table.tab_source_note(self.note)
+        return table
+
+    def html(self) -> str:
+        """The table as an HTML fragment (Great Tables), its caption as the first row."""
+        return self._gt(links=True).tab_header(title=self.title).as_raw_html()
+
+    def latex(self) -> str:
+        r"""A booktabs ``table`` with ``\caption`` and ``\label{tab:<key>}`` (needs ``booktabs``)."""
+        from mechanism.results import latex_escape
+
+        body = self._gt(links=False).as_latex()
+        caption = rf"\caption{{{latex_escape(self.title)}}}" + "\n" + rf"\label{{tab:{self.key}}}"
+        # Great Tables writes an unnumbered ``\caption*`` only with a header; a paper cites its tables
+        body = re.sub(r"\\caption\*\{.*?\n\} *\n", "", body, flags=re.S)
+        body = body.replace("\\fontsize{12.0pt}{14.4pt}\\selectfont\n", "")
+        # a plain tabular: a paper sets its own width (tabular* stretched to \\linewidth overflows wide tables)
+        body = re.sub(r"\\begin\{tabular\*\}\{\\linewidth\}\{@\{\\extracolsep\{\\fill\}\}([^}]*)\}",
+                      lambda m: "\\begin{tabular}{" + m.group(1) + "}", body).replace("\\end{tabular*}", "\\end{tabular}")
+        return body.replace("\\begin{table}[!t]\n", "\\begin{table}[!t]\n\\centering\n" + caption + "\n", 1)
+
+    def markdown(self) -> str:
+        """The table as a Markdown pipe table, caption above and note below."""
+        return "\n".join([f"**{md_inline(self.title)}**", "", markdown_table(self.frame)]
+                         + (["", f"*{md_inline(self.note)}*"] if self.note else []))
+
+
+def _link(text: str, anchor: str | None) -> str:
+    import html
+
+    shown = html.escape(text)
+    return f'<a href="#{html.escape(anchor, quote=True)}">{shown}</a>' if anchor else shown
+
+
+def md_inline(text: object) -> str:
+    """Inline Markdown with every character that would start markup or raw HTML escaped."""
+    out = []
+    for ch in " ".join(escape_control(str(text)).split()):
+        out.append("\\" + ch if ch in "\\`*_[]<>#|!{}" else ch)
+    return "".join(out)
+
+
+def markdown_table(frame: pl.DataFrame) -> str:
+    """``frame`` (string cells) as a GitHub pipe table, every cell escaped."""
+    head = "| " + " | ".join(md_inline(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    rows = ["| " + " | ".join(md_inline(v) for v in row) + " |" for row in frame.iter_rows()]
+    return "\n".join([head, rule, *rows])
+
+
+def estimate(value: float | None, low: float | None = None, high: float | None = None, *,
+             digits: int = 3, signed: bool = False) -> str:
+    """``0.412 [0.380, 0.440]``; ``n/a`` for a missing or non-finite value.
+
+    >>> estimate(0.41234, 0.38, 0.44)
+    '0.412 [0.380, 0.440]'
+    >>> estimate(0.1, -0.02, 0.2, signed=True)
+    '+0.100 [-0.020, +0.200]'
+    >>> estimate(None)
+    'n/a'
+    """
+    import math
+
+    def fmt(v: float) -> str:
+        return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
+
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    text = fmt(value)
+    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+        text += f" [{fmt(low)}, {fmt(high)}]"
+    return text
+
+
+def renamed(names: Mapping[str, str] | None, arm: str) -> str:
+    """An arm's display name (``arm_names``), else the arm itself."""
+    return (names or {}).get(arm, arm)
+
+
+def arm_table(rows: Sequence[dict], columns: Sequence[str]) -> pl.DataFrame:
+    """A string frame from row dicts, in ``columns`` order."""
+    return pl.DataFrame([{c: str(r.get(c, "")) for c in columns} for r in rows],
+                        schema={c: pl.String for c in columns})
+
+
+# ---------------------------------------------------------------------------- the report's tables
+def accuracy_table(acc: Mapping[str, dict], arms: Sequence[str], *, ci: float | None) -> ReportTable:
+    """Accuracy per arm with its interval, trajectories and questions."""
+    rows = [{"arm": a, "accuracy": estimate(acc[a]["accuracy"], acc[a]["ci_low"], acc[a]["ci_high"]),
+             "trajectories": f"{acc[a]['n']:,}", "questions": f"{acc[a]['questions']:,}"} for a in arms]
+    return ReportTable(key="accuracy", title="Accuracy per arm", frame=pl.DataFrame(rows),
+                       note="questions weigh equally within an arm"
+                            + (f"; {ci:.0%} bootstrap intervals over questions" if ci is not None else ""))
+
+
+def passkt_table(curves: pl.DataFrame, *, arms: Sequence[str]) -> tuple[ReportTable, str]:
+    """PASS@(k,T) at the smallest and largest k for every arm (in ``arms`` order) and T, with
+    intervals; and a sentence saying how T was read."""
+    ks = sorted(curves["k"].unique().to_list())
+    shown_k = sorted({ks[0], ks[-1]})
+    rows = []
+    order = {a: i for i, a in enumerate(arms)}
+    curves = curves.with_columns(pl.col("arm").cast(pl.String).replace_strict(order, default=len(order)).alias("_o"))
+    for (arm, tv), part in curves.sort("_o", "arm", "t").group_by(["arm", "t"], maintain_order=True):
+        row = {"arm": arm, "T": str(tv)}
+        for kv in shown_k:
+            r = part.filter(pl.col("k") == kv)
+            row[f"PASS@({kv},T)"] = (estimate(r["pass_at_kt"][0], r["ci_low"][0], r["ci_high"][0])
+                                     if r.height else "n/a")
+        row["problems"] = f"{int(part['n_problems'][0]):,}" if "n_problems" in part.columns else ""
+        rows.append(row)
+    source = curves["t_source"][0] if "t_source" in curves.columns and curves.height else "auto"
+    note = (f"T read by {source}" + (": an episode counts for T if it is correct within T rounds, which measures the "
+                                    "rounds an episode happened to use, not a budget" if source == "truncation" else ""))
+    return ReportTable(key="passkt", title="PASS@(k,T) per arm and round budget T", frame=pl.DataFrame(rows),
+                       note=note + "; bootstrap intervals over problems"), note
+
+
+def pass_hat_table(hat: pl.DataFrame, *, t: int) -> ReportTable:
+    """pass^k (all k trials succeed) per arm and k at round budget ``t``."""
+    rows = [{"arm": r["arm"], "k": str(r["k"]), "pass^k": estimate(r["pass_at_kt"], r["ci_low"], r["ci_high"]),
+             "problems": f"{r['n_problems']:,}"} for r in hat.sort("arm", "k").iter_rows(named=True)]
+    return ReportTable(key="pass-hat-k", title=f"pass^k: all k trials succeed (T = {t})", frame=pl.DataFrame(rows),
+                       note="C(c,k)/C(n,k) per problem, averaged; bootstrap intervals over problems")
+
+
+def consistency_table(by_arm: pl.DataFrame) -> ReportTable:
+    """Per arm: tasks solved in every trial, in none, in some, with intervals."""
+    rows = [{"arm": r["arm"], "tasks": f"{r['n_tasks']:,}",
+             "solved in every trial": estimate(r["share_all"], r["share_all_low"], r["share_all_high"]),
+             "in some": estimate(r["share_some"], r["share_some_low"], r["share_some_high"]),
+             "in none": estimate(r["share_none"], r["share_none_low"], r["share_none_high"])}
+            for r in by_arm.iter_rows(named=True)]
+    return ReportTable(key="consistency", title="Per-task consistency", frame=pl.DataFrame(rows),
+                       note="share of tasks; bootstrap intervals over tasks")
+
+
+def boundary_table(boundaries: Sequence) -> ReportTable:
+    """Per comparison and T: problems gained and lost, the exact test and its verdict."""
+    rows = []
+    for b in boundaries:
+        for r in b.tests.sort("t").iter_rows(named=True):
+            rows.append({"comparison": f"{b.treated} vs {b.base}", "T": str(r["t"]), "gained": str(r["gained"]),
+                         "lost": str(r["lost"]), "exact p": f"{r['p_value']:.3g}", "verdict": str(r["verdict"])})
+    return ReportTable(key="boundary", title="Capability boundary: problems gained and lost", frame=pl.DataFrame(rows),
+                       note="problems solved at least once on a common per-problem budget; exact two-sided test "
+                            "on the discordant counts")
+
+
+def split_table(results: Sequence) -> ReportTable:
+    """Per comparison: the accuracy change split into composition and within, JS divergence,
+    shared mass, permutation p."""
+    def iv(rw, name: str) -> str:
+        low, high = getattr(rw, f"{name}_ci")
+        return estimate(getattr(rw, name), low, high, signed=True)
+
+    rows = [{"comparison": f"{rw.treated} vs {rw.base}", "questions": str(rw.n_questions),
+             "accuracy change": iv(rw, "total"), "composition": iv(rw, "composition"), "within": iv(rw, "within"),
+             "JS divergence (bits)": estimate(rw.js_divergence, *rw.js_divergence_ci),
+             "treated mass in base strategies": estimate(rw.shared_mass, *rw.shared_mass_ci),
+             "permutation p": f"{rw.permutation_p:.4f}" if rw.n_permutations else "n/a"} for rw in results]
+    return ReportTable(key="split", title="Accuracy change = composition (reweighting) + within-strategy execution",
+                       frame=pl.DataFrame(rows), note="Kitagawa's symmetric split on question x strategy strata; "
+                                                      "bootstrap intervals over questions")
+
+
+def strategy_table(described: pl.DataFrame, shares: pl.DataFrame, arms: Sequence[str]) -> ReportTable:
+    """Every strategy: id (a link to its explorer entry), name, fidelity, size, share and
+    success per arm with intervals."""
+    share = {(r["strategy"], r["arm"]): r for r in shares.iter_rows(named=True)}
+    rows, anchors = [], {}
+    for r in described.iter_rows(named=True):
+        s = int(r["strategy"])
+        label = "outliers" if s == -1 else f"S{s}"
+        anchors[label] = f"strategy-{str(s).replace('-', 'm')}"
+        row = {"strategy": label, "name": str(r.get("name") or ""), "fidelity": estimate(r.get("fidelity"), digits=2),
+               "size": f"{int(r['size']):,}"}
+        for a in arms:
+            sh = share.get((s, a))
+            row[f"share {a}"] = estimate(sh["share"], sh.get("ci_low"), sh.get("ci_high")) if sh else "0"
+            row[f"success {a}"] = estimate(r.get(f"success_rate[{a}]"), r.get(f"ci_low[{a}]"), r.get(f"ci_high[{a}]"))
+        rows.append(row)
+    return ReportTable(key="strategies", title="Strategies: fidelity, size, share and success per arm",
+                       frame=pl.DataFrame(rows), links={"strategy": anchors},
+                       note="fidelity: share of members whose calls contain the name's core sequence; shares and "
+                            "success weigh questions equally within an arm, bootstrap intervals over questions")
+
+
+def integration_table(res) -> ReportTable:  # noqa: ANN001 - an Integration
+    """Per arm: retrieval, integration and parametric rates with intervals."""
+    def iv(r: dict, name: str) -> str:
+        return estimate(r.get(name), r.get(f"{name}_ci_low"), r.get(f"{name}_ci_high"))
+
+    rows = [{"arm": r["arm"], "trajectories": f"{r['n']:,}", "retrieval": iv(r, "retrieval_rate"),
+             "integration P(correct | retrieved)": iv(r, "integration_rate"),
+             "parametric P(correct | not retrieved)": iv(r, "parametric_rate"),
+             "follow-ups from an observation": iv(r, "followup_from_observation")}
+            for r in res.per_arm.iter_rows(named=True)]
+    return ReportTable(key="integration", title="Retrieval and integration rates per arm", frame=pl.DataFrame(rows),
+                       note="a gold answer counts as retrieved when it appears in an observation")
+
+
+def integration_split_table(res) -> ReportTable | None:  # noqa: ANN001
+    """Per treated arm: the accuracy difference split into retrieval, integration, parametric."""
+    if res.split is None or res.split.height == 0:
+        return None
+    rows = []
+    for treated in dict.fromkeys(res.split["treated"].to_list()):
+        sub = {r["part"]: r for r in res.split.filter(pl.col("treated") == treated).iter_rows(named=True)}
+        rows.append({"comparison": f"{treated} vs {res.base}", "questions": str(sub["total"]["n_questions"]),
+                     **{p: estimate(sub[p]["estimate"], sub[p]["ci_low"], sub[p]["ci_high"], signed=True)
+                        for p in ("total", "retrieval", "integration", "parametric") if p in sub}})
+    return ReportTable(key="integration-split", title="Accuracy difference = retrieval + integration + parametric",
+                       frame=pl.DataFrame(rows), note="on the questions both arms answer")
+
+
+def failure_table(moves: pl.DataFrame, arms: Sequence[str]) -> ReportTable:
+    """Per arm and tool: calls, the share that failed, the share that retried a failure."""
+    calls = moves.filter(pl.col("tool") != "answer")
+    per = (calls.group_by("arm", "tool").agg(pl.len().alias("calls"), pl.col("failed").mean().alias("failed"),
+                                             pl.col("after_error").mean().alias("retry"))
+           .sort("arm", "calls", "tool", descending=[False, True, False]))
+    order = {a: i for i, a in enumerate(arms)}
+    rows = [{"arm": r["arm"], "tool": r["tool"], "calls": f"{r['calls']:,}", "failed": estimate(r["failed"]),
+             "retries": estimate(r["retry"])}
+            for r in sorted(per.iter_rows(named=True), key=lambda r: order.get(r["arm"], len(order)))]
+    frame = pl.DataFrame(rows, schema={c: pl.String for c in ("arm", "tool", "calls", "failed", "retries")})
+    return ReportTable(key="failures", title="Failures per tool", frame=frame,
+                       note="failed: the observation reports an error; retries: calls made right after a failed call")
