@@ -172,11 +172,15 @@ def _wrap(text: str) -> str:
     """``text`` broken into two lines at the separator nearest its middle (once)."""
     if "\n" in text or len(text) < 16:
         return text
-    # arm names break after their own separators (``davinci003_react_`` / ``reflexion``)
-    cuts = [i for i, ch in enumerate(text) if ch in " \u2212\u2192:,_-/"]
+    middle = len(text) / 2
+    cuts = [i for i, ch in enumerate(text) if ch in " \u2212\u2192:,"]
+    if not cuts or min(abs(i - middle) for i in cuts) > len(text) / 4:
+        # no space near the middle: an arm name breaks after its own separators
+        # (``davinci003_react_`` / ``reflexion``)
+        cuts += [i for i, ch in enumerate(text) if ch in "_-/"]
     if not cuts:
         return text
-    at = min(cuts, key=lambda i: abs(i - len(text) / 2))
+    at = min(cuts, key=lambda i: abs(i - middle))
     return text[:at + 1].rstrip() + "\n" + text[at + 1:].lstrip()
 
 
