@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 
 from mechanism.commands._common import terminal_safe
@@ -31,14 +32,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 0
+    with warnings.catch_warnings():  # restored on return: a notebook calling main() keeps its own hook
+        # a warning from the library is one line on the terminal, not a file name and source line
+        warnings.showwarning = lambda message, category, *_args, **_kw: print(
+            terminal_safe(one_line(f"mechanism {args.command}: warning: {message}")), file=sys.stderr)
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args._run(args) or 0)
     except MechanismError as exc:

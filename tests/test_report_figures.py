@@ -70,7 +70,7 @@ def test_no_text_overlaps_in_any_figure(drawn):
 def test_arm_labels_stay_unique_and_name_the_arms(drawn):
     _, figures = drawn
     labels = style.short_names(ARMS)
-    assert len(set(labels.values())) == 3 and all(len(v) <= 18 for v in labels.values())
+    assert len(set(labels.values())) == 3 and all(len(v) <= 28 for v in labels.values())
     (surfaces,) = [fig for key, fig in figures.items() if key.endswith("/pass_surfaces")]
     titles = [ax.get_title() for ax in surfaces.axes if ax.get_title()]
     assert sorted(t.replace("\n", "") for t in titles) == sorted(labels.values())

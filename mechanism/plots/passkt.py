@@ -258,7 +258,7 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None, 
             ax_diff.text(xi, top * 1.32, _p_label(p) + ("*" if exp else ""), ha="center", va="bottom",
                          fontsize=6.5 if len(x) <= 5 else 5.8, color="0.25")
         # the row of p-values is named in the legend, outside the axes, so nothing crowds it
-        ax_diff.plot([], [], " ", label="top row: exact test p\n(* Holm-significant)")
+        ax_diff.plot([], [], " ", label="top row: permutation test p\n(* Holm-significant)")
         ax_diff.set_xticks(x, [str(t) for t in ts])
         ax_diff.set_xlabel(t_axis)
         ax_diff.set_ylabel("problems")

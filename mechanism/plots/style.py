@@ -103,13 +103,13 @@ def close(fig: Figure) -> None:
     plt.close(fig)
 
 
-def short_names(names: Sequence[str], *, max_length: int = 18) -> dict[str, str]:
+def short_names(names: Sequence[str], *, max_length: int = 28) -> dict[str, str]:
     """Figure labels for arm names, unique even when names share a prefix: a name longer
-    than ``max_length`` keeps its start and its end around an ellipsis, the end growing until
-    no two labels are alike (``davinci003_react_base`` -> ``davinci003_re…base``).
+    than ``max_length`` (28 characters, as the README promises) keeps its start and its end
+    around an ellipsis, the end growing until no two labels are alike.
 
     >>> sorted(short_names(["davinci003_react_base", "davinci003_react_reflexion",
-    ...                     "claude3haiku_react_reflexion"]).values())
+    ...                     "claude3haiku_react_reflexion"], max_length=18).values())
     ['claude3haiku_…xion', 'davinci003_re…base', 'davinci003_re…xion']
     """
     from mechanism.names import escape_control
@@ -130,7 +130,7 @@ _ARM_LABELS: contextvars.ContextVar[dict[str, str] | None] = contextvars.Context
 
 
 @contextlib.contextmanager
-def arm_labels(names: Sequence[str], *, max_length: int = 18) -> Iterator[dict[str, str]]:
+def arm_labels(names: Sequence[str], *, max_length: int = 28) -> Iterator[dict[str, str]]:
     """Within the block, every figure labels these arms by :func:`short_names` of all of them
     (a report sets it once, so every figure shows an arm alike); restored afterwards."""
     token = _ARM_LABELS.set(short_names(names, max_length=max_length))
@@ -140,7 +140,7 @@ def arm_labels(names: Sequence[str], *, max_length: int = 18) -> Iterator[dict[s
         _ARM_LABELS.reset(token)
 
 
-def arm_label(name: str, *, max_length: int = 18) -> str:
+def arm_label(name: str, *, max_length: int = 28) -> str:
     """An arm's label in a figure: its :func:`short_names` label inside :func:`arm_labels`,
     else the name kept at both ends (mathtext and control characters escaped)."""
     labels = _ARM_LABELS.get()
@@ -172,10 +172,15 @@ def _wrap(text: str) -> str:
     """``text`` broken into two lines at the separator nearest its middle (once)."""
     if "\n" in text or len(text) < 16:
         return text
+    middle = len(text) / 2
     cuts = [i for i, ch in enumerate(text) if ch in " \u2212\u2192:,"]
+    if not cuts or min(abs(i - middle) for i in cuts) > len(text) / 4:
+        # no space near the middle: an arm name breaks after its own separators
+        # (``davinci003_react_`` / ``reflexion``)
+        cuts += [i for i, ch in enumerate(text) if ch in "_-/"]
     if not cuts:
         return text
-    at = min(cuts, key=lambda i: abs(i - len(text) / 2))
+    at = min(cuts, key=lambda i: abs(i - middle))
     return text[:at + 1].rstrip() + "\n" + text[at + 1:].lstrip()
 
 

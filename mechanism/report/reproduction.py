@@ -166,7 +166,8 @@ def reproduce_study(runs: pl.DataFrame, planted: Mapping[str, Any], labels: np.n
             tests[arm, cat] = row
             rows.append(_row("gained", arm, cat, row["gained"], planted=exp.get("gained")))
             rows.append(_row("lost", arm, cat, row["lost"], planted=exp.get("lost")))
-            rows.append(_row("boundary p (exact)", arm, cat, row["p_value"]))
+            rows.append(_row("boundary p (permutation)", arm, cat, row["p_value"]))
+            rows.append(_row("boundary p (exact, discordant)", arm, cat, row["p_discordant"]))
     splits: dict[str, Any] = {}
     for arm in treated:
         rw = reweighting(runs, labels, base=base, treated=arm, n_boot=n_boot, random_state=random_state)
