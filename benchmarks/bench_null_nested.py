@@ -51,8 +51,8 @@ def main() -> None:
         for seed in seeds:
             captured.clear()
             runs, labels = identical(seed)
-            ig = mi.integration(runs, base="base", treated="rl", labels=labels, n_boot=args.n_boot, random_state=seed,
-                                strata=strata)
+            ig = mi.integration(runs, base="base", treated="rl", labels=labels, n_boot=args.n_boot,
+                                random_state=seed, strata=strata)
             d = {r["quantity"]: (r["estimate"], r["ci_low"], r["ci_high"]) for r in ig.shift.iter_rows(named=True)}
             rows.append([d[p] for p in PARTS])
             if strata != "question":
