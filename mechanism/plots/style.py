@@ -156,8 +156,9 @@ def text_overlaps(fig: Figure, *, tolerance: float = 1.0) -> list[tuple[Any, Any
 
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
+    hidden = _undrawn_tick_labels(fig)
     boxes = [(t, t.get_window_extent(renderer)) for t in fig.findobj(Text)
-             if t.get_visible() and t.get_text().strip() and t.figure is fig]
+             if t.get_visible() and t.get_text().strip() and t.figure is fig and id(t) not in hidden]
     out = []
     for i, (a, box_a) in enumerate(boxes):
         for b, box_b in boxes[i + 1:]:
@@ -166,6 +167,20 @@ def text_overlaps(fig: Figure, *, tolerance: float = 1.0) -> list[tuple[Any, Any
             if dx > tolerance and dy > tolerance:
                 out.append((a, b))
     return out
+
+
+def _undrawn_tick_labels(fig: Figure) -> set[int]:
+    """Ids of tick labels whose tick lies outside its axis's view: matplotlib keeps them
+    (visible) but never draws them, so they overlap nothing."""
+    hidden: set[int] = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            eps = (hi - lo) * 1e-9
+            for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
+                if not lo - eps <= tick.get_loc() <= hi + eps:
+                    hidden |= {id(tick.label1), id(tick.label2)}
+    return hidden
 
 
 def _wrap(text: str) -> str:
