@@ -206,7 +206,11 @@ def test_a_report_killed_at_random_moments_never_leaves_a_complete_looking_folde
     time.sleep(float(rng.uniform(0.3, 0.9)) * duration)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert not fresh.exists() or (proc.returncode == 0 and is_complete(fresh))
+    # nothing, or (killed after the rename, before it exited) the whole output and only it
+    if fresh.exists():
+        listed = json.loads((fresh / COMPLETE_MARKER).read_text("utf-8"))["files"]
+        present = {p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file()}
+        assert is_complete(fresh) and present == {*listed, COMPLETE_MARKER}
 
 
 # ---------------------------------------------------------------- names in any script

@@ -90,7 +90,7 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
             thoughts.append(body)
         elif tag == "search":
             steps.append({"thought": "\n".join(thoughts) if thoughts else None, "tool": "search",
-                          "arguments": _query_json(body), "query": body, "observation": None})
+                          "arguments": _query_json(body), "query": body, "observation": None, "user": None})
             thoughts = []
         elif tag == "information":
             if steps and steps[-1]["observation"] is None:
