@@ -321,7 +321,6 @@ def boundary(
         if arm not in arms:
             raise InputError(f"`{name}` arm {arm!r} is not in the runs (arms: {sorted(map(str, arms))})",
                              field=name)
-    shared_questions(runs, [base, treated], what="boundary")
     seed = resolve_seed(random_state)
     if by is not None:
         from mechanism.results import by_category
@@ -333,6 +332,8 @@ def boundary(
             runs, by, pooled, lambda mask: boundary(runs.filter(pl.Series(mask)), k=pooled.k, **opts))
         pooled.notes.extend(notes)
         return pooled
+    # after the task-type split: its pooled call checks the pooled runs once, each category its own
+    shared_questions(runs, [base, treated], what="boundary")
     both = runs.filter(pl.col("arm").is_in([base, treated]))
     qsets = {a: set(both.filter(pl.col("arm") == a)["question_id"].unique().to_list()) for a in (base, treated)}
     shared = qsets[base] & qsets[treated]

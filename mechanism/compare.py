@@ -575,7 +575,6 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         if coordinates.ndim != 2 or coordinates.shape[0] != runs.height:
             raise InputError(f"`coordinates` must have shape (n_rows={runs.height}, d), "
                              f"got {coordinates.shape}", field="coordinates")
-    shared_questions(runs, [base, treated], what="reweighting")
     seed = resolve_seed(random_state)  # one seed for every stage: paired intervals
     if by is not None:
         import dataclasses
@@ -589,6 +588,8 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
             runs.filter(pl.Series(mask)), values[mask],
             coordinates=None if coordinates is None else coordinates[mask], **opts))
         return dataclasses.replace(pooled, by_category=table, notes=pooled.notes + tuple(extra))
+    # after the task-type split: its pooled call checks the pooled runs once, each category its own
+    shared_questions(runs, [base, treated], what="reweighting")
 
     notes: list[str] = []
     in_pair = (runs["arm"] == base) | (runs["arm"] == treated)
