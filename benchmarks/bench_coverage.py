@@ -59,7 +59,7 @@ def _identical(seed: int, n_q: int) -> tuple[pl.DataFrame, np.ndarray]:
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compare"))
     from test_nulls import identical
 
     return identical(seed, n_q)

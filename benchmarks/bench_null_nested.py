@@ -25,7 +25,7 @@ from scipy import stats
 
 import mechanism.information as mi
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compare"))
 from test_nulls import identical  # noqa: E402  (the test's own generator)
 
 PARTS = ("within", "within_retrieval", "within_integration", "within_parametric", "within_not_retrievable")

@@ -21,7 +21,7 @@ from mechanism.readers import read
 from mechanism.simulation import simulate
 from mechanism.strategy_space import StrategySpace
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "options" / "react_trials.jsonl"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "options" / "react_trials.jsonl"
 COLUMNS = {"text": "traj", "question_id": "qid", "gold": "gold_answer"}
 
 

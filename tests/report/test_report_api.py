@@ -15,7 +15,7 @@ import pytest
 
 import mechanism as mx
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _notebook_block() -> str:

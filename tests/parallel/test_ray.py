@@ -66,7 +66,7 @@ def test_read_options_reach_the_ray_workers(local_ray, tmp_path):
 
     from mechanism.errors import InputError, ReadWarning
 
-    fixture = Path(__file__).resolve().parent / "fixtures" / "options" / "react_trials.jsonl"
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "options" / "react_trials.jsonl"
     lines = fixture.read_text().splitlines()
     paths = []
     for i in range(3):

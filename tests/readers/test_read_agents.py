@@ -21,8 +21,8 @@ from mechanism.failures import is_failure
 from mechanism.readers import read
 from mechanism.segmentation import argument_values, segment
 
-AGENTS = Path(__file__).resolve().parent / "fixtures" / "agents"
-FIREACT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "fireact-hotpotqa"
+AGENTS = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
+FIREACT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "fireact-hotpotqa"
 TAU = dict(columns={"messages": "traj", "question_id": "task_id"})
 REFLEXION = dict(format="react", columns={"text": "scratchpad", "gold": "answer", "correct": "status:CORRECT"})
 # What Reflexion's Wikipedia environment answers when it cannot carry out an action.
@@ -204,7 +204,7 @@ def test_boxed_answer_after_final_answer_line():
 
 
 def test_record_missing_fields_is_an_error():
-    path = Path(__file__).resolve().parent / "fixtures" / "bad" / "canonical_phantom.jsonl"
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "bad" / "canonical_phantom.jsonl"
     with pytest.raises(InputError, match=r"line 4: record lacks `arm`.*`steps`.*which the 3 records before it"):
         read(path)
     runs, rep = read(path, errors="skip", report=True)
@@ -332,7 +332,7 @@ def test_openai_matching_is_one_pass():
     --openai times it)."""
     import importlib.util
     from mechanism.readers import openai
-    spec = importlib.util.spec_from_file_location("bench_read", Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("bench_read", Path(__file__).resolve().parents[2]
                                                   / "benchmarks" / "bench_read.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

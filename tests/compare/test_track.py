@@ -18,7 +18,7 @@ from mechanism.cli import main
 from mechanism.errors import InputError
 from mechanism.simulation import training_run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """One bootstrap draw per call: ``reweighting`` draws its question-bootstrap weights once and
 shares them between its stages. The stages drew identical weights before (one seed, one
 stream), so the results must be bit-identical to those recorded from the code before the
-change, where every stage drew its own (``tests/recorded/shared_draws.json``, written with
+change, where every stage drew its own (``tests/compare/recorded/shared_draws.json``, written with
 ``b43f094``; ``boundary`` is recorded too, for the same change there). Regenerated for issue
 21, whose changes move these numbers on purpose: ``resample.stream`` keys each purpose on a
 digest of the whole string (it read the first four bytes), the split is on question x

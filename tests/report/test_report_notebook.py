@@ -10,7 +10,7 @@ nbformat = pytest.importorskip("nbformat", reason="nbformat is in the test extra
 nbclient = pytest.importorskip("nbclient", reason="nbclient is in the test extra")
 pytest.importorskip("ipykernel", reason="ipykernel is in the test extra")
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "analyses" / "example.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "analyses" / "example.ipynb"
 
 
 @pytest.mark.slow

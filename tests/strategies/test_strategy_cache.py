@@ -201,7 +201,7 @@ def test_fitting_from_cache_imports_no_heavy_library(tmp_path, runs):
             "r = pl.read_parquet('runs.parquet')\n"
             "s = StrategySpace(embedder=Stub(), cache_dir='cache', progress=False).fit(r)\n"
             "print(s.n_strategies_, sorted(m for m in ('torch', 'sklearn', 'scipy', 'matplotlib') if m in sys.modules))")
-    repo = str(Path(__file__).resolve().parents[1])  # this tree's mechanism, not an installed one
+    repo = str(Path(__file__).resolve().parents[2])  # this tree's mechanism, not an installed one
     env = {**__import__("os").environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), repo])}
     cold = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=tmp_path,
                           env=env).stdout.split()
