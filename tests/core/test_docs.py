@@ -1,0 +1,92 @@
+"""The documentation holds together: a README a newcomer reads in a minute, links that lead
+somewhere inside the repository, and benchmark tables generated from what was measured."""
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _links(path: Path) -> list[str]:
+    text = path.read_text("utf-8")
+    text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks hold no links
+    return LINK.findall(text)
+
+
+def test_readme_is_short_and_starts_with_the_library():
+    lines = README.read_text("utf-8").splitlines()
+    assert len(lines) <= 150, len(lines)
+    assert any("import mechanism" in line for line in lines[:80])
+
+
+@pytest.mark.parametrize("path", [README, *DOCS], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_relative_link_points_to_a_file(path):
+    broken = []
+    for target in _links(path):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            continue  # a URL or an anchor in the same page; the README has none of the first kind
+        resolved = (path.parent / target.split("#")[0]).resolve()
+        if not resolved.exists() or ROOT not in resolved.parents:
+            broken.append(target)
+    assert not broken, broken
+
+
+def test_the_readme_links_nowhere_outside_the_repository():
+    outside = [t for t in _links(README) if re.match(r"^[a-z][a-z0-9+.-]*:", t)]
+    assert not outside and "http://" not in README.read_text("utf-8") and "https://" not in README.read_text("utf-8")
+
+
+def test_docs_exist_for_each_topic_the_readme_moved_out():
+    names = {p.name for p in DOCS}
+    assert {"methods.md", "reading.md", "validation.md", "scale.md", "design.md"} <= names
+    readme_links = {Path(t).name for t in _links(README)}
+    assert names <= readme_links, names - readme_links
+
+
+def test_ci_runs_the_readme_test_command():
+    """.ci/run takes the second fenced block of the Quick start; it must be exactly the pytest command."""
+    script = (ROOT / ".ci" / "run").read_text("utf-8")
+    awk = re.search(r"\$\((awk .*README\.md)\)", script).group(1)
+    out = subprocess.run(["bash", "-c", awk], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    quick = README.read_text("utf-8").split("## Quick start", 1)[1]
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", quick, flags=re.S)
+    assert out == blocks[1] and "pytest" in out and len(out.strip().splitlines()) == 1
+
+
+def test_results_and_validation_are_what_make_results_generates():
+    """No table in RESULTS.md or docs/validation.md is edited by hand: both are exactly what
+    ``benchmarks/make_results.py`` produces from ``benchmarks/results/*.json``."""
+    spec = importlib.util.spec_from_file_location("make_results", ROOT / "benchmarks" / "make_results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    built = module.build()
+    assert set(built) == {ROOT / "benchmarks" / "RESULTS.md", ROOT / "docs" / "validation.md"}
+    for path, text in built.items():
+        assert path.read_text("utf-8") == text, f"{path.name} differs: run python benchmarks/make_results.py"
+
+
+def test_make_results_renders_a_harness_record_and_lists_unplaced_ones(tmp_path):
+    spec = importlib.util.spec_from_file_location("make_results", ROOT / "benchmarks" / "make_results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    template = tmp_path / "T.md"
+    template.write_text("# Title\n\n@@ bench_x\n")
+    record = {"benchmark": "bench_x", "title": "Speed", "notes": "Fast.", "argv": ["--n", "10"],
+              "date": "2026-12-01", "machine": {"cpus": 2, "load_1min": 1.5},
+              "rows": [{"n": 10, "seconds": 0.25}]}
+    text = module.render(template, {"bench_x": record, "bench_y": {**record, "title": "Other"}},
+                         unplaced=["bench_y"])
+    assert "| n | seconds |\n|---:|---:|\n| 10 | 0.25 |" in text
+    assert "`python benchmarks/bench_x.py --n 10`, 2026-12-01, 2 CPUs, load 1.5" in text
+    assert "**Other**" in text.split("## Other results")[1]
+    template.write_text("@@ missing\n")
+    with pytest.raises(SystemExit, match="missing"):
+        module.render(template, {})
