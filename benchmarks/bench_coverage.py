@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 import polars as pl
+from harness import report
 
 from mechanism.boundaries import boundary
 from mechanism.compare import reweighting
@@ -154,30 +155,26 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=200)
     args = parser.parse_args()
     start = time.perf_counter()
-    print("### PASS@(k,T) interval coverage (n = 16 samples, skewed difficulty, 95 %)\n")
-    print("| problems | interval | k = 1 | k = 4 | k = 16 |\n|---:|---|---:|---:|---:|")
-    for row in passkt_coverage(args.reps):
-        print(f"| {row[0]} | {row[1]} | " + " | ".join(f"{v:.3f}" for v in row[2:]) + " |")
-    print("\n### Per-strategy rows under identical policies, unequal design (share of data sets with any row "
-          "excluding 0; 5 strategies)\n")
-    print("| questions | separate 95 % | Bonferroni | simultaneous band | strategy_shift band (6 columns) |\n"
-          "|---:|---:|---:|---:|---:|")
-    for row in strategy_rows_null(max(args.reps // 2, 20)):
-        print(f"| {row[0]} | " + " | ".join(f"{v:.3f}" for v in row[1:]) + " |")
+    params = vars(args)
+    report(__file__, [{"problems": r[0], "interval": r[1], **{f"k = {k}": round(v, 3) for k, v in zip((1, 4, 16), r[2:])}}
+                      for r in passkt_coverage(args.reps)], part="passkt", params=params,
+           title="PASS@(k,T) interval coverage (n = 16 samples, skewed difficulty, 95 %)")
+    columns = ("questions", "separate 95 %", "Bonferroni", "simultaneous band", "strategy_shift band (6 columns)")
+    report(__file__, [dict(zip(columns, (r[0], *(round(v, 3) for v in r[1:]))))
+                      for r in strategy_rows_null(max(args.reps // 2, 20))], part="strategy_rows", params=params,
+           title="Per-strategy rows under identical policies, unequal design (share of data sets with any row "
+                 "excluding 0; 5 strategies)")
     level, spread = boundary_level_and_power(args.reps)
-    print("\n### Boundary test, 100 questions, base 4 vs treated 32 samples\n")
-    print("| treated lift on hard problems | rejection rate at 0.05 |\n|---:|---:|")
-    for lift, rate in level:
-        print(f"| {lift:+.2f} | {rate:.3f} |")
-    print("\n| data set | min p over seeds 0-4 | max p | spread |\n|---:|---:|---:|---:|")
-    for row in spread:
-        print(f"| {row[0]} | {row[1]:.4f} | {row[2]:.4f} | {row[3]:.4f} |")
-    print("\n### Within interval contains 0 (success by question only, strategies moved between easy and hard)\n")
-    print("| strata | share of data sets |\n|---|---:|")
-    for strata, share in strata_coverage(max(args.reps // 2, 20)):
-        print(f"| {strata} | {share:.3f} |")
-    print(f"\n({time.perf_counter() - start:.0f} s)")
-
+    report(__file__, [{"treated lift on hard problems": f"{lift:+.2f}", "rejection rate at 0.05": round(rate, 3)}
+                      for lift, rate in level], part="boundary", params=params,
+           title="Boundary test, 100 questions, base 4 vs treated 32 samples")
+    report(__file__, [{"data set": r[0], "min p over seeds 0-4": round(r[1], 4), "max p": round(r[2], 4),
+                       "spread": round(r[3], 4)} for r in spread], part="boundary_seeds", params=params,
+           title="Boundary test p-value over seeds 0-4, fixed data sets")
+    report(__file__, [{"strata": strata, "share of data sets": round(share, 3)}
+                      for strata, share in strata_coverage(max(args.reps // 2, 20))], part="strata", params=params,
+           title="Within interval contains 0 (success by question only, strategies moved between easy and hard)",
+           notes=f"({time.perf_counter() - start:.0f} s for all five tables)")
 
 if __name__ == "__main__":
     main()

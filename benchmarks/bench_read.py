@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
 import re
 import statistics
@@ -29,6 +27,7 @@ import time
 from pathlib import Path
 
 import polars as pl
+from harness import report
 
 from mechanism.readers import read
 from mechanism.scoring import exact_match
@@ -129,16 +128,14 @@ def bench_openai(sizes: list[int], repeat: int) -> None:
             wall, cpu, runs = _time(lambda: read(path, format="openai"), repeat)
             assert runs["n_rounds"][0] == n and runs["steps"][0][-1]["observation"] == f"item_{n - 1} links to item_{n}"
             rows.append((n, wall, cpu))
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"openai reader, one conversation per size, calls with ids, tool messages without; {os.cpu_count()} CPUs, load "
-          f"average {load:.1f} at the end, Python {platform.python_version()}; median of {repeat}")
-    print()
-    print("| tool messages | wall s | CPU s | growth vs previous size (wall) |")
-    print("|---:|---:|---:|---:|")
+    table = []
     for i, (n, wall, cpu) in enumerate(rows):
         growth = f"{wall / rows[i - 1][1]:.2f}x for {n / rows[i - 1][0]:.0f}x" if i else "-"
-        print(f"| {n:,} | {wall:.2f} | {cpu:.2f} | {growth} |")
-
+        table.append({"tool messages": n, "wall s": round(wall, 2), "CPU s": round(cpu, 2),
+                      "growth vs previous size (wall)": growth})
+    report(__file__, table, part="openai", params={"openai": ",".join(map(str, sizes)), "repeat": repeat},
+           title="openai reader, one conversation per size, calls with ids, tool messages without",
+           notes=f"Median of {repeat}.")
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -162,18 +159,14 @@ def main() -> None:
         assert ours.height == naive.height == args.n
         assert ours["n_rounds"].to_list() == naive["n_rounds"].to_list()
         assert ours["correct"].to_list() == naive["correct"].to_list()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"searchr1 read benchmark: {args.n:,} trajectories, {size_mb:,.0f} MB JSONL "
-          f"(written in {write_s:.1f} s), mean rounds {ours['n_rounds'].mean():.2f}; "
-          f"{os.cpu_count()} CPUs, load average {load:.1f} at the end, Python {platform.python_version()}, "
-          f"polars {pl.__version__}; median of {args.repeat}")
-    print()
-    print("| implementation | wall s | CPU s | trajectories/s (wall) | speed vs naive (wall) |")
-    print("|---|---:|---:|---:|---:|")
-    for name, t, c in (("mechanism.read(format='searchr1')", t_ours, c_ours),
-                       ("mechanism.read(format='auto')", t_auto, c_auto),
-                       ("naive json.loads + re.findall + pl.DataFrame", t_naive, c_naive)):
-        print(f"| {name} | {t:.2f} | {c:.2f} | {args.n / t:,.0f} | {t_naive / t:.2f}x |")
+    rows = [{"implementation": name, "wall s": round(t, 2), "CPU s": round(c, 2),
+             "trajectories/s (wall)": round(args.n / t), "speed vs naive (wall)": f"{t_naive / t:.2f}x"}
+            for name, t, c in (("mechanism.read(format='searchr1')", t_ours, c_ours),
+                               ("mechanism.read(format='auto')", t_auto, c_auto),
+                               ("naive json.loads + re.findall + pl.DataFrame", t_naive, c_naive))]
+    report(__file__, rows, params=vars(args), title=f"searchr1 read benchmark: {args.n:,} trajectories",
+           notes=f"{size_mb:,.0f} MB JSONL (written in {write_s:.1f} s), mean rounds {ours['n_rounds'].mean():.2f}; "
+                 f"polars {pl.__version__}; median of {args.repeat}.")
 
 if __name__ == "__main__":
     main()

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 import polars as pl
+from harness import report
 
 from mechanism.resample import question_bootstrap_weights
 from mechanism.compare import js_divergence, kitagawa_split, permutation_test, reweighting, stream
@@ -118,13 +119,11 @@ def main() -> None:
     rows.append(("within-question permutation test", f"{args.n_permutations} permutations", t_ref, t_mod,
                  f"p = {p_mod:.4f} (module), {p_ref:.4f} (reference; different draws)"))
 
-    print(f"{runs.height} trajectories ({args.questions} questions x {args.samples} samples x 2 arms), "
-          f"{args.strategies} strategies; best of 3 for the module, 1 run for the reference\n")
-    print("| task | size | reference (s) | mechanism (s) | speed-up | check |")
-    print("|---|---|---:|---:|---:|---|")
-    for task, size, ref_s, mod_s, check in rows:
-        print(f"| {task} | {size} | {ref_s:.3f} | {mod_s:.3f} | {ref_s / mod_s:.1f}x | {check} |")
-
+    report(__file__, [{"task": task, "size": size, "reference (s)": round(ref_s, 3), "mechanism (s)": round(mod_s, 3),
+                       "speed-up": f"{ref_s / mod_s:.1f}x", "check": check} for task, size, ref_s, mod_s, check in rows],
+           title="Reweighting: measured speed", params=vars(args),
+           notes=f"{runs.height} trajectories ({args.questions} questions x {args.samples} samples x 2 arms), "
+                 f"{args.strategies} strategies; best of 3 for the module, 1 run for the reference.")
 
 if __name__ == "__main__":
     main()

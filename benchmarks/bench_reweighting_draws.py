@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 import polars as pl
+from harness import report
 
 import mechanism.compare
 from mechanism.compare import reweighting
@@ -72,14 +73,12 @@ def main() -> None:
         question_bootstrap_weights(args.questions, args.n_boot, stream(0, "bootstrap")).astype(float)
         draw.append(time.perf_counter() - t0)
 
-    print(f"{runs.height} trajectories ({args.questions} questions x {args.samples} samples x 2 arms), "
-          f"{args.n_boot} bootstrap replicates, no permutations; best of {args.repeat}\n")
-    print("| quantity | value |")
-    print("|---|---:|")
-    print(f"| reweighting(..., steps, coordinates) (s) | {min(times):.3f} |")
-    print(f"| question-bootstrap draws per call | {len(calls)} |")
-    print(f"| one draw of ({args.n_boot}, {args.questions}) weights (s) | {min(draw):.3f} |")
-
+    rows = [{"quantity": "reweighting(..., steps, coordinates) (s)", "value": round(min(times), 3)},
+            {"quantity": "question-bootstrap draws per call", "value": len(calls)},
+            {"quantity": f"one draw of ({args.n_boot}, {args.questions}) weights (s)", "value": round(min(draw), 3)}]
+    report(__file__, rows, title="One question-bootstrap draw per `reweighting` call", params=vars(args),
+           notes=f"{runs.height} trajectories ({args.questions} questions x {args.samples} samples x 2 arms), "
+                 f"{args.n_boot} bootstrap replicates, no permutations; best of {args.repeat}.")
 
 if __name__ == "__main__":
     main()

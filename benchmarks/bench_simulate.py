@@ -11,14 +11,13 @@ Markdown table.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import tempfile
 import time
 from unittest import mock
 
 import bm25s
 import numpy as np
+from harness import report
 
 import mechanism.simulation.run as sim_run
 from mechanism.simulation import simulate
@@ -60,7 +59,7 @@ def main() -> None:
     sizes = [("demo", 40, 16, 5), ("paper", 100, 64, 5), ("paper, T=3", 100, 64, 3), ("2x paper", 200, 64, 5)]
     rows = []
     for label, nq, ns, cap in sizes:
-        kw = dict(n_questions=nq, n_samples=ns, t_cap=cap, seed=0, progress=False)
+        kw = dict(n_questions=nq, n_samples=ns, t_cap=cap, random_state=0, progress=False)
         t_sim, sim = _time(lambda: simulate(**kw), args.repeat)
         with tempfile.TemporaryDirectory() as tmp:
             t_write, _ = _time(lambda: sim.write(tmp), args.repeat)
@@ -73,15 +72,11 @@ def main() -> None:
         rows.append((label, f"3 x {nq} x {ns}", cap, sim.runs.height, n_search, f"{t_sim:.2f}",
                      f"{t_write:.2f}", ref, ratio))
 
-    print(f"simulate() on {platform.machine()} ({os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}), "
-          f"numpy {np.__version__}, bm25s {bm25s.__version__}; best of {args.repeat} for every cell\n")
     head = ("size", "arms x questions x samples", "t_cap", "trajectories", "searches", "simulate s",
             "write s", "reference s (uncached bm25s.retrieve)", "reference / ours")
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    for r in rows:
-        print("| " + " | ".join(str(x) for x in r) + " |")
-
+    report(__file__, [dict(zip(head, r)) for r in rows], title="simulate() speed",
+           notes=f"numpy {np.__version__}, bm25s {bm25s.__version__}; best of {args.repeat} for every cell.",
+           params=vars(args))
 
 if __name__ == "__main__":
     main()

@@ -71,6 +71,7 @@ def main() -> None:
     import mechanism.embed as embed_module
     import mechanism.strategy_space as space_module
     from bench_strategies import instrument
+    from harness import report
 
     runs = varied_world(args.n)
     timings = instrument(space_module, embed_module)
@@ -80,12 +81,11 @@ def main() -> None:
     total = time.perf_counter() - t
     distinct = len(set(space.train_renderings_))
     rest = total - timings["segment"] - timings["forward"] - timings["load"]
-    print(f"| trajectories | distinct renderings | fit s | segmentation s | model load s | forward passes s "
-          f"| rest s | rest share | strategies |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    print(f"| {runs.height:,} | {distinct:,} | {total:.1f} | {timings['segment']:.1f} | {timings['load']:.1f} | "
-          f"{timings['forward']:.1f} | {rest:.1f} | {rest / total:.0%} | {space.n_strategies_} |")
-
+    report(__file__, [{"trajectories": runs.height, "distinct renderings": distinct, "fit s": round(total, 1),
+                       "segmentation s": round(timings["segment"], 1), "model load s": round(timings["load"], 1),
+                       "forward passes s": round(timings["forward"], 1), "rest s": round(rest, 1),
+                       "rest share": f"{rest / total:.0%}", "strategies": space.n_strategies_}],
+           title="Fit time at scale, renderings mostly distinct", params=vars(args))
 
 if __name__ == "__main__":
     main()

@@ -10,14 +10,14 @@ Run: ``python benchmarks/bench_track.py [--questions 60] [--samples 16]``; print
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from harness import report
 
 
 def timed(args: list[str]) -> tuple[float, float]:
@@ -59,12 +59,9 @@ def main() -> None:
         wall, cpu = timed(["reweighting", str(tmp / "two" / "searchr1"), "--labels",
                            str(tmp / "space" / "labels.parquet"), "--base", "base", "--out", str(tmp / "rw_labels")])
         rows.append(("mechanism reweighting --labels", "1,920 trajectories", wall, cpu, "no embedding"))
-    print(f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}\n")
-    print("| command | size | wall (s) | CPU (s) | note |")
-    print("|---|---|---:|---:|---|")
-    for name, size, wall, cpu, note in rows:
-        print(f"| {name} | {size} | {wall:.1f} | {cpu:.1f} | {note} |")
-
+    report(__file__, [{"command": name, "size": size, "wall (s)": round(wall, 1), "CPU (s)": round(cpu, 1),
+                       "note": note} for name, size, wall, cpu, note in rows],
+           title="Checkpoint series and reports", params=vars(args))
 
 if __name__ == "__main__":
     main()

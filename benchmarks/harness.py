@@ -47,17 +47,21 @@ def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def report(script: str, rows: Sequence[Mapping[str, Any]], *, title: str, notes: str = "",
-           params: Mapping[str, Any] | None = None, out: Path | None = None) -> Path:
+           params: Mapping[str, Any] | None = None, out: Path | None = None, part: str | None = None) -> Path:
     """Print ``rows`` as a table and write them, with the machine and the parameters, to
     ``benchmarks/results/<script stem>.json``. Returns the JSON path.
 
     ``script`` is the benchmark's ``__file__``; ``params`` its command-line arguments, so a
-    reader can rerun exactly what produced the numbers.
+    reader can rerun exactly what produced the numbers. A script that writes several tables
+    names each with ``part`` (``results/<script stem>.<part>.json``).
     """
-    name = Path(script).stem
-    out = out or RESULTS / f"{name}.json"
+    name = Path(script).stem + (f".{part}" if part else "")
+    # BENCH_RESULTS_DIR: a smoke run with small arguments writes elsewhere, so it never
+    # replaces the recorded full-size results
+    folder = Path(os.environ["BENCH_RESULTS_DIR"]) if os.environ.get("BENCH_RESULTS_DIR") else RESULTS
+    out = out or folder / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    record = {"benchmark": name, "title": title, "notes": notes, "params": dict(params or {}),
+    record = {"benchmark": Path(script).stem, "part": part, "title": title, "notes": notes, "params": dict(params or {}),
               "machine": machine(), "date": time.strftime("%Y-%m-%d"), "argv": sys.argv[1:], "rows": [dict(r) for r in rows]}
     tmp = out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
@@ -65,5 +69,5 @@ def report(script: str, rows: Sequence[Mapping[str, Any]], *, title: str, notes:
     print(f"## {title}\n\n{markdown_table(rows)}\n")
     if notes:
         print(notes)
-    print(f"(written to {out.relative_to(out.parents[1]) if len(out.parents) > 1 else out})")
+    print(f"(written to {out})")
     return out

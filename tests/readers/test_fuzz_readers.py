@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
@@ -177,34 +176,8 @@ def test_answer_extraction_is_total_and_bounded(text, repeat):
                     "whole_message", "none"}
 
 
-@settings(max_examples=max(5, N // 8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(FRAGMENTS[:-2]), min_size=1, max_size=6).map("".join),
-       st.sampled_from(["searchr1", "openai", "react"]))
-def test_time_is_linear_in_input_size(unit, fmt):
-    """Any repeated fragment mix: 4x the input takes well under 16x the time (quadratic)."""
-    def record(size: int) -> dict:
-        text = unit * max(1, size // len(unit))
-        if fmt == "openai":
-            return {"question": "q", "gold": ["x"], "messages": [{"role": "user", "content": "q"},
-                                                                 {"role": "assistant", "content": text}]}
-        return {"question": "q", "gold": ["x"], "response" if fmt == "searchr1" else "text": text}
-
-    def timed(path: Path) -> float:
-        start = time.perf_counter()
-        try:
-            read(path, format=fmt, errors="skip")
-        except InputError:
-            pass
-        return time.perf_counter() - start
-
-    with tempfile.TemporaryDirectory() as tmp:
-        small, big = Path(tmp) / "s.jsonl", Path(tmp) / "b.jsonl"
-        small.write_text(json.dumps(record(32 * 1024)))
-        big.write_text(json.dumps(record(128 * 1024)))
-        timed(small)
-        t_small = min(timed(small) for _ in range(2))
-        t_big = min(timed(big) for _ in range(2))
-        assert t_big < 8 * t_small + 0.05, (unit, t_small, t_big)
+# Reading time against input size (mixed fragments included) is measured in
+# benchmarks/bench_hostile_read.py, not asserted here: no wall-clock assertion in a test.
 
 
 _INSPECT_BASE: dict = {}
