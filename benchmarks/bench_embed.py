@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -105,14 +106,12 @@ def main() -> None:
     on_gpu = args.device in ("auto", "cuda") and torch.cuda.is_available()
     sample = args.minilm_sample or (None if on_gpu else 1000)
     made = backends(args)
-    print(f"device: {device_name(args.device)}\n")
+    device = device_name(args.device)
 
     runs, _ = distinct_world(args.n, seed=1)
     texts = render(runs)["rendering"].unique(maintain_order=True).to_list()
     n_steps = len({p for t in texts for p in t.split(" | ")})
-    print(f"## Speed: {len(texts):,} distinct renderings ({n_steps:,} distinct steps) of {runs.height:,} trajectories\n")
-    print("| backend | renderings embedded | time (s) | renderings / s | time for all (s) |")
-    print("|---|---:|---:|---:|---:|")
+    speed = []
     for name, make in made.items():
         emb = make()
         emb.embed(texts[:8])  # load the model outside the clock
@@ -122,12 +121,15 @@ def main() -> None:
         dt = time.perf_counter() - t
         rate = len(pick) / dt
         full = f"{len(texts) / rate:.1f}" + (" (scaled)" if len(pick) < len(texts) else "")
-        print(f"| {name} | {len(pick):,} | {dt:.1f} | {rate:,.0f} | {full} |")
+        speed.append({"backend": name, "renderings embedded": len(pick), "time (s)": round(dt, 1),
+                      "renderings / s": round(rate), "time for all (s)": full})
         del emb
+    report(__file__, speed, part="speed", params=vars(args), notes=f"device: {device}",
+           title=f"Speed: {len(texts):,} distinct renderings ({n_steps:,} distinct steps) of {runs.height:,} "
+                 "trajectories")
     if args.skip_ari:
         return
 
-    print("\n## Recovery: adjusted Rand index against the planted strategies\n")
     worlds = []
     for seed in (0, 11, 23):
         sim = simulate(n_questions=60, n_samples=8, random_state=seed, progress=False)
@@ -137,16 +139,18 @@ def main() -> None:
         worlds.append((f"simulator seed {seed} ({sim.runs.height:,})", sim.runs, truth))
     druns, dtruth = distinct_world(args.n_ari, seed=2)
     worlds.append((f"distinct world ({druns.height:,})", druns, dtruth))
-    print("| world | " + " | ".join(f"{b} ARI | {b} fit (s)" for b in made) + " |")
-    print("|---|" + "---:|---:|" * len(made))
+    table = []
     for label, wruns, truth in worlds:
-        cells = []
+        cells = {"world": label}
         for name, make in made.items():
             t = time.perf_counter()
             space = StrategySpace(embedder=make(), random_state=0, progress=False).fit(wruns)
             dt = time.perf_counter() - t
-            cells.append(f"{adjusted_rand_score(truth, space.labels_):.3f} | {dt:.1f}")
-        print(f"| {label} | " + " | ".join(cells) + " |")
+            cells[f"{name} ARI"] = round(adjusted_rand_score(truth, space.labels_), 3)
+            cells[f"{name} fit (s)"] = round(dt, 1)
+        table.append(cells)
+    report(__file__, table, part="recovery", params=vars(args), notes=f"device: {device}",
+           title="Recovery: adjusted Rand index against the planted strategies")
 
 
 if __name__ == "__main__":

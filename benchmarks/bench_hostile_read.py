@@ -22,13 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from harness import report
 
 from mechanism.errors import InputError
 from mechanism.readers import read
@@ -50,6 +51,9 @@ def records(size: int) -> dict[str, tuple[dict, dict]]:
         "react: Action lines without ]": ({"question": "q", "gold": ["x"], "text": "Action 1: search[x\n"
                                            * (size // 19)}, {"format": "react"}),
         "searchr1: <answer> x N": ({"question": "q", "gold": ["x"], "response": "<answer>" * (size // 8)}, {}),
+        # a mix of the fragments tests/readers/test_fuzz_readers.py draws from (its timing lives here)
+        "searchr1: mixed fragments x N": ({"question": "q", "gold": ["x"], "response": (
+            "<answer><think>\\boxed{Finish[Action: search[<search>Answer:") * (size // 58)}, {}),
         "atif: <answer> x N": ({"schema_version": "ATIF-v1.4", "session_id": "s", "agent": {"name": "a", "version": "1"},
                                 "extra": {"gold": ["x"]}, "steps": [
                                     {"step_id": 1, "source": "user", "message": "q"},
@@ -76,13 +80,12 @@ def bench_read() -> None:
                 path.write_text(json.dumps(record))
                 timed(path, **kw)
                 table[name].append(min(timed(path, **kw) for _ in range(3)))
-    print(f"hostile records, one per file; best of 3 after a warm-up; {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f}, Python {platform.python_version()}\n")
-    print("| record | " + " | ".join(f"{kb} KB s" for kb in SIZES_KB) + " | growth per doubling (256 KB -> 1 MB) |")
-    print("|---|" + "---:|" * (len(SIZES_KB) + 1))
+    rows = []
     for name, times in table.items():
         growth = (times[-1] / times[2]) ** 0.5 if times[2] > 0 else float("nan")
-        print(f"| {name} | " + " | ".join(f"{t:.4f}" for t in times) + f" | {growth:.2f}x |")
+        rows.append({"record": name, **{f"{kb} KB s": round(t, 4) for kb, t in zip(SIZES_KB, times)},
+                     "growth per doubling (256 KB -> 1 MB)": f"{growth:.2f}x"})
+    report(__file__, rows, part="read", title="hostile records, one per file; best of 3 after a warm-up")
 
 
 def bench_passkt() -> None:
@@ -104,10 +107,9 @@ def bench_passkt() -> None:
 
         biggest = max((Image.open(p).size[0] * Image.open(p).size[1], p.name)
                       for p in (Path(tmp) / "out").rglob("*.png"))
-    print(f"\nmechanism passkt, arm name of {len(long)} characters (invalid mathtext, control characters)\n")
-    print("| exit status | wall s | peak RSS MB | largest PNG (megapixels) |")
-    print("|---:|---:|---:|---:|")
-    print(f"| {proc.returncode} | {wall:.1f} | {peak_mb:.0f} | {biggest[0] / 1e6:.2f} ({biggest[1]}) |")
+    report(__file__, [{"exit status": proc.returncode, "wall s": round(wall, 1), "peak RSS MB": round(peak_mb),
+                       "largest PNG (megapixels)": f"{biggest[0] / 1e6:.2f} ({biggest[1]})"}], part="passkt",
+           title=f"mechanism passkt, arm name of {len(long)} characters (invalid mathtext, control characters)")
 
 
 def _pattern_record(size: int, pattern: str) -> dict:
@@ -123,10 +125,7 @@ def bench_round3() -> None:
     patterns = ("(a+)+$", ".*ANSWER: (.*)")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        print("\n`--answer-pattern` on one message without a match (RE2; Python's re is exponential on the first, "
-              "quadratic on the second)\n")
-        print("| pattern | " + " | ".join(f"{kb} KB s" for kb in SIZES_KB) + " | growth per doubling |")
-        print("|---|" + "---:|" * (len(SIZES_KB) + 1))
+        table = []
         for pattern in patterns:
             times = []
             for kb in SIZES_KB:
@@ -135,7 +134,11 @@ def bench_round3() -> None:
                 timed(path, answer_pattern=pattern)
                 times.append(min(timed(path, answer_pattern=pattern) for _ in range(3)))
             growth = (times[-1] / times[2]) ** 0.5 if times[2] > 0 else float("nan")
-            print(f"| `{pattern}` | " + " | ".join(f"{t:.4f}" for t in times) + f" | {growth:.2f}x |")
+            table.append({"pattern": f"`{pattern}`", **{f"{kb} KB s": round(t, 4) for kb, t in zip(SIZES_KB, times)},
+                          "growth per doubling": f"{growth:.2f}x"})
+        report(__file__, table, part="answer_pattern",
+               title="`--answer-pattern` on one message without a match (RE2; Python's re is exponential on the "
+                     "first, quadratic on the second)")
 
         path = tmp / "w.jsonl"
         path.write_text("\n".join(json.dumps({"question": "q", "gold": ["x"], "question_id": str(i), "trial": i,
@@ -149,9 +152,8 @@ def bench_round3() -> None:
             except InputError as exc:
                 kept, outcome = 0, f"refused: {str(exc)[:60]}..."
             rows.append((label, time.perf_counter() - start, outcome, kept))
-        print("\n`--where` on 2,000 records\n\n| filter | s | outcome | rows |\n|---|---:|---|---:|")
-        for label, sec, outcome, kept in rows:
-            print(f"| {label} | {sec:.3f} | {outcome} | {kept} |")
+        report(__file__, [{"filter": label, "s": round(sec, 3), "outcome": outcome, "rows": kept}
+                          for label, sec, outcome, kept in rows], part="where", title="`--where` on 2,000 records")
 
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -187,16 +189,17 @@ def bench_round3() -> None:
         launcher = ("import os, subprocess, sys\nchild = subprocess.Popen(sys.argv[1:])\n"
                     "_, status, usage = os.wait4(child.pid, 0)\nprint(f'peak_kb={usage.ru_maxrss}', file=sys.stderr)\n"
                     "sys.exit(os.waitstatus_to_exitcode(status))")
-        print("\ntampered inputs through the command (one line on stderr expected)\n")
-        print("| case | exit status | wall s | peak RSS MB | stderr lines |\n|---|---:|---:|---:|---:|")
+        table = []
         for label, args in cases:
             start = time.perf_counter()
             proc = subprocess.run([sys.executable, "-c", launcher, sys.executable, "-m", "mechanism", *args],
                                   capture_output=True, text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"})
             wall = time.perf_counter() - start
             errors, _, peak = proc.stderr.rpartition("peak_kb=")
-            print(f"| {label} | {proc.returncode} | {wall:.2f} | {int(peak) / 1024:.0f} | "
-                  f"{len(errors.strip().splitlines())} |")
+            table.append({"case": label, "exit status": proc.returncode, "wall s": round(wall, 2),
+                          "peak RSS MB": round(int(peak) / 1024), "stderr lines": len(errors.strip().splitlines())})
+        report(__file__, table, part="tampered",
+               title="tampered inputs through the command (one line on stderr expected)")
 
 
 def main() -> None:

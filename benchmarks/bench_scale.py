@@ -39,6 +39,8 @@ import threading
 import time
 from pathlib import Path
 
+from harness import report
+
 
 def simulate_shards(data: Path, n: int, samples: int, shards: int) -> None:
     """Search-R1 JSONL shards (the format RL rollouts are dumped in): one simulated world per
@@ -195,22 +197,21 @@ def main() -> None:
                               check=True, capture_output=True, text=True)
         total = time.perf_counter() - t
     r = json.loads(proc.stdout.strip().splitlines()[-1])
-    print(f"\n{r['rows']:,} trajectories, {args.shards} shards, n_jobs={args.n_jobs}, "
-          f"{os.cpu_count()} cores; strategies fitted on {r['fit_rows']:,} rows ({r['n_strategies']} found)\n")
-    print("| stage | time (s) |")
-    print("|---|---:|")
-    for name, key in (("read (parquet parts, lazy frame)", "read_s"), ("PASS@(k,T) with intervals", "passkt_s"),
-                      ("strategies: fit on sample + save", "fit_s"), ("strategies: assign every shard", "assign_s"),
-                      ("reweighting" + (" + neighbours" if args.neighbours else ""), "reweighting_s")):
-        print(f"| {name} | {r[key]:.1f} |")
-    print(f"| **total (fresh process, imports included)** | **{total:.1f}** |")
+    rows = [{"stage": name, "time (s)": round(r[key], 1)}
+            for name, key in (("read (parquet parts, lazy frame)", "read_s"), ("PASS@(k,T) with intervals", "passkt_s"),
+                              ("strategies: fit on sample + save", "fit_s"),
+                              ("strategies: assign every shard", "assign_s"),
+                              ("reweighting" + (" + neighbours" if args.neighbours else ""), "reweighting_s"))]
+    rows.append({"stage": "**total (fresh process, imports included)**", "time (s)": round(total, 1)})
     if r["peak_gb_worker"] is None:
-        print(f"\npeak memory: pipeline process {r['peak_gb_self']:.2f} GB (workers not measured: no /proc)")
+        memory = f"peak memory: pipeline process {r['peak_gb_self']:.2f} GB (workers not measured: no /proc)"
     else:
-        print(f"\npeak memory: pipeline process {r['peak_gb_self']:.2f} GB, largest worker "
-              f"{r['peak_gb_worker']:.2f} GB (bound on the machine-wide peak: "
-              f"{r['peak_gb_self'] + args.n_jobs * r['peak_gb_worker']:.2f} GB)")
-
+        memory = (f"peak memory: pipeline process {r['peak_gb_self']:.2f} GB, largest worker "
+                  f"{r['peak_gb_worker']:.2f} GB (bound on the machine-wide peak: "
+                  f"{r['peak_gb_self'] + args.n_jobs * r['peak_gb_worker']:.2f} GB)")
+    report(__file__, rows, params=vars(args), notes=memory,
+           title=f"{r['rows']:,} trajectories, {args.shards} shards, n_jobs={args.n_jobs}; strategies fitted on "
+                 f"{r['fit_rows']:,} rows ({r['n_strategies']} found)")
 
 if __name__ == "__main__":
     main()

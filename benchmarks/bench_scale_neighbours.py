@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 import polars as pl
+from harness import report
 
 from mechanism.compare import _neighbour_distances
 from mechanism.resample import percentile_interval, question_bootstrap_weights
@@ -102,10 +103,10 @@ def main() -> None:
     coords = space.coordinates(runs)
     setup_s = time.perf_counter() - t
 
-    print(f"setup (simulate, fit MiniLM space, coordinates): {setup_s:.1f} s\n", flush=True)
-    print("| rows | dims | distinct base points | old: search over rows (s) | new: distinct points (s) "
-          "| speed-up | max abs difference of the distances | old far share @ threshold | new far share @ threshold |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+    columns = ("rows", "dims", "distinct base points", "old: search over rows (s)", "new: distinct points (s)",
+               "speed-up", "max abs difference of the distances", "old far share @ threshold",
+               "new far share @ threshold")
+    table = []
     cases = [("small", runs["sample_id"].to_numpy() < args.small_samples), ("large", np.ones(runs.height, bool))]
     for name, keep in cases:
         sub = runs.filter(pl.Series(keep))
@@ -136,9 +137,10 @@ def main() -> None:
             finally:
                 signal.alarm(0)
         n_distinct = len(np.unique(np.ascontiguousarray(xy[~is_t]), axis=0))
-        print(f"| {sub.height:,} | {xy.shape[1]} | {n_distinct:,} | {old_txt} | {new_s:.2f} | {speed} | {diff_txt} |",
-              flush=True)
-
+        cells = [sub.height, xy.shape[1], n_distinct, old_txt, round(new_s, 2), speed, *diff_txt.split(" | ")]
+        table.append(dict(zip(columns, cells)))
+    report(__file__, table, params=vars(args), title="Nearest-base-neighbour statistics",
+           notes=f"setup (simulate, fit MiniLM space, coordinates): {setup_s:.1f} s")
 
 if __name__ == "__main__":
     main()

@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 import polars as pl
+from harness import report
 
 from mechanism.segmentation import render
 
@@ -132,7 +133,7 @@ class _Timed:
         return out
 
 
-def fit_against_minilm(runs: pl.DataFrame, truth: np.ndarray, sample: int, full: bool) -> None:
+def fit_against_minilm(runs: pl.DataFrame, truth: np.ndarray, sample: int, full: bool, params: dict) -> None:
     import resource
 
     from sklearn.metrics import adjusted_rand_score
@@ -167,11 +168,11 @@ def fit_against_minilm(runs: pl.DataFrame, truth: np.ndarray, sample: int, full:
         rows.append(("MiniLM on every distinct rendering (today)", fit_s - composed.seconds + embed_s, embed_s,
                      len(texts), float("nan"), f"embedding scaled from {len(pick):,} at {rate:.1f}/s"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(f"\nfit on {runs.height:,} trajectories ({len(texts):,} distinct renderings), peak memory {peak:.2f} GB\n")
-    print("| embedder | fit (s) | of which embedding (s) | texts through the model | ARI vs planted | how |")
-    print("|---|---:|---:|---:|---:|---|")
-    for name, fit, emb, n, ari, how in rows:
-        print(f"| {name} | {fit:.0f} | {emb:.0f} | {n:,} | {ari:.3f} | {how} |")
+    report(__file__, [{"embedder": name, "fit (s)": round(fit), "of which embedding (s)": round(emb),
+                       "texts through the model": n, "ARI vs planted": "nan" if ari != ari else round(ari, 3),
+                       "how": how} for name, fit, emb, n, ari, how in rows], part="fit", params=params,
+           title=f"fit on {runs.height:,} trajectories ({len(texts):,} distinct renderings), "
+                 f"peak memory {peak:.2f} GB")
 
 
 def main() -> None:
@@ -189,12 +190,12 @@ def main() -> None:
     traj = render(runs)
     render_s = time.perf_counter() - t
     steps = {p for r in traj["rendering"].unique().to_list() for p in r.split(" | ")}
-    print(f"| trajectories | distinct renderings | distinct steps | generate (s) | render (s) |")
-    print("|---:|---:|---:|---:|---:|")
-    print(f"| {runs.height:,} | {traj['rendering'].n_unique():,} | {len(steps):,} | {gen_s:.1f} | {render_s:.1f} |")
+    report(__file__, [{"trajectories": runs.height, "distinct renderings": traj["rendering"].n_unique(),
+                       "distinct steps": len(steps), "generate (s)": round(gen_s, 1), "render (s)": round(render_s, 1)}],
+           part="world", params=vars(args), title=f"{runs.height:,} trajectories with mostly distinct renderings")
     if args.fit:
         del traj
-        fit_against_minilm(runs, truth, args.minilm_sample, args.minilm_full)
+        fit_against_minilm(runs, truth, args.minilm_sample, args.minilm_full, vars(args))
 
 
 if __name__ == "__main__":

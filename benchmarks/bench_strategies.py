@@ -167,38 +167,39 @@ def main() -> None:
             ref = _run("reference", table, Path(tmp) / "unused", args.reference_sample, env)
     cold, warm = _median(cold_runs), _median(warm_runs)
     rows = cold["rows"]
-    print(f"## Strategy space, {rows:,} simulated trajectories, {os.cpu_count()} cores "
-          f"(median of {args.repeat} fresh processes per row)\n")
-    print("| run | process total s | imports s | fit s (in-process) | segmentation s | model load s "
-          "| model forward s | rest of fit s | texts embedded | cached | strategies |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    columns = ("run", "process total s", "imports s", "fit s (in-process)", "segmentation s", "model load s",
+               "model forward s", "rest of fit s", "texts embedded", "cached", "strategies")
+    table = []
     for name, r in (("cold cache", cold), ("warm cache", warm)):
         rest = r["fit_s"] - r["segment_s"] - r["load_s"] - r["forward_s"]
-        print(f"| {name} | {r['total_s']:.2f} | {r['imports_s']:.2f} | {r['fit_s']:.2f} | {r['segment_s']:.2f} "
-              f"| {r['load_s']:.2f} | {r['forward_s']:.2f} | {rest:.2f} | {r['n_embedded']:,} | {r['n_cached']:,} "
-              f"| {r['n_strategies']} |")
+        table.append(dict(zip(columns, (name, *(round(r[k], 2) for k in ("total_s", "imports_s", "fit_s", "segment_s",
+                                                                          "load_s", "forward_s")),
+                                        round(rest, 2), r["n_embedded"], r["n_cached"], r["n_strategies"]))))
     if ref is not None:
-        print(f"| reference: MiniLM on raw transcripts (BERTopic-style), {ref['sample']} timed, scaled to {rows:,} "
-              f"| | | | | | {ref['extrapolated_s']:.1f} | | {rows:,} | | |")
-    print()
+        table.append({**dict.fromkeys(columns, ""), "run": f"reference: MiniLM on raw transcripts (BERTopic-style), "
+                      f"{ref['sample']} timed, scaled to {rows:,}", "model forward s": round(ref["extrapolated_s"], 1),
+                      "texts embedded": rows})
     fwd = cold["forward_s"]
-    for label, total in (("fresh process", cold["total_s"]), ("fit call alone", cold["fit_s"])):
-        print(f"- bar 1 ({label}): everything but the model's forward passes = {total - fwd:.2f} s "
-              f"= {(total - fwd) / total:.0%} of {total:.2f} s (bar: at most 30 %)")
-    print(f"- bound on bar 1: model loading alone ({cold['load_s']:.2f} s) vs forward passes ({fwd:.2f} s) "
-          f"leaves at least {cold['load_s'] / (cold['load_s'] + fwd):.0%} of the cold run outside the forward "
-          f"passes, for {cold['n_embedded']:,} distinct renderings")
-    print(f"- bar 2 (fresh process): warm / cold = {warm['total_s']:.2f} / {cold['total_s']:.2f} s "
-          f"= {warm['total_s'] / cold['total_s']:.1%} (bar: at most 10 %)")
-    print(f"- bar 2 (fit call alone): warm / cold = {warm['fit_s']:.3f} / {cold['fit_s']:.2f} s "
-          f"= {warm['fit_s'] / cold['fit_s']:.1%}")
+    notes = [f"- bar 1 ({label}): everything but the model's forward passes = {total - fwd:.2f} s "
+             f"= {(total - fwd) / total:.0%} of {total:.2f} s (bar: at most 30 %)"
+             for label, total in (("fresh process", cold["total_s"]), ("fit call alone", cold["fit_s"]))]
+    notes.append(f"- bound on bar 1: model loading alone ({cold['load_s']:.2f} s) vs forward passes ({fwd:.2f} s) "
+                 f"leaves at least {cold['load_s'] / (cold['load_s'] + fwd):.0%} of the cold run outside the forward "
+                 f"passes, for {cold['n_embedded']:,} distinct renderings")
+    notes.append(f"- bar 2 (fresh process): warm / cold = {warm['total_s']:.2f} / {cold['total_s']:.2f} s "
+                 f"= {warm['total_s'] / cold['total_s']:.1%} (bar: at most 10 %)")
+    notes.append(f"- bar 2 (fit call alone): warm / cold = {warm['fit_s']:.3f} / {cold['fit_s']:.2f} s "
+                 f"= {warm['fit_s'] / cold['fit_s']:.1%}")
     if ref is not None:
-        print(f"- cold process total vs the reference's forward passes alone: "
-              f"{ref['extrapolated_s'] / cold['total_s']:.0f}x faster ({ref['per_text_s'] * 1000:.1f} ms per raw "
-              f"transcript of {ref['mean_chars']:.0f} characters)")
-    print("\nper run (cold total / warm total, s): "
-          + ", ".join(f"{c['total_s']:.2f}/{w['total_s']:.2f}" for c, w in zip(cold_runs, warm_runs)))
+        notes.append(f"- cold process total vs the reference's forward passes alone: "
+                     f"{ref['extrapolated_s'] / cold['total_s']:.0f}x faster ({ref['per_text_s'] * 1000:.1f} ms per raw "
+                     f"transcript of {ref['mean_chars']:.0f} characters)")
+    notes.append("\nper run (cold total / warm total, s): "
+                 + ", ".join(f"{c['total_s']:.2f}/{w['total_s']:.2f}" for c, w in zip(cold_runs, warm_runs)))
+    from harness import report
 
+    report(__file__, table, params=vars(args), notes="\n".join(notes),
+           title=f"Strategy space, {rows:,} simulated trajectories (median of {args.repeat} fresh processes per row)")
 
 if __name__ == "__main__":
     main()

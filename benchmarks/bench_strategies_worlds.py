@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import report
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
@@ -91,9 +92,7 @@ def best_tree_cut(runs, truth, embedder: str | None) -> tuple[float, int]:
 
 def ceilings(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -> None:
     """Per world and seed: the ceiling at three grains and the best cut of the fit's tree."""
-    print("| world | seed | distinct renderings | ceiling (rendering + tokens) | ceiling (tokens) | "
-          "ceiling (move names) | best tree cut (k) |")
-    print("|---|---|---|---|---|---|---|")
+    rows = []
     for world in worlds:
         for seed in seeds:
             runs, truth = load(world, seed=seed, n=n)
@@ -101,9 +100,13 @@ def ceilings(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -
 
             distinct = render(runs)["rendering"].n_unique()
             cut, k = best_tree_cut(runs, truth, embedder)
-            print(f"| {world} | {seed} | {distinct} | {ceiling(runs, truth):.3f} | "
-                  f"{ceiling(runs, truth, ('tokens',)):.3f} | {ceiling(runs, truth, ('moves',)):.3f} | "
-                  f"{cut:.3f} ({k}) |", flush=True)
+            rows.append({"world": world, "seed": seed, "distinct renderings": distinct,
+                         "ceiling (rendering + tokens)": round(ceiling(runs, truth), 3),
+                         "ceiling (tokens)": round(ceiling(runs, truth, ("tokens",)), 3),
+                         "ceiling (move names)": round(ceiling(runs, truth, ("moves",)), 3),
+                         "best tree cut (k)": f"{cut:.3f} ({k})"})
+    report(__file__, rows, part="ceilings", params={"embedder": embedder, "worlds": worlds, "n": n},
+           title="Ceilings at three grains and the best cut of the fit's tree")
 
 
 # Grains of one call's description, finest first. "new words" is whether the call adds words
@@ -155,8 +158,7 @@ def grains(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -> 
     """Per world: the ceiling of the exact call sequence at each grain of :data:`GRAINS`, the
     ceiling of the move-token set (what the distance sees) and the default fit's ARI, each the
     mean over ``seeds``."""
-    print("| world | " + " | ".join(f"sequence: {g}" for g in GRAINS) + " | token set | default fit |")
-    print("|---|" + "---|" * (len(GRAINS) + 2))
+    rows = []
     for world in worlds:
         cells: dict[str, list[float]] = {}
         for seed in seeds:
@@ -166,7 +168,10 @@ def grains(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -> 
             cells.setdefault("tokens", []).append(ceiling(runs, truth, ("tokens",)))
             space = mx.StrategySpace(embedder=embedder, n_bootstrap=0, random_state=0, progress=False).fit(runs)
             cells.setdefault("fit", []).append(adjusted_rand_score(truth, space.labels_))
-        print(f"| {world} | " + " | ".join(f"{np.mean(v):.3f}" for v in cells.values()) + " |", flush=True)
+        heads = [f"sequence: {g}" for g in GRAINS] + ["token set", "default fit"]
+        rows.append({"world": world, **{h: round(float(np.mean(v)), 3) for h, v in zip(heads, cells.values())}})
+    report(__file__, rows, part="grains", params={"embedder": embedder, "worlds": worlds, "n": n},
+           title=f"What is identifiable at each grain (mean over seeds {', '.join(map(str, seeds))})")
 
 
 def leave_one_world_out(embedder: str | None, worlds: list[str], n: int) -> None:
@@ -179,19 +184,18 @@ def leave_one_world_out(embedder: str | None, worlds: list[str], n: int) -> None
             sp = mx.StrategySpace(embedder=embedder, resolution=r, min_share=m, n_bootstrap=0,
                                   progress=False).fit(runs)
             ari[(r, m, w)] = adjusted_rand_score(truth, sp.labels_)
-    print("| held-out world | chosen on the others (resolution, min_share) | mean ARI on the others | "
-          "held-out ARI |")
-    print("|---|---|---|---|")
+    rows = []
     for held in worlds:
         others = [w for w in worlds if w != held]
         best = max(grid, key=lambda g: (np.mean([ari[(*g, w)] for w in others]), -abs(g[0] - 2.0), -g[1]))
-        print(f"| {held} | {best} | {np.mean([ari[(*best, w)] for w in others]):.3f} | "
-              f"{ari[(*best, held)]:.3f} |")
-    print()
-    print("| resolution | min_share | " + " | ".join(worlds) + " |")
-    print("|---|---|" + "---|" * len(worlds))
-    for r, m in grid:
-        print(f"| {r} | {m} | " + " | ".join(f"{ari[(r, m, w)]:.3f}" for w in worlds) + " |")
+        rows.append({"held-out world": held, "chosen on the others (resolution, min_share)": str(best),
+                     "mean ARI on the others": round(float(np.mean([ari[(*best, w)] for w in others])), 3),
+                     "held-out ARI": round(ari[(*best, held)], 3)})
+    params = {"embedder": embedder, "worlds": worlds, "n": n}
+    report(__file__, rows, part="lowo", params=params, title="Choice of the defaults, leaving one world out")
+    report(__file__, [{"resolution": r, "min_share": m, **{w: round(ari[(r, m, w)], 3) for w in worlds}}
+                      for r, m in grid], part="lowo_grid", params=params,
+           title="ARI over the grid (resolution x min_share), every world")
 
 
 def main() -> None:
@@ -222,10 +226,7 @@ def main() -> None:
             params[k] = float(v) if "." in v else int(v)
         except ValueError:
             params[k] = v
-    print(f"embedder={args.embedder or 'default'} params={params}")
-    print("| world | n | ARI fit | ARI seeds | ARI saved->fresh | found / planted | ceiling | "
-          "composition found - planted | fit s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    rows = []
     for world in args.worlds.split(","):
         runs, truth = load(world, seed=0, n=args.n)
         t0 = time.perf_counter()
@@ -237,11 +238,16 @@ def main() -> None:
             space.save(Path(d) / "s")
             loaded = mx.StrategySpace.load(Path(d) / "s", progress=False)
             fresh_labels = loaded.transform(fresh)
-        print(f"| {world} | {runs.height} | {adjusted_rand_score(truth, space.labels_):.3f} | "
-              f"{adjusted_rand_score(space.labels_, other.labels_):.3f} | "
-              f"{adjusted_rand_score(fresh_truth, fresh_labels):.3f} | {space.n_strategies_} / {len(set(truth))} | "
-              f"{ceiling(runs, truth):.3f} | {composition_error(runs, truth, space.labels_):+.4f} | "
-              f"{fit_s:.1f} |", flush=True)
+        rows.append({"world": world, "n": runs.height, "ARI fit": round(adjusted_rand_score(truth, space.labels_), 3),
+                     "ARI seeds": round(adjusted_rand_score(space.labels_, other.labels_), 3),
+                     "ARI saved->fresh": round(adjusted_rand_score(fresh_truth, fresh_labels), 3),
+                     "found / planted": f"{space.n_strategies_} / {len(set(truth))}",
+                     "ceiling": round(ceiling(runs, truth), 3),
+                     "composition found - planted": f"{composition_error(runs, truth, space.labels_):+.4f}",
+                     "fit s": round(fit_s, 1)})
+    report(__file__, rows, params={**vars(args), "space": params},
+           title="Recovery of planted strategies, every world",
+           notes=f"embedder={args.embedder or 'default'} params={params}")
 
 
 def composition_error(runs, truth, labels) -> float:
