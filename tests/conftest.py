@@ -29,3 +29,21 @@ def fireact_dir() -> Path:
     if not (FIREACT / "trajs").is_dir():
         pytest.skip(f"FireAct data not found at {FIREACT} (it lives in ../shared beside the project)")
     return FIREACT
+
+
+# Session fixtures for what many tests built again. Treat them as read-only: polars frames are
+# immutable, and a test that needs a changed table derives a new one.
+@pytest.fixture(scope="session")
+def default_world():
+    """``simulate(random_state=0)``: the paper-scale default (3 arms x 100 questions x 64 samples)."""
+    from mechanism.simulation import simulate
+
+    return simulate(random_state=0, progress=False)
+
+
+@pytest.fixture(scope="session")
+def small_pair():
+    """``simulate(n_questions=8, n_samples=4, arms=("base", "rl"), random_state=0)``: a small base/rl pair."""
+    from mechanism.simulation import simulate
+
+    return simulate(n_questions=8, n_samples=4, arms=("base", "rl"), random_state=0, progress=False)

@@ -90,3 +90,23 @@ def test_make_results_renders_a_harness_record_and_lists_unplaced_ones(tmp_path)
     template.write_text("@@ missing\n")
     with pytest.raises(SystemExit, match="missing"):
         module.render(template, {})
+
+
+def test_the_readme_quotes_recovery_and_fidelity_as_recorded():
+    """The README's strategy section quotes the benchmark's record, not numbers of its own."""
+    import json
+
+    record = json.loads((ROOT / "benchmarks" / "results"
+                         / "bench_strategies_worlds.failures-optional-steps-names-outliers-agents-no.json").read_text())
+    measured = {(r["world"], r["ARI fit"], r["found / planted"]) for r in record["rows"]}
+    section = README.read_text("utf-8").split("## Strategies: how well they are recovered", 1)[1].split("\n## ", 1)[0]
+    quoted = [tuple(c.strip() for c in line.strip("|").split("|")) for line in section.splitlines()
+              if line.startswith("| ") and not line.startswith("| world")]
+    assert len(quoted) == len(measured) == 5
+    assert {(ari, found) for _, ari, found in quoted} == {(ari, found) for _, ari, found in measured}
+    weakest = min(measured, key=lambda r: float(r[1]))
+    assert weakest[0] == "webshop" and f"**Weakest: the web-shopping world**" in section
+    text = record["intro"] + record["notes"]
+    for figure in ("0.868 (0.848-0.883)", "0.560", "fidelity 0.93-1.00 (0.97 size-weighted)", "0.47 (0.41-0.52)"):
+        assert figure in text, figure
+    assert "0.868 over seeds 0-2, lowest 0.848" in section and "0.93-1.00, 0.97 weighted by size" in section

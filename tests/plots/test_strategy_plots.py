@@ -43,12 +43,12 @@ def test_labels():
     assert strategy_label(2, "no_answer") == "S2 no answer"
 
 
-def test_untrusted_arm_names_are_drawn_literally(tmp_path):
+def test_untrusted_arm_names_are_drawn_literally(tmp_path, small_pair):
     """An arm name holding `$...$` is text, not mathtext: a malformed expression must not
     make saving the figure fail."""
     import polars as pl
 
-    runs = simulate(n_questions=8, n_samples=4, arms=("base", "rl"), random_state=0, progress=False).runs
+    runs = small_pair.runs
     evil = r"$\evil{$"
     runs = runs.with_columns(pl.when(pl.col("arm") == "rl").then(pl.lit(evil)).otherwise(pl.col("arm")).alias("arm"))
     space = StrategySpace(embedder="hashing-32", progress=False).fit(runs)

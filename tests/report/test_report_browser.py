@@ -37,8 +37,8 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    sim = mx.simulate(n_questions=8, n_samples=4, arms=("base", "rl"), random_state=0, progress=False)
+def page(tmp_path_factory, small_pair):
+    sim = small_pair
     runs = sim.runs.with_columns(pl.col("arm").replace({"rl": EVIL}))
     out = tmp_path_factory.mktemp("browser")
     return write_report(runs, out, base="base", embedder="hashing-128", n_boot=50, n_permutations=20,

@@ -16,8 +16,8 @@ EVIL = "<b>x</b> & 50%_$|"
 
 
 @pytest.fixture(scope="module")
-def results():
-    sim = mx.simulate(n_questions=8, n_samples=4, arms=("base", "rl"), random_state=0, progress=False)
+def results(small_pair):
+    sim = small_pair
     runs = sim.runs.with_columns(pl.col("arm").replace({"rl": EVIL}))
     labels = sim.truth["strategy"].to_numpy()
     series = mx.training_run(steps=(0, 100, 200), n_questions=6, n_samples=4, progress=False)

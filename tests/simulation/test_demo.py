@@ -109,15 +109,13 @@ def test_demo_page_leads_with_the_study_reproduced(demo):
 
 
 @pytest.mark.slow
-def test_the_study_is_reproduced_on_the_default_world():
+def test_the_study_is_reproduced_on_the_default_world(default_world):
     """On mx.simulate(random_state=0), with the planted strategies as labels, every finding of the
     reference study is recovered, and rl's within-strategy interval contains the planted 0."""
     import numpy as np
 
     from mechanism.report.reproduction import reproduce_study
-    from mechanism.simulation import simulate
-
-    sim = simulate(random_state=0, progress=False)
+    sim = default_world
     keys = ["arm", "question_id", "sample_id"]
     truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left", maintain_order="left")["strategy"].to_list()
     codes = {s: i for i, s in enumerate(sorted(set(truth)))}

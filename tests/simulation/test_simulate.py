@@ -281,14 +281,14 @@ def test_rewording_drops_only_words_both_stop_lists_ignore():
 
 
 @pytest.mark.slow
-def test_the_default_world_plants_the_studys_findings():
+def test_the_default_world_plants_the_studys_findings(default_world):
     """mx.simulate(random_state=0): on bridge questions rl's PASS@(64,5) is above base's and its
     boundary gains significantly more than it loses; on comparisons rl gains at k=1 without a
     significant boundary gain; sft falls below base at k=64 on bridge questions."""
     from mechanism.boundaries import boundary
     from mechanism.passkt import pass_at_kt
 
-    s = simulate(random_state=0, progress=False)
+    s = default_world
     runs = {c: s.runs.filter(pl.col("category") == c) for c in ("bridge", "comparison")}
     pk = {c: pass_at_kt(r, k=[1, 64], t=[5], ci=None) for c, r in runs.items()}
     at = {c: {(a, k): v for a, k, v in f.select("arm", "k", "pass_at_kt").iter_rows()} for c, f in pk.items()}
