@@ -47,3 +47,20 @@ def small_pair():
     from mechanism.simulation import simulate
 
     return simulate(n_questions=8, n_samples=4, arms=("base", "rl"), random_state=0, progress=False)
+
+
+@pytest.fixture(scope="session")
+def saved_small_space(tmp_path_factory) -> Path:
+    """A small fitted space saved to disk (hashing-64 on ``simulate(n_questions=15, n_samples=4,
+    random_state=0)``, map coordinates included), with its runs beside it as ``runs.parquet``.
+    Tests that tamper with it copy the folder first."""
+    from mechanism.simulation import simulate
+    from mechanism.strategy_space import StrategySpace
+
+    folder = tmp_path_factory.mktemp("small-space") / "space"
+    sim = simulate(n_questions=15, n_samples=4, random_state=0, progress=False)
+    space = StrategySpace(embedder="hashing-64", progress=False).fit(sim.runs)
+    space.map_coordinates()
+    space.save(folder)
+    sim.runs.write_parquet(folder.parent / "runs.parquet")
+    return folder

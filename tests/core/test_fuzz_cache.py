@@ -127,14 +127,8 @@ def test_hashing_sizes_are_checked():
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    from mechanism.simulation import simulate
-    from mechanism.strategy_space import StrategySpace
-
-    folder = tmp_path_factory.mktemp("space")
-    sim = simulate(n_questions=15, n_samples=4, random_state=0, progress=False)
-    StrategySpace(embedder="hashing-64", progress=False).fit(sim.runs).save(folder)
-    return folder
+def saved(saved_small_space):
+    return saved_small_space  # shared with tests/strategies/test_fuzz_spaces.py (tests/conftest.py)
 
 
 def _copy(saved: Path, tmp: str) -> Path:

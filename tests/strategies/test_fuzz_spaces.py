@@ -32,17 +32,8 @@ N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    from mechanism.simulation import simulate
-    from mechanism.strategy_space import StrategySpace
-
-    folder = tmp_path_factory.mktemp("space") / "space"
-    sim = simulate(n_questions=15, n_samples=4, random_state=0, progress=False)
-    space = StrategySpace(embedder="hashing-64", progress=False).fit(sim.runs)
-    space.map_coordinates()
-    space.save(folder)
-    sim.runs.write_parquet(folder.parent / "runs.parquet")
-    return folder
+def saved(saved_small_space):
+    return saved_small_space  # shared with tests/core/test_fuzz_cache.py (tests/conftest.py)
 
 
 def _copy(saved: Path, tmp: Path) -> Path:
