@@ -57,8 +57,11 @@ Weighting: every question weighs the same within an arm (each trajectory weighte
 1 / its arm's samples of that question, :func:`mechanism.resample.question_weighted`), so
 rates are means over questions and unequal sample counts cannot make identical policies look
 different; ``weighting="trajectory"`` pools trajectories instead, on request.
-Intervals: percentile bootstrap over questions (all samples of a question together; arms
-paired). Per-strategy rows are read together, so ``by_strategy`` and ``strategy_shift`` carry
+Intervals: bootstrap over questions (all samples of a question together; arms paired); every
+part of a split (``split``, ``split_sensitivity`` and the decomposition rows of ``shift``) has
+the rule of :mod:`mechanism.compare`'s split, ``estimate +- t_{Q-1} sqrt(Q/(Q-1))`` bootstrap
+standard deviations over the Q shared questions, other quantities percentile intervals, and
+the bands below the same small-sample calibration. Per-strategy rows are read together, so ``by_strategy`` and ``strategy_shift`` carry
 simultaneous bands (max-|t| bootstrap, :func:`mechanism.resample.simultaneous_band`) at joint
 level ``ci`` (column ``ci_level``): each rate or share column over its rows, and
 ``strategy_shift``'s difference columns (share change and every part of the nested split) as
