@@ -43,3 +43,17 @@ def test_the_score_interval_solves_its_quadratic_and_stays_inside_zero_one():
         roots = sorted(np.roots([1 + z2, -(2 * m + z2), m * m]).real)
         assert (lo.reshape(-1)[j], hi.reshape(-1)[j]) == pytest.approx(roots, abs=1e-12)
         assert 0.0 <= roots[0] < m < roots[1] <= 1.0
+
+
+def test_auto_uses_wilson_at_the_bounds_even_with_many_problems():
+    import mechanism as mx
+
+    rng = np.random.default_rng(1)
+    per = [[bool(v) for v in rng.random(4) < 0.6] for _ in range(40)]
+    per = [s if any(s) else [True] + s[1:] for s in per]  # every problem solved at least once
+    got = mx.pass_at_kt(_runs(per), k=[1, 4], t=[1], n_boot=100).sort("k")
+    assert got["interval"].to_list() == ["percentile", "wilson"]  # PASS@4 of 4 samples: all 1
+    crit2 = student.ppf(0.975, 39) ** 2
+    assert (got["ci_low"][1], got["ci_high"][1]) == pytest.approx((40 / (40 + crit2), 1.0))
+    plain = mx.pass_at_kt(_runs(per), k=[4], t=[1], n_boot=100, interval="percentile")
+    assert (plain["ci_low"].item(), plain["ci_high"].item()) == (1.0, 1.0)  # what auto avoids
