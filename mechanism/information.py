@@ -61,9 +61,9 @@ Intervals: bootstrap over questions (all samples of a question together; arms pa
 part of a split (``split``, ``split_sensitivity`` and the decomposition rows of ``shift``) has
 the rule of :mod:`mechanism.compare`'s split, ``estimate +- t_{Q-1} sqrt(Q/(Q-1))`` bootstrap
 standard deviations over the Q shared questions, other quantities percentile intervals, and
-the bands below the same small-sample calibration. Per-strategy rows are read together, so ``by_strategy`` and ``strategy_shift`` carry
-simultaneous bands (max-|t| bootstrap, :func:`mechanism.resample.simultaneous_band`) at joint
-level ``ci`` (column ``ci_level``): each rate or share column over its rows, and
+the bands below the same small-sample calibration. Per-strategy rows are read together, so
+``by_strategy`` and ``strategy_shift`` carry simultaneous bands (max-|t| bootstrap,
+:func:`mechanism.resample.simultaneous_band`) at joint level ``ci`` (column ``ci_level``): each rate or share column over its rows, and
 ``strategy_shift``'s difference columns (share change and every part of the nested split) as
 one family; ``perplexity_by_strategy`` is Bonferroni-adjusted over the strategies.
 Family-level quantities (``per_arm``, ``split``, ``shift``: alignments, mass moved, nested
