@@ -1,8 +1,9 @@
 """Coverage and level of the intervals and tests added for issue 21, measured on simulated
 data whose truth is known.
 
-1. PASS@(k,T) intervals at few problems: the percentile bootstrap against the studentized
-   interval (``interval="auto"`` below 30 problems), coverage of the true mean over problems.
+1. PASS@(k,T) intervals at few problems: the percentile bootstrap, the studentized interval,
+   the Wilson-type interval and ``interval="auto"`` (Wilson below 30 problems and at the
+   bounds), coverage of the true mean over problems, on skewed and on symmetric difficulty.
 2. Per-strategy rows under identical policies with an unequal design (base 2-10, treated
    4-16 samples per question): the share of data sets in which *some* strategy's composition
    or within interval excludes 0, for separate 95 % percentile intervals, Bonferroni and the
@@ -13,16 +14,18 @@ data whose truth is known.
    the treated arm moves strategies between easy and hard questions: how often ``within``'s
    interval contains 0 (strata vs pooled).
 
-Run: ``python benchmarks/bench_coverage.py [--reps 200]``; prints markdown tables.
+Run: ``python benchmarks/bench_coverage.py [--reps 200] [--sections passkt strategy ...]``; prints
+Markdown tables through ``benchmarks/harness.py`` and writes ``benchmarks/results/bench_coverage_<section>.json``.
 """
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import polars as pl
-from harness import report
 
 from mechanism.boundaries import boundary
 from mechanism.compare import reweighting
@@ -30,19 +33,31 @@ from mechanism.information import integration
 from mechanism.passkt import pass_at_kt
 from mechanism.resample import bonferroni_level, percentile_interval
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 
-def passkt_coverage(reps: int) -> list[tuple]:
+
+def passkt_coverage(reps: int) -> list[dict]:
+    rows = []
+    n, ks = 16, [1, 4, 16]
+    # skewed difficulty (many hard problems), and a symmetric one where many problems are solved
+    # in all 16 samples (per-problem PASS@16 values of exactly 1)
+    for a, b in ((0.3, 1.5), (2.0, 2.0)):
+        rows += _passkt_world(reps, a, b, n, ks)
+    return rows
+
+
+def _passkt_world(reps: int, a: float, b: float, n: int, ks: list[int]) -> list[dict]:
     from scipy.special import betaln
 
     rows = []
-    n, ks = 16, [1, 4, 16]
-    # the estimand: PASS@k over the population of problems, E[1 - (1 - p)^k] for p ~ Beta(0.3, 1.5)
-    truth = np.array([1.0 - np.exp(betaln(0.3, 1.5 + k) - betaln(0.3, 1.5)) for k in ks])
+    # the estimand: PASS@k over the population of problems, E[1 - (1 - p)^k] for p ~ Beta(a, b)
+    truth = np.array([1.0 - np.exp(betaln(a, b + k) - betaln(a, b)) for k in ks])
     for n_q in (5, 10, 20, 30, 50):
-        hits = {m: np.zeros(len(ks)) for m in ("percentile", "studentized")}
+        hits = {m: np.zeros(len(ks)) for m in ("percentile", "studentized", "wilson", "auto")}
         for r in range(reps):
-            rng = np.random.default_rng(1000 * n_q + r)
-            p = rng.beta(0.3, 1.5, n_q)  # skewed difficulty: many hard problems
+            rng = np.random.default_rng(1000 * n_q + r + (0 if a == 0.3 else 10**6))
+            p = rng.beta(a, b, n_q)
             ok = rng.random((n_q, n)) < p[:, None]
             runs = pl.DataFrame({"arm": "a", "question_id": np.repeat([f"q{i}" for i in range(n_q)], n),
                                  "correct": ok.reshape(-1), "n_rounds": 1})
@@ -50,26 +65,25 @@ def passkt_coverage(reps: int) -> list[tuple]:
                 got = pass_at_kt(runs, k=ks, t=[1], n_boot=300, random_state=r, interval=method).sort("k")
                 hits[method] += (got["ci_low"].to_numpy() <= truth) & (truth <= got["ci_high"].to_numpy())
         for method, h in hits.items():
-            rows.append((n_q, method, *(h / reps)))
+            rows.append({"difficulty": f"Beta({a:g}, {b:g})", "problems": n_q, "interval": method,
+                         **{f"k = {k}": round(float(v), 4) for k, v in zip(ks, h / reps)},
+                         "MC se at 0.95": round(float(np.sqrt(0.95 * 0.05 / reps)), 4)})
     return rows
 
 
 def _identical(seed: int, n_q: int) -> tuple[pl.DataFrame, np.ndarray]:
     """The null world of ``tests/test_nulls.py`` (identical policies, base 2-10 and treated
     4-16 samples per question, 5 strategies, a fifth of the golds yes/no)."""
-    import sys
-    from pathlib import Path
-
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compare"))
     from test_nulls import identical
 
     return identical(seed, n_q)
 
 
-def strategy_rows_null(reps: int) -> list[tuple]:
+def strategy_rows_null(reps: int, sizes: tuple[int, ...] = (20, 50)) -> list[dict]:
     rows = []
-    for n_q in (20, 50):
-        separate = bonf = band = shift_sep = shift_band = 0
+    for n_q in sizes:
+        separate = bonf = band = shift_band = 0
         for r in range(reps):
             runs, labels = _identical(r, n_q)
             rw = reweighting(runs, labels, base="base", treated="rl", n_boot=400, n_permutations=0, random_state=r)
@@ -87,7 +101,10 @@ def strategy_rows_null(reps: int) -> list[tuple]:
                     "within_parametric"]
             ss = ig.strategy_shift
             shift_band += bool(any(((ss[f"{c}_ci_low"] > 1e-12) | (ss[f"{c}_ci_high"] < -1e-12)).any() for c in cols))
-        rows.append((n_q, separate / reps, bonf / reps, band / reps, shift_band / reps))
+        se = float(np.sqrt(0.05 * 0.95 / reps))
+        rows.append({"questions": n_q, "data sets": reps, "separate 95 %": separate / reps,
+                     "Bonferroni": bonf / reps, "simultaneous band": band / reps,
+                     "strategy_shift band (6 columns)": shift_band / reps, "MC se at 0.05": round(se, 4)})
     return rows
 
 
@@ -150,31 +167,55 @@ def strata_coverage(reps: int) -> list[tuple]:
     return out
 
 
+SECTIONS = ("passkt", "strategy", "boundary", "strata")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--reps", type=int, default=200, help="data sets per cell (boundary, strata: reps / 2)")
+    parser.add_argument("--passkt-reps", type=int, default=400, help="data sets per PASS@(k,T) cell")
+    parser.add_argument("--strategy-reps", type=int, default=200, help="null data sets per size, per-strategy rows")
+    parser.add_argument("--strategy-sizes", type=int, nargs="+", default=[20, 50])
+    parser.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=SECTIONS)
     args = parser.parse_args()
-    start = time.perf_counter()
     params = vars(args)
-    report(__file__, [{"problems": r[0], "interval": r[1], **{f"k = {k}": round(v, 3) for k, v in zip((1, 4, 16), r[2:])}}
-                      for r in passkt_coverage(args.reps)], part="passkt", params=params,
-           title="PASS@(k,T) interval coverage (n = 16 samples, skewed difficulty, 95 %)")
-    columns = ("questions", "separate 95 %", "Bonferroni", "simultaneous band", "strategy_shift band (6 columns)")
-    report(__file__, [dict(zip(columns, (r[0], *(round(v, 3) for v in r[1:]))))
-                      for r in strategy_rows_null(max(args.reps // 2, 20))], part="strategy_rows", params=params,
-           title="Per-strategy rows under identical policies, unequal design (share of data sets with any row "
-                 "excluding 0; 5 strategies)")
-    level, spread = boundary_level_and_power(args.reps)
-    report(__file__, [{"treated lift on hard problems": f"{lift:+.2f}", "rejection rate at 0.05": round(rate, 3)}
-                      for lift, rate in level], part="boundary", params=params,
-           title="Boundary test, 100 questions, base 4 vs treated 32 samples")
-    report(__file__, [{"data set": r[0], "min p over seeds 0-4": round(r[1], 4), "max p": round(r[2], 4),
-                       "spread": round(r[3], 4)} for r in spread], part="boundary_seeds", params=params,
-           title="Boundary test p-value over seeds 0-4, fixed data sets")
-    report(__file__, [{"strata": strata, "share of data sets": round(share, 3)}
-                      for strata, share in strata_coverage(max(args.reps // 2, 20))], part="strata", params=params,
-           title="Within interval contains 0 (success by question only, strategies moved between easy and hard)",
-           notes=f"({time.perf_counter() - start:.0f} s for all five tables)")
+
+    def report(section: str, rows: list[dict], title: str, notes: str, began: float) -> None:
+        harness.report(__file__, rows, title=title, params=params,
+                       notes=f"{notes} ({time.perf_counter() - began:.0f} s)",
+                       out=harness.RESULTS / f"bench_coverage_{section}.json")
+
+    if "passkt" in args.sections:
+        began = time.perf_counter()
+        report("passkt", passkt_coverage(args.passkt_reps), "PASS@(k,T) interval coverage (n = 16 samples, "
+               "success p ~ Beta, nominal 0.95)",
+               f"{args.passkt_reps} data sets per row; interval='auto' (the default) uses wilson below 30 problems "
+               "and where every problem's value is 0 or 1, percentile otherwise.", began)
+    if "strategy" in args.sections:
+        began = time.perf_counter()
+        report("strategy", strategy_rows_null(args.strategy_reps, tuple(args.strategy_sizes)),
+               "Per-strategy rows under identical policies, unequal design (share of data sets with any row "
+               "excluding 0; 5 strategies; level 0.05)",
+               "separate / Bonferroni: percentile intervals of the module's replicates; simultaneous band: "
+               "reweighting's composition and within rows as one family; strategy_shift: integration's six "
+               "difference columns as one family (bands calibrated for the questions resampled).", began)
+    if "boundary" in args.sections:
+        began = time.perf_counter()
+        level, spread = boundary_level_and_power(args.reps)
+        report("boundary", [{"treated lift on hard problems": lift, "rejection rate at 0.05": rate}
+                            for lift, rate in level],
+               "Boundary test, 100 questions, base 4 vs treated 32 samples", f"{args.reps} data sets per row.",
+               began)
+        report("boundary_seeds", [{"data set": r, "min p over seeds 0-4": lo, "max p": hi, "spread": d}
+                                  for r, lo, hi, d in spread],
+               "Boundary p-value over seeds 0-4", "five fixed data sets.", began)
+    if "strata" in args.sections:
+        began = time.perf_counter()
+        n = max(args.reps // 2, 20)
+        report("strata", [{"strata": strata, "within contains 0": share} for strata, share in strata_coverage(n)],
+               "Within interval contains 0 (success by question only, strategies moved between easy and hard)",
+               f"{n} data sets.", began)
+
 
 if __name__ == "__main__":
     main()

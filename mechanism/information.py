@@ -57,10 +57,13 @@ Weighting: every question weighs the same within an arm (each trajectory weighte
 1 / its arm's samples of that question, :func:`mechanism.resample.question_weighted`), so
 rates are means over questions and unequal sample counts cannot make identical policies look
 different; ``weighting="trajectory"`` pools trajectories instead, on request.
-Intervals: percentile bootstrap over questions (all samples of a question together; arms
-paired). Per-strategy rows are read together, so ``by_strategy`` and ``strategy_shift`` carry
-simultaneous bands (max-|t| bootstrap, :func:`mechanism.resample.simultaneous_band`) at joint
-level ``ci`` (column ``ci_level``): each rate or share column over its rows, and
+Intervals: bootstrap over questions (all samples of a question together; arms paired); every
+part of a split (``split``, ``split_sensitivity`` and the decomposition rows of ``shift``) has
+the rule of :mod:`mechanism.compare`'s split, ``estimate +- t_{Q-1} sqrt(Q/(Q-1))`` bootstrap
+standard deviations over the Q shared questions, other quantities percentile intervals, and
+the bands below the same small-sample calibration. Per-strategy rows are read together, so
+``by_strategy`` and ``strategy_shift`` carry simultaneous bands (max-|t| bootstrap,
+:func:`mechanism.resample.simultaneous_band`) at joint level ``ci`` (column ``ci_level``): each rate or share column over its rows, and
 ``strategy_shift``'s difference columns (share change and every part of the nested split) as
 one family; ``perplexity_by_strategy`` is Bonferroni-adjusted over the strategies.
 Family-level quantities (``per_arm``, ``split``, ``shift``: alignments, mass moved, nested
@@ -82,8 +85,8 @@ import polars as pl
 
 from mechanism.compare import OUTLIER, WEIGHTINGS, Strata, kitagawa_split, weighted_correlation, weighted_tallies
 from mechanism.errors import InputError
-from mechanism.resample import (bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
-                                simultaneous_band, stream)
+from mechanism.resample import (_split_interval, bonferroni_level, detectable_effect, percentile_interval,
+                                question_bootstrap_weights, simultaneous_band, stream)
 from mechanism.results import ResultMixin
 from mechanism.schema import shared_questions, validate
 from mechanism.scoring import contains_answer, normalize_answer
@@ -671,6 +674,12 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
             return math.nan, math.nan
         return percentile_interval(reps, level)
 
+    def part_interval(estimate: float, reps: np.ndarray | None, n_questions: int) -> tuple[Any, Any]:
+        # every part of a split: one small-sample interval rule, as in compare (resample._split_interval)
+        if reps is None:
+            return math.nan, math.nan
+        return _split_interval(estimate, reps, ci, n_questions)
+
     # --- per arm
     aq = a_idx * n_q + q_idx
     per_q = {
@@ -736,19 +745,21 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
                 alt_r = (question_strata_split(an, ac, weights) if strata == "question"
                          else _pair_statistics(_replicate(weights, an), _replicate(weights, ac), outlier))
             for part in ARM_PARTS:
-                lo, hi = interval(alt_r[f"arm_{part}"] if alt_r else None)
+                lo, hi = part_interval(float(alt[f"arm_{part}"][0]), alt_r[f"arm_{part}"] if alt_r else None,
+                                       n_common)
                 sensitivity_rows.append((base, arm, alt_name, n_common, part, float(alt[f"arm_{part}"][0]),
                                          float(lo), float(hi)))
         for part in ARM_PARTS + (("question_mix",) if weighting == "trajectory" and strata == "question" else ()):
             est = float(stats[f"arm_{part}"][0])
-            lo, hi = interval(rstats[f"arm_{part}"] if rstats else None)
+            lo, hi = part_interval(est, rstats[f"arm_{part}"] if rstats else None, n_common)
             split_rows.append((base, arm, n_common, part, est, float(lo), float(hi),
                                detectable_effect(float(lo), float(hi), ci)))
         if values is None:
             continue
         for quantity in SHIFT_QUANTITIES:
             est = float(stats[quantity][0])
-            lo, hi = interval(rstats[quantity] if rstats else None)
+            lo, hi = (part_interval(est, rstats[quantity] if rstats else None, n_common) if quantity in DECOMPOSITION
+                      else interval(rstats[quantity] if rstats else None))
             shift_rows.append((base, arm, n_common, quantity, est, float(lo), float(hi),
                                detectable_effect(float(lo), float(hi), ci) if quantity in DECOMPOSITION else math.nan))
         cols: dict[str, Any] = {"base": [base] * n_s, "treated": [arm] * n_s, "strategy": strategies.tolist()}
@@ -763,7 +774,7 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
             if rstats is not None and ci is not None:
                 rep_ = np.stack([np.where(used, np.asarray(rstats[STRATEGY_SHIFT_COLUMNS[n]], dtype=float), np.nan)
                                  for n in family], axis=1)
-                lo, hi, _ = simultaneous_band(est, rep_, ci)
+                lo, hi, _ = simultaneous_band(est, rep_, ci, n_questions=n_common)
             else:
                 lo = hi = np.full(est.shape, np.nan)
             for i, name in enumerate(family):
@@ -1075,7 +1086,8 @@ def _by_strategy(N: np.ndarray, C: np.ndarray, a_idx: np.ndarray, q_idx: np.ndar
     for name, value in point.items():
         cols[name] = value.reshape(-1)
         if reps is not None:  # one simultaneous band per column over its (arm, strategy) rows
-            lo, hi, _ = simultaneous_band(value.reshape(-1), reps[name].reshape(reps[name].shape[0], -1), ci)
+            lo, hi, _ = simultaneous_band(value.reshape(-1), reps[name].reshape(reps[name].shape[0], -1), ci,
+                                          n_questions=n_q)
             cols[f"{name}_ci_low"], cols[f"{name}_ci_high"] = lo, hi
         else:
             cols[f"{name}_ci_low"] = cols[f"{name}_ci_high"] = np.full(n_a * n_s, np.nan)

@@ -352,7 +352,7 @@ def test_null_intervals_miss_zero_at_about_their_level(design):
 
 def test_per_strategy_rows_carry_simultaneous_bands_from_the_same_replicates():
     from mechanism.compare import stream
-    from mechanism.resample import percentile_interval, question_bootstrap_weights, simultaneous_band
+    from mechanism.resample import _split_interval, percentile_interval, question_bootstrap_weights, simultaneous_band
 
     rng = np.random.default_rng(5)
     runs, labels = _world(rng, {"base": BASE_MIX, "rl": RL_MIX}, n_q=40, samples=4)
@@ -371,7 +371,7 @@ def test_per_strategy_rows_carry_simultaneous_bands_from_the_same_replicates():
     np.add.at(frac, (is_rl.astype(int), q_idx, labels), 0.25)
     reps = weights @ frac / 40  # (arm, replicate, strategy): every weight row sums to 40
     point = frac.sum(axis=1) / 40
-    lo, hi, crit = simultaneous_band(point, np.stack([reps[0], reps[1]], axis=1), 0.95)
+    lo, hi, crit = simultaneous_band(point, np.stack([reps[0], reps[1]], axis=1), 0.95, n_questions=40)
     table = res.by_strategy.sort("arm", "strategy")
     assert table["share_ci_low"].to_numpy() == pytest.approx(lo.reshape(-1), abs=1e-12)
     assert table["share_ci_high"].to_numpy() == pytest.approx(hi.reshape(-1), abs=1e-12)
@@ -385,11 +385,15 @@ def test_per_strategy_rows_carry_simultaneous_bands_from_the_same_replicates():
     nominal_lo, nominal_hi = percentile_interval(change, 0.95)
     assert (shift["share_change_ci_high"] - shift["share_change_ci_low"]).sum() > (nominal_hi - nominal_lo).sum()
     # the headline quantities stay at the nominal level: total = accuracy change, its interval
-    # the 95 % percentile interval of the replicate accuracy change
+    # every split part's: t_{Q-1} on the replicate accuracy change's sd, inflated by sqrt(Q/(Q-1))
     acc = np.zeros((2, 40))
     np.add.at(acc, (is_rl.astype(int), q_idx), 0.25 * runs["correct"].to_numpy())
     total = (weights @ acc[1] - weights @ acc[0]) / weights.sum(axis=1)
-    lo, hi = percentile_interval(total, 0.95)
+    from scipy.stats import t as student
+    half = student.ppf(0.975, 39) * np.sqrt(40 / 39) * total.std()
+    point_total = (acc[1] - acc[0]).sum() / 40
+    lo, hi = point_total - half, point_total + half
+    assert (lo, hi) == pytest.approx(tuple(map(float, _split_interval(point_total, total, 0.95, 40))), abs=1e-12)
     q = _shift(res)
     assert (q["total"]["ci_low"], q["total"]["ci_high"]) == pytest.approx((lo, hi), abs=1e-12)
     # one strategy: nothing to adjust, no note; no bootstrap: no level

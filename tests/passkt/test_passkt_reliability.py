@@ -114,7 +114,7 @@ def test_consistency_within_t_and_by_several_columns():
     assert by_cat.by_arm.height == 4 and by_cat.by_arm["share_all_low"].null_count() == 4
 
 
-def test_small_samples_get_a_studentized_interval_and_a_note():
+def test_small_samples_get_a_wilson_type_interval_and_a_note():
     from scipy.stats import t as student
 
     from mechanism.passkt import small_sample_note
@@ -125,14 +125,25 @@ def test_small_samples_get_a_studentized_interval_and_a_note():
     runs = pl.DataFrame(rows)
     got = mx.pass_at_kt(runs, k=[1, 4], t=[1], n_boot=200)
     method = dict(got.select("arm", "interval").unique().iter_rows())
-    assert method == {"few": "studentized", "many": "percentile"}
+    assert method == {"few": "wilson", "many": "percentile"}
     per = mx.pass_at_kt_per_problem(runs.filter(pl.col("arm") == "few"), k=[4], t=[1])["pass_at_kt"].to_numpy()
-    half = student.ppf(0.975, per.size - 1) * per.std(ddof=1) / np.sqrt(per.size)
+    crit = student.ppf(0.975, per.size - 1)
+    se = per.std(ddof=1) / np.sqrt(per.size)
+    # brute force: the Wilson score interval solved for mu, |mean - mu| = crit sqrt(mu (1 - mu) / n_eff)
+    m = per.mean()
+    n_eff = m * (1 - m) / se ** 2
+    a, b, c = 1 + crit ** 2 / n_eff, -(2 * m + crit ** 2 / n_eff), m * m
+    roots = sorted(np.roots([a, b, c]).real)
     row = got.filter((pl.col("arm") == "few") & (pl.col("k") == 4)).row(0, named=True)
-    assert row["ci_low"] == pytest.approx(max(per.mean() - half, 0.0), abs=1e-12)
-    assert row["ci_high"] == pytest.approx(min(per.mean() + half, 1.0), abs=1e-12)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(roots, abs=1e-12)
+    assert m > 0.5 and row["ci_high"] - m < m - row["ci_low"]  # shorter toward the nearer bound, 1
+    student_row = mx.pass_at_kt(runs.filter(pl.col("arm") == "few"), k=[4], t=[1], n_boot=200,
+                                interval="studentized").row(0, named=True)
+    assert student_row["interval"] == "studentized"
+    assert (student_row["ci_low"], student_row["ci_high"]) == pytest.approx(
+        (max(m - crit * se, 0.0), min(m + crit * se, 1.0)), abs=1e-12)
     (note,) = small_sample_note(got)
-    assert "fewer than 30 problems (fewest 6)" in note and "studentized" in note
+    assert "fewer than 30 problems (fewest 6)" in note and "Wilson-type" in note
     assert small_sample_note(got.filter(pl.col("arm") == "many")) == []
     plain = mx.pass_at_kt(runs, k=[1, 4], t=[1], n_boot=200, interval="percentile")
     assert plain["interval"].unique().to_list() == ["percentile"]
