@@ -11,7 +11,9 @@ are checked:
 4. no module imports a private name (``_x``, a module or an attribute) from another package;
    a package's own private modules are fine (``mechanism.readers._io`` from ``mechanism.readers.*``).
 
-The package root (``mechanism/__init__.py``) is exempt: its lazy exports name every layer.
+An import under ``if TYPE_CHECKING:`` counts as well: a type-only cycle still ties two modules
+together for whoever reads them. The package root (``mechanism/__init__.py``) is exempt: its
+lazy exports name every layer.
 Each rule is shown able to fail on a small fake package written by the test.
 """
 from __future__ import annotations
