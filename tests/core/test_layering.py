@@ -8,13 +8,15 @@ are checked:
 2. imports go only downward along :data:`LAYERS` (same layer is fine, a lower one is fine);
 3. nothing outside report, plots, the command line, the demo and the package root imports
    ``mechanism.report`` or ``mechanism.plots``;
-4. no module imports a private name (``_x``, a module or an attribute) from another package;
-   a package's own private modules are fine (``mechanism.readers._io`` from ``mechanism.readers.*``).
+4. no module imports a private name (``_x``, a module or an attribute) from another package:
+   a private name belongs to the package that holds it (``p._m`` and ``p.m._x`` both belong to
+   ``p``), so ``mechanism.readers._io`` is for ``mechanism.readers.*`` only, and
+   ``mechanism.scoring._f1`` is not for ``mechanism.readers``.
 
 An import under ``if TYPE_CHECKING:`` counts as well: a type-only cycle still ties two modules
 together for whoever reads them. The package root (``mechanism/__init__.py``) is exempt: its
-lazy exports name every layer.
-Each rule is shown able to fail on a small fake package written by the test.
+lazy exports name every layer. Each rule is shown able to fail on a small fake package
+written by the test.
 """
 from __future__ import annotations
 
