@@ -26,8 +26,7 @@ _EXPORTS = {
     "make_step": "mechanism.schema", "validate": "mechanism.schema",
     "read": "mechanism.readers", "detect_format": "mechanism.readers", "FORMATS": "mechanism.readers",
     "normalize_answer": "mechanism.scoring", "exact_match": "mechanism.scoring",
-    "f1_score": "mechanism.scoring", "cover_match": "mechanism.scoring",
-    "contains_answer": "mechanism.scoring",
+    "f1_score": "mechanism.scoring", "contains_answer": "mechanism.scoring",
     "simulate": "mechanism.simulation", "Simulation": "mechanism.simulation", "Policy": "mechanism.simulation",
     "default_policies": "mechanism.simulation", "STRATEGIES": "mechanism.simulation",
     "pass_at_kt": "mechanism.passkt", "pass_at_kt_per_problem": "mechanism.passkt",
@@ -45,7 +44,7 @@ _EXPORTS = {
     "track": "mechanism.checkpoints", "Track": "mechanism.checkpoints", "training_run": "mechanism.simulation",
     "Summary": "mechanism.results",
     "read_shards": "mechanism.parallel", "scan_shards": "mechanism.parallel", "render_shards": "mechanism.parallel",
-    "assign_shards": "mechanism.parallel", "strategy_shares": "mechanism.parallel",
+    "assign_shards": "mechanism.parallel", "strategy_shares": "mechanism.shares",
     "ComparisonWarning": "mechanism.errors", "is_failure": "mechanism.failures",
     "shared_questions": "mechanism.schema",
     "reproduce_study": "mechanism.report.reproduction", "Reproduction": "mechanism.report.reproduction",
@@ -75,7 +74,7 @@ __all__ = [
     "REQUIRED_COLUMNS", "STEP_FIELDS", "make_step", "validate",
     # read and score
     "read", "detect_format", "FORMATS",
-    "normalize_answer", "exact_match", "f1_score", "cover_match", "contains_answer",
+    "normalize_answer", "exact_match", "f1_score", "contains_answer",
     # the built-in default
     "simulate", "Simulation", "Policy", "default_policies", "STRATEGIES",
     # pass@(k,T) and the capability boundary

@@ -31,20 +31,12 @@ import numpy as np
 import polars as pl
 
 from mechanism.errors import InputError
+from mechanism.names import natural_key
 from mechanism.results import ResultMixin
 from mechanism.schema import shared_questions
+from mechanism.shares import weighted_shares
 
 __all__ = ["Track", "track", "natural_key", "order_checkpoints", "weighted_shares"]
-
-
-def natural_key(name: str) -> tuple:
-    """Sort key that orders the digit runs of a name by value.
-
-    >>> sorted(["ckpt200", "ckpt50", "ckpt1000", "base"], key=natural_key)
-    ['base', 'ckpt50', 'ckpt200', 'ckpt1000']
-    """
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
-                 for part in re.split(r"(\d+)", str(name)) if part != "")
 
 
 def order_checkpoints(runs: pl.DataFrame, *, order: Sequence[str] | None = None,
@@ -98,29 +90,6 @@ def _step_from_name(name: str) -> float | None:
     """The last number in a checkpoint name (``step-400`` -> 400), or None."""
     numbers = re.findall(r"\d+(?:\.\d+)?", str(name))
     return float(numbers[-1]) if numbers else None
-
-
-def weighted_shares(q_idx: np.ndarray, s_idx: np.ndarray, n_questions: int, n_strata: int, *,
-                    weights: np.ndarray | None = None) -> np.ndarray:
-    """Strategy shares with every question weighing equally: the mean over questions of each
-    question's share of its trajectories in each stratum.
-
-    ``weights`` (shape ``(B, Q)``, bootstrap draw counts) gives one share vector per replicate.
-
-    >>> weighted_shares(np.array([0, 0, 0, 1]), np.array([0, 0, 1, 1]), 2, 2).round(3).tolist()
-    [0.333, 0.667]
-    """
-    from mechanism.resample import question_weighted
-
-    counts = np.zeros((n_questions, n_strata))
-    np.add.at(counts, (q_idx, s_idx), 1.0)
-    (per_q,) = question_weighted(counts)
-    present = counts.sum(axis=1) > 0
-    if weights is None:
-        return per_q[present].mean(axis=0) if present.any() else np.zeros(n_strata)
-    w = weights * present[None, :]
-    total = w.sum(axis=1, keepdims=True)
-    return np.divide(w @ per_q, total, out=np.full((w.shape[0], n_strata), np.nan), where=total > 0)
 
 
 @dataclass(repr=False)

@@ -11,7 +11,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from mechanism.commands._common import terminal_safe
+from mechanism.commands import cli_message, option_flags, terminal_safe
 from mechanism.errors import MechanismError, one_line
 
 COMMANDS = ("demo", "report", "read", "simulate", "passkt", "strategies", "reweighting", "integration", "track")
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"mechanism.commands.{name}")
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
-        command.set_defaults(_run=module.run)
+        command.set_defaults(_run=module.run, _flags=option_flags(command))
     return parser
 
 
@@ -49,7 +49,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return int(args._run(args) or 0)
     except MechanismError as exc:
-        print(terminal_safe(one_line(f"mechanism {args.command}: error: {exc}")), file=sys.stderr)
+        # the library names its parameters; the command line names the flags they came from
+        print(terminal_safe(one_line(f"mechanism {args.command}: error: {cli_message(exc, args)}")), file=sys.stderr)
         return 2
     except MemoryError:  # one line, not a traceback from wherever the allocation failed
         print(f"mechanism {args.command}: error: out of memory (split the input, or read it with "

@@ -73,7 +73,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -89,7 +88,9 @@ from mechanism.resample import (_split_interval, bonferroni_level, detectable_ef
                                 question_bootstrap_weights, simultaneous_band, stream)
 from mechanism.results import ResultMixin
 from mechanism.schema import shared_questions, validate
-from mechanism.scoring import contains_answer, normalize_answer
+from mechanism.scoring import STOPWORDS as _STOPWORDS
+from mechanism.scoring import (  # noqa: F401  (the retrieval check's text rule lives in scoring; named here too)
+    UNRETRIEVABLE_ANSWERS, contains_answer, gold_in_observations, normalize_answer, retrievable, retrieval_normalize)
 
 __all__ = ["Integration", "integration", "verdict", "integration_verdict", "retrieval_flags", "retrievable",
            "retrievable_flags", "retrieval_status", "retrieval_normalize", "RETRIEVAL_STATUS", "question_strata_split",
@@ -102,18 +103,6 @@ __all__ = ["Integration", "integration", "verdict", "integration_verdict", "retr
 #: probability under the base model.
 LOGPROBS_DTYPE = pl.List(pl.Struct({"segment": pl.String, "logprob": pl.Float64}))
 
-# Function words that carry no entity: a follow-up query re-using "the" from an observation
-# is not a bridge step.
-_STOPWORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being
-below between both but by can did do does doing down during each few for from further had has
-have having he her here hers herself him himself his how i if in into is it its itself just me
-more most my myself no nor not now of off on once only or other our ours ourselves out over
-own same she should so some such than that the their theirs them themselves then there these
-they this those through to too under until up very was we were what when where which while
-who whom why will with you your yours yourself yourselves also many much one first name named
-known called did does which year years born
-""".split())
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
@@ -132,96 +121,6 @@ def content_tokens(text: str | None) -> set[str]:
         return set()
     return {t for t in retrieval_normalize(text).split() if t not in _STOPWORDS
             and (len(t) > 1 or t.isdigit())}
-
-
-#: Gold answers that a word match cannot find in a text: a polar (or "none") answer is never
-#: stated as such by a retrieved page ("There is no record" does not retrieve "no").
-UNRETRIEVABLE_ANSWERS = frozenset({"yes", "no", "true", "false", "none"})
-#: Words that occur in ordinary prose whatever the page is about: a gold made only of these
-#: ("US" in "told us", "May" in "may have been") is not identified by finding it.
-_FUNCTION_WORDS = _STOPWORDS | frozenset("""
-us may might must can could would shall should will ought also yet still even ever never
-""".split())
-#: Number words: "two" occurs in "the two brothers" on pages that have nothing to do with the answer.
-_NUMBER_WORDS = frozenset("""
-zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
-sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred
-thousand million billion first second third fourth fifth sixth seventh eighth ninth tenth once
-twice half dozen
-""".split())
-_POSSESSIVE = re.compile(r"(?<=\w)['\u2019\u02bc]s\b")
-_NON_WORD = re.compile(r"[\W_]+")
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_ORDINAL_NUMBER = re.compile(r"^\d+(st|nd|rd|th|s)?$")
-
-
-def retrieval_normalize(text: str | None) -> str:
-    """``text`` as the retrieval check reads it: accents folded, possessives dropped,
-    punctuation read as space, articles dropped, lower case, white space collapsed.
-
-    Examples
-    --------
-    >>> retrieval_normalize("Beyoncé's Paris-based label")
-    'beyonce paris based label'
-    >>> retrieval_normalize("Jean-Paul Sartre (1905–1980)")
-    'jean paul sartre 1905 1980'
-    """
-    if not text:
-        return ""
-    folded = unicodedata.normalize("NFKD", str(text))
-    folded = "".join(ch for ch in folded if not unicodedata.combining(ch)).casefold()
-    folded = _NON_WORD.sub(" ", _POSSESSIVE.sub("", folded))
-    return " ".join(_ARTICLES.sub(" ", folded).split())
-
-
-def retrievable(gold: str | None) -> bool:
-    """Whether a gold answer can be identified by finding it, as words, in an observation.
-
-    Not retrievable by text: yes, no, true, false, none (:data:`UNRETRIEVABLE_ANSWERS`);
-    golds made only of function words (``"us"``, ``"may"``, ``"the"``); one-token numbers
-    (``"12"``, ``"two"``, ``"1987"``, ``"3rd"``); single characters. Such a gold is judged
-    only through ``correct``, in the stratum of its own that :func:`integration` reports.
-
-    Examples
-    --------
-    >>> [retrievable(g) for g in ("Paris", "no", "Yes.", "None", "7", "1987", "the", "US", "May", "two")]
-    [True, False, False, False, False, False, False, False, False, False]
-    >>> [retrievable(g) for g in ("12 May 2003", "Jean-Paul Sartre", "Beyoncé")]
-    [True, True, True]
-    """
-    norm = retrieval_normalize(gold)
-    tokens = norm.split()
-    if not tokens or len(norm) < 2 or norm in UNRETRIEVABLE_ANSWERS:
-        return False
-    if len(tokens) == 1 and (tokens[0] in _NUMBER_WORDS or _ORDINAL_NUMBER.match(tokens[0])):
-        return False
-    return any(t not in _FUNCTION_WORDS and (len(t) > 1 or t.isdigit()) for t in tokens)
-
-
-def gold_in_observations(observations: Sequence[str | None], golds: Sequence[str] | None) -> bool:
-    """Does some observation contain a retrievable gold answer, as whole words, read as text?
-
-    See :func:`retrieval_normalize` for how both are read and :func:`retrievable` for which
-    gold answers can count.
-
-    Examples
-    --------
-    >>> gold_in_observations(["He was told us about it."], ["US"])
-    False
-    >>> gold_in_observations(["Lincoln's address"], ["Lincoln"]), gold_in_observations(["Beyonce sang"], ["Beyoncé"])
-    (True, True)
-    >>> gold_in_observations(["a New York-born writer"], ["New York"])
-    True
-    """
-    usable = {retrieval_normalize(g) for g in (golds or []) if g is not None and retrievable(g)}
-    if not usable:
-        return False
-    for text in observations:
-        if text:
-            padded = f" {retrieval_normalize(text)} "
-            if any(f" {g} " in padded for g in usable):
-                return True
-    return False
 
 
 def _squad_gold_in_observations(observations: Sequence[str | None], golds: Sequence[str] | None) -> bool:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 __all__ = ["safe_filename", "file_stems", "pair_folders", "display_name", "escape_control", "escape_formula", "csv_safe",
-           "write_csv"]
+           "write_csv", "natural_key"]
 
 # The Unicode categories escape_control writes as escapes: controls (C0, DEL, C1; Cc),
 # format characters (bidirectional overrides and isolates, zero-width characters, the
@@ -233,3 +233,13 @@ def write_csv(frame: "pl.DataFrame", path: "str | os.PathLike[str]") -> None:
     """Write ``frame`` as CSV with every text cell made formula-safe (:func:`csv_safe`): the one
     CSV writer of the toolkit, since arm, question and strategy names come from the input."""
     csv_safe(frame).write_csv(path)
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key that orders the digit runs of a name by value (checkpoints, arms in figures).
+
+    >>> sorted(["ckpt200", "ckpt50", "ckpt1000", "base"], key=natural_key)
+    ['base', 'ckpt50', 'ckpt200', 'ckpt1000']
+    """
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                 for part in re.split(r"(\d+)", str(name)) if part != "")

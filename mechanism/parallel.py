@@ -15,7 +15,8 @@ together in the order of the files, so the output does not depend on ``n_jobs``:
 - :func:`render_shards`: read and segment (:func:`mechanism.segmentation.render`) per shard.
 - :func:`assign_shards`: read and assign each shard to a saved strategy space (its files
   read and hashed once by the caller, the space loaded once per worker process);
-  :func:`strategy_shares` then gives each arm's shares with intervals.
+  :func:`strategy_shares` (:mod:`mechanism.shares`, named here too) then gives each arm's
+  shares with intervals.
 
 Every shard function takes :func:`mechanism.read`'s keyword options (``arm``, ``columns``,
 ``errors``, ``where``, ``answer_pattern``, ``scorer``, ``unanswered``, ``round_tools``:
@@ -51,6 +52,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.errors import InputError, ReadReport, ReadWarning, SkippedRecord
+from mechanism.shares import strategy_shares  # noqa: F401  (the shares of assigned shards; one implementation)
 
 __all__ = ["shard_paths", "read_shards", "scan_shards", "render_shards", "assign_shards", "strategy_shares",
            "space_files", "space_digest", "read_option_names", "RUN_COLUMNS", "PARTS"]
@@ -66,9 +68,9 @@ _ASSIGN_COLUMNS = ("arm", "question_id", "sample_id", "strategy", "distance", "o
 def shard_paths(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
     """The shard files of a folder (its trajectory files, sorted by name) or a list of paths,
     exactly as :func:`mechanism.read` would visit them."""
-    from mechanism.readers import _paths
+    from mechanism.readers import input_paths
 
-    return _paths(path_or_paths)
+    return input_paths(path_or_paths)
 
 
 def _n_workers(n_jobs: int, n_tasks: int) -> int:
@@ -140,10 +142,7 @@ class _ReadArgs:
 def _read_args(format: str, options: Mapping[str, Any]) -> _ReadArgs:
     """``format`` and ``options`` checked once, before any worker starts, with the reader's
     own checks and one-line errors that name the option."""
-    from mechanism.readers import FORMATS, _Where, read
-    from mechanism.readers._answer import compile_answer_pattern
-    from mechanism.readers._build import ReadOptions
-    from mechanism.readers._fields import FieldMap
+    from mechanism.readers import FORMATS, check_read_options, read
 
     names = read_option_names()
     for name in options:
@@ -158,21 +157,13 @@ def _read_args(format: str, options: Mapping[str, Any]) -> _ReadArgs:
     # what differs from read's defaults (a polars expression is never compared with ==)
     given = {n: v for n, v in options.items()
              if not (v is defaults[n] or (isinstance(v, str) and isinstance(defaults[n], str) and v == defaults[n]))}
-    errors, arm = given.get("errors", "raise"), given.get("arm")
-    if errors not in ("raise", "skip"):
-        raise InputError(f"`errors` must be 'raise' or 'skip', got {errors!r}", field="errors")
-    if arm is not None and (not isinstance(arm, str) or not arm):
-        raise InputError("`arm` must be a non-empty string", field="arm")
     if format == PARTS:
         for name in given:
             if name not in ("arm", "errors"):
                 raise InputError(f"`{name}` does not apply to format={PARTS!r}: the parts hold tables read "
                                  "already (give it to the read_shards call that wrote them)", field=name)
-    else:  # the reader's own checks, once here rather than once per shard in the workers
-        FieldMap(given.get("columns"))
-        compile_answer_pattern(given.get("answer_pattern"))
-        ReadOptions.make(**{n: given[n] for n in ("scorer", "unanswered", "round_tools") if n in given})
-        _Where.make(given.get("where"))
+    # the reader's own checks, once here rather than once per shard in the workers
+    check_read_options("auto" if format == PARTS else format, **given)
     if given.get("columns") is not None:
         given["columns"] = dict(given["columns"])
     return _ReadArgs(format, given)
@@ -527,58 +518,3 @@ def assign_shards(space: str | os.PathLike, path_or_paths: str | os.PathLike | S
                    cache_dir=None if cache_dir is None else str(cache_dir), text=text)
     results = _map(_assign_task, tasks, n_jobs)
     return _collect(results, tasks, report)
-
-
-def strategy_shares(assigned: pl.DataFrame | pl.LazyFrame, *, ci: float | None = 0.95, n_boot: int = 1000,
-                    random_state: int | None = 0) -> pl.DataFrame:
-    """Each arm's share of each strategy, questions weighted equally within the arm.
-
-    Parameters
-    ----------
-    assigned
-        ``arm, question_id, strategy`` per trajectory (e.g. :func:`assign_shards`), eager
-        or lazy (only those columns are read).
-    ci
-        Confidence level of the percentile bootstrap over questions (per arm); ``None``:
-        no intervals.
-    n_boot, random_state
-        Bootstrap replicates and seed.
-
-    Returns
-    -------
-    polars.DataFrame
-        ``arm, strategy, n`` (trajectories), ``share``, ``ci_low``, ``ci_high``; shares of
-        one arm sum to 1.
-
-    Examples
-    --------
-    >>> t = pl.DataFrame({"arm": ["a"] * 4, "question_id": ["q1", "q1", "q1", "q2"], "strategy": [0, 0, 1, 1]})
-    >>> strategy_shares(t, ci=None)["share"].to_list()   # q1: 2/3, 1/3; q2: 0, 1 -> means over questions
-    [0.3333333333333333, 0.6666666666666666]
-    """
-    from mechanism.compare import stream
-    from mechanism.resample import percentile_interval, question_bootstrap_weights, question_weighted
-
-    frame = assigned.lazy().select("arm", "question_id", "strategy").collect() \
-        if isinstance(assigned, (pl.DataFrame, pl.LazyFrame)) else None
-    if frame is None:
-        raise InputError("`assigned` must be a polars DataFrame or LazyFrame", field="assigned")
-    strategies = np.sort(frame["strategy"].unique().to_numpy())
-    out = []
-    for arm in sorted(frame["arm"].unique().to_list()):
-        part = frame.filter(pl.col("arm") == arm)
-        _, q_idx = np.unique(part["question_id"].to_numpy(), return_inverse=True)
-        s_idx = np.searchsorted(strategies, part["strategy"].to_numpy())
-        n_q = int(q_idx.max()) + 1
-        counts = np.zeros((n_q, len(strategies)))
-        np.add.at(counts, (q_idx, s_idx), 1.0)
-        (weighted,) = question_weighted(counts)
-        share = weighted.sum(axis=0) / n_q
-        lo = hi = np.full(len(strategies), np.nan)
-        if ci is not None and n_boot > 0:
-            w = question_bootstrap_weights(n_q, n_boot, stream(random_state, f"shares:{arm}")).astype(float)
-            lo, hi = percentile_interval(w @ weighted / n_q, ci)
-        for j, s in enumerate(strategies):
-            out.append((arm, int(s), int(counts[:, j].sum()), float(share[j]), float(lo[j]), float(hi[j])))
-    return pl.DataFrame(out, schema={"arm": pl.String, "strategy": pl.Int64, "n": pl.Int64, "share": pl.Float64,
-                                     "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")

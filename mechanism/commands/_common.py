@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from mechanism.errors import OutputError
+from mechanism.errors import InputError, OutputError
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
@@ -170,6 +170,33 @@ def terminal_safe(text: str) -> str:
     from mechanism.names import escape_control
 
     return escape_control(text, keep="\n\t")
+
+
+def option_flags(parser: argparse.ArgumentParser) -> dict[str, tuple[str, object]]:
+    """Each option's destination (the library parameter it becomes) -> its flag and default."""
+    flags = {}
+    for action in parser._actions:  # argparse's documented parsers expose no public list of actions
+        long = [o for o in action.option_strings if o.startswith("--")]
+        if long and action.dest != "help":
+            flags[action.dest] = (long[0], action.default)
+    return flags
+
+
+def cli_message(exc: BaseException, args: argparse.Namespace) -> str:
+    """The library's error as the command line says it.
+
+    Library errors name the library's parameters (``field``, in backticks); where the error
+    is about an option (no file, no line) that the user gave as a flag of this command, the
+    message names the flag instead: "`base` arm 'x' is not in the input" reads
+    "`--base` arm 'x' is not in the input".
+    """
+    text = str(exc)
+    field = getattr(exc, "field", None)
+    flags = getattr(args, "_flags", None) or {}
+    if (isinstance(exc, InputError) and exc.source is None and exc.line is None and field in flags
+            and getattr(args, field, None) != flags[field][1]):
+        text = text.replace(f"`{field}`", f"`{flags[field][0]}`")
+    return text
 
 
 # ---------------------------------------------------------------- atomic outputs

@@ -208,7 +208,7 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
         Add a title.
     """
     if shares is None:
-        from mechanism.parallel import strategy_shares as question_weighted_shares
+        from mechanism.shares import strategy_shares as question_weighted_shares
 
         assigned = assigned if assigned is not None else space.assign(runs)
         shares = question_weighted_shares(assigned, ci=None)

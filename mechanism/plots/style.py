@@ -63,7 +63,7 @@ def arm_colors(arms: Sequence[str], *, ordered: bool | None = None) -> dict[str,
     """
     from matplotlib import colormaps
 
-    from mechanism.checkpoints import natural_key
+    from mechanism.names import natural_key
 
     others = sorted(dict.fromkeys(a for a in arms if a not in ARM_COLORS), key=natural_key)
     out = {a: ARM_COLORS[a] for a in arms if a in ARM_COLORS}

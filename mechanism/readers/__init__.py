@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from itertools import islice
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import polars as pl
 
@@ -24,6 +24,7 @@ from mechanism.errors import InputError, ReadReport, ReadWarning, SkippedRecord
 from mechanism.progress import progress as _progress
 from mechanism.readers import atif, canonical, fireact, inspectlog, openai, react, searchr1
 from mechanism.names import safe_filename
+from mechanism.options import check_choice
 from mechanism.readers._answer import compile_answer_pattern
 from mechanism.readers._build import SCORERS, Columns, ReadOptions, Tally, build_row
 from mechanism.readers._fields import FieldMap, _get_path, _MISSING
@@ -34,7 +35,7 @@ from mechanism.readers._io import (
 )
 from mechanism.schema import validate
 
-__all__ = ["read", "detect_format", "FORMATS", "SCORERS"]
+__all__ = ["read", "detect_format", "check_read_options", "input_paths", "ReadSettings", "FORMATS", "SCORERS"]
 
 FORMATS = ("canonical", "searchr1", "openai", "react", "atif", "fireact", "inspect")
 _MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, fireact, inspectlog)}
@@ -42,10 +43,17 @@ _FILE_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json", ".parquet", ".pq",
 _DETECT_RECORDS = 20  # records looked at to detect a format
 
 PathArg = str | PathLike | Sequence[str | PathLike]
+# read's fixed choices (checked by mechanism.options.check_choice; the CLI offers the same)
+Errors = Literal["raise", "skip"]
+Unanswered = Literal["fail", "error"]
+MultiAction = Literal["first", "last"]
+Duplicates = Literal["keep", "drop"]
 _INT64_MAX = 2**63 - 1
 
 
-def _paths(path_or_paths: PathArg) -> list[Path]:
+def input_paths(path_or_paths: PathArg) -> list[Path]:
+    """The files :func:`read` visits for ``path_or_paths``, in order: a folder's trajectory
+    files (.jsonl, .json, .parquet, .csv, ...) sorted by name, a file as it is."""
     items = [path_or_paths] if isinstance(path_or_paths, (str, PathLike)) else list(path_or_paths)
     if not items:
         raise InputError("no input files given", field="path")
@@ -175,16 +183,64 @@ def detect_format(path: str | PathLike, *, columns: Mapping[str, str] | None = N
     return _Source(Path(path), FieldMap(columns)).detect()
 
 
+class ReadSettings(NamedTuple):
+    """:func:`read`'s options, checked and compiled by :func:`check_read_options`."""
+
+    fields: FieldMap               # the field names (``columns``) with the answer pattern and multi_action
+    options: ReadOptions           # scorer, unanswered, round_tools, question_key, error_pattern
+    where: "_Where | None"         # the record filter, or None
+
+
+def check_read_options(format: str = "auto", *, arm: str | None = None, columns: Mapping[str, str] | None = None,
+                       errors: Errors = "raise", where: "str | pl.Expr | None" = None,
+                       answer_pattern: "str | re.Pattern[str] | None" = None,
+                       scorer: "str | Callable[[str, list[str]], bool]" = "em",
+                       unanswered: Unanswered = "fail",
+                       round_tools: "str | Collection[str] | None" = None,
+                       error_pattern: "str | re.Pattern[str] | None" = None,
+                       multi_action: MultiAction = "first",
+                       duplicates: Duplicates = "keep",
+                       question_key: "str | re.Pattern[str] | None" = None) -> ReadSettings:
+    """Check :func:`read`'s options (the same names, defaults and meanings) before any file is read.
+
+    :func:`read` calls it, and so do the shard functions of :mod:`mechanism.parallel` once
+    before their workers start, so a bad option fails the same way everywhere.
+
+    Returns
+    -------
+    ReadSettings
+        The compiled options.
+
+    Raises
+    ------
+    InputError
+        A bad option, with its parameter name as the error's ``field``.
+    """
+    check_choice(errors, Errors, field="errors")
+    if format != "auto" and format not in FORMATS:
+        raise InputError(f"unknown format {format!r}; expected auto or one of {', '.join(FORMATS)}", field="format")
+    if arm is not None and (not isinstance(arm, str) or not arm):
+        raise InputError("`arm` must be a non-empty string", field="arm")
+    options = ReadOptions.make(scorer=scorer, unanswered=unanswered, round_tools=round_tools,
+                               question_key=question_key, error_pattern=error_pattern)
+    check_choice(multi_action, MultiAction, field="multi_action")
+    check_choice(duplicates, Duplicates, field="duplicates")
+    fields = FieldMap(columns)
+    fields.answer_pattern = compile_answer_pattern(answer_pattern)
+    fields.multi_action = multi_action
+    return ReadSettings(fields, options, _Where.make(where))
+
+
 def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None,
-         columns: Mapping[str, str] | None = None, errors: Literal["raise", "skip"] = "raise",
+         columns: Mapping[str, str] | None = None, errors: Errors = "raise",
          report: bool = False, progress: bool | None = False, where: "str | pl.Expr | None" = None,
          answer_pattern: "str | re.Pattern[str] | None" = None,
          scorer: "str | Callable[[str, list[str]], bool]" = "em",
-         unanswered: Literal["fail", "error"] = "fail",
+         unanswered: Unanswered = "fail",
          round_tools: "str | Collection[str] | None" = None,
          error_pattern: "str | re.Pattern[str] | None" = None,
-         multi_action: Literal["first", "last"] = "first",
-         duplicates: Literal["keep", "drop"] = "keep",
+         multi_action: MultiAction = "first",
+         duplicates: Duplicates = "keep",
          question_key: "str | re.Pattern[str] | None" = None) -> pl.DataFrame | tuple[pl.DataFrame, ReadReport]:
     """Read trajectory files into the canonical table (one row per trajectory).
 
@@ -233,10 +289,11 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
         "Answer:", else the whole message.
     scorer
         How ``correct`` is scored where the source gives no label: ``"em"`` (exact match
-        after SQuAD normalisation, default), ``"f1"`` (token F1 >= 0.5), ``"cover-em"`` (a
-        gold answer appears as whole words in the answer), ``"contains"`` (a normalised gold
-        answer is a substring of the normalised answer), or a function ``(answer, gold) ->
-        bool``. An arm that scores 0 % while answers were found raises a
+        after SQuAD normalisation, default), ``"f1"`` (token F1 >= 0.5), ``"contains"`` (a
+        normalised gold answer appears as whole words in the normalised answer, as
+        :func:`mechanism.contains_answer`: ``"no"`` is not in ``"nobody"``; ``"cover-em"``,
+        cover exact match, is the same test), or a function ``(answer, gold) -> bool``. An
+        arm that scores 0 % while answers were found raises a
         :class:`~mechanism.errors.ReadWarning`.
     unanswered
         ``"fail"`` (default): an episode that ended without a final answer and without a
@@ -279,26 +336,14 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
         file, an unknown format, or a bad option; the message names the file, the line and
         the field.
     """
-    if errors not in ("raise", "skip"):
-        raise InputError(f"`errors` must be 'raise' or 'skip', got {errors!r}", field="errors")
-    if format != "auto" and format not in FORMATS:
-        raise InputError(f"unknown format {format!r}; expected auto or one of {', '.join(FORMATS)}", field="format")
-    if arm is not None and (not isinstance(arm, str) or not arm):
-        raise InputError("`arm` must be a non-empty string", field="arm")
-    options = ReadOptions.make(scorer=scorer, unanswered=unanswered, round_tools=round_tools,
-                               question_key=question_key, error_pattern=error_pattern)
-    if multi_action not in ("first", "last"):
-        raise InputError(f"`multi_action` must be 'first' or 'last', got {multi_action!r}", field="multi_action")
-    if duplicates not in ("keep", "drop"):
-        raise InputError(f"`duplicates` must be 'keep' or 'drop', got {duplicates!r}", field="duplicates")
-    fields = FieldMap(columns)
-    fields.answer_pattern = compile_answer_pattern(answer_pattern)
-    fields.multi_action = multi_action
-    filt = _Where.make(where)
+    fields, options, filt = check_read_options(
+        format, arm=arm, columns=columns, errors=errors, where=where, answer_pattern=answer_pattern, scorer=scorer,
+        unanswered=unanswered, round_tools=round_tools, error_pattern=error_pattern, multi_action=multi_action,
+        duplicates=duplicates, question_key=question_key)
     rep = ReadReport()
     tally = Tally(scorer_name=options.scorer_name)
     rows = Columns()
-    for path in _paths(path_or_paths):
+    for path in input_paths(path_or_paths):
         src = None
         if format == "inspect" or (format == "auto" and inspectlog.is_inspect_log(path)):
             src_name, fmt, records = str(path), "inspect", inspectlog.records(path)

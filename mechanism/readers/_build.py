@@ -23,7 +23,7 @@ from mechanism.failures import compile_error_pattern, is_failure
 from mechanism.names import display_name, escape_control
 from mechanism.readers._fields import FieldMap, as_bool, as_float, as_gold, as_int, as_str
 from mechanism.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS
-from mechanism.scoring import _f1, cover_match, normalize_answer
+from mechanism.scoring import contains_answer, normalize_answer, token_f1
 
 SCORERS = ("em", "f1", "cover-em", "contains")
 F1_THRESHOLD = 0.5  # `scorer="f1"`: correct when token F1 reaches this (the usual partial-credit cut)
@@ -40,8 +40,9 @@ class ReadOptions:
     Parameters
     ----------
     scorer
-        ``"em"``, ``"f1"``, ``"cover-em"``, ``"contains"`` or a function
-        ``(answer, gold) -> bool``; scores rows whose source gives no ``correct``.
+        ``"em"``, ``"f1"``, ``"contains"`` (whole words, :func:`mechanism.scoring.contains_answer`;
+        ``"cover-em"`` is the same test) or a function ``(answer, gold) -> bool``; scores
+        rows whose source gives no ``correct``.
     unanswered
         ``"fail"``: an episode with no final answer and no label is kept as a failure;
         ``"error"``: it is a bad record.
@@ -207,7 +208,7 @@ class Tally:
             n = self._normalized(g)
             score = self._f1_cache.get((a, n))
             if score is None:
-                score = 1.0 if a == n else _f1(a.split(), n.split())
+                score = 1.0 if a == n else token_f1(a.split(), n.split())
                 if len(self._f1_cache) < 1_000_000:
                     self._f1_cache[(a, n)] = score
             best = max(best, score)
@@ -229,11 +230,8 @@ class Tally:
             return self.exact(answer, gold)
         if scorer == "f1":
             return self.f1(answer, gold) >= F1_THRESHOLD
-        if scorer == "cover-em":
-            return cover_match(answer, gold)
-        if scorer == "contains":
-            a = self._normalized(answer)
-            return any(n and n in a for n in (self._normalized(g) for g in gold))
+        if scorer in ("contains", "cover-em"):  # one test under two names: whole words
+            return contains_answer(answer, gold)
         result = scorer(answer, list(gold))
         if not isinstance(result, (bool, np.bool_)):
             raise InputError(f"the `scorer` function must return a bool, got {type(result).__name__}", field="scorer")
@@ -306,8 +304,9 @@ class Tally:
         if self.given:
             out.append(f"`correct` taken from the input for {self.given} rows")
         if self.scored:
-            how = {"em": "exact match", "f1": f"token F1 >= {F1_THRESHOLD}", "cover-em": "cover exact match",
-                   "contains": "gold contained in the answer"}.get(self.scorer_name, f"`{self.scorer_name}`")
+            how = {"em": "exact match", "f1": f"token F1 >= {F1_THRESHOLD}",
+                   "cover-em": "cover exact match (gold contained as whole words)",
+                   "contains": "gold contained as whole words in the answer"}.get(self.scorer_name, f"`{self.scorer_name}`")
             out.append(f"`correct` scored by {how} against `gold` for {self.scored} rows")
         if self.disagreements:
             out.append(f"{self.disagreements} rows: the given `correct` disagrees with exact/cover match of "
@@ -495,7 +494,7 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
         if answer is not None and gold:
             em = tally.exact(answer, gold)
             # a strict grader may reject a covering answer, but never an exact match
-            agrees = (em or cover_match(answer, gold)) if given_correct else not em
+            agrees = (em or contains_answer(answer, gold)) if given_correct else not em
             if not agrees:
                 tally.disagreements += 1
                 if len(tally.disagreement_examples) < 3:

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from mechanism.errors import InputError
-from mechanism.readers import react
 from mechanism.names import safe_filename
 from mechanism.readers._fields import FieldMap
 from mechanism.readers._io import load_json
+from mechanism.readers.react import messages_text, parse_text
 from mechanism.scoring import normalize_answer
 
 FORMAT = "fireact"
@@ -91,10 +91,10 @@ def records(path: Path, doc: Mapping[str, Any] | None = None) -> Iterator[tuple[
 def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
     traj = record.get("traj")
     if isinstance(traj, str):
-        parsed = react.parse_text(traj, field="traj", multi_action=fields.multi_action)
+        parsed = parse_text(traj, field="traj", multi_action=fields.multi_action)
     elif isinstance(traj, list):
-        transcript, question = react.messages_text(traj, field="traj")
-        parsed = react.parse_text(transcript, field="traj", multi_action=fields.multi_action)
+        transcript, question = messages_text(traj, field="traj")
+        parsed = parse_text(transcript, field="traj", multi_action=fields.multi_action)
         parsed["question"] = parsed["question"] or question
     else:
         raise InputError("missing `traj` (a transcript string or a message list)", field="traj")

@@ -129,14 +129,14 @@ def write_passkt(
         base = "base"
     if base is not None:
         if base not in arms:
-            raise InputError(f"`--base` arm {base!r} is not in the input (arms: {arms})", field="base")
+            raise InputError(f"`base` arm {base!r} is not in the input (arms: {arms})", field="base")
         compared = list(dict.fromkeys(treated)) if treated else [a for a in order if a != base]
         named = pair_folders(compared, base)  # distinct arms, distinct folders (a hash where names clash)
         folders = [named[other] for other in compared]
         for name in folders:
             if folders.count(name) > 1:  # one folder for two arms: the second would overwrite the first
                 raise InputError(f"arms {[a for a, f in zip(compared, folders) if f == name]} give the same "
-                                 f"output folder {name!r}: rename one (e.g. with `--arm`)", field="arm")
+                                 f"output folder {name!r}: rename one (`arm` when reading)", field="arm")
         for other, name in zip(compared, folders):
             result = boundary(runs, base=base, treated=other, t=t, k=ks, ci=ci, n_boot=n_boot,
                               random_state=random_state, t_source=t_source)

@@ -47,7 +47,7 @@ def write_reweighting(runs: pl.DataFrame, labels: Any, out: str | Path, *, base:
     out.mkdir(parents=True, exist_ok=True)
     arms = runs["arm"].unique(maintain_order=True).to_list()
     if base not in arms:
-        raise InputError(f"`--base` arm {base!r} is not in the input (arms: {sorted(arms)})", field="base")
+        raise InputError(f"`base` arm {base!r} is not in the input (arms: {sorted(arms)})", field="base")
     others = list(dict.fromkeys(treated)) if treated else [a for a in arms if a != base]
     # Arm names are untrusted and sanitised into folder names: two arms that sanitise alike
     # would silently overwrite each other's tables.

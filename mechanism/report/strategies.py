@@ -170,7 +170,7 @@ def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN
         ``text`` is the description table: the ten largest strategies with their success
         rate and share per arm; ``results`` holds the :class:`Placement`.
     """
-    from mechanism.parallel import strategy_shares as question_weighted_shares
+    from mechanism.shares import strategy_shares as question_weighted_shares
     from mechanism.plots.strategies import plot_strategy_shares, strategy_map
 
     out = Path(out)

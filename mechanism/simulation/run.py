@@ -16,8 +16,7 @@ from mechanism.names import safe_filename
 from mechanism.progress import progress as _progress
 from mechanism.results import ResultMixin
 from mechanism.schema import from_records
-from mechanism.information import gold_in_observations
-from mechanism.scoring import exact_match, f1_score
+from mechanism.scoring import exact_match, f1_score, gold_in_observations
 from mechanism.simulation.agent import retrieval_holds, run_episode
 from mechanism.simulation.planted import planted_values
 from mechanism.simulation.policies import REMAP, STRATEGIES, Policy, default_policies

@@ -150,6 +150,25 @@ def test_bad_options_are_one_line_errors_naming_them_before_any_worker(react_sha
     assert read_shards(tmp_path / "parts", "parts", arm="x")["arm"].unique().to_list() == ["x"]
 
 
+def test_a_bad_read_option_fails_the_shard_functions_exactly_as_it_fails_read(react_shards, monkeypatch):
+    """One validation (mechanism.readers.check_read_options): every option read() checks, the
+    shard functions check before any worker starts, with read's own one-line error."""
+    cases = [({"scorer": "exact"}, "scorer"), ({"where": "trial =="}, "where"), ({"answer_pattern": "("}, "answer_pattern"),
+             ({"columns": {"correct": "status:"}}, "columns"), ({"round_tools": ","}, "round_tools"),
+             ({"unanswered": "drop"}, "unanswered"), ({"errors": "ignore"}, "errors"), ({"arm": ""}, "arm"),
+             ({"multi_action": "middle"}, "multi_action"), ({"duplicates": "merge"}, "duplicates"),
+             ({"question_key": "("}, "question_key"), ({"error_pattern": "("}, "error_pattern")]
+    # a worker started for a bad option would be a check missed: make starting one fail loudly
+    monkeypatch.setattr(parallel, "_map", lambda *a, **k: pytest.fail("a worker started before the check"))
+    for options, name in cases:
+        with pytest.raises(InputError) as by_read:
+            read(react_shards[0], "react", **options)
+        with pytest.raises(InputError) as by_shards:
+            read_shards(react_shards[:3], "react", n_jobs=2, **options)
+        assert by_read.value.field == by_shards.value.field == name
+        assert str(by_shards.value) == str(by_read.value), options
+
+
 @pytest.fixture(scope="module")
 def space_and_shards(tmp_path_factory) -> tuple[Path, list[Path]]:
     runs = simulate(n_questions=24, n_samples=3, arms=("base", "rl"), random_state=3, progress=False).runs

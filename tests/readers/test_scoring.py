@@ -1,14 +1,16 @@
 """Answer scoring against the official SQuAD v1.1 definitions and hand-worked cases."""
 from __future__ import annotations
 
+import json
 import re
 import string
 from collections import Counter
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mechanism.scoring import contains_answer, cover_match, exact_match, f1_score, normalize_answer
+from mechanism.scoring import contains_answer, exact_match, f1_score, normalize_answer, token_f1
 
 
 def _squad_normalize(s: str) -> str:
@@ -65,12 +67,39 @@ def test_f1_cases():
     assert f1_score("the", ["dog"]) == 0.0
 
 
-def test_cover_match_whole_words():
-    assert cover_match("It was Paris, France.", ["Paris"])
-    assert cover_match("the answer is new york city", ["New York"])
-    assert not cover_match("nobody", ["no"])
-    assert not cover_match("Paris", ["The"])  # a gold that normalises away never matches
-    assert not cover_match(None, ["Paris"])
+def test_contains_means_whole_words():
+    """"Contains" is one test: a normalised gold as a run of whole words, never part of a word."""
+    assert contains_answer("It was Paris, France.", ["Paris"])
+    assert contains_answer("the answer is new york city", ["New York"])
+    assert not contains_answer("nobody", ["no"])
+    assert not contains_answer("Obamacare", ["Obama"])
+    assert not contains_answer("Paris", ["The"])  # a gold that normalises away never matches
+    assert not contains_answer(None, ["Paris"])
+
+
+def test_one_containment_function_under_one_name():
+    import mechanism as mx
+    import mechanism.scoring as scoring
+
+    assert mx.contains_answer is scoring.contains_answer
+    assert not hasattr(scoring, "cover_match") and "cover_match" not in mx.__all__
+    with pytest.raises(AttributeError):
+        mx.cover_match  # noqa: B018
+
+
+def test_the_contains_scorer_is_contains_answer(tmp_path):
+    """read(scorer="contains") and its other name "cover-em" score exactly as contains_answer does."""
+    from mechanism.readers import read
+
+    answers = ["Barack Obama jr", "Obamacare", "nobody knows", "no", "the New York Times", None]
+    golds = [["Barack Obama"], ["Obama"], ["no"], ["no"], ["New York"], ["x"]]
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps({"question_id": f"q{i}", "question": "?", "gold": g, "answer": a,
+                                          "steps": []}) for i, (a, g) in enumerate(zip(answers, golds))))
+    want = [contains_answer(a, g) for a, g in zip(answers, golds)]
+    assert want == [True, False, False, True, True, False]
+    for scorer in ("contains", "cover-em"):
+        assert read(path, format="canonical", arm="a", scorer=scorer)["correct"].to_list() == want, scorer
 
 
 def test_contains_answer():
@@ -98,10 +127,11 @@ def test_score_relations(pred, golds):
     f1 = f1_score(pred, golds)
     assert 0.0 <= f1 <= 1.0
     if em and any(normalize_answer(g) for g in golds if normalize_answer(g) == normalize_answer(pred)):
-        assert cover_match(pred, golds)
+        assert contains_answer(pred, golds)
         assert f1 == 1.0
-    # cover match of the answer is the same test as containment in a text
-    assert cover_match(pred, golds) == contains_answer(pred, golds)
+    # F1 of one pair is token_f1 of the normalised tokens
+    if golds:
+        assert f1 == max(token_f1(normalize_answer(pred).split(), normalize_answer(g).split()) for g in golds)
 
 
 @given(st.lists(st.text(alphabet="abc ,.", max_size=8), min_size=1, max_size=5), st.text(alphabet="abc ,.", max_size=30))
@@ -113,3 +143,14 @@ def test_contains_matches_token_brute_force(golds, text):
         if gt and any(toks[i:i + len(gt)] == gt for i in range(len(toks) - len(gt) + 1)):
             want = True
     assert contains_answer(text, golds) == want
+
+
+def test_the_retrieval_check_lives_in_scoring():
+    """The simulator and the integration analysis share one text rule, in the scoring layer."""
+    import mechanism.information as information
+    import mechanism.scoring as scoring
+
+    for name in ("gold_in_observations", "retrievable", "retrieval_normalize", "UNRETRIEVABLE_ANSWERS"):
+        assert getattr(information, name) is getattr(scoring, name), name
+    assert scoring.gold_in_observations(["born in New York-based Queens"], ["New York"])
+    assert not scoring.gold_in_observations(["There is no record."], ["no"])

@@ -545,7 +545,7 @@ def test_cli_bad_arguments_exit_2(tmp_path, capsys, argv, match):
 # -- the world ----------------------------------------------------------------------------
 
 def test_world_questions_are_well_formed():
-    from mechanism.scoring import cover_match, normalize_answer
+    from mechanism.scoring import contains_answer, normalize_answer
     from mechanism.simulation.world import make_world
 
     world = make_world(80, np.random.default_rng(0))
@@ -561,8 +561,8 @@ def test_world_questions_are_well_formed():
             assert int(a.facts.get("year", a.facts.get("founded"))) >= born
         else:
             assert q.gold[0] in ({"yes", "no"} if q.attr == "nationality" else set(q.entities))
-        # a wrong answer never scores as right, even under cover match
-        assert q.wrong_pool and all(not cover_match(w, q.gold) and not cover_match(q.gold[0], [w])
+        # a wrong answer never scores as right, even under cover match (containment)
+        assert q.wrong_pool and all(not contains_answer(w, q.gold) and not contains_answer(q.gold[0], [w])
                                     for w in q.wrong_pool), q.question_id
         assert normalize_answer(q.gold[0])
         assert 0.0 <= q.familiarity <= 1.0 and 0.0 <= q.ease <= 1.0
