@@ -84,10 +84,10 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     from mechanism.report.study import write_report
     from mechanism.report.track import TRACK_FIGURES, write_track
     from mechanism.simulation import simulate, training_run
-    from mechanism.simulation.run import _renamed_seed
+    from mechanism.worlds import random_state_from
     from mechanism.strategy_space import StrategySpace
 
-    random_state = _renamed_seed(seed, random_state)
+    random_state = random_state_from(random_state, seed)
     say = echo or (lambda line: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -118,10 +118,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     clock.restart()
     placement = report.sections["strategies"].results[0]
     labels = placement.labels
-    truth = runs.select("arm", "question_id", "sample_id").join(
-        sim.truth.select("arm", "question_id", "sample_id", "strategy"),
-        on=["arm", "question_id", "sample_id"], how="left", maintain_order="left")
-    ari = float(adjusted_rand_score(truth["strategy"].to_numpy(), labels))
+    ari = float(adjusted_rand_score(sim.labels_for(runs), labels))
     numbers["strategies"] = {"n_strategies": int(len(set(labels.tolist()) - {-1})), "ari_vs_planted": ari,
                              "outliers": int((labels == -1).sum())}
 

@@ -103,7 +103,7 @@ def analyse_passkt(runs: pl.DataFrame, *, k: Sequence[int] | None = None, t: Seq
     return result
 
 
-def write_passkt(result: PassKT, out: str | Path, *args: Any, figures: bool = True,
+def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
                  colors: Mapping[str, str] | None = None, **analysis: Any) -> Section:
     """Write the PASS@(k,T) tables and figures of ``result`` to ``out``.
 
@@ -138,8 +138,8 @@ def write_passkt(result: PassKT, out: str | Path, *args: Any, figures: bool = Tr
         from mechanism.report._deprecated import deprecated
 
         deprecated("`write_passkt(runs, out, ...)`", "pass `analyse_passkt(runs, ...)` (or use `write_report`)")
-        result = analyse_passkt(result, *args, **analysis)
-    elif args or analysis:
+        result = analyse_passkt(result, **analysis)
+    elif analysis:
         raise TypeError(f"write_passkt() got analysis options {sorted(analysis)} with a computed result")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
