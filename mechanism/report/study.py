@@ -15,7 +15,9 @@ from typing import Any
 import polars as pl
 
 from mechanism.errors import InputError
+from mechanism.options import RandomState, as_generator, check_ci
 from mechanism.progress import StageClock
+from mechanism.resample import resolve_seed
 from mechanism.report._section import Section
 
 Echo = Callable[[str], None]
@@ -111,8 +113,9 @@ def _figures(section: Section, captions: Mapping[str, str], out: Path) -> list[t
 def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None,
                  treated: Sequence[str] | None = None,
                  space: Any = None, k: Sequence[int] | None = None, t: Sequence[int] = (0, 1, 2, 3, 5),
-                 ci: float = 0.95, n_boot: int = 1000, n_permutations: int = 1000, random_state: int = 0,
-                 embedder: Any = None, cache_dir: str | Path | None = None, progress: bool | None = None,
+                 ci: float | None = 0.95, n_boot: int = 1000, n_permutations: int = 1000,
+                 random_state: RandomState = 0, embedder: Any = None, cache_dir: str | Path | None = None,
+                 progress: bool | None = None,
                  title: str | None = None, intro: str | None = None,
                  extra_sections: Sequence[Any] = (), extra_figures: Sequence[tuple[str, str]] = (),
                  colors: Mapping[str, str] | None = None, arm_names: Mapping[str, str] | None = None,
@@ -139,7 +142,9 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
         A fitted :class:`~mechanism.strategy_space.StrategySpace`, or the folder of a saved one;
         ``None`` fits one on ``runs`` (and saves it under ``out/space``).
     k, t, ci, n_boot, n_permutations, random_state
-        Grids, interval level, bootstrap replicates, permutations, seed of everything random.
+        Grids, interval level (``None``: no intervals), bootstrap replicates, permutations, and
+        the seed of everything random (int, numpy Generator or None: turned into one int once,
+        so every stage draws the same question resamples).
     embedder, cache_dir, progress
         Passed to the strategy space (``progress=None``: bars only on a terminal).
     title, intro
@@ -171,6 +176,9 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
     from mechanism.plots.style import arm_colors, arm_labels
     from mechanism.report.passkt import arm_order
 
+    ci = check_ci(ci)
+    as_generator(random_state)  # a one-line error naming `random_state` for anything else
+    random_state = resolve_seed(random_state)  # once: every stage below derives its streams from it
     say = echo or (lambda line: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -200,7 +208,8 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
 
 def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: list[str], shown: list[str],
                   single: bool, colors: dict[str, str], clock: StageClock, space: Any, k: Sequence[int] | None,
-                  t: Sequence[int], ci: float, n_boot: int, n_permutations: int, random_state: int, embedder: Any,
+                  t: Sequence[int], ci: float | None, n_boot: int, n_permutations: int, random_state: int,
+                  embedder: Any,
                   cache_dir: str | Path | None, progress: bool | None, title: str | None, intro: str | None,
                   extra_sections: Sequence[Any], extra_figures: Sequence[tuple[str, str]], lead: Sequence[Any],
                   n_examples: int, page: bool) -> Report:

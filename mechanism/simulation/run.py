@@ -12,7 +12,8 @@ import numpy as np
 import polars as pl
 
 from mechanism.errors import MechanismError
-from mechanism.options import RandomState, as_generator
+from mechanism.options import RandomState
+from mechanism.resample import resolve_seed
 from mechanism.names import safe_filename
 from mechanism.progress import progress as _progress
 from mechanism.results import ResultMixin
@@ -246,7 +247,7 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
     if t_cap < 0:
         raise MechanismError(f"`t_cap` must be non-negative, got {t_cap}")
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise MechanismError(f"`seed` must be a non-negative integer, got {seed!r}")
+        raise MechanismError(f"`random_state` must be a non-negative integer, a numpy Generator or None, got {seed!r}")
     for name, value in (("bridge_share", bridge_share), ("hard_share", hard_share)):
         if not 0.0 <= value <= 1.0:
             raise MechanismError(f"`{name}` must lie in [0, 1], got {value}")
@@ -324,11 +325,12 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
     return sim
 
 
-def _seed(random_state: RandomState) -> int:
-    """The int behind every draw of a run: ``random_state`` itself, or one drawn from a
-    Generator (or fresh entropy for None), so ``config["seed"]`` always reproduces the run."""
+def _seed(random_state: RandomState) -> Any:
+    """The int behind every draw of a run: an int ``random_state`` itself, or one drawn from a
+    Generator (or fresh entropy for None: :func:`mechanism.resample.resolve_seed`), so
+    ``config["seed"]`` always reproduces the run; anything else is left for the check below."""
     if random_state is None or isinstance(random_state, np.random.Generator):
-        return int(as_generator(random_state).integers(2**32))
+        return resolve_seed(random_state)
     return random_state
 
 

@@ -53,14 +53,15 @@ def _count(monkeypatch, calls: Counter, *, forbid: bool = False, n_rows: int | N
         monkeypatch.setattr(module, name, wrapper)
 
 
+@pytest.mark.slow
 def test_one_report_computes_each_analysis_once(fitted, tmp_path, monkeypatch):
     runs, space = fitted
     calls: Counter = Counter()
     _count(monkeypatch, calls, n_rows=runs.height)
     describe = space.describe
     monkeypatch.setattr(space, "describe", lambda: calls.update(["describe"]) or describe())
-    report = mx.report.write_report(runs, tmp_path, base="base", space=space, n_boot=20, n_permutations=10,
-                                    progress=False)
+    report = mx.report.write_report(runs, tmp_path, base="base", space=space, t=(0, 5), n_boot=20,
+                                    n_permutations=10, progress=False)
     # one call per analysis; the pairwise ones once per treated arm (rl and sft)
     assert calls.pop("segment[examples shown]", 0) <= space.n_strategies_
     assert calls == Counter({"pass_at_kt": 1, "pass_at_kt[pass^k]": 1, "pass_at_kt_per_problem": 1,
