@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.names import write_csv
+from mechanism.options import RandomState, as_generator
 from mechanism.progress import StageClock
 
 Echo = Callable[[str], None]
@@ -40,7 +41,7 @@ class DemoResult:
         return f"<DemoResult: {self.out}, {len(self.verdicts)} verdicts>"
 
 
-def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, random_state: int = 0,
+def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, random_state: RandomState = 0,
              t_cap: int = 5, embedder: object | None = None, progress: bool | None = None,
              echo: Echo | None = None, series: bool = True, cache_dir: str | Path | None = None,
              seed: int | None = None) -> DemoResult:
@@ -53,7 +54,8 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     n_questions, n_samples
         Size of the simulated experiment: questions, and samples per question and arm.
     random_state
-        Seed of the simulation, the strategy space and every bootstrap.
+        Seed of the simulation, the strategy space and every bootstrap (int, numpy Generator
+        or None: turned into one int first, which the later simulations offset by 1 and 2).
     t_cap
         Round limit the simulated episodes run under.
     embedder
@@ -84,10 +86,13 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     from mechanism.report.study import write_report
     from mechanism.report.track import TRACK_FIGURES, write_track
     from mechanism.simulation import simulate, training_run
+    from mechanism.resample import resolve_seed
     from mechanism.worlds import random_state_from
     from mechanism.strategy_space import StrategySpace
 
     random_state = random_state_from(random_state, seed)
+    as_generator(random_state)  # a one-line error naming `random_state` for anything else
+    random_state = resolve_seed(random_state)
     say = echo or (lambda line: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
