@@ -430,7 +430,8 @@ def test_arms_whose_file_names_clash_are_refused(tmp_path):
     ({"t_cap": -1}, "`t_cap`"),
     ({"bridge_share": 2.0}, "`bridge_share`"),
     ({"hard_share": -0.1}, "`hard_share`"),
-    ({"seed": -1}, "`seed`"),
+    ({"random_state": -1}, "`random_state`"),
+    ({"random_state": "five"}, "`random_state`"),
 ])
 def test_bad_simulate_arguments(kwargs, match):
     with pytest.raises(MechanismError, match=match):
