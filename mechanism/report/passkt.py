@@ -109,7 +109,8 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
 
     Writes ``pass_at_kt.csv``, ``pass_at_kt_per_problem.parquet``, ``pass_hat_k.csv``
     (tau-bench's pass^k on the same grids), ``consistency.csv`` (per task: solved in all,
-    none or some trials) with ``consistency_summary.csv``, and the curve and surface figures; with a base arm, for every treated arm ``<treated>_vs_<base>/`` holding the
+    none or some trials) with ``consistency_summary.csv``, and the curve and surface figures;
+    with a base arm, for every treated arm ``<treated>_vs_<base>/`` holding the
     boundary tables (CSV), ``summary.txt`` and the gap and boundary figures.
 
     Parameters
@@ -193,7 +194,8 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
 
     base = result.base
     compared = [b.treated for b in result.boundaries]
-    named = pair_folders(compared, base) if compared else {}  # distinct arms, distinct folders (a hash where names clash)
+    # distinct arms, distinct folders (a hash where names clash)
+    named = pair_folders(compared, base) if compared else {}
     folders = [named[other] for other in compared]
     for name in folders:
         if folders.count(name) > 1:  # one folder for two arms: the second would overwrite the first

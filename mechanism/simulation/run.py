@@ -212,7 +212,8 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
         the cap from what it has.
     random_state
         An int seeds everything (a numpy Generator or None draws that int first, and
-        ``config["seed"]`` keeps it, so the run can be made again): the world, the planned strategies per (arm, question)
+        ``config["seed"]`` keeps it, so the run can be made again): the world, the planned
+        strategies per (arm, question)
         (``SeedSequence(seed, spawn_key=(1, crc32(arm), question index))``) and each episode
         (``spawn_key=(1, crc32(arm), question index, sample index)``). The same seed gives
         identical output; an arm's episodes do not depend on which other arms run; and a
@@ -247,7 +248,8 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
     if t_cap < 0:
         raise MechanismError(f"`t_cap` must be non-negative, got {t_cap}")
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise MechanismError(f"`random_state` must be a non-negative integer, a numpy Generator or None, got {seed!r}")
+        raise MechanismError(f"`random_state` must be a non-negative integer, a numpy Generator or None, "
+                             f"got {seed!r}")
     for name, value in (("bridge_share", bridge_share), ("hard_share", hard_share)):
         if not 0.0 <= value <= 1.0:
             raise MechanismError(f"`{name}` must lie in [0, 1], got {value}")
