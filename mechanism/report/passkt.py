@@ -200,7 +200,7 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
     for name in folders:
         if folders.count(name) > 1:  # one folder for two arms: the second would overwrite the first
             raise InputError(f"arms {[a for a, f in zip(compared, folders) if f == name]} give the same "
-                             f"output folder {name!r}: rename one", field="treated")
+                             f"output folder {name!r}: rename one (`arm` when reading)", field="arm")
     for res, other, name in zip(result.boundaries, compared, folders):
         section.results.append(res)
         folder = out / name

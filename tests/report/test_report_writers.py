@@ -25,6 +25,12 @@ ANALYSES = [(mechanism.passkt, "pass_at_kt"), (mechanism.passkt, "pass_at_kt_per
             (mechanism.passkt, "consistency"), (mechanism.boundaries, "boundary"),
             (mechanism.compare, "reweighting"), (mechanism.information, "integration"),
             (mechanism.parallel, "strategy_shares"), (mechanism.segmentation, "segment")]
+try:  # the one shares implementation, where the layering work moves it (issue 23)
+    import mechanism.shares
+
+    ANALYSES.append((mechanism.shares, "strategy_shares"))
+except ImportError:  # pragma: no cover - before that change
+    pass
 
 
 @pytest.fixture(scope="module")
