@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.names import write_csv
+from mechanism.options import RandomState, as_generator
 from mechanism.progress import StageClock
 
 Echo = Callable[[str], None]
@@ -40,7 +41,7 @@ class DemoResult:
         return f"<DemoResult: {self.out}, {len(self.verdicts)} verdicts>"
 
 
-def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, random_state: int = 0,
+def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, random_state: RandomState = 0,
              t_cap: int = 5, embedder: object | None = None, progress: bool | None = None,
              echo: Echo | None = None, series: bool = True, cache_dir: str | Path | None = None,
              seed: int | None = None) -> DemoResult:
@@ -53,7 +54,8 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     n_questions, n_samples
         Size of the simulated experiment: questions, and samples per question and arm.
     random_state
-        Seed of the simulation, the strategy space and every bootstrap.
+        Seed of the simulation, the strategy space and every bootstrap (int, numpy Generator
+        or None: turned into one int first, which the later simulations offset by 1 and 2).
     t_cap
         Round limit the simulated episodes run under.
     embedder
@@ -84,10 +86,13 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     from mechanism.report.study import write_report
     from mechanism.report.track import TRACK_FIGURES, write_track
     from mechanism.simulation import simulate, training_run
-    from mechanism.simulation.run import _renamed_seed
+    from mechanism.resample import resolve_seed
+    from mechanism.worlds import random_state_from
     from mechanism.strategy_space import StrategySpace
 
-    random_state = _renamed_seed(seed, random_state)
+    random_state = random_state_from(random_state, seed)
+    as_generator(random_state)  # a one-line error naming `random_state` for anything else
+    random_state = resolve_seed(random_state)
     say = echo or (lambda line: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -118,10 +123,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     clock.restart()
     placement = report.sections["strategies"].results[0]
     labels = placement.labels
-    truth = runs.select("arm", "question_id", "sample_id").join(
-        sim.truth.select("arm", "question_id", "sample_id", "strategy"),
-        on=["arm", "question_id", "sample_id"], how="left", maintain_order="left")
-    ari = float(adjusted_rand_score(truth["strategy"].to_numpy(), labels))
+    ari = float(adjusted_rand_score(sim.labels_for(runs), labels))
     numbers["strategies"] = {"n_strategies": int(len(set(labels.tolist()) - {-1})), "ari_vs_planted": ari,
                              "outliers": int((labels == -1).sum())}
 

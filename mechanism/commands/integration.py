@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from mechanism.options import Weighting, choices
 from mechanism.commands._common import (
     atomic_output,
     add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
@@ -34,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--space", type=Path, metavar="SPACE",
                         help="folder of a saved StrategySpace: its strategies (and names) as the labels")
     parser.add_argument("--label-column", default="strategy", help="strategy column of --labels (default: strategy)")
-    parser.add_argument("--weighting", default="question", choices=("question", "trajectory"),
+    parser.add_argument("--weighting", default="question", choices=choices(Weighting),
                         help="questions weigh equally within an arm (default) or pool trajectories")
     parser.add_argument("--logprobs-column", default=None,
                         help="column of base-model token log-probabilities, "
@@ -71,11 +72,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_outputs(runs: pl.DataFrame, out: str | Path, **options) -> tuple[list[Path], str]:
-    """:func:`mechanism.report.write_integration`, as ``(paths written, text)``."""
+def write_outputs(runs: pl.DataFrame, out: str | Path, *, figures: bool = True,
+                  names: dict | None = None, **options) -> tuple[list[Path], str]:
+    """:func:`mechanism.integration` then :func:`mechanism.report.write_integration`, as
+    ``(paths written, text)``."""
+    from mechanism.information import integration
     from mechanism.report.integration import write_integration
 
-    return tuple(write_integration(runs, out, **options))
+    section = write_integration(integration(runs, **options), out, names=names, figures=figures)
+    return section.written, section.text
 
 
 

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import polars as pl
 
+from mechanism.errors import InputError
+from mechanism.options import choices
+from mechanism.report.passkt import TSource
 from mechanism.commands._common import (
     atomic_output,
     add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs, terminal_safe,
@@ -24,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="numbers of samples k (default: 1, 2, 4, ... up to the smallest n)")
     parser.add_argument("--t", nargs="+", type=int, default=[0, 1, 2, 3, 5],
                         help="round budgets T (default: 0 1 2 3 5)")
-    parser.add_argument("--t-source", choices=["auto", "t_cap", "truncation"], default="auto",
+    parser.add_argument("--t-source", choices=choices(TSource), default="auto",
                         help="count T by the episodes' t_cap or by truncating n_rounds (default: auto)")
     parser.add_argument("--base", default=None,
                         help="reference arm of the boundary analysis (default: 'base' when present)")
@@ -35,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = read_inputs(args)
+    arms = sorted(runs["arm"].unique().to_list())
+    if args.base is not None and args.base not in arms:
+        raise InputError(f"`--base` arm {args.base!r} is not in the input (arms: {arms})", field="base")
     with atomic_output(args.out) as out:
         written, summary = write_outputs(runs, out, k=args.k, t=args.t, base=args.base,
                                          treated=args.treated, ci=args.ci, n_boot=args.n_boot,
@@ -45,11 +51,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_outputs(runs: pl.DataFrame, out: str | Path, **options) -> tuple[list[Path], str]:
-    """:func:`mechanism.report.write_passkt`, as ``(paths written, text)``."""
-    from mechanism.report.passkt import write_passkt
+def write_outputs(runs: pl.DataFrame, out: str | Path, *, figures: bool = True,
+                  **options) -> tuple[list[Path], str]:
+    """:func:`mechanism.report.passkt.analyse_passkt` then :func:`mechanism.report.write_passkt`,
+    as ``(paths written, text)``."""
+    from mechanism.report.passkt import analyse_passkt, write_passkt
 
-    return tuple(write_passkt(runs, out, **options))
+    section = write_passkt(analyse_passkt(runs, **options), out, figures=figures)
+    return section.written, section.text
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -107,11 +107,17 @@ def labels_from_space(runs: pl.DataFrame, folder: str | Path, *, cache_dir: str 
     return placement.labels, placement.coordinates, strategy_names(space.describe())
 
 
-def write_outputs(runs: pl.DataFrame, labels: Any, out: str | Path, **options) -> tuple[list[Path], str]:
-    """:func:`mechanism.report.write_reweighting`, as ``(paths written, text)``."""
-    from mechanism.report.reweighting import write_reweighting
+def write_outputs(runs: pl.DataFrame, labels: Any, out: str | Path, *, figures: bool = True,
+                  label_source: str | None = None, names: dict[Any, str] | None = None,
+                  **options) -> tuple[list[Path], str]:
+    """:func:`mechanism.report.reweighting.analyse_reweighting` then
+    :func:`mechanism.report.write_reweighting`, as ``(paths written, text)``."""
+    from mechanism.report.reweighting import analyse_reweighting, write_reweighting
 
-    return tuple(write_reweighting(runs, labels, out, **options))
+    results = analyse_reweighting(runs, labels, **options)
+    section = write_reweighting(results, out, n_boot=options.get("n_boot", 1000), figures=figures,
+                                label_source=label_source, names=names)
+    return section.written, section.text
 
 
 def rounds_labels(runs: pl.DataFrame, *, cap: int = 5) -> np.ndarray:

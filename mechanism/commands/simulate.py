@@ -30,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
 
     from mechanism.simulation import default_policies, simulate, training_run
 
+    if args.seed < 0:  # the flag's own name (the library calls the parameter `random_state`)
+        raise MechanismError(f"`seed` must be a non-negative integer, got {args.seed}")
     if args.training_steps is not None:
         sim = training_run(steps=args.training_steps, n_questions=args.questions, n_samples=args.samples,
                            t_cap=args.t_cap, random_state=args.seed, progress=False if args.no_progress else None)

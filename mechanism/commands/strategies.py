@@ -18,6 +18,8 @@ from mechanism.commands._common import (
     add_embedding_arguments, add_input_arguments, atomic_output, progress_flag, read_inputs, terminal_safe,
 )
 from mechanism.errors import InputError
+from mechanism.options import choices
+from mechanism.segmentation import Retries
 
 HELP = "find tool-use strategies (fit a strategy space) or assign new runs to saved ones (apply)"
 
@@ -42,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "default: StrategySpace's, chosen once for all planted worlds)")
     fit.add_argument("--min-share", type=float, default=None,
                      help="smallest share of the trajectories a strategy holds (default: StrategySpace's)")
-    fit.add_argument("--retries", default="merge", choices=("merge", "keep"),
+    fit.add_argument("--retries", default="merge", choices=choices(Retries),
                      help="a failed call and its retry: one attempt of a move (merge, default; failure and "
                           "retry rates are reported per strategy) or moves of their own (keep)")
     _input_args(fit)
@@ -61,7 +63,7 @@ def _read(args: argparse.Namespace) -> pl.DataFrame:
 
 def run(args: argparse.Namespace) -> int:
     from mechanism.report.passkt import arm_order
-    from mechanism.report.strategies import write_strategies
+    from mechanism.report.strategies import analyse_strategies, write_strategies
     from mechanism.strategy_space import StrategySpace
 
     progress = progress_flag(args)
@@ -82,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
     with atomic_output(args.out) as out:
         if args.action == "fit":
             space.save(out)
-        section = write_strategies(space, runs, out, arms=arms, title=title, figures=not args.no_figures,
-                                   random_state=getattr(args, "seed", 0))
+        found = analyse_strategies(space, runs, map_xy=not args.no_figures, random_state=getattr(args, "seed", 0))
+        section = write_strategies(found, runs, out, arms=arms, title=title, figures=not args.no_figures)
     if not args.quiet:
         print(terminal_safe(section.text))
         n_out = int(section.results[0].assigned["outlier"].sum())

@@ -12,7 +12,8 @@ class Section:
     ``results`` (the result objects behind them), ``figures`` (figure stems -> PNG path) and
     ``frames`` (the main tables as computed).
 
-    Unpacks as ``written, text = section`` for code written against the older tuple return.
+    Unpacking it as ``written, text = section`` (the older tuple return) is deprecated
+    (:mod:`mechanism.report._deprecated`).
     """
 
     written: list[Path] = field(default_factory=list)
@@ -23,6 +24,9 @@ class Section:
     frames: dict[str, Any] = field(default_factory=dict)
 
     def __iter__(self):
+        from mechanism.report._deprecated import deprecated
+
+        deprecated("unpacking a Section as `written, text`", "use `section.written` and `section.text`")
         return iter((self.written, self.text))
 
     def add_figure(self, paths: list[Path], stem: str) -> None:

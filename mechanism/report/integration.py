@@ -11,32 +11,50 @@ from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_json, write_table, write_tables, write_text
 
 
-def write_integration(runs: pl.DataFrame, out: str | Path, *, arms: Sequence[str] | None = None,
-                      base: str | None = None, treated: Sequence[str] | None = None, labels: Any = None,
-                      names: Mapping[Any, str] | None = None, weighting: str = "question",
-                      ci: float = 0.95, n_boot: int = 1000, random_state: int = 0,
-                      logprobs_column: str | None = None, model_path: str | Path | None = None,
+def write_integration(result: Any, out: str | Path, *, names: Mapping[Any, str] | None = None,
                       figures: bool = True, title: str | None = None, caption: bool = False,
-                      colors: dict[str, str] | None = None) -> Section:
-    """Write ``per_arm.csv``, ``split.csv``, ``per_trajectory.parquet``, ``integration.json``
+                      colors: dict[str, str] | None = None, **analysis: Any) -> Section:
+    """Write an :class:`~mechanism.information.Integration`'s tables, figures and findings.
+
+    ``per_arm.csv``, ``split.csv``, ``per_trajectory.parquet``, ``integration.json``
     (and ``perplexity.csv``) plus the ``integration_grid`` and ``integration_split`` figures;
-    with ``labels`` (one strategy id per row) also ``by_strategy.csv``, ``shift.csv``,
+    with strategy labels behind the result also ``by_strategy.csv``, ``shift.csv``,
     ``strategy_shift.csv`` (and ``perplexity_by_strategy.csv``), the ``integration_shift``
-    figure and one verdict line per treated arm. ``names`` gives display names of strategy ids.
+    figure and one verdict line per treated arm.
+
+    Parameters
+    ----------
+    result
+        :func:`mechanism.integration` of the runs. (Given the canonical table instead, with the
+        analysis options as keywords, it computes it first: deprecated.)
+    out
+        Output folder (created).
+    names
+        Display names of strategy ids in the figures.
+    figures, title, caption
+        Write the figures; ``title`` is drawn only with ``caption=True``.
+    colors
+        Arm -> colour shared by the report's figures.
 
     Returns
     -------
     Section
         ``results`` holds the :class:`~mechanism.information.Integration`.
     """
-    from mechanism.information import integration
     from mechanism.plots.integration import plot_integration_grid, plot_integration_shift, plot_integration_split
 
+    if isinstance(result, pl.DataFrame):
+        from mechanism.information import integration
+        from mechanism.report._deprecated import deprecated
+
+        deprecated("`write_integration(runs, out, ...)`", "pass `mechanism.integration(runs, ...)` "
+                   "(or use `write_report`)")
+        result = integration(result, **analysis)
+    elif analysis:
+        raise TypeError(f"write_integration() got analysis options {sorted(analysis)} with a computed result")
+    res = result
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    res = integration(runs, arms=arms, base=base, treated=treated, labels=labels, weighting=weighting, ci=ci,
-                      n_boot=n_boot, random_state=random_state, logprobs_column=logprobs_column,
-                      model_path=model_path)
     section = Section(results=[res])
     write_tables(section, out, [(name, table) for name, table in res.tables().items() if name != "per_trajectory"])
     write_table(section, res.per_trajectory, out / "per_trajectory.parquet")

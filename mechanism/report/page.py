@@ -184,5 +184,8 @@ def markdown_page(title: str, sections: Sequence[PageSection]) -> str:
 
 
 def _md(text: str) -> str:
-    """Inline Markdown with markup characters escaped (the name earlier versions used)."""
+    """Deprecated name of :func:`mechanism.report.tables.md_inline`."""
+    from mechanism.report._deprecated import deprecated
+
+    deprecated("`mechanism.report.page._md`", "use `mechanism.report.tables.md_inline`")
     return md_inline(text)

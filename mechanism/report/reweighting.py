@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.errors import InputError
+from mechanism.options import RandomState, check_ci
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_json, write_table, write_tables, write_text
 
@@ -19,36 +20,81 @@ def rounds_labels(runs: pl.DataFrame, *, cap: int = 5) -> np.ndarray:
     return np.array([f"{r}+ rounds" if r == cap else f"{r} round{'s' if r != 1 else ''}" for r in rounds])
 
 
-def write_reweighting(runs: pl.DataFrame, labels: Any, out: str | Path, *, base: str,
-                      treated: Sequence[str] | None = None, ci: float = 0.95, n_boot: int = 1000,
-                      n_permutations: int = 1000, random_state: int = 0,
-                      coordinates: np.ndarray | None = None, figures: bool = True,
-                      label_source: str | None = None, title: str | None = None,
+def analyse_reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequence[str] | None = None,
+                        ci: float | None = 0.95, n_boot: int = 1000, n_permutations: int = 1000,
+                        random_state: RandomState = 0, coordinates: np.ndarray | None = None) -> list[Any]:
+    """The :class:`~mechanism.compare.Reweighting` of every treated arm against ``base``
+    (default: every other arm, in input order), each computed once."""
+    from mechanism.compare import reweighting
+
+    arms = runs["arm"].unique(maintain_order=True).to_list()
+    if base not in arms:
+        raise InputError(f"`base` arm {base!r} is not in the input (arms: {sorted(arms)})", field="base")
+    others = list(dict.fromkeys(treated)) if treated else [a for a in arms if a != base]
+    return [reweighting(runs, labels, base=base, treated=arm, ci=check_ci(ci), n_boot=n_boot,
+                        random_state=random_state, n_permutations=n_permutations, coordinates=coordinates)
+            for arm in others]
+
+
+def write_reweighting(results: Sequence[Any], out: str | Path, *args: Any, n_boot: int | None = None,
+                      figures: bool = True, label_source: str | None = None, title: str | None = None,
                       names: dict[Any, str] | None = None, caption: bool = False,
-                      colors: Mapping[str, str] | None = None) -> Section:
+                      colors: Mapping[str, str] | None = None, **analysis: Any) -> Section:
     """Write the reweighting tables and figures of every treated arm against ``base``.
 
     Writes ``reweighting_summary.csv`` (one long table), per treated arm a folder
     ``<treated>_vs_<base>/`` with ``strategies.csv``, ``query_sequences.csv``,
     ``neighbours.csv`` (with coordinates) and ``reweighting.json``, and the figures
-    ``share_success`` and ``decomposition`` (PNG and PDF). ``names`` gives display names
-    of strategy ids in the figures; ``title`` is drawn only with ``caption=True``.
+    ``share_success`` and ``decomposition`` (PNG and PDF).
+
+    Parameters
+    ----------
+    results
+        One :class:`~mechanism.compare.Reweighting` per treated arm, against one base
+        (:func:`analyse_reweighting`). (Given the canonical table and the labels instead, with
+        the analysis options as keywords, it computes them first: deprecated.)
+    out
+        Output folder (created).
+    n_boot
+        Bootstrap replicates behind the intervals, stated in the summary's first line.
+    figures, title, caption
+        Write the figures; ``title`` is drawn only with ``caption=True``.
+    label_source
+        Where the strata came from, stated in the summary.
+    names
+        Display names of strategy ids in the figures.
+    colors
+        Arm -> colour shared by the report's figures.
 
     Returns
     -------
     Section
         ``results`` holds the :class:`~mechanism.compare.Reweighting` of every treated arm.
     """
-    from mechanism.compare import reweighting
-    from mechanism.plots.reweighting import plot_decomposition, plot_share_success
     from mechanism.names import pair_folders
+    from mechanism.plots.reweighting import plot_decomposition, plot_share_success
 
+    if isinstance(results, pl.DataFrame):
+        from mechanism.report._deprecated import deprecated
+
+        deprecated("`write_reweighting(runs, labels, out, ...)`",
+                   "pass `analyse_reweighting(runs, labels, ...)` (or use `write_report`)")
+        runs, labels, out, *args = (results, out, *args)
+        n_boot = 1000 if n_boot is None else n_boot
+        results = analyse_reweighting(runs, labels, n_boot=n_boot, **analysis)
+        analysis = {k: v for k, v in analysis.items() if k == "n_permutations"}
+    if args or set(analysis) - {"n_permutations"}:
+        raise TypeError(f"write_reweighting() got analysis options {sorted(analysis)} with computed results")
+    results = list(results)
+    if not results:
+        raise InputError("no treated arm to compare with the base arm", field="treated")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    arms = runs["arm"].unique(maintain_order=True).to_list()
-    if base not in arms:
-        raise InputError(f"`base` arm {base!r} is not in the input (arms: {sorted(arms)})", field="base")
-    others = list(dict.fromkeys(treated)) if treated else [a for a in arms if a != base]
+    base, ci = results[0].base, results[0].ci
+    if any(rw.base != base for rw in results):
+        raise InputError(f"reweighting results against different base arms: "
+                         f"{sorted({rw.base for rw in results})}", field="base")
+    others = [rw.treated for rw in results]
     # Arm names are untrusted and sanitised into folder names: two arms that sanitise alike
     # would silently overwrite each other's tables.
     named = pair_folders(others, base)  # distinct arms, distinct folders (a hash where names clash)
@@ -56,17 +102,16 @@ def write_reweighting(runs: pl.DataFrame, labels: Any, out: str | Path, *, base:
     if len(set(folders)) < len(folders):
         raise InputError(f"arms {sorted(set(others))} give clashing output folder names "
                          f"after sanitising; rename an arm", field="treated")
-    results = [reweighting(runs, labels, base=base, treated=arm, ci=ci, n_boot=n_boot,
-                           random_state=random_state, n_permutations=n_permutations, coordinates=coordinates)
-               for arm in others]
     section = Section(results=list(results))
     frames = [rw.to_frame().select(pl.lit(rw.base).alias("base"), pl.lit(rw.treated).alias("treated"), pl.all())
               for rw in results]
     write_table(section, pl.concat(frames), out / "reweighting_summary.csv")
+    n_permutations = results[0].n_permutations
     lines = [f"Reweighting against `{base}`"
              + (f" (strata: {label_source})" if label_source else "")
-             + (f"; {int(round(ci * 100))}% bootstrap intervals over questions ({n_boot} replicates)"
-                if ci is not None and n_boot > 0 else "; no bootstrap intervals")
+             + (f"; {int(round(ci * 100))}% bootstrap intervals over questions"
+                + (f" ({n_boot} replicates)" if n_boot is not None else "")
+                if ci is not None and (n_boot is None or n_boot > 0) else "; no bootstrap intervals")
              + f", {n_permutations} permutations"]
     for rw, name in zip(results, folders):
         folder = out / name
@@ -75,7 +120,7 @@ def write_reweighting(runs: pl.DataFrame, labels: Any, out: str | Path, *, base:
                                        for table_name in ("strategies", "query_sequences", "neighbours")])
         write_json(section, folder / "reweighting.json", rw.to_dict())
         lines.append(describe_reweighting(rw))
-    if figures and results:
+    if figures:
         shown = title if caption else None
         write_figures(section, out, [
             ("share_success", plot_share_success(results, title=shown, names=names, colors=colors, caption=caption)),

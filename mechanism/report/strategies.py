@@ -1,13 +1,15 @@
 """Strategy-space files: the description table, shares per arm, labels and the three figures."""
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
+
+from mechanism.options import RandomState, check_ci
 
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_table
@@ -82,9 +84,10 @@ def pooled_share_table(labels: pl.DataFrame) -> pl.DataFrame:
 
 def strategy_shares(labels: pl.DataFrame) -> pl.DataFrame:
     """Deprecated name of :func:`pooled_share_table`."""
-    warnings.warn("`mechanism.report.strategy_shares` is deprecated; use `mechanism.report.pooled_share_table` "
-                  "(pooled), or `mechanism.strategy_shares` to compare arms (questions weighted equally)",
-                  DeprecationWarning, stacklevel=2)
+    from mechanism.report._deprecated import deprecated
+
+    deprecated("`mechanism.report.strategy_shares`", "use `mechanism.report.pooled_share_table` (pooled), or "
+               "`mechanism.strategy_shares` to compare arms (questions weighted equally)")
     return pooled_share_table(labels)
 
 
@@ -128,25 +131,50 @@ def description_text(space, table: pl.DataFrame, arms: Sequence[str], *, title: 
     return "\n".join(lines)
 
 
-def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN001 - a fitted StrategySpace
+@dataclass
+class StrategyResults:
+    """What the strategies section shows, computed once (:func:`analyse_strategies`): the fitted
+    ``space``, the :class:`Placement` of the runs, ``described`` (``space.describe()``) and
+    ``shares`` (each strategy's share per arm, questions weighted equally within the arm, with
+    bootstrap intervals over questions: :func:`mechanism.strategy_shares`)."""
+
+    space: Any
+    placement: Placement
+    described: pl.DataFrame
+    shares: pl.DataFrame
+
+
+def analyse_strategies(space, runs: pl.DataFrame, *, placement: Placement | None = None,  # noqa: ANN001
+                       map_xy: bool = True, ci: float | None = 0.95, n_boot: int = 1000,
+                       random_state: RandomState = 0) -> StrategyResults:
+    """Place ``runs`` in a fitted space (unless ``placement`` is given), describe the space once
+    and compute the question-weighted shares per arm, with intervals (``ci=None``: none)."""
+    from mechanism.shares import strategy_shares as question_weighted_shares
+
+    if placement is None or (map_xy and placement.map_xy is None):
+        placement = place(space, runs, map_xy=map_xy)
+    assigned = placement.assigned.drop("rendering", "moves")
+    shares = question_weighted_shares(assigned, ci=check_ci(ci), n_boot=n_boot, random_state=random_state)
+    return StrategyResults(space=space, placement=placement, described=space.describe(), shares=shares)
+
+
+def write_strategies(results: StrategyResults, runs: pl.DataFrame, out: str | Path, *,
                      arms: Sequence[str] | None = None, title: str = "strategies", figures: bool = True,
-                     colors: Mapping[str, str] | None = None, placement: Placement | None = None,
-                     described: pl.DataFrame | None = None, ci: float | None = 0.95, n_boot: int = 1000,
-                     random_state: int = 0) -> Section:
+                     colors: Mapping[str, str] | None = None, **analysis: Any) -> Section:
     """Figures and tables of a fitted space on ``runs``.
 
     Writes the ``strategy_map`` and ``strategy_shares`` figures (PNG and
     PDF), ``strategies.csv`` (the description of every strategy), ``labels.parquet`` (the
     strategy of every row) and ``shares.csv`` (share of each strategy per arm, questions
-    weighted equally within the arm, with bootstrap intervals over questions:
-    :func:`mechanism.parallel.strategy_shares`) to ``out``.
+    weighted equally within the arm, with bootstrap intervals over questions) to ``out``.
 
     Parameters
     ----------
-    space
-        A fitted :class:`~mechanism.strategy_space.StrategySpace`.
+    results
+        :func:`analyse_strategies` of ``runs``. (Given a fitted space instead, with the analysis
+        options as keywords, it computes them first: deprecated.)
     runs
-        Canonical table, assigned to the space's strategies without refitting.
+        Canonical table the results were computed on (the figures draw its rows).
     out
         Output folder (created).
     arms
@@ -157,32 +185,31 @@ def write_strategies(space, runs: pl.DataFrame, out: str | Path, *,  # noqa: ANN
         Write the figures.
     colors
         Arm -> colour shared by the report's figures.
-    placement
-        :func:`place` of ``runs``, when the caller has it already (nothing is embedded again).
-    described
-        ``space.describe()``, when the caller has it already.
-    ci, n_boot, random_state
-        Interval level (``None``: none), bootstrap replicates and seed of the shares' intervals.
 
     Returns
     -------
     Section
         ``text`` is the description table: the ten largest strategies with their success
-        rate and share per arm; ``results`` holds the :class:`Placement`.
+        rate and share per arm; ``results`` holds the :class:`Placement`; ``frames["shares"]`` the shares.
     """
-    from mechanism.shares import strategy_shares as question_weighted_shares
     from mechanism.plots.strategies import plot_strategy_shares, strategy_map
 
+    if not isinstance(results, StrategyResults):
+        from mechanism.report._deprecated import deprecated
+
+        deprecated("`write_strategies(space, runs, out, ...)`",
+                   "pass `analyse_strategies(space, runs, ...)` (or use `write_report`)")
+        analysis.pop("described", None)
+        results = analyse_strategies(results, runs, map_xy=figures, **analysis)
+    elif analysis:
+        raise TypeError(f"write_strategies() got analysis options {sorted(analysis)} with computed results")
+    space, placement, desc, table = results.space, results.placement, results.described, results.shares
     out = Path(out)
     arms = list(arms) if arms is not None else sorted(runs["arm"].unique().to_list())
     out.mkdir(parents=True, exist_ok=True)
-    if placement is None or (figures and placement.map_xy is None):
-        placement = place(space, runs, map_xy=figures)
     assigned = placement.assigned.drop("rendering", "moves")
     section = Section(results=[placement])
-    desc = described if described is not None else space.describe()
     write_table(section, csv_ready(desc), out / "strategies.csv")
-    table = question_weighted_shares(assigned, ci=ci, n_boot=n_boot, random_state=random_state)
     write_table(section, table, out / "shares.csv")
     section.frames["shares"] = table
     write_table(section, assigned.select("arm", "question_id", "sample_id", "strategy", "distance", "outlier"),

@@ -15,7 +15,9 @@ from typing import Any
 import polars as pl
 
 from mechanism.errors import InputError
+from mechanism.options import RandomState, as_generator, check_ci
 from mechanism.progress import StageClock
+from mechanism.resample import resolve_seed
 from mechanism.report._section import Section
 
 Echo = Callable[[str], None]
@@ -111,8 +113,9 @@ def _figures(section: Section, captions: Mapping[str, str], out: Path) -> list[t
 def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None,
                  treated: Sequence[str] | None = None,
                  space: Any = None, k: Sequence[int] | None = None, t: Sequence[int] = (0, 1, 2, 3, 5),
-                 ci: float = 0.95, n_boot: int = 1000, n_permutations: int = 1000, random_state: int = 0,
-                 embedder: Any = None, cache_dir: str | Path | None = None, progress: bool | None = None,
+                 ci: float | None = 0.95, n_boot: int = 1000, n_permutations: int = 1000,
+                 random_state: RandomState = 0, embedder: Any = None, cache_dir: str | Path | None = None,
+                 progress: bool | None = None,
                  title: str | None = None, intro: str | None = None,
                  extra_sections: Sequence[Any] = (), extra_figures: Sequence[tuple[str, str]] = (),
                  colors: Mapping[str, str] | None = None, arm_names: Mapping[str, str] | None = None,
@@ -139,7 +142,9 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
         A fitted :class:`~mechanism.strategy_space.StrategySpace`, or the folder of a saved one;
         ``None`` fits one on ``runs`` (and saves it under ``out/space``).
     k, t, ci, n_boot, n_permutations, random_state
-        Grids, interval level, bootstrap replicates, permutations, seed of everything random.
+        Grids, interval level (``None``: no intervals), bootstrap replicates, permutations, and
+        the seed of everything random (int, numpy Generator or None: turned into one int once,
+        so every stage draws the same question resamples).
     embedder, cache_dir, progress
         Passed to the strategy space (``progress=None``: bars only on a terminal).
     title, intro
@@ -171,6 +176,9 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
     from mechanism.plots.style import arm_colors, arm_labels
     from mechanism.report.passkt import arm_order
 
+    ci = check_ci(ci)
+    as_generator(random_state)  # a one-line error naming `random_state` for anything else
+    random_state = resolve_seed(random_state)  # once: every stage below derives its streams from it
     say = echo or (lambda line: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -200,27 +208,32 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
 
 def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: list[str], shown: list[str],
                   single: bool, colors: dict[str, str], clock: StageClock, space: Any, k: Sequence[int] | None,
-                  t: Sequence[int], ci: float, n_boot: int, n_permutations: int, random_state: int, embedder: Any,
+                  t: Sequence[int], ci: float | None, n_boot: int, n_permutations: int, random_state: int,
+                  embedder: Any,
                   cache_dir: str | Path | None, progress: bool | None, title: str | None, intro: str | None,
                   extra_sections: Sequence[Any], extra_figures: Sequence[tuple[str, str]], lead: Sequence[Any],
                   n_examples: int, page: bool) -> Report:
-    """The body of :func:`write_report`, on validated arms."""
+    """The body of :func:`write_report`, on validated arms: every analysis computed once, then
+    each section writer formats its results."""
+    from mechanism.information import integration
+    from mechanism.passkt import default_k
     from mechanism.report.explorer import explorer_section
     from mechanism.report.integration import write_integration
     from mechanism.report.page import PageSection
-    from mechanism.report.passkt import write_passkt
-    from mechanism.report.reweighting import write_reweighting
-    from mechanism.report.strategies import fit_and_place, place, strategy_names, write_strategies
+    from mechanism.report.passkt import analyse_passkt, write_passkt
+    from mechanism.report.reweighting import analyse_reweighting, write_reweighting
+    from mechanism.report.strategies import (analyse_strategies, fit_and_place, place, strategy_names,
+                                             write_strategies)
     from mechanism.segmentation import segment
     from mechanism.strategy_space import StrategySpace
 
     seconds, lap = clock.seconds, clock.lap
     sections: dict[str, Section] = {}
-    sections["passkt"] = write_passkt(runs, out / "passkt", k=k, t=t, base=None if single else base,
-                                      treated=treated or None, ci=ci, n_boot=n_boot, random_state=random_state,
-                                      colors=colors)
-    reliability = _reliability(runs, sections["passkt"], out / "passkt", t=t, ci=ci, n_boot=n_boot,
-                               random_state=random_state)
+    # pass^k once, on the section's grid and the reliability table's own (every k up to n at the deepest T)
+    passkt = analyse_passkt(runs, k=k, t=t, base=None if single else base, treated=treated or None, ci=ci,
+                            n_boot=n_boot, random_state=random_state, hat_k=default_k(runs, [max(t)]))
+    sections["passkt"] = write_passkt(passkt, out / "passkt", colors=colors)
+    reliability = _reliability(runs, passkt, sections["passkt"], out / "passkt", t=t)
     lap("pass@(k,T)")
 
     if space is None:
@@ -236,37 +249,37 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
         else:
             space_note = "the given fitted space, applied without refitting"
         placement = place(space, runs)
-    described = space.describe()  # one description for every table, figure and name below
+    found = analyse_strategies(space, runs, placement=placement, ci=ci, n_boot=n_boot, random_state=random_state)
+    placement, described = found.placement, found.described  # one description for every table, figure and name below
     names = strategy_names(described)
-    sections["strategies"] = write_strategies(space, runs, out / "strategies", arms=shown,
-                                              title=f"Strategies ({space_note})", colors=colors,
-                                              placement=placement, described=described, ci=ci, n_boot=n_boot,
-                                              random_state=random_state)
+    sections["strategies"] = write_strategies(found, runs, out / "strategies", arms=shown,
+                                              title=f"Strategies ({space_note})", colors=colors)
     moves = segment(runs)
     lap("strategies")
 
+    rws = {}
     if not single:
-        sections["reweighting"] = write_reweighting(
-            runs, placement.labels, out / "reweighting", base=base, treated=treated, ci=ci, n_boot=n_boot,
-            n_permutations=n_permutations, random_state=random_state, coordinates=placement.coordinates,
-            label_source=f"strategies of the space {space_note}", names=names, colors=colors)
+        results = analyse_reweighting(runs, placement.labels, base=base, treated=treated, ci=ci, n_boot=n_boot,
+                                      n_permutations=n_permutations, random_state=random_state,
+                                      coordinates=placement.coordinates)
+        rws = {r.treated: r for r in results}
+        sections["reweighting"] = write_reweighting(results, out / "reweighting", n_boot=n_boot,
+                                                    label_source=f"strategies of the space {space_note}",
+                                                    names=names, colors=colors)
         lap("reweighting")
 
-    sections["integration"] = write_integration(runs, out / "integration", arms=shown, base=base if not single else None,
-                                                treated=treated if not single else None,
-                                                labels=placement.labels, names=names,
-                                                n_boot=n_boot, random_state=random_state, colors=colors)
+    integ = integration(runs, arms=shown, base=base if not single else None, treated=treated if not single else None,
+                        labels=placement.labels, n_boot=n_boot, random_state=random_state)
+    sections["integration"] = write_integration(integ, out / "integration", names=names, colors=colors)
     lap("integration")
 
     from mechanism.report import tables as rt
 
-    boundaries = {b.treated: b for b in sections["passkt"].results}
-    rws = {r.treated: r for r in sections.get("reweighting", Section()).results}
-    integ = sections["integration"].results[0]
+    boundaries = {b.treated: b for b in passkt.boundaries}
     verdicts = [verdict(a, base, boundary=boundaries.get(a), reweighting=rws.get(a)) for a in treated]
     acc = arm_accuracy(runs, ci=ci, n_boot=n_boot, random_state=random_state)
-    shares = sections["strategies"].frames["shares"]
-    pass_table, pass_note = rt.passkt_table(sections["passkt"].frames["pass_at_kt"], arms=shown)
+    shares = found.shares
+    pass_table, pass_note = rt.passkt_table(passkt.curves, arms=shown)
     strategy_table = rt.strategy_table(described, shares, shown)
     main_tables = [rt.accuracy_table(acc, shown, ci=ci), pass_table]
     if reliability is not None:
@@ -360,18 +373,18 @@ def _notes(text: str, *, all_lines: bool = False) -> list[str]:
                                     or "truncation counts" in line]
 
 
-def _reliability(runs: pl.DataFrame, section: Section, out: Path, *, t: Sequence[int], ci: float | None,
-                 n_boot: int, random_state: int):  # noqa: ANN202
-    """pass^k at the deepest T and per-task consistency: their tables (written as CSV too)."""
-    from mechanism.passkt import consistency, default_k, pass_at_kt
+def _reliability(runs: pl.DataFrame, passkt: Any, section: Section, out: Path, *, t: Sequence[int]):  # noqa: ANN202
+    """pass^k at the deepest T (every k up to the smallest n there) and per-task consistency,
+    from the section's results: their tables (written as CSV too)."""
+    from mechanism.passkt import default_k
     from mechanism.report._write import write_table
     from mechanism.report import tables as rt
 
     tmax = max(t)
     ks = default_k(runs, [tmax])
-    hat = pass_at_kt(runs, k=ks, t=[tmax], metric="pass^k", ci=ci, n_boot=n_boot, random_state=random_state)
+    hat = passkt.pass_hat.filter((pl.col("t") == tmax) & pl.col("k").is_in(ks))
     write_table(section, hat, out / "pass_hat_k.csv")
-    cons = consistency(runs, ci=ci, n_boot=n_boot, random_state=random_state)
+    cons = passkt.consistency
     write_table(section, cons.by_arm, out / "consistency.csv")
     write_table(section, cons.per_task, out / "consistency_per_task.csv")
     return rt.pass_hat_table(hat, t=tmax), rt.consistency_table(cons.by_arm), hat, cons.by_arm

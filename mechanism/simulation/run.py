@@ -12,6 +12,8 @@ import numpy as np
 import polars as pl
 
 from mechanism.errors import MechanismError
+from mechanism.options import RandomState
+from mechanism.resample import resolve_seed
 from mechanism.names import safe_filename
 from mechanism.progress import progress as _progress
 from mechanism.results import ResultMixin
@@ -22,6 +24,7 @@ from mechanism.simulation.planted import planted_values
 from mechanism.simulation.policies import REMAP, STRATEGIES, Policy, default_policies
 from mechanism.simulation.retriever import ParagraphRetriever
 from mechanism.simulation.world import Question, make_world
+from mechanism.worlds import TruthJoin, random_state_from
 
 SYSTEM_PROMPT = ("You are a research assistant. Answer the question. You may call the `search` tool, "
                  "which returns the best-matching paragraph; give the final answer in <answer> tags.")
@@ -37,8 +40,11 @@ TRUTH_SCHEMA = {
 
 
 @dataclass(repr=False)
-class Simulation(ResultMixin):
+class Simulation(TruthJoin, ResultMixin):
     """A simulated experiment: trajectories, the truth behind them, and how they were made.
+
+    A :class:`~mechanism.worlds.PlantedWorld`, as the worlds of :mod:`mechanism.worlds` are:
+    ``runs``, ``truth``, ``planted`` and ``join_truth(runs)`` / ``labels_for(runs)``.
 
     Attributes
     ----------
@@ -186,7 +192,7 @@ def _arm_key(arm: str) -> int:
 
 
 def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str] = ("base", "rl", "sft"),
-             t_cap: int = 5, random_state: int = 0, policies: Mapping[str, Policy] | None = None,
+             t_cap: int = 5, random_state: RandomState = 0, policies: Mapping[str, Policy] | None = None,
              bridge_share: float = 0.6, hard_share: float = 0.3, progress: bool | None = None,
              seed: int | None = None) -> Simulation:
     """Simulate base, RL and SFT agents answering multi-hop questions with a BM25 search tool.
@@ -204,7 +210,9 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
         Most search rounds an episode may take; an episode that would exceed it answers at
         the cap from what it has.
     random_state
-        Seeds everything: the world, the planned strategies per (arm, question)
+        An int seeds everything (a numpy Generator or None draws that int first, and
+        ``config["seed"]`` keeps it, so the run can be made again): the world, the planned
+        strategies per (arm, question)
         (``SeedSequence(seed, spawn_key=(1, crc32(arm), question index))``) and each episode
         (``spawn_key=(1, crc32(arm), question index, sample index)``). The same seed gives
         identical output; an arm's episodes do not depend on which other arms run; and a
@@ -233,13 +241,14 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
     >>> sim.runs.height, sorted(sim.runs["arm"].unique())
     (18, ['base', 'rl', 'sft'])
     """
-    seed = _renamed_seed(seed, random_state)
+    seed = _seed(random_state_from(random_state, seed))
     if n_questions < 1 or n_samples < 1:
         raise MechanismError("`n_questions` and `n_samples` must be at least 1")
     if t_cap < 0:
         raise MechanismError(f"`t_cap` must be non-negative, got {t_cap}")
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise MechanismError(f"`seed` must be a non-negative integer, got {seed!r}")
+        raise MechanismError(f"`random_state` must be a non-negative integer, a numpy Generator or None, "
+                             f"got {seed!r}")
     for name, value in (("bridge_share", bridge_share), ("hard_share", hard_share)):
         if not 0.0 <= value <= 1.0:
             raise MechanismError(f"`{name}` must lie in [0, 1], got {value}")
@@ -317,19 +326,18 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
     return sim
 
 
-def _renamed_seed(seed: int | None, random_state: int) -> int:
-    """``random_state``, or the deprecated ``seed`` when a caller still passes it."""
-    if seed is None:
-        return random_state
-    import warnings
-
-    warnings.warn("`seed` is deprecated; use `random_state`", DeprecationWarning, stacklevel=3)
-    return seed
+def _seed(random_state: RandomState) -> Any:
+    """The int behind every draw of a run: an int ``random_state`` itself, or one drawn from a
+    Generator (or fresh entropy for None: :func:`mechanism.resample.resolve_seed`), so
+    ``config["seed"]`` always reproduces the run; anything else is left for the check below."""
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return resolve_seed(random_state)
+    return random_state
 
 
 def training_run(*, steps: Sequence[int] = (0, 100, 200, 300, 400), n_questions: int = 60, n_samples: int = 16,
                  start: str | Policy = "base", end: str | Policy = "rl", rate: float = 3.0, prefix: str = "step-",
-                 t_cap: int = 5, random_state: int = 0, bridge_share: float = 0.6, hard_share: float = 0.3,
+                 t_cap: int = 5, random_state: RandomState = 0, bridge_share: float = 0.6, hard_share: float = 0.3,
                  progress: bool | None = None) -> Simulation:
     """Simulate the checkpoints of a training run moving from a base policy toward an RL one.
 

@@ -15,16 +15,22 @@ counts that overlap between strategies, so a method tuned to one world is tested
   back, select, reviews, buy) with seven strategies, failed actions retried inside most of
   them, an optional step inside two, and the rl arm differing from base only in its mixture.
 
-Every world returns a :class:`World`; ``world.write(folder)`` writes the native file that
-``mechanism.read`` takes, and ``world.truth`` holds ``arm, question_id, sample_id, strategy``.
+Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
+:class:`~mechanism.simulation.Simulation` is: ``world.runs`` (read back from the native records
+with ``mechanism.read``), ``world.truth`` (``arm, question_id, sample_id, strategy``),
+``world.planted`` (the expected values) and ``world.labels_for(runs)`` (:func:`join_truth`);
+``world.write(folder)`` writes the native file that ``mechanism.read`` takes. Generators take
+``random_state`` (int, numpy Generator or None; ``seed=`` is a deprecated alias).
 """
 from __future__ import annotations
 
-from mechanism.worlds._base import World
+from mechanism.worlds._base import (TRUTH_KEYS, PlantedWorld, TruthJoin, World, chat_world, join_truth, mixture_planted,
+                                    random_state_from)
 from mechanism.worlds.multihop import multihop
 from mechanism.worlds.service import service
 from mechanism.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop")
 
-__all__ = ["World", "multihop", "service", "webshop", "WORLDS"]
+__all__ = ["World", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "mixture_planted",
+           "random_state_from", "multihop", "service", "webshop", "WORLDS"]

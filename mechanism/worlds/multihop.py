@@ -24,15 +24,17 @@ names and success are random, so neither a phrase nor the outcome tells strategi
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
-from mechanism.worlds._base import World, draw, name, pick, word
+from mechanism.options import RandomState
+from mechanism.worlds._base import World, draw, mixture_planted, truth_frame, world_generator, name, pick, word
 
 STRATEGIES = ("single", "chain", "chain_check", "repeat", "reword", "decompose")
 ARMS = {
     "base": {"single": 0.25, "chain": 0.15, "chain_check": 0.05, "repeat": 0.2, "reword": 0.2, "decompose": 0.15},
     "rl": {"single": 0.05, "chain": 0.3, "chain_check": 0.25, "repeat": 0.05, "reword": 0.15, "decompose": 0.2},
 }
+#: P(correct answer) of each strategy, whatever the arm
+_SUCCESS = {"single": 0.4, "chain": 0.7, "chain_check": 0.8, "repeat": 0.3, "reword": 0.45, "decompose": 0.55}
 _KINDS = ("Systems", "Labs", "Records", "Foods", "Motors", "Press", "Studios", "Holdings")
 # Rewordings keep every content word of the question (city, founder, the organisation, born),
 # reordered and with words added; parts of the question (decomposition) keep only some.
@@ -86,14 +88,13 @@ def _episode(rng: np.random.Generator, strategy: str, q: dict[str, str]) -> tupl
         raise ValueError(strategy)
     # Success is random within every strategy (better for the careful ones): the outcome must
     # not be what tells strategies apart.
-    p_right = {"single": 0.4, "chain": 0.7, "chain_check": 0.8, "repeat": 0.3, "reword": 0.45,
-               "decompose": 0.55}[strategy]
+    p_right = _SUCCESS[strategy]
     answer = city if skill < p_right else pick(rng, (q["hq"], name(rng)))
     return calls, answer
 
 
 def multihop(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[str, float]] | None = None,
-             react: bool = False, seed: int = 0) -> World:
+             react: bool = False, random_state: RandomState = 0, seed: int | None = None) -> World:
     """Generate the multi-hop search world.
 
     Parameters
@@ -104,15 +105,18 @@ def multihop(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[
         Arm name -> strategy mixture (default: ``base`` and ``rl``).
     react
         Write ReAct text (``Thought/Action/Observation``) instead of Search-R1 tags.
+    random_state
+        Seed of every random choice: int, numpy Generator or None
+        (:func:`mechanism.options.as_generator`); an int draws what ``seed=`` did.
     seed
-        Seed of every random choice.
+        Deprecated name of ``random_state`` (warns; removed in 0.2.0).
 
     Returns
     -------
     World
         Native records (format ``searchr1`` or ``react``) and the planted strategies.
     """
-    rng = np.random.default_rng(seed)
+    rng = world_generator(random_state, seed)
     arms = arms or ARMS
     questions = []
     for i in range(n_questions):
@@ -146,7 +150,5 @@ def multihop(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[
                     record["response"] = "\n".join(parts)
                 records.append(record)
                 truth.append((arm, qid, s, strategy))
-    frame = pl.DataFrame(truth, schema={"arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64,
-                                        "strategy": pl.String}, orient="row")
     return World(name="multihop_react" if react else "multihop", format="react" if react else "searchr1",
-                 records=records, truth=frame)
+                 records=records, truth=truth_frame(truth), planted=mixture_planted(arms, _SUCCESS))

@@ -29,7 +29,8 @@ import json
 
 import numpy as np
 
-from mechanism.worlds._base import World, chat_world, name, pick, word
+from mechanism.options import RandomState
+from mechanism.worlds._base import World, world_generator, chat_world, name, pick, word
 
 STRATEGIES = ("cancel_direct", "cancel_confirm", "browse_orders", "escalate", "fallback_lookup", "blind_retry")
 ARMS = {
@@ -119,7 +120,7 @@ def _episode(rng: np.random.Generator, strategy: str, u: dict) -> _Chat:
 
 
 def service(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[str, float]] | None = None,
-            seed: int = 0) -> World:
+            random_state: RandomState = 0, seed: int | None = None) -> World:
     """Generate the customer-service world (OpenAI ``tool_calls`` records).
 
     Parameters
@@ -128,15 +129,18 @@ def service(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[s
         Users (tasks), and episodes per task and arm.
     arms
         Arm name -> strategy mixture (default: ``base`` and ``rl``).
+    random_state
+        Seed of every random choice: int, numpy Generator or None
+        (:func:`mechanism.options.as_generator`); an int draws what ``seed=`` did.
     seed
-        Seed of every random choice.
+        Deprecated name of ``random_state`` (warns; removed in 0.2.0).
 
     Returns
     -------
     World
         Records in format ``openai`` and the planted strategies.
     """
-    rng = np.random.default_rng(seed)
+    rng = world_generator(random_state, seed)
     arms = arms or ARMS
     users = []
     for i in range(n_questions):

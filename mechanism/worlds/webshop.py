@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechanism.worlds._base import World, chat_world, name, pick, word
+from mechanism.options import RandomState
+from mechanism.worlds._base import World, world_generator, chat_world, name, pick, word
 
 STRATEGIES = ("list_buy", "open_buy", "review_buy", "refine_buy", "compare_buy", "reviews_first", "research_buy")
 ARMS = {
@@ -179,7 +180,7 @@ _SUCCESS = {"list_buy": 0.35, "open_buy": 0.55, "review_buy": 0.7, "refine_buy":
 
 
 def webshop(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[str, float]] | None = None,
-            seed: int = 0) -> World:
+            random_state: RandomState = 0, seed: int | None = None) -> World:
     """Generate the web-shopping world (ReAct actions inside chat ``messages``).
 
     Parameters
@@ -188,15 +189,18 @@ def webshop(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[s
         Shopping requests (tasks), and episodes per request and arm.
     arms
         Arm name -> strategy mixture (default: ``base`` and ``rl``, which differ only in it).
+    random_state
+        Seed of every random choice: int, numpy Generator or None
+        (:func:`mechanism.options.as_generator`); an int draws what ``seed=`` did.
     seed
-        Seed of every random choice.
+        Deprecated name of ``random_state`` (warns; removed in 0.2.0).
 
     Returns
     -------
     World
         Records in format ``react`` and the planted strategies.
     """
-    rng = np.random.default_rng(seed)
+    rng = world_generator(random_state, seed)
     arms = arms or ARMS
     requests = []
     for i in range(n_questions):

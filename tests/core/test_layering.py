@@ -43,7 +43,6 @@ KNOWN_PENDING: frozenset[str] = frozenset({
     "mechanism._strategies.persist -> mechanism.strategy_space",
     # private names across packages in i23report's files (its brief does not name them; the lead
     # assigns): the deprecated-`seed` helper of the simulator, and the explorer's member transcripts
-    "mechanism.demo -> mechanism.simulation.run",
     "mechanism.report.explorer -> mechanism._strategies.description",
 })
 

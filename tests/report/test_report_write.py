@@ -103,10 +103,11 @@ def test_the_old_plot_name_warns_and_draws_the_same_figure(unbalanced):
 def test_shares_compared_between_arms_weigh_questions_equally(unbalanced, tmp_path):
     """shares.csv, the description text and the shares figure give each question weight 1 in its arm."""
     from mechanism.plots.strategies import plot_strategy_shares
-    from mechanism.report import pooled_share_table, write_strategies
+    from mechanism.report import analyse_strategies, pooled_share_table, write_strategies
 
     runs, space = unbalanced
-    section = write_strategies(space, runs, tmp_path, figures=False, n_boot=50)
+    section = write_strategies(analyse_strategies(space, runs, map_xy=False, n_boot=50), runs, tmp_path,
+                               figures=False)
     assigned = section.results[0].assigned
     expected = _weighted_by_hand(assigned)
     table = pl.read_csv(tmp_path / "shares.csv")
@@ -124,7 +125,8 @@ def test_shares_compared_between_arms_weigh_questions_equally(unbalanced, tmp_pa
     assert widths == pytest.approx([expected.get((a, s), 0.0) for a in ("base", "rl") for s in keep], abs=1e-12)
     plt.close(fig)
     # the same seed gives the same intervals
-    write_strategies(space, runs, tmp_path / "again", figures=False, n_boot=50)
+    write_strategies(analyse_strategies(space, runs, map_xy=False, n_boot=50), runs, tmp_path / "again",
+                     figures=False)
     assert (tmp_path / "again" / "shares.csv").read_text() == (tmp_path / "shares.csv").read_text()
 
 

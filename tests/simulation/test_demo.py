@@ -116,8 +116,7 @@ def test_the_study_is_reproduced_on_the_default_world(default_world):
 
     from mechanism.report.reproduction import reproduce_study
     sim = default_world
-    keys = ["arm", "question_id", "sample_id"]
-    truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left", maintain_order="left")["strategy"].to_list()
+    truth = sim.labels_for().tolist()
     codes = {s: i for i, s in enumerate(sorted(set(truth)))}
     rep = reproduce_study(sim.runs, sim.planted, np.array([codes[s] for s in truth]), n_boot=400)
     assert rep.findings["recovered"].all(), rep.lines()

@@ -134,8 +134,7 @@ def test_strategies_differ_in_moves_not_wording(sim):
     # issue's bar is 0.95), while the exact query text varies inside every strategy
     from mechanism.segmentation import render
 
-    keys = ["arm", "question_id", "sample_id"]
-    truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left", maintain_order="left")["strategy"].to_list()
+    truth = sim.labels_for().tolist()
     tokens = render(sim.runs)["tokens"].to_list()
     assert _majority_ari(tokens, truth) >= 0.95
     seqs = sim.runs.with_columns(seq=pl.col("steps").list.eval(pl.element().struct.field("query")).list.join("|"),
@@ -311,8 +310,7 @@ def test_the_default_strategy_space_recovers_the_planted_strategies():
     from mechanism.strategy_space import StrategySpace
 
     s = simulate(n_questions=60, n_samples=4, random_state=0, progress=False)
-    keys = ["arm", "question_id", "sample_id"]
-    truth = s.runs.select(keys).join(s.truth, on=keys, how="left", maintain_order="left")["strategy"].to_numpy()
+    truth = s.labels_for()
     space = StrategySpace(random_state=0, progress=False).fit(s.runs)
     assert adjusted_rand_score(truth, space.labels_) >= 0.9
 
@@ -430,7 +428,8 @@ def test_arms_whose_file_names_clash_are_refused(tmp_path):
     ({"t_cap": -1}, "`t_cap`"),
     ({"bridge_share": 2.0}, "`bridge_share`"),
     ({"hard_share": -0.1}, "`hard_share`"),
-    ({"seed": -1}, "`seed`"),
+    ({"random_state": -1}, "`random_state`"),
+    ({"random_state": "five"}, "`random_state`"),
 ])
 def test_bad_simulate_arguments(kwargs, match):
     with pytest.raises(MechanismError, match=match):

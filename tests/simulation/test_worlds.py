@@ -14,10 +14,10 @@ from mechanism.segmentation import segment
 from mechanism.worlds import multihop, service, webshop
 
 FAST = "hashing-256"
-_GEN = {"multihop": lambda seed: multihop(n_questions=40, seed=seed),
-        "multihop_react": lambda seed: multihop(n_questions=40, seed=seed, react=True),
-        "service": lambda seed: service(n_questions=40, seed=seed),
-        "webshop": lambda seed: webshop(n_questions=40, seed=seed)}
+_GEN = {"multihop": lambda seed: multihop(n_questions=40, random_state=seed),
+        "multihop_react": lambda seed: multihop(n_questions=40, random_state=seed, react=True),
+        "service": lambda seed: service(n_questions=40, random_state=seed),
+        "webshop": lambda seed: webshop(n_questions=40, random_state=seed)}
 # ARI the defaults must reach: the project's worlds, and the one written from scratch for issue 19
 _BAR = {"webshop": 0.85}
 # strategies found: the planted six (or one variant more); the web shop's optional step can
@@ -105,7 +105,7 @@ def test_entity_content_does_not_cluster(fitted):
 
 
 def test_service_moves_name_tools_and_provenance():
-    world = service(n_questions=3, seed=2, arms={"a": {"cancel_confirm": 1.0}})
+    world = service(n_questions=3, random_state=2, arms={"a": {"cancel_confirm": 1.0}})
     import tempfile
     from pathlib import Path
 
