@@ -159,8 +159,6 @@ def write_passkt(
 
 
 def boundary_verdict(result) -> str:  # noqa: ANN001 - a Boundary
-    """One sentence: gained and lost problems at the deepest T, the permutation test and its verdict."""
-    deepest = result.tests.sort("t").row(-1, named=True)
-    problems = (lambda n: f"{n} problem" if n == 1 else f"{n} problems")
-    return (f"capability boundary at T={deepest['t']}: {problems(deepest['gained'])} gained, "
-            f"{deepest['lost']} lost (permutation p = {deepest['p_value']:.3g}: {deepest['verdict']})")
+    """One sentence: gained and lost problems at the deepest T, the permutation test and its verdict
+    (:meth:`Boundary.verdict`)."""
+    return result.verdict()

@@ -453,7 +453,7 @@ def test_arguments_and_result_protocol(planted):
     d = res.to_dict()
     json.dumps(d)
     assert {"by_strategy", "shift", "strategy_shift"} <= set(d)
-    assert any(q.startswith("shift_alignment_integration") for q in res.summary()["quantity"].to_list())
+    assert "shift_alignment_integration" in res.to_frame()["quantity"].to_list()
     plain = integration(runs, n_boot=10)
     assert plain.shift is None and plain.by_strategy is None
     with pytest.raises(InputError, match="`labels`"):
