@@ -373,12 +373,12 @@ class Reweighting(Result):
     neighbours: pl.DataFrame | None = None
     notes: tuple[str, ...] = ()
     replicates: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
-    weighting: str = "question"
+    weighting: Weighting = "question"
     js_divergence_plugin: float = math.nan
     js_null_mean: float = math.nan
     detectable: dict[str, float] = field(default_factory=dict)
     strategy_ci: float | None = None
-    strata: str = "question"
+    strata: Strata = "question"
     by_category: pl.DataFrame | None = None
 
     key_columns: ClassVar[dict[str, pl.DataType]] = {
@@ -785,7 +785,7 @@ def within_question_split(wn: np.ndarray, wc: np.ndarray, weights: np.ndarray) -
             "composition_total": composition.sum(axis=-1), "within_total": within.sum(axis=-1)}
 
 
-def weighted_tallies(counts: np.ndarray, wins: np.ndarray, weighting: str = "question") -> tuple[np.ndarray, np.ndarray]:
+def weighted_tallies(counts: np.ndarray, wins: np.ndarray, weighting: Weighting = "question") -> tuple[np.ndarray, np.ndarray]:
     """Per (arm, question, strategy) trajectory and success tallies as the split uses them.
 
     ``"question"``: each (arm, question) divided by its samples
@@ -797,7 +797,7 @@ def weighted_tallies(counts: np.ndarray, wins: np.ndarray, weighting: str = "que
     return question_weighted(counts, wins)
 
 
-def design_notes(per_question: np.ndarray, base: str, treated: str, weighting: str) -> list[str]:
+def design_notes(per_question: np.ndarray, base: str, treated: str, weighting: Weighting) -> list[str]:
     """Notes on an unbalanced design from samples per (arm, question), shape ``(2, Q)``."""
     n_b, n_t = per_question[0], per_question[1]
     if np.array_equal(n_b, n_t) and n_b.min() == n_b.max():

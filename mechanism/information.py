@@ -75,7 +75,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import polars as pl
@@ -239,7 +239,10 @@ def _squad_gold_in_observations(observations: Sequence[str | None], golds: Seque
 RETRIEVAL_STATUS = ("not_retrieved", "retrieved", "not_retrievable")
 
 
-def retrieval_status(runs: pl.DataFrame, *, evidence: str | None = None, rule: str = "text",
+RetrievalRule = Literal["text", "text_lumped", "squad"]
+
+
+def retrieval_status(runs: pl.DataFrame, *, evidence: str | None = None, rule: RetrievalRule = "text",
                      progress: bool | None = False) -> np.ndarray:
     """Per row: 0 not retrieved, 1 retrieved, 2 not retrievable by text (:data:`RETRIEVAL_STATUS`).
 
@@ -258,6 +261,7 @@ def retrieval_status(runs: pl.DataFrame, *, evidence: str | None = None, rule: s
     from mechanism.progress import progress as bar
 
     validate(runs, required=("gold", "steps"))
+    check_choice(rule, RetrievalRule, field="rule")
     match = _squad_gold_in_observations if rule == "squad" else gold_in_observations
     out = np.zeros(runs.height, dtype=np.int64)
     rows = zip(runs["gold"].to_list(), runs["steps"].to_list())
@@ -369,13 +373,13 @@ class Integration(Result):
     perplexity: pl.DataFrame | None = None
     notes: tuple[str, ...] = ()
     treated: tuple[str, ...] = ()
-    weighting: str = "question"
+    weighting: Weighting = "question"
     by_strategy: pl.DataFrame | None = None
     shift: pl.DataFrame | None = None
     strategy_shift: pl.DataFrame | None = None
     perplexity_by_strategy: pl.DataFrame | None = None
     split_sensitivity: pl.DataFrame | None = None
-    strata: str = "question"
+    strata: Strata = "question"
     by_category: pl.DataFrame | None = None
 
     key_columns: ClassVar[dict[str, pl.DataType]] = {

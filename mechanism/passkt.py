@@ -125,7 +125,7 @@ class PassEstimate(Result):
     replicates: np.ndarray | None
     t_source: str
     weights: np.ndarray | None = None
-    metric: str = "pass@k"
+    metric: Metric = "pass@k"
     ci: float | None = None
     by: tuple[str, ...] = ("arm",)
 
@@ -264,7 +264,7 @@ def pass_at_kt(
     return summary_table(est, ci=ci, interval=interval)
 
 
-def default_k(runs: pl.DataFrame, t: Iterable[int] = DEFAULT_T, *, t_source: str = "auto") -> list[int]:
+def default_k(runs: pl.DataFrame, t: Iterable[int] = DEFAULT_T, *, t_source: TSource = "auto") -> list[int]:
     """Powers of two up to the smallest number of samples any problem has at any depth in ``t``.
 
     Parameters
@@ -504,7 +504,7 @@ def consistency(
     return Consistency(per_task=per_task, by_arm=pl.DataFrame(rows, schema=schema), by=tuple(by), t=t, ci=ci)
 
 
-def summary_table(est: PassEstimate, *, ci: float | None, interval: str = "auto") -> pl.DataFrame:
+def summary_table(est: PassEstimate, *, ci: float | None, interval: Interval = "auto") -> pl.DataFrame:
     """The long table of :func:`pass_at_kt` from an estimate (``interval`` as there)."""
     n_g, n_t, n_k = est.estimate.shape
     idx_g = np.repeat(np.arange(n_g), n_k * n_t)
