@@ -137,19 +137,8 @@ def _signed(row: dict) -> str:
 
 
 def integration_verdict(result: Any, treated: str | None = None) -> str:
-    """One line: did ``treated`` shift toward strategies whose information integration leads to
-    correct answers, how much of the accuracy change that explains, and what changed within.
-
-    Needs a result computed with ``labels``.
-
-    Examples
-    --------
-    A line reads like: ``rl moved 23 points of mass toward strategies whose base integration
-    rate is above average (31% -> 54% [+17, +29]; alignment +0.71 [+0.52, +0.86]); moving mass
-    between strategies explains +0.15 [+0.12, +0.18] of the +0.19 [+0.15, +0.23] accuracy
-    change; within strategies, integration +0.03 [-0.01, +0.07] (not distinguishable from 0),
-    retrieval +0.00 [-0.01, +0.01] (not distinguishable from 0)``.
-    """
+    """The line of :meth:`Integration.verdict <mechanism.information.Integration.verdict>` (its
+    docstring shows one); needs a result computed with ``labels``."""
     if result.shift is None:
         raise InputError("the verdict needs a result computed with `labels` (one strategy per row)",
                          field="labels")
