@@ -141,8 +141,10 @@ class Track(Result):
     passkt
         ``checkpoint, step, order, k, t, pass_at_kt, ci_low, ci_high, t_source``.
     split
-        ``checkpoint, step, order, part`` (total, composition, within) ``, estimate, ci_low, ci_high``:
-        the accuracy change against ``base``; composition + within == total.
+        ``checkpoint, step, order, part`` (total, composition, within) ``, estimate, ci_low, ci_high,
+        detectable``: the accuracy change against ``base``; composition + within == total;
+        ``detectable`` the smallest effect the design detects with probability 0.8 (null for the
+        base itself and without intervals).
     divergence
         ``checkpoint, step, order, js_divergence, ci_low, ci_high`` (bits, against ``base``).
     accuracy
@@ -186,7 +188,7 @@ class Track(Result):
             self.accuracy.select(*key, pl.lit("accuracy").alias("quantity"), pl.col("accuracy").alias("estimate"),
                                  "ci_low", "ci_high"),
             self.split.select(*key, pl.concat_str(pl.lit("split_"), "part").alias("quantity"), "estimate",
-                              "ci_low", "ci_high"),
+                              "ci_low", "ci_high", "detectable"),
             self.divergence.select(*key, pl.lit("js_divergence_bits").alias("quantity"),
                                    pl.col("js_divergence").alias("estimate"), "ci_low", "ci_high"),
             self.shares.select(*key, "strategy", pl.lit("share").alias("quantity"),
@@ -429,7 +431,7 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
     split_rows, js_rows = [], []
     for name in names:
         if name == base:  # the base against itself: zero by definition, exactly
-            split_rows += [(name, step_of[name], order_of[name], part, 0.0, 0.0, 0.0)
+            split_rows += [(name, step_of[name], order_of[name], part, 0.0, 0.0, 0.0, None)
                            for part in ("total", "composition", "within")]
             js_rows.append((name, step_of[name], order_of[name], 0.0, 0.0, 0.0))
             continue
@@ -439,11 +441,12 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
         for part in ("total", "composition", "within"):
             lo, hi = getattr(rw, f"{part}_ci") if ci is not None else (None, None)
             split_rows.append((name, step_of[name], order_of[name], part, float(getattr(rw, part)),
-                               _finite(lo), _finite(hi)))
+                               _finite(lo), _finite(hi), _finite(rw.detectable.get(part))))
         lo, hi = rw.js_divergence_ci if ci is not None else (None, None)
         js_rows.append((name, step_of[name], order_of[name], float(rw.js_divergence), _finite(lo), _finite(hi)))
     split = pl.DataFrame(split_rows, orient="row", schema={
-        **key_schema, "part": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})
+        **key_schema, "part": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+        "detectable": pl.Float64})
     divergence = pl.DataFrame(js_rows, orient="row", schema={
         **key_schema, "js_divergence": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from mechanism.errors import InputError
 from mechanism.information import (
-    LOGPROBS_DTYPE, gold_in_observations, integration, retrievable, retrieval_flags, verdict,
+    LOGPROBS_DTYPE, gold_in_observations, integration, retrievable, retrieval_flags,
 )
 from mechanism.schema import from_records, make_step
 
@@ -223,7 +223,7 @@ def test_verdict_states_the_shift_with_its_numbers(planted):
     _, _, res = planted
     line = res.verdict()
     q = _shift(res)
-    assert line == verdict(res, "rl")
+    assert line == res.verdict("rl")
     assert line.startswith(f"rl moved {abs(100 * q['mass_moved_above']['estimate']):.0f} points of mass toward")
     assert f"alignment {q['alignment_integration']['estimate']:+.2f}" in line
     assert f"explains {q['composition']['estimate']:+.2f}" in line

@@ -104,6 +104,8 @@ def test_keys_carry_what_names_used_to(results):
     shares = track.to_frame().filter(pl.col("quantity") == "share")
     assert shares.select("checkpoint", "strategy", "estimate").equals(
         track.shares.select("checkpoint", "strategy", pl.col("share").alias("estimate")))
+    split = track.to_frame().filter(pl.col("quantity") == "split_within")
+    assert split["detectable"][0] is None and split["detectable"][1:].is_not_null().all()  # base vs itself: none
     curves = track.to_frame().filter(pl.col("quantity") == "pass_at_kt")
     assert curves["estimate"].to_list() == track.passkt["pass_at_kt"].to_list()
     assert curves.select("k", "t").equals(track.passkt.select("k", "t"))
