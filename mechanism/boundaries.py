@@ -43,23 +43,25 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest
 
 from mechanism.errors import InputError
-from mechanism.passkt import (DEFAULT_T, PassEstimate, default_k, depth_notes, estimate_pass, ratio_table,
+from mechanism.options import RandomState, as_generator, check_ci, check_choice
+from mechanism.passkt import (DEFAULT_T, PassEstimate, TSource, default_k, depth_notes, estimate_pass, ratio_table,
                               small_sample_note, summary_table, within_t_shares)
 from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
-from mechanism.results import ResultMixin
+from mechanism.results import Result
 from mechanism.schema import shared_questions
 
 STATUSES = ("both", "gained", "lost", "neither")
 
 
 @dataclass(repr=False)
-class Boundary(ResultMixin):
+class Boundary(Result):
     """Result of :func:`boundary`; every table is a polars DataFrame.
 
     Attributes
@@ -190,18 +192,20 @@ class Boundary(ResultMixin):
             for arm in (self.base, self.treated):
                 lines.append(f"  episodes with at most T rounds, {arm}: " + ", ".join(
                     f"T={tv} {share[(arm, tv)]:.2f}" for tv in self.t if (arm, tv) in share))
+        def iv(row: dict) -> str:  # the interval, when one was asked for
+            return "" if row["ci_low"] is None else f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+
         for row in self.split.filter(pl.col("component") == "total").iter_rows(named=True):
-            lines.append(f"  T={row['t']}: PASS@(1,T) difference {row['value']:+.3f} "
-                         f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}], smallest detectable "
-                         f"{row['detectable']:.3f}")
+            lines.append(f"  T={row['t']}: PASS@(1,T) difference {row['value']:+.3f}{iv(row)}"
+                         + ("" if row["detectable"] is None else f", smallest detectable {row['detectable']:.3f}"))
         kmax = max(self.k)
         for row in self.gap.filter(pl.col("k") == kmax).iter_rows(named=True):
-            text = (f"  T={row['t']}: gap at k={kmax} {row['gap']:+.3f} "
-                    f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]")
+            text = f"  T={row['t']}: gap at k={kmax} {row['gap']:+.3f}{iv(row)}"
             if len(self.k) > 1:
                 crossed = self.crossings.filter(pl.col("t") == row["t"])
                 text += "; curves cross at " + (", ".join(
-                    f"k = {c:.2f} [{lo:.2f}, {hi:.2f}] ({d}; {100 * sh:.0f}% of resamples cross)"
+                    f"k = {c:.2f}" + ("" if lo is None else f" [{lo:.2f}, {hi:.2f}]") + f" ({d}"
+                    + ("" if sh is None else f"; {100 * sh:.0f}% of resamples cross") + ")"
                     for c, d, lo, hi, sh in crossed.select("k_cross", "direction", "ci_low", "ci_high",
                                                            "share_crossing").iter_rows())
                     if crossed.height else "no k in the grid")
@@ -230,14 +234,26 @@ class Boundary(ResultMixin):
         where = f"; T={row['t']}: gained {row['gained']}, lost {row['lost']}, p={row['p_value']:.3g}" if row else ""
         return f"{self.treated} vs {self.base}, {self.problems['question_id'].n_unique()} problems{where}"
 
-    def to_frame(self) -> pl.DataFrame:
-        """Long table ``quantity, t, k, estimate, ci_low, ci_high``: the PASS@(1,T) split and the gap per k."""
+    key_columns: ClassVar[dict[str, pl.DataType]] = {
+        "base": pl.String(), "treated": pl.String(), "t": pl.Int64(), "k": pl.Int64()}
+
+    def _estimates(self) -> pl.DataFrame:
+        """The PASS@(1,T) split (quantities ``pass1_<component>``, with ``detectable``) and the
+        gap per k (``gap``), treated - base, per T."""
         split = self.split.select(pl.concat_str(pl.lit("pass1_"), pl.col("component")).alias("quantity"),
-                                  pl.col("t").cast(pl.Int64), pl.lit(1, pl.Int64).alias("k"),
-                                  pl.col("value").cast(pl.Float64).alias("estimate"), "ci_low", "ci_high")
-        gap = self.gap.select(pl.lit("gap").alias("quantity"), pl.col("t").cast(pl.Int64), pl.col("k").cast(pl.Int64),
-                              pl.col("gap").cast(pl.Float64).alias("estimate"), "ci_low", "ci_high")
-        return pl.concat([split, gap], how="vertical_relaxed")
+                                  "t", pl.lit(1, pl.Int64).alias("k"), pl.col("value").alias("estimate"),
+                                  "ci_low", "ci_high", "detectable")
+        gap = self.gap.select(pl.lit("gap").alias("quantity"), "t", "k", pl.col("gap").alias("estimate"),
+                              "ci_low", "ci_high")
+        return pl.concat([split, gap], how="diagonal_relaxed").with_columns(
+            base=pl.lit(self.base), treated=pl.lit(self.treated))
+
+    def verdict(self) -> str:
+        """One sentence: gained and lost problems at the deepest T, the permutation test and its verdict."""
+        deepest = self.tests.sort("t").row(-1, named=True)
+        problems = f"{deepest['gained']} problem" + ("" if deepest["gained"] == 1 else "s")
+        return (f"capability boundary at T={deepest['t']}: {problems} gained, "
+                f"{deepest['lost']} lost (permutation p = {deepest['p_value']:.3g}: {deepest['verdict']})")
 
     def to_dict(self) -> dict:
         """JSON-ready dict: the grids, the notes and every table as a list of rows."""
@@ -253,12 +269,12 @@ def boundary(
     treated: str,
     t: Iterable[int] = DEFAULT_T,
     k: Iterable[int] | None = None,
-    ci: float = 0.95,
+    ci: float | None = 0.95,
     n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = 0,
+    random_state: RandomState = 0,
     alpha: float = 0.05,
     tol: float = 0.01,
-    t_source: str = "auto",
+    t_source: TSource = "auto",
     n_permutations: int = 20_000,
     by: str | None = None,
 ) -> Boundary:
@@ -277,7 +293,8 @@ def boundary(
         Grid of k for the curves, gaps and marginal gains. Default: powers of two up to the
         smallest per-problem sample count.
     ci
-        Level of the paired percentile bootstrap intervals over questions.
+        Level of the paired percentile bootstrap intervals over questions; ``None``: no
+        intervals (no resampling; the interval columns are null).
     n_boot, random_state
         Bootstrap replicates and seed (int, Generator or None; turned into one integer once,
         so the curves, split, crossings and T* share their replicates; same seed, same output).
@@ -307,8 +324,9 @@ def boundary(
     """
     if base == treated:
         raise InputError("`base` and `treated` must name different arms", field="treated")
-    if ci is None or not 0.0 < ci < 1.0:
-        raise InputError(f"`ci` must be in (0, 1), got {ci}", field="ci")
+    ci = check_ci(ci)
+    check_choice(t_source, TSource, field="t_source")
+    as_generator(random_state)  # the type check (int >= 0, Generator or None); the draws come from one seed
     if not 0.0 < alpha < 1.0:
         raise InputError(f"`alpha` must be in (0, 1), got {alpha}", field="alpha")
     if isinstance(n_permutations, bool) or not isinstance(n_permutations, (int, np.integer)) or n_permutations < 1:
@@ -623,7 +641,7 @@ def _holm(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def _split(est: PassEstimate, rows_b: np.ndarray, problems: pl.DataFrame, ci: float,
+def _split(est: PassEstimate, rows_b: np.ndarray, problems: pl.DataFrame, ci: float | None,
            n_boot: int, seed: int) -> pl.DataFrame:
     """The PASS@(1,T) difference on the judged episodes and its split, exact per question.
 
@@ -647,34 +665,57 @@ def _split(est: PassEstimate, rows_b: np.ndarray, problems: pl.DataFrame, ci: fl
     ], axis=-1)  # (Q, T, 4)
     q = parts.shape[0]
     point = parts.mean(axis=0)
-    # the same question draws as the curves, so every interval here is paired with theirs
-    weights = est.weights
-    if weights is None or weights.shape[0] != n_boot:
-        weights = question_bootstrap_weights(est.questions.size, n_boot, stream(seed, "bootstrap")).astype(np.float64)
-    w = weights[:, est.question_index[rows_b]]
-    reps = (w @ parts.reshape(q, -1) / w.sum(axis=1)[:, None]).reshape(n_boot, *point.shape)
-    low, high = percentile_interval(reps, ci, axis=0)
+    if ci is None:  # no intervals asked for
+        low = high = np.full(point.shape, np.nan)
+    else:
+        # the same question draws as the curves, so every interval here is paired with theirs
+        weights = est.weights
+        if weights is None or weights.shape[0] != n_boot:
+            weights = question_bootstrap_weights(est.questions.size, n_boot,
+                                                 stream(seed, "bootstrap")).astype(np.float64)
+        w = weights[:, est.question_index[rows_b]]
+        reps = (w @ parts.reshape(q, -1) / w.sum(axis=1)[:, None]).reshape(n_boot, *point.shape)
+        low, high = percentile_interval(reps, ci, axis=0)
     names = ["total", "efficiency", "expansion", "loss"]
     n_t = est.t.size
-    return pl.DataFrame({
+    table = pl.DataFrame({
         "t": np.repeat(est.t, 4).astype(np.int64), "component": names * n_t,
         "value": point.reshape(-1), "ci_low": low.reshape(-1), "ci_high": high.reshape(-1),
         "detectable": np.asarray(detectable_effect(low.reshape(-1), high.reshape(-1), ci), dtype=float),
     })
+    return _no_interval(table, ci)
 
 
-def _gap(est: PassEstimate, g_base: int, g_treat: int, ci: float) -> pl.DataFrame:
+def _no_interval(table: pl.DataFrame, ci: float | None) -> pl.DataFrame:
+    """``table`` as computed; without intervals (``ci=None``) its interval columns are null, not NaN."""
+    if ci is not None:
+        return table
+    return table.with_columns(pl.col(c).fill_nan(None) for c in ("ci_low", "ci_high", "detectable")
+                              if c in table.columns)
+
+
+def _interval(replicates: np.ndarray | None, ci: float | None,
+              shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of replicate differences, NaN everywhere without intervals."""
+    if ci is None or replicates is None:
+        return np.full(shape, np.nan), np.full(shape, np.nan)
+    return percentile_interval(replicates, ci, axis=0)
+
+
+def _gap(est: PassEstimate, g_base: int, g_treat: int, ci: float | None) -> pl.DataFrame:
     diff = est.estimate[g_treat] - est.estimate[g_base]  # (T, K)
-    low, high = percentile_interval(est.replicates[:, g_treat] - est.replicates[:, g_base], ci, axis=0)
+    reps = None if est.replicates is None else est.replicates[:, g_treat] - est.replicates[:, g_base]
+    low, high = _interval(reps, ci, diff.shape)
     n_t, n_k = diff.shape
-    return pl.DataFrame({
+    table = pl.DataFrame({
         "t": np.repeat(est.t, n_k).astype(np.int64), "k": np.tile(est.k, n_t).astype(np.int64),
         "base": est.estimate[g_base].reshape(-1), "treated": est.estimate[g_treat].reshape(-1),
         "gap": diff.reshape(-1), "ci_low": low.reshape(-1), "ci_high": high.reshape(-1),
     })
+    return _no_interval(table, ci)
 
 
-def _marginals(est: PassEstimate, ci: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _marginals(est: PassEstimate, ci: float | None) -> tuple[pl.DataFrame, pl.DataFrame]:
     arms = est.groups["arm"].to_list()
     k_list = est.k.tolist()
     pairs_k = [(i, k_list.index(2 * kv)) for i, kv in enumerate(k_list) if 2 * kv in k_list]
@@ -682,12 +723,14 @@ def _marginals(est: PassEstimate, ci: float) -> tuple[pl.DataFrame, pl.DataFrame
     for g, arm in enumerate(arms):
         for i, j in pairs_k:
             gain = est.estimate[g, :, j] - est.estimate[g, :, i]
-            low, high = percentile_interval(est.replicates[:, g, :, j] - est.replicates[:, g, :, i], ci, axis=0)
+            reps = None if est.replicates is None else est.replicates[:, g, :, j] - est.replicates[:, g, :, i]
+            low, high = _interval(reps, ci, gain.shape)
             for ti, tv in enumerate(est.t):
                 rows_k.append((arm, int(tv), k_list[i], k_list[j], gain[ti], low[ti], high[ti]))
         for ti in range(est.t.size - 1):
             gain = est.estimate[g, ti + 1] - est.estimate[g, ti]
-            low, high = percentile_interval(est.replicates[:, g, ti + 1] - est.replicates[:, g, ti], ci, axis=0)
+            reps = None if est.replicates is None else est.replicates[:, g, ti + 1] - est.replicates[:, g, ti]
+            low, high = _interval(reps, ci, gain.shape)
             step = int(est.t[ti + 1] - est.t[ti])
             for ki, kv in enumerate(k_list):
                 rows_t.append((arm, kv, int(est.t[ti]), int(est.t[ti + 1]), gain[ki], gain[ki] / step,
@@ -698,7 +741,7 @@ def _marginals(est: PassEstimate, ci: float) -> tuple[pl.DataFrame, pl.DataFrame
     marginal_t = pl.DataFrame(rows_t, schema={"arm": pl.String, "k": pl.Int64, "t": pl.Int64, "t_next": pl.Int64,
                                               "gain": pl.Float64, "gain_per_round": pl.Float64,
                                               "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")
-    return marginal_k.sort("arm", "t", "k"), marginal_t.sort("arm", "k", "t")
+    return _no_interval(marginal_k.sort("arm", "t", "k"), ci), _no_interval(marginal_t.sort("arm", "k", "t"), ci)
 
 
 def saturation_depth(t_grid: list[int], gains: list[float], tol: float) -> int | None:
@@ -717,7 +760,8 @@ def saturation_depth(t_grid: list[int], gains: list[float], tol: float) -> int |
     return t_grid[i + 1]
 
 
-def _saturation(est: PassEstimate, marginal_t: pl.DataFrame, tol: float, ks: list[int], ci: float) -> pl.DataFrame:
+def _saturation(est: PassEstimate, marginal_t: pl.DataFrame, tol: float, ks: list[int],
+                ci: float | None) -> pl.DataFrame:
     rows = []
     for (arm, kv), part in marginal_t.sort("arm", "k", "t").group_by("arm", "k", maintain_order=True):
         grid = part["t"].to_list() + [part["t_next"][-1]] if part.height else []
@@ -729,9 +773,9 @@ def _saturation(est: PassEstimate, marginal_t: pl.DataFrame, tol: float, ks: lis
     arms = est.groups["arm"].to_list()
     k_at = {kv: j for j, kv in enumerate(est.k.tolist())}
     lo_col, hi_col, share_col = [], [], []
-    alpha = (1.0 - ci) / 2.0
+    alpha = None if ci is None else (1.0 - ci) / 2.0
     for arm, kv in table.select("arm", "k").iter_rows():
-        if reps is None or est.t.size < 2:
+        if reps is None or alpha is None or est.t.size < 2:
             lo_col.append(None), hi_col.append(None), share_col.append(None)
             continue
         x = reps[:, arms.index(arm), k_at[kv]]  # inf: not saturated within the grid
@@ -781,7 +825,7 @@ def crossing_points(k: np.ndarray, diff: np.ndarray) -> list[tuple[float, str]]:
     return out
 
 
-def _crossings(est: PassEstimate, g_base: int, g_treat: int, ci: float) -> pl.DataFrame:
+def _crossings(est: PassEstimate, g_base: int, g_treat: int, ci: float | None) -> pl.DataFrame:
     rows = []
     reps = est.replicates
     for ti, tv in enumerate(est.t):

@@ -25,14 +25,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
 
 from mechanism.errors import InputError
 from mechanism.names import natural_key
-from mechanism.results import ResultMixin
+from mechanism.options import RandomState, as_generator, check_ci, check_choice
+from mechanism.passkt import TSource
+from mechanism.results import Result
 from mechanism.schema import shared_questions
 from mechanism.shares import weighted_shares
 
@@ -93,7 +95,7 @@ def _step_from_name(name: str) -> float | None:
 
 
 @dataclass(repr=False)
-class Track(ResultMixin):
+class Track(Result):
     """Result of :func:`track`: one row per checkpoint (and strategy, k, T) in training order.
 
     Attributes
@@ -108,8 +110,10 @@ class Track(ResultMixin):
     passkt
         ``checkpoint, step, order, k, t, pass_at_kt, ci_low, ci_high, t_source``.
     split
-        ``checkpoint, step, order, part`` (total, composition, within) ``, estimate, ci_low, ci_high``:
-        the accuracy change against ``base``; composition + within == total.
+        ``checkpoint, step, order, part`` (total, composition, within) ``, estimate, ci_low, ci_high,
+        detectable``: the accuracy change against ``base``; composition + within == total;
+        ``detectable`` the smallest effect the design detects with probability 0.8 (null for the
+        base itself and without intervals).
     divergence
         ``checkpoint, step, order, js_divergence, ci_low, ci_high`` (bits, against ``base``).
     accuracy
@@ -141,22 +145,43 @@ class Track(ResultMixin):
             out["track_by_category"] = self.by_category
         return out
 
-    def to_frame(self) -> pl.DataFrame:
-        """Long table ``checkpoint, step, order, quantity, estimate, ci_low, ci_high``."""
+    key_columns: ClassVar[dict[str, pl.DataType]] = {
+        "checkpoint": pl.String(), "step": pl.Float64(), "order": pl.Int64(), "strategy": pl.Int64(),
+        "k": pl.Int64(), "t": pl.Int64()}
+
+    def _estimates(self) -> pl.DataFrame:
+        """Per checkpoint: ``accuracy``, ``split_<part>`` and ``js_divergence_bits`` against the
+        base, ``share`` per ``strategy`` and ``pass_at_kt`` per ``k`` and ``t``, in training order."""
         key = ["checkpoint", "step", "order"]
         parts = [
             self.accuracy.select(*key, pl.lit("accuracy").alias("quantity"), pl.col("accuracy").alias("estimate"),
                                  "ci_low", "ci_high"),
             self.split.select(*key, pl.concat_str(pl.lit("split_"), "part").alias("quantity"), "estimate",
-                              "ci_low", "ci_high"),
+                              "ci_low", "ci_high", "detectable"),
             self.divergence.select(*key, pl.lit("js_divergence_bits").alias("quantity"),
                                    pl.col("js_divergence").alias("estimate"), "ci_low", "ci_high"),
-            self.shares.select(*key, pl.format("share_S{}", "strategy").alias("quantity"),
+            self.shares.select(*key, "strategy", pl.lit("share").alias("quantity"),
                                pl.col("share").alias("estimate"), "ci_low", "ci_high"),
-            self.passkt.select(*key, pl.format("pass_at_{}_{}", "k", "t").alias("quantity"),
-                               pl.col("pass_at_kt").alias("estimate"), "ci_low", "ci_high"),
+            self.passkt.select(*key, "k", "t", pl.lit("pass_at_kt").alias("quantity"),
+                               pl.col("pass_at_kt").alias("estimate"),
+                               *[c for c in ("ci_low", "ci_high") if c in self.passkt.columns]),
         ]
-        return pl.concat(parts, how="vertical_relaxed").sort("order", maintain_order=True)
+        return pl.concat(parts, how="diagonal_relaxed").sort("order", maintain_order=True)
+
+    def verdict(self) -> str:
+        """One line: the last checkpoint against the base, its accuracy change split into
+        composition (reweighting) and within-strategy execution, and its JS divergence."""
+        last = self.checkpoints[-1] if self.checkpoints[-1] != self.base else self.checkpoints[0]
+        part = {r["part"]: r for r in self.split.filter(pl.col("checkpoint") == last).iter_rows(named=True)}
+        js = self.divergence.filter(pl.col("checkpoint") == last).row(0, named=True)
+
+        def iv(row: dict) -> str:
+            lo, hi = row["ci_low"], row["ci_high"]
+            return f"{row['estimate']:+.3f}" + ("" if lo is None or hi is None else f" [{lo:+.3f}, {hi:+.3f}]")
+
+        return (f"{last} vs {self.base}: accuracy change {iv(part['total'])} = composition (reweighting) "
+                f"{iv(part['composition'])} + within-strategy execution {iv(part['within'])}; "
+                f"JS divergence {js['js_divergence']:.3f} bits")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the series and every table."""
@@ -208,7 +233,7 @@ class Track(ResultMixin):
 def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: Sequence[str] | None = None,
           step: str | None = None, base: str | None = None, fit_on: str | None = None,
           k: Sequence[int] | None = None, t: Sequence[int] = (0, 1, 2, 3, 5), ci: float | None = 0.95,
-          n_boot: int = 1000, random_state: int | np.random.Generator | None = 0, t_source: str = "auto",
+          n_boot: int = 1000, random_state: RandomState = 0, t_source: TSource = "auto",
           embedder: Any = None, cache_dir: str | Path | None = None, progress: bool | None = None,
           by: str | None = None) -> Track:
     """Follow strategies, PASS@(k,T) and the reweighting split across a series of checkpoints.
@@ -267,6 +292,9 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
 
     if runs.height == 0:
         raise InputError("no trajectories in the input", field="runs")
+    ci = check_ci(ci)
+    check_choice(t_source, TSource, field="t_source")
+    as_generator(random_state)  # the type check (int >= 0, Generator or None); the draws come from one seed
     if by is not None:
         from mechanism.resample import resolve_seed as _resolve_seed
         from mechanism.results import by_category
@@ -372,7 +400,7 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
     split_rows, js_rows = [], []
     for name in names:
         if name == base:  # the base against itself: zero by definition, exactly
-            split_rows += [(name, step_of[name], order_of[name], part, 0.0, 0.0, 0.0)
+            split_rows += [(name, step_of[name], order_of[name], part, 0.0, 0.0, 0.0, None)
                            for part in ("total", "composition", "within")]
             js_rows.append((name, step_of[name], order_of[name], 0.0, 0.0, 0.0))
             continue
@@ -382,11 +410,12 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
         for part in ("total", "composition", "within"):
             lo, hi = getattr(rw, f"{part}_ci") if ci is not None else (None, None)
             split_rows.append((name, step_of[name], order_of[name], part, float(getattr(rw, part)),
-                               _finite(lo), _finite(hi)))
+                               _finite(lo), _finite(hi), _finite(rw.detectable.get(part))))
         lo, hi = rw.js_divergence_ci if ci is not None else (None, None)
         js_rows.append((name, step_of[name], order_of[name], float(rw.js_divergence), _finite(lo), _finite(hi)))
     split = pl.DataFrame(split_rows, orient="row", schema={
-        **key_schema, "part": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})
+        **key_schema, "part": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+        "detectable": pl.Float64})
     divergence = pl.DataFrame(js_rows, orient="row", schema={
         **key_schema, "js_divergence": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})
 

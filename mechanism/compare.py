@@ -14,7 +14,7 @@ Conventions (stated once, used everywhere below):
   a strategy's success rate is the ratio of its question-weighted successes to its
   question-weighted trajectories. Identical policies sampled in different proportions then
   give the same shares and a split of zero. ``weighting="trajectory"`` pools trajectories
-  instead (ratio of raw sums; the summary labels it ``*_trajectory_pooled``); the two agree
+  instead (ratio of raw sums; ``to_frame()`` says so in its ``weighting`` column); the two agree
   when every question has the same number of samples in an arm. A note says whenever the
   arms' samples per question differ.
 - **Intervals.** Bootstrap over questions: questions are resampled with replacement and keep
@@ -54,7 +54,7 @@ Conventions (stated once, used everywhere below):
   question (execution). When success depends on the question only, both are 0 whatever
   the arms' mixes of questions and strategies. A strategy's row sums its strata over
   questions. ``strata="pooled"`` gives the textbook form over strategies alone
-  (``r_a(s)`` pooled over questions), labelled ``*_pooled_over_questions``: it is kept for
+  (``r_a(s)`` pooled over questions), labelled in the ``strata`` column: it is kept for
   comparison with published numbers and mixes execution with question mix.
 - **Strata an arm never used.** A stratum ``(q, s)`` (or, pooled, a strategy ``s``) with no
   trajectory of one arm has no success rate in that arm; the split borrows the other
@@ -99,15 +99,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import polars as pl
 
 from mechanism.errors import InputError
-from mechanism.results import ResultMixin
-from mechanism.resample import (_split_interval, bonferroni_level, detectable_effect, percentile_interval,
-                                question_bootstrap_weights, question_weighted, resolve_seed, simultaneous_band, stream)
+from mechanism.options import RandomState, Weighting, as_generator, check_ci, check_choice, choices
+from mechanism.deprecation import warn as _deprecation
+from mechanism._verdicts import reweighting_lines, reweighting_verdict
+from mechanism.results import SHARED_COLUMNS, Result
+from mechanism.resample import (_split_interval, bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
+                                question_weighted, resolve_seed, simultaneous_band, stream)
 from mechanism.schema import KEY_COLUMNS, shared_questions, validate
 
 __all__ = [
@@ -328,13 +331,13 @@ def query_sequence_keys(runs: pl.DataFrame) -> pl.Series:
 
 
 # ----------------------------------------------------------------------------- result
-WEIGHTINGS = ("question", "trajectory")
+WEIGHTINGS: tuple[str, ...] = choices(Weighting)
 Strata = Literal["question", "pooled"]
-STRATA: tuple[str, ...] = ("question", "pooled")
+STRATA: tuple[str, ...] = choices(Strata)
 
 
 @dataclass(frozen=True, repr=False)
-class Reweighting(ResultMixin):
+class Reweighting(Result):
     """Result of :func:`reweighting`. Floats are point estimates; ``*_ci`` are (low, high).
 
     ``js_divergence`` is the bias-corrected divergence (plug-in minus the mean of the
@@ -374,64 +377,64 @@ class Reweighting(ResultMixin):
     neighbours: pl.DataFrame | None = None
     notes: tuple[str, ...] = ()
     replicates: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
-    weighting: str = "question"
+    weighting: Weighting = "question"
     js_divergence_plugin: float = math.nan
     js_null_mean: float = math.nan
     detectable: dict[str, float] = field(default_factory=dict)
     strategy_ci: float | None = None
-    strata: str = "question"
+    strata: Strata = "question"
     by_category: pl.DataFrame | None = None
 
-    def to_frame(self) -> pl.DataFrame:
-        """One row per headline quantity: ``quantity, estimate, ci_low, ci_high, detectable``.
+    key_columns: ClassVar[dict[str, pl.DataType]] = {
+        "base": pl.String(), "treated": pl.String(), "arm": pl.String(), "weighting": pl.String(),
+        "strata": pl.String()}
 
-        ``detectable`` (for the split's three parts) is the smallest effect the design
-        detects with probability 0.8; the quantity names end in ``_trajectory_pooled`` when
-        the comparison was made with ``weighting="trajectory"``.
-        """
-        rows: list[tuple[str, float, float, float, float]] = []
-        tag = "" if self.weighting == "question" else "_trajectory_pooled"
-        split_tag = tag + ("" if self.strata == "question" else "_pooled_over_questions")
+    def _estimates(self) -> pl.DataFrame:
+        """One row per headline quantity. ``arm`` names the arm a per-arm quantity describes
+        (null for a comparison); ``weighting`` and ``strata`` say how the comparison was made.
+        ``detectable`` (for the split's three parts) is the smallest effect the design detects
+        with probability 0.8."""
+        rows: list[tuple[str | None, str, float, float, float, float]] = []
 
         def add(name: str, value: float | None, interval: tuple[float, float] | None = None,
-                detectable: float | None = None) -> None:
+                detectable: float | None = None, *, arm: str | None = None) -> None:
             lo, hi = interval if interval is not None else (math.nan, math.nan)
-            rows.append((name, _f(value), _f(lo), _f(hi), _f(detectable)))
+            rows.append((arm, name, _f(value), _f(lo), _f(hi), _f(detectable)))
 
         acc_b = self.replicates.get("accuracy_base")
         acc_t = self.replicates.get("accuracy_treated")
-        add(f"accuracy_base{tag}", self.accuracy_base, self._interval(acc_b))
-        add(f"accuracy_treated{tag}", self.accuracy_treated, self._interval(acc_t))
-        add(f"total{tag}", self.total, self.total_ci, self.detectable.get("total"))
-        add(f"composition{split_tag}", self.composition, self.composition_ci, self.detectable.get("composition"))
-        add(f"within{split_tag}", self.within, self.within_ci, self.detectable.get("within"))
-        add(f"js_divergence_bits{tag}", self.js_divergence, self.js_divergence_ci)
-        add(f"js_divergence_plugin_bits{tag}", self.js_divergence_plugin)
-        add(f"js_divergence_null_mean_bits{tag}", self.js_null_mean)
+        add("accuracy", self.accuracy_base, self._interval(acc_b), arm=self.base)
+        add("accuracy", self.accuracy_treated, self._interval(acc_t), arm=self.treated)
+        add("total", self.total, self.total_ci, self.detectable.get("total"))
+        add("composition", self.composition, self.composition_ci, self.detectable.get("composition"))
+        add("within", self.within, self.within_ci, self.detectable.get("within"))
+        add("js_divergence_bits", self.js_divergence, self.js_divergence_ci)
+        add("js_divergence_plugin_bits", self.js_divergence_plugin)
+        add("js_divergence_null_mean_bits", self.js_null_mean)
         add("permutation_p", self.permutation_p)
-        add(f"alignment{tag}", self.alignment, self.alignment_ci)
-        add(f"shared_mass{tag}", self.shared_mass, self.shared_mass_ci)
+        add("alignment", self.alignment, self.alignment_ci)
+        add("shared_mass", self.shared_mass, self.shared_mass_ci)
         if self.query_sequences is not None:
             for row in self.query_sequences.iter_rows(named=True):
-                add(f"unique_query_sequences_{row['arm']}", row["unique_per_problem"],
-                    (row["unique_per_problem_ci_low"], row["unique_per_problem_ci_high"]))
+                add("unique_query_sequences", row["unique_per_problem"],
+                    (row["unique_per_problem_ci_low"], row["unique_per_problem_ci_high"]), arm=row["arm"])
             for row in self.query_sequences.iter_rows(named=True):
-                add(f"unique_query_sequences_{row['arm']}_at_common_n", row["unique_at_common_n"],
-                    (row["unique_at_common_n_ci_low"], row["unique_at_common_n_ci_high"]))
+                add("unique_query_sequences_at_common_n", row["unique_at_common_n"],
+                    (row["unique_at_common_n_ci_low"], row["unique_at_common_n_ci_high"]), arm=row["arm"])
             for row in self.query_sequences.iter_rows(named=True):
                 if row["arm"] == self.treated:
-                    add(f"query_overlap_with_base{tag}", row["overlap_with_base"],
-                        (row["overlap_with_base_ci_low"], row["overlap_with_base_ci_high"]))
+                    add("query_overlap_with_base", row["overlap_with_base"],
+                        (row["overlap_with_base_ci_low"], row["overlap_with_base_ci_high"]), arm=row["arm"])
                     add("query_overlap_distinct", row["overlap_distinct"],
-                        (row["overlap_distinct_ci_low"], row["overlap_distinct_ci_high"]))
+                        (row["overlap_distinct_ci_low"], row["overlap_distinct_ci_high"]), arm=row["arm"])
                     add("query_overlap_with_base_at_common_n", row["overlap_at_common_n"],
-                        (row["overlap_at_common_n_ci_low"], row["overlap_at_common_n_ci_high"]))
+                        (row["overlap_at_common_n_ci_low"], row["overlap_at_common_n_ci_high"]), arm=row["arm"])
         if self.neighbours is not None:
             for row in self.neighbours.iter_rows(named=True):
                 add(row["quantity"], row["estimate"], (row["ci_low"], row["ci_high"]))
-        return pl.DataFrame(rows, schema={"quantity": pl.String, "estimate": pl.Float64,
-                                          "ci_low": pl.Float64, "ci_high": pl.Float64,
-                                          "detectable": pl.Float64}, orient="row")
+        frame = pl.DataFrame(rows, schema={"arm": pl.String, **SHARED_COLUMNS}, orient="row")
+        return frame.with_columns(base=pl.lit(self.base), treated=pl.lit(self.treated),
+                                  weighting=pl.lit(self.weighting), strata=pl.lit(self.strata))
 
     def _interval(self, reps: np.ndarray | None) -> tuple[float, float] | None:
         if reps is None or self.ci is None:
@@ -474,8 +477,15 @@ class Reweighting(ResultMixin):
         return f"Reweighting: {self.treated} vs {self.base}"
 
     def _summary_lines(self) -> list[str]:
-        from mechanism.report.reweighting import reweighting_lines
-        return [line.strip() for line in reweighting_lines(self)[1:]]
+        return [line.strip() for line in self.lines()[1:]]
+
+    def lines(self, *, indent: str = "") -> list[str]:
+        """The findings in words, one statement per line (the first names the comparison)."""
+        return reweighting_lines(self, indent=indent)
+
+    def verdict(self) -> str:
+        """One line: the accuracy change split into composition and within, with intervals."""
+        return reweighting_verdict(self)
 
     def _headline(self) -> str:
         return (f"{self.treated} vs {self.base}, total {self.total:+.3f} = composition {self.composition:+.3f}"
@@ -492,9 +502,9 @@ def _json_float(value: float) -> float | None:
 
 # ----------------------------------------------------------------------------- main entry
 def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci: float | None = 0.95,
-                n_boot: int = 1000, random_state: int | np.random.Generator | None = 0,
+                n_boot: int = 1000, random_state: RandomState = 0,
                 n_permutations: int = 1000, coordinates: np.ndarray | None = None,
-                progress: bool | None = False, weighting: str = "question",
+                progress: bool | None = False, weighting: Weighting = "question",
                 strata: Strata = "question", by: str | None = None) -> Reweighting:
     """Split the treated arm's accuracy gain into strategy reweighting and execution.
 
@@ -531,12 +541,12 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         ``"question"`` (default, the design rule): every question weighs the same within an
         arm, each trajectory counting ``1 / (samples of its arm on its question)``.
         ``"trajectory"``: pool trajectories (questions with more samples weigh more); the
-        summary labels these quantities ``*_trajectory_pooled``.
+        ``to_frame()``'s ``weighting`` column says which was used.
     strata
         ``"question"`` (default): the Kitagawa split over question x strategy strata, so
         that using a strategy on easier questions is composition, not execution (see the
         module's Conventions). ``"pooled"``: over strategies alone, success pooled over
-        questions; labelled ``*_pooled_over_questions`` in the summary.
+        questions; ``to_frame()``'s ``strata`` column says which was used.
     by
         A task-type column (e.g. ``"category"``): the result also holds each category's
         summary beside the pooled one (``by_category``, key column ``category``), same seed.
@@ -557,11 +567,10 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
     """
     validate(runs, required=("arm", "question_id", "correct"))
     values = _check_labels(runs, labels)
-    if weighting not in WEIGHTINGS:
-        raise InputError(f"`weighting` must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}",
-                         field="weighting")
-    if strata not in STRATA:
-        raise InputError(f"`strata` must be one of {', '.join(STRATA)}, got {strata!r}", field="strata")
+    check_choice(weighting, Weighting, field="weighting")
+    check_choice(strata, Strata, field="strata")
+    ci = check_ci(ci)
+    as_generator(random_state)  # the type check (int >= 0, Generator or None); the draws come from one seed
     arms = set(runs["arm"].unique().to_list())
     for name, arm in (("base", base), ("treated", treated)):
         if arm not in arms:
@@ -569,8 +578,6 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
                              field=name)
     if base == treated:
         raise InputError("`base` and `treated` must be different arms", field="treated")
-    if ci is not None and not 0.0 < ci < 1.0:
-        raise InputError(f"`ci` must be in (0, 1) or None, got {ci}", field="ci")
     if n_boot < 0 or n_permutations < 0:
         raise InputError(f"`n_boot` and `n_permutations` must be >= 0, got {n_boot} and {n_permutations}",
                          field="n_boot" if n_boot < 0 else "n_permutations")
@@ -788,7 +795,7 @@ def within_question_split(wn: np.ndarray, wc: np.ndarray, weights: np.ndarray) -
             "composition_total": composition.sum(axis=-1), "within_total": within.sum(axis=-1)}
 
 
-def weighted_tallies(counts: np.ndarray, wins: np.ndarray, weighting: str = "question") -> tuple[np.ndarray, np.ndarray]:
+def weighted_tallies(counts: np.ndarray, wins: np.ndarray, weighting: Weighting = "question") -> tuple[np.ndarray, np.ndarray]:
     """Per (arm, question, strategy) trajectory and success tallies as the split uses them.
 
     ``"question"``: each (arm, question) divided by its samples
@@ -800,7 +807,7 @@ def weighted_tallies(counts: np.ndarray, wins: np.ndarray, weighting: str = "que
     return question_weighted(counts, wins)
 
 
-def design_notes(per_question: np.ndarray, base: str, treated: str, weighting: str) -> list[str]:
+def design_notes(per_question: np.ndarray, base: str, treated: str, weighting: Weighting) -> list[str]:
     """Notes on an unbalanced design from samples per (arm, question), shape ``(2, Q)``."""
     n_b, n_t = per_question[0], per_question[1]
     if np.array_equal(n_b, n_t) and n_b.min() == n_b.max():
@@ -894,7 +901,7 @@ def _strategy_table(strategies: np.ndarray, counts: np.ndarray, point: dict[str,
 
 # ----------------------------------------------------------------------------- permutation test
 def permutation_test(q_idx: np.ndarray, label_idx: np.ndarray, is_treated: np.ndarray, *,
-                     n_permutations: int = 1000, random_state: int | np.random.Generator | None = 0,
+                     n_permutations: int = 1000, random_state: RandomState = 0,
                      progress: bool | None = False, weighting: str = "question") -> float:
     """P-value of equal strategy distributions, permuting arm labels within each question.
 
@@ -1154,13 +1161,16 @@ def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray
 
 
 # ----------------------------------------------------------------------------- several arms
+Adjust = Literal["bonferroni", "none"]
+
+
 def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequence[str] | None = None,
                  ci: float | None = 0.95, n_boot: int = 1000,
-                 random_state: int | np.random.Generator | None = 0,
+                 random_state: RandomState = 0,
                  n_permutations: int = 1000, coordinates: np.ndarray | None = None,
-                 progress: bool | None = False, weighting: str = "question",
+                 progress: bool | None = False, weighting: Weighting = "question",
                  others: Sequence[str] | None = None, strata: Strata = "question",
-                 adjust: Literal["bonferroni", "none"] = "bonferroni") -> pl.DataFrame:
+                 adjust: Adjust = "bonferroni") -> pl.DataFrame:
     """:func:`reweighting` of every arm in ``others`` against ``base``, as one long table.
 
     Parameters
@@ -1183,18 +1193,17 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequenc
     Returns
     -------
     polars.DataFrame
-        ``base, treated, quantity, estimate, ci_low, ci_high, detectable, ci_level``: the rows
-        of each :meth:`Reweighting.summary`, ``ci_level`` the level each interval was made at.
+        The rows of each :meth:`Reweighting.to_frame` (``base, treated, arm, weighting, strata,
+        quantity, estimate, ci_low, ci_high, detectable``) and ``ci_level``, the level each
+        interval was made at.
     """
     validate(runs, required=("arm",))
     if others is not None:
-        import warnings
-        warnings.warn("`others` is deprecated; use `treated`", DeprecationWarning, stacklevel=2)
+        _deprecation("compare_arms(others=...)")
     others = treated if treated is not None else others
     if others is None:
         others = [a for a in runs["arm"].unique(maintain_order=True).to_list() if a != base]
-    if adjust not in ("bonferroni", "none"):
-        raise InputError(f"`adjust` must be 'bonferroni' or 'none', got {adjust!r}", field="adjust")
+    check_choice(adjust, Adjust, field="adjust")
     frames = []
     seed = resolve_seed(random_state)
     others = list(others)
@@ -1203,8 +1212,7 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequenc
         rw = reweighting(runs, labels, base=base, treated=arm, ci=level, n_boot=n_boot,
                          random_state=seed, n_permutations=n_permutations,
                          coordinates=coordinates, progress=progress, weighting=weighting, strata=strata)
-        frames.append(rw.to_frame().select(pl.lit(base).alias("base"), pl.lit(arm).alias("treated"),
-                                          pl.all(), pl.lit(level, dtype=pl.Float64).alias("ci_level")))
+        frames.append(rw.to_frame().with_columns(pl.lit(level, dtype=pl.Float64).alias("ci_level")))
     if not frames:
         raise InputError(f"no arm to compare with {base!r}", field="others")
     return pl.concat(frames)

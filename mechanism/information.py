@@ -77,16 +77,20 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import polars as pl
 
+from mechanism.deprecation import alias
+from mechanism._verdicts import integration_lines, integration_title
+from mechanism._verdicts import integration_verdict as integration_verdict_line
 from mechanism.compare import OUTLIER, WEIGHTINGS, Strata, kitagawa_split, weighted_correlation, weighted_tallies
 from mechanism.errors import InputError
-from mechanism.resample import (_split_interval, bonferroni_level, detectable_effect, percentile_interval,
-                                question_bootstrap_weights, simultaneous_band, stream)
-from mechanism.results import ResultMixin
+from mechanism.options import RandomState, Weighting, as_generator, check_ci, check_choice
+from mechanism.resample import (_split_interval, bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
+                                simultaneous_band, stream)
+from mechanism.results import SHARED_COLUMNS, Result
 from mechanism.schema import shared_questions, validate
 from mechanism.scoring import STOPWORDS as _STOPWORDS
 from mechanism.scoring import (  # noqa: F401  (the retrieval check's text rule lives in scoring; named here too)
@@ -137,7 +141,10 @@ def _squad_gold_in_observations(observations: Sequence[str | None], golds: Seque
 RETRIEVAL_STATUS = ("not_retrieved", "retrieved", "not_retrievable")
 
 
-def retrieval_status(runs: pl.DataFrame, *, evidence: str | None = None, rule: str = "text",
+RetrievalRule = Literal["text", "text_lumped", "squad"]
+
+
+def retrieval_status(runs: pl.DataFrame, *, evidence: str | None = None, rule: RetrievalRule = "text",
                      progress: bool | None = False) -> np.ndarray:
     """Per row: 0 not retrieved, 1 retrieved, 2 not retrievable by text (:data:`RETRIEVAL_STATUS`).
 
@@ -156,6 +163,7 @@ def retrieval_status(runs: pl.DataFrame, *, evidence: str | None = None, rule: s
     from mechanism.progress import progress as bar
 
     validate(runs, required=("gold", "steps"))
+    check_choice(rule, RetrievalRule, field="rule")
     match = _squad_gold_in_observations if rule == "squad" else gold_in_observations
     out = np.zeros(runs.height, dtype=np.int64)
     rows = zip(runs["gold"].to_list(), runs["steps"].to_list())
@@ -215,7 +223,7 @@ def followup_entity_flags(runs: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True, repr=False)
-class Integration(ResultMixin):
+class Integration(Result):
     """Result of :func:`integration`.
 
     Attributes
@@ -267,40 +275,62 @@ class Integration(ResultMixin):
     perplexity: pl.DataFrame | None = None
     notes: tuple[str, ...] = ()
     treated: tuple[str, ...] = ()
-    weighting: str = "question"
+    weighting: Weighting = "question"
     by_strategy: pl.DataFrame | None = None
     shift: pl.DataFrame | None = None
     strategy_shift: pl.DataFrame | None = None
     perplexity_by_strategy: pl.DataFrame | None = None
     split_sensitivity: pl.DataFrame | None = None
-    strata: str = "question"
+    strata: Strata = "question"
     by_category: pl.DataFrame | None = None
 
-    def to_frame(self) -> pl.DataFrame:
-        """Long table ``arm, quantity, estimate, ci_low, ci_high`` of the per-arm rates, splits and shifts."""
+    key_columns: ClassVar[dict[str, pl.DataType]] = {
+        "arm": pl.String(), "base": pl.String(), "segment": pl.String(), "weighting": pl.String(),
+        "strata": pl.String()}
+
+    def _estimates(self) -> pl.DataFrame:
+        """The per-arm rates (``base`` null), the splits and shifts of each treated ``arm``
+        against ``base`` (quantities ``split_<part>``, ``shift_<quantity>``, with ``detectable``)
+        and the perplexities (``segment``)."""
         rows = []
         for row in self.per_arm.iter_rows(named=True):
             for q in ("accuracy", "retrieval_rate", "integration_rate", "parametric_rate",
                       "followup_from_observation"):
-                rows.append((row["arm"], q, row[q], row[f"{q}_ci_low"], row[f"{q}_ci_high"]))
-        if self.split is not None:
-            for row in self.split.iter_rows(named=True):
-                rows.append((row["treated"], f"split_{row['part']}_vs_{row['base']}", row["estimate"],
-                             row["ci_low"], row["ci_high"]))
-        if self.shift is not None:
-            for row in self.shift.iter_rows(named=True):
-                rows.append((row["treated"], f"shift_{row['quantity']}_vs_{row['base']}", row["estimate"],
-                             row["ci_low"], row["ci_high"]))
+                rows.append((row["arm"], None, None, q, row[q], row[f"{q}_ci_low"], row[f"{q}_ci_high"], None))
+        for name, table in (("split", self.split), ("shift", self.shift)):
+            if table is None:
+                continue
+            label = "part" if name == "split" else "quantity"
+            for row in table.iter_rows(named=True):
+                rows.append((row["treated"], row["base"], None, f"{name}_{row[label]}", row["estimate"],
+                             row["ci_low"], row["ci_high"], row.get("detectable_effect")))
         if self.perplexity is not None:
             for row in self.perplexity.iter_rows(named=True):
-                rows.append((row["arm"], f"perplexity_{row['segment']}", row["perplexity"],
-                             row["perplexity_ci_low"], row["perplexity_ci_high"]))
-        return pl.DataFrame(rows, schema={"arm": pl.String, "quantity": pl.String, "estimate": pl.Float64,
-                                          "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")
+                rows.append((row["arm"], None, row["segment"], "perplexity", row["perplexity"],
+                             row["perplexity_ci_low"], row["perplexity_ci_high"], None))
+        frame = pl.DataFrame(rows, schema={"arm": pl.String, "base": pl.String, "segment": pl.String,
+                                           **SHARED_COLUMNS}, orient="row")
+        return frame.with_columns(weighting=pl.lit(self.weighting), strata=pl.lit(self.strata))
 
     def verdict(self, treated: str | None = None) -> str:
-        """One line: did ``treated`` move toward strategies that integrate well? See :func:`verdict`."""
-        return verdict(self, treated)
+        """One line: did ``treated`` (default: the first compared) move toward strategies that
+        integrate well, how much of the accuracy change that explains, and what changed within.
+
+        Needs a result computed with ``labels``.
+
+        Examples
+        --------
+        A line reads like: ``rl moved 23 points of mass toward strategies whose base integration
+        rate is above average (31% -> 54% [+17, +29]; alignment +0.71 [+0.52, +0.86]); moving mass
+        between strategies explains +0.15 [+0.12, +0.18] of the +0.19 [+0.15, +0.23] accuracy
+        change; within strategies, integration +0.03 [-0.01, +0.07] (not distinguishable from 0),
+        retrieval +0.00 [-0.01, +0.01] (not distinguishable from 0)``.
+        """
+        return integration_verdict_line(self, treated)
+
+    def lines(self, *, indent: str = "") -> list[str]:
+        """The findings in words, one statement per line."""
+        return integration_lines(self, indent=indent)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict of every table."""
@@ -328,12 +358,10 @@ class Integration(ResultMixin):
                                   ("integration_by_category", self.by_category)) if t is not None}
 
     def _summary_title(self) -> str:
-        from mechanism.report.integration import integration_title
         return integration_title(self)
 
     def _summary_lines(self) -> list[str]:
-        from mechanism.report.integration import integration_lines
-        return integration_lines(self)
+        return self.lines()
 
     def _headline(self) -> str:
         return f"{len(self.arms)} arms against {self.base}, {self.per_trajectory.height} trajectories"
@@ -342,8 +370,8 @@ class Integration(ResultMixin):
 
 def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: str | None = None,
                 treated: str | Sequence[str] | None = None, labels: Any = None,
-                ci: float | None = 0.95, n_boot: int = 1000, random_state: int | None = 0,
-                weighting: str = "question", logprobs_column: str | None = None,
+                ci: float | None = 0.95, n_boot: int = 1000, random_state: RandomState = 0,
+                weighting: Weighting = "question", logprobs_column: str | None = None,
                 model_path: str | Path | None = None, progress: bool | None = False,
                 evidence: str | None = None, strata: Strata = "question", by: str | None = None) -> Integration:
     """Retrieval, integration and parametric rates per arm (and strategy), and the splits between arms.
@@ -434,11 +462,13 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     totals are one interval each, at ``ci``. With few replicates the bands' critical value
     rests on few of them: a note says so.
     """
-    from mechanism.compare import STRATA, _check_labels
+    from mechanism.compare import _check_labels
 
     validate(runs)
-    if strata not in STRATA:
-        raise InputError(f"`strata` must be one of {', '.join(STRATA)}, got {strata!r}", field="strata")
+    check_choice(strata, Strata, field="strata")
+    check_choice(weighting, Weighting, field="weighting")
+    ci = check_ci(ci)
+    as_generator(random_state)  # the type check (int >= 0, Generator or None); the draws come from one seed
     if evidence is not None:
         if evidence not in runs.columns:
             raise InputError(f"no column `{evidence}` for the evidence of retrieval", field=evidence)
@@ -473,12 +503,8 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
             raise InputError(f"`treated` arm {arm!r} is not among `arms` {arms}", field="treated")
         if arm == base:
             raise InputError("`base` and `treated` must be different arms", field="treated")
-    if ci is not None and not 0.0 < ci < 1.0:
-        raise InputError(f"`ci` must be in (0, 1) or None, got {ci}", field="ci")
     if n_boot < 0:
         raise InputError(f"`n_boot` must be >= 0, got {n_boot}", field="n_boot")
-    if weighting not in WEIGHTINGS:
-        raise InputError(f"`weighting` must be one of {WEIGHTINGS}, got {weighting!r}", field="weighting")
     if logprobs_column is not None and model_path is not None:
         raise InputError("give `logprobs_column` or `model_path`, not both", field="model_path")
     if logprobs_column is not None:
@@ -994,59 +1020,13 @@ def _by_strategy(N: np.ndarray, C: np.ndarray, a_idx: np.ndarray, q_idx: np.ndar
     return pl.DataFrame(cols).with_columns(pl.col(pl.Float64).fill_nan(None))
 
 
-def verdict(result: Integration, treated: str | None = None) -> str:
-    """One line: did ``treated`` shift toward strategies whose information integration leads to
-    correct answers, how much of the accuracy change that explains, and what changed within.
-
-    Needs a result computed with ``labels``.
-
-    Examples
-    --------
-    A line reads like: ``rl moved 23 points of mass toward strategies whose base integration
-    rate is above average (31% -> 54% [+17, +29]; alignment +0.71 [+0.52, +0.86]); moving mass
-    between strategies explains +0.15 [+0.12, +0.18] of the +0.19 [+0.15, +0.23] accuracy
-    change; within strategies, integration +0.03 [-0.01, +0.07] (not distinguishable from 0),
-    retrieval +0.00 [-0.01, +0.01] (not distinguishable from 0)``.
-    """
-    if result.shift is None:
-        raise InputError("the verdict needs a result computed with `labels` (one strategy per row)",
-                         field="labels")
-    arms = list(dict.fromkeys(result.shift["treated"].to_list()))
-    treated = arms[0] if treated is None else treated
-    if treated not in arms:
-        raise InputError(f"arm {treated!r} was not compared with {result.base!r} (compared: {arms})",
-                         field="treated")
-    q = {r["quantity"]: r for r in result.shift.filter(pl.col("treated") == treated).iter_rows(named=True)}
-
-    def iv(name: str, scale: float = 1.0, fmt: str = "+.2f") -> str:
-        lo, hi = q[name]["ci_low"], q[name]["ci_high"]
-        if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
-            return ""
-        return f" [{scale * lo:{fmt}}, {scale * hi:{fmt}}]"
-
-    def part(name: str, label: str) -> str:
-        row = q[name]
-        text = f"{label} {row['estimate']:+.2f}{iv(name)}"
-        lo, hi = row["ci_low"], row["ci_high"]
-        if lo is not None and hi is not None and math.isfinite(lo) and lo <= 0 <= hi:
-            text += " (not distinguishable from 0)"
-        return text
-
-    moved = 100 * q["mass_moved_above"]["estimate"]
-    way = "toward" if moved >= 0 else "away from"
-    align = q["alignment_integration"]["estimate"]
-    align_text = (f"alignment {align:+.2f}{iv('alignment_integration')}" if align is not None
-                  and math.isfinite(align) else "alignment n/a: fewer than 3 strategies with a base integration rate")
-    return (f"{treated} moved {abs(moved):.0f} points of mass {way} strategies whose base integration rate is "
-            f"above average ({100 * q['mass_above_base']['estimate']:.0f}% -> "
-            f"{100 * q['mass_above_treated']['estimate']:.0f}%{iv('mass_moved_above', 100, '+.0f')}; {align_text}); "
-            f"moving mass between strategies explains {q['composition']['estimate']:+.2f}{iv('composition')} of the "
-            f"{q['total']['estimate']:+.2f}{iv('total')} accuracy change; within strategies, "
-            f"{part('within_integration', 'integration')}, {part('within_retrieval', 'retrieval')}")
+def _verdict(result: Integration, treated: str | None = None) -> str:
+    return result.verdict(treated)
 
 
-#: :func:`verdict` under the name the package exports (``mx.integration_verdict``).
-integration_verdict = verdict
+# Deprecated spellings of Integration.verdict() (mechanism.deprecation lists every shim).
+verdict = alias(_verdict, "mechanism.information.verdict(result)")
+integration_verdict = alias(_verdict, "mechanism.integration_verdict(result)")
 
 
 # ----------------------------------------------------------------------------- base-model scoring

@@ -25,19 +25,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import ClassVar, Literal, get_args
 
 import numpy as np
 import polars as pl
 
 from mechanism.errors import InputError
 from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
-from mechanism.results import ResultMixin
+from mechanism.options import RandomState, as_generator, check_ci, check_choice
+from mechanism.results import Result
 from mechanism.schema import check_unique_keys, validate
 
 DEFAULT_K: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_T: tuple[int, ...] = (0, 1, 2, 3, 5)
-T_SOURCES = ("auto", "t_cap", "truncation")
+TSource = Literal["auto", "t_cap", "truncation"]
+T_SOURCES: tuple[str, ...] = get_args(TSource)
 Metric = Literal["pass@k", "pass^k"]
 METRICS: tuple[str, ...] = get_args(Metric)
 Interval = Literal["auto", "percentile", "studentized", "wilson"]
@@ -71,8 +73,8 @@ def small_sample_note(curves: pl.DataFrame) -> list[str]:
             f"their intervals are {how}: read them as approximate"]
 
 
-@dataclass
-class PassEstimate:
+@dataclass(repr=False)
+class PassEstimate(Result):
     """Per-problem PASS@(k,T) values and their group means, with bootstrap replicates.
 
     The common core of :func:`pass_at_kt`, :func:`pass_at_kt_per_problem` and the boundary
@@ -108,6 +110,10 @@ class PassEstimate:
     weights
         ``(B, len(questions))`` the bootstrap's question weights (``None`` without intervals):
         later stages on the same questions reuse them instead of drawing them again.
+    ci
+        The intervals' level (``None``: no intervals).
+    by
+        The grouping columns (the key columns of :meth:`to_frame`, before ``metric, k, t``).
     """
 
     problems: pl.DataFrame
@@ -124,7 +130,62 @@ class PassEstimate:
     replicates: np.ndarray | None
     t_source: str
     weights: np.ndarray | None = None
-    metric: str = "pass@k"
+    metric: Metric = "pass@k"
+    ci: float | None = None
+    by: tuple[str, ...] = ("arm",)
+
+    key_columns: ClassVar[dict[str, pl.DataType]] = {"metric": pl.String(), "k": pl.Int64(), "t": pl.Int64()}
+
+    def _keys(self) -> dict[str, pl.DataType | None]:
+        return {**{name: None for name in self.by}, **self.key_columns}
+
+    def curves(self) -> pl.DataFrame:
+        """The table :func:`pass_at_kt` returns for this estimate."""
+        return summary_table(self, ci=self.ci)
+
+    def _estimates(self) -> pl.DataFrame:
+        """PASS@(k,T) (or pass^k: ``metric``) per group, k and T, quantity ``pass_at_kt``."""
+        curves = self.curves()
+        return curves.select(*self.by, "metric", "k", "t", pl.lit("pass_at_kt").alias("quantity"),
+                             pl.col("pass_at_kt").alias("estimate"),
+                             *[c for c in ("ci_low", "ci_high") if c in curves.columns])
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """``pass_at_kt`` (the curves) and ``pass_at_kt_per_problem``."""
+        n_p, n_t, n_k = self.values.shape
+        per_problem = self.problems[np.repeat(np.arange(n_p), n_t * n_k)].with_columns(
+            pl.Series("t", np.tile(np.repeat(self.t, n_k), n_p), dtype=pl.Int64),
+            pl.Series("k", np.tile(self.k, n_p * n_t), dtype=pl.Int64),
+            pl.Series("pass_at_kt", self.values.reshape(-1), dtype=pl.Float64))
+        return {"pass_at_kt": self.curves(), "pass_at_kt_per_problem": per_problem}
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict: the grids, the settings and the curves as a list of rows."""
+        return {"by": list(self.by), "k": self.k.tolist(), "t": self.t.tolist(), "t_source": self.t_source,
+                "metric": self.metric, "ci": self.ci, "pass_at_kt": self.curves().to_dicts()}
+
+    def verdict(self) -> str:
+        """One line: each curve's value at the largest k and T, with its interval."""
+        curves = self.curves().filter((pl.col("k") == int(self.k.max())) & (pl.col("t") == int(self.t.max())))
+        name = "PASS" if self.metric == "pass@k" else "pass^k"
+        parts = []
+        for row in curves.iter_rows(named=True):
+            who = ", ".join(str(row[c]) for c in self.by) or "all"
+            text = f"{who} {row['pass_at_kt']:.3f}"
+            if row.get("ci_low") is not None:
+                text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+            parts.append(text)
+        return f"{name}@({int(self.k.max())},{int(self.t.max())}): " + "; ".join(parts)
+
+    def _summary_title(self) -> str:
+        return (f"{'PASS@(k,T)' if self.metric == 'pass@k' else 'pass^k'} of {max(self.groups.height, 1)} "
+                f"group(s) on {self.problems.height} problems (T from {self.t_source})")
+
+    def _summary_lines(self) -> list[str]:
+        return [self.verdict(), *small_sample_note(self.curves())]
+
+    def _headline(self) -> str:
+        return f"{self.metric}, {max(self.groups.height, 1)} group(s), k={self.k.tolist()}, t={self.t.tolist()}"
 
 
 def pass_at_kt(
@@ -134,9 +195,9 @@ def pass_at_kt(
     *,
     ci: float | None = 0.95,
     n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = 0,
+    random_state: RandomState = 0,
     by: Sequence[str] = ("arm",),
-    t_source: str = "auto",
+    t_source: TSource = "auto",
     metric: Metric = "pass@k",
     interval: Interval = "auto",
 ) -> pl.DataFrame:
@@ -206,14 +267,13 @@ def pass_at_kt(
     >>> pass_at_kt(runs, k=[1, 2], t=[1], ci=None, metric="pass^k")["pass_at_kt"].to_list()
     [0.25, 0.0]
     """
-    if interval not in INTERVALS:
-        raise InputError(f"`interval` must be one of {', '.join(INTERVALS)}, got {interval!r}", field="interval")
+    check_choice(interval, Interval, field="interval")
     est = estimate_pass(runs, k, t, ci=ci, n_boot=n_boot, random_state=random_state, by=by,
                         t_source=t_source, metric=metric)
     return summary_table(est, ci=ci, interval=interval)
 
 
-def default_k(runs: pl.DataFrame, t: Iterable[int] = DEFAULT_T, *, t_source: str = "auto") -> list[int]:
+def default_k(runs: pl.DataFrame, t: Iterable[int] = DEFAULT_T, *, t_source: TSource = "auto") -> list[int]:
     """Powers of two up to the smallest number of samples any problem has at any depth in ``t``.
 
     Parameters
@@ -240,7 +300,7 @@ def pass_at_kt_per_problem(
     t: Iterable[int] = DEFAULT_T,
     *,
     by: Sequence[str] = ("arm",),
-    t_source: str = "auto",
+    t_source: TSource = "auto",
     metric: Metric = "pass@k",
 ) -> pl.DataFrame:
     """PASS@(k,T) (or pass^k) of every problem.
@@ -276,8 +336,8 @@ def pass_at_kt_per_problem(
 CONSISTENCY = ("all", "none", "some")
 
 
-@dataclass
-class Consistency(ResultMixin):
+@dataclass(repr=False)
+class Consistency(Result):
     """Per-task consistency: was each task solved in all, none or some of its trials.
 
     tau-bench's reliability view. A task solved in some trials only is the one a single
@@ -304,15 +364,33 @@ class Consistency(ResultMixin):
     t: int | None
     ci: float | None
 
-    __repr__ = ResultMixin.__repr__
+    key_columns: ClassVar[dict[str, pl.DataType]] = {"t": pl.Int64()}
+
+    def _keys(self) -> dict[str, pl.DataType | None]:
+        return {**{name: None for name in self.by}, **self.key_columns}
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """``consistency`` (per task) and ``consistency_summary`` (per group)."""
         return {"consistency": self.per_task, "consistency_summary": self.by_arm}
 
-    def to_frame(self) -> pl.DataFrame:
-        """The per-group summary."""
-        return self.by_arm
+    def _estimates(self) -> pl.DataFrame:
+        """Per group: the shares of tasks solved in all, none and some trials, and the success
+        rate (tasks weighing equally), quantities ``share_all``, ``share_none``, ``share_some``,
+        ``success_rate``; ``t`` the round budget (null: every episode as it ended)."""
+        names = [*(f"share_{kind}" for kind in CONSISTENCY), "success_rate"]
+        frames = [self.by_arm.select(*self.by, pl.lit(name).alias("quantity"), pl.col(name).alias("estimate"),
+                                     pl.col(f"{name}_low").alias("ci_low"), pl.col(f"{name}_high").alias("ci_high"))
+                  for name in names]
+        return pl.concat(frames).with_columns(t=pl.lit(self.t, dtype=pl.Int64))
+
+    def verdict(self) -> str:
+        """One line: per group, the share of tasks solved in some trials only (what pass^k falls on)."""
+        parts = []
+        for row in self.by_arm.iter_rows(named=True):
+            who = ", ".join(str(row[c]) for c in self.by) or "all"
+            lo, hi = row["share_some_low"], row["share_some_high"]
+            parts.append(f"{who} {row['share_some']:.2f}" + ("" if lo is None else f" [{lo:.2f}, {hi:.2f}]"))
+        return "tasks solved in some trials only (inconsistent): " + "; ".join(parts)
 
     def to_dict(self) -> dict:
         """JSON-ready dict of both tables."""
@@ -348,8 +426,8 @@ def consistency(
     t: int | None = None,
     ci: float | None = 0.95,
     n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = 0,
-    t_source: str = "auto",
+    random_state: RandomState = 0,
+    t_source: TSource = "auto",
 ) -> Consistency:
     """Per-task consistency table (solved in all, none or some trials) and its per-group summary.
 
@@ -384,8 +462,8 @@ def consistency(
     ['all', 'some', 'none']
     """
     by = list(by)
-    if ci is not None and not 0.0 < ci < 1.0:
-        raise InputError(f"`ci` must be in (0, 1) or None, got {ci}", field="ci")
+    ci = check_ci(ci)
+    as_generator(random_state)  # the type check; the draws come from one seed
     if t is None:
         validate(runs, required=list(dict.fromkeys([*by, "question_id", "correct"])))
         per_task = (runs.group_by([*by, "question_id"])
@@ -435,7 +513,7 @@ def consistency(
     return Consistency(per_task=per_task, by_arm=pl.DataFrame(rows, schema=schema), by=tuple(by), t=t, ci=ci)
 
 
-def summary_table(est: PassEstimate, *, ci: float | None, interval: str = "auto") -> pl.DataFrame:
+def summary_table(est: PassEstimate, *, ci: float | None, interval: Interval = "auto") -> pl.DataFrame:
     """The long table of :func:`pass_at_kt` from an estimate (``interval`` as there)."""
     n_g, n_t, n_k = est.estimate.shape
     idx_g = np.repeat(np.arange(n_g), n_k * n_t)
@@ -557,9 +635,9 @@ def estimate_pass(
     *,
     ci: float | None = 0.95,
     n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = 0,
+    random_state: RandomState = 0,
     by: Sequence[str] = ("arm",),
-    t_source: str = "auto",
+    t_source: TSource = "auto",
     metric: Metric = "pass@k",
 ) -> PassEstimate:
     """Per-problem values, group means and (when ``ci`` is set) bootstrap replicates.
@@ -571,13 +649,10 @@ def estimate_pass(
     ks = _grid(k, "k", minimum=1)
     ts = _grid(t, "t", minimum=0)
     by = list(by)
-    if t_source not in T_SOURCES:
-        raise InputError(f"`t_source` must be one of {', '.join(T_SOURCES)}, got {t_source!r}",
-                         field="t_source")
-    if metric not in METRICS:
-        raise InputError(f"`metric` must be one of {', '.join(METRICS)}, got {metric!r}", field="metric")
-    if ci is not None and not 0.0 < ci < 1.0:
-        raise InputError(f"`ci` must be in (0, 1) or None, got {ci}", field="ci")
+    check_choice(t_source, TSource, field="t_source")
+    check_choice(metric, Metric, field="metric")
+    ci = check_ci(ci)
+    as_generator(random_state)  # the type check (int >= 0, Generator or None); the draws come from one seed
     if ci is not None and n_boot < 1:
         raise InputError(f"`n_boot` must be at least 1, got {n_boot}", field="n_boot")
     source = _resolve_source(runs, t_source)
@@ -640,7 +715,7 @@ def estimate_pass(
     return PassEstimate(problems=problems, groups=groups, k=ks, t=ts, n=n, c=c, values=values,
                         group_index=group_index, question_index=question_index.reshape(-1),
                         questions=questions, estimate=estimate, replicates=replicates,
-                        t_source=source, weights=weights, metric=metric)
+                        t_source=source, weights=weights, metric=metric, ci=ci, by=tuple(by))
 
 
 def depth_notes(runs: pl.DataFrame, t: Iterable[int], t_source: str) -> list[str]:

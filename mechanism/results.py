@@ -2,12 +2,18 @@
 
 Every analysis result (:class:`~mechanism.boundaries.Boundary`,
 :class:`~mechanism.compare.Reweighting`, :class:`~mechanism.information.Integration`,
-:class:`~mechanism.track.Track`, :class:`~mechanism.simulation.Simulation`) offers the same
-five things:
+:class:`~mechanism.checkpoints.Track`, :class:`~mechanism.passkt.Consistency`,
+:class:`~mechanism.passkt.PassEstimate`, ...) derives from :class:`Result` and offers the same
+things:
 
+- ``to_frame()``: one long polars table of the headline estimates, always with the same
+  schema: the result's declared key columns (the class attribute ``key_columns``, e.g.
+  ``base, treated, weighting`` or ``checkpoint, k, t``), then the shared columns
+  ``quantity, estimate, ci_low, ci_high, detectable`` (:data:`SHARED_COLUMNS`, the same names
+  and dtypes in every result). A key is a column, never part of a quantity's name;
 - ``summary()`` returns a :class:`Summary`: it prints as plain text and renders as Markdown,
   HTML and LaTeX (in a notebook it shows as an HTML table of its findings);
-- ``to_frame()`` one long polars table of the headline estimates with their intervals;
+- ``verdict()`` the finding in one line;
 - ``tables()`` every table by a file-friendly name;
 - ``to_dict()`` a JSON-ready dict;
 - a one-line ``repr`` that says what the object is, not every table it holds.
@@ -33,11 +39,18 @@ import html
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 
-__all__ = ["Summary", "ResultMixin", "frame_to_markdown", "frame_to_html", "frame_to_latex", "latex_escape"]
+__all__ = ["Summary", "Result", "SHARED_COLUMNS", "conform_frame", "frame_to_markdown", "frame_to_html",
+           "frame_to_latex", "latex_escape"]
+
+#: The columns every ``to_frame()`` ends with, and their dtypes. ``detectable`` is the smallest
+#: true effect the design detects with probability 0.8 at the interval's level
+#: (:func:`mechanism.resample.detectable_effect`), null where the result does not compute one.
+SHARED_COLUMNS: dict[str, pl.DataType] = {"quantity": pl.String(), "estimate": pl.Float64(), "ci_low": pl.Float64(),
+                                          "ci_high": pl.Float64(), "detectable": pl.Float64()}
 
 
 def _cell(value: Any, digits: int = 3) -> str:
@@ -156,17 +169,13 @@ class Summary:
         The findings, one statement (with its interval) per line.
     tables
         Tables shown under the findings in Markdown, HTML and LaTeX (not in the text form).
-    frame
-        The result's long table (``to_frame()``). For code written when ``summary()`` returned
-        that table, column access and DataFrame methods reach it (``s["arm"]``, ``s.filter(...)``).
     """
 
-    def __init__(self, title: str, *, lines: Iterable[str] = (), tables: Mapping[str, pl.DataFrame] | None = None,
-                 frame: pl.DataFrame | None = None) -> None:
+    def __init__(self, title: str, *, lines: Iterable[str] = (),
+                 tables: Mapping[str, pl.DataFrame] | None = None) -> None:
         self.title = str(title)
         self.lines = [str(line) for line in lines]
         self.tables = dict(tables or {})
-        self.frame = frame
 
     # -- text
     def as_text(self) -> str:
@@ -182,34 +191,14 @@ class Summary:
     def __contains__(self, text: str) -> bool:
         return text in self.as_text()
 
-    def __add__(self, other: str) -> str:
-        return self.as_text() + other
-
-    def __radd__(self, other: str) -> str:
-        return other + self.as_text()
-
-    # -- the long table, for code that used summary() as a DataFrame
-    def __getitem__(self, key: Any) -> Any:
-        if self.frame is None:
-            raise TypeError("this summary has no table")
-        return self.frame[key]
-
-    def __getattr__(self, name: str) -> Any:
-        frame = self.__dict__.get("frame")
-        if name.startswith("_") or frame is None:
-            raise AttributeError(name)
-        return getattr(frame, name)
-
-    def equals(self, other: Any) -> bool:
-        """Same text and same long table."""
-        if isinstance(other, Summary):
-            same_frame = (self.frame is None and other.frame is None) or (
-                self.frame is not None and other.frame is not None and self.frame.equals(other.frame))
-            return same_frame and self.as_text() == other.as_text()
-        return self.frame is not None and isinstance(other, pl.DataFrame) and self.frame.equals(other)
+    def equals(self, other: Summary) -> bool:
+        """Same text and the same tables."""
+        return (isinstance(other, Summary) and self.as_text() == other.as_text()
+                and list(self.tables) == list(other.tables)
+                and all(self.tables[n].equals(other.tables[n]) for n in self.tables))
 
     def __eq__(self, other: object) -> bool:
-        return self.equals(other) if isinstance(other, (Summary, pl.DataFrame)) else NotImplemented
+        return self.equals(other) if isinstance(other, Summary) else NotImplemented
 
     __hash__ = None  # mutable, compared by content
 
@@ -253,11 +242,72 @@ class Summary:
         return self.as_latex()
 
 
-class ResultMixin:
-    """The shared protocol. A result class defines ``to_frame()``, ``tables()``, ``to_dict()``,
-    ``_summary_title()``, ``_summary_lines()`` and ``_headline()``; the mixin gives ``summary()``,
-    ``to_latex()`` and the one-line repr (a dataclass result assigns ``__repr__ =
-    ResultMixin.__repr__`` in its body, since ``@dataclass`` writes its own otherwise)."""
+def conform_frame(frame: pl.DataFrame, keys: Mapping[str, pl.DataType | None], *,
+                  extra: Mapping[str, pl.DataType | None] | None = None) -> pl.DataFrame:
+    """``frame`` in the shared schema: ``keys``, then :data:`SHARED_COLUMNS`, then ``extra``.
+
+    A key or shared column the frame lacks is added as nulls of its dtype; a dtype of ``None``
+    keeps the frame's own (keys taken from the input, such as ``by`` columns). A column that is
+    neither declared nor shared is a programming error, not something to drop quietly.
+
+    >>> conform_frame(pl.DataFrame({"arm": ["a"], "quantity": ["accuracy"], "estimate": [0.5]}),
+    ...               {"arm": pl.String}).columns
+    ['arm', 'quantity', 'estimate', 'ci_low', 'ci_high', 'detectable']
+    """
+    extra = dict(extra or {})
+    declared = {**keys, **SHARED_COLUMNS, **extra}
+    unknown = [c for c in frame.columns if c not in declared]
+    if unknown:
+        raise TypeError(f"columns {unknown} are not declared key columns of this result")
+    exprs = []
+    for name, dtype in declared.items():
+        if name in frame.columns:
+            exprs.append(pl.col(name) if dtype is None else pl.col(name).cast(dtype))
+        elif name in SHARED_COLUMNS or name in keys:
+            exprs.append(pl.lit(None, dtype=dtype or pl.String).alias(name))
+    return frame.select(exprs)
+
+
+class Result:
+    """The shared protocol of every result object.
+
+    A result class declares ``key_columns`` (name -> dtype, ``None`` to keep the input's dtype)
+    and implements ``_estimates()`` (a frame with those keys and the shared columns; missing
+    ones are filled with nulls), ``to_dict()``, ``verdict()`` and ``_summary_lines()``; it may
+    refine ``tables()``, ``_summary_title()``, ``_summary_tables()`` and ``_headline()``. The base
+    gives ``to_frame()`` (in the shared schema), ``summary()``, ``to_latex()`` and the one-line repr
+    (a dataclass result is declared with ``repr=False`` so that it keeps this repr).
+    """
+
+    #: Key columns of ``to_frame()``, before the shared ones: name -> dtype.
+    key_columns: ClassVar[Mapping[str, pl.DataType | None]] = {}
+    #: Further columns some results carry after the shared ones (e.g. a planted value).
+    extra_columns: ClassVar[Mapping[str, pl.DataType | None]] = {}
+
+    def _keys(self) -> Mapping[str, pl.DataType | None]:
+        """The key columns of this result (a class attribute; a result grouped by columns the
+        caller chose puts them first)."""
+        return self.key_columns
+
+    def _estimates(self) -> pl.DataFrame:
+        raise NotImplementedError
+
+    def to_frame(self) -> pl.DataFrame:
+        """Long table of the headline estimates: the key columns, then
+        ``quantity, estimate, ci_low, ci_high, detectable``."""
+        return conform_frame(self._estimates(), self._keys(), extra=self.extra_columns)
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Every table by a file-friendly name."""
+        return {"estimates": self.to_frame()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        raise NotImplementedError
+
+    def verdict(self) -> str:
+        """The finding in one line."""
+        raise NotImplementedError
 
     def _summary_title(self) -> str:
         return type(self).__name__
@@ -273,9 +323,7 @@ class ResultMixin:
 
     def summary(self) -> Summary:
         """The findings: prints as text, renders as Markdown, HTML and LaTeX."""
-        frame = self.to_frame()
-        return Summary(self._summary_title(), lines=self._summary_lines(),
-                       tables=self._summary_tables(), frame=frame)
+        return Summary(self._summary_title(), lines=self._summary_lines(), tables=self._summary_tables())
 
     def to_latex(self, *, max_rows: int | None = None) -> str:
         """The main tables as booktabs LaTeX (the long table of estimates first)."""

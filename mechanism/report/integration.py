@@ -45,7 +45,7 @@ def write_integration(result: Any, out: str | Path, *, names: Mapping[Any, str] 
 
     if isinstance(result, pl.DataFrame):
         from mechanism.information import integration
-        from mechanism.report._deprecated import deprecated
+        from mechanism.deprecation import deprecated
 
         deprecated("`write_integration(runs, out, ...)`", "pass `mechanism.integration(runs, ...)` "
                    "(or use `write_report`)")
@@ -73,59 +73,7 @@ def write_integration(result: Any, out: str | Path, *, names: Mapping[Any, str] 
     return section
 
 
-def describe_integration(res) -> str:  # noqa: ANN001 - an Integration result
-    """Plain lines stating the per-arm rates and the splits."""
-    return "\n".join([integration_title(res), *integration_lines(res, indent="  ")])
-
-
-def integration_title(res) -> str:  # noqa: ANN001
-    level = "" if res.ci is None else f"; {int(round(res.ci * 100))}% bootstrap intervals over questions"
-    level += ("; questions weigh equally within an arm" if res.weighting == "question"
-              else "; pooled over trajectories")
-    return f"Information integration (gold answer retrieved = it appears in an observation){level}"
-
-
-def integration_lines(res, *, indent: str = "") -> list[str]:  # noqa: ANN001
-    """The findings of one :class:`~mechanism.information.Integration`, one statement per line."""
-    def iv(r: dict, name: str) -> str:
-        v, lo, hi = r[name], r[f"{name}_ci_low"], r[f"{name}_ci_high"]
-        if v is None:
-            return "n/a"
-        return f"{v:.3f}" + ("" if lo is None else f" [{lo:.3f}, {hi:.3f}]")
-
-    lines = []
-    for r in res.per_arm.iter_rows(named=True):
-        lines.append(f"{indent}{r['arm']} ({r['n']} trajectories): accuracy {iv(r, 'accuracy')}, retrieval "
-                     f"{iv(r, 'retrieval_rate')}, integration P(correct|retrieved) {iv(r, 'integration_rate')}, "
-                     f"parametric P(correct|not retrieved) {iv(r, 'parametric_rate')}; follow-up queries "
-                     f"carrying a word first seen in an observation {iv(r, 'followup_from_observation')} "
-                     f"of {r['n_followup']}")
-    if res.split is not None:
-        for treated in dict.fromkeys(res.split["treated"].to_list()):
-            lines.append(indent + split_line(res, treated))
-    if res.perplexity is not None:
-        for r in res.perplexity.iter_rows(named=True):
-            lines.append(f"{indent}{r['arm']} base-model perplexity of {r['segment']} tokens: {r['perplexity']:.2f} "
-                         f"[{r['perplexity_ci_low']:.2f}, {r['perplexity_ci_high']:.2f}] ({r['n_tokens']} tokens)")
-    if res.shift is not None:
-        lines.append(f"{indent}Did the treated arm move toward strategies that use what they retrieve? "
-                     "(tables: by_strategy.csv, shift.csv, strategy_shift.csv)")
-        lines += [f"{indent}verdict: {res.verdict(arm)}" for arm in res.treated]
-    lines += [f"{indent}note: {n}" for n in res.notes]
-    return lines
-
-
-def split_line(res, treated: str) -> str:  # noqa: ANN001
-    """One line: the accuracy difference of ``treated`` split into retrieval, integration, parametric."""
-    sub = {r["part"]: r for r in res.split.filter(pl.col("treated") == treated).iter_rows(named=True)}
-    parts = ", ".join(f"{p.replace('_', ' ')} {_signed(sub[p])}" for p in
-                      ("retrieval", "integration", "parametric", "not_retrievable") if p in sub)
-    return f"{treated} - {res.base} ({sub['total']['n_questions']} shared questions): {_signed(sub['total'])} = {parts}"
-
-
-def _signed(row: dict) -> str:
-    """``+0.123 [+0.045, +0.201]``, or the estimate alone when there is no interval."""
-    text = f"{row['estimate']:+.3f}"
-    if row["ci_low"] is not None and row["ci_high"] is not None:
-        text += f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
-    return text
+def describe_integration(res: Any) -> str:
+    """Plain lines stating the per-arm rates and the splits (the result's own summary, indented)."""
+    summary = res.summary()
+    return "\n".join([summary.title, *(f"  {line}" for line in summary.lines)])

@@ -185,7 +185,7 @@ def markdown_page(title: str, sections: Sequence[PageSection]) -> str:
 
 def _md(text: str) -> str:
     """Deprecated name of :func:`mechanism.report.tables.md_inline`."""
-    from mechanism.report._deprecated import deprecated
+    from mechanism.deprecation import deprecated
 
     deprecated("`mechanism.report.page._md`", "use `mechanism.report.tables.md_inline`")
     return md_inline(text)

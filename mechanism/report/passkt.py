@@ -136,7 +136,7 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
     from mechanism.plots.style import arm_colors
 
     if isinstance(result, pl.DataFrame):
-        from mechanism.report._deprecated import deprecated
+        from mechanism.deprecation import deprecated
 
         deprecated("`write_passkt(runs, out, ...)`", "pass `analyse_passkt(runs, ...)` (or use `write_report`)")
         result = analyse_passkt(result, **analysis)
@@ -221,8 +221,6 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
 
 
 def boundary_verdict(result) -> str:  # noqa: ANN001 - a Boundary
-    """One sentence: gained and lost problems at the deepest T, the permutation test and its verdict."""
-    deepest = result.tests.sort("t").row(-1, named=True)
-    problems = (lambda n: f"{n} problem" if n == 1 else f"{n} problems")
-    return (f"capability boundary at T={deepest['t']}: {problems(deepest['gained'])} gained, "
-            f"{deepest['lost']} lost (permutation p = {deepest['p_value']:.3g}: {deepest['verdict']})")
+    """One sentence: gained and lost problems at the deepest T, the permutation test and its verdict
+    (:meth:`Boundary.verdict`)."""
+    return result.verdict()

@@ -15,12 +15,12 @@ import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
 
-from mechanism.results import ResultMixin, frame_to_html, frame_to_markdown
+from mechanism.results import Result, frame_to_html, frame_to_markdown
 
 _MARKUP = re.compile(r"([\\`*_\[\]<>|#])")
 COMPOSITIONAL = "bridge"
@@ -28,7 +28,7 @@ SIMPLER = "comparison"
 
 
 @dataclass(repr=False)
-class Reproduction(ResultMixin):
+class Reproduction(Result):
     """The study's table on a planted world, with the planted values and the findings.
 
     Attributes
@@ -43,11 +43,16 @@ class Reproduction(ResultMixin):
     findings: pl.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
 
-    __repr__ = ResultMixin.__repr__
+    key_columns: ClassVar[dict[str, pl.DataType]] = {"arm": pl.String(), "category": pl.String()}
+    extra_columns: ClassVar[dict[str, pl.DataType]] = {"planted": pl.Float64()}
 
-    def to_frame(self) -> pl.DataFrame:
+    def _estimates(self) -> pl.DataFrame:
         """The study's table with the planted value beside each estimate."""
         return self.table
+
+    def verdict(self) -> str:
+        """One line: how many of the study's findings the planted world recovered."""
+        return self._headline()
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """``study_table`` and ``study_findings``."""

@@ -75,7 +75,7 @@ def write_reweighting(results: Sequence[Any], out: str | Path, *args: Any, n_boo
     from mechanism.plots.reweighting import plot_decomposition, plot_share_success
 
     if isinstance(results, pl.DataFrame):
-        from mechanism.report._deprecated import deprecated
+        from mechanism.deprecation import deprecated
 
         deprecated("`write_reweighting(runs, labels, out, ...)`",
                    "pass `analyse_reweighting(runs, labels, ...)` (or use `write_report`)")
@@ -103,9 +103,7 @@ def write_reweighting(results: Sequence[Any], out: str | Path, *args: Any, n_boo
         raise InputError(f"arms {sorted(set(others))} give clashing output folder names "
                          f"after sanitising; rename an arm", field="treated")
     section = Section(results=list(results))
-    frames = [rw.to_frame().select(pl.lit(rw.base).alias("base"), pl.lit(rw.treated).alias("treated"), pl.all())
-              for rw in results]
-    write_table(section, pl.concat(frames), out / "reweighting_summary.csv")
+    write_table(section, pl.concat([rw.to_frame() for rw in results]), out / "reweighting_summary.csv")
     n_permutations = results[0].n_permutations
     lines = [f"Reweighting against `{base}`"
              + (f" (strata: {label_source})" if label_source else "")
@@ -131,69 +129,10 @@ def write_reweighting(results: Sequence[Any], out: str | Path, *args: Any, n_boo
 
 
 def reweighting_verdict(rw: Any) -> str:
-    """One sentence: the accuracy change split into composition and within, with intervals."""
-    def ci(name: str) -> str:
-        low, high = getattr(rw, f"{name}_ci")
-        return f"{getattr(rw, name):+.3f} [{low:+.3f}, {high:+.3f}]"
-
-    return (f"accuracy change {ci('total')} = composition (reweighting) {ci('composition')} "
-            f"+ within-strategy execution {ci('within')}; {100 * rw.shared_mass:.0f}% of {rw.treated}'s "
-            f"trajectories lie in strategies {rw.base} also uses")
+    """One sentence: the accuracy change split into composition and within (:meth:`Reweighting.verdict`)."""
+    return rw.verdict()
 
 
 def describe_reweighting(rw: Any) -> str:
-    """A few plain lines stating one comparison's numbers."""
-    return "\n".join(reweighting_lines(rw, indent="  "))
-
-
-def reweighting_lines(rw: Any, *, indent: str = "") -> list[str]:
-    """The findings of one :class:`~mechanism.compare.Reweighting`, one statement per line."""
-    def iv(pair: tuple[float, float]) -> str:
-        return f"[{pair[0]:+.3f}, {pair[1]:+.3f}]"
-
-    sub = indent + "  "
-    detectable = rw.detectable
-    lines = [f"{indent}{rw.treated} vs {rw.base} ({rw.n_questions} questions, {rw.n_base} + {rw.n_treated} "
-             "trajectories; " + ("questions weigh equally within each arm):" if rw.weighting == "question"
-                                 else "TRAJECTORY-POOLED on request: questions with more samples weigh more):"),
-             f"{sub}accuracy {rw.accuracy_base:.3f} -> {rw.accuracy_treated:.3f}; "
-             f"difference {rw.total:+.3f} {iv(rw.total_ci)} = composition {rw.composition:+.3f} "
-             f"{iv(rw.composition_ci)} + within {rw.within:+.3f} {iv(rw.within_ci)}"]
-    if detectable:
-        lines.append(f"{sub}smallest effect this design detects (power 0.8): "
-                     + ", ".join(f"{name} {detectable[name]:.3f}" for name in ("total", "composition", "within")
-                                 if name in detectable)
-                     + "; an interval containing 0 does not rule out a smaller effect")
-    corrected = np.isfinite(rw.js_null_mean)
-    lines += [f"{sub}JS divergence {rw.js_divergence:.3f} bits "
-              f"[{rw.js_divergence_ci[0]:.3f}, {rw.js_divergence_ci[1]:.3f}]"
-              + (f" (bias-corrected: plug-in {rw.js_divergence_plugin:.3f} minus {rw.js_null_mean:.3f} that "
-                 "identical policies give with this design)" if corrected else " (plug-in, not bias-corrected)")
-              + (f"; within-question permutation p = {rw.permutation_p:.4f}" if rw.n_permutations else ""),
-              f"{sub}alignment (share gain vs base success) "
-              + (f"{rw.alignment:+.2f} {iv(rw.alignment_ci)}" if np.isfinite(rw.alignment)
-                 else "n/a (fewer than 3 strategies used by both arms)")
-              + f"; treated mass in strategies base uses {rw.shared_mass:.3f} "
-              f"[{rw.shared_mass_ci[0]:.3f}, {rw.shared_mass_ci[1]:.3f}]"]
-    if rw.query_sequences is not None:
-        q = {r["arm"]: r for r in rw.query_sequences.iter_rows(named=True)}
-        t = q[rw.treated]
-        unequal = q[rw.base]["samples_per_problem"] != t["samples_per_problem"]
-        lines.append(f"{sub}unique query sequences per problem: {rw.base} {q[rw.base]['unique_per_problem']:.1f}, "
-                     f"{rw.treated} {t['unique_per_problem']:.1f} (of {t['samples_per_problem']:.1f} samples"
-                     + (f"; at a common n per problem {q[rw.base]['unique_at_common_n']:.1f} vs "
-                        f"{t['unique_at_common_n']:.1f}" if unequal else "") + "); "
-                     f"{100 * t['overlap_with_base']:.1f}% of {rw.treated}'s trajectories repeat a base query "
-                     "sequence for the same problem"
-                     + (f" ({100 * t['overlap_at_common_n']:.1f}% against a common n of base samples)"
-                        if unequal else ""))
-    if rw.neighbours is not None:
-        nb = {r["quantity"]: r for r in rw.neighbours.iter_rows(named=True)}
-        far = nb["far_share"]
-        lines.append(f"{sub}mean distance to the nearest base trajectory: {rw.treated} "
-                     f"{nb['nn_distance_treated_to_base']['estimate']:.4g}, base (to another base) "
-                     f"{nb['nn_distance_base_to_base']['estimate']:.4g}; {100 * far['estimate']:.1f}% "
-                     f"[{100 * far['ci_low']:.1f}, {100 * far['ci_high']:.1f}] of {rw.treated} lies farther from "
-                     "base than 95% of base lies from its nearest other base trajectory")
-    lines += [f"{sub}note: {n}" for n in rw.notes]
-    return lines
+    """A few plain lines stating one comparison's numbers (:meth:`Reweighting.lines`)."""
+    return "\n".join(rw.lines(indent="  "))

@@ -84,7 +84,7 @@ def pooled_share_table(labels: pl.DataFrame) -> pl.DataFrame:
 
 def strategy_shares(labels: pl.DataFrame) -> pl.DataFrame:
     """Deprecated name of :func:`pooled_share_table`."""
-    from mechanism.report._deprecated import deprecated
+    from mechanism.deprecation import deprecated
 
     deprecated("`mechanism.report.strategy_shares`", "use `mechanism.report.pooled_share_table` (pooled), or "
                "`mechanism.strategy_shares` to compare arms (questions weighted equally)")
@@ -195,7 +195,7 @@ def write_strategies(results: StrategyResults, runs: pl.DataFrame, out: str | Pa
     from mechanism.plots.strategies import plot_strategy_shares, strategy_map
 
     if not isinstance(results, StrategyResults):
-        from mechanism.report._deprecated import deprecated
+        from mechanism.deprecation import deprecated
 
         deprecated("`write_strategies(space, runs, out, ...)`",
                    "pass `analyse_strategies(space, runs, ...)` (or use `write_report`)")

@@ -6,7 +6,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
@@ -16,7 +16,7 @@ from mechanism.options import RandomState
 from mechanism.resample import resolve_seed
 from mechanism.names import safe_filename
 from mechanism.progress import progress as _progress
-from mechanism.results import ResultMixin
+from mechanism.results import Result
 from mechanism.schema import from_records
 from mechanism.scoring import exact_match, f1_score, gold_in_observations
 from mechanism.simulation.agent import retrieval_holds, run_episode
@@ -40,7 +40,7 @@ TRUTH_SCHEMA = {
 
 
 @dataclass(repr=False)
-class Simulation(TruthJoin, ResultMixin):
+class Simulation(TruthJoin, Result):
     """A simulated experiment: trajectories, the truth behind them, and how they were made.
 
     A :class:`~mechanism.worlds.PlantedWorld`, as the worlds of :mod:`mechanism.worlds` are:
@@ -80,16 +80,31 @@ class Simulation(TruthJoin, ResultMixin):
     _episodes: list[dict] = field(default_factory=list, repr=False)
     planted: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    def to_frame(self) -> pl.DataFrame:
+    key_columns: ClassVar[dict[str, pl.DataType]] = {"arm": pl.String(), "strategy": pl.String()}
+
+    def strategy_table(self) -> pl.DataFrame:
         """Per arm and executed strategy: count, share and success rate (the planted truth, exact)."""
         return (self.truth.group_by("arm", "strategy")
                 .agg(n=pl.len(), success=pl.col("correct").mean())
                 .with_columns(share=pl.col("n") / pl.col("n").sum().over("arm"))
                 .sort("arm", "strategy"))
 
+    def _estimates(self) -> pl.DataFrame:
+        """Per arm and executed strategy, the observed ``share`` and ``success`` (exact: no interval)."""
+        table = self.strategy_table()
+        return pl.concat([table.select("arm", "strategy", pl.lit(name).alias("quantity"),
+                                       pl.col(name).cast(pl.Float64).alias("estimate"))
+                          for name in ("share", "success")])
+
+    def verdict(self) -> str:
+        """One line: each arm's accuracy (what the simulated arms did, not an estimate)."""
+        acc = self.truth.group_by("arm", maintain_order=True).agg(pl.col("correct").mean())
+        return "simulated accuracy: " + ", ".join(f"{arm} {value:.3f}" for arm, value in acc.iter_rows())
+
     def tables(self) -> dict[str, pl.DataFrame]:
-        """``runs``, ``truth``, ``questions`` and the planted ``strategies`` table (:meth:`to_frame`)."""
-        return {"runs": self.runs, "truth": self.truth, "questions": self.questions, "strategies": self.to_frame()}
+        """``runs``, ``truth``, ``questions`` and the planted ``strategies`` table (:meth:`strategy_table`)."""
+        return {"runs": self.runs, "truth": self.truth, "questions": self.questions,
+                "strategies": self.strategy_table()}
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration (JSON-ready): everything needed to reproduce the run, and what it observed."""
@@ -103,7 +118,7 @@ class Simulation(TruthJoin, ResultMixin):
         acc = self.truth.group_by("arm", maintain_order=True).agg(pl.col("correct").mean())
         lines = []
         for arm, accuracy in acc.iter_rows():
-            top = (self.to_frame().filter(pl.col("arm") == arm).sort("share", descending=True).head(3))
+            top = (self.strategy_table().filter(pl.col("arm") == arm).sort("share", descending=True).head(3))
             mix = ", ".join(f"{r['strategy']} {r['share']:.0%}" for r in top.iter_rows(named=True))
             lines.append(f"{arm}: accuracy {accuracy:.3f}; largest planted strategies {mix}")
         return lines
@@ -321,7 +336,7 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
     # the ground truth in brief: what each arm actually did and how well each strategy worked
     config["observed"] = {
         arm: {row["strategy"]: {"n": row["n"], "share": round(row["share"], 6), "success": round(row["success"], 6)}
-              for row in sim.to_frame().filter(pl.col("arm") == arm).iter_rows(named=True)}
+              for row in sim.strategy_table().filter(pl.col("arm") == arm).iter_rows(named=True)}
         for arm in arms}
     return sim
 

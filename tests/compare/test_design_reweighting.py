@@ -100,8 +100,9 @@ def test_pooling_trajectories_is_what_made_identical_policies_differ():
     assert pooled.composition < -0.15 and pooled.composition_ci[1] < 0
     assert abs(fair.composition) < 0.05
     assert any("trajectory-pooled" in note for note in pooled.notes)
-    assert pooled.summary()["quantity"].str.ends_with("_trajectory_pooled").any()
-    assert not fair.summary()["quantity"].str.ends_with("_trajectory_pooled").any()
+    assert pooled.to_frame()["weighting"].unique().to_list() == ["trajectory"]
+    assert fair.to_frame()["weighting"].unique().to_list() == ["question"]
+    assert "TRAJECTORY-POOLED" in pooled.lines()[0] and "TRAJECTORY-POOLED" not in fair.lines()[0]
 
 
 def test_question_weighted_split_equals_a_mean_over_questions_by_brute_force():
@@ -153,7 +154,7 @@ def test_detectable_effect_and_adjusted_strategy_intervals_are_reported():
     rw = reweighting(runs, labels, base="base", treated="rl", n_boot=300, n_permutations=0)
     width = rw.within_ci[1] - rw.within_ci[0]
     assert rw.detectable["within"] == pytest.approx(0.7143 * width, rel=1e-3)
-    summary = {r["quantity"]: r for r in rw.summary().iter_rows(named=True)}
+    summary = {r["quantity"]: r for r in rw.to_frame().iter_rows(named=True)}
     assert summary["composition"]["detectable"] == pytest.approx(rw.detectable["composition"])
     assert rw.strategy_ci == pytest.approx(0.95)  # the joint level of the simultaneous bands
     assert rw.strategies["ci_level"].to_list() == pytest.approx([0.95, 0.95])

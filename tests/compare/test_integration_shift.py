@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from mechanism.errors import InputError
 from mechanism.information import (
-    LOGPROBS_DTYPE, gold_in_observations, integration, retrievable, retrieval_flags, verdict,
+    LOGPROBS_DTYPE, gold_in_observations, integration, retrievable, retrieval_flags,
 )
 from mechanism.schema import from_records, make_step
 
@@ -223,7 +223,7 @@ def test_verdict_states_the_shift_with_its_numbers(planted):
     _, _, res = planted
     line = res.verdict()
     q = _shift(res)
-    assert line == verdict(res, "rl")
+    assert line == res.verdict("rl")
     assert line.startswith(f"rl moved {abs(100 * q['mass_moved_above']['estimate']):.0f} points of mass toward")
     assert f"alignment {q['alignment_integration']['estimate']:+.2f}" in line
     assert f"explains {q['composition']['estimate']:+.2f}" in line
@@ -457,7 +457,7 @@ def test_arguments_and_result_protocol(planted):
     d = res.to_dict()
     json.dumps(d)
     assert {"by_strategy", "shift", "strategy_shift"} <= set(d)
-    assert any(q.startswith("shift_alignment_integration") for q in res.summary()["quantity"].to_list())
+    assert "shift_alignment_integration" in res.to_frame()["quantity"].to_list()
     plain = integration(runs, n_boot=10)
     assert plain.shift is None and plain.by_strategy is None
     with pytest.raises(InputError, match="`labels`"):

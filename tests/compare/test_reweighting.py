@@ -99,7 +99,9 @@ def test_split_matches_a_hand_computation():
     correct = [True, True, False, False, True, True, False, True]
     rw = reweighting(_table(arms, qids, correct), labels, base="base", treated="rl", n_boot=50, n_permutations=0,
                      strata="pooled")
-    assert rw.to_frame()["quantity"].str.ends_with("_pooled_over_questions").sum() == 2  # labelled
+    frame = rw.to_frame()
+    assert frame["strata"].unique().to_list() == ["pooled"]  # labelled: a column, not a name suffix
+    assert not frame["quantity"].str.contains("pooled").any()
     p_b = {"a": 3 / 4, "b": 1 / 4, "c": 0.0}
     p_t = {"a": 1 / 4, "b": 2 / 4, "c": 1 / 4}
     r_b = {"a": 2 / 3, "b": 0.0, "c": 1.0}  # c borrows rl's rate
@@ -376,11 +378,14 @@ def test_unique_query_sequences_and_overlap_with_base():
     assert table["rl"]["overlap_with_base"] == pytest.approx((1 / 3 + 2 / 2) / 2)
     assert table["rl"]["overlap_distinct"] == pytest.approx((1 + 1) / 3)
     assert table["base"]["overlap_with_base"] is None
-    q = rw.summary().filter(pl.col("quantity") == "query_overlap_with_base")
-    assert q["estimate"][0] == pytest.approx(2 / 3)
+    q = rw.to_frame().filter(pl.col("quantity") == "query_overlap_with_base")
+    assert q["estimate"][0] == pytest.approx(2 / 3) and q["arm"][0] == "rl"
+    per_arm = rw.to_frame().filter(pl.col("quantity") == "unique_query_sequences")
+    assert dict(per_arm.select("arm", "estimate").iter_rows()) == pytest.approx({"base": 2.0, "rl": 1.5})
     pooled = reweighting(runs, np.zeros(10, dtype=int), base="base", treated="rl", n_boot=50, n_permutations=0,
                          weighting="trajectory")
-    q = pooled.summary().filter(pl.col("quantity") == "query_overlap_with_base_trajectory_pooled")
+    q = pooled.to_frame().filter((pl.col("quantity") == "query_overlap_with_base")
+                                 & (pl.col("weighting") == "trajectory"))
     assert q["estimate"][0] == pytest.approx((1 + 2) / 5)
 
 
@@ -456,8 +461,8 @@ def test_compare_arms_returns_one_long_table():
                              {"base": rates, "rl": rates, "sft": rates}, n_questions=30, n_samples=4, seed=9)
     table = compare_arms(runs, labels, base="base", n_boot=50, n_permutations=50)
     assert table["treated"].unique().sort().to_list() == ["rl", "sft"]
-    assert set(table.columns) == {"base", "treated", "quantity", "estimate", "ci_low", "ci_high", "detectable",
-                                  "ci_level"}
+    assert table.columns == ["base", "treated", "arm", "weighting", "strata", "quantity", "estimate", "ci_low",
+                             "ci_high", "detectable", "ci_level"]
     one = reweighting(runs, labels, base="base", treated="sft", n_boot=50, n_permutations=50)
     got = table.filter((pl.col("treated") == "sft") & (pl.col("quantity") == "total"))["estimate"][0]
     assert got == one.total

@@ -36,8 +36,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # removed by the lead when i23results/i23space merge
 KNOWN_PENDING: frozenset[str] = frozenset({
     # i23results: the results write their own summary text instead of taking it from the report layer
-    "mechanism.compare -> mechanism.report.reweighting",
-    "mechanism.information -> mechanism.report.integration",
     # i23space: placement becomes a method of the estimator; persist stops importing its user
     "mechanism.checkpoints -> mechanism.report.strategies",
     "mechanism._strategies.persist -> mechanism.strategy_space",
@@ -50,12 +48,12 @@ KNOWN_PENDING: frozenset[str] = frozenset({
 # A name is a module or a package (a package covers every module under it); the most
 # specific name wins.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core", ("errors", "schema", "names", "options", "resample", "cachefile", "progress",
+    ("core", ("errors", "schema", "names", "options", "deprecation", "resample", "cachefile", "progress",
               "results", "failures", "typing")),
     ("read and score", ("readers", "scoring")),
     ("estimate", ("passkt", "boundaries", "segmentation", "embed", "strategy_space", "_strategies",
                   "neighbours")),
-    ("compare", ("compare", "information", "checkpoints", "shares", "parallel", "distributed",
+    ("compare", ("compare", "_verdicts", "information", "checkpoints", "shares", "parallel", "distributed",
                  "simulation", "worlds")),
     ("plots", ("plots",)),
     ("report", ("report",)),

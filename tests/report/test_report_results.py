@@ -60,12 +60,16 @@ def test_renderings_escape_input_strings(results, name):
     assert "<b>" not in md
 
 
-def test_summary_keeps_the_old_dataframe_use(results):
+def test_summary_is_text_and_the_table_is_to_frame(results):
+    """The summary no longer poses as a DataFrame (issue 23): tables come from ``to_frame()``."""
     rw = results["Reweighting"]
-    assert rw.summary().filter(pl.col("quantity") == "total")["estimate"][0] == pytest.approx(rw.total)
-    assert rw.summary().equals(rw.summary()) and rw.summary().equals(rw.to_frame())
+    assert not hasattr(rw.summary(), "filter")
+    with pytest.raises(TypeError):
+        rw.summary()["quantity"]
+    assert rw.to_frame().filter(pl.col("quantity") == "total")["estimate"][0] == pytest.approx(rw.total)
+    assert rw.summary().equals(rw.summary()) and not rw.summary().equals(results["Boundary"].summary())
     assert "gained" in results["Boundary"].summary()
-    assert set(results["Integration"].summary()["arm"].to_list()) == {"base", EVIL}
+    assert set(results["Integration"].to_frame()["arm"].to_list()) == {"base", EVIL}
 
 
 def test_latex_table_escapes_and_aligns():

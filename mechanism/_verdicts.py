@@ -1,0 +1,176 @@
+"""The findings of the comparison results in words: the sentences and verdicts of
+:class:`~mechanism.compare.Reweighting` and :class:`~mechanism.information.Integration`.
+
+They live here, at the comparison layer beside the results they word, so that a result
+states its own findings (``summary()``, ``verdict()``) and the report layer only calls those
+methods: nothing below the report imports it. Each function takes the result object and
+reads only its public attributes.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from mechanism.errors import InputError
+
+
+# ----------------------------------------------------------------------------- reweighting
+def reweighting_verdict(rw: Any) -> str:
+    """One sentence: the accuracy change split into composition and within, with intervals."""
+    def ci(name: str) -> str:
+        low, high = getattr(rw, f"{name}_ci")
+        return f"{getattr(rw, name):+.3f} [{low:+.3f}, {high:+.3f}]"
+
+    return (f"accuracy change {ci('total')} = composition (reweighting) {ci('composition')} "
+            f"+ within-strategy execution {ci('within')}; {100 * rw.shared_mass:.0f}% of {rw.treated}'s "
+            f"trajectories lie in strategies {rw.base} also uses")
+
+
+def reweighting_lines(rw: Any, *, indent: str = "") -> list[str]:
+    """The findings of one :class:`~mechanism.compare.Reweighting`, one statement per line."""
+    def iv(pair: tuple[float, float]) -> str:
+        return f"[{pair[0]:+.3f}, {pair[1]:+.3f}]"
+
+    sub = indent + "  "
+    detectable = rw.detectable
+    lines = [f"{indent}{rw.treated} vs {rw.base} ({rw.n_questions} questions, {rw.n_base} + {rw.n_treated} "
+             "trajectories; " + ("questions weigh equally within each arm):" if rw.weighting == "question"
+                                 else "TRAJECTORY-POOLED on request: questions with more samples weigh more):"),
+             f"{sub}accuracy {rw.accuracy_base:.3f} -> {rw.accuracy_treated:.3f}; "
+             f"difference {rw.total:+.3f} {iv(rw.total_ci)} = composition {rw.composition:+.3f} "
+             f"{iv(rw.composition_ci)} + within {rw.within:+.3f} {iv(rw.within_ci)}"]
+    if detectable:
+        lines.append(f"{sub}smallest effect this design detects (power 0.8): "
+                     + ", ".join(f"{name} {detectable[name]:.3f}" for name in ("total", "composition", "within")
+                                 if name in detectable)
+                     + "; an interval containing 0 does not rule out a smaller effect")
+    corrected = np.isfinite(rw.js_null_mean)
+    lines += [f"{sub}JS divergence {rw.js_divergence:.3f} bits "
+              f"[{rw.js_divergence_ci[0]:.3f}, {rw.js_divergence_ci[1]:.3f}]"
+              + (f" (bias-corrected: plug-in {rw.js_divergence_plugin:.3f} minus {rw.js_null_mean:.3f} that "
+                 "identical policies give with this design)" if corrected else " (plug-in, not bias-corrected)")
+              + (f"; within-question permutation p = {rw.permutation_p:.4f}" if rw.n_permutations else ""),
+              f"{sub}alignment (share gain vs base success) "
+              + (f"{rw.alignment:+.2f} {iv(rw.alignment_ci)}" if np.isfinite(rw.alignment)
+                 else "n/a (fewer than 3 strategies used by both arms)")
+              + f"; treated mass in strategies base uses {rw.shared_mass:.3f} "
+              f"[{rw.shared_mass_ci[0]:.3f}, {rw.shared_mass_ci[1]:.3f}]"]
+    if rw.query_sequences is not None:
+        q = {r["arm"]: r for r in rw.query_sequences.iter_rows(named=True)}
+        t = q[rw.treated]
+        unequal = q[rw.base]["samples_per_problem"] != t["samples_per_problem"]
+        lines.append(f"{sub}unique query sequences per problem: {rw.base} {q[rw.base]['unique_per_problem']:.1f}, "
+                     f"{rw.treated} {t['unique_per_problem']:.1f} (of {t['samples_per_problem']:.1f} samples"
+                     + (f"; at a common n per problem {q[rw.base]['unique_at_common_n']:.1f} vs "
+                        f"{t['unique_at_common_n']:.1f}" if unequal else "") + "); "
+                     f"{100 * t['overlap_with_base']:.1f}% of {rw.treated}'s trajectories repeat a base query "
+                     "sequence for the same problem"
+                     + (f" ({100 * t['overlap_at_common_n']:.1f}% against a common n of base samples)"
+                        if unequal else ""))
+    if rw.neighbours is not None:
+        nb = {r["quantity"]: r for r in rw.neighbours.iter_rows(named=True)}
+        far = nb["far_share"]
+        lines.append(f"{sub}mean distance to the nearest base trajectory: {rw.treated} "
+                     f"{nb['nn_distance_treated_to_base']['estimate']:.4g}, base (to another base) "
+                     f"{nb['nn_distance_base_to_base']['estimate']:.4g}; {100 * far['estimate']:.1f}% "
+                     f"[{100 * far['ci_low']:.1f}, {100 * far['ci_high']:.1f}] of {rw.treated} lies farther from "
+                     "base than 95% of base lies from its nearest other base trajectory")
+    lines += [f"{sub}note: {n}" for n in rw.notes]
+    return lines
+
+
+# ----------------------------------------------------------------------------- integration
+def integration_title(res: Any) -> str:
+    level = "" if res.ci is None else f"; {int(round(res.ci * 100))}% bootstrap intervals over questions"
+    level += ("; questions weigh equally within an arm" if res.weighting == "question"
+              else "; pooled over trajectories")
+    return f"Information integration (gold answer retrieved = it appears in an observation){level}"
+
+
+def integration_lines(res: Any, *, indent: str = "") -> list[str]:
+    """The findings of one :class:`~mechanism.information.Integration`, one statement per line."""
+    def iv(r: dict, name: str) -> str:
+        v, lo, hi = r[name], r[f"{name}_ci_low"], r[f"{name}_ci_high"]
+        if v is None:
+            return "n/a"
+        return f"{v:.3f}" + ("" if lo is None else f" [{lo:.3f}, {hi:.3f}]")
+
+    lines = []
+    for r in res.per_arm.iter_rows(named=True):
+        lines.append(f"{indent}{r['arm']} ({r['n']} trajectories): accuracy {iv(r, 'accuracy')}, retrieval "
+                     f"{iv(r, 'retrieval_rate')}, integration P(correct|retrieved) {iv(r, 'integration_rate')}, "
+                     f"parametric P(correct|not retrieved) {iv(r, 'parametric_rate')}; follow-up queries "
+                     f"carrying a word first seen in an observation {iv(r, 'followup_from_observation')} "
+                     f"of {r['n_followup']}")
+    if res.split is not None:
+        for treated in dict.fromkeys(res.split["treated"].to_list()):
+            lines.append(indent + split_line(res, treated))
+    if res.perplexity is not None:
+        for r in res.perplexity.iter_rows(named=True):
+            lines.append(f"{indent}{r['arm']} base-model perplexity of {r['segment']} tokens: {r['perplexity']:.2f} "
+                         f"[{r['perplexity_ci_low']:.2f}, {r['perplexity_ci_high']:.2f}] ({r['n_tokens']} tokens)")
+    if res.shift is not None:
+        lines.append(f"{indent}Did the treated arm move toward strategies that use what they retrieve? "
+                     "(tables: by_strategy.csv, shift.csv, strategy_shift.csv)")
+        lines += [f"{indent}verdict: {integration_verdict(res, arm)}" for arm in res.treated]
+    lines += [f"{indent}note: {n}" for n in res.notes]
+    return lines
+
+
+def split_line(res: Any, treated: str) -> str:
+    """One line: the accuracy difference of ``treated`` split into retrieval, integration, parametric."""
+    sub = {r["part"]: r for r in res.split.filter(pl.col("treated") == treated).iter_rows(named=True)}
+    parts = ", ".join(f"{p.replace('_', ' ')} {_signed(sub[p])}" for p in
+                      ("retrieval", "integration", "parametric", "not_retrievable") if p in sub)
+    return f"{treated} - {res.base} ({sub['total']['n_questions']} shared questions): {_signed(sub['total'])} = {parts}"
+
+
+def _signed(row: dict) -> str:
+    """``+0.123 [+0.045, +0.201]``, or the estimate alone when there is no interval."""
+    text = f"{row['estimate']:+.3f}"
+    if row["ci_low"] is not None and row["ci_high"] is not None:
+        text += f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+    return text
+
+
+def integration_verdict(result: Any, treated: str | None = None) -> str:
+    """The line of :meth:`Integration.verdict <mechanism.information.Integration.verdict>` (its
+    docstring shows one); needs a result computed with ``labels``."""
+    if result.shift is None:
+        raise InputError("the verdict needs a result computed with `labels` (one strategy per row)",
+                         field="labels")
+    arms = list(dict.fromkeys(result.shift["treated"].to_list()))
+    treated = arms[0] if treated is None else treated
+    if treated not in arms:
+        raise InputError(f"arm {treated!r} was not compared with {result.base!r} (compared: {arms})",
+                         field="treated")
+    q = {r["quantity"]: r for r in result.shift.filter(pl.col("treated") == treated).iter_rows(named=True)}
+
+    def iv(name: str, scale: float = 1.0, fmt: str = "+.2f") -> str:
+        lo, hi = q[name]["ci_low"], q[name]["ci_high"]
+        if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+            return ""
+        return f" [{scale * lo:{fmt}}, {scale * hi:{fmt}}]"
+
+    def part(name: str, label: str) -> str:
+        row = q[name]
+        text = f"{label} {row['estimate']:+.2f}{iv(name)}"
+        lo, hi = row["ci_low"], row["ci_high"]
+        if lo is not None and hi is not None and math.isfinite(lo) and lo <= 0 <= hi:
+            text += " (not distinguishable from 0)"
+        return text
+
+    moved = 100 * q["mass_moved_above"]["estimate"]
+    way = "toward" if moved >= 0 else "away from"
+    align = q["alignment_integration"]["estimate"]
+    align_text = (f"alignment {align:+.2f}{iv('alignment_integration')}" if align is not None
+                  and math.isfinite(align) else "alignment n/a: fewer than 3 strategies with a base integration rate")
+    return (f"{treated} moved {abs(moved):.0f} points of mass {way} strategies whose base integration rate is "
+            f"above average ({100 * q['mass_above_base']['estimate']:.0f}% -> "
+            f"{100 * q['mass_above_treated']['estimate']:.0f}%{iv('mass_moved_above', 100, '+.0f')}; {align_text}); "
+            f"moving mass between strategies explains {q['composition']['estimate']:+.2f}{iv('composition')} of the "
+            f"{q['total']['estimate']:+.2f}{iv('total')} accuracy change; within strategies, "
+            f"{part('within_integration', 'integration')}, {part('within_retrieval', 'retrieval')}")
