@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
-import io
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -125,8 +124,9 @@ class EmbeddingCache:
         entry = read_array(npy_path, {"format": CACHE_FORMAT, "model": self.model_id}, dtype=np.float32,
                            side=meta_path)
         keys = entry[1].get("keys") if entry is not None else None
-        if (entry is None or not isinstance(keys, list) or len(keys) != entry[0].shape[0]
-                or entry[0].ndim != 2 or not all(isinstance(k, str) and len(k) == 64 for k in keys)):
+        if (entry is None or not isinstance(keys, list) or entry[0].ndim != 2
+                or entry[1].get("shape") != list(entry[0].shape) or len(keys) != entry[0].shape[0]
+                or not all(isinstance(k, str) and len(k) == 64 for k in keys)):
             # A torn or tampered shard: drop it so its texts are embedded afresh.
             self.rebuilt.append(meta_path.stem)
             discard(npy_path, side=meta_path)
@@ -139,8 +139,8 @@ class EmbeddingCache:
             return
         rows = np.ascontiguousarray(rows, dtype=np.float32)
         npy_path = self.root / f"{_shard_digest(list(keys), rows)[:20]}.npy"
-        write_array(npy_path, rows, {"format": CACHE_FORMAT, "model": self.model_id, "keys": list(keys)},
-                    side=npy_path.with_suffix(".json"))
+        write_array(npy_path, rows, {"format": CACHE_FORMAT, "model": self.model_id, "keys": list(keys),
+                                     "shape": list(rows.shape)}, side=npy_path.with_suffix(".json"))
 
 
 def _shard_digest(keys: list[str], rows: np.ndarray) -> str:
