@@ -1,13 +1,16 @@
 """Checked cache files: written atomically, committed by a JSON sidecar, verified on read.
 
-The caches of :mod:`mechanism.segmentation` (per-trajectory segmentations) and
-:mod:`mechanism.strategy_space` (fitted clusterings) store each entry as a payload file
-(parquet or JSON; never pickle) plus ``<name>.json``, a sidecar holding the payload's
-BLAKE2b digest and size. The payload is written first and the sidecar last, each to a
-temporary file moved into place (``os.replace``), so a crash leaves a whole entry, a payload
-without sidecar (ignored, then overwritten), or nothing. A payload whose digest or size does
-not match its sidecar is deleted with the sidecar and reported as missing, so the caller
-rebuilds it.
+The one cache implementation of the toolkit. Every cache (per-trajectory segmentations in
+:mod:`mechanism.segmentation`, embeddings in :mod:`mechanism.embed`, fitted clusterings and
+UMAP reductions in :mod:`mechanism._strategies`) stores each entry as a payload file (parquet,
+JSON or ``.npy``; never pickle) plus a JSON sidecar holding the payload's size and a BLAKE2b
+digest over the payload and the sidecar's own fields (so editing either is caught). The payload
+is written first and the sidecar last, each to a temporary file moved into place
+(``os.replace``), so a crash leaves a whole entry, a payload without sidecar (ignored, then
+overwritten), or nothing. A payload whose digest or size does not match its sidecar is deleted
+with the sidecar and reported as missing, so the caller rebuilds it. Saved strategy spaces
+check their files with the same :func:`digest`; :func:`code_id` is the one digest of source
+code that keys a cache to the code that filled it.
 """
 from __future__ import annotations
 
@@ -19,13 +22,13 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-SIDECAR_FORMAT = 1
+SIDECAR_FORMAT = 2  # 2: the digest covers the sidecar's fields too
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -56,9 +59,18 @@ def atomic_path(path: Path) -> Iterator[Path]:
         raise
 
 
-def digest(data: bytes) -> str:
-    """BLAKE2b-256 of ``data`` as hex (faster than SHA-256 and as collision-resistant here)."""
+def digest(data: bytes, *, algorithm: str = "blake2b") -> str:
+    """BLAKE2b-256 of ``data`` as hex (faster than SHA-256 and as collision-resistant here);
+    ``algorithm="sha256"`` reads checksums written before BLAKE2b was the one digest."""
+    if algorithm == "sha256":
+        return hashlib.sha256(data).hexdigest()
     return hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
+def code_id(paths: "Iterable[Path]") -> str:
+    """Digest of source files (16 hex digits): a cache entry is valid only for the code that
+    made it. The one code digest of the toolkit (segmentations and fitted clusterings)."""
+    return digest(b"\0".join(Path(p).read_bytes() for p in paths))[:16]
 
 
 def sidecar(path: Path) -> Path:
@@ -66,7 +78,13 @@ def sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
-def write_checked(path: Path, data: bytes, meta: dict[str, Any] | None = None) -> None:
+def _entry_digest(record: dict[str, Any], data: bytes) -> str:
+    fields = {k: v for k, v in record.items() if k != "digest"}
+    return digest(json.dumps(fields, sort_keys=True).encode("utf-8", "surrogatepass") + b"\0" + data)
+
+
+def write_checked(path: Path, data: bytes, meta: dict[str, Any] | None = None, *,
+                  side: Path | None = None) -> None:
     """Write a payload, then its sidecar (``meta`` plus size and digest), both atomically.
 
     Parameters
@@ -76,15 +94,20 @@ def write_checked(path: Path, data: bytes, meta: dict[str, Any] | None = None) -
     data
         Its bytes.
     meta
-        Extra JSON-serialisable fields kept in the sidecar (format, producer, row count).
+        Extra JSON-serialisable fields kept in the sidecar (format, producer, row count); the
+        digest covers them.
+    side
+        The sidecar's path (default :func:`sidecar`).
     """
     atomic_write(path, data)
-    record = {**(meta or {}), "sidecar_format": SIDECAR_FORMAT, "size": len(data), "digest": digest(data)}
-    atomic_write(sidecar(path), json.dumps(record, sort_keys=True).encode())
+    record = {**(meta or {}), "sidecar_format": SIDECAR_FORMAT, "size": len(data)}
+    record["digest"] = _entry_digest(record, data)
+    atomic_write(side or sidecar(path), json.dumps(record, sort_keys=True).encode("utf-8", "surrogatepass"))
 
 
-def read_checked(path: Path, meta: dict[str, Any] | None = None) -> bytes | None:
-    """The payload at ``path`` if it and its sidecar agree, else ``None``.
+def read_entry(path: Path, meta: dict[str, Any] | None = None, *,
+               side: Path | None = None) -> tuple[bytes, dict[str, Any]] | None:
+    """The payload at ``path`` and its sidecar's fields if they agree, else ``None``.
 
     A missing entry returns ``None`` and leaves the folder alone; a corrupt one (unreadable
     sidecar, size or digest mismatch, or ``meta`` fields that differ) is deleted, so the
@@ -96,8 +119,10 @@ def read_checked(path: Path, meta: dict[str, Any] | None = None) -> bytes | None
         The payload file.
     meta
         Fields the sidecar must hold with these values.
+    side
+        The sidecar's path (default :func:`sidecar`).
     """
-    side = sidecar(path)
+    side = side or sidecar(path)
     if not os.path.lexists(side):
         return None
     try:
@@ -108,13 +133,46 @@ def read_checked(path: Path, meta: dict[str, Any] | None = None) -> bytes | None
         # the sidecar's size caps what is read: a /dev/zero or a grown file is refused unread
         data = read_regular(path, max_bytes=size, folder=path.parent)
         if (record.get("sidecar_format") != SIDECAR_FORMAT
-                or record.get("size") != len(data) or record.get("digest") != digest(data)
+                or record.get("size") != len(data) or record.get("digest") != _entry_digest(record, data)
                 or any(record.get(k) != v for k, v in (meta or {}).items())):
             raise ValueError("size, digest or producer mismatch")
-        return data
+        return data, record
     except (OSError, ValueError, TypeError, AttributeError):
-        discard(path)
+        discard(path, side=side)
         return None
+
+
+def read_checked(path: Path, meta: dict[str, Any] | None = None) -> bytes | None:
+    """The payload of :func:`read_entry`, without the sidecar's fields."""
+    entry = read_entry(path, meta)
+    return None if entry is None else entry[0]
+
+
+def write_array(path: Path, arr: np.ndarray, meta: dict[str, Any] | None = None, *,
+                side: Path | None = None) -> None:
+    """:func:`write_checked` of an array as ``.npy`` (no pickle)."""
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    write_checked(path, buf.getvalue(), meta, side=side)
+
+
+def read_array(path: Path, meta: dict[str, Any] | None = None, *, dtype: "np.dtype | type",
+               shape: tuple[int, ...] | None = None, side: Path | None = None,
+               ) -> tuple[np.ndarray, dict[str, Any]] | None:
+    """An array written by :func:`write_array`, with its sidecar's fields, when the entry is whole
+    and the array has ``dtype``, ``shape`` (when given) and only finite values; else ``None``
+    (a bad entry is deleted, so the caller rebuilds it)."""
+    entry = read_entry(path, meta, side=side)
+    if entry is None:
+        return None
+    try:
+        arr = load_npy(entry[0], dtype=dtype, ndim=None if shape is None else len(shape))
+        if (shape is not None and arr.shape != tuple(shape)) or not np.isfinite(arr).all():
+            raise ValueError("shape or values mismatch")
+    except ValueError:
+        discard(path, side=side)
+        return None
+    return arr, entry[1]
 
 
 SIDECAR_MAX_BYTES = 64 * 2**20  # a sidecar lists keys and digests; larger is not one of ours
@@ -301,7 +359,7 @@ def load_npy(source: "Path | bytes", *, dtype: "np.dtype | type | None" = None, 
     return arr.reshape(shape, order="F" if fortran else "C").copy()
 
 
-def discard(path: Path) -> None:
+def discard(path: Path, *, side: Path | None = None) -> None:
     """Delete a payload and its sidecar (either may be absent)."""
-    sidecar(path).unlink(missing_ok=True)
+    (side or sidecar(path)).unlink(missing_ok=True)
     path.unlink(missing_ok=True)

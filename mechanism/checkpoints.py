@@ -332,8 +332,8 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
             raise InputError(f"`labels` has {len(lab)} entries for {runs.height} rows", field="labels")
         notes.append("strategies: the labels given")
     else:
-        from mechanism.report.strategies import fit_and_place, place, strategy_names as display_names
-        from mechanism.strategy_space import StrategySpace
+        from mechanism.report.strategies import strategy_names as display_names
+        from mechanism.strategy_space import StrategySpace, fit_and_place
 
         if space is None:
             fit_on = names[-1] if fit_on is None else fit_on
@@ -351,7 +351,7 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
                 notes.append(f"strategies: the saved space {where}, applied without refitting")
             else:
                 notes.append("strategies: the given space, applied without refitting")
-            placement = place(space, runs, map_xy=False)
+            placement = space.place(runs, map_xy=False)
         lab = placement.labels
         strategy_names = display_names(space.describe())
     if labels is not None:

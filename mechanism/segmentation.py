@@ -727,6 +727,6 @@ def segmenter_id() -> str:
     """Digest of this module's source and of :mod:`mechanism.failures`: cached segmentations
     are valid only for the code that made them."""
     from mechanism import failures  # the failure reading is part of what a segmentation says
+    from mechanism.cachefile import code_id  # the one code digest of the toolkit's caches
 
-    return hashlib.blake2b(Path(__file__).read_bytes() + Path(failures.__file__).read_bytes(),
-                           digest_size=8).hexdigest()
+    return code_id([Path(__file__), Path(failures.__file__)])

@@ -83,3 +83,16 @@ def strategy_association(labels: np.ndarray, values: np.ndarray, questions: np.n
     return out.with_columns(pl.lit(v, dtype=pl.Float64).alias("cramers_v"),
                             pl.lit(float(lo), dtype=pl.Float64).alias("ci_low"),
                             pl.lit(float(hi), dtype=pl.Float64).alias("ci_high"))
+
+
+def association_of(transform: "object", runs: pl.DataFrame, *, by: str, n_boot: int, level: float,
+                   random_state: int) -> pl.DataFrame:
+    """:meth:`StrategySpace.association`: ``runs`` labelled by ``transform(runs)`` crossed with
+    their column ``by``."""
+    from mechanism.errors import InputError
+
+    if by not in runs.columns:
+        raise InputError(f"runs have no column `{by}` to cross strategies with", source="runs", field=by)
+    return strategy_association(transform(runs), runs[by].cast(pl.String).fill_null("(none)").to_numpy(),
+                                runs["question_id"].cast(pl.String).to_numpy(), column=by, n_boot=n_boot,
+                                level=level, random_state=random_state)

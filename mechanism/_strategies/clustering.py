@@ -10,8 +10,20 @@
 2. A strategy holds at least ``min_share`` of the trajectories: a smaller group is a
    variant, and joins the strategy whose members are nearest on average (count-weighted).
    Rare renderings cannot then each claim a strategy of their own.
+
+Alternatives: ``method="kmeans"`` (count weighted, k by the highest count-weighted silhouette
+over ``k_range``) and ``method="hdbscan"`` (outliers -1). Strategies are then numbered by
+descending size, ties broken by their medoid's rendering (:func:`renumber`), and the outlier
+threshold of new rows is calibrated on the members' distances to their medoids
+(:func:`medoid_threshold`).
+
+Functions that cluster take the estimator's parameters as ``p`` (a fitted or cloned
+:class:`~mechanism.strategy_space.StrategySpace`, read and never changed).
 """
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -108,3 +120,246 @@ def _merge(sums: np.ndarray, size: np.ndarray, target: float) -> np.ndarray:
         alive[small] = False
         owner[owner == small] = into
     return owner
+
+
+# Silhouette needs all pairwise distances; above this many distinct rows it is computed on
+# a seeded subsample (weights kept), which bounds memory at about 36 MB.
+SILHOUETTE_MAX_ROWS = 3000
+MEDOID_MAX_ROWS = 3000
+AGGLOMERATIVE_MAX_ROWS = 4000
+# A new row is an outlier when it lies farther from its strategy's medoid than this share of the
+# fitted trajectories lie from theirs (and farther than `resolution`).
+OUTLIER_QUANTILE = 0.99
+
+
+def umap_settings(p: Any, *, seed: int | None = None) -> dict[str, Any]:
+    """The UMAP settings of the parameters ``p`` (``seed``, or its ``random_state`` as an int seed)."""
+    return {"n_neighbors": p.n_neighbors, "min_dist": p.min_dist, "resolution": float(p.resolution),
+            "max_points": p.max_umap_points, "seed": int(p.random_state if seed is None else seed),
+            "cache": None if p.cache_dir is None else Path(p.cache_dir) / "reductions"}
+
+
+def reduced(p: Any, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The space ``p`` clusters ``rows`` in: their UMAP reduction (``cluster_on="umap"``) or themselves."""
+    if p.cluster_on != "umap":
+        return rows.astype(np.float64)
+    from mechanism._strategies.reduce import umap_coordinates
+
+    return umap_coordinates(rows, np.asarray(counts, dtype=np.float64), p.n_components, **umap_settings(p))
+
+
+def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray | None = None
+            ) -> tuple[np.ndarray, dict[int, float] | None]:
+    """Strategies of the distinct rows ``space`` weighted by ``counts`` under ``p.method``, and
+    the silhouette of every k tried (k-means only, else ``None``)."""
+    m = len(space)
+    if m < 2:
+        return np.zeros(m, dtype=np.int64), None
+    if p.method == "hdbscan":
+        return hdbscan(space, counts, min_cluster_size=p.min_cluster_size), None
+    if p.method == "kmeans":
+        return kmeans(space, counts, k_range=p.k_range, seed=int(p.random_state))
+    from sklearn.neighbors import NearestNeighbors
+
+    # The tree needs all pairwise distances: the heaviest rows are clustered (bounded
+    # memory) and the light tail joins the strategy of its nearest clustered row.
+    heavy = core(counts)
+    lab = agglomerative(distances(space[heavy]) if core_dist is None else core_dist, counts[heavy],
+                        resolution=p.resolution, linkage=p.linkage, min_share=p.min_share)
+    out = np.empty(m, dtype=np.int64)
+    out[heavy] = lab
+    rest = np.setdiff1d(np.arange(m), heavy)
+    if len(rest):
+        idx = NearestNeighbors(n_neighbors=1).fit(space[heavy]).kneighbors(space[rest])[1][:, 0]
+        out[rest] = lab[idx]
+    return out, None
+
+
+def cluster_rows(p: Any, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The clustering ``p`` makes of some distinct rows of the joined space (for resamples,
+    seeds and the resolution sweep; a clone's parameters give another fit's)."""
+    return cluster(p, reduced(p, rows, counts), np.asarray(counts, dtype=np.float64))[0]
+
+
+def core(counts: np.ndarray) -> np.ndarray:
+    """The (at most ``AGGLOMERATIVE_MAX_ROWS``) heaviest distinct rows, in row order."""
+    order = np.lexsort((np.arange(len(counts)), -counts))
+    return np.sort(order[:AGGLOMERATIVE_MAX_ROWS])
+
+
+def kmeans(space: np.ndarray, counts: np.ndarray, *, k_range: Any, seed: int
+           ) -> tuple[np.ndarray, dict[int, float]]:
+    """k-means (count weighted) with k by the highest count-weighted silhouette over ``k_range``."""
+    from sklearn.cluster import KMeans
+
+    m = len(space)
+    lo, hi = k_range
+    hi = min(hi, m - 1)
+    rng = np.random.default_rng(seed)
+    sub = np.arange(m)
+    if m > SILHOUETTE_MAX_ROWS:
+        sub = np.sort(rng.choice(m, SILHOUETTE_MAX_ROWS, replace=False, p=counts / counts.sum()))
+    best, best_score = np.zeros(m, dtype=np.int64), -np.inf
+    silhouette: dict[int, float] = {}
+    for k in range(max(lo, 2), hi + 1):
+        lab = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(space, sample_weight=counts)
+        if len(np.unique(lab[sub])) < 2:
+            continue
+        score = weighted_silhouette(space[sub], lab[sub], counts[sub])
+        silhouette[k] = score
+        if score > best_score + 1e-9:
+            best, best_score = lab.astype(np.int64), score
+    return best, silhouette
+
+
+def hdbscan(space: np.ndarray, counts: np.ndarray, *, min_cluster_size: int | None) -> np.ndarray:
+    """HDBSCAN (outliers -1) with ``min_cluster_size`` trajectories (default 1 %, at least 5)."""
+    from sklearn.cluster import HDBSCAN
+
+    total = int(counts.sum())
+    mcs = min_cluster_size or max(5, total // 100)
+    # HDBSCAN takes no weights, so distinct rows are repeated by count (scaled down to
+    # at most 20,000 points, each row at least once).
+    scale = min(1.0, 20_000 / total)
+    reps = np.maximum(1, np.round(counts * scale)).astype(int)
+    expanded = np.repeat(space, reps, axis=0)
+    lab = HDBSCAN(min_cluster_size=max(2, int(round(mcs * scale))), copy=True).fit_predict(expanded)
+    starts = np.concatenate([[0], np.cumsum(reps)[:-1]])
+    return lab[starts].astype(np.int64)
+
+
+def families(p: Any, raw: np.ndarray, counts: np.ndarray, rows: Any, index: np.ndarray | None = None
+             ) -> tuple[np.ndarray, list[dict]]:
+    """The cut's strategies with families one optional step apart joined (``p.families``), for
+    the distinct rows ``index`` (all by default) of the fit's ``rows`` with counts ``counts``;
+    and the merges considered."""
+    if p.families != "merge":
+        return raw, []
+    from mechanism._strategies.families import merge_families
+
+    index = np.arange(len(rows.steps)) if index is None else index
+    base = rows.counts[index].astype(np.float64)
+    # a resample's counts scale each row's arm counts (its trajectories' arms)
+    arms = rows.arm_counts[index] * (np.asarray(counts, dtype=np.float64) / np.maximum(base, 1.0))[:, None]
+    return merge_families(raw, np.asarray(counts), [rows.steps[i] for i in index], arms)
+
+
+def renumber(raw: np.ndarray, space: np.ndarray, counts: np.ndarray, renderings: np.ndarray) -> np.ndarray:
+    """Strategy ids by descending size, ties broken by the medoid's rendering: same input, same ids."""
+    keys = []
+    for c in sorted(set(raw.tolist()) - {-1}):
+        idx = np.flatnonzero(raw == c)
+        med = idx[medoid(space[idx], counts[idx])]
+        keys.append((-int(counts[idx].sum()), str(renderings[med]), c))
+    order = {c: new for new, (_, _, c) in enumerate(sorted(keys))}
+    return np.array([order.get(c, -1) for c in raw.tolist()], dtype=np.int64)
+
+
+def medoid(points: np.ndarray, weights: np.ndarray) -> int:
+    """Index of the row with the least count-weighted distance to the others."""
+    if len(points) == 1:
+        return 0
+    if len(points) > MEDOID_MAX_ROWS:
+        centre = np.average(points, axis=0, weights=weights)
+        return int(np.argmin(((points - centre) ** 2).sum(axis=1)))
+    from sklearn.metrics import pairwise_distances
+
+    cost = pairwise_distances(points) @ weights.astype(np.float64)
+    return int(np.argmin(cost))
+
+
+def medoid_rows(features: np.ndarray, counts: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Each strategy's medoid (a distinct training row, in the joined space), from the rows and
+    counts alone (so a loaded space finds the same ones)."""
+    n = int(labels.max()) + 1 if (labels >= 0).any() else 0
+    med = np.zeros(n, dtype=np.int64)
+    for c in range(n):
+        idx = np.flatnonzero(labels == c)
+        med[c] = idx[medoid(features[idx].astype(np.float64), counts[idx])]
+    return med
+
+
+def medoid_distance(features: np.ndarray, x: np.ndarray, labels: np.ndarray, med: np.ndarray) -> np.ndarray:
+    """Distance of each row of ``x`` to the medoid of its strategy ``labels`` (inf for -1)."""
+    out = np.full(len(x), np.inf)
+    ok = labels >= 0
+    if ok.any():
+        centre = features[med[labels[ok]]].astype(np.float64)
+        out[ok] = np.sqrt(((x[ok].astype(np.float64) - centre) ** 2).sum(axis=1))
+    return out
+
+
+def medoid_threshold(features: np.ndarray, counts: np.ndarray, labels: np.ndarray, med: np.ndarray, *,
+                     resolution: float) -> float:
+    """The outlier threshold, calibrated on the fit's own distances: the
+    :data:`OUTLIER_QUANTILE` quantile (count-weighted) of the members' distances to their
+    strategy's medoid, and at least ``resolution`` (a row that close could have joined the
+    strategy at fit)."""
+    d = medoid_distance(features, features, labels, med)
+    ok = np.isfinite(d)
+    if not ok.any():
+        return float(resolution)
+    order = np.argsort(d[ok], kind="stable")
+    w = np.cumsum(counts[ok][order].astype(np.float64))
+    q = float(d[ok][order][np.searchsorted(w, OUTLIER_QUANTILE * w[-1])])
+    return max(float(resolution), q)
+
+
+def weighted_silhouette(points: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> float:
+    """Mean silhouette of ``points`` where row ``i`` stands for ``weights[i]`` identical copies.
+
+    Equal to :func:`sklearn.metrics.silhouette_score` on the expanded data (copies of a point
+    are at distance 0 from each other); clusters of one copy score 0, as in scikit-learn.
+    """
+    from sklearn.metrics import pairwise_distances
+
+    labels = np.asarray(labels)
+    w = np.asarray(weights, dtype=np.float64)
+    ids, inv = np.unique(labels, return_inverse=True)
+    if len(ids) < 2:
+        raise ValueError("silhouette needs at least two clusters")
+    dist = pairwise_distances(points, metric="euclidean")
+    onehot = np.zeros((len(points), len(ids)))
+    onehot[np.arange(len(points)), inv] = 1.0
+    sums = dist @ (onehot * w[:, None])  # weighted distance from each row to each cluster
+    size = onehot.T @ w
+    own = size[inv] - 1.0  # the row's other copies are at distance 0 and count in `a`
+    a = np.where(own > 0, sums[np.arange(len(points)), inv] / np.maximum(own, 1e-300), 0.0)
+    other = sums / size[None, :]
+    other[np.arange(len(points)), inv] = np.inf
+    b = other.min(axis=1)
+    s = np.where(own > 0, (b - a) / np.maximum(np.maximum(a, b), 1e-300), 0.0)
+    return float(np.sum(s * w) / np.sum(w))
+
+
+def neighbours(features: np.ndarray) -> Any:
+    """The nearest-neighbour index of the training rows that new rows are placed by."""
+    from sklearn.neighbors import NearestNeighbors
+
+    return NearestNeighbors(n_neighbors=min(5, len(features))).fit(features)
+
+
+SEEN = 1e-4  # nearer than this to a training row (rounded to 5 decimals) is that row
+
+
+def assign_table(traj: Any, x: np.ndarray, dist: np.ndarray, idx: np.ndarray, *, train_labels: np.ndarray,
+                 features: np.ndarray, medoids: np.ndarray, threshold: float, rule: str) -> Any:
+    """The strategy of new rows (:meth:`StrategySpace.assign`'s table) from their joined rows
+    ``x`` and nearest training rows (``dist``, ``idx``): the nearest row's strategy, or -1 (an
+    outlier) beyond ``threshold`` from that strategy's medoid (``rule="medoid"``) or, in a space
+    saved before issue 19 (``rule="nearest"``), from the nearest row."""
+    import polars as pl
+
+    d0 = dist[:, 0]
+    labels = train_labels[idx[:, 0]] if len(idx) else np.zeros(0, np.int64)
+    if rule == "medoid":
+        dm = medoid_distance(features, x, labels, medoids)
+        # a row seen at fit keeps its fit label (transform reproduces the fit), however far
+        # from its medoid: the threshold is for rows the fit never saw
+        far = (dm > threshold) & (d0 > SEEN)
+    else:
+        dm, far = np.full(len(d0), np.nan), d0 > threshold
+    return traj.select("arm", "question_id", "sample_id").with_columns(
+        pl.Series("strategy", np.where(far, -1, labels), dtype=pl.Int64),
+        pl.Series("distance", d0, dtype=pl.Float64), pl.Series("medoid_distance", dm, dtype=pl.Float64),
+        pl.Series("outlier", far, dtype=pl.Boolean), traj["rendering"], traj["moves"])

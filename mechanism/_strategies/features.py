@@ -10,6 +10,7 @@ sources and scopes, never a value.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -60,3 +61,99 @@ def token_matrix(tokens: Sequence[str], vocabulary: Sequence[str]) -> np.ndarray
                 out[r, i] = 1.0
         out[r, -1] = np.sqrt(unseen)
     return out
+
+
+def distinct_pairs(renderings: Sequence[str], tokens: Sequence[str]
+                   ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """The distinct (rendering, move tokens) pairs of a rendered table.
+
+    Returns
+    -------
+    first
+        The first row of each pair, in order of first appearance.
+    inverse
+        Each row's pair.
+    texts
+        The distinct renderings, in order of first appearance (the order an embedder that
+        deduplicates would see them in).
+    text_of_pair
+        Each pair's index into ``texts``.
+    """
+    text_index: dict[str, int] = {}
+    codes = np.fromiter((text_index.setdefault(r, len(text_index)) for r in renderings),
+                        dtype=np.int64, count=len(renderings))
+    if not len(codes):
+        return (np.zeros(0, np.int64), np.zeros(0, np.int64), [], np.zeros(0, np.int64))
+    token_index: dict[str, int] = {}
+    tcodes = np.fromiter((token_index.setdefault(t, len(token_index)) for t in tokens),
+                         dtype=np.int64, count=len(renderings))
+    keyed = np.column_stack([codes, tcodes])
+    _, first, inverse = np.unique(keyed, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    order = np.argsort(first, kind="stable")  # pairs in order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return first[order], rank[inverse], list(text_index), codes[first[order]]
+
+
+def join(tokens: Sequence[str], emb: np.ndarray, vocabulary: Sequence[str], *, structure_weight: float,
+         embedding_weight: float) -> np.ndarray:
+    """The joined space of some rows: token presence columns times ``structure_weight`` beside
+    the embedding times ``embedding_weight``.
+
+    Elementwise in each row, so joining each distinct pair once gives exactly the rows joining
+    every trajectory would; rounded to 5 decimals so that one rendering embedded in different
+    batches still collapses to one row.
+    """
+    left = token_matrix(tokens, vocabulary) * structure_weight
+    right = emb.astype(np.float64) * embedding_weight
+    return np.round(np.hstack([left, right]), 5).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class FitRows:
+    """What a fit clusters: the distinct rows of the joined space and what the clustering,
+    its bootstrap and its family test read about them (kept only for the duration of a fit).
+
+    ``features, counts, renderings, moves`` are the distinct rows, their trajectory counts,
+    first renderings and move sequences; ``questions`` and ``row_of`` give each fitted
+    trajectory's question (integer code) and distinct row, what the bootstrap over questions
+    resamples; ``steps`` and ``arm_counts`` each distinct row's attempt sequence and arm counts,
+    what the family test reads.
+    """
+
+    features: np.ndarray
+    counts: np.ndarray
+    renderings: list[str]
+    moves: list[str]
+    questions: np.ndarray
+    row_of: np.ndarray
+    steps: list[tuple[str, ...]]
+    arm_counts: np.ndarray
+
+
+def distinct_rows(pair_rows: np.ndarray, pair_of_row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct joined rows, as ``np.unique`` over every trajectory's row would give them
+    (same rows, same sorted order), from the few distinct pairs instead of 20,000 rows; each
+    trajectory's distinct row; and the first trajectory holding each."""
+    uniq, pair_inverse = np.unique(pair_rows, axis=0, return_inverse=True)
+    inverse = pair_inverse.ravel()[pair_of_row]
+    first = np.full(len(uniq), len(inverse))
+    np.minimum.at(first, inverse, np.arange(len(inverse)))
+    return uniq, inverse, first
+
+
+def embed_join(traj: "object", embedder: "object", vocabulary: Sequence[str], *, dim: int,
+               structure_weight: float, embedding_weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """Joined rows of a rendered table's distinct (rendering, move tokens) pairs, each distinct
+    rendering embedded once, and each row's pair (row ``i`` is ``pairs[inverse[i]]``); ``dim``
+    is the embedding dimension the space was fitted with (-1: any, at fit)."""
+    from mechanism.errors import MechanismError
+
+    first, inverse, texts, text_of_pair = distinct_pairs(traj["rendering"].to_list(), traj["tokens"].to_list())
+    emb = embedder.embed(texts) if texts else np.zeros((0, max(dim, 0)), np.float32)
+    if emb.ndim != 2 or (dim >= 0 and emb.shape[1] != dim):
+        raise MechanismError(f"embedder `{embedder.model_id}` gives {emb.shape[-1]} dimensions, "
+                             f"the space was fitted with {dim}")
+    return join(traj[first]["tokens"].to_list(), emb[text_of_pair], vocabulary,
+                structure_weight=structure_weight, embedding_weight=embedding_weight), inverse

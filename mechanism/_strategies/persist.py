@@ -12,31 +12,33 @@ space travels between machines and users:
 - every array is checked for its dtype, shape and finiteness, and every value for its range:
   labels within the space's strategies, counts positive and summing to the training rows,
   ``n_strategies`` equal to the strategies the tables describe, parameters of the right kind;
-- each array and table must match the checksum ``space.json`` gives for it;
+- each array and table must match the checksum ``space.json`` gives for it (BLAKE2b through
+  :func:`mechanism.cachefile.digest`, the toolkit's one digest; SHA-256 in spaces saved before);
 - the embedding model's name is parsed by a bounded grammar and loaded on the file's word
   only when it is a model this toolkit ships (:func:`mechanism.embed.known_model`).
 
 Every refusal is one :class:`~mechanism.errors.InputError` naming the file and the field.
+
+Files are written with :func:`mechanism.cachefile.atomic_write`. This module takes the space
+it saves, and the class it loads into, from its caller (it never imports the estimator).
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-from mechanism.cachefile import NPY_MAX_BYTES, check_parquet_depth, load_npy, parse_json, read_regular
+from mechanism._strategies.clustering import medoid_rows, neighbours
+from mechanism._strategies.params import check as check_params
+from mechanism.cachefile import (NPY_MAX_BYTES, atomic_write, check_parquet_depth, digest, load_npy, parse_json,
+                                 read_regular)
 from mechanism.errors import InputError, MechanismError
-
-if TYPE_CHECKING:
-    from mechanism.embed import TextEmbedder
-    from mechanism.strategy_space import StrategySpace
 
 FORMAT_NAME = "mechanism.StrategySpace"
 FORMAT_VERSION = 2
@@ -51,7 +53,7 @@ SAVED_TABLES = ("train_rows", "strategies")
 # (f: floating point, i: integer).
 SAVED_ARRAYS = {"train_features": ("train_features_", "f"), "train_labels": ("train_labels_", "i"),
                 "train_counts": ("train_counts_", "i"), "labels": ("labels_", "i"),
-                "train_space": ("train_space_", "f"), "map_coords": ("_map_coords", "f")}
+                "train_space": ("train_space_", "f"), "map_coords": ("map_coords_", "f")}
 
 # Each saved parameter and what it must be: (kind, low, high); kind "int", "num", "str" or "ints".
 _PARAMS: dict[str, tuple[str, float, float]] = {
@@ -67,30 +69,27 @@ _PARAMS: dict[str, tuple[str, float, float]] = {
 # say (every call its own move, the default failure reading).
 _SAVED_BEFORE = {"retries": "keep", "error_pattern": None, "families": "keep"}
 _PATTERN_MAX = 2000
+CHECKSUM = "blake2b"  # what `save` writes; a space without the field was checked with SHA-256
+_CHECKSUMS = ("blake2b", "sha256")
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def save(space: "StrategySpace", folder: str | os.PathLike) -> Path:
-    """Write the fitted ``space`` to ``folder`` (JSON, ``.npy`` and parquet; no pickle)."""
-    from mechanism.cachefile import atomic_write
-
+def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_coords: np.ndarray | None) -> Path:
+    """Write the fitted ``space`` to ``folder`` (JSON, ``.npy`` and parquet; no pickle), with the
+    parameters that define it and its strategy map when one was drawn."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     arrays = {"train_features": space.train_features_, "train_labels": space.train_labels_,
               "train_counts": space.train_counts_, "labels": space.labels_}
     if space.cluster_on == "umap":
         arrays["train_space"] = space.train_space_
-    if getattr(space, "_map_coords", None) is not None:
-        arrays["map_coords"] = space._map_coords
+    if map_coords is not None:
+        arrays["map_coords"] = map_coords
     checksums = {}
     for name, arr in arrays.items():
         buf = io.BytesIO()
         np.save(buf, arr, allow_pickle=False)
         atomic_write(out / f"{name}.npy", buf.getvalue())
-        checksums[name] = _sha256(np.ascontiguousarray(arr).tobytes())
+        checksums[name] = digest(np.ascontiguousarray(arr).tobytes())
     tables = {}
     frames = {"train_rows": pl.DataFrame({"rendering": space.train_renderings_, "moves": space.train_moves_},
                                          schema={"rendering": pl.String, "moves": pl.String}),
@@ -99,12 +98,12 @@ def save(space: "StrategySpace", folder: str | os.PathLike) -> Path:
         buf = io.BytesIO()
         frames[name].write_parquet(buf)
         atomic_write(out / f"{name}.parquet", buf.getvalue())
-        tables[name] = _sha256(buf.getvalue())
+        tables[name] = digest(buf.getvalue())
     config = {
         "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
         "embedding_model": space.embedding_model_, "embedding_dim": space.embedding_dim_,
         "vocabulary": list(space.vocabulary_),
-        "params": space._model_params(), "threshold": space.threshold_,
+        "params": params, "threshold": space.threshold_, "checksum": CHECKSUM,
         "threshold_rule": getattr(space, "threshold_rule_", "medoid"),
         "n_strategies": space.n_strategies_, "arrays": checksums, "tables": tables,
         "names": {str(k): v for k, v in sorted(getattr(space, "names_", {}).items())},
@@ -187,9 +186,9 @@ def _read_listed(folder: Path, file: str, digest: Any, field: str, max_bytes: in
         raise _Refusal(str(exc), file) from None
 
 
-def _array(folder: Path, name: str, digest: Any) -> np.ndarray:
+def _array(folder: Path, name: str, expected: Any, algorithm: str) -> np.ndarray:
     file = f"{name}.npy"
-    data = _read_listed(folder, file, digest, f"arrays.{name}", NPY_MAX_BYTES)
+    data = _read_listed(folder, file, expected, f"arrays.{name}", NPY_MAX_BYTES)
     try:
         arr = load_npy(data)  # header checked against the bytes before anything is allocated
     except ValueError as exc:
@@ -198,17 +197,17 @@ def _array(folder: Path, name: str, digest: Any) -> np.ndarray:
     if arr.dtype.kind != want or arr.dtype.itemsize not in (4, 8) or arr.dtype.byteorder == ">":
         kind = "floating-point" if want == "f" else "integer"
         raise _Refusal(f"`{file}` holds {arr.dtype} values, expected {kind} (32 or 64 bits)", file, name)
-    if _sha256(np.ascontiguousarray(arr).tobytes()) != digest:
+    if digest(np.ascontiguousarray(arr).tobytes(), algorithm=algorithm) != expected:
         raise _Refusal(f"`{file}` does not match its checksum", file, f"arrays.{name}")
     if want == "f" and not np.isfinite(arr).all():
         raise _Refusal(f"`{file}` holds NaN or infinite values", file, name)
     return arr
 
 
-def _table(folder: Path, name: str, digest: Any) -> pl.DataFrame:
+def _table(folder: Path, name: str, expected: Any, algorithm: str) -> pl.DataFrame:
     file = f"{name}.parquet"
-    data = _read_listed(folder, file, digest, f"tables.{name}", TABLE_MAX_BYTES)
-    if _sha256(data) != digest:
+    data = _read_listed(folder, file, expected, f"tables.{name}", TABLE_MAX_BYTES)
+    if digest(data, algorithm=algorithm) != expected:
         raise _Refusal(f"`{file}` does not match its checksum", file, f"tables.{name}")
     try:
         check_parquet_depth(data, name=file, max_depth=4)  # ours nest 2 levels (a list of strings)
@@ -232,9 +231,10 @@ def _labels_in_range(arr: np.ndarray, n: int, file: str, field: str) -> None:
                        f"{int(arr.min())} to {int(arr.max())}", file, field)
 
 
-def load(cls: type, folder: str | os.PathLike, *, embedder: "str | TextEmbedder | None" = None,
-         cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> "StrategySpace":
-    """Read a space written by :func:`save`, checking every file (see the module docstring)."""
+def load(cls: type, folder: str | os.PathLike, *, embedder: Any = None,
+         cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> Any:
+    """Read a space written by :func:`save` into a new ``cls`` (the estimator class), checking
+    every file (see the module docstring)."""
     folder = Path(folder)
     try:
         return _load(cls, folder, embedder=embedder, cache_dir=cache_dir, progress=progress)
@@ -242,7 +242,7 @@ def load(cls: type, folder: str | os.PathLike, *, embedder: "str | TextEmbedder 
         raise InputError(bad.reason, source=str(folder / bad.file), field=bad.field) from None
 
 
-def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: Any) -> "StrategySpace":
+def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: Any) -> Any:
     from mechanism.embed import known_model
 
     cfg = "space.json"
@@ -279,7 +279,7 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
     try:
         space = cls(embedder=embedder if embedder is not None else model, cache_dir=cache_dir, progress=progress,
                     **params)
-        space._check_params()
+        check_params(space.get_params())
     except (TypeError, ValueError) as exc:
         raise _Refusal(f"bad `params` in space.json: {' '.join(str(exc).split())[:200]}", cfg, "params") from None
     try:
@@ -311,11 +311,15 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
         required.add("train_space")
     if required - set(arrays):
         raise _Refusal(f"space.json lists no {sorted(required - set(arrays))}", cfg, "arrays")
-    loaded = {name: _array(folder, name, digest) for name, digest in arrays.items()}
+    algorithm = config.get("checksum", "sha256")
+    if algorithm not in _CHECKSUMS:
+        raise _Refusal(f"`checksum` must be one of {list(_CHECKSUMS)}", cfg, "checksum")
+    loaded = {name: _array(folder, name, expected, algorithm) for name, expected in arrays.items()}
     tables = config.get("tables")
     if not isinstance(tables, dict) or set(tables) != set(SAVED_TABLES):
         raise _Refusal(f"`tables` in space.json must list exactly {list(SAVED_TABLES)}", cfg, "tables")
-    frames = {name: _table(folder, name, tables[name]) for name in SAVED_TABLES}  # fixed names pick the files
+    # fixed names pick the files
+    frames = {name: _table(folder, name, tables[name], algorithm) for name in SAVED_TABLES}
 
     # shapes and value ranges, across files
     features = loaded["train_features"]
@@ -379,4 +383,7 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
     space.names_ = names
     space.seed_agreement_ = seed_agreement
     space.stability_ = strategies.select("strategy", "stability")
+    space.seed_ = int(params["random_state"])
+    space.medoids_ = medoid_rows(space.train_features_, space.train_counts_, space.train_labels_)
+    space._nn = neighbours(space.train_features_)
     return space

@@ -2,70 +2,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from mechanism.options import RandomState, check_ci
 
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_table
+from mechanism.strategy_space import Placement, StrategySpace, fit_and_place  # noqa: F401  (re-exported here)
 
 
-@dataclass
-class Placement:
-    """Where a fitted space puts each row of a table, computed with one embedding pass.
-
-    ``assigned`` is :meth:`StrategySpace.assign`'s table; ``coordinates`` the rows' positions in
-    the space the strategies live in; ``map_xy`` their 2-D strategy-map positions.
-    """
-
-    assigned: pl.DataFrame
-    coordinates: np.ndarray
-    map_xy: np.ndarray | None
-
-    @property
-    def labels(self) -> np.ndarray:
-        return self.assigned["strategy"].to_numpy()
-
-
-def place(space, runs: pl.DataFrame, *, map_xy: bool = True) -> Placement:  # noqa: ANN001 - a fitted StrategySpace
-    """Labels, coordinates and (with ``map_xy``) map positions of ``runs`` from one embedding of each row.
-
-    ``assign``, ``coordinates`` and ``map_coordinates`` each render and embed the rows; a report
-    needs all three, and embedding dominates the cost (without a cache, three passes cost three
-    times one), so the nearest-neighbour query is made once and shared.
-    """
-    traj, x, dist, idx = space._nearest(runs)
-    return Placement(space._assigned(traj, dist, idx, x), space._coordinates(x, dist, idx),
-                     space._map_positions(dist, idx) if map_xy else None)
-
-
-def fit_and_place(fit_rows: pl.DataFrame, runs: pl.DataFrame, *, map_xy: bool = True,
-                  **params) -> tuple[object, Placement]:
-    """Fit a :class:`~mechanism.strategy_space.StrategySpace` on ``fit_rows`` and place ``runs``
-    (which may contain them), embedding every distinct trajectory once.
-
-    Without a ``cache_dir`` in ``params``, a temporary one carries the fit's embeddings over to
-    the placement and is removed afterwards (the returned space then has no cache).
-    """
-    import tempfile
-
-    from mechanism.strategy_space import StrategySpace
-
-    if params.get("cache_dir") is not None:
-        space = StrategySpace(**params).fit(fit_rows)
-        return space, place(space, runs, map_xy=map_xy)
-    with tempfile.TemporaryDirectory(prefix="mechanism-cache-") as tmp:
-        space = StrategySpace(**{**params, "cache_dir": tmp}).fit(fit_rows)
-        placement = place(space, runs, map_xy=map_xy)
-    space.cache_dir = None
-    if hasattr(space, "_embedder_obj"):
-        space._embedder_obj = None  # it pointed at the removed folder
-    return space, placement
+def place(space: StrategySpace, runs: pl.DataFrame, *, map_xy: bool = True) -> Placement:
+    """:meth:`StrategySpace.place`: labels, coordinates and (with ``map_xy``) map positions of
+    ``runs`` from one embedding of each row."""
+    return space.place(runs, map_xy=map_xy)
 
 
 def pooled_share_table(labels: pl.DataFrame) -> pl.DataFrame:

@@ -9,7 +9,6 @@ writes random values into the arrays and fields, checksums recomputed.
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -26,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mechanism.cachefile import digest
 from mechanism.errors import InputError, MechanismError
 
 N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))
@@ -56,7 +56,7 @@ def _put_array(folder: Path, name: str, arr: np.ndarray) -> None:
     np.save(buf, arr, allow_pickle=False)
     (folder / f"{name}.npy").write_bytes(buf.getvalue())
     cfg = _config(folder)
-    cfg["arrays"][name] = hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()
+    cfg["arrays"][name] = digest(np.ascontiguousarray(arr).tobytes())
     _write_config(folder, cfg)
 
 
@@ -88,7 +88,7 @@ def _nested_table(folder: Path) -> None:
     pq.write_table(pa.table({"rendering": pa.array([value], type=kind)}), buf)
     (folder / "train_rows.parquet").write_bytes(buf.getvalue())
     cfg = _config(folder)
-    cfg["tables"]["train_rows"] = hashlib.sha256(buf.getvalue()).hexdigest()
+    cfg["tables"]["train_rows"] = digest(buf.getvalue())
     _write_config(folder, cfg)
 
 

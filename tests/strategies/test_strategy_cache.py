@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from mechanism._strategies import fitcache
 from mechanism.cachefile import read_checked, sidecar, write_checked
 from mechanism.simulation import simulate
 from mechanism.strategy_space import StrategySpace
@@ -50,7 +51,7 @@ def _forbid_recompute(monkeypatch) -> None:
         raise AssertionError("recomputed although cached")
 
     monkeypatch.setattr(seg, "_segment_one", boom)
-    monkeypatch.setattr(StrategySpace, "_fit_clusters", boom)
+    monkeypatch.setattr(fitcache, "fit_clusters", boom)
 
 
 def test_warm_fit_equals_cold_and_uncached_and_recomputes_nothing(tmp_path, runs, uncached, monkeypatch):
@@ -228,15 +229,17 @@ def test_cached_fits_are_keyed_on_the_clustering_code(monkeypatch, tmp_path):
     import shutil
     from pathlib import Path
 
-    import mechanism.strategy_space as ss
-
     copy = tmp_path / "pkg"
-    shutil.copytree(Path(ss.__file__).parent, copy / "mechanism", ignore=shutil.ignore_patterns("__pycache__"))
-    fake = copy / "mechanism" / "strategy_space.py"
-    monkeypatch.setattr(ss, "__file__", str(fake))
-    monkeypatch.setattr(ss, "_CODE_ID", None)
-    before = ss._code_id()
-    stability = copy / "mechanism" / "_strategies" / "stability.py"
+    shutil.copytree(Path(fitcache.__file__).parents[1], copy / "mechanism", ignore=shutil.ignore_patterns("__pycache__"))
+    folder = copy / "mechanism" / "_strategies"
+    before = fitcache.source_id(folder)
+    assert before == fitcache.source_id()  # the copy is this code
+    stability = folder / "stability.py"
     stability.write_text(stability.read_text() + "\n# edited\n")
-    monkeypatch.setattr(ss, "_CODE_ID", None)
-    assert ss._code_id() != before
+    fitcache.source_id.cache_clear()
+    edited = fitcache.source_id(folder)
+    assert edited != before
+    estimator = copy / "mechanism" / "strategy_space.py"
+    estimator.write_text(estimator.read_text() + "\n# edited\n")
+    fitcache.source_id.cache_clear()
+    assert fitcache.source_id(folder) not in (before, edited)

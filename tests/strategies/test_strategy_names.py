@@ -148,7 +148,7 @@ def test_outliers_fire_on_another_agent_and_not_on_a_fresh_sample(service_runs, 
     far = assigned.filter(pl.col("outlier"))
     assert (far["medoid_distance"] > loaded.threshold_).all() and (far["strategy"] == -1).all()
     # the brute-force threshold: the 99th percentile (count-weighted) of members' medoid distances
-    med = space._medoid_rows()
+    med = space.medoids_
     d = np.sqrt(((space.train_features_ - space.train_features_[med[space.train_labels_]]) ** 2).sum(axis=1))
     per_trajectory = np.sort(np.repeat(d, space.train_counts_))
     q = per_trajectory[int(np.ceil(0.99 * len(per_trajectory))) - 1]
@@ -192,14 +192,16 @@ def test_sweep_clusters_on_copies_and_never_changes_the_estimator(service_runs, 
     runs, _ = service_runs
     space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
     before = space.get_params()
+    from mechanism._strategies import clustering
+
     seen = []
-    original = mx.StrategySpace._cluster
+    original = clustering.cluster
 
-    def spy(self, *args, **kwargs):
-        seen.append((self is space, self.resolution, space.resolution))
-        return original(self, *args, **kwargs)
+    def spy(p, *args, **kwargs):
+        seen.append((p is space, p.resolution, space.resolution))
+        return original(p, *args, **kwargs)
 
-    monkeypatch.setattr(mx.StrategySpace, "_cluster", spy)
+    monkeypatch.setattr(clustering, "cluster", spy)
     table = space.sweep([1.0, 3.0])
     assert [r for _, r, _ in seen] == [1.0, 3.0]
     assert not any(is_self for is_self, _, _ in seen) and all(mine == 1.5 for _, _, mine in seen)
