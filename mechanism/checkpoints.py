@@ -332,8 +332,7 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
             raise InputError(f"`labels` has {len(lab)} entries for {runs.height} rows", field="labels")
         notes.append("strategies: the labels given")
     else:
-        from mechanism.report.strategies import strategy_names as display_names
-        from mechanism.strategy_space import StrategySpace, fit_and_place
+        from mechanism.strategy_space import StrategySpace, display_names, fit_and_place
 
         if space is None:
             fit_on = names[-1] if fit_on is None else fit_on

@@ -72,8 +72,10 @@ from mechanism._strategies.clustering import (OUTLIER_QUANTILE, assign_table, me
                                               umap_settings,
                                               weighted_silhouette)
 from mechanism._strategies.describe import c_tf_idf_keywords  # noqa: F401  (public here since 0.1)
+from mechanism._strategies.description import member_examples  # noqa: F401  (public here: the report's explorer)
 from mechanism._strategies.features import FitRows, distinct_rows, embed_join, fit_vocabulary
 from mechanism._strategies.fitcache import fit_cached
+from mechanism._strategies.labels import display_names, strategy_label  # noqa: F401  (public here)
 from mechanism._strategies.params import (CONSTRAINTS, ClusterOn, Families, Linkage, Method, check, model_params,
                                           resolve_seed)
 from mechanism._strategies.persist import FORMAT_VERSION  # noqa: F401  (the saved format's version, public)

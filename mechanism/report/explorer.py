@@ -37,7 +37,7 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
     sequence; ``shares`` is :func:`mechanism.parallel.strategy_shares`' table; ``moves`` is
     :func:`mechanism.segment` of ``runs``.
     """
-    from mechanism._strategies.description import member_examples
+    from mechanism.strategy_space import member_examples
 
     arms = list(arms)
     arm_index = {a: i for i, a in enumerate(arms)}

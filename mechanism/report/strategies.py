@@ -50,25 +50,18 @@ def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def strategy_names(described: pl.DataFrame) -> dict[int, str]:
-    """Display name of every strategy id (``S<id>: <typical moves>``), from ``describe()``;
-    figures label points by the part before the colon and spell the rest out in a key."""
-    from mechanism.plots.strategies import strategy_label
+    """Display name of every strategy id (``S<id>: <typical moves>``), from ``describe()``
+    (:func:`mechanism.strategy_space.display_names`)."""
+    from mechanism.strategy_space import display_names
 
-    member = "typical_member" if "typical_member" in described.columns else None
-    out = {}
-    for r in described.iter_rows(named=True):
-        label = strategy_label(int(r["strategy"]), r.get("typical_moves"), r.get(member) if member else None,
-                               name=r.get("name"))
-        head, _, rest = label.partition(" ")
-        out[int(r["strategy"])] = f"{head}: {rest}" if rest else head
-    return out
+    return display_names(described)
 
 
 def description_text(space, table: pl.DataFrame, arms: Sequence[str], *, title: str,  # noqa: ANN001
                      n_rows: int, top: int = 10, described: pl.DataFrame | None = None) -> str:
     """The description table as text: the ``top`` largest strategies, success, size and share per
     arm (``table``: ``arm, strategy, share``); ``described`` is ``space.describe()`` when the caller has it."""
-    from mechanism.plots.strategies import strategy_label
+    from mechanism.strategy_space import strategy_label
 
     desc = described if described is not None else space.describe()
     lines = [f"{title}: {n_rows:,} trajectories, {space.n_strategies_} strategies "

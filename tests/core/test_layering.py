@@ -31,19 +31,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Import edges ("importer -> imported module") that other developers of issue 23 are taking
-# out; the checker leaves them out of every rule, the cycle search included.
-# removed by the lead when i23results/i23space merge
-KNOWN_PENDING: frozenset[str] = frozenset({
-    # i23results: the results write their own summary text instead of taking it from the report layer
-    # i23space: placement becomes a method of the estimator; persist stops importing its user
-    "mechanism.checkpoints -> mechanism.report.strategies",
-    "mechanism._strategies.persist -> mechanism.strategy_space",
-    # private names across packages in i23report's files (its brief does not name them; the lead
-    # assigns): the deprecated-`seed` helper of the simulator, and the explorer's member transcripts
-    "mechanism.report.explorer -> mechanism._strategies.description",
-})
-
 # The layers, bottom first. A module may import its own layer and the layers below it.
 # A name is a module or a package (a package covers every module under it); the most
 # specific name wins.
@@ -220,18 +207,14 @@ def _private_owner(name: str, modules: Mapping[str, bool]) -> str | None:
 def violations(root: Path, package: str = "mechanism",
                layers: Sequence[tuple[str, Sequence[str]]] = LAYERS,
                may_import_top: Sequence[str] = MAY_IMPORT_REPORT_AND_PLOTS,
-               top: Sequence[str] = ("report", "plots"),
-               pending: frozenset[str] = frozenset()) -> dict[str, set[str]]:
+               top: Sequence[str] = ("report", "plots")) -> dict[str, set[str]]:
     """The four rules' violations for ``package`` under ``root``, by rule.
 
     A violation is one line: ``"a <-> b <-> c"`` for a cycle, ``"importer -> imported module"``
     for the layer rules, ``"importer -> private name"`` (up to its private part) for private
     names; no line numbers, so the lines stay stable when code moves (:func:`where` finds them).
-    An import whose edge ``"importer -> imported module"`` is in ``pending`` is left out of
-    every rule, the cycle search included.
     """
     modules, imports = read_imports(root, package)
-    imports = [i for i in imports if _target(i.name, modules) is None or _edge(i, modules) not in pending]
     found: dict[str, set[str]] = {"cycle": set(), "upward": set(), "report/plots": set(), "private": set()}
     for group in find_cycles(modules, imports, package):
         found["cycle"].add(" <-> ".join(group))
@@ -256,7 +239,9 @@ def violations(root: Path, package: str = "mechanism",
         if owner is not None and owner != here:
             parts = imp.name.split(".")
             first = next(n for n, p in enumerate(parts) if _is_private(p))
-            found["private"].add(f"{imp.importer} -> {'.'.join(parts[:first + 1])}")
+            private = ".".join(parts[:first + 1])
+            if not _within(imp.importer, [private]):  # a private package's own modules use each other
+                found["private"].add(f"{imp.importer} -> {private}")
     return found
 
 
@@ -271,20 +256,13 @@ def where(root: Path, violation: str, package: str = "mechanism") -> list[str]:
 # --- the package itself ---------------------------------------------------------------------------
 
 def test_mechanism_imports_one_way():
-    found = violations(ROOT, pending=KNOWN_PENDING)
+    found = violations(ROOT)
     lines = []
     for rule, vs in found.items():
         for v in sorted(vs):
             at = where(ROOT, v) if rule != "cycle" else []
             lines.append(f"{rule}: {v}" + "".join(f"\n    {w}" for w in at))
     assert not lines, "imports against the layers (see tests/core/test_layering.py):\n" + "\n".join(lines)
-
-
-def test_known_pending_edges_still_exist():
-    """A pending edge that no longer exists is stale: take it out of KNOWN_PENDING."""
-    modules, imports = read_imports(ROOT, "mechanism")
-    edges = {_edge(i, modules) for i in imports}
-    assert not (KNOWN_PENDING - edges), sorted(KNOWN_PENDING - edges)
 
 
 def test_every_module_has_a_layer():
@@ -425,10 +403,14 @@ def test_a_private_name_from_another_package_is_found(tmp_path, source, expected
     assert _fake_violations(root)["private"] == ({expected} if expected else set())
 
 
-def test_a_pending_edge_is_left_out_of_every_rule_and_nothing_else(tmp_path):
-    root = _fake(tmp_path, {"pkg/errors.py": "import pkg.scoring\nimport pkg.cli\n",
-                            "pkg/scoring.py": "from pkg.errors import E\n", "pkg/cli.py": ""})
-    assert _fake_violations(root)["cycle"] == {"pkg.errors <-> pkg.scoring"}
-    found = violations(root, "pkg", FAKE_LAYERS, may_import_top=("report", "cli"), top=("report",),
-                       pending=frozenset({"pkg.errors -> pkg.scoring"}))
-    assert found == {"cycle": set(), "upward": {"pkg.errors -> pkg.cli"}, "report/plots": set(), "private": set()}
+def test_a_private_package_s_own_modules_may_import_each_other_and_no_one_else_may(tmp_path):
+    root = _fake(tmp_path, {
+        "pkg/scoring.py": "import pkg._inner.b\n",
+        "pkg/readers/__init__.py": "",
+        "pkg/readers/fmt.py": "from pkg._inner.a import x\n",
+        "pkg/_inner/__init__.py": "",
+        "pkg/_inner/a.py": "from pkg._inner.b import y\nfrom . import b\n",
+        "pkg/_inner/b.py": "",
+    })
+    # pkg.scoring sits in the package that owns _inner; the readers package does not
+    assert _fake_violations(root)["private"] == {"pkg.readers.fmt -> pkg._inner"}
