@@ -4,8 +4,9 @@ Worlds: the built-in simulator (``mechanism.simulation``; its strategies differ 
 issue 20, so it is held to the same bar as the others) and the independently written
 planted worlds (``mechanism.worlds``: multi-hop search in Search-R1 tags and in ReAct text,
 customer service in OpenAI tool_calls, web shopping in ReAct inside chat messages with
-failures retried inside strategies and optional steps, written for issue 19). Each is written to its native file and read back
-with ``mechanism.read``, as a user would. Prints one table row per world: ARI of the fit,
+failures retried inside strategies and optional steps, and a data-analyst agent with SQL and
+Python tools in OpenAI tool_calls, both written for issue 19). Each is written to its native
+file and read back with ``mechanism.read``, as a user would. Prints one table row per world: ARI of the fit,
 ARI between two seeds' fits, ARI of the saved space applied to a fresh sample of the same
 arms, the number of strategies found / planted, and the ceiling: the ARI of an oracle that
 sees only each trajectory's structure (:func:`ceiling`).
@@ -19,6 +20,7 @@ Run: ``python benchmarks/bench_strategies_worlds.py [--embedder hashing-256] [--
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +30,10 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.simulation import simulate
-from mechanism.worlds import multihop, service, webshop
+from mechanism.worlds import analyst, multihop, service, webshop
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file
 
 
 def load(world: str, seed: int, n: int = 60):
@@ -41,7 +46,8 @@ def load(world: str, seed: int, n: int = 60):
     gen = {"multihop": lambda: multihop(n_questions=n, seed=seed),
            "multihop_react": lambda: multihop(n_questions=n, seed=seed, react=True),
            "service": lambda: service(n_questions=n, seed=seed),
-           "webshop": lambda: webshop(n_questions=n, seed=seed)}[world]
+           "webshop": lambda: webshop(n_questions=n, seed=seed),
+           "analyst": lambda: analyst(n_questions=n, random_state=seed)}[world]
     w = gen()
     with tempfile.TemporaryDirectory() as d:
         runs = mx.read(w.write(d), format=w.format)
@@ -179,25 +185,24 @@ def leave_one_world_out(embedder: str | None, worlds: list[str], n: int) -> None
             sp = mx.StrategySpace(embedder=embedder, resolution=r, min_share=m, n_bootstrap=0,
                                   progress=False).fit(runs)
             ari[(r, m, w)] = adjusted_rand_score(truth, sp.labels_)
-    print("| held-out world | chosen on the others (resolution, min_share) | mean ARI on the others | "
-          "held-out ARI |")
-    print("|---|---|---|---|")
+    rows = []
     for held in worlds:
         others = [w for w in worlds if w != held]
         best = max(grid, key=lambda g: (np.mean([ari[(*g, w)] for w in others]), -abs(g[0] - 2.0), -g[1]))
-        print(f"| {held} | {best} | {np.mean([ari[(*best, w)] for w in others]):.3f} | "
-              f"{ari[(*best, held)]:.3f} |")
-    print()
-    print("| resolution | min_share | " + " | ".join(worlds) + " |")
-    print("|---|---|" + "---|" * len(worlds))
-    for r, m in grid:
-        print(f"| {r} | {m} | " + " | ".join(f"{ari[(r, m, w)]:.3f}" for w in worlds) + " |")
+        rows.append({"held-out world": held, "chosen on the others (resolution, min_share)": str(best),
+                     "mean ARI on the others": round(float(np.mean([ari[(*best, w)] for w in others])), 3),
+                     "held-out ARI": round(ari[(*best, held)], 3)})
+    grid_rows = [{"resolution": r, "min_share": m, **{w: round(ari[(r, m, w)], 3) for w in worlds}} for r, m in grid]
+    notes = "Every cell of the grid (ARI, seed 0):\n\n" + harness.markdown_table(grid_rows)
+    harness.report(__file__, rows, title=f"Leave one world out, embedder {embedder or 'default'}", notes=notes,
+                   params={"embedder": embedder, "worlds": worlds, "n": n, "grid": grid_rows},
+                   out=harness.RESULTS / "bench_strategies_worlds_lowo.json")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--embedder", default=None)
-    ap.add_argument("--worlds", default="simulated,multihop,multihop_react,service,webshop")
+    ap.add_argument("--worlds", default="simulated,multihop,multihop_react,service,webshop,analyst")
     ap.add_argument("--n", type=int, default=60)
     ap.add_argument("--param", nargs="*", default=[])
     ap.add_argument("--lowo", action="store_true", help="leave-one-world-out choice of the defaults")
@@ -222,10 +227,7 @@ def main() -> None:
             params[k] = float(v) if "." in v else int(v)
         except ValueError:
             params[k] = v
-    print(f"embedder={args.embedder or 'default'} params={params}")
-    print("| world | n | ARI fit | ARI seeds | ARI saved->fresh | found / planted | ceiling | "
-          "composition found - planted | fit s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    rows = []
     for world in args.worlds.split(","):
         runs, truth = load(world, seed=0, n=args.n)
         t0 = time.perf_counter()
@@ -237,11 +239,16 @@ def main() -> None:
             space.save(Path(d) / "s")
             loaded = mx.StrategySpace.load(Path(d) / "s", progress=False)
             fresh_labels = loaded.transform(fresh)
-        print(f"| {world} | {runs.height} | {adjusted_rand_score(truth, space.labels_):.3f} | "
-              f"{adjusted_rand_score(space.labels_, other.labels_):.3f} | "
-              f"{adjusted_rand_score(fresh_truth, fresh_labels):.3f} | {space.n_strategies_} / {len(set(truth))} | "
-              f"{ceiling(runs, truth):.3f} | {composition_error(runs, truth, space.labels_):+.4f} | "
-              f"{fit_s:.1f} |", flush=True)
+        rows.append({"world": world, "n": runs.height, "ARI fit": round(adjusted_rand_score(truth, space.labels_), 3),
+                     "ARI seeds": round(adjusted_rand_score(space.labels_, other.labels_), 3),
+                     "ARI saved->fresh": round(adjusted_rand_score(fresh_truth, fresh_labels), 3),
+                     "found / planted": f"{space.n_strategies_} / {len(set(truth))}",
+                     "ceiling": round(ceiling(runs, truth), 3),
+                     "composition found - planted": round(composition_error(runs, truth, space.labels_), 4),
+                     "fit s": round(fit_s, 1)})
+        print(rows[-1], flush=True)
+    harness.report(__file__, rows, title=f"Strategies against the planted ones, embedder {args.embedder or 'default'}"
+                   f" {params or ''}".rstrip(), params=vars(args))
 
 
 def composition_error(runs, truth, labels) -> float:
