@@ -8,7 +8,7 @@ text, failures are ``Error: ...`` observations (a misspelt table, a column that 
 exist, a syntax error, a query that timed out), after which the agent fixes the call and tries
 the same tool again.
 
-Seven planted strategies; call counts overlap (0, 1-3, 3-6, 2-4, 2-4, 3-5, 2-5 calls with the
+Seven planted strategies; call counts overlap (0, 1-2, 3-7, 2-4, 2-4, 3-6, 2-6 calls with the
 retries and optional steps):
 
 =================  ========================================================================
