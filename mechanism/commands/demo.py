@@ -15,7 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--samples", type=int, default=64, help="samples per question and arm (default 64, as the reference study)")
     parser.add_argument("--seed", type=int, default=0, help="seed of everything random (default 0)")
     parser.add_argument("--embedder", default=None,
-                        help="sentence-transformers model name or path (default: the bundled all-MiniLM-L6-v2)")
+                        help="sentence-transformers model name or path (default: composed, each distinct step "
+                             "embedded once by the bundled all-MiniLM-L6-v2)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="embedding and segmentation cache (default: OUT/cache)")

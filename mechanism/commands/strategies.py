@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--out", required=True, type=Path, help="folder to save the space in")
     fit.add_argument("--seed", type=int, default=0, help="random_state (default 0)")
     fit.add_argument("--embedder", default=None,
-                     help="sentence-transformers model name or path, or hashing-<n> (default all-MiniLM-L6-v2)")
+                     help="sentence-transformers model name or path, hashing-<n> or composed[:<model>] "
+                          "(default composed: each distinct step embedded once by all-MiniLM-L6-v2)")
     fit.add_argument("--method", default="agglomerative", choices=("agglomerative", "kmeans", "hdbscan"))
     fit.add_argument("--resolution", type=float, default=None,
                      help="groups join while their mean distance is below this (agglomerative; "

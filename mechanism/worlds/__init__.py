@@ -14,6 +14,9 @@ counts that overlap between strategies, so a method tuned to one world is tested
 - :func:`webshop`: a web-shopping agent (ReAct actions inside chat messages; search, click,
   back, select, reviews, buy) with seven strategies, failed actions retried inside most of
   them, an optional step inside two, and the rl arm differing from base only in its mixture.
+- :func:`analyst`: a data-analyst agent (OpenAI ``tool_calls``; list_tables, describe_table,
+  sample_rows, run_sql, run_python) with seven strategies, failed calls fixed and retried inside
+  every one that calls a tool, optional steps inside two; rl differs from base only in its mixture.
 
 Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
 :class:`~mechanism.simulation.Simulation` is: ``world.runs`` (read back from the native records
@@ -26,11 +29,12 @@ from __future__ import annotations
 
 from mechanism.worlds._base import (TRUTH_KEYS, PlantedWorld, TruthJoin, World, chat_world, join_truth, mixture_planted,
                                     random_state_from)
+from mechanism.worlds.analyst import analyst
 from mechanism.worlds.multihop import multihop
 from mechanism.worlds.service import service
 from mechanism.worlds.webshop import webshop
 
-WORLDS = ("multihop", "multihop_react", "service", "webshop")
+WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst")
 
-__all__ = ["World", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "mixture_planted",
+__all__ = ["World", "analyst", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "mixture_planted",
            "random_state_from", "multihop", "service", "webshop", "WORLDS"]

@@ -11,7 +11,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.segmentation import segment
-from mechanism.worlds import multihop, service, webshop
+from mechanism.worlds import analyst, multihop, service, webshop
 
 FAST = "hashing-256"
 _GEN = {"multihop": lambda seed: multihop(n_questions=40, random_state=seed),
@@ -206,3 +206,95 @@ def test_webshop_failures_are_retried_inside_strategies_and_read_as_one_attempt(
     assert not set(kept_pair[failed]) & set(kept_pair[~failed])  # kept apart, failures are moves
     d = space.describe()
     assert d["retry_rate"].max() > 0 and not any("(failed" in n for n in d["name"].to_list())
+
+
+# --- issue 19: the defaults on every world, and a world written from scratch (the analyst) ---
+
+def _analyst_runs(seed, tmp):
+    world = analyst(n_questions=60, random_state=seed)
+    runs = mx.read(world.write(tmp / f"analyst-{seed}"), format="auto")
+    return runs, world.labels_for(runs)
+
+
+def test_analyst_world_plants_what_its_docstring_says(tmp_path):
+    """Seven strategies, failures inside every one that calls a tool and only there, tool-free
+    episodes only in ``guess``, overlapping call counts, rl differing only in its mixture;
+    the same random_state gives the same records."""
+    from mechanism.worlds.analyst import ARMS, STRATEGIES
+
+    runs, truth = _analyst_runs(0, tmp_path)
+    traj = mx.render(runs)
+    failed = traj["n_failed"].to_numpy() > 0
+    calls = runs["n_rounds"].to_numpy()
+    assert set(truth) == set(STRATEGIES) and set(ARMS["base"]) == set(ARMS["rl"]) == set(STRATEGIES)
+    assert {t for t, f in zip(truth, failed) if f} == set(STRATEGIES) - {"guess"}
+    assert set(np.flatnonzero(calls == 0)) == set(np.flatnonzero(truth == "guess"))
+    spans = {s: (calls[truth == s].min(), calls[truth == s].max()) for s in STRATEGIES if s != "guess"}
+    assert sum(lo <= 3 <= hi for lo, hi in spans.values()) >= 4, spans  # call counts overlap
+    assert analyst(n_questions=3, random_state=4).records == analyst(n_questions=3, random_state=4).records
+    gen = np.random.default_rng(4)
+    assert analyst(n_questions=3, random_state=gen).records == analyst(n_questions=3, random_state=4).records
+
+
+# ARI the defaults must reach on each world (issue 19): 0.9 on the project's worlds, 0.85 on
+# the ones written from scratch for the issue
+_DEFAULT_BAR = {"simulated": 0.9, "multihop": 0.9, "multihop_react": 0.9, "service": 0.9, "webshop": 0.85,
+                "analyst": 0.85}
+# measured with the defaults at seed 0 (benchmarks/RESULTS.md, issue 19): the analyst world is
+# not recovered at the bar; kept honest as a strict xfail, with the floor it does reach asserted
+_BELOW_BAR = {"analyst": 0.68}
+
+
+def _default_world(name, tmp):
+    if name == "simulated":
+        from mechanism.simulation import simulate
+
+        sim = simulate(n_questions=60, n_samples=4, random_state=0, progress=False)
+        keys = ["arm", "question_id", "sample_id"]
+        return sim.runs, sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
+    if name == "analyst":
+        return _analyst_runs(0, tmp)
+    gen = {"multihop": lambda: multihop(n_questions=60, seed=0),
+           "multihop_react": lambda: multihop(n_questions=60, seed=0, react=True),
+           "service": lambda: service(n_questions=60, seed=0), "webshop": lambda: webshop(n_questions=60, seed=0)}
+    world = gen[name]()
+    runs = mx.read(world.write(tmp / name), format="auto")
+    return runs, world.labels_for(runs)
+
+
+def _composition_error(runs, truth, labels):
+    codes = {s: i for i, s in enumerate(sorted(set(truth)))}
+    planted = np.array([codes[t] for t in truth])
+    arms = set(runs["arm"].unique().to_list())
+    base, treated = ("base", "rl") if {"base", "rl"} <= arms else sorted(arms)[:2]
+    found = mx.reweighting(runs, labels, base=base, treated=treated).composition
+    return found - mx.reweighting(runs, planted, base=base, treated=treated).composition
+
+
+_DEFAULT_FITS: dict = {}
+
+
+def _default_fit(name, tmp_path_factory):
+    if name not in _DEFAULT_FITS:
+        runs, truth = _default_world(name, tmp_path_factory.mktemp(f"default-{name}"))
+        space = mx.StrategySpace(random_state=0, progress=False).fit(runs)  # every default
+        _DEFAULT_FITS[name] = runs, truth, space
+    return _DEFAULT_FITS[name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(_DEFAULT_BAR))
+def test_the_defaults_recover_every_world(name, tmp_path_factory):
+    """Issue 19: with the default embedder and parameters, ARI at least 0.9 on the project's
+    worlds and 0.85 on the worlds written from scratch; composition within 0.03 of the planted
+    one on the worlds where rl only reweights."""
+    runs, truth, space = _default_fit(name, tmp_path_factory)
+    ari = adjusted_rand_score(truth, space.labels_)
+    if name != "simulated":  # the simulator's arms differ in more than their mixture
+        assert abs(_composition_error(runs, truth, space.labels_)) <= 0.03, name
+    if name in _BELOW_BAR:
+        assert ari >= _BELOW_BAR[name], (name, ari)
+        if ari < _DEFAULT_BAR[name]:
+            pytest.xfail(f"{name}: ARI {ari:.3f} with the defaults, below the issue's {_DEFAULT_BAR[name]}")
+        pytest.fail(f"{name}: ARI {ari:.3f} now reaches the bar: move it out of _BELOW_BAR")
+    assert ari >= _DEFAULT_BAR[name], (name, ari)

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from mechanism.embed import DEFAULT_MODEL, Embedder, EmbeddingCache, HashingEmbedder, make_embedder
+from mechanism.embed import DEFAULT_EMBEDDER, DEFAULT_MODEL, Embedder, EmbeddingCache, HashingEmbedder, make_embedder
 
 
 class CountingEmbedder(Embedder):
@@ -92,7 +92,7 @@ def test_hashing_embedder_is_deterministic_and_unit_length():
 
 def test_make_embedder_names():
     assert make_embedder("hashing-32").model_id == "hashing-32"
-    assert make_embedder(None).model_id == DEFAULT_MODEL
+    assert make_embedder(None).model_id == DEFAULT_EMBEDDER == f"composed:{DEFAULT_MODEL}"  # issue 19
     assert make_embedder("sentence-transformers/all-MiniLM-L6-v2").model_id == DEFAULT_MODEL
     with pytest.raises(ValueError, match="`embedder`"):
         make_embedder(3.5)

@@ -66,17 +66,24 @@ def test_names_describe_their_members(fitted):
     """Issue 19 on the real logs: names distinct once ids are dropped, "without tools" only
     where no member calls a tool, and the tools a name mentions used by members holding at
     least 0.9 of the strategy's trajectories."""
+    assert_names_describe_their_members(*fitted)
+
+
+def assert_names_describe_their_members(runs, space) -> int:
+    """The issue-19 checks of a fitted space's names (see the test above); returns how many
+    strategies say "without tools" (also used by test_strategy_names_logs.py)."""
     from mechanism.segmentation import render
 
-    runs, space = fitted
     d = space.describe()
     names = d["built_name"].to_list()
     stripped = [re.sub(r"\s*\[S\d+\]$", "", n) for n in names]
     assert len(set(stripped)) == len(stripped), names
     tools = [set(t.split(" > ")) - {""} for t in render(runs)["tools"].to_list()]
+    without = 0
     for s, name in zip(d["strategy"].to_list(), names):
         members = [tools[i] for i in np.flatnonzero(space.labels_ == s)]
         if "without tools" in name:
+            without += 1
             assert all(not t for t in members), name
             continue
         mentioned = _mentioned_tools(name)
@@ -84,3 +91,4 @@ def test_names_describe_their_members(fitted):
         held = np.mean([mentioned <= t for t in members])
         assert held >= 0.9, (name, held)
     assert ((d["fidelity"] > 0) & (d["fidelity"] <= 1)).all()
+    return without

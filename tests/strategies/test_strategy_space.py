@@ -234,7 +234,7 @@ def test_c_tf_idf_prefers_distinctive_terms():
 @pytest.mark.slow
 def test_real_model_recovers_planted_strategies(sim, tmp_path):
     sp = StrategySpace(random_state=0, cache_dir=tmp_path, progress=False).fit(sim.runs)
-    assert sp.embedding_model_ == "all-MiniLM-L6-v2"
+    assert sp.embedding_model_ == "composed:all-MiniLM-L6-v2"  # the default since issue 19
     assert adjusted_rand_score(_truth(sim), sp.labels_) >= 0.35  # see test_recovers_planted_strategies
 
 
