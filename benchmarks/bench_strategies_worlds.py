@@ -43,10 +43,10 @@ def load(world: str, seed: int, n: int = 60):
         keys = ["arm", "question_id", "sample_id"]
         truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
         return sim.runs, truth
-    gen = {"multihop": lambda: multihop(n_questions=n, seed=seed),
-           "multihop_react": lambda: multihop(n_questions=n, seed=seed, react=True),
-           "service": lambda: service(n_questions=n, seed=seed),
-           "webshop": lambda: webshop(n_questions=n, seed=seed),
+    gen = {"multihop": lambda: multihop(n_questions=n, random_state=seed),
+           "multihop_react": lambda: multihop(n_questions=n, random_state=seed, react=True),
+           "service": lambda: service(n_questions=n, random_state=seed),
+           "webshop": lambda: webshop(n_questions=n, random_state=seed),
            "analyst": lambda: analyst(n_questions=n, random_state=seed)}[world]
     w = gen()
     with tempfile.TemporaryDirectory() as d:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
+from mechanism.options import RandomState
 from mechanism.results import Result, frame_to_html, frame_to_markdown
 
 _MARKUP = re.compile(r"([\\`*_\[\]<>|#])")
@@ -119,7 +120,7 @@ def _row(quantity: str, arm: str, category: str, estimate: float, lo: float | No
 def reproduce_study(runs: pl.DataFrame, planted: Mapping[str, Any], labels: np.ndarray, *, base: str = "base",
                     treated: Sequence[str] = ("rl", "sft"), rl: str = "rl", sft: str = "sft",
                     ks: Sequence[int] = (1, 64), t_max: int | None = None, n_boot: int = 1000,
-                    random_state: int = 0) -> Reproduction:
+                    random_state: RandomState = 0) -> Reproduction:
     """Compute the study's table on ``runs`` and check each finding against ``planted``.
 
     Parameters
@@ -139,7 +140,8 @@ def reproduce_study(runs: pl.DataFrame, planted: Mapping[str, Any], labels: np.n
     t_max
         The round budget of the table (default: the planted ``t_cap``).
     n_boot, random_state
-        Bootstrap replicates and seed of every interval.
+        Bootstrap replicates and seed of every interval (int, numpy Generator or None: turned
+        into one integer once, so every finding's intervals draw the same question resamples).
 
     Returns
     -------
@@ -148,7 +150,9 @@ def reproduce_study(runs: pl.DataFrame, planted: Mapping[str, Any], labels: np.n
     from mechanism.boundaries import boundary
     from mechanism.compare import reweighting
     from mechanism.passkt import pass_at_kt
+    from mechanism.resample import resolve_seed
 
+    random_state = resolve_seed(random_state)
     t_max = int(planted["t_cap"] if t_max is None else t_max)
     arms = [base, *treated]
     ks = [k for k in ks if k <= int(planted["n_samples"])]

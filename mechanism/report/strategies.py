@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from mechanism.options import RandomState, check_ci
-
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_table
 from mechanism.strategy_space import Placement, StrategySpace, fit_and_place  # noqa: F401  (re-exported here)

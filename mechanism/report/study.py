@@ -430,15 +430,16 @@ def task_lines(runs: pl.DataFrame, arms: Sequence[str], *, ci: float | None, n_b
 
 
 def arm_accuracy(runs: pl.DataFrame, *, ci: float | None = 0.95, n_boot: int = 1000,
-                 random_state: int = 0) -> dict[str, dict[str, Any]]:
+                 random_state: RandomState = 0) -> dict[str, dict[str, Any]]:
     """Each arm's accuracy with questions weighing equally (the design rule for anything set
     side by side between arms) and its bootstrap interval over questions (the ``"bootstrap"``
     stream, so the replicates are PASS@(k,T)'s): ``{arm: {accuracy, ci_low, ci_high, n,
     questions}}``."""
     import numpy as np
 
-    from mechanism.resample import question_bootstrap_weights, question_mean, stream
+    from mechanism.resample import question_bootstrap_weights, question_mean, resolve_seed, stream
 
+    random_state = resolve_seed(random_state)
     questions, q_idx = np.unique(runs["question_id"].cast(pl.String).to_numpy().astype(str), return_inverse=True)
     weights = (question_bootstrap_weights(questions.size, n_boot, stream(random_state, "bootstrap")).astype(np.float64)
                if ci is not None else None)

@@ -254,9 +254,9 @@ def _default_world(name, tmp):
         return sim.runs, sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
     if name == "analyst":
         return _analyst_runs(0, tmp)
-    gen = {"multihop": lambda: multihop(n_questions=60, seed=0),
-           "multihop_react": lambda: multihop(n_questions=60, seed=0, react=True),
-           "service": lambda: service(n_questions=60, seed=0), "webshop": lambda: webshop(n_questions=60, seed=0)}
+    gen = {"multihop": lambda: multihop(n_questions=60, random_state=0),
+           "multihop_react": lambda: multihop(n_questions=60, random_state=0, react=True),
+           "service": lambda: service(n_questions=60, random_state=0), "webshop": lambda: webshop(n_questions=60, random_state=0)}
     world = gen[name]()
     runs = mx.read(world.write(tmp / name), format="auto")
     return runs, world.labels_for(runs)

@@ -61,7 +61,7 @@ def test_names_that_would_read_the_same_say_how_they_differ():
 
 @pytest.fixture(scope="module")
 def service_runs(tmp_path_factory):
-    w = service(n_questions=20, seed=0)
+    w = service(n_questions=20, random_state=0)
     runs = mx.read(w.write(tmp_path_factory.mktemp("service")), format=w.format)
     return runs, w.labels_for(runs)
 
@@ -138,10 +138,10 @@ def test_outliers_fire_on_another_agent_and_not_on_a_fresh_sample(service_runs, 
     space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
     assert space.assign(runs)["outlier"].mean() <= 0.01
     loaded = mx.StrategySpace.load(space.save(tmp_path / "s"))
-    fresh = service(n_questions=20, seed=5)
+    fresh = service(n_questions=20, random_state=5)
     fresh_runs = mx.read(fresh.write(tmp_path / "fresh"), format=fresh.format)
     assert loaded.assign(fresh_runs)["outlier"].mean() <= 0.05
-    other = multihop(n_questions=10, seed=1)
+    other = multihop(n_questions=10, random_state=1)
     other_runs = mx.read(other.write(tmp_path / "other"), format=other.format)
     assigned = loaded.assign(other_runs)
     assert assigned["outlier"].mean() >= 0.9
