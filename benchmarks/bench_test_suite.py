@@ -42,7 +42,9 @@ def main() -> None:
     rows = [{"workers": args.workers, "passed": found.get("passed", 0), "failed": found.get("failed", 0),
              "skipped": found.get("skipped", 0), "wall s": round(wall, 1), "CPU s": round(cpu, 1),
              "load before": load_before, "load after": harness.machine()["load_1min"], "exit": proc.returncode}]
-    notes = "Ten slowest:\n\n" + "\n".join(f"- `{s}`" for s in slowest) if slowest else ""
+    failed = [line.split(" - ")[0] for line in tail if line.startswith(("FAILED ", "ERROR "))]
+    notes = ("Failed:\n\n" + "\n".join(f"- `{f}`" for f in failed) + "\n\n" if failed else "")
+    notes += "Ten slowest:\n\n" + "\n".join(f"- `{s}`" for s in slowest) if slowest else ""
     harness.report(__file__, rows, title="The whole test suite (`python -m pytest -n 2`)", notes=notes,
                    params=vars(args))
     sys.exit(proc.returncode)
