@@ -81,8 +81,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
 
     from mechanism.checkpoints import track
     from mechanism.readers import read
-    from mechanism.parallel import strategy_shares
-    from mechanism.report.strategies import place
+    from mechanism.shares import strategy_shares
     from mechanism.report.study import write_report
     from mechanism.report.track import TRACK_FIGURES, write_track
     from mechanism.simulation import simulate, training_run
@@ -145,7 +144,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     new = simulate(n_questions=n_questions, n_samples=n_samples, arms=("rl",), t_cap=t_cap,
                    random_state=random_state + 1, progress=progress).runs.with_columns(arm=pl.lit("rl-new"))
     loaded = StrategySpace.load(out / "space", cache_dir=cache, progress=progress)
-    new_labels = place(loaded, new, map_xy=False).labels
+    new_labels = loaded.place(new, map_xy=False).labels
     # compared between arms, so questions weigh equally within each (the design rule), with intervals
     shares = strategy_shares(pl.concat([runs.select("arm", "question_id"), new.select("arm", "question_id")])
                              .with_columns(strategy=pl.Series(np.concatenate([labels, new_labels]).astype(np.int64))),

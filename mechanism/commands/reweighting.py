@@ -99,12 +99,11 @@ def labels_from_space(runs: pl.DataFrame, folder: str | Path, *, cache_dir: str 
                       progress: bool | None = None) -> tuple[np.ndarray, np.ndarray | None, dict[int, str]]:
     """Labels, coordinates and strategy display names from a saved StrategySpace, embedding
     every trajectory once."""
-    from mechanism.report.strategies import place, strategy_names
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.strategy_space import StrategySpace, display_names
 
     space = StrategySpace.load(folder, cache_dir=cache_dir, progress=progress)
-    placement = place(space, runs, map_xy=False)
-    return placement.labels, placement.coordinates, strategy_names(space.describe())
+    placement = space.place(runs, map_xy=False)
+    return placement.labels, placement.coordinates, display_names(space.describe())
 
 
 def write_outputs(runs: pl.DataFrame, labels: Any, out: str | Path, *, figures: bool = True,

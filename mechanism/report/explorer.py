@@ -5,7 +5,7 @@ and outcome without any script (radio buttons and CSS: the page's policy forbids
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
@@ -34,7 +34,7 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
     """The explorer as a page section and the CSS of its arm filters.
 
     ``labels`` and ``moves_of_rows`` give each row of ``runs`` its strategy and move
-    sequence; ``shares`` is :func:`mechanism.parallel.strategy_shares`' table; ``moves`` is
+    sequence; ``shares`` is :func:`mechanism.shares.strategy_shares`' table; ``moves`` is
     :func:`mechanism.segment` of ``runs``.
     """
     from mechanism.strategy_space import member_examples

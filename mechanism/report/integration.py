@@ -1,7 +1,7 @@
 """Information-integration files: per-arm rates, the retrieval/integration split, figures, findings."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 

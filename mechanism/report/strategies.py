@@ -11,13 +11,7 @@ import polars as pl
 from mechanism.options import RandomState, check_ci
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_table
-from mechanism.strategy_space import Placement, StrategySpace, fit_and_place  # noqa: F401  (re-exported here)
-
-
-def place(space: StrategySpace, runs: pl.DataFrame, *, map_xy: bool = True) -> Placement:
-    """:meth:`StrategySpace.place`: labels, coordinates and (with ``map_xy``) map positions of
-    ``runs`` from one embedding of each row."""
-    return space.place(runs, map_xy=map_xy)
+from mechanism.strategy_space import Placement
 
 
 def pooled_share_table(labels: pl.DataFrame) -> pl.DataFrame:
@@ -26,7 +20,7 @@ def pooled_share_table(labels: pl.DataFrame) -> pl.DataFrame:
 
     Every trajectory counts once, so a question with more samples weighs more: a description of
     one arm, not a comparison between arms. To compare arms (the design rule: questions weigh
-    equally within an arm, with intervals), use :func:`mechanism.parallel.strategy_shares`,
+    equally within an arm, with intervals), use :func:`mechanism.shares.strategy_shares`,
     as :func:`write_strategies` does.
     """
     return (labels.group_by("arm", "strategy").agg(pl.len().cast(pl.Int64).alias("n"))
@@ -47,14 +41,6 @@ def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` with list columns joined into "; "-separated text, since CSV holds no nesting."""
     return frame.with_columns([pl.col(c).cast(pl.List(pl.String)).list.join("; ")
                                for c, dtype in frame.schema.items() if isinstance(dtype, pl.List)])
-
-
-def strategy_names(described: pl.DataFrame) -> dict[int, str]:
-    """Display name of every strategy id (``S<id>: <typical moves>``), from ``describe()``
-    (:func:`mechanism.strategy_space.display_names`)."""
-    from mechanism.strategy_space import display_names
-
-    return display_names(described)
 
 
 def description_text(space, table: pl.DataFrame, arms: Sequence[str], *, title: str,  # noqa: ANN001
@@ -97,7 +83,7 @@ def analyse_strategies(space, runs: pl.DataFrame, *, placement: Placement | None
     from mechanism.shares import strategy_shares as question_weighted_shares
 
     if placement is None or (map_xy and placement.map_xy is None):
-        placement = place(space, runs, map_xy=map_xy)
+        placement = space.place(runs, map_xy=map_xy)
     assigned = placement.assigned.drop("rendering", "moves")
     shares = question_weighted_shares(assigned, ci=check_ci(ci), n_boot=n_boot, random_state=random_state)
     return StrategyResults(space=space, placement=placement, described=space.describe(), shares=shares)

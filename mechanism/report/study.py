@@ -222,8 +222,8 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     from mechanism.report.page import PageSection
     from mechanism.report.passkt import analyse_passkt, write_passkt
     from mechanism.report.reweighting import analyse_reweighting, write_reweighting
-    from mechanism.report.strategies import (analyse_strategies, fit_and_place, place, strategy_names,
-                                             write_strategies)
+    from mechanism.report.strategies import analyse_strategies, write_strategies
+    from mechanism.strategy_space import display_names, fit_and_place
     from mechanism.segmentation import segment
     from mechanism.strategy_space import StrategySpace
 
@@ -248,10 +248,10 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
             space_note = f"the saved space {where}, applied without refitting"
         else:
             space_note = "the given fitted space, applied without refitting"
-        placement = place(space, runs)
+        placement = space.place(runs)
     found = analyse_strategies(space, runs, placement=placement, ci=ci, n_boot=n_boot, random_state=random_state)
     placement, described = found.placement, found.described  # one description for every table, figure and name below
-    names = strategy_names(described)
+    names = display_names(described)
     sections["strategies"] = write_strategies(found, runs, out / "strategies", arms=shown,
                                               title=f"Strategies ({space_note})", colors=colors)
     moves = segment(runs)
