@@ -35,10 +35,16 @@ SHIMS: dict[str, str] = {
 }
 
 
+def deprecated(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """The one deprecation warning of the package: ``old`` goes in :data:`REMOVAL`; ``new`` says
+    what to use instead."""
+    warnings.warn(f"{old} is deprecated and will be removed in {REMOVAL}; {new}",
+                  DeprecationWarning, stacklevel=stacklevel)
+
+
 def warn(old: str, *, stacklevel: int = 3) -> None:
     """Warn that ``old`` (a key of :data:`SHIMS`) is deprecated, naming its replacement."""
-    warnings.warn(f"{old} is deprecated and will be removed in {REMOVAL}; use {SHIMS[old]}",
-                  DeprecationWarning, stacklevel=stacklevel)
+    deprecated(old, f"use {SHIMS[old]}", stacklevel=stacklevel + 1)
 
 
 def alias(func: Callable[..., Any], old: str) -> Callable[..., Any]:
@@ -53,9 +59,3 @@ def alias(func: Callable[..., Any], old: str) -> Callable[..., Any]:
 
     shim.__doc__ = f"Deprecated (removed in {REMOVAL}): use {SHIMS[old]}."
     return shim
-
-
-def deprecated(old: str, new: str, *, stacklevel: int = 3) -> None:
-    """Warn that ``old`` goes in :data:`REMOVAL`; ``new`` says what to use instead."""
-    warnings.warn(f"{old} is deprecated and will be removed in mechanism {REMOVAL}; {new}",
-                  DeprecationWarning, stacklevel=stacklevel)

@@ -8,7 +8,6 @@ and a malformed expression makes saving the figure fail).
 """
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -17,6 +16,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
+from mechanism.deprecation import deprecated
 from mechanism.plots.style import STRATEGY_PALETTE, arm_colors, arm_label, display_name, paper_style
 from mechanism.strategy_space import strategy_label
 
@@ -135,7 +135,7 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
                          described: pl.DataFrame | None = None, colors: dict[str, str] | None = None,
                          ax: plt.Axes | None = None, caption: bool = False) -> Figure:
     """Share of each strategy per arm (grouped horizontal bars), questions weighted equally
-    within an arm (:func:`mechanism.parallel.strategy_shares`), the ``top`` largest strategies.
+    within an arm (:func:`mechanism.shares.strategy_shares`), the ``top`` largest strategies.
 
     Parameters
     ----------
@@ -150,7 +150,7 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
     assigned
         ``space.assign(runs)`` when the caller has it.
     shares
-        ``arm, strategy, share`` (:func:`mechanism.parallel.strategy_shares` of ``assigned``)
+        ``arm, strategy, share`` (:func:`mechanism.shares.strategy_shares` of ``assigned``)
         when the caller has it; otherwise computed here without intervals.
     described
         ``space.describe()`` when the caller has it.
@@ -194,8 +194,7 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
 
 def strategy_shares(*args, **kwargs) -> Figure:
     """Deprecated name of :func:`plot_strategy_shares`."""
-    warnings.warn("`mechanism.plots.strategy_shares` is deprecated; use `mechanism.plots.plot_strategy_shares`",
-                  DeprecationWarning, stacklevel=2)
+    deprecated("`mechanism.plots.strategy_shares`", "use `mechanism.plots.plot_strategy_shares`")
     return plot_strategy_shares(*args, **kwargs)
 
 

@@ -23,7 +23,6 @@ import functools
 import json
 import os
 import tempfile
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import polars as pl
 
+from mechanism.deprecation import deprecated
 from mechanism.errors import InputError
 from mechanism.options import RandomState, as_generator
 
@@ -101,11 +101,10 @@ class TruthJoin:
 
 def random_state_from(random_state: RandomState, seed: int | None, *, stacklevel: int = 3) -> RandomState:
     """``random_state``, or the deprecated ``seed`` keyword when a caller still passes it (warned:
-    removed in mechanism 0.2.0)."""
+    removed in 0.2.0, :mod:`mechanism.deprecation`)."""
     if seed is None:
         return random_state
-    warnings.warn("`seed` is deprecated and will be removed in mechanism 0.2.0; use `random_state`",
-                  DeprecationWarning, stacklevel=stacklevel)
+    deprecated("`seed`", "use `random_state`", stacklevel=stacklevel + 1)
     return seed
 
 
