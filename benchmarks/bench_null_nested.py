@@ -5,7 +5,7 @@ For every data set of ``identical`` (40 questions, base 2-10 and treated 4-16 sa
 strategies, a fifth of the golds yes/no) the script runs ``integration`` and ``reweighting``
 (``n_boot=300``, as the test runs them) and counts, per part of the split, how often its 95 %
 interval excludes 0 (the truth is 0 for every part): the interval the module ships
-(``resample._split_interval``: ``estimate +- t_{Q-1} sqrt(Q/(Q-1))`` bootstrap sd), against the
+(``resample.split_interval``: ``estimate +- t_{Q-1} sqrt(Q/(Q-1))`` bootstrap sd), against the
 percentile interval of the same replicates (the rule before), and, for the nested parts, two
 candidates not chosen (a t interval on the jackknife standard error, and BCa). The Monte Carlo
 standard error of
@@ -131,7 +131,7 @@ def main() -> None:
                     if key != "part" and not key.startswith("shipped"):
                         row[key] = "-"
     notes = (f"{n} data sets of tests/compare/test_nulls.py's `identical` (seeds {seeds.start}-{seeds.stop - 1}), "
-             f"strata={args.strata}, n_boot={args.n_boot}, nominal level 0.05; shipped = resample._split_interval, "
+             f"strata={args.strata}, n_boot={args.n_boot}, nominal level 0.05; shipped = resample.split_interval, "
              f"percentile = the same replicates' percentile interval. {time.perf_counter() - start:.0f} s.")
     harness.report(__file__, rows, title="Split parts under the identical-policies, unequal-design null",
                    notes=notes, params=vars(args))

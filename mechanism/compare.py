@@ -20,7 +20,7 @@ Conventions (stated once, used everywhere below):
 - **Intervals.** Bootstrap over questions: questions are resampled with replacement and keep
   all their samples, in both arms together (the arms stay paired). The split's parts (total,
   composition, within) have one interval rule, ``estimate +- t_{Q-1} sqrt(Q/(Q-1))`` bootstrap
-  standard deviations over Q questions (``resample._split_interval``): the percentile interval
+  standard deviations over Q questions (``resample.split_interval``): the percentile interval
   missed 0 at 0.066 instead of 0.05 under identical policies at 40 questions, this one at
   0.051 (``benchmarks/bench_null_nested.py``). Other quantities keep percentile intervals.
   One integer seed is drawn from ``random_state`` once (an int, a Generator or None), and
@@ -109,7 +109,7 @@ from mechanism.options import RandomState, Weighting, as_generator, check_ci, ch
 from mechanism.deprecation import warn as _deprecation
 from mechanism._verdicts import reweighting_lines, reweighting_verdict
 from mechanism.results import SHARED_COLUMNS, Result
-from mechanism.resample import (_split_interval, bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
+from mechanism.resample import (split_interval, bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
                                 question_weighted, resolve_seed, simultaneous_band, stream)
 from mechanism.schema import KEY_COLUMNS, shared_questions, validate
 
@@ -658,8 +658,8 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
             shape = np.shape(point[name])
             nan = np.full(shape, np.nan)
             return (nan, nan) if axis_values else (math.nan, math.nan)
-        if name in SPLIT_PARTS:  # every split part: one small-sample interval rule (resample._split_interval)
-            lo, hi = _split_interval(point[name], reps[name], level, n_q)
+        if name in SPLIT_PARTS:  # every split part: one small-sample interval rule (resample.split_interval)
+            lo, hi = split_interval(point[name], reps[name], level, n_q)
         else:
             lo, hi = percentile_interval(reps[name], level)
         return (lo, hi) if axis_values else (float(lo), float(hi))
@@ -716,7 +716,7 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
     )
 
 
-#: The split's parts: their intervals follow one small-sample rule (``resample._split_interval``).
+#: The split's parts: their intervals follow one small-sample rule (``resample.split_interval``).
 SPLIT_PARTS = frozenset({"total", "composition_total", "within_total"})
 #: Families of per-strategy rows meant to be read together: each gets one simultaneous band.
 STRATEGY_FAMILIES: tuple[tuple[str, ...], ...] = (("share_base",), ("share_treated",), ("rate_base",),

@@ -88,7 +88,7 @@ from mechanism._verdicts import integration_verdict as integration_verdict_line
 from mechanism.compare import OUTLIER, WEIGHTINGS, Strata, kitagawa_split, weighted_correlation, weighted_tallies
 from mechanism.errors import InputError
 from mechanism.options import RandomState, Weighting, as_generator, check_ci, check_choice
-from mechanism.resample import (_split_interval, bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
+from mechanism.resample import (split_interval, bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
                                 simultaneous_band, stream)
 from mechanism.results import SHARED_COLUMNS, Result
 from mechanism.schema import shared_questions, validate
@@ -600,10 +600,10 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
         return percentile_interval(reps, level)
 
     def part_interval(estimate: float, reps: np.ndarray | None, n_questions: int) -> tuple[Any, Any]:
-        # every part of a split: one small-sample interval rule, as in compare (resample._split_interval)
+        # every part of a split: one small-sample interval rule, as in compare (resample.split_interval)
         if reps is None:
             return math.nan, math.nan
-        return _split_interval(estimate, reps, ci, n_questions)
+        return split_interval(estimate, reps, ci, n_questions)
 
     # --- per arm
     aq = a_idx * n_q + q_idx

@@ -71,7 +71,7 @@ def _small_sample_factor(z: float | np.ndarray, n_questions: int) -> float | np.
     return student.ppf(norm.cdf(z), n_questions - 1) * math.sqrt(n_questions / (n_questions - 1.0))
 
 
-def _split_interval(estimate: np.ndarray | float, replicates: np.ndarray, level: float | None, n_questions: int,
+def split_interval(estimate: np.ndarray | float, replicates: np.ndarray, level: float | None, n_questions: int,
                     *, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The interval of every part of a split (total, composition, within and the nested parts,
     in ``compare`` and ``information``): ``estimate +- t_{Q-1, (1+level)/2} sqrt(Q/(Q-1)) sd``,
@@ -87,7 +87,7 @@ def _split_interval(estimate: np.ndarray | float, replicates: np.ndarray, level:
     gives NaN; a part that never varies gets ``[estimate, estimate]``; ``level=None``: NaN.
 
     >>> reps = np.array([-1.0, 0.0, 1.0, 0.0])
-    >>> lo, hi = _split_interval(0.0, reps, 0.95, 40)
+    >>> lo, hi = split_interval(0.0, reps, 0.95, 40)
     >>> round(float(hi), 4)                                  # 2.0485 * sd (0.7071)
     1.4485
     """
@@ -296,7 +296,7 @@ def simultaneous_band(estimate: np.ndarray, replicates: np.ndarray, level: float
         Joint confidence level (``None``: NaN bands).
     n_questions
         Questions resampled. Given, ``c`` gets the small-sample calibration of every split
-        part's interval (:func:`_split_interval`): ``c`` becomes ``t_{Q-1}(Phi(c)) sqrt(Q/(Q-1))``,
+        part's interval (:func:`split_interval`): ``c`` becomes ``t_{Q-1}(Phi(c)) sqrt(Q/(Q-1))``,
         the same tail probability read from a t distribution on plug-in standard deviations.
         Without it, five per-strategy parts at 20 questions showed some row excluding 0 in 0.09
         of null data sets at joint level 0.95 (benchmarks/RESULTS.md).

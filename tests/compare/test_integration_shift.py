@@ -352,7 +352,7 @@ def test_null_intervals_miss_zero_at_about_their_level(design):
 
 def test_per_strategy_rows_carry_simultaneous_bands_from_the_same_replicates():
     from mechanism.compare import stream
-    from mechanism.resample import _split_interval, percentile_interval, question_bootstrap_weights, simultaneous_band
+    from mechanism.resample import split_interval, percentile_interval, question_bootstrap_weights, simultaneous_band
 
     rng = np.random.default_rng(5)
     runs, labels = _world(rng, {"base": BASE_MIX, "rl": RL_MIX}, n_q=40, samples=4)
@@ -393,7 +393,7 @@ def test_per_strategy_rows_carry_simultaneous_bands_from_the_same_replicates():
     half = student.ppf(0.975, 39) * np.sqrt(40 / 39) * total.std()
     point_total = (acc[1] - acc[0]).sum() / 40
     lo, hi = point_total - half, point_total + half
-    assert (lo, hi) == pytest.approx(tuple(map(float, _split_interval(point_total, total, 0.95, 40))), abs=1e-12)
+    assert (lo, hi) == pytest.approx(tuple(map(float, split_interval(point_total, total, 0.95, 40))), abs=1e-12)
     q = _shift(res)
     assert (q["total"]["ci_low"], q["total"]["ci_high"]) == pytest.approx((lo, hi), abs=1e-12)
     # one strategy: nothing to adjust, no note; no bootstrap: no level

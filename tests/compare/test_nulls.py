@@ -85,7 +85,7 @@ def _tally(world) -> dict[str, int]:
     return counts
 
 
-#: Every split part's interval is ``resample._split_interval`` (t_{Q-1} on the plug-in bootstrap
+#: Every split part's interval is ``resample.split_interval`` (t_{Q-1} on the plug-in bootstrap
 #: sd, inflated by sqrt(Q/(Q-1))): over 400 fresh data sets of ``identical`` the parts miss 0 at
 #: 0.051 together (the percentile interval, used before, at 0.066; within_parametric 0.058 against
 #: 0.080), benchmarks/bench_null_nested.py. No part is exempt from the bound below.

@@ -6,7 +6,7 @@ change, where every stage drew its own (``tests/compare/recorded/shared_draws.js
 21, whose changes move these numbers on purpose: ``resample.stream`` keys each purpose on a
 digest of the whole string (it read the first four bytes), the split is on question x
 strategy strata, and the boundary judges one fixed subsample and tests by permutation. Regenerated
-again (issue 21, intervals): every split part's interval is ``resample._split_interval``, the
+again (issue 21, intervals): every split part's interval is ``resample.split_interval``, the
 per-strategy bands are calibrated for the questions resampled, and PASS@(k,T) curves below 30
 problems get the Wilson-type interval; only interval fields and notes moved."""
 from __future__ import annotations

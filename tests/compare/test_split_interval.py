@@ -1,4 +1,4 @@
-"""The one interval rule of every split part (``resample._split_interval``) and the bands'
+"""The one interval rule of every split part (``resample.split_interval``) and the bands'
 small-sample calibration, against their closed forms (issue 21)."""
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from scipy.stats import norm, t as student
 
-from mechanism.resample import _split_interval, simultaneous_band
+from mechanism.resample import split_interval, simultaneous_band
 
 
 def test_split_interval_is_t_on_the_inflated_bootstrap_sd():
     rng = np.random.default_rng(3)
     reps = rng.normal(0.1, 0.02, size=(500, 3))
     est = np.array([0.1, 0.0, -0.2])
-    lo, hi = _split_interval(est, reps, 0.9, 12)
+    lo, hi = split_interval(est, reps, 0.9, 12)
     half = student.ppf(0.95, 11) * math.sqrt(12 / 11) * reps.std(axis=0)
     assert lo == pytest.approx(est - half, abs=1e-15) and hi == pytest.approx(est + half, abs=1e-15)
     # wider than the normal interval on the plug-in sd by exactly that factor
@@ -25,18 +25,18 @@ def test_split_interval_is_t_on_the_inflated_bootstrap_sd():
 
 def test_split_interval_edge_cases():
     reps = np.array([[np.nan, 1.0, 2.0], [np.nan, 1.0, 4.0], [np.nan, 1.0, np.nan]])
-    lo, hi = _split_interval(np.array([0.0, 1.0, 3.0]), reps, 0.95, 40)
+    lo, hi = split_interval(np.array([0.0, 1.0, 3.0]), reps, 0.95, 40)
     assert np.isnan(lo[0]) and np.isnan(hi[0])  # undefined in every replicate
     assert (lo[1], hi[1]) == (1.0, 1.0)  # never varies
     half = student.ppf(0.975, 39) * math.sqrt(40 / 39) * 1.0  # NaN replicate left out: sd of (2, 4)
     assert (lo[2], hi[2]) == pytest.approx((3.0 - half, 3.0 + half))
     with np.errstate(all="raise"):  # one question: an infinite interval, no warning
-        lo1, hi1 = _split_interval(0.5, np.array([0.2, 0.8]), 0.95, 1)
+        lo1, hi1 = split_interval(0.5, np.array([0.2, 0.8]), 0.95, 1)
         assert (float(lo1), float(hi1)) == (-math.inf, math.inf)
-        assert _split_interval(0.5, np.array([0.5, 0.5]), 0.95, 1) == (0.5, 0.5)
-    assert all(np.isnan(v) for v in _split_interval(0.5, np.array([0.2, 0.8]), None, 10))
+        assert split_interval(0.5, np.array([0.5, 0.5]), 0.95, 1) == (0.5, 0.5)
+    assert all(np.isnan(v) for v in split_interval(0.5, np.array([0.2, 0.8]), None, 10))
     with pytest.raises(ValueError, match="confidence level"):
-        _split_interval(0.5, np.array([0.2, 0.8]), 1.5, 10)
+        split_interval(0.5, np.array([0.2, 0.8]), 1.5, 10)
 
 
 def test_band_calibration_keeps_the_tail_probability_on_a_t_distribution():
