@@ -12,6 +12,7 @@ from mechanism.options import RandomState, check_ci
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_table
 from mechanism.strategy_space import Placement
+from mechanism.strategy_space import display_names as strategy_names  # noqa: F401  (the name analyses/example.ipynb uses)
 
 
 def pooled_share_table(labels: pl.DataFrame) -> pl.DataFrame:
