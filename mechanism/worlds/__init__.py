@@ -17,6 +17,12 @@ counts that overlap between strategies, so a method tuned to one world is tested
 - :func:`analyst`: a data-analyst agent (OpenAI ``tool_calls``; list_tables, describe_table,
   sample_rows, run_sql, run_python) with seven strategies, failed calls fixed and retried inside
   every one that calls a tool, optional steps inside two; rl differs from base only in its mixture.
+- :func:`coder`: a software-engineering agent fixing reported bugs in a repository (OpenAI
+  ``tool_calls``; search_code, open_file, edit_file, run_tests, run_shell, submit) with seven
+  strategies (edit blind, reproduce first, search-driven, regression test first, shell
+  exploration, git history, give up), failed calls retried by the same tool inside every one
+  that calls a tool, optional steps at fixed rates; rl differs from base only in its mixture.
+  A held-out world, written without reference to segmentation or clustering.
 
 Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
 :class:`~mechanism.simulation.Simulation` is: ``world.runs`` (read back from the native records
@@ -30,11 +36,12 @@ from __future__ import annotations
 from mechanism.worlds._base import (TRUTH_KEYS, PlantedWorld, TruthJoin, World, chat_world, join_truth, mixture_planted,
                                     random_state_from)
 from mechanism.worlds.analyst import analyst
+from mechanism.worlds.coder import coder
 from mechanism.worlds.multihop import multihop
 from mechanism.worlds.service import service
 from mechanism.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst")
 
-__all__ = ["World", "analyst", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "mixture_planted",
-           "random_state_from", "multihop", "service", "webshop", "WORLDS"]
+__all__ = ["World", "analyst", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world",
+           "mixture_planted", "random_state_from", "multihop", "service", "webshop", "WORLDS"]

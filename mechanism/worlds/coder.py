@@ -12,7 +12,7 @@ followed by a corrected call of the same tool; and a test run after the fix that
 followed by another edit and a run that passes.
 
 Seven planted strategies; call counts overlap (``submit`` not counted; 0, 2-3, 4-6, 4-6, 6-7,
-4-7, 5-6 calls without failures, each failure adding one or two):
+5-7, 5-6 calls without failures, each failure adding one or two):
 
 =====================  ====================================================================
 ``give_up``            no tool: the fix explained in words (or declined) from the issue alone
@@ -92,8 +92,9 @@ _BUGS = {
                                                              'return {v}.strip().lower() if {v} else ""'),
              "error": "AttributeError: 'NoneType' object has no attribute 'strip'",
              "trigger": ("the value is missing", "a field is None", "the column is empty"), "case": "none"},
-    "key": {"buggy": 'return options["{key}"]', "fixes": ('return options.get("{key}", {default})',
-                                                         'return options["{key}"] if "{key}" in options else {default}'),
+    "key": {"buggy": 'return options["{key}"]',
+            "fixes": ('return options.get("{key}", {default})',
+                      'return options["{key}"] if "{key}" in options else {default}'),
             "error": "KeyError: '{key}'", "trigger": ("the option `{key}` is not set", "`{key}` is left out",
                                                       "an old config file without `{key}` is loaded"),
             "case": "missing_key"},
@@ -203,7 +204,8 @@ class _Agent:
             if bad == selector:
                 bad = selector + "x"
             self._turn("run_tests", {"path_or_selector": bad},
-                       f"ERROR: file or directory not found: {bad}\n\nno tests ran in 0.0{int(self.rng.integers(1, 9))}s",
+                       f"ERROR: file or directory not found: {bad}\n\n"
+                       f"no tests ran in 0.0{int(self.rng.integers(1, 9))}s",
                        failed=True)
         self._turn("run_tests", {"path_or_selector": selector}, result)
 
@@ -436,7 +438,8 @@ def _task(rng: np.random.Generator, i: int) -> dict:
          "case": bug["case"], "issue": int(rng.integers(100, 9999)),
          "ver": f"{int(rng.integers(0, 4))}.{int(rng.integers(0, 20))}.{int(rng.integers(0, 9))}",
          "doc": pick(rng, ("Return the total.", f"Combine the {pick(rng, _NOUNS)}.", "Helper used by the loader.")),
-         "arg": pick(rng, ("[]", "[1]", "None", '{"a": 1}', '" 7\\n"')), "expected": pick(rng, ("[]", "0", "None", '""'))}
+         "arg": pick(rng, ("[]", "[1]", "None", '{"a": 1}', '" 7\\n"')),
+         "expected": pick(rng, ("[]", "0", "None", '""'))}
     t["caller_path"] = t["src"].rsplit("/", 1)[0] + f"/{pick(rng, ('api', 'core', 'cli', 'loader', word(rng)))}.py"
     t["caller_line"] = int(rng.integers(20, 400))
     t["line"] = t["def_line"] + 4
