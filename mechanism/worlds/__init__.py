@@ -23,6 +23,12 @@ counts that overlap between strategies, so a method tuned to one world is tested
   exploration, git history, give up), failed calls retried by the same tool inside every one
   that calls a tool, optional steps at fixed rates; rl differs from base only in its mixture.
   A held-out world, written without reference to segmentation or clustering.
+- :func:`browser`: a web-navigation agent on an internal GitLab and web shop (WebArena-like;
+  OpenAI ``tool_calls``; goto, click, type, scroll, read_page, go_back) with six strategies
+  (answer from memory, site search, menu navigation, direct URL, scroll and scan, filter and
+  sort), execution failures retried by the same tool inside every one that calls a tool,
+  optional steps at fixed rates; rl differs from base only in its mixture. A held-out world,
+  written without reference to segmentation or clustering.
 
 Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
 :class:`~mechanism.simulation.Simulation` is: ``world.runs`` (read back from the native records
@@ -36,6 +42,7 @@ from __future__ import annotations
 from mechanism.worlds._base import (TRUTH_KEYS, PlantedWorld, TruthJoin, World, chat_world, join_truth, mixture_planted,
                                     random_state_from)
 from mechanism.worlds.analyst import analyst
+from mechanism.worlds.browser import browser
 from mechanism.worlds.coder import coder
 from mechanism.worlds.multihop import multihop
 from mechanism.worlds.service import service
@@ -43,5 +50,5 @@ from mechanism.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst")
 
-__all__ = ["World", "analyst", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world",
-           "mixture_planted", "random_state_from", "multihop", "service", "webshop", "WORLDS"]
+__all__ = ["World", "analyst", "browser", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS",
+           "chat_world", "mixture_planted", "random_state_from", "multihop", "service", "webshop", "WORLDS"]
