@@ -7,25 +7,29 @@ with six tools in OpenAI ``tool_calls`` format: ``goto(url)``, ``click(element_i
 ``type(element_id, text)``, ``scroll(direction)``, ``read_page()`` (the page's accessibility
 tree, with its text) and ``go_back()``. Navigation returns the new page's interactive elements;
 ``read_page`` returns the whole tree. The final assistant message without a tool call is the
-answer. A task that changes something (the address) ends, in every strategy that calls a tool,
-with the address typed into the form and the save button clicked.
+answer.
 
-Six planted strategies; call counts overlap (0, 3-8, 3-9, 2-7, 3-13, 3-10 calls with the
+Six planted strategies; call counts overlap (0, 3-10, 3-11, 2-8, 3-15, 3-11 calls with the
 failures, the optional steps and the edit of an address task):
 
 =================  ========================================================================
 ``memory``         answer from memory, no tool (a guess, or "done" without doing it)
-``site_search``    [read_page] > type the query in the search box > click a result >
-                   [go_back > click another result] > read_page
-``menu_nav``       [read_page] > click through 2-3 menu levels (site menu, section, tab) >
-                   [go_back > click another entry] > read_page
+``site_search``    [read_page] > type the query in the search box > [click a wrong result >
+                   go_back] > click the result (on GitLab, then the project's tab) >
+                   read_page
+``menu_nav``       [read_page] > click through 2-3 menu levels (site menu, list, entry or
+                   tab), [a wrong entry clicked first > go_back] > read_page
 ``direct_url``     [read_page] > goto a guessed URL > read_page; when the guess is a 404
                    page (40 %), one click from it (the nearest link) before the read_page
-``scroll_scan``    [read_page] > goto a listing page > scroll 2-5 times, each scroll
-                   sometimes followed by a read_page (35 %); no search, no filter
+``scroll_scan``    [read_page] > goto a listing page > scroll 2-5 times, each scroll but the
+                   last sometimes followed by a read_page (35 %); a last read_page half the
+                   time; no search, no filter
 ``filter_sort``    [read_page] > goto a listing page > 1-3 filter controls (a click on a
                    filter or sort control, or text typed into the filter box) > read_page
 =================  ========================================================================
+
+An address task then ends, in every strategy but ``memory``, with ``type`` (the new address)
+and ``click`` (save).
 
 ``[...]`` marks an OPTIONAL step taken at a fixed rate whatever the arm: a read_page before
 the first action (30 %, every strategy that calls a tool), and a go_back and a click on
