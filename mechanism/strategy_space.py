@@ -73,10 +73,10 @@ from mechanism._strategies.clustering import (OUTLIER_QUANTILE, assign_table, me
                                               weighted_silhouette)
 from mechanism._strategies.describe import c_tf_idf_keywords  # noqa: F401  (public here since 0.1)
 from mechanism._strategies.description import member_examples  # noqa: F401  (public here: the report's explorer)
-from mechanism._strategies.features import FitRows, distinct_rows, embed_join, fit_vocabulary
+from mechanism._strategies.features import FitRows, distinct_rows, embed_join, fit_vocabulary, tool_plan
 from mechanism._strategies.fitcache import fit_cached
 from mechanism._strategies.labels import display_names, strategy_label  # noqa: F401  (public here)
-from mechanism._strategies.params import (CONSTRAINTS, ClusterOn, Families, Linkage, Method, check, model_params,
+from mechanism._strategies.params import (CONSTRAINTS, ClusterOn, Families, Linkage, Method, Plans, check, model_params,
                                           resolve_seed)
 from mechanism._strategies.persist import FORMAT_VERSION  # noqa: F401  (the saved format's version, public)
 from mechanism._strategies.reduce import interpolate, map_coordinates
@@ -141,16 +141,17 @@ class StrategySpace(BaseEstimator):
         move (failure and retry rates are execution: :meth:`execution`); ``"keep"``: every call
         is a move of its own, failures and retries marked (for studies of recovery).
     families
-        ``"keep"``: the cut alone. ``"merge"``: strategies whose typical sequences differ by
-        one inserted step are one family unless the arms take it at different rates
-        (:mod:`mechanism._strategies.families` says why it is not the default).
+        ``"keep"``: the cut alone. ``"merge"``: strategies one inserted step apart are one family
+        unless the arms take it at different rates (:mod:`mechanism._strategies.families`).
+    plans
+        ``"apart"``: the tree is cut within each tool plan (:func:`tool_plan`; ``min_share``
+        alone joins a rare plan to its nearest strategy); ``"mixed"``: one tree.
     error_pattern
         A regular expression (case-insensitive) for your environment's failure messages.
     cache_dir
-        Folder of the caches (``None``: none): ``embeddings/``, ``segments/``, ``fits/``
-        (:mod:`mechanism._strategies.fitcache`) and ``reductions/`` (UMAP), all
-        :mod:`mechanism.cachefile` entries; a fit on a table seen before reads everything
-        from them (nothing segmented, embedded or clustered, no model loaded).
+        Folder of the caches (``None``: none): ``embeddings/``, ``segments/``, ``fits/`` and
+        ``reductions/`` (UMAP), :mod:`mechanism.cachefile` entries; a fit on a table seen before
+        reads everything from them (nothing segmented, embedded or clustered, no model loaded).
     progress
         Show progress bars (``None``: only on a terminal).
 
@@ -160,8 +161,8 @@ class StrategySpace(BaseEstimator):
         Strategy of each row of the fitted table (``n_strategies_`` of them).
     strategies_ : polars.DataFrame
         What :meth:`describe` returns.
-    train_features_, train_labels_, train_counts_ : numpy.ndarray
-        The distinct training rows of the joined space, their strategies and counts.
+    train_features_, train_labels_, train_counts_, train_plans_ : numpy.ndarray, list
+        The distinct training rows of the joined space, their strategies, counts and plans.
     threshold_ : float
         Distance to its strategy's medoid beyond which a new row is an outlier (the weighted
         99th percentile of the fitted members' own, at least ``resolution``).
@@ -189,9 +190,8 @@ class StrategySpace(BaseEstimator):
                  cluster_on: ClusterOn = "features", n_components: int = 5, n_neighbors: int = 15,
                  min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
                  n_bootstrap: int = 20, random_state: RandomState = 0, retries: Retries = "merge",
-                 families: Families = "keep",
-                 error_pattern: str | None = None, cache_dir: str | os.PathLike | None = None,
-                 progress: bool | None = None) -> None:
+                 families: Families = "keep", plans: Plans = "apart", error_pattern: str | None = None,
+                 cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> None:
         self.embedder = embedder
         self.embedding_weight = embedding_weight
         self.structure_weight = structure_weight
@@ -210,7 +210,7 @@ class StrategySpace(BaseEstimator):
         self.n_bootstrap = n_bootstrap
         self.random_state = random_state
         self.retries = retries
-        self.families = families
+        self.families, self.plans = families, plans
         self.error_pattern = error_pattern
         self.cache_dir = cache_dir
         self.progress = progress
@@ -255,7 +255,7 @@ class StrategySpace(BaseEstimator):
         uniq, inverse, first = distinct_rows(pair_rows, pair_of_row)
         rows = _fit_rows(runs, traj, uniq, inverse, first)
         self.train_features_, self.train_counts_ = uniq, rows.counts
-        self.train_renderings_, self.train_moves_ = rows.renderings, rows.moves
+        self.train_renderings_, self.train_moves_, self.train_plans_ = rows.renderings, rows.moves, rows.plans
         fitted, self.fit_cache_rebuilt_ = fit_cached(
             work, rows, folder=self._cache_path("fits"), params=model_params(self.get_params(), self.seed_),
             model=self.embedding_model_, vocabulary=self.vocabulary_)
@@ -418,7 +418,7 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
     np.add.at(arm_counts, (inverse, arm_codes), 1)
     tools = traj["tools"].gather(first).to_list()
     return FitRows(
-        features=uniq, counts=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
+        plans=[tool_plan(t) for t in tools], features=uniq, counts=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
         renderings=[str(r) for r in traj["rendering"].gather(first).to_list()], moves=moves,
         questions=np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel(),
         row_of=inverse, arm_counts=arm_counts,

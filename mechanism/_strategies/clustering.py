@@ -7,6 +7,11 @@
    (another provenance of one call, a call's order) and keeps apart groups that differ by a
    whole kind of call (four tokens: tool, relation, move, order). The default was chosen
    once for all planted worlds by leaving one world out (``benchmarks/RESULTS.md``).
+   Under ``plans="apart"`` (the default) the tree is cut within each tool plan
+   (:func:`~mechanism._strategies.features.tool_plan`: the tools called, in order, a run of
+   one tool read as once or again): trajectories that call other tools, or call them in
+   another order, are never one strategy by the cut, however close their other tokens and
+   wording are.
 2. A strategy holds at least ``min_share`` of the trajectories: a smaller group is a
    variant, and joins the strategy whose members are nearest on average (count-weighted).
    Rare renderings cannot then each claim a strategy of their own.
@@ -54,21 +59,56 @@ def distances(space: np.ndarray) -> np.ndarray:
     return squareform(pdist(space.astype(np.float64)))
 
 
+# Beyond any distance of the joined space (at most the square root of its token columns plus
+# twice the embedding weight), so that under `groups` a row of another group is always farther.
+GROUP_GAP = 1e4
+
+
 def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, linkage: str,
-                  min_share: float) -> np.ndarray:
+                  min_share: float, groups: np.ndarray | None = None) -> np.ndarray:
     """Labels of rows from their square distance matrix: the tree cut at ``resolution``
-    (groups joined while their linkage distance is below it), then :func:`merge_small`."""
+    (groups joined while their linkage distance is below it), then :func:`merge_small`.
+
+    With ``groups`` (an integer code per row, e.g. its tool plan), each group gets a tree of its
+    own, so the cut never joins rows of two groups; :func:`merge_small` then counts a row of
+    another group :data:`GROUP_GAP` farther away, so that a too-small strategy joins the nearest
+    of its own group, and only one alone in its group joins the nearest other.
+
+    Examples
+    --------
+    >>> d = np.array([[0.0, 1.0, 5.0], [1.0, 0.0, 5.0], [5.0, 5.0, 0.0]])
+    >>> agglomerative(d, np.ones(3), resolution=1.5, linkage="average", min_share=0).tolist()
+    [0, 0, 1]
+    >>> agglomerative(d, np.ones(3), resolution=1.5, linkage="average", min_share=0,
+    ...               groups=np.array([0, 1, 1])).tolist()
+    [0, 1, 2]
+    """
+    m = len(dist)
+    if m < 2:
+        return np.zeros(m, dtype=np.int64)
+    if groups is None:
+        return merge_small_from(dist, _cut(dist, resolution, linkage), counts, min_share)
+    labels = np.empty(m, dtype=np.int64)
+    offset = 0
+    for g in np.unique(groups):
+        idx = np.flatnonzero(groups == g)
+        labels[idx] = _cut(dist[np.ix_(idx, idx)], resolution, linkage) + offset
+        offset = int(labels[idx].max()) + 1
+    apart = dist + GROUP_GAP * (groups[:, None] != groups[None, :])
+    return merge_small_from(apart, labels, counts, min_share)
+
+
+def _cut(dist: np.ndarray, resolution: float, linkage: str) -> np.ndarray:
+    """Labels 0.. of the average/complete/single-linkage tree of ``dist`` cut at ``resolution``."""
     from scipy.cluster.hierarchy import fcluster
     from scipy.cluster.hierarchy import linkage as tree
     from scipy.spatial.distance import squareform
 
-    m = len(dist)
-    if m < 2:
-        return np.zeros(m, dtype=np.int64)
+    if len(dist) < 2:
+        return np.zeros(len(dist), dtype=np.int64)
     z = tree(squareform(dist, checks=False), method=linkage)
     # strictly below the resolution, as scikit-learn's distance_threshold
-    labels = fcluster(z, t=np.nextafter(resolution, 0.0), criterion="distance").astype(np.int64) - 1
-    return merge_small_from(dist, labels, counts, min_share)
+    return fcluster(z, t=np.nextafter(resolution, 0.0), criterion="distance").astype(np.int64) - 1
 
 
 def merge_small_from(dist: np.ndarray, labels: np.ndarray, counts: np.ndarray, min_share: float) -> np.ndarray:
@@ -148,10 +188,12 @@ def reduced(p: Any, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return umap_coordinates(rows, np.asarray(counts, dtype=np.float64), p.n_components, **umap_settings(p))
 
 
-def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray | None = None
-            ) -> tuple[np.ndarray, dict[int, float] | None]:
+def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray | None = None,
+            plans: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, float] | None]:
     """Strategies of the distinct rows ``space`` weighted by ``counts`` under ``p.method``, and
-    the silhouette of every k tried (k-means only, else ``None``)."""
+    the silhouette of every k tried (k-means only, else ``None``); ``plans`` (each row's plan
+    code, :func:`~mechanism._strategies.features.plan_codes`) keeps plans apart in the tree
+    when ``p.plans == "apart"``."""
     m = len(space)
     if m < 2:
         return np.zeros(m, dtype=np.int64), None
@@ -165,7 +207,8 @@ def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray
     # memory) and the light tail joins the strategy of its nearest clustered row.
     heavy = core(counts)
     lab = agglomerative(distances(space[heavy]) if core_dist is None else core_dist, counts[heavy],
-                        resolution=p.resolution, linkage=p.linkage, min_share=p.min_share)
+                        resolution=p.resolution, linkage=p.linkage, min_share=p.min_share,
+                        groups=plan_groups(p, plans, heavy))
     out = np.empty(m, dtype=np.int64)
     out[heavy] = lab
     rest = np.setdiff1d(np.arange(m), heavy)
@@ -175,10 +218,19 @@ def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray
     return out, None
 
 
-def cluster_rows(p: Any, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The clustering ``p`` makes of some distinct rows of the joined space (for resamples,
-    seeds and the resolution sweep; a clone's parameters give another fit's)."""
-    return cluster(p, reduced(p, rows, counts), np.asarray(counts, dtype=np.float64))[0]
+def cluster_rows(p: Any, rows: np.ndarray, counts: np.ndarray, plans: np.ndarray | None = None) -> np.ndarray:
+    """The clustering ``p`` makes of some distinct rows of the joined space, with their plan
+    codes (for resamples, seeds and the resolution sweep; a clone's parameters give another
+    fit's)."""
+    return cluster(p, reduced(p, rows, counts), np.asarray(counts, dtype=np.float64), plans=plans)[0]
+
+
+def plan_groups(p: Any, plans: np.ndarray | None, index: np.ndarray) -> np.ndarray | None:
+    """The plan codes of rows ``index`` that the tree keeps apart, or ``None`` (``p.plans`` is
+    ``"mixed"``, or the rows have no plans: a space saved before plans were read)."""
+    if plans is None or getattr(p, "plans", "mixed") != "apart":
+        return None
+    return np.asarray(plans)[index]
 
 
 def core(counts: np.ndarray) -> np.ndarray:

@@ -110,6 +110,38 @@ def join(tokens: Sequence[str], emb: np.ndarray, vocabulary: Sequence[str], *, s
     return np.round(np.hstack([left, right]), 5).astype(np.float32)
 
 
+def tool_plan(tools: str | None) -> str:
+    """The tools a trajectory calls, in order, each run of one tool read as the tool once
+    (``tool``) or more than once (``tool+``): what :class:`~mechanism.StrategySpace` keeps
+    strategies apart by under ``plans="apart"``.
+
+    Runs are read this way because how often a tool is called in a row is execution (one
+    more scroll, a third rewording), while calling it once or again is not (one query, or a
+    second that uses the first's result).
+
+    Examples
+    --------
+    >>> tool_plan("list_tables > describe_table > describe_table > run_sql")
+    'list_tables > describe_table+ > run_sql'
+    >>> tool_plan("search > search > search"), tool_plan(None)
+    ('search+', '')
+    """
+    out: list[str] = []
+    for tool in (tools or "").split(" > "):
+        if not tool:
+            continue
+        if out and out[-1].rstrip("+") == tool:
+            out[-1] = tool + "+"
+        else:
+            out.append(tool)
+    return " > ".join(out)
+
+
+def plan_codes(plans: Sequence[str]) -> np.ndarray:
+    """Integer code of each row's plan (equal plans, equal codes; in sorted order of plans)."""
+    return np.unique(np.asarray(list(plans), dtype=object).astype(str), return_inverse=True)[1].ravel().astype(np.int64)
+
+
 @dataclass(frozen=True)
 class FitRows:
     """What a fit clusters: the distinct rows of the joined space and what the clustering,
@@ -119,7 +151,7 @@ class FitRows:
     first renderings and move sequences; ``questions`` and ``row_of`` give each fitted
     trajectory's question (integer code) and distinct row, what the bootstrap over questions
     resamples; ``steps`` and ``arm_counts`` each distinct row's attempt sequence and arm counts,
-    what the family test reads.
+    what the family test reads; ``plans`` each distinct row's :func:`tool_plan`.
     """
 
     features: np.ndarray
@@ -130,6 +162,7 @@ class FitRows:
     row_of: np.ndarray
     steps: list[tuple[str, ...]]
     arm_counts: np.ndarray
+    plans: list[str]
 
 
 def distinct_rows(pair_rows: np.ndarray, pair_of_row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

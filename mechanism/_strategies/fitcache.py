@@ -17,7 +17,7 @@ import numpy as np
 from mechanism._strategies.clustering import (core, cluster, distances, families, medoid_rows, medoid_threshold,
                                               reduced, renumber)
 from mechanism._strategies.describe import summaries
-from mechanism._strategies.features import FitRows
+from mechanism._strategies.features import FitRows, plan_codes
 from mechanism._strategies.stability import fit_stability
 from mechanism.cachefile import code_id, digest, discard, parse_json, read_checked, write_checked
 
@@ -37,7 +37,7 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
     if p.method == "agglomerative" and p.cluster_on == "features" and len(space) >= 2:
         # the clustering and the stability resamples use the same matrix: compute it once
         core_dist = distances(space[core(counts)])
-    raw, silhouette = cluster(p, space, counts, core_dist)
+    raw, silhouette = cluster(p, space, counts, core_dist, plans=plan_codes(rows.plans))
     merged, merges = families(p, raw, counts, rows)
     labels = renumber(merged, space, counts, np.array(rows.renderings, dtype=object))
     optional: dict[int, list[str]] = {}
@@ -78,6 +78,7 @@ def fit_key(p: Any, rows: FitRows, *, params: dict[str, Any], model: str, vocabu
              np.ascontiguousarray(rows.row_of, dtype=np.int64).tobytes(),
              json.dumps([rows.renderings, rows.moves]).encode("utf-8", "surrogatepass"),
              json.dumps(rows.steps).encode("utf-8", "surrogatepass"),
+             json.dumps(rows.plans).encode("utf-8", "surrogatepass"),
              np.ascontiguousarray(rows.arm_counts, dtype=np.int64).tobytes()]
     return digest(b"\0".join(len(part).to_bytes(8, "little") + part for part in parts))[:40]
 

@@ -18,6 +18,7 @@ Method = Literal["agglomerative", "kmeans", "hdbscan"]
 Linkage = Literal["average", "complete", "single"]
 ClusterOn = Literal["features", "umap"]
 Families = Literal["merge", "keep"]
+Plans = Literal["apart", "mixed"]
 
 
 def _number(low: float, high: float = float("inf"), *, integer: bool = False, open_low: bool = False,
@@ -80,6 +81,7 @@ CONSTRAINTS: dict[str, Callable[[str, Any], None]] = {
     "min_dist": _number(0, 1e6), "max_umap_points": _number(1, 2**40, integer=True),
     "outlier_factor": _number(0, 1e6), "n_bootstrap": _number(0, 10**6, integer=True),
     "random_state": _random_state, "retries": _choice(Retries), "families": _choice(Families),
+    "plans": _choice(Plans),
     "error_pattern": _pattern,
 }
 
@@ -104,7 +106,7 @@ def model_params(params: dict[str, Any], seed: int) -> dict[str, Any]:
     seed the fit used as ``random_state``."""
     keys = ("embedding_weight", "structure_weight", "method", "resolution", "linkage", "min_share", "k_range",
             "min_cluster_size", "cluster_on", "n_components", "n_neighbors", "min_dist", "max_umap_points",
-            "outlier_factor", "n_bootstrap", "random_state", "retries", "error_pattern", "families")
+            "outlier_factor", "n_bootstrap", "random_state", "retries", "error_pattern", "families", "plans")
     out = {k: params[k] for k in keys}
     out["k_range"] = list(out["k_range"])
     out["random_state"] = int(seed)

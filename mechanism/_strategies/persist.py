@@ -63,11 +63,11 @@ _PARAMS: dict[str, tuple[str, float, float]] = {
     "n_components": ("int", 1, 100), "n_neighbors": ("int", 1, 2**31), "min_dist": ("num", 0, 1e6),
     "max_umap_points": ("int", 1, 2**40), "outlier_factor": ("num", 0, 1e6), "n_bootstrap": ("int", 0, 10**6),
     "random_state": ("int", 0, 2**32 - 1), "retries": ("str", 0, 0), "error_pattern": ("pattern", 0, 0),
-    "families": ("str", 0, 0),
+    "families": ("str", 0, 0), "plans": ("str", 0, 0),
 }
 # Parameters added after spaces were first saved: a space saved without them was fitted as these
 # say (every call its own move, the default failure reading).
-_SAVED_BEFORE = {"retries": "keep", "error_pattern": None, "families": "keep"}
+_SAVED_BEFORE = {"retries": "keep", "error_pattern": None, "families": "keep", "plans": "mixed"}
 _PATTERN_MAX = 2000
 CHECKSUM = "blake2b"  # what `save` writes; a space without the field was checked with SHA-256
 _CHECKSUMS = ("blake2b", "sha256")
@@ -91,8 +91,10 @@ def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_c
         atomic_write(out / f"{name}.npy", buf.getvalue())
         checksums[name] = digest(np.ascontiguousarray(arr).tobytes())
     tables = {}
-    frames = {"train_rows": pl.DataFrame({"rendering": space.train_renderings_, "moves": space.train_moves_},
-                                         schema={"rendering": pl.String, "moves": pl.String}),
+    train_rows = {"rendering": space.train_renderings_, "moves": space.train_moves_}
+    if getattr(space, "train_plans_", None) is not None:  # a space saved before plans has none
+        train_rows["plan"] = space.train_plans_
+    frames = {"train_rows": pl.DataFrame(train_rows, schema={c: pl.String for c in train_rows}),
               "strategies": space.strategies_}
     for name in SAVED_TABLES:
         buf = io.BytesIO()
@@ -363,6 +365,9 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
     if rows.height != m:
         raise _Refusal(f"`train_rows.parquet` has {rows.height} rows, `train_features.npy` {m}",
                        "train_rows.parquet", "rendering")
+    # a space saved before plans were read has none: its sweep then cuts one tree, as its fit did
+    plans = (_column(rows, "train_rows.parquet", "plan", lambda t: t == pl.String).to_list()
+             if "plan" in rows.columns else None)
 
     for name, arr in loaded.items():
         attr, kind = SAVED_ARRAYS[name]
@@ -370,6 +375,7 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
     space.strategies_ = strategies
     space.train_renderings_ = renderings.to_list()
     space.train_moves_ = moves.to_list()
+    space.train_plans_ = plans
     space.embedding_model_ = model
     space.embedding_dim_ = embedding_dim
     space.vocabulary_ = list(vocabulary)

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from mechanism._strategies.clustering import agglomerative, cluster_rows, core, distances, families
-from mechanism._strategies.features import FitRows
+from mechanism._strategies.clustering import agglomerative, cluster_rows, core, distances, families, plan_groups
+from mechanism._strategies.features import FitRows, plan_codes
 from mechanism.errors import MechanismError
 from mechanism.resample import question_bootstrap_weights, stream
 
@@ -97,13 +97,14 @@ def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarr
     from sklearn.base import clone
 
     feats, counts = rows.features, rows.counts.astype(np.float64)
+    plans = plan_codes(rows.plans)
     tree = p.method == "agglomerative" and p.cluster_on == "features"
     seed = int(p.random_state)
     if tree:
         agreement = 1.0  # no random step: any seed gives these strategies (tests check it)
     else:
         other = clone(p).set_params(random_state=(seed + 1) % 2**32)
-        agreement = _trajectory_ari(labels, cluster_rows(other, feats, counts), rows.counts)
+        agreement = _trajectory_ari(labels, cluster_rows(other, feats, counts, plans), rows.counts)
     stab: dict[int, float] = {}
     if p.n_bootstrap > 0 and len(feats) > 1:
         if tree:
@@ -114,16 +115,17 @@ def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarr
             keep = np.full(len(feats), -1, dtype=np.int64)
             keep[heavy] = np.arange(len(heavy))
             in_core = keep[rows.row_of] >= 0
+            groups = plan_groups(p, plans, heavy)
 
             def refit(idx: np.ndarray, cnt: np.ndarray) -> np.ndarray:
-                cut = agglomerative(dist[np.ix_(idx, idx)], cnt, resolution=p.resolution,
-                                    linkage=p.linkage, min_share=p.min_share)
+                cut = agglomerative(dist[np.ix_(idx, idx)], cnt, resolution=p.resolution, linkage=p.linkage,
+                                    min_share=p.min_share, groups=None if groups is None else groups[idx])
                 return families(p, cut, cnt, rows, heavy[idx])[0]
 
             stab = bootstrap_stability(refit, len(heavy), labels[heavy], keep[rows.row_of][in_core],
                                        rows.questions[in_core], n_boot=p.n_bootstrap, random_state=seed)
         else:
-            stab = bootstrap_stability(lambda idx, cnt: cluster_rows(p, feats[idx], cnt), len(feats), labels,
+            stab = bootstrap_stability(lambda idx, cnt: cluster_rows(p, feats[idx], cnt, plans[idx]), len(feats), labels,
                                        rows.row_of, rows.questions, n_boot=p.n_bootstrap, random_state=seed)
     return stab, agreement
 
@@ -145,7 +147,8 @@ def sweep(space: Any, resolutions: "Sequence[float] | None") -> pl.DataFrame:
     out = []
     for r in resolutions:
         other = clone(space).set_params(resolution=float(r), random_state=space.seed_)
-        lab = cluster_rows(other, space.train_features_, counts)
+        plans = getattr(space, "train_plans_", None)
+        lab = cluster_rows(other, space.train_features_, counts, None if plans is None else plan_codes(plans))
         n = len(np.unique(lab))
         ari = _trajectory_ari(labels, lab, space.train_counts_)
         for c in sorted(set(labels.tolist()) - {-1}):

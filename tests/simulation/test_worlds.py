@@ -11,7 +11,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.segmentation import segment
-from mechanism.worlds import analyst, multihop, service, webshop
+from mechanism.worlds import analyst, browser, coder, multihop, service, webshop
 
 FAST = "hashing-256"
 _GEN = {"multihop": lambda seed: multihop(n_questions=40, random_state=seed),
@@ -237,13 +237,15 @@ def test_analyst_world_plants_what_its_docstring_says(tmp_path):
 
 
 # ARI the defaults must reach on each world (issue 19): 0.9 on the project's worlds, 0.85 on
-# the ones written from scratch for the issue
+# the ones written from scratch for the issue (webshop, analyst) and on held-out worlds of other
+# kinds of agents (coder, browser: written by developers who never read the segmentation or
+# clustering code, and measured once the defaults were set)
 _DEFAULT_BAR = {"simulated": 0.9, "multihop": 0.9, "multihop_react": 0.9, "service": 0.9, "webshop": 0.85,
-                "analyst": 0.85}
-# measured with the defaults at seed 0 (benchmarks/RESULTS.md, issue 19): the analyst world is
-# not recovered at the bar; kept honest as a strict xfail, with the floor it does reach asserted
-# (what was tried to raise it, measured: benchmarks/bench_strategies_detail.py)
-_BELOW_BAR = {"analyst": 0.68}
+                "analyst": 0.85, "coder": 0.85, "browser": 0.85}
+# measured with the defaults at seed 0 (benchmarks/RESULTS.md, issue 19): these worlds are not
+# recovered at the bar; kept honest as strict xfails, with the floor each does reach asserted
+# (analyst 0.822, coder 0.710, browser 0.395; what was tried: benchmarks/bench_strategies_detail.py)
+_BELOW_BAR = {"analyst": 0.8, "coder": 0.68, "browser": 0.37}
 
 
 def _default_world(name, tmp):
@@ -257,7 +259,8 @@ def _default_world(name, tmp):
         return _analyst_runs(0, tmp)
     gen = {"multihop": lambda: multihop(n_questions=60, random_state=0),
            "multihop_react": lambda: multihop(n_questions=60, random_state=0, react=True),
-           "service": lambda: service(n_questions=60, random_state=0), "webshop": lambda: webshop(n_questions=60, random_state=0)}
+           "service": lambda: service(n_questions=60, random_state=0), "webshop": lambda: webshop(n_questions=60, random_state=0),
+           "coder": lambda: coder(n_questions=60, random_state=0), "browser": lambda: browser(n_questions=60, random_state=0)}
     world = gen[name]()
     runs = mx.read(world.write(tmp / name), format="auto")
     return runs, world.labels_for(runs)

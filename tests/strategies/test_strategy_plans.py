@@ -1,0 +1,125 @@
+"""Tool plans keep strategies apart (issue 19): the tree is cut within each plan (the tools a
+trajectory calls, in order, a run of one tool read as once or again), so two trajectories that
+call other tools are never one strategy by the cut, however close their tokens and wording."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mechanism as mx
+from mechanism._strategies.clustering import agglomerative
+from mechanism._strategies.features import plan_codes, tool_plan
+from mechanism.segmentation import render
+from mechanism.worlds import analyst
+
+ROOT = Path(__file__).resolve().parents[2]
+OLD_SPACE = ROOT / "tests" / "fixtures" / "spaces" / "f075e91-agglomerative"
+
+
+def test_a_run_of_one_tool_reads_as_once_or_again():
+    assert tool_plan("run_sql") == "run_sql"
+    assert tool_plan("run_sql > run_sql") == tool_plan("run_sql > run_sql > run_sql") == "run_sql+"
+    assert tool_plan("a > b > a") == "a > b > a"  # order counts: a return to a tool is a step
+    assert tool_plan("") == tool_plan(None) == ""
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 4)), max_size=6))
+def test_the_plan_depends_on_runs_only_as_once_or_again(runs):
+    """Repeating a call inside a run that already holds two changes nothing; a second call does."""
+    merged: list[list] = []
+    for tool, n in runs:  # adjacent draws of one tool are one run
+        if merged and merged[-1][0] == tool:
+            merged[-1][1] += n
+        else:
+            merged.append([tool, n])
+    runs = [tuple(r) for r in merged]
+    seq = [t for t, n in runs for _ in range(n)]
+    longer = [t for t, n in runs for _ in range(n + (n >= 2))]
+    assert tool_plan(" > ".join(seq)) == tool_plan(" > ".join(longer))
+    if runs and runs[0][1] == 1:
+        assert tool_plan(" > ".join(seq)) != tool_plan(" > ".join(seq[:1] + seq))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 30), st.integers(1, 4))
+def test_the_cut_never_joins_two_plans(seed, m, n_groups):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(m, 3))
+    dist = np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1))
+    groups = rng.integers(0, n_groups, m)
+    labels = agglomerative(dist, np.ones(m), resolution=2.0, linkage="average", min_share=0.0, groups=groups)
+    for c in np.unique(labels):
+        assert len(np.unique(groups[labels == c])) == 1
+    # one group is one tree: the cut of all rows in one plan equals the cut without plans
+    same = agglomerative(dist, np.ones(m), resolution=2.0, linkage="average", min_share=0.0,
+                         groups=np.zeros(m, np.int64))
+    plain = agglomerative(dist, np.ones(m), resolution=2.0, linkage="average", min_share=0.0)
+    assert (same == plain).all()
+
+
+def test_a_small_strategy_joins_one_of_its_own_plan_first():
+    # rows 0-1 and 2-3 are one plan, row 4 another; row 3 is nearer row 4 than its own plan
+    x = np.array([[0.0], [0.1], [5.0], [9.0], [9.5]])
+    dist = np.abs(x - x.T)
+    counts = np.array([10, 10, 10, 1, 10])
+    groups = np.array([0, 0, 0, 0, 1])
+    labels = agglomerative(dist, counts, resolution=1.0, linkage="average", min_share=0.1, groups=groups)
+    assert labels[3] == labels[2] != labels[4]
+    mixed = agglomerative(dist, counts, resolution=1.0, linkage="average", min_share=0.1)
+    assert mixed[3] == mixed[4]
+
+
+@pytest.fixture(scope="module")
+def analyst_runs():
+    world = analyst(n_questions=60, random_state=0)
+    with tempfile.TemporaryDirectory() as d:
+        runs = mx.read(world.write(d), format="openai")
+    return runs, world.labels_for(runs)
+
+
+def _plans_per_strategy(runs, labels):
+    plans = [tool_plan(t) for t in render(runs)["tools"].to_list()]
+    return {c: sorted({p for p, lab in zip(plans, labels) if lab == c}) for c in np.unique(labels)}
+
+
+@pytest.mark.slow
+def test_on_the_analyst_world_sql_alone_and_sql_then_python_stay_apart(analyst_runs):
+    """Measured (seed 0): with one tree, 10 episodes that fetch with SQL and compute in Python
+    join the strategy that answers with one query; by plan they cannot, and recovery rises."""
+    from sklearn.metrics import adjusted_rand_score
+
+    runs, truth = analyst_runs
+    apart = mx.StrategySpace(embedder="hashing-256", n_bootstrap=0, progress=False).fit(runs)
+    mixed = mx.StrategySpace(embedder="hashing-256", n_bootstrap=0, progress=False, plans="mixed").fit(runs)
+    joined = {"run_sql", "run_sql > run_python"}
+    assert not any(joined <= set(p) for p in _plans_per_strategy(runs, apart.labels_).values())
+    assert any(joined <= set(p) for p in _plans_per_strategy(runs, mixed.labels_).values())
+    assert adjusted_rand_score(truth, apart.labels_) > adjusted_rand_score(truth, mixed.labels_)
+
+
+def test_plans_are_saved_and_a_loaded_space_sweeps_as_the_fitted_one(analyst_runs, tmp_path):
+    runs, _ = analyst_runs
+    space = mx.StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False).fit(runs)
+    assert len(space.train_plans_) == len(space.train_counts_)
+    assert len(plan_codes(space.train_plans_)) == len(space.train_plans_)
+    loaded = mx.StrategySpace.load(space.save(tmp_path / "s"), progress=False)
+    assert loaded.train_plans_ == space.train_plans_ and loaded.plans == "apart"
+    assert loaded.sweep([1.0, 1.5, 3.0]).equals(space.sweep([1.0, 1.5, 3.0]))
+    assert (loaded.transform(runs) == space.labels_).all()
+
+
+def test_a_space_saved_before_plans_loads_with_one_tree():
+    old = mx.StrategySpace.load(OLD_SPACE, progress=False)
+    assert old.plans == "mixed" and old.train_plans_ is None
+    assert old.sweep([1.5]).height > 0  # one tree over every row, as it was fitted
+
+
+def test_plans_is_a_checked_choice():
+    with pytest.raises(mx.InputError, match="plans"):
+        mx.StrategySpace(plans="sometimes").fit(analyst(n_questions=1, n_samples=1).runs)
