@@ -48,7 +48,7 @@ from mechanism.worlds.multihop import multihop
 from mechanism.worlds.service import service
 from mechanism.worlds.webshop import webshop
 
-WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst")
+WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser")
 
 __all__ = ["World", "analyst", "browser", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS",
            "chat_world", "mixture_planted", "random_state_from", "multihop", "service", "webshop", "WORLDS"]
