@@ -66,7 +66,7 @@ _PARAMS: dict[str, tuple[str, float, float]] = {
     "families": ("str", 0, 0), "plans": ("str", 0, 0),
 }
 # Parameters added after spaces were first saved: a space saved without them was fitted as these
-# say (every call its own move, the default failure reading).
+# say (every call its own move, the default failure reading, one tree over every plan).
 _SAVED_BEFORE = {"retries": "keep", "error_pattern": None, "families": "keep", "plans": "mixed"}
 _PATTERN_MAX = 2000
 CHECKSUM = "blake2b"  # what `save` writes; a space without the field was checked with SHA-256

@@ -190,7 +190,11 @@ def test_association_with_the_task_is_about_zero_when_strategies_ignore_the_task
 
 def test_sweep_clusters_on_copies_and_never_changes_the_estimator(service_runs, monkeypatch):
     runs, _ = service_runs
-    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    # one tree over every plan: the service world's strategies are each a plan of their own, so
+    # under the default plans="apart" no coarser cut joins any (checked below)
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, plans="mixed").fit(runs)
+    apart = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    assert apart.sweep([3.0])["n_strategies"][0] == apart.n_strategies_
     before = space.get_params()
     from mechanism._strategies import clustering
 
