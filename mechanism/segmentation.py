@@ -34,6 +34,16 @@ section 5): it is kept per call (``failed``, ``retried``) and per trajectory (``
 that define strategies. ``retries="keep"`` keeps every call a move of its own, failure
 (``!``) and retry (``after error``) marked, for studies of recovery behaviour.
 
+Another look (also under ``"merge"``): a call of a tool that does not retrieve, made right
+after an attempt of the same tool, on another object (relation ``new`` or ``switch``) that it
+did not take from a result, is *folded* into that attempt: opening a second file before
+editing, describing a second table, reading a second order the user named are one look of
+the same move, as a third scroll is (how many objects a look takes in is execution). A call
+that carries a value from a result (a second query with the id the first returned), that
+revises or repeats a call, or of a retrieval tool (where each query is a plan: rewording,
+bridging, decomposing) stays a move of its own. Folded calls are kept in the moves table
+(``folded``) and change nothing but the attempts.
+
 Calls of a retrieval tool (named like a search) are also read as search moves
 (:data:`SEARCH_MOVES`: ``first_lookup``, ``bridge_lookup``, ``verification``,
 ``reformulation``, ``parallel_lookup``, ``new_lookup``, ``repeat``), derived from the same
@@ -226,6 +236,7 @@ class _Step:
     masked: str
     token: str
     merged: bool = False  # retried, and read as one attempt with its retry (retries="merge")
+    folded: bool = False  # another look of the attempt before it (retries="merge", module docstring)
     marked: bool = False  # the failure is part of the move (retries="keep")
     marked_retry: bool = False  # so is following a failed call
 
@@ -303,6 +314,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     calls_seen: set[tuple[str, tuple[str, ...]]] = set()
     prev_call: tuple[str, tuple[str, ...]] | None = None
     prev_failed = False
+    last_attempt: str | None = None  # the tool of the last attempt (what a look folds into)
     moves: list[_Step] = []
     steps = [st or {} for st in (steps or ())]  # a null step is a call with nothing recorded
     tools_of = [memo.tool(st.get("tool")) for st in steps]
@@ -353,6 +365,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         coverage = len(tset & asked) / len(asked) if asked else 0.0
         scope = _scope(coverage, counts["user"])
         retrieval = bool(_RETRIEVAL.search(tool)) and len(values) <= 1
+        folded = (merge and not merged and not retrieval and last_attempt == tool
+                  and relation in ("new", "switch") and "result" not in sources)
         move = _search_move(relation, sources) if retrieval else relation
         src = "+".join(s for s in SOURCES if s in sources) or "nothing"
         shown_failed, shown_after = (failed, prev_failed) if not merge else (False, False)
@@ -365,11 +379,13 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
             after_error=prev_failed, retried=retried, n_atoms=n,
             share_user=counts["user"] / n if n else 0.0, share_result=counts["result"] / n if n else 0.0,
             share_call=counts["call"] / n if n else 0.0, share_new=counts["new"] / n if n else 0.0,
-            question_coverage=coverage, masked=masked, token=token, merged=merged, marked=shown_failed,
+            question_coverage=coverage, masked=masked, token=token, merged=merged, folded=folded, marked=shown_failed,
             marked_retry=shown_after))
         prev_failed = failed
         if merged:
             continue
+        if not folded:
+            last_attempt = tool
         calls_seen.add(key)
         prev_call = key
         by_tool.setdefault(tool, set()).update(tset)
@@ -399,8 +415,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
 
 def attempts(moves: Sequence[_Step]) -> list[_Step]:
     """The moves that define a strategy: every call but the failed ones their retry replaces
-    (none under ``retries="keep"``)."""
-    return [m for m in moves if not m.merged]
+    and the looks folded into the attempt before them (none under ``retries="keep"``)."""
+    return [m for m in moves if not (m.merged or m.folded)]
 
 
 def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
@@ -443,7 +459,8 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
 _MOVE_SCHEMA = {
     "arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64, "step": pl.Int64,
     "tool": pl.String, "move": pl.String, "relation": pl.String, "sources": pl.String, "scope": pl.String,
-    "failed": pl.Boolean, "after_error": pl.Boolean, "retried": pl.Boolean, "n_atoms": pl.Int64, "share_user": pl.Float64,
+    "failed": pl.Boolean, "after_error": pl.Boolean, "retried": pl.Boolean, "folded": pl.Boolean, "n_atoms": pl.Int64,
+    "share_user": pl.Float64,
     "share_result": pl.Float64, "share_call": pl.Float64, "share_new": pl.Float64,
     "question_coverage": pl.Float64, "masked": pl.String, "token": pl.String,
 }
