@@ -29,6 +29,12 @@ counts that overlap between strategies, so a method tuned to one world is tested
   sort), execution failures retried by the same tool inside every one that calls a tool,
   optional steps at fixed rates; rl differs from base only in its mixture. A held-out world,
   written without reference to segmentation or clustering.
+- :func:`assistant`: a personal-assistant agent with e-mail, calendar and contacts tools (ATIF
+  v1.4 documents; search_email, read_email, send_email, list_events, create_event,
+  find_contact) with six strategies (no tools, act directly, calendar first, contact first,
+  thread first, full diligence), execution failures retried by the same tool inside every one
+  that calls a tool, optional steps at fixed rates; rl differs from base only in its mixture.
+  A held-out world, written without reference to segmentation or clustering.
 
 Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
 :class:`~mechanism.simulation.Simulation` is: ``world.runs`` (read back from the native records
@@ -42,6 +48,7 @@ from __future__ import annotations
 from mechanism.worlds._base import (TRUTH_KEYS, PlantedWorld, TruthJoin, World, chat_world, join_truth, mixture_planted,
                                     random_state_from)
 from mechanism.worlds.analyst import analyst
+from mechanism.worlds.assistant import assistant
 from mechanism.worlds.browser import browser
 from mechanism.worlds.coder import coder
 from mechanism.worlds.multihop import multihop
@@ -50,5 +57,5 @@ from mechanism.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser")
 
-__all__ = ["World", "analyst", "browser", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS",
+__all__ = ["World", "analyst", "assistant", "browser", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS",
            "chat_world", "mixture_planted", "random_state_from", "multihop", "service", "webshop", "WORLDS"]
