@@ -30,7 +30,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.simulation import simulate
-from mechanism.worlds import analyst, browser, coder, multihop, service, webshop
+from mechanism.worlds import analyst, assistant, browser, coder, multihop, service, webshop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file
@@ -49,7 +49,8 @@ def load(world: str, seed: int, n: int = 60):
            "webshop": lambda: webshop(n_questions=n, random_state=seed),
            "analyst": lambda: analyst(n_questions=n, random_state=seed),
            "coder": lambda: coder(n_questions=n, random_state=seed),
-           "browser": lambda: browser(n_questions=n, random_state=seed)}[world]
+           "browser": lambda: browser(n_questions=n, random_state=seed),
+           "assistant": lambda: assistant(n_questions=n, random_state=seed)}[world]
     w = gen()
     with tempfile.TemporaryDirectory() as d:
         runs = mx.read(w.write(d), format=w.format)

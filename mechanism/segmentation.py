@@ -35,13 +35,14 @@ that define strategies. ``retries="keep"`` keeps every call a move of its own, f
 (``!``) and retry (``after error``) marked, for studies of recovery behaviour.
 
 Another look (also under ``"merge"``): a call of a tool that does not retrieve, made right
-after an attempt of the same tool, on another object (relation ``new`` or ``switch``) that it
-did not take from a result, is *folded* into that attempt: opening a second file before
-editing, describing a second table, reading a second order the user named are one look of
-the same move, as a third scroll is (how many objects a look takes in is execution). A call
-that carries a value from a result (a second query with the id the first returned), that
-revises or repeats a call, or of a retrieval tool (where each query is a plan: rewording,
-bridging, decomposing) stays a move of its own. Folded calls are kept in the moves table
+after an attempt of the same tool, on another object (relation ``new`` or ``switch``) and
+carrying nothing first met in that attempt's results, is *folded* into that attempt: opening
+a second file before editing, describing a second table, reading a second of the e-mails a
+search listed are one look of the same move, as a third scroll is (how many objects a look
+takes in is execution). A call that carries on what the attempt before it found (a second
+query with the id the first returned: a chain), that revises or repeats a call, or of a
+retrieval tool (where each query is a plan: rewording, bridging, decomposing) stays a move
+of its own. Folded calls are kept in the moves table
 (``folded``) and change nothing but the attempts.
 
 Calls of a retrieval tool (named like a search) are also read as search moves
@@ -315,6 +316,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     prev_call: tuple[str, tuple[str, ...]] | None = None
     prev_failed = False
     last_attempt: str | None = None  # the tool of the last attempt (what a look folds into)
+    last_found: set[str] = set()  # atoms first met in that attempt's results (what a chain carries on)
     moves: list[_Step] = []
     steps = [st or {} for st in (steps or ())]  # a null step is a call with nothing recorded
     tools_of = [memo.tool(st.get("tool")) for st in steps]
@@ -366,7 +368,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         scope = _scope(coverage, counts["user"])
         retrieval = bool(_RETRIEVAL.search(tool)) and len(values) <= 1
         folded = (merge and not merged and not retrieval and last_attempt == tool
-                  and relation in ("new", "switch") and "result" not in sources)
+                  and relation == "new" and not (tset & last_found))
         move = _search_move(relation, sources) if retrieval else relation
         src = "+".join(s for s in SOURCES if s in sources) or "nothing"
         shown_failed, shown_after = (failed, prev_failed) if not merge else (False, False)
@@ -384,8 +386,11 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         prev_failed = failed
         if merged:
             continue
-        if not folded:
-            last_attempt = tool
+        found = set(memo.atoms(observation)) - result_atoms - call_atoms - tset - set(user)
+        if folded:
+            last_found |= found
+        else:
+            last_attempt, last_found = tool, found
         calls_seen.add(key)
         prev_call = key
         by_tool.setdefault(tool, set()).update(tset)

@@ -72,7 +72,9 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
     With ``groups`` (an integer code per row, e.g. its tool plan), each group gets a tree of its
     own, so the cut never joins rows of two groups; :func:`merge_small` then counts a row of
     another group :data:`GROUP_GAP` farther away, so that a too-small strategy joins the nearest
-    of its own group, and only one alone in its group joins the nearest other.
+    of its own group, and only one alone in its group joins the nearest other; group -1 (no
+    tool called, :func:`~mechanism._strategies.features.plan_codes`) is three gaps from the
+    rest, so tool users join a strategy without tools only when nothing else is left.
 
     Examples
     --------
@@ -95,6 +97,9 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
         labels[idx] = _cut(dist[np.ix_(idx, idx)], resolution, linkage) + offset
         offset = int(labels[idx].max()) + 1
     apart = dist + GROUP_GAP * (groups[:, None] != groups[None, :])
+    tool_free = groups < 0
+    # a strategy that calls tools joins one that calls none only when nothing else is left
+    apart += 2 * GROUP_GAP * (tool_free[:, None] != tool_free[None, :])
     return merge_small_from(apart, labels, counts, min_share)
 
 

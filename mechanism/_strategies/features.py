@@ -138,8 +138,19 @@ def tool_plan(tools: str | None) -> str:
 
 
 def plan_codes(plans: Sequence[str]) -> np.ndarray:
-    """Integer code of each row's plan (equal plans, equal codes; in sorted order of plans)."""
-    return np.unique(np.asarray(list(plans), dtype=object).astype(str), return_inverse=True)[1].ravel().astype(np.int64)
+    """Integer code of each row's plan (equal plans, equal codes, in sorted order of plans);
+    -1 for the empty plan (no tool called), which the clustering keeps farthest from the rest.
+
+    Examples
+    --------
+    >>> plan_codes(["b", "", "a", "b"]).tolist()
+    [1, -1, 0, 1]
+    """
+    arr = np.asarray(list(plans), dtype=object).astype(str)
+    codes = np.unique(arr, return_inverse=True)[1].ravel().astype(np.int64)
+    if (arr == "").any():
+        codes = np.where(arr == "", -1, codes - 1)  # "" sorts first: the others start at 0
+    return codes
 
 
 @dataclass(frozen=True)
