@@ -18,6 +18,7 @@ from mechanism._strategies.clustering import (core, cluster, distances, families
                                               reduced, renumber)
 from mechanism._strategies.describe import summaries
 from mechanism._strategies.features import FitRows, plan_codes
+from mechanism._strategies.tasks import task_variants
 from mechanism._strategies.stability import fit_stability
 from mechanism.cachefile import code_id, digest, discard, parse_json, read_checked, write_checked
 
@@ -38,7 +39,8 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
         # the clustering and the stability resamples use the same matrix: compute it once
         core_dist = distances(space[core(counts)])
     raw, silhouette = cluster(p, space, counts, core_dist, plans=plan_codes(rows.plans))
-    merged, merges = families(p, raw, counts, rows)
+    family, merges = families(p, raw, counts, rows)
+    merged, variants = task_variants(family, counts, rows)
     labels = renumber(merged, space, counts, np.array(rows.renderings, dtype=object))
     optional: dict[int, list[str]] = {}
     for rec in merges:
@@ -46,6 +48,12 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
             final = int(labels[np.flatnonzero(raw == rec["joined"])[0]])
             optional.setdefault(final, []).append(rec["step"])
     out["optional_steps"] = {c: sorted(set(v)) for c, v in optional.items()}
+    tasks: dict[int, list[str]] = {}
+    for rec in variants:
+        if rec["merged"]:
+            final = int(labels[np.flatnonzero(family == rec["kept"])[0]])
+            tasks.setdefault(final, []).append(" / ".join(b or "(none)" for b in rec["blocks"]))
+    out["task_variants"] = {c: sorted(set(v)) for c, v in tasks.items()}
     if silhouette is not None:
         out["silhouette"] = silhouette
     out["labels"] = labels

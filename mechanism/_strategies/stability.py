@@ -17,6 +17,7 @@ import polars as pl
 
 from mechanism._strategies.clustering import agglomerative, cluster_rows, core, distances, families, plan_groups
 from mechanism._strategies.features import FitRows, plan_codes
+from mechanism._strategies.tasks import task_variants
 from mechanism.errors import MechanismError
 from mechanism.resample import question_bootstrap_weights, stream
 
@@ -120,7 +121,7 @@ def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarr
             def refit(idx: np.ndarray, cnt: np.ndarray) -> np.ndarray:
                 cut = agglomerative(dist[np.ix_(idx, idx)], cnt, resolution=p.resolution, linkage=p.linkage,
                                     min_share=p.min_share, groups=None if groups is None else groups[idx])
-                return families(p, cut, cnt, rows, heavy[idx])[0]
+                return task_variants(families(p, cut, cnt, rows, heavy[idx])[0], cnt, rows, heavy[idx])[0]
 
             stab = bootstrap_stability(refit, len(heavy), labels[heavy], keep[rows.row_of][in_core],
                                        rows.questions[in_core], n_boot=p.n_bootstrap, random_state=seed)
