@@ -268,8 +268,8 @@ class StrategySpace(BaseEstimator):
         self.n_strategies_ = int(labels.max() + 1) if (labels >= 0).any() else 0
         self.stability_ = _describe.stability_table(fitted["stability"], labels)
         self.seed_agreement_, self.names_ = float(fitted["seed_agreement"]), {}
-        self.strategies_ = _describe.table(runs, traj, self.labels_, fitted["summaries"], self.stability_,
-                                           fitted.get("optional_steps", {}), seed=self.seed_)
+        self.strategies_ = _describe.table(runs, traj, self.labels_, fitted["summaries"], self.stability_, fitted[
+            "optional_steps"], seed=self.seed_, task_variants=fitted["task_variants"])
         self._example_pool = _describe.example_pool(runs, traj["moves"].to_list(), self.labels_, self.strategies_)
         self.medoids_, self._nn = medoid_rows(uniq, self.train_counts_, labels), neighbours(uniq)
         return self
@@ -418,7 +418,8 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
     np.add.at(arm_counts, (inverse, arm_codes), 1)
     tools = traj["tools"].gather(first).to_list()
     return FitRows(
-        plans=[tool_plan(t) for t in tools], features=uniq, counts=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
+        plans=[tool_plan(t) for t in tools], features=uniq,
+        counts=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
         renderings=[str(r) for r in traj["rendering"].gather(first).to_list()], moves=moves,
         questions=np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel(),
         row_of=inverse, arm_counts=arm_counts,

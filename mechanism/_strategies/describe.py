@@ -12,7 +12,9 @@ medoid's masked rendering), ``typical_moves`` and ``typical_tools`` (the most co
 ``example`` (an unmasked trajectory with that rendering), ``success_rate`` (pooled),
 ``mean_rounds``, ``no_search_share``, ``failure_rate`` and ``retry_rate`` (share of members with
 a failed call, with a retry), ``failed_call_share`` (failed calls over calls),
-``optional_steps`` (what ``families="merge"`` joined) and, per arm of the fitted table,
+``optional_steps`` (what ``families="merge"`` joined), ``task_variants`` (tools that took one
+another's place on different kinds of task, ``"create_event / send_email"``:
+:mod:`mechanism._strategies.tasks`) and, per arm of the fitted table,
 ``n[arm]``, ``success_rate[arm]`` (questions weighted equally) and its bootstrap interval
 ``ci_low[arm]``, ``ci_high[arm]``, and ``failure_rate[arm]``, ``retry_rate[arm]`` with theirs
 (``..._ci_low[arm]``, ``..._ci_high[arm]``; :meth:`StrategySpace.execution` gives them as a long
@@ -89,7 +91,8 @@ def summaries(renderings: list[str], counts: np.ndarray, labels: np.ndarray, spa
 
 
 def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries: list[dict[str, Any]],
-          stability: pl.DataFrame, optional_steps: dict[int, list[str]], *, seed: int) -> pl.DataFrame:
+          stability: pl.DataFrame, optional_steps: dict[int, list[str]], *, seed: int,
+          task_variants: dict[int, list[str]] | None = None) -> pl.DataFrame:
     """The description table (:meth:`StrategySpace.describe` documents its columns) of the
     fitted ``runs``, rendered as ``traj``, with strategies ``labels``."""
     frame = traj.select("arm", "question_id", "moves", "tools", "tokens", "rendering").with_columns(
@@ -152,9 +155,10 @@ def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries:
         *[c for arm in arms for c in (f"n[{arm}]", f"success_rate[{arm}]", f"ci_low[{arm}]", f"ci_high[{arm}]",
                                       *(f"{w}{x}[{arm}]" for w in ("failure_rate", "retry_rate")
                                         for x in ("", "_ci_low", "_ci_high")))])
-    return out.with_columns(pl.Series(
-        "optional_steps", [optional_steps.get(int(c), []) for c in out["strategy"].to_list()],
-        dtype=pl.List(pl.String)))
+    ids = [int(c) for c in out["strategy"].to_list()]
+    return out.with_columns(
+        pl.Series("optional_steps", [optional_steps.get(c, []) for c in ids], dtype=pl.List(pl.String)),
+        pl.Series("task_variants", [(task_variants or {}).get(c, []) for c in ids], dtype=pl.List(pl.String)))
 
 
 def example_pool(runs: pl.DataFrame, moves: list[str], labels: np.ndarray, described: pl.DataFrame

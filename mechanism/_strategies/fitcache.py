@@ -113,7 +113,8 @@ def fit_cached(p: Any, rows: FitRows, *, folder: Path | None, **key: Any) -> tup
               "silhouette": ({str(k): v for k, v in fitted["silhouette"].items()}
                              if "silhouette" in fitted else None),
               "train_space": fitted["train_space"].tolist() if "train_space" in fitted else None,
-              "optional_steps": {str(k): v for k, v in fitted.get("optional_steps", {}).items()}}
+              "optional_steps": {str(k): v for k, v in fitted.get("optional_steps", {}).items()},
+              "task_variants": {str(k): v for k, v in fitted.get("task_variants", {}).items()}}
     write_checked(path, json.dumps(record).encode("utf-8", "surrogatepass"), {"format": FORMAT})
     return fitted, rebuilt
 
@@ -141,8 +142,9 @@ def decode(record: dict[str, Any], m: int, n_components: int) -> dict[str, Any]:
                            "stability": {int(k): _finite(v) for k, v in dict(record["stability"]).items()},
                            "seed_agreement": _finite(record["seed_agreement"])}
     out["optional_steps"] = {int(k): [str(x) for x in v] for k, v in dict(record["optional_steps"]).items()}
-    if not set(out["optional_steps"]) <= set(found):
-        raise ValueError("cached optional steps name unknown strategies")
+    out["task_variants"] = {int(k): [str(x) for x in v] for k, v in dict(record["task_variants"]).items()}
+    if not set(out["optional_steps"]) | set(out["task_variants"]) <= set(found):
+        raise ValueError("cached optional steps or task variants name unknown strategies")
     if record.get("silhouette") is not None:
         out["silhouette"] = {int(k): _finite(v) for k, v in dict(record["silhouette"]).items()}
     if record.get("train_space") is not None:

@@ -126,8 +126,8 @@ def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarr
             stab = bootstrap_stability(refit, len(heavy), labels[heavy], keep[rows.row_of][in_core],
                                        rows.questions[in_core], n_boot=p.n_bootstrap, random_state=seed)
         else:
-            stab = bootstrap_stability(lambda idx, cnt: cluster_rows(p, feats[idx], cnt, plans[idx]), len(feats), labels,
-                                       rows.row_of, rows.questions, n_boot=p.n_bootstrap, random_state=seed)
+            stab = bootstrap_stability(lambda idx, cnt: cluster_rows(p, feats[idx], cnt, plans[idx]), len(feats),
+                                       labels, rows.row_of, rows.questions, n_boot=p.n_bootstrap, random_state=seed)
     return stab, agreement
 
 

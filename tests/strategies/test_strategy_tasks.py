@@ -1,0 +1,102 @@
+"""One strategy on two kinds of task (issue 19): strategies whose plans differ in one tool that
+the question decides are one; strategies drawn per episode never are."""
+from __future__ import annotations
+
+import itertools
+import tempfile
+
+import numpy as np
+import polars as pl
+import pytest
+
+import mechanism as mx
+from mechanism._strategies.tasks import merge_task_variants, row_questions, shared_questions
+from mechanism.worlds import assistant, service
+
+
+def test_the_shared_question_count_is_the_exact_poisson_binomial():
+    rng = np.random.default_rng(3)
+    n_q = rng.integers(1, 6, 8)
+    p_a, p_b = 0.2, 0.3
+    in_a, in_b = rng.random(8) < 0.5, rng.random(8) < 0.5
+    obs, exp, tail = shared_questions(in_a, in_b, n_q, p_a, p_b)
+    both = 1 - (1 - p_a) ** n_q - (1 - p_b) ** n_q + (1 - p_a - p_b) ** n_q
+    brute = sum(np.prod([b if x else 1 - b for x, b in zip(bits, both)])
+                for bits in itertools.product([0, 1], repeat=8) if sum(bits) <= obs)
+    assert obs == int((in_a & in_b).sum()) and exp == pytest.approx(both.sum()) and tail == pytest.approx(brute)
+
+
+def _toy(exclusive: bool, seed: int = 0, n_q: int = 60, per_q: int = 8):
+    """Rows: plan 'look > act_a' (label 0) and 'look > act_b' (label 1), one row per trajectory."""
+    rng = np.random.default_rng(seed)
+    questions = np.repeat(np.arange(n_q), per_q)
+    if exclusive:  # the question decides which act: the kind of task
+        labels = (questions % 2).astype(np.int64)
+    else:  # drawn per episode, whatever the question
+        labels = rng.integers(0, 2, len(questions))
+    plans = ["look > act_a" if lab == 0 else "look > act_b" for lab in labels]
+    rows = row_questions(np.arange(len(labels)), questions, len(labels))
+    return labels, np.ones(len(labels)), plans, rows, n_q
+
+
+def test_tools_the_question_decides_join_one_strategy():
+    labels, counts, plans, rows, n_q = _toy(exclusive=True)
+    out, merges = merge_task_variants(labels, counts, plans, rows, n_q)
+    assert len(set(out.tolist())) == 1
+    (rec,) = merges
+    assert rec["merged"] and rec["observed"] == 0 and rec["blocks"] == ["act_a", "act_b"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_strategies_drawn_per_episode_stay_apart(seed):
+    labels, counts, plans, rows, n_q = _toy(exclusive=False, seed=seed)
+    out, merges = merge_task_variants(labels, counts, plans, rows, n_q)
+    assert (out == labels).all() and not merges[0]["merged"]
+
+
+def test_an_unbalanced_design_with_identical_policies_joins_nothing():
+    """Questions with 1 to 12 trajectories, strategies drawn alike everywhere: no co-use deficit."""
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(1, 13, 80)
+    questions = np.repeat(np.arange(80), sizes)
+    for seed in range(10):
+        labels = np.random.default_rng(seed).choice(3, len(questions), p=[0.5, 0.3, 0.2])
+        plans = [("look > act_a", "look > act_b", "look > act_c")[lab] for lab in labels]
+        rows = row_questions(np.arange(len(labels)), questions, len(labels))
+        out, _ = merge_task_variants(labels, np.ones(len(labels)), plans, rows, 80)
+        assert (out == labels).all(), seed
+
+
+def test_plans_that_differ_in_more_than_one_tool_are_never_candidates():
+    labels, counts, _, rows, n_q = _toy(exclusive=True)
+    plans = ["look > act_a" if lab == 0 else "check > act_b" for lab in labels]
+    out, merges = merge_task_variants(labels, counts, plans, rows, n_q)
+    assert (out == labels).all() and merges == []
+
+
+def _read(world):
+    with tempfile.TemporaryDirectory() as d:
+        runs = mx.read(world.write(d), format=world.format)
+    return runs, world.labels_for(runs)
+
+
+@pytest.mark.slow
+def test_on_the_assistant_world_one_approach_on_meetings_and_replies_is_one_strategy():
+    """Measured (seed 0): checking the calendar first ends in create_event on a meeting request
+    and in send_email on a reply; the two are one strategy, and the table says which tools
+    took each other's place."""
+    runs, truth = _read(assistant(n_questions=60, random_state=0))
+    space = mx.StrategySpace(embedder="hashing-256", n_bootstrap=0, progress=False).fit(runs)
+    calendar = space.labels_[truth == "calendar_first"]
+    main = np.bincount(calendar[calendar >= 0]).argmax()
+    assert (calendar == main).mean() >= 0.9
+    variants = space.describe().filter(pl.col("strategy") == int(main))["task_variants"].to_list()[0]
+    assert "create_event / send_email" in variants or "send_email / create_event" in variants
+
+
+@pytest.mark.slow
+def test_on_the_service_world_no_strategy_is_joined_by_task():
+    """Its strategies are drawn per episode: the task test joins none of them."""
+    runs, _ = _read(service(n_questions=60, random_state=0))
+    space = mx.StrategySpace(embedder="hashing-256", n_bootstrap=0, progress=False).fit(runs)
+    assert all(v == [] for v in space.describe()["task_variants"].to_list())
