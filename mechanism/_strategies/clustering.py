@@ -27,6 +27,7 @@ Functions that cluster take the estimator's parameters as ``p`` (a fitted or clo
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,8 @@ GROUP_GAP = 1e4
 
 
 def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, linkage: str,
-                  min_share: float, groups: np.ndarray | None = None) -> np.ndarray:
+                  min_share: float, groups: np.ndarray | None = None,
+                  join: "Callable[[np.ndarray], np.ndarray] | None" = None) -> np.ndarray:
     """Labels of rows from their square distance matrix: the tree cut at ``resolution``
     (groups joined while their linkage distance is below it), then :func:`merge_small`.
 
@@ -75,6 +77,9 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
     of its own group, and only one alone in its group joins the nearest other; group -1 (no
     tool called, :func:`~mechanism._strategies.features.plan_codes`) is three gaps from the
     rest, so tool users join a strategy without tools only when nothing else is left.
+    ``join`` maps the cut's labels to joined ones before :func:`merge_small` (the task test,
+    :mod:`mechanism._strategies.tasks`, which must see the strategies before small ones are
+    absorbed).
 
     Examples
     --------
@@ -88,14 +93,16 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
     m = len(dist)
     if m < 2:
         return np.zeros(m, dtype=np.int64)
+    join = join or (lambda labels: labels)
     if groups is None:
-        return merge_small_from(dist, _cut(dist, resolution, linkage), counts, min_share)
+        return merge_small_from(dist, join(_cut(dist, resolution, linkage)), counts, min_share)
     labels = np.empty(m, dtype=np.int64)
     offset = 0
     for g in np.unique(groups):
         idx = np.flatnonzero(groups == g)
         labels[idx] = _cut(dist[np.ix_(idx, idx)], resolution, linkage) + offset
         offset = int(labels[idx].max()) + 1
+    labels = join(labels)
     apart = dist + GROUP_GAP * (groups[:, None] != groups[None, :])
     tool_free = groups < 0
     # a strategy that calls tools joins one that calls none only when nothing else is left
@@ -194,11 +201,14 @@ def reduced(p: Any, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray | None = None,
-            plans: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, float] | None]:
+            plans: np.ndarray | None = None,
+            join: "Callable[[np.ndarray, np.ndarray], np.ndarray] | None" = None
+            ) -> tuple[np.ndarray, dict[int, float] | None]:
     """Strategies of the distinct rows ``space`` weighted by ``counts`` under ``p.method``, and
     the silhouette of every k tried (k-means only, else ``None``); ``plans`` (each row's plan
     code, :func:`~mechanism._strategies.features.plan_codes`) keeps plans apart in the tree
-    when ``p.plans == "apart"``."""
+    when ``p.plans == "apart"``; ``join(labels, rows)`` joins the cut's strategies of the
+    clustered rows ``rows`` before ``min_share`` (:func:`agglomerative`)."""
     m = len(space)
     if m < 2:
         return np.zeros(m, dtype=np.int64), None
@@ -213,7 +223,8 @@ def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray
     heavy = core(counts)
     lab = agglomerative(distances(space[heavy]) if core_dist is None else core_dist, counts[heavy],
                         resolution=p.resolution, linkage=p.linkage, min_share=p.min_share,
-                        groups=plan_groups(p, plans, heavy))
+                        groups=plan_groups(p, plans, heavy),
+                        join=None if join is None else (lambda labels: join(labels, heavy)))
     out = np.empty(m, dtype=np.int64)
     out[heavy] = lab
     rest = np.setdiff1d(np.arange(m), heavy)

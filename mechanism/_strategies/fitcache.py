@@ -38,9 +38,19 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
     if p.method == "agglomerative" and p.cluster_on == "features" and len(space) >= 2:
         # the clustering and the stability resamples use the same matrix: compute it once
         core_dist = distances(space[core(counts)])
-    raw, silhouette = cluster(p, space, counts, core_dist, plans=plan_codes(rows.plans))
+    cut: dict[str, Any] = {}
+
+    def join(labels: np.ndarray, index: np.ndarray) -> np.ndarray:
+        # one strategy on two kinds of task, joined before min_share absorbs small strategies
+        cut["index"], cut["labels"] = index, labels
+        joined, cut["variants"] = task_variants(labels, counts[index], rows, index)
+        return joined
+
+    raw, silhouette = cluster(p, space, counts, core_dist, plans=plan_codes(rows.plans), join=join)
     family, merges = families(p, raw, counts, rows)
-    merged, variants = task_variants(family, counts, rows)
+    # and again once min_share and the families have gathered each strategy's variants (more
+    # trajectories per strategy: a test that can see what the cut's fragments could not)
+    merged, after = task_variants(family, counts, rows)
     labels = renumber(merged, space, counts, np.array(rows.renderings, dtype=object))
     optional: dict[int, list[str]] = {}
     for rec in merges:
@@ -49,10 +59,14 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
             optional.setdefault(final, []).append(rec["step"])
     out["optional_steps"] = {c: sorted(set(v)) for c, v in optional.items()}
     tasks: dict[int, list[str]] = {}
-    for rec in variants:
+    for rec in cut.get("variants", []):
+        if rec["merged"]:
+            final = int(labels[cut["index"][np.flatnonzero(cut["labels"] == rec["kept"])[0]]])
+            tasks.setdefault(final, []).append(" / ".join(rec["blocks"]))
+    for rec in after:
         if rec["merged"]:
             final = int(labels[np.flatnonzero(family == rec["kept"])[0]])
-            tasks.setdefault(final, []).append(" / ".join(b or "(none)" for b in rec["blocks"]))
+            tasks.setdefault(final, []).append(" / ".join(rec["blocks"]))
     out["task_variants"] = {c: sorted(set(v)) for c, v in tasks.items()}
     if silhouette is not None:
         out["silhouette"] = silhouette

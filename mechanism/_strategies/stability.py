@@ -120,7 +120,8 @@ def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarr
 
             def refit(idx: np.ndarray, cnt: np.ndarray) -> np.ndarray:
                 cut = agglomerative(dist[np.ix_(idx, idx)], cnt, resolution=p.resolution, linkage=p.linkage,
-                                    min_share=p.min_share, groups=None if groups is None else groups[idx])
+                                    min_share=p.min_share, groups=None if groups is None else groups[idx],
+                                    join=lambda labels: task_variants(labels, cnt, rows, heavy[idx])[0])
                 return task_variants(families(p, cut, cnt, rows, heavy[idx])[0], cnt, rows, heavy[idx])[0]
 
             stab = bootstrap_stability(refit, len(heavy), labels[heavy], keep[rows.row_of][in_core],
