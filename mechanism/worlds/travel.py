@@ -155,7 +155,8 @@ def _broken(rng: np.random.Generator, tool: str, args: dict) -> tuple[dict, str]
         bad = _mistype(rng, args["user_id"])
         return {"user_id": bad}, pick(rng, (f"Error: user not found: {bad}", f"Error: no user with id '{bad}'"))
     if tool in ("get_reservation", "cancel_reservation"):
-        bad = pick(rng, (_mistype(rng, args["reservation_id"]), args["reservation_id"].lower()))
+        rid = args["reservation_id"]
+        bad = rid.lower() if rid.lower() != rid and rng.random() < 0.5 else _mistype(rng, rid)
         return dict(args, reservation_id=bad), pick(rng, (f"Error: reservation {bad} not found",
                                                           "Error: reservation_id must be 6 upper-case characters"))
     if tool == "search_flights":
@@ -328,7 +329,8 @@ def _task(rng: np.random.Generator) -> dict:
          "flight": f"{pick(rng, ('HAT', 'ZX', 'AO', 'BR'))}{int(rng.integers(100, 999))}",
          "pays": [f"{pick(rng, ('credit_card', 'gift_card', 'certificate'))}_{int(rng.integers(1000000, 9999999))}"
                   for _ in range(int(rng.integers(1, 3)))]}
-    t["target"] = _date(month, day + int(rng.integers(1, 4)) * pick(rng, (-1, 1))) if kind == "change_date" else t["day"]
+    shift = int(rng.integers(1, 4)) * pick(rng, (-1, 1))
+    t["target"] = _date(month, day + shift) if kind == "change_date" else t["day"]
     templates = {
         "change_date": ("Hi, I'm {user}. Please move my flight on reservation {res} to {target}.",
                         "User id {user} here. Can you change reservation {res} from {origin} to {dest} so I fly "
