@@ -35,6 +35,14 @@ counts that overlap between strategies, so a method tuned to one world is tested
   thread first, full diligence), execution failures retried by the same tool inside every one
   that calls a tool, optional steps at fixed rates; rl differs from base only in its mixture.
   A held-out world, written without reference to segmentation or clustering.
+- :func:`travel`: a travel-booking agent (tau-bench airline / hotel-like; OpenAI
+  ``tool_calls``; get_user, get_reservation, search_flights, search_hotels, book,
+  change_reservation, cancel_reservation) on four kinds of request (change a flight date, book
+  a hotel, cancel a trip, add a hotel to a booking) with seven strategies (no tools, act at
+  once, profile first, reservation first, broad search, survey of the user's trips, verify
+  after acting), execution failures retried by the same tool inside every one that calls a
+  tool, optional steps at fixed rates; rl differs from base only in its mixture. A held-out
+  world, written without reference to segmentation or clustering.
 
 Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
 :class:`~mechanism.simulation.Simulation` is: ``world.runs`` (read back from the native records
@@ -53,9 +61,11 @@ from mechanism.worlds.browser import browser
 from mechanism.worlds.coder import coder
 from mechanism.worlds.multihop import multihop
 from mechanism.worlds.service import service
+from mechanism.worlds.travel import travel
 from mechanism.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser")
 
 __all__ = ["World", "analyst", "assistant", "browser", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS",
-           "chat_world", "mixture_planted", "random_state_from", "multihop", "service", "webshop", "WORLDS"]
+           "chat_world", "mixture_planted", "random_state_from", "multihop", "service", "travel", "webshop",
+           "WORLDS"]
