@@ -100,7 +100,8 @@ def _task(rng: np.random.Generator, kind: str) -> dict:
     """One question: its kind, wording, the figures it needs and the gold answer."""
     entity = name(rng)
     org = f"{name(rng)} {pick(rng, _ORGS)}"
-    t: dict = {"kind": kind, "entity": entity, "org": org, "holder": f"{name(rng)} {pick(rng, ('Statistics', 'Energy Board', 'Registry', 'Council'))}"}
+    holder = f"{name(rng)} {pick(rng, ('Statistics', 'Energy Board', 'Registry', 'Council'))}"
+    t: dict = {"kind": kind, "entity": entity, "org": org, "holder": holder}
     if kind == "growth":
         y1 = int(pick(rng, (2005, 2008, 2010, 2012)))
         y2 = y1 + int(pick(rng, (8, 10, 12)))
@@ -157,7 +158,8 @@ def _code(rng: np.random.Generator, t: dict) -> str:
                           f"import math; {var} = {v}; print(math.exp(math.log({var}[1] / {var}[0]) / {n}) - 1)",
                           f"a, b = {v[0]}, {v[1]}; print(round((b / a) ** (1 / {n}) - 1, 4))"))
     if t["kind"] == "count":
-        return pick(rng, (f"{var} = {v}; print(sum({var}))", f"{var} = {v}; total = sum(x for x in {var}); print(total)",
+        return pick(rng, (f"{var} = {v}; print(sum({var}))",
+                          f"{var} = {v}; total = sum(x for x in {var}); print(total)",
                           f"import numpy as np; print(int(np.sum({v})))"))
     return pick(rng, (f"{var} = {v[0]}; factor = {t['factor']}; print({var} * factor)",
                       f"print(round({v[0]} * {t['factor']}, 2))",
@@ -237,7 +239,8 @@ class _Transcript:
 
 
 _SAY = {
-    "search": ("I need the figures; let me search.", "Search the web for {about}.", "Let me find the numbers for {about}.",
+    "search": ("I need the figures; let me search.", "Search the web for {about}.",
+               "Let me find the numbers for {about}.",
                "First, what does the web say about {about}?"),
     "lookup": ("Look for '{term}' on this page.", "The page should mention {term}.", "Let me find {term} here."),
     "calculate": ("Now compute it.", "I have the numbers, so calculate.", "Let me work out the answer.",
@@ -263,7 +266,7 @@ def _search(s: _Transcript, about: str | None = None, only: int | None = None, o
 
 def _lookup(s: _Transcript, term: str) -> None:
     rng, t = s.rng, s.t
-    i = t["terms"].index(term) if term in t["terms"] else 0
+    i = min(t["terms"].index(term), len(t["values"]) - 1) if term in t["terms"] else 0
     found = _snippet(rng, t, only=i).split("] ", 1)[1]
     s.act("lookup", _say(rng, "lookup", term=term), term, f"(Result 1 / {int(rng.integers(1, 4))}) {found}")
 
@@ -296,7 +299,13 @@ def _paper(s: _Transcript, refined: bool = False) -> None:
 
 
 def _wrong(rng: np.random.Generator, t: dict) -> str:
-    """A plausible wrong answer of the task's shape."""
+    """A plausible wrong answer of the task's shape (never the gold)."""
+    while (answer := _wrong_once(rng, t)) == t["gold"]:
+        pass
+    return answer
+
+
+def _wrong_once(rng: np.random.Generator, t: dict) -> str:
     if t["kind"] == "growth":
         return f"{float(rng.uniform(0.5, 25)):.1f}%"
     if t["kind"] == "count":
