@@ -30,7 +30,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.simulation import simulate
-from mechanism.worlds import analyst, assistant, browser, coder, multihop, service, webshop
+from mechanism.worlds import analyst, assistant, browser, coder, multihop, research, service, travel, webshop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file
@@ -50,7 +50,9 @@ def load(world: str, seed: int, n: int = 60):
            "analyst": lambda: analyst(n_questions=n, random_state=seed),
            "coder": lambda: coder(n_questions=n, random_state=seed),
            "browser": lambda: browser(n_questions=n, random_state=seed),
-           "assistant": lambda: assistant(n_questions=n, random_state=seed)}[world]
+           "assistant": lambda: assistant(n_questions=n, random_state=seed),
+           "travel": lambda: travel(n_questions=n, random_state=seed),
+           "research": lambda: research(n_questions=n, random_state=seed)}[world]
     w = gen()
     with tempfile.TemporaryDirectory() as d:
         runs = mx.read(w.write(d), format=w.format)

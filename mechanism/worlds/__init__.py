@@ -43,6 +43,13 @@ counts that overlap between strategies, so a method tuned to one world is tested
   after acting), execution failures retried by the same tool inside every one that calls a
   tool, optional steps at fixed rates; rl differs from base only in its mixture. A held-out
   world, written without reference to segmentation or clustering.
+- :func:`research`: a quantitative research agent answering numeric questions (growth rates,
+  counts, unit conversions) in ReAct text transcripts (Search, Lookup, Calculate, Python,
+  Paper) with seven strategies (answer from memory, search then compute, search and look up,
+  paper database first, fetch then Python, double-check two ways, a search chain), execution
+  failures retried by the same tool inside every one that calls a tool, optional steps at
+  fixed rates; rl differs from base only in its mixture. A held-out world, written without
+  reference to segmentation or clustering.
 
 Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
 :class:`~mechanism.simulation.Simulation` is: ``world.runs`` (read back from the native records
@@ -60,12 +67,14 @@ from mechanism.worlds.assistant import assistant
 from mechanism.worlds.browser import browser
 from mechanism.worlds.coder import coder
 from mechanism.worlds.multihop import multihop
+from mechanism.worlds.research import research
 from mechanism.worlds.service import service
 from mechanism.worlds.travel import travel
 from mechanism.worlds.webshop import webshop
 
-WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser")
+WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
+          "research")
 
 __all__ = ["World", "analyst", "assistant", "browser", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS",
-           "chat_world", "mixture_planted", "random_state_from", "multihop", "service", "travel", "webshop",
-           "WORLDS"]
+           "chat_world", "mixture_planted", "random_state_from", "multihop", "research", "service", "travel",
+           "webshop", "WORLDS"]

@@ -48,7 +48,7 @@ def _calls(record):
 def test_is_a_planted_world(world):
     assert isinstance(world, worlds.PlantedWorld)
     assert world.format == "atif" and world.name == "assistant"
-    assert "assistant" in worlds.__all__ and "assistant" not in worlds.WORLDS
+    assert "assistant" in worlds.__all__ and "assistant" in worlds.WORLDS
     assert set(world.truth["strategy"]) == set(STRATEGIES)
 
 

@@ -54,7 +54,7 @@ def _table(big):
 def test_is_a_planted_world(world):
     assert isinstance(world, worlds.PlantedWorld)
     assert world.format == "openai" and world.name == "travel"
-    assert "travel" in worlds.__all__ and "travel" not in worlds.WORLDS
+    assert "travel" in worlds.__all__ and "travel" in worlds.WORLDS
     assert set(world.truth["strategy"]) == set(STRATEGIES)
 
 
