@@ -207,7 +207,8 @@ def leave_one_world_out(embedder: str | None, worlds: list[str], n: int) -> None
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--embedder", default=None)
-    ap.add_argument("--worlds", default="simulated,multihop,multihop_react,service,webshop,analyst,coder,browser")
+    ap.add_argument("--worlds", default="simulated,multihop,multihop_react,service,webshop,analyst,coder,browser,"
+                    "assistant,travel,research")
     ap.add_argument("--n", type=int, default=60)
     ap.add_argument("--param", nargs="*", default=[])
     ap.add_argument("--lowo", action="store_true", help="leave-one-world-out choice of the defaults")
