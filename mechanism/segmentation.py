@@ -35,15 +35,15 @@ that define strategies. ``retries="keep"`` keeps every call a move of its own, f
 (``!``) and retry (``after error``) marked, for studies of recovery behaviour.
 
 Another look (also under ``"merge"``): a call of a tool that does not retrieve, made right
-after an attempt of the same tool, on another object (relation ``new`` or ``switch``) and
-carrying nothing first met in that attempt's results, is *folded* into that attempt: opening
+after an attempt of the same tool, on another object (relation ``new``) and carrying
+nothing first met in that attempt's results, is *folded* into that attempt: opening
 a second file before editing, describing a second table, reading a second of the e-mails a
 search listed are one look of the same move, as a third scroll is (how many objects a look
 takes in is execution). A call that carries on what the attempt before it found (a second
 query with the id the first returned: a chain), that revises or repeats a call, or of a
 retrieval tool (where each query is a plan: rewording, bridging, decomposing) stays a move
-of its own. Folded calls are kept in the moves table
-(``folded``) and change nothing but the attempts.
+of its own. Folded calls are kept in the moves table (``folded``) and change nothing but the
+attempts.
 
 Calls of a retrieval tool (named like a search) are also read as search moves
 (:data:`SEARCH_MOVES`: ``first_lookup``, ``bridge_lookup``, ``verification``,
@@ -381,8 +381,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
             after_error=prev_failed, retried=retried, n_atoms=n,
             share_user=counts["user"] / n if n else 0.0, share_result=counts["result"] / n if n else 0.0,
             share_call=counts["call"] / n if n else 0.0, share_new=counts["new"] / n if n else 0.0,
-            question_coverage=coverage, masked=masked, token=token, merged=merged, folded=folded, marked=shown_failed,
-            marked_retry=shown_after))
+            question_coverage=coverage, masked=masked, token=token, merged=merged, folded=folded,
+            marked=shown_failed, marked_retry=shown_after))
         prev_failed = failed
         if merged:
             continue

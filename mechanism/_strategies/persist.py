@@ -372,6 +372,9 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
     for name, arr in loaded.items():
         attr, kind = SAVED_ARRAYS[name]
         setattr(space, attr, arr.astype(np.int64) if kind == "i" else arr)
+    if "task_variants" not in strategies.columns:  # saved before task variants were read: none joined
+        strategies = strategies.with_columns(pl.Series("task_variants", [[] for _ in range(strategies.height)],
+                                                       dtype=pl.List(pl.String)))
     space.strategies_ = strategies
     space.train_renderings_ = renderings.to_list()
     space.train_moves_ = moves.to_list()

@@ -259,14 +259,12 @@ def _default_world(name, tmp):
         return sim.runs, sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
     if name == "analyst":
         return _analyst_runs(0, tmp)
-    gen = {"multihop": lambda: multihop(n_questions=60, random_state=0),
-           "multihop_react": lambda: multihop(n_questions=60, random_state=0, react=True),
-           "service": lambda: service(n_questions=60, random_state=0), "webshop": lambda: webshop(n_questions=60, random_state=0),
-           "coder": lambda: coder(n_questions=60, random_state=0), "browser": lambda: browser(n_questions=60, random_state=0),
-           "assistant": lambda: assistant(n_questions=60, random_state=0),
-           "travel": lambda: travel(n_questions=60, random_state=0),
-           "research": lambda: research(n_questions=60, random_state=0)}
-    world = gen[name]()
+    if name == "multihop_react":
+        world = multihop(n_questions=60, random_state=0, react=True)
+    else:
+        gen = {"multihop": multihop, "service": service, "webshop": webshop, "coder": coder, "browser": browser,
+               "assistant": assistant, "travel": travel, "research": research}
+        world = gen[name](n_questions=60, random_state=0)
     runs = mx.read(world.write(tmp / name), format=world.format)
     return runs, world.labels_for(runs)
 
