@@ -2,7 +2,7 @@
 :meth:`StrategySpace.describe` returns), and the members :meth:`StrategySpace.examples` reads.
 
 Columns: ``strategy``, ``name`` (your :meth:`~StrategySpace.rename`, else ``built_name``),
-``built_name`` (from what the members share, e.g.
+``built_name`` (from what the members share, with the tools the task decides last, e.g.
 ``get_order_details -> cancel_pending_order -> get_order_details (again)``: the steps the
 members holding 90 % of the strategy take in order, distinct within the space;
 :func:`mechanism._strategies.description.strategy_names` states the rule), ``fidelity`` (the
@@ -129,6 +129,12 @@ def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries:
            .join(names, on="strategy", how="left")
            .join(examples, on="strategy", how="left")
            .join(stability, on="strategy", how="left"))
+    # a strategy on two kinds of task names the tools the task decides, which its shared core
+    # leaves out ("list_events (by task: create_event or send_email)")
+    by_task = {c: sorted({t for v in vs for t in v.split(" / ")}) for c, vs in (task_variants or {}).items() if vs}
+    out = out.with_columns(pl.struct("strategy", "built_name").map_elements(
+        lambda r: r["built_name"] + (f" (by task: {' or '.join(by_task[r['strategy']])})"
+                                     if r["strategy"] in by_task else ""), return_dtype=pl.String).alias("built_name"))
     out = out.with_columns(pl.col("built_name").alias("name"))
     arms = sorted(frame["arm"].unique().to_list())
     ids = sorted(set(labels.tolist()))

@@ -90,8 +90,10 @@ def test_on_the_assistant_world_one_approach_on_meetings_and_replies_is_one_stra
     calendar = space.labels_[truth == "calendar_first"]
     main = np.bincount(calendar[calendar >= 0]).argmax()
     assert (calendar == main).mean() >= 0.9
-    variants = space.describe().filter(pl.col("strategy") == int(main))["task_variants"].to_list()[0]
+    row = space.describe().filter(pl.col("strategy") == int(main))
+    variants = row["task_variants"].to_list()[0]
     assert "create_event / send_email" in variants or "send_email / create_event" in variants
+    assert row["name"][0].endswith("(by task: create_event or send_email)")
 
 
 @pytest.mark.slow
