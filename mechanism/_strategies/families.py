@@ -21,6 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mechanism._strategies.joins import Joins
+
 FAMILY_ALPHA = 0.01
 
 
@@ -101,23 +103,11 @@ def merge_families(labels: np.ndarray, counts: np.ndarray, sequences: Sequence[t
             step = one_step_apart(typical[a], typical[b])
             if step is not None:
                 pairs.append((-(weight[a] + weight[b]), a, b, step))
-    root = {c: c for c in ids}
-
-    def find(c: int) -> int:
-        while root[c] != c:
-            root[c] = root[root[c]]
-            c = root[c]
-        return c
-
+    joins = Joins(weight)
     merges = []
     for _, a, b, step in sorted(pairs):
         p = _arm_test(np.vstack([by_arm[a], by_arm[b]]))
-        joined = p >= alpha and find(a) != find(b)
-        if joined:
-            ra, rb = find(a), find(b)
-            big, small = (ra, rb) if (weight[ra], -ra) >= (weight[rb], -rb) else (rb, ra)
-            root[small] = big
-            weight[big] += weight[small]
+        joined = p >= alpha and joins.join(a, b)
         merges.append({"kept": a, "joined": b, "step": step, "p": p, "merged": bool(joined)})
-    out = np.array([find(c) if c != -1 else -1 for c in labels.tolist()], dtype=np.int64)
+    out = joins.labels(labels)
     return out, merges

@@ -18,8 +18,8 @@ lower tail probability is below :data:`TASK_ALPHA`.
 Strategies drawn per episode share questions at the rate independence says, so they are never
 joined, whatever their arms (the arms do not enter). Neither does the outcome (DESIGN.md
 section 5). A strategy that differs from another in its tools *and* is used on other questions
-(a comparison strategy on comparison questions) is joined only when the tools differ in one
-block; :meth:`~mechanism.StrategySpace.association` reports how far the remaining strategies
+(a comparison strategy on comparison questions) is joined only when the plans differ in one
+tool; :meth:`~mechanism.StrategySpace.association` reports how far the remaining strategies
 track question type.
 """
 from __future__ import annotations
@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from mechanism._strategies.joins import Joins
 
 MAX_BLOCK = 1
 TASK_RATIO = 0.25
@@ -63,38 +65,44 @@ def block_apart(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[tuple[str, ...]
     return x, y
 
 
-def shared_questions(in_a: np.ndarray, in_b: np.ndarray, n_q: np.ndarray, p_a: float, p_b: float
-                     ) -> tuple[int, float, float]:
-    """Questions holding both strategies: observed, expected under independence, and the
-    probability of so few or fewer (exact Poisson-binomial lower tail).
+def shared_questions(observed: int, n_q: np.ndarray, p_a: float, p_b: float, *,
+                     ratio: float | None = None) -> tuple[float, float]:
+    """For ``observed`` questions holding both strategies: the number expected under
+    independence, and the probability of so few or fewer (exact Poisson-binomial lower tail).
 
-    ``in_a``, ``in_b``: whether each question holds a trajectory of each; ``n_q``: trajectories
-    per question; ``p_a``, ``p_b``: the strategies' shares of all trajectories.
+    ``n_q``: trajectories per question; ``p_a``, ``p_b``: the strategies' shares of all
+    trajectories. With ``ratio``, the tail is computed only where ``observed`` is at most
+    ``ratio`` of the expected count (else it is 1.0: the pair cannot be joined). Questions with
+    equally many trajectories share one probability, so the tail is a convolution of one
+    binomial per distinct count: linear in the questions, however many there are.
 
     Examples
     --------
-    >>> n = np.full(40, 8)
-    >>> obs, exp, p = shared_questions(np.arange(40) < 20, np.arange(40) >= 20, n, 0.125, 0.125)
-    >>> obs, round(exp, 1), p < 1e-6
-    (0, 16.5, True)
+    >>> exp, p = shared_questions(0, np.full(40, 8), 0.125, 0.125)
+    >>> round(exp, 1), p < 1e-6
+    (16.5, True)
     """
-    n_q = n_q.astype(np.float64)
-    both = 1 - (1 - p_a) ** n_q - (1 - p_b) ** n_q + np.clip(1 - p_a - p_b, 0, 1) ** n_q
+    from scipy.stats import binom
+
+    sizes, m = np.unique(np.asarray(n_q, dtype=np.float64), return_counts=True)
+    both = 1 - (1 - p_a) ** sizes - (1 - p_b) ** sizes + np.clip(1 - p_a - p_b, 0, 1) ** sizes
     both = np.clip(both, 0.0, 1.0)
-    observed = int(np.sum(in_a & in_b))
-    expected = float(both.sum())
-    # P(X <= observed), X a sum of independent Bernoulli(both[q]): the distribution of X kept
-    # up to `observed` over the questions
+    observed = int(observed)
+    expected = float(np.sum(both * m))
+    if ratio is not None and observed > ratio * expected:
+        return expected, 1.0
+    # P(X <= observed), X a sum over the distinct sizes of Binomial(m, both): the pmf kept up to
+    # `observed` and convolved size by size
+    ks = np.arange(observed + 1)
     dist = np.zeros(observed + 1)
     dist[0] = 1.0
-    for pq in both:
-        dist[1:] = dist[1:] * (1 - pq) + dist[:-1] * pq
-        dist[0] *= 1 - pq
-    return observed, expected, float(dist.sum())
+    for mg, pg in zip(m, both):
+        dist = np.convolve(dist, binom.pmf(ks, int(mg), pg))[:observed + 1]
+    return expected, float(min(1.0, dist.sum()))
 
 
-def merge_task_variants(labels: np.ndarray, counts: np.ndarray, plans: Sequence[str],
-                        questions_of_row: Sequence[np.ndarray], n_questions: int, *,
+def merge_task_variants(labels: np.ndarray, counts: np.ndarray, plans: Sequence[str], traj_row: np.ndarray,
+                        traj_question: np.ndarray, n_questions: int, *, traj_weight: np.ndarray | None = None,
                         alpha: float = TASK_ALPHA, ratio: float = TASK_RATIO) -> tuple[np.ndarray, list[dict]]:
     """Join strategies that are one strategy on two kinds of task (module docstring).
 
@@ -102,9 +110,9 @@ def merge_task_variants(labels: np.ndarray, counts: np.ndarray, plans: Sequence[
     ----------
     labels, counts, plans
         Strategy (-1: outlier, left alone), trajectory count and tool plan of each distinct row.
-    questions_of_row
-        For each distinct row, ``(question codes, trajectory counts)`` of its trajectories: two
-        integer arrays of equal length.
+    traj_row, traj_question, traj_weight
+        Each trajectory's distinct row (an index into ``labels``; -1: a row not clustered
+        here), question code and weight (default 1).
     n_questions
         Number of question codes.
 
@@ -114,89 +122,72 @@ def merge_task_variants(labels: np.ndarray, counts: np.ndarray, plans: Sequence[
         The labels with each joined set under its largest member's label, and one record per
         candidate pair: ``kept``/``joined``, ``blocks`` (the two blocks, ``" > "``-joined),
         ``observed``, ``expected``, ``p``, ``merged``.
+
+    Examples
+    --------
+    >>> rows = np.arange(8)
+    >>> merge_task_variants(np.array([0, 0, 0, 0, 1, 1, 1, 1]), np.ones(8), ["a > b"] * 4 + ["a > c"] * 4,
+    ...                     rows, rows % 4, 4)[0].tolist()  # on every question both: two strategies
+    [0, 0, 0, 0, 1, 1, 1, 1]
     """
+    from scipy.sparse import coo_matrix
+
     labels = np.asarray(labels).copy()
     ids = sorted(set(labels.tolist()) - {-1})
     if len(ids) < 2:
         return labels, []
+    traj_row = np.asarray(traj_row)
+    weight_t = np.ones(len(traj_row)) if traj_weight is None else np.asarray(traj_weight, dtype=np.float64)
+    held = traj_row >= 0
+    lab, q, w = labels[traj_row[held]], np.asarray(traj_question)[held], weight_t[held]
+    n_q = np.bincount(q, weights=w, minlength=n_questions)  # outliers hold questions' trajectories too
+    clustered = lab >= 0
+    code = np.searchsorted(np.asarray(ids), lab[clustered])
+    presence = coo_matrix((w[clustered], (code, q[clustered])), shape=(len(ids), n_questions)).tocsr()
+    presence.data = (presence.data > 0).astype(np.float64)
+    shared = (presence @ presence.T).toarray()  # questions holding both, for every pair
     total = float(np.sum(counts))
-    n_q = np.zeros(n_questions)
-    per: dict[int, np.ndarray] = {c: np.zeros(n_questions) for c in ids}
     typical: dict[int, tuple[str, ...]] = {}
     weight: dict[int, float] = {}
     for c in ids:
         rows = np.flatnonzero(labels == c)
         by_plan: dict[str, float] = {}
         for r in rows:
-            q, k = questions_of_row[r]
-            np.add.at(per[c], q, k)
             by_plan[plans[r]] = by_plan.get(plans[r], 0.0) + float(counts[r])
         weight[c] = float(counts[rows].sum())
         top = min(by_plan, key=lambda s: (-by_plan[s], s))
         typical[c] = tuple(t for t in top.split(" > ") if t)
-    for c in ids:
-        n_q += per[c]
-    for r in np.flatnonzero(labels == -1):  # outliers hold questions' trajectories too
-        q, k = questions_of_row[r]
-        np.add.at(n_q, q, k)
     candidates = []
     for i, a in enumerate(ids):
-        for b in ids[i + 1:]:
+        for j in range(i + 1, len(ids)):
+            b = ids[j]
             blocks = block_apart(typical[a], typical[b]) if typical[a] and typical[b] else None
             if blocks is None:
                 continue
-            obs, exp, p = shared_questions(per[a] > 0, per[b] > 0, n_q, weight[a] / total, weight[b] / total)
+            obs = int(round(shared[i, j]))
+            exp, p = shared_questions(obs, n_q, weight[a] / total, weight[b] / total, ratio=ratio)
             candidates.append((p, a, b, blocks, obs, exp))
-    root = {c: c for c in ids}
-
-    def find(c: int) -> int:
-        while root[c] != c:
-            root[c] = root[root[c]]
-            c = root[c]
-        return c
-
+    joins = Joins(weight)
     merges = []
     for p, a, b, blocks, obs, exp in sorted(candidates, key=lambda t: (t[0], t[1], t[2])):
-        joined = p < alpha and obs <= ratio * exp and find(a) != find(b)
-        if joined:
-            ra, rb = find(a), find(b)
-            big, small = (ra, rb) if (weight[ra], -ra) >= (weight[rb], -rb) else (rb, ra)
-            root[small] = big
-            weight[big] += weight[small]
+        joined = p < alpha and obs <= ratio * exp and joins.join(a, b)
         merges.append({"kept": a, "joined": b, "blocks": [" > ".join(blocks[0]), " > ".join(blocks[1])],
                        "observed": obs, "expected": exp, "p": p, "merged": bool(joined)})
-    out = np.array([find(c) if c != -1 else -1 for c in labels.tolist()], dtype=np.int64)
-    return out, merges
-
-
-def row_questions(row_of: np.ndarray, questions: np.ndarray, n_rows: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """For each distinct row: the question codes of its trajectories and how many of them each
-    holds (from each trajectory's row and question code).
-
-    Examples
-    --------
-    >>> [(q.tolist(), k.tolist()) for q, k in row_questions(np.array([0, 0, 1]), np.array([3, 3, 1]), 2)]
-    [([3], [2.0]), ([1], [1.0])]
-    """
-    pairs, k = np.unique(np.column_stack([row_of, questions]), axis=0, return_counts=True)
-    out: list[tuple[np.ndarray, np.ndarray]] = []
-    starts = np.searchsorted(pairs[:, 0], np.arange(n_rows + 1)) if len(pairs) else np.zeros(n_rows + 1, int)
-    for r in range(n_rows):
-        lo, hi = starts[r], starts[r + 1]
-        out.append((pairs[lo:hi, 1].astype(np.int64), k[lo:hi].astype(np.float64)))
-    return out
+    return joins.labels(labels), merges
 
 
 def task_variants(labels: np.ndarray, counts: np.ndarray, rows: Any, index: np.ndarray | None = None
                   ) -> tuple[np.ndarray, list[dict]]:
     """:func:`merge_task_variants` of the strategies ``labels`` of the distinct rows ``index``
     (all by default) of a fit's rows (:class:`~mechanism._strategies.features.FitRows`) with
-    counts ``counts``; a resample's counts scale each row's question counts."""
-    index = np.arange(len(rows.plans)) if index is None else np.asarray(index)
-    every = row_questions(rows.row_of, rows.questions, len(rows.plans))
-    base = rows.counts[index].astype(np.float64)
-    scale = np.asarray(counts, dtype=np.float64) / np.maximum(base, 1.0)
-    held = [(every[r][0], every[r][1] * s) for r, s in zip(index.tolist(), scale)]
+    counts ``counts``; a resample's counts weigh each row's trajectories alike."""
+    n_rows = len(rows.plans)
+    index = np.arange(n_rows) if index is None else np.asarray(index)
+    position = np.full(n_rows, -1, dtype=np.int64)
+    position[index] = np.arange(len(index))
+    traj_row = position[rows.row_of]
+    scale = np.asarray(counts, dtype=np.float64) / np.maximum(rows.counts[index].astype(np.float64), 1.0)
+    weight = np.where(traj_row >= 0, scale[np.maximum(traj_row, 0)], 0.0)
     n_q = int(rows.questions.max()) + 1 if len(rows.questions) else 0
     return merge_task_variants(labels, np.asarray(counts, dtype=np.float64), [rows.plans[r] for r in index],
-                               held, n_q)
+                               traj_row, rows.questions, n_q, traj_weight=weight)

@@ -14,6 +14,7 @@ import mechanism as mx
 from mechanism import worlds
 from mechanism.worlds import assistant
 from mechanism.worlds.assistant import _P_FAIL, _P_RESEARCH, ARMS, STRATEGIES
+from world_checks import assert_arms_differ_only_in_mixture
 
 TOOLS = {"search_email", "read_email", "send_email", "list_events", "create_event", "find_contact"}
 _FAILED = ("Error:", "No contact found")
@@ -113,28 +114,7 @@ def test_every_tool_using_strategy_has_failures(big):
 
 
 def test_arms_differ_only_in_their_mixture(big):
-    t = _table(big)
-    per = (t.filter(pl.col("strategy") != "no_tools")
-           .group_by("strategy", "arm").agg(pl.col("n_failures").sum(), pl.col("n_calls").sum(),
-                                             pl.col("n_calls").mean().alias("mean_calls"),
-                                             pl.col("correct").mean().alias("success")))
-    pooled = per.group_by("arm").agg((pl.col("n_failures").sum() / pl.col("n_calls").sum()).alias("rate"))
-    rate = dict(pooled.iter_rows())
-    assert abs(rate["base"] - rate["rl"]) < 0.03, rate
-    for s in set(STRATEGIES) - {"no_tools"}:
-        rows = {arm: row for arm, *row in per.filter(pl.col("strategy") == s)
-                .select("arm", "n_failures", "n_calls", "mean_calls", "success").iter_rows()}
-        (fb, cb, mb, sb), (fr, cr, mr, sr) = rows["base"], rows["rl"]
-        assert abs(fb / cb - fr / cr) < 0.08, (s, rows)
-        assert abs(mb - mr) < 0.8, (s, rows)  # the same call counts within the strategy
-        assert abs(sb - sr) < 0.2, (s, rows)  # the same success rate within the strategy
-    # and the mixtures are the planted ones
-    for arm, mixture in ARMS.items():
-        share = t.filter(pl.col("arm") == arm)["strategy"].value_counts(normalize=True)
-        got = dict(share.iter_rows())
-        total = sum(mixture.values())
-        for s, p in mixture.items():
-            assert abs(got.get(s, 0.0) - p / total) < 0.05, (arm, s, got)
+    assert_arms_differ_only_in_mixture(_table(big), ARMS, tool_free="no_tools")
 
 
 def test_call_counts_overlap_and_repeat_inside_strategies(big):

@@ -16,6 +16,7 @@ from mechanism import worlds
 from mechanism.worlds import research
 from mechanism.worlds.research import (_P_CHAIN_LOOKUP, _P_CHECK_LOOKUP, _P_FAIL, _P_REFINE, ARMS, FAILED, KINDS,
                                        STRATEGIES)
+from world_checks import assert_arms_differ_only_in_mixture
 
 TOOLS = {"search", "lookup", "calculate", "python", "paper"}
 _ROUND = re.compile(r"^Action (\d+): (\w+)\[(.*)\]$\nObservation \1: (.*?)(?=^Thought \d+:|\Z)", re.M | re.S)
@@ -128,26 +129,7 @@ def test_every_strategy_on_every_kind_of_task(big):
 
 
 def test_arms_differ_only_in_their_mixture(big):
-    t = _table(big)
-    per = (t.filter(pl.col("strategy") != "memory")
-           .group_by("strategy", "arm").agg(pl.col("n_failures").sum(), pl.col("n_calls").sum(),
-                                             pl.col("n_calls").mean().alias("mean_calls"),
-                                             pl.col("correct").mean().alias("success")))
-    pooled = per.group_by("arm").agg((pl.col("n_failures").sum() / pl.col("n_calls").sum()).alias("rate"))
-    rate = dict(pooled.iter_rows())
-    assert abs(rate["base"] - rate["rl"]) < 0.03, rate
-    for s in set(STRATEGIES) - {"memory"}:
-        rows = {arm: row for arm, *row in per.filter(pl.col("strategy") == s)
-                .select("arm", "n_failures", "n_calls", "mean_calls", "success").iter_rows()}
-        (fb, cb, mb, sb), (fr, cr, mr, sr) = rows["base"], rows["rl"]
-        assert abs(fb / cb - fr / cr) < 0.08, (s, rows)
-        assert abs(mb - mr) < 0.8, (s, rows)  # the same call counts within the strategy
-        assert abs(sb - sr) < 0.2, (s, rows)  # the same success rate within the strategy
-    for arm, mixture in ARMS.items():
-        got = dict(t.filter(pl.col("arm") == arm)["strategy"].value_counts(normalize=True).iter_rows())
-        total = sum(mixture.values())
-        for s, p in mixture.items():
-            assert abs(got.get(s, 0.0) - p / total) < 0.05, (arm, s, got)
+    assert_arms_differ_only_in_mixture(_table(big), ARMS, tool_free="memory")
 
 
 def test_call_counts_overlap_and_repeat_inside_strategies(big):

@@ -10,24 +10,26 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism._strategies.tasks import merge_task_variants, row_questions, shared_questions
+from mechanism._strategies.tasks import merge_task_variants, shared_questions
 from mechanism.worlds import assistant, service
 
 
 def test_the_shared_question_count_is_the_exact_poisson_binomial():
     rng = np.random.default_rng(3)
-    n_q = rng.integers(1, 6, 8)
+    n_q = rng.integers(1, 4, 8)  # repeated sizes: the tail is convolved size by size
     p_a, p_b = 0.2, 0.3
-    in_a, in_b = rng.random(8) < 0.5, rng.random(8) < 0.5
-    obs, exp, tail = shared_questions(in_a, in_b, n_q, p_a, p_b)
     both = 1 - (1 - p_a) ** n_q - (1 - p_b) ** n_q + (1 - p_a - p_b) ** n_q
-    brute = sum(np.prod([b if x else 1 - b for x, b in zip(bits, both)])
-                for bits in itertools.product([0, 1], repeat=8) if sum(bits) <= obs)
-    assert obs == int((in_a & in_b).sum()) and exp == pytest.approx(both.sum()) and tail == pytest.approx(brute)
+    for obs in range(4):
+        exp, tail = shared_questions(obs, n_q, p_a, p_b)
+        brute = sum(np.prod([b if x else 1 - b for x, b in zip(bits, both)])
+                    for bits in itertools.product([0, 1], repeat=8) if sum(bits) <= obs)
+        assert exp == pytest.approx(both.sum()) and tail == pytest.approx(brute)
+    # above a quarter of the expectation the tail is not needed: the pair cannot be joined
+    assert shared_questions(5, n_q, p_a, p_b, ratio=0.25)[1] == 1.0
 
 
 def _toy(exclusive: bool, seed: int = 0, n_q: int = 60, per_q: int = 8):
-    """Rows: plan 'look > act_a' (label 0) and 'look > act_b' (label 1), one row per trajectory."""
+    """One row per trajectory: plan 'look > act_a' (label 0) or 'look > act_b' (label 1)."""
     rng = np.random.default_rng(seed)
     questions = np.repeat(np.arange(n_q), per_q)
     if exclusive:  # the question decides which act: the kind of task
@@ -35,13 +37,12 @@ def _toy(exclusive: bool, seed: int = 0, n_q: int = 60, per_q: int = 8):
     else:  # drawn per episode, whatever the question
         labels = rng.integers(0, 2, len(questions))
     plans = ["look > act_a" if lab == 0 else "look > act_b" for lab in labels]
-    rows = row_questions(np.arange(len(labels)), questions, len(labels))
-    return labels, np.ones(len(labels)), plans, rows, n_q
+    return labels, np.ones(len(labels)), plans, np.arange(len(labels)), questions, n_q
 
 
 def test_tools_the_question_decides_join_one_strategy():
-    labels, counts, plans, rows, n_q = _toy(exclusive=True)
-    out, merges = merge_task_variants(labels, counts, plans, rows, n_q)
+    labels, counts, plans, rows, questions, n_q = _toy(exclusive=True)
+    out, merges = merge_task_variants(labels, counts, plans, rows, questions, n_q)
     assert len(set(out.tolist())) == 1
     (rec,) = merges
     assert rec["merged"] and rec["observed"] == 0 and rec["blocks"] == ["act_a", "act_b"]
@@ -49,8 +50,8 @@ def test_tools_the_question_decides_join_one_strategy():
 
 @pytest.mark.parametrize("seed", range(20))
 def test_strategies_drawn_per_episode_stay_apart(seed):
-    labels, counts, plans, rows, n_q = _toy(exclusive=False, seed=seed)
-    out, merges = merge_task_variants(labels, counts, plans, rows, n_q)
+    labels, counts, plans, rows, questions, n_q = _toy(exclusive=False, seed=seed)
+    out, merges = merge_task_variants(labels, counts, plans, rows, questions, n_q)
     assert (out == labels).all() and not merges[0]["merged"]
 
 
@@ -62,15 +63,14 @@ def test_an_unbalanced_design_with_identical_policies_joins_nothing():
     for seed in range(10):
         labels = np.random.default_rng(seed).choice(3, len(questions), p=[0.5, 0.3, 0.2])
         plans = [("look > act_a", "look > act_b", "look > act_c")[lab] for lab in labels]
-        rows = row_questions(np.arange(len(labels)), questions, len(labels))
-        out, _ = merge_task_variants(labels, np.ones(len(labels)), plans, rows, 80)
+        out, _ = merge_task_variants(labels, np.ones(len(labels)), plans, np.arange(len(labels)), questions, 80)
         assert (out == labels).all(), seed
 
 
 def test_plans_that_differ_in_more_than_one_tool_are_never_candidates():
-    labels, counts, _, rows, n_q = _toy(exclusive=True)
+    labels, counts, _, rows, questions, n_q = _toy(exclusive=True)
     plans = ["look > act_a" if lab == 0 else "check > act_b" for lab in labels]
-    out, merges = merge_task_variants(labels, counts, plans, rows, n_q)
+    out, merges = merge_task_variants(labels, counts, plans, rows, questions, n_q)
     assert (out == labels).all() and merges == []
 
 

@@ -1,0 +1,34 @@
+"""Checks every held-out world's tests make of its truth table: the arms differ only in their
+mixture (shared here so that each world's test states only what is its own)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+
+def assert_arms_differ_only_in_mixture(t: pl.DataFrame, arms: Mapping[str, Mapping[str, float]], *,
+                                       tool_free: str) -> None:
+    """On a truth table with ``strategy, arm, n_calls, n_failures, correct`` (several seeds
+    pooled): failure rates alike between ``base`` and ``rl`` pooled (0.03) and per tool-using
+    strategy (0.08), mean calls (0.8) and success (0.2) alike per strategy, and each arm's
+    shares within 0.05 of its planted mixture ``arms``."""
+    per = (t.filter(pl.col("strategy") != tool_free)
+           .group_by("strategy", "arm").agg(pl.col("n_failures").sum(), pl.col("n_calls").sum(),
+                                             pl.col("n_calls").mean().alias("mean_calls"),
+                                             pl.col("correct").mean().alias("success")))
+    pooled = per.group_by("arm").agg((pl.col("n_failures").sum() / pl.col("n_calls").sum()).alias("rate"))
+    rate = dict(pooled.iter_rows())
+    assert abs(rate["base"] - rate["rl"]) < 0.03, rate
+    for s in sorted(set(per["strategy"].to_list())):
+        rows = {arm: row for arm, *row in per.filter(pl.col("strategy") == s)
+                .select("arm", "n_failures", "n_calls", "mean_calls", "success").iter_rows()}
+        (fb, cb, mb, sb), (fr, cr, mr, sr) = rows["base"], rows["rl"]
+        assert abs(fb / cb - fr / cr) < 0.08, (s, rows)
+        assert abs(mb - mr) < 0.8, (s, rows)  # the same call counts within the strategy
+        assert abs(sb - sr) < 0.2, (s, rows)  # the same success rate within the strategy
+    for arm, mixture in arms.items():
+        got = dict(t.filter(pl.col("arm") == arm)["strategy"].value_counts(normalize=True).iter_rows())
+        total = sum(mixture.values())
+        for s, p in mixture.items():
+            assert abs(got.get(s, 0.0) - p / total) < 0.05, (arm, s, got)
