@@ -66,13 +66,15 @@ def block_apart(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[tuple[str, ...]
 
 
 def shared_questions(observed: int, n_q: np.ndarray, p_a: float, p_b: float, *,
-                     ratio: float | None = None) -> tuple[float, float]:
+                     ratio: float | None = None, floor: float | None = None) -> tuple[float, float]:
     """For ``observed`` questions holding both strategies: the number expected under
     independence, and the probability of so few or fewer (exact Poisson-binomial lower tail).
 
     ``n_q``: trajectories per question; ``p_a``, ``p_b``: the strategies' shares of all
     trajectories. With ``ratio``, the tail is computed only where ``observed`` is at most
-    ``ratio`` of the expected count (else it is 1.0: the pair cannot be joined). Questions with
+    ``ratio`` of the expected count (else it is 1.0: the pair cannot be joined), and with
+    ``floor`` it stops at the probability of no shared question where that is at least ``floor``
+    (a lower bound of the tail: the pair cannot be joined at a level below it). Questions with
     equally many trajectories share one probability, so the tail is a convolution of one
     binomial per distinct count: linear in the questions, however many there are.
 
@@ -84,13 +86,20 @@ def shared_questions(observed: int, n_q: np.ndarray, p_a: float, p_b: float, *,
     """
     from scipy.stats import binom
 
-    sizes, m = np.unique(np.asarray(n_q, dtype=np.float64), return_counts=True)
+    # sizes are trajectory counts (a resample's weighted counts rounded to whole trajectories)
+    sizes, m = np.unique(np.rint(np.asarray(n_q, dtype=np.float64)), return_counts=True)
     both = 1 - (1 - p_a) ** sizes - (1 - p_b) ** sizes + np.clip(1 - p_a - p_b, 0, 1) ** sizes
     both = np.clip(both, 0.0, 1.0)
     observed = int(observed)
     expected = float(np.sum(both * m))
     if ratio is not None and observed > ratio * expected:
         return expected, 1.0
+    if floor is not None:
+        # P(X <= observed) >= P(X = 0): where that alone is at least `floor`, so is the tail
+        with np.errstate(divide="ignore"):
+            none = float(np.exp(np.sum(m * np.log1p(-np.minimum(both, 1.0)))))
+        if none >= floor:
+            return expected, none
     # P(X <= observed), X a sum over the distinct sizes of Binomial(m, both): the pmf kept up to
     # `observed` and convolved size by size
     ks = np.arange(observed + 1)
@@ -144,29 +153,40 @@ def merge_task_variants(labels: np.ndarray, counts: np.ndarray, plans: Sequence[
     clustered = lab >= 0
     code = np.searchsorted(np.asarray(ids), lab[clustered])
     presence = coo_matrix((w[clustered], (code, q[clustered])), shape=(len(ids), n_questions)).tocsr()
-    presence.data = (presence.data > 0).astype(np.float64)
-    shared = (presence @ presence.T).toarray()  # questions holding both, for every pair
+    presence.eliminate_zeros()  # a row's questions: the sorted column indices of its nonzeros
     total = float(np.sum(counts))
-    typical: dict[int, tuple[str, ...]] = {}
-    weight: dict[int, float] = {}
+    # each strategy's typical plan (its heaviest, ties by name) and weight, in one pass over rows
+    by_plan: dict[tuple[int, str], float] = {}
+    for c, plan, n in zip(labels.tolist(), plans, np.asarray(counts, dtype=np.float64).tolist()):
+        if c != -1:
+            by_plan[(c, plan)] = by_plan.get((c, plan), 0.0) + n
+    weight: dict[int, float] = dict.fromkeys(ids, 0.0)
+    best: dict[int, tuple[float, str]] = {}
+    for (c, plan), n in by_plan.items():
+        weight[c] += n
+        if c not in best or (-n, plan) < (-best[c][0], best[c][1]):
+            best[c] = (n, plan)
+    typical = {c: tuple(t for t in best[c][1].split(" > ") if t) for c in ids}
+    # candidates: plans equal but for one position (the rest shared, so at least two tools),
+    # found by the plan with that position blanked: linear in the strategies, not quadratic
+    slots: dict[tuple[int, tuple[str, ...]], list[int]] = {}
     for c in ids:
-        rows = np.flatnonzero(labels == c)
-        by_plan: dict[str, float] = {}
-        for r in rows:
-            by_plan[plans[r]] = by_plan.get(plans[r], 0.0) + float(counts[r])
-        weight[c] = float(counts[rows].sum())
-        top = min(by_plan, key=lambda s: (-by_plan[s], s))
-        typical[c] = tuple(t for t in top.split(" > ") if t)
+        plan = typical[c]
+        if len(plan) >= 2:
+            for i in range(len(plan)):
+                slots.setdefault((i, plan[:i] + plan[i + 1:]), []).append(c)
+    pairs = sorted({(a, b) for members in slots.values() for k, a in enumerate(members) for b in members[k + 1:]})
+    position = {c: i for i, c in enumerate(ids)}
     candidates = []
-    for i, a in enumerate(ids):
-        for j in range(i + 1, len(ids)):
-            b = ids[j]
-            blocks = block_apart(typical[a], typical[b]) if typical[a] and typical[b] else None
-            if blocks is None:
-                continue
-            obs = int(round(shared[i, j]))
-            exp, p = shared_questions(obs, n_q, weight[a] / total, weight[b] / total, ratio=ratio)
-            candidates.append((p, a, b, blocks, obs, exp))
+    for a, b in pairs:
+        blocks = block_apart(typical[a], typical[b])
+        if blocks is None:
+            continue
+        ra, rb = position[a], position[b]
+        obs = len(np.intersect1d(presence.indices[presence.indptr[ra]:presence.indptr[ra + 1]],
+                                 presence.indices[presence.indptr[rb]:presence.indptr[rb + 1]], assume_unique=True))
+        exp, p = shared_questions(obs, n_q, weight[a] / total, weight[b] / total, ratio=ratio, floor=alpha)
+        candidates.append((p, a, b, blocks, obs, exp))
     joins = Joins(weight)
     merges = []
     for p, a, b, blocks, obs, exp in sorted(candidates, key=lambda t: (t[0], t[1], t[2])):

@@ -67,7 +67,8 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
                    for j, m in enumerate(chosen.to_dicts())]
         fid = row.get("fidelity")
         line = (f"{int(row['size']):,} trajectories; fidelity {estimate(fid, digits=2)} (share of members whose "
-                "calls contain the name's core sequence); typical moves: " + str(row.get("typical_moves") or ""))
+                "calls contain the name's core sequence); typical moves: " + str(row.get("typical_moves") or "")
+                + ("; tools the task decides: " + ", ".join(row["task_variants"]) if row.get("task_variants") else ""))
         blocks.append({"id": str(s).replace("-", "m"), "label": strategy_label(s), "name": row.get("name") or "",
                        "line": line, "table": table, "members": members})
         md += [f"### {md_inline(strategy_label(s))}: {md_inline(row.get('name') or '')}", "", md_inline(line), "",
