@@ -212,31 +212,49 @@ def draw(rng: np.random.Generator, mixture: dict[str, float]) -> str:
     return keys[int(rng.choice(len(keys), p=p / p.sum()))]
 
 
-def chat_world(name_: str, format_: str, rng: np.random.Generator, tasks: list[tuple[str, Any]],
-               arms: dict[str, dict[str, float]], n_samples: int,
-               episode: Callable[[np.random.Generator, str, Any], list[dict[str, Any]]],
-               success: dict[str, float]) -> World:
-    """A world of chat transcripts: for every arm, task and sample, a strategy drawn from the
-    arm's mixture, the episode's ``messages`` from ``episode(rng, strategy, task)``, and a
-    success label drawn with the strategy's rate (random within it: the outcome never tells
-    strategies apart)."""
+def planted_world(name_: str, format_: str, rng: np.random.Generator, tasks: list[tuple[str, Any]],
+                  arms: dict[str, dict[str, float]], n_samples: int,
+                  episode: Callable[[np.random.Generator, str, str, int, str, Any], tuple[dict[str, Any], tuple]],
+                  success: dict[str, float], *, truth_schema: Mapping[str, Any] | None = None) -> World:
+    """A world in any native format: for every arm, task and sample, a strategy drawn from the
+    arm's mixture and the record ``episode(rng, arm, question_id, sample_id, strategy, task)``
+    returns with the values of the truth's extra columns (``truth_schema``: name -> polars type,
+    in order); the episode draws the success label with the strategy's rate in ``success``
+    (random within it: the outcome never tells strategies apart)."""
     records, truth = [], []
     for arm, mixture in arms.items():
         for qid, task in tasks:
             for s in range(n_samples):
                 strategy = draw(rng, mixture)
-                messages = episode(rng, strategy, task)
-                records.append({"arm": arm, "question_id": qid, "sample_id": s, "gold": [],
-                                "correct": bool(rng.random() < success[strategy]), "messages": messages})
-                truth.append((arm, qid, s, strategy))
-    return World(name=name_, format=format_, records=records, truth=truth_frame(truth),
+                record, extra = episode(rng, arm, qid, s, strategy, task)
+                records.append(record)
+                truth.append((arm, qid, s, strategy, *extra))
+    return World(name=name_, format=format_, records=records, truth=truth_frame(truth, truth_schema),
                  planted=mixture_planted(arms, success))
 
 
-def truth_frame(rows: list[tuple[str, str, int, str]]) -> pl.DataFrame:
-    """The truth table of a world from ``(arm, question_id, sample_id, strategy)`` rows."""
+def chat_world(name_: str, format_: str, rng: np.random.Generator, tasks: list[tuple[str, Any]],
+               arms: dict[str, dict[str, float]], n_samples: int,
+               episode: Callable[[np.random.Generator, str, Any], Any], success: dict[str, float], *,
+               truth_schema: Mapping[str, Any] | None = None) -> World:
+    """A world of chat transcripts (:func:`planted_world`): each record holds the episode's
+    ``messages`` from ``episode(rng, strategy, task)`` and a success label drawn after them;
+    with ``truth_schema`` the episode returns ``(messages, values of the truth's extra columns)``."""
+    def record(rng: np.random.Generator, arm: str, qid: str, s: int, strategy: str, task: Any
+               ) -> tuple[dict[str, Any], tuple]:
+        out = episode(rng, strategy, task)
+        messages, extra = out if truth_schema is not None else (out, ())
+        return {"arm": arm, "question_id": qid, "sample_id": s, "gold": [],
+                "correct": bool(rng.random() < success[strategy]), "messages": messages}, tuple(extra)
+
+    return planted_world(name_, format_, rng, tasks, arms, n_samples, record, success, truth_schema=truth_schema)
+
+
+def truth_frame(rows: list[tuple], extra: Mapping[str, Any] | None = None) -> pl.DataFrame:
+    """The truth table of a world from ``(arm, question_id, sample_id, strategy, *extra)`` rows;
+    ``extra``: the further columns' names and polars types, in order."""
     return pl.DataFrame(rows, schema={"arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64,
-                                      "strategy": pl.String}, orient="row")
+                                      "strategy": pl.String, **(extra or {})}, orient="row")
 
 
 def world_generator(random_state: RandomState, seed: int | None) -> np.random.Generator:

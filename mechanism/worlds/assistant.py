@@ -50,7 +50,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.options import as_generator
-from mechanism.worlds._base import World, draw, mixture_planted, name, pick, word
+from mechanism.worlds._base import World, name, pick, planted_world, word
 
 STRATEGIES = ("no_tools", "direct", "calendar_first", "contact_first", "thread_first", "diligent")
 ARMS = {
@@ -363,24 +363,16 @@ def assistant(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict
     rng = as_generator(random_state)
     arms = arms or ARMS
     tasks = [(f"assistant-{i:04d}", _task(rng)) for i in range(n_questions)]
-    records, truth = [], []
-    for arm, mixture in arms.items():
-        for qid, task in tasks:
-            for sample in range(n_samples):
-                strategy = draw(rng, mixture)
-                session = _episode(rng, strategy, task)
-                correct = bool(rng.random() < _SUCCESS[strategy])
-                records.append({
-                    "schema_version": "ATIF-v1.4",
-                    "session_id": f"{arm}-{qid}-{sample}",
-                    "agent": {"name": "assistant-agent", "version": "1.0", "model_name": arm},
-                    "steps": session.steps,
-                    "extra": {"question_id": qid, "sample_id": sample, "correct": correct,
-                              "gold": [f"{'event' if task['kind'] == 'meeting' else 'reply'}:{task['email']}"]},
-                })
-                truth.append((arm, qid, sample, strategy, task["kind"], session.n_calls, session.n_failures))
-    frame = pl.DataFrame(truth, schema={"arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64,
-                                        "strategy": pl.String, "kind": pl.String, "n_calls": pl.Int64,
-                                        "n_failures": pl.Int64}, orient="row")
-    return World(name="assistant", format="atif", records=records, truth=frame,
-                 planted=mixture_planted(arms, _SUCCESS))
+
+    def episode(rng: np.random.Generator, arm: str, qid: str, sample: int, strategy: str, task: dict
+                ) -> tuple[dict, tuple]:
+        session = _episode(rng, strategy, task)
+        correct = bool(rng.random() < _SUCCESS[strategy])
+        return ({"schema_version": "ATIF-v1.4", "session_id": f"{arm}-{qid}-{sample}",
+                 "agent": {"name": "assistant-agent", "version": "1.0", "model_name": arm}, "steps": session.steps,
+                 "extra": {"question_id": qid, "sample_id": sample, "correct": correct,
+                           "gold": [f"{'event' if task['kind'] == 'meeting' else 'reply'}:{task['email']}"]}},
+                (task["kind"], session.n_calls, session.n_failures))
+
+    return planted_world("assistant", "atif", rng, tasks, arms, n_samples, episode, _SUCCESS,
+                         truth_schema={"kind": pl.String, "n_calls": pl.Int64, "n_failures": pl.Int64})

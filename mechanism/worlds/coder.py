@@ -486,16 +486,10 @@ def coder(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[str
     rng = as_generator(random_state)
     arms = arms or ARMS
     tasks = [(f"coder-{i:04d}", _task(rng, i)) for i in range(n_questions)]
-    counts: list[tuple[int, int, int]] = []
 
-    def episode(rng: np.random.Generator, strategy: str, task: dict) -> list[dict]:
+    def episode(rng: np.random.Generator, strategy: str, task: dict) -> tuple[list[dict], tuple]:
         agent = _episode(rng, strategy, task)
-        counts.append((agent.n_calls, agent.n_tool_calls, agent.n_failed))
-        return agent.messages
+        return agent.messages, (agent.n_calls, agent.n_tool_calls, agent.n_failed)
 
-    world = chat_world("coder", "openai", rng, tasks, arms, n_samples, episode, _SUCCESS)
-    n_calls, n_tool_calls, n_failed = (list(c) for c in zip(*counts)) if counts else ([], [], [])
-    world.truth = world.truth.with_columns(pl.Series("n_calls", n_calls, dtype=pl.Int64),
-                                           pl.Series("n_tool_calls", n_tool_calls, dtype=pl.Int64),
-                                           pl.Series("n_failed", n_failed, dtype=pl.Int64))
-    return world
+    return chat_world("coder", "openai", rng, tasks, arms, n_samples, episode, _SUCCESS,
+                      truth_schema={"n_calls": pl.Int64, "n_tool_calls": pl.Int64, "n_failed": pl.Int64})

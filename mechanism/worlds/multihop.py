@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from mechanism.options import RandomState
-from mechanism.worlds._base import World, draw, mixture_planted, truth_frame, world_generator, name, pick, word
+from mechanism.worlds._base import World, name, pick, planted_world, word, world_generator
 
 STRATEGIES = ("single", "chain", "chain_check", "repeat", "reword", "decompose")
 ARMS = {
@@ -125,30 +125,26 @@ def multihop(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[
                  "hq": name(rng), "year": str(int(rng.integers(1900, 1990))), "fyear": str(int(rng.integers(1950, 2015)))}
         facts["question"] = f"In which city was the founder of {org} born?"
         questions.append((f"mh-{i:04d}", facts))
-    records, truth = [], []
-    for arm, mixture in arms.items():
-        for qid, q in questions:
-            for s in range(n_samples):
-                strategy = draw(rng, mixture)
-                calls, answer = _episode(rng, strategy, q)
-                record = {"arm": arm, "question_id": qid, "sample_id": s, "question": q["question"],
-                          "gold": [q["city"]]}
-                parts = []
-                for n, (thought, query) in enumerate(calls, start=1):
-                    obs = _paragraph(rng, query, q)
-                    if react:
-                        parts += [f"Thought {n}: {thought}", f"Action {n}: Search[{query}]", f"Observation {n}: {obs}"]
-                    else:
-                        parts += [f"<think>{thought}</think>", f"<search> {query} </search>",
-                                  f"<information>Doc 1(Title: \"{word(rng).capitalize()}\") {obs}</information>"]
-                if react:
-                    n = len(calls) + 1
-                    parts += [f"Thought {n}: I have the answer.", f"Action {n}: Finish[{answer}]"]
-                    record["trajectory"] = "\n".join(parts)
-                else:
-                    parts += ["<think>I have the answer.</think>", f"<answer> {answer} </answer>"]
-                    record["response"] = "\n".join(parts)
-                records.append(record)
-                truth.append((arm, qid, s, strategy))
-    return World(name="multihop_react" if react else "multihop", format="react" if react else "searchr1",
-                 records=records, truth=truth_frame(truth), planted=mixture_planted(arms, _SUCCESS))
+
+    def episode(rng: np.random.Generator, arm: str, qid: str, s: int, strategy: str, q: dict) -> tuple[dict, tuple]:
+        calls, answer = _episode(rng, strategy, q)
+        record = {"arm": arm, "question_id": qid, "sample_id": s, "question": q["question"], "gold": [q["city"]]}
+        parts = []
+        for n, (thought, query) in enumerate(calls, start=1):
+            obs = _paragraph(rng, query, q)
+            if react:
+                parts += [f"Thought {n}: {thought}", f"Action {n}: Search[{query}]", f"Observation {n}: {obs}"]
+            else:
+                parts += [f"<think>{thought}</think>", f"<search> {query} </search>",
+                          f"<information>Doc 1(Title: \"{word(rng).capitalize()}\") {obs}</information>"]
+        if react:
+            n = len(calls) + 1
+            parts += [f"Thought {n}: I have the answer.", f"Action {n}: Finish[{answer}]"]
+            record["trajectory"] = "\n".join(parts)
+        else:
+            parts += ["<think>I have the answer.</think>", f"<answer> {answer} </answer>"]
+            record["response"] = "\n".join(parts)
+        return record, ()
+
+    return planted_world("multihop_react" if react else "multihop", "react" if react else "searchr1", rng, questions,
+                         arms, n_samples, episode, _SUCCESS)

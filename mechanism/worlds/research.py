@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from mechanism.worlds._base import World, draw, mixture_planted, name, pick, word, world_generator
+from mechanism.worlds._base import World, name, pick, planted_world, word, world_generator
 
 STRATEGIES = ("memory", "search_compute", "search_lookup", "paper_first", "python_fetch", "double_check", "chain")
 KINDS = ("growth", "count", "conversion")
@@ -406,19 +406,13 @@ def research(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[
     for i in range(n_questions):
         kind = pick(rng, KINDS)
         tasks.append((f"research-{i:04d}", _task(rng, kind)))
-    records, truth = [], []
-    for arm, mixture in arms.items():
-        for qid, t in tasks:
-            for sample in range(n_samples):
-                strategy = draw(rng, mixture)
-                correct = bool(rng.random() < _SUCCESS[strategy])
-                text, n_calls, n_failures = _episode(rng, strategy, t, correct)
-                records.append({"question_id": qid, "arm": arm, "sample_id": sample, "question": t["text"],
-                                "gold": [t["gold"]], "correct": correct, "trajectory": text,
-                                "meta": {"kind": t["kind"]}})
-                truth.append((arm, qid, sample, strategy, n_calls, n_failures, t["kind"]))
-    frame = pl.DataFrame(truth, schema={"arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64,
-                                        "strategy": pl.String, "n_calls": pl.Int64, "n_failures": pl.Int64,
-                                        "kind": pl.String}, orient="row")
-    return World(name="research", format="react", records=records, truth=frame,
-                 planted=mixture_planted(arms, _SUCCESS))
+
+    def episode(rng: np.random.Generator, arm: str, qid: str, sample: int, strategy: str, t: dict
+                ) -> tuple[dict, tuple]:
+        correct = bool(rng.random() < _SUCCESS[strategy])
+        text, n_calls, n_failures = _episode(rng, strategy, t, correct)
+        return ({"question_id": qid, "arm": arm, "sample_id": sample, "question": t["text"], "gold": [t["gold"]],
+                 "correct": correct, "trajectory": text, "meta": {"kind": t["kind"]}}, (n_calls, n_failures, t["kind"]))
+
+    return planted_world("research", "react", rng, tasks, arms, n_samples, episode, _SUCCESS,
+                         truth_schema={"n_calls": pl.Int64, "n_failures": pl.Int64, "kind": pl.String})

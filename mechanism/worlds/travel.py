@@ -48,7 +48,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.options import as_generator
-from mechanism.worlds._base import World, draw, mixture_planted, name, pick
+from mechanism.worlds._base import World, chat_world, name, pick
 
 STRATEGIES = ("no_tools", "act_now", "profile_first", "reservation_first", "broad_search", "survey_trips",
               "verify_after")
@@ -382,17 +382,10 @@ def travel(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[st
     rng = as_generator(random_state)
     arms = arms or ARMS
     tasks = [(f"travel-{i:04d}", _task(rng)) for i in range(n_questions)]
-    records, truth = [], []
-    for arm, mixture in arms.items():
-        for qid, task in tasks:
-            for sample in range(n_samples):
-                strategy = draw(rng, mixture)
-                messages, n_calls, n_failures = _episode(rng, strategy, task)
-                records.append({"arm": arm, "question_id": qid, "sample_id": sample, "gold": [],
-                                "correct": bool(rng.random() < _SUCCESS[strategy]), "messages": messages})
-                truth.append((arm, qid, sample, strategy, task["kind"], n_calls, n_failures))
-    frame = pl.DataFrame(truth, schema={"arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64,
-                                        "strategy": pl.String, "kind": pl.String, "n_calls": pl.Int64,
-                                        "n_failures": pl.Int64}, orient="row")
-    return World(name="travel", format="openai", records=records, truth=frame,
-                 planted=mixture_planted(arms, _SUCCESS))
+
+    def episode(rng: np.random.Generator, strategy: str, task: dict) -> tuple[list[dict], tuple]:
+        messages, n_calls, n_failures = _episode(rng, strategy, task)
+        return messages, (task["kind"], n_calls, n_failures)
+
+    return chat_world("travel", "openai", rng, tasks, arms, n_samples, episode, _SUCCESS,
+                      truth_schema={"kind": pl.String, "n_calls": pl.Int64, "n_failures": pl.Int64})
