@@ -386,11 +386,12 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         prev_failed = failed
         if merged:
             continue
-        found = set(memo.atoms(observation)) - result_atoms - call_atoms - tset - set(user)
+        # what a chain would carry on: only read when looks are folded ("merge")
+        found = (memo.atoms(observation) - result_atoms - call_atoms - tset - user) if merge else frozenset()
         if folded:
             last_found |= found
         else:
-            last_attempt, last_found = tool, found
+            last_attempt, last_found = tool, set(found)
         calls_seen.add(key)
         prev_call = key
         by_tool.setdefault(tool, set()).update(tset)

@@ -244,7 +244,7 @@ def cluster_rows(p: Any, rows: np.ndarray, counts: np.ndarray, plans: np.ndarray
 def plan_groups(p: Any, plans: np.ndarray | None, index: np.ndarray) -> np.ndarray | None:
     """The plan codes of rows ``index`` that the tree keeps apart, or ``None`` (``p.plans`` is
     ``"mixed"``, or the rows have no plans: a space saved before plans were read)."""
-    if plans is None or getattr(p, "plans", "mixed") != "apart":
+    if plans is None or p.plans != "apart":
         return None
     return np.asarray(plans)[index]
 

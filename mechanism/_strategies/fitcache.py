@@ -59,14 +59,13 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
             optional.setdefault(final, []).append(rec["step"])
     out["optional_steps"] = {c: sorted(set(v)) for c, v in optional.items()}
     tasks: dict[int, list[str]] = {}
-    for rec in cut.get("variants", []):
-        if rec["merged"]:
-            final = int(labels[cut["index"][np.flatnonzero(cut["labels"] == rec["kept"])[0]]])
-            tasks.setdefault(final, []).append(" / ".join(rec["blocks"]))
-    for rec in after:
-        if rec["merged"]:
-            final = int(labels[np.flatnonzero(family == rec["kept"])[0]])
-            tasks.setdefault(final, []).append(" / ".join(rec["blocks"]))
+    # each join's final strategy: that of a row its kept strategy held when it was tested
+    tested = [(labels[cut["index"]], cut["labels"], cut["variants"])] if "variants" in cut else []
+    for final_of, held, records in [*tested, (labels, family, after)]:
+        for rec in records:
+            if rec["merged"]:
+                final = int(final_of[np.flatnonzero(held == rec["kept"])[0]])
+                tasks.setdefault(final, []).append(" / ".join(rec["blocks"]))
     out["task_variants"] = {c: sorted(set(v)) for c, v in tasks.items()}
     if silhouette is not None:
         out["silhouette"] = silhouette
