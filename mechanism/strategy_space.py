@@ -73,7 +73,7 @@ from mechanism._strategies.clustering import (OUTLIER_QUANTILE, assign_table, me
                                               weighted_silhouette)
 from mechanism._strategies.describe import c_tf_idf_keywords  # noqa: F401  (public here since 0.1)
 from mechanism._strategies.description import member_examples  # noqa: F401  (public here: the report's explorer)
-from mechanism._strategies.features import FitRows, distinct_rows, embed_join, fit_vocabulary, tool_plan
+from mechanism._strategies.features import FitRows, distinct_rows, embed_join, fit_vocabulary, optional_ends, task_plan, task_tools, tool_plan, without_optional
 from mechanism._strategies.fitcache import fit_cached
 from mechanism._strategies.labels import display_names, strategy_label  # noqa: F401  (public here)
 from mechanism._strategies.params import (CONSTRAINTS, ClusterOn, Families, Linkage, Method, Plans, check, model_params,
@@ -417,12 +417,16 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
     arm_counts = np.zeros((len(uniq), int(arm_codes.max()) + 1), dtype=np.int64)
     np.add.at(arm_counts, (inverse, arm_codes), 1)
     tools = traj["tools"].gather(first).to_list()
+    questions = np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
+    task = task_tools(traj["tools"].to_list(), questions)
+    grouped = [task_plan(tool_plan(t), task) for t in tools]
+    optional = optional_ends(grouped, arm_counts)
     return FitRows(
-        plans=[tool_plan(t) for t in tools], features=uniq,
+        plans=[without_optional(g, optional) for g in grouped], tool_plans=[tool_plan(t) for t in tools], task=task,
+        features=uniq,
         counts=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
         renderings=[str(r) for r in traj["rendering"].gather(first).to_list()], moves=moves,
-        questions=np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel(),
-        row_of=inverse, arm_counts=arm_counts,
+        questions=questions, row_of=inverse, arm_counts=arm_counts,
         steps=[tuple(step_labels(m.split(" > "), [t for t in (tl or "").split(" > ") if t]))
                for m, tl in zip(moves, tools)])
 

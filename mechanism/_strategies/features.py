@@ -137,6 +137,52 @@ def tool_plan(tools: str | None) -> str:
     return " > ".join(out)
 
 
+TASK_SHARE = 0.5
+TASK_MARK = "(task)"
+
+
+def task_tools(tools: Sequence[str | None], questions: np.ndarray, *, share: float = TASK_SHARE) -> frozenset[str]:
+    """Tools the question decides: whether a tool-calling trajectory calls the tool is
+    explained by its question (adjusted between-question share of variance at least ``share``)."""
+    lists = [[t for t in (tl or "").split(" > ") if t] for tl in tools]
+    use = np.array([bool(t) for t in lists])
+    if use.sum() < 2:
+        return frozenset()
+    q = np.unique(np.asarray(questions)[use], return_inverse=True)[1].ravel()
+    n, n_q = int(use.sum()), int(q.max()) + 1
+    if n <= n_q:
+        return frozenset()
+    sets = [set(t) for t, u in zip(lists, use) if u]
+    out = set()
+    for tool in sorted({x for t in sets for x in t}):
+        x = np.array([tool in t for t in sets], dtype=np.float64)
+        sst = float(((x - x.mean()) ** 2).sum())
+        if sst == 0:
+            continue
+        mean_q = np.bincount(q, x, minlength=n_q) / np.maximum(np.bincount(q, minlength=n_q), 1)
+        ssw = float(((x - mean_q[q]) ** 2).sum())
+        if 1 - (ssw / (n - n_q)) / (sst / (n - 1)) >= share:
+            out.add(tool)
+    return frozenset(out)
+
+
+def task_plan(plan: str, task: frozenset[str]) -> str:
+    """``plan`` with each run of tools the question decides read as one mark."""
+    out: list[str] = []
+    for tool in (plan or "").split(" > "):
+        if not tool:
+            continue
+        if tool.rstrip("+") in task:
+            again = tool.endswith("+")
+            if out and out[-1].rstrip("+") == TASK_MARK:
+                out[-1] = TASK_MARK + ("+" if again or out[-1].endswith("+") else "")
+            else:
+                out.append(TASK_MARK + ("+" if again else ""))
+        else:
+            out.append(tool)
+    return " > ".join(out)
+
+
 def plan_codes(plans: Sequence[str]) -> np.ndarray:
     """Integer code of each row's plan (equal plans, equal codes, in sorted order of plans);
     -1 for the empty plan (no tool called), which the clustering keeps farthest from the rest.
@@ -174,6 +220,8 @@ class FitRows:
     steps: list[tuple[str, ...]]
     arm_counts: np.ndarray
     plans: list[str]
+    tool_plans: list[str]
+    task: frozenset[str]
 
 
 def distinct_rows(pair_rows: np.ndarray, pair_of_row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -201,3 +249,47 @@ def embed_join(traj: "object", embedder: "object", vocabulary: Sequence[str], *,
                              f"the space was fitted with {dim}")
     return join(traj[first]["tokens"].to_list(), emb[text_of_pair], vocabulary,
                 structure_weight=structure_weight, embedding_weight=embedding_weight), inverse
+
+
+OPTIONAL_ALPHA = 0.05
+OPTIONAL_BASES = 3
+
+
+def optional_ends(plans: Sequence[str], arm_counts: np.ndarray, *, alpha: float = OPTIONAL_ALPHA,
+                  min_bases: int = OPTIONAL_BASES) -> set[tuple[str, str]]:
+    """Steps a trajectory opens or closes with at one rate whatever else it does."""
+    from scipy.stats import chi2_contingency
+
+    arm_counts = np.asarray(arm_counts, dtype=np.float64)
+    by_plan: dict[tuple[str, ...], np.ndarray] = {}
+    for plan, c in zip(plans, arm_counts):
+        key = tuple(t for t in plan.split(" > ") if t)
+        by_plan[key] = by_plan.get(key, 0) + c
+    found = set()
+    for end in ("first", "last"):
+        bases: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        for key in by_plan:
+            if len(key) >= 3:
+                step, rest = (key[0], key[1:]) if end == "first" else (key[-1], key[:-1])
+                if rest in by_plan:
+                    bases.setdefault(step, []).append((by_plan[key], by_plan[rest]))
+        for step, pairs in sorted(bases.items()):
+            if len(pairs) < min_bases:
+                continue
+            cube = np.stack([np.stack(pair, axis=1) for pair in pairs])  # bases x arms x (with, without)
+            ps = []
+            for table in (cube.reshape(-1, 2), cube.sum(axis=1), cube.sum(axis=0)):
+                table = table[table.sum(axis=1) > 0]
+                ps.append(float(chi2_contingency(table)[1]) if len(table) > 1 else 1.0)
+            if min(ps) >= alpha:
+                found.add((end, step))
+    return found
+
+
+def without_optional(plan: str, optional: set[tuple[str, str]]) -> str:
+    key = [t for t in plan.split(" > ") if t]
+    if len(key) >= 3 and ("first", key[0]) in optional:
+        key = key[1:]
+    if len(key) >= 3 and ("last", key[-1]) in optional:
+        key = key[:-1]
+    return " > ".join(key)

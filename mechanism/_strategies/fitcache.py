@@ -63,7 +63,7 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
     tested = [(labels[cut["index"]], cut["labels"], cut["variants"])] if "variants" in cut else []
     for final_of, held, records in [*tested, (labels, family, after)]:
         for rec in records:
-            if rec["merged"]:
+            if rec["merged"] and all(rec["blocks"]):  # fragments of one plan swap no tool
                 final = int(final_of[np.flatnonzero(held == rec["kept"])[0]])
                 tasks.setdefault(final, []).append(" / ".join(rec["blocks"]))
     out["task_variants"] = {c: sorted(set(v)) for c, v in tasks.items()}

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from mechanism._strategies.features import TASK_MARK, task_plan
 from mechanism._strategies.joins import Joins
 
 MAX_BLOCK = 1
@@ -63,6 +64,12 @@ def block_apart(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[tuple[str, ...]
     if len(x) != len(y) or len(x) > MAX_BLOCK or len(x) == len(a):
         return None
     return x, y
+
+
+def _swapped(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The tools each plan calls and the other does not, in order."""
+    ta, tb = (list(dict.fromkeys(t.rstrip("+") for t in plan)) for plan in (a, b))
+    return [t for t in ta if t not in tb], [t for t in tb if t not in ta]
 
 
 def shared_questions(observed: int, n_q: np.ndarray, p_a: float, p_b: float, *,
@@ -112,7 +119,8 @@ def shared_questions(observed: int, n_q: np.ndarray, p_a: float, p_b: float, *,
 
 def merge_task_variants(labels: np.ndarray, counts: np.ndarray, plans: Sequence[str], traj_row: np.ndarray,
                         traj_question: np.ndarray, n_questions: int, *, traj_weight: np.ndarray | None = None,
-                        alpha: float = TASK_ALPHA, ratio: float = TASK_RATIO) -> tuple[np.ndarray, list[dict]]:
+                        task: frozenset[str] = frozenset(), alpha: float = TASK_ALPHA, ratio: float = TASK_RATIO,
+                        ) -> tuple[np.ndarray, list[dict]]:
     """Join strategies that are one strategy on two kinds of task (module docstring).
 
     Parameters
@@ -139,25 +147,48 @@ def merge_task_variants(labels: np.ndarray, counts: np.ndarray, plans: Sequence[
     ...                     rows, rows % 4, 4)[0].tolist()  # on every question both: two strategies
     [0, 0, 0, 0, 1, 1, 1, 1]
     """
-    from scipy.sparse import coo_matrix
-
     labels = np.asarray(labels).copy()
-    ids = sorted(set(labels.tolist()) - {-1})
-    if len(ids) < 2:
-        return labels, []
     traj_row = np.asarray(traj_row)
     weight_t = np.ones(len(traj_row)) if traj_weight is None else np.asarray(traj_weight, dtype=np.float64)
     held = traj_row >= 0
-    lab, q, w = labels[traj_row[held]], np.asarray(traj_question)[held], weight_t[held]
-    n_q = np.bincount(q, weights=w, minlength=n_questions)  # outliers hold questions' trajectories too
+    rows_q, rows_w = np.asarray(traj_question)[held], weight_t[held]
+    n_q = np.bincount(rows_q, weights=rows_w, minlength=n_questions)  # outliers hold questions' trajectories too
+    counts = np.asarray(counts, dtype=np.float64)
+    total = float(np.sum(counts))
+    merges: list[dict] = []
+    # the pair least likely under independence is joined, and the joined strategy is tested
+    # again against the rest: a strategy split over several kinds of task gathers fragment by
+    # fragment, each join giving the next test more trajectories than one fragment has
+    while True:
+        candidates = _candidates(labels, counts, plans, traj_row[held], rows_q, rows_w, n_q, total, task,
+                                 alpha=alpha, ratio=ratio)
+        joinable = [c for c in candidates if c["p"] < alpha and c["observed"] <= ratio * c["expected"]]
+        if not joinable:
+            merges.extend({**c, "merged": False} for c in candidates)
+            return labels, merges
+        best = joinable[0]
+        merges.append({**best, "merged": True})
+        labels = np.where(labels == best["joined"], best["kept"], labels)
+
+
+def _candidates(labels: np.ndarray, counts: np.ndarray, plans: Sequence[str], row: np.ndarray, q: np.ndarray,
+                w: np.ndarray, n_q: np.ndarray, total: float, task: frozenset[str], *, alpha: float, ratio: float,
+                ) -> list[dict]:
+    """Every candidate pair of the strategies ``labels``, tested, most significant first
+    (:func:`merge_task_variants`'s records, without ``merged``); the kept one is the heavier."""
+    from scipy.sparse import coo_matrix
+
+    ids = sorted(set(labels.tolist()) - {-1})
+    if len(ids) < 2:
+        return []
+    lab = labels[row]
     clustered = lab >= 0
     code = np.searchsorted(np.asarray(ids), lab[clustered])
-    presence = coo_matrix((w[clustered], (code, q[clustered])), shape=(len(ids), n_questions)).tocsr()
+    presence = coo_matrix((w[clustered], (code, q[clustered])), shape=(len(ids), len(n_q))).tocsr()
     presence.eliminate_zeros()  # a row's questions: the sorted column indices of its nonzeros
-    total = float(np.sum(counts))
     # each strategy's typical plan (its heaviest, ties by name) and weight, in one pass over rows
     by_plan: dict[tuple[int, str], float] = {}
-    for c, plan, n in zip(labels.tolist(), plans, np.asarray(counts, dtype=np.float64).tolist()):
+    for c, plan, n in zip(labels.tolist(), plans, counts.tolist()):
         if c != -1:
             by_plan[(c, plan)] = by_plan.get((c, plan), 0.0) + n
     weight: dict[int, float] = dict.fromkeys(ids, 0.0)
@@ -167,33 +198,30 @@ def merge_task_variants(labels: np.ndarray, counts: np.ndarray, plans: Sequence[
         if c not in best or (-n, plan) < (-best[c][0], best[c][1]):
             best[c] = (n, plan)
     typical = {c: tuple(t for t in best[c][1].split(" > ") if t) for c in ids}
-    # candidates: plans equal but for one position (the rest shared, so at least two tools),
-    # found by the plan with that position blanked: linear in the strategies, not quadratic
-    slots: dict[tuple[int, tuple[str, ...]], list[int]] = {}
+    # candidates: strategies whose typical plans are one plan once the tools the question
+    # decides are read as one mark, where that plan holds such a mark or two steps at least (a
+    # plan of one tool, searches only, says nothing of the approach the cut did not see)
+    groups: dict[str, list[int]] = {}
     for c in ids:
-        plan = typical[c]
-        if len(plan) >= 2:
-            for i in range(len(plan)):
-                slots.setdefault((i, plan[:i] + plan[i + 1:]), []).append(c)
-    pairs = sorted({(a, b) for members in slots.values() for k, a in enumerate(members) for b in members[k + 1:]})
+        read = task_plan(best[c][1], task)
+        if TASK_MARK in read or len(typical[c]) >= 2:
+            groups.setdefault(read, []).append(c)
     position = {c: i for i, c in enumerate(ids)}
-    candidates = []
-    for a, b in pairs:
-        blocks = block_apart(typical[a], typical[b])
-        if blocks is None:
-            continue
-        ra, rb = position[a], position[b]
-        obs = len(np.intersect1d(presence.indices[presence.indptr[ra]:presence.indptr[ra + 1]],
-                                 presence.indices[presence.indptr[rb]:presence.indptr[rb + 1]], assume_unique=True))
-        exp, p = shared_questions(obs, n_q, weight[a] / total, weight[b] / total, ratio=ratio, floor=alpha)
-        candidates.append((p, a, b, blocks, obs, exp))
-    joins = Joins(weight)
-    merges = []
-    for p, a, b, blocks, obs, exp in sorted(candidates, key=lambda t: (t[0], t[1], t[2])):
-        joined = p < alpha and obs <= ratio * exp and joins.join(a, b)
-        merges.append({"kept": a, "joined": b, "blocks": [" > ".join(blocks[0]), " > ".join(blocks[1])],
-                       "observed": obs, "expected": exp, "p": p, "merged": bool(joined)})
-    return joins.labels(labels), merges
+    out = []
+    for members in groups.values():
+        for k, a in enumerate(members):
+            for b in members[k + 1:]:
+                if (weight[b], -b) > (weight[a], -a):
+                    a, b = b, a
+                ra, rb = position[a], position[b]
+                obs = len(np.intersect1d(presence.indices[presence.indptr[ra]:presence.indptr[ra + 1]],
+                                         presence.indices[presence.indptr[rb]:presence.indptr[rb + 1]],
+                                         assume_unique=True))
+                exp, p = shared_questions(obs, n_q, weight[a] / total, weight[b] / total, ratio=ratio, floor=alpha)
+                blocks = _swapped(typical[a], typical[b])
+                out.append({"kept": a, "joined": b, "blocks": [" > ".join(blocks[0]), " > ".join(blocks[1])],
+                            "observed": obs, "expected": exp, "p": p})
+    return sorted(out, key=lambda c: (c["p"], c["kept"], c["joined"]))
 
 
 def task_variants(labels: np.ndarray, counts: np.ndarray, rows: Any, index: np.ndarray | None = None
@@ -209,5 +237,5 @@ def task_variants(labels: np.ndarray, counts: np.ndarray, rows: Any, index: np.n
     scale = np.asarray(counts, dtype=np.float64) / np.maximum(rows.counts[index].astype(np.float64), 1.0)
     weight = np.where(traj_row >= 0, scale[np.maximum(traj_row, 0)], 0.0)
     n_q = int(rows.questions.max()) + 1 if len(rows.questions) else 0
-    return merge_task_variants(labels, np.asarray(counts, dtype=np.float64), [rows.plans[r] for r in index],
-                               traj_row, rows.questions, n_q, traj_weight=weight)
+    return merge_task_variants(labels, np.asarray(counts, dtype=np.float64), [rows.tool_plans[r] for r in index],
+                               traj_row, rows.questions, n_q, traj_weight=weight, task=rows.task)
