@@ -102,7 +102,8 @@ _SAY = {
     "home": ("Back to the home screen.", "Let me go home first.", "Start from the home screen."),
     "read_screen": ("Let me read the screen.", "What is on screen now?", "Check the screen before the next step.",
                     "Reading the current screen."),
-    "search_settings": ("I'll search the settings for {x}.", "Search settings: {x}.", "Quickest is the settings search."),
+    "search_settings": ("I'll search the settings for {x}.", "Search settings: {x}.",
+                        "Quickest is the settings search."),
 }
 _RETRY = ("That failed; fix it and try again.", "Wrong element; try again.", "Let me correct that.",
           "The call did not work, retrying with the right value.")
@@ -239,8 +240,16 @@ def _episode(rng: np.random.Generator, strategy: str, task: dict) -> tuple[str, 
     app = pick(rng, _APPS[task["kind"]])
     if strategy == "ask_user":
         p.n += 1
-        p.lines += [f"Thought 1: {pick(rng, ('I cannot operate this phone myself.', 'The request is ambiguous.', 'Better to check with the user.'))}",
-                    f"Action 1: finish[{pick(rng, ('Which one do you mean exactly? Please confirm and I will do it.', 'I am not able to change this on your phone; you can do it in ' + app + '.', 'Could you tell me more before I start?'))}]"]
+        thought = pick(rng, ("I cannot operate this phone myself.", "The request is ambiguous.",
+                             "Better to check with the user.", f"I am not sure {app} is the right app here.",
+                             "I should ask before changing anything on the phone.",
+                             "There is not enough detail to act on."))
+        reply = pick(rng, ("Which one do you mean exactly? Please confirm and I will do it.",
+                           f"I am not able to change this on your phone; you can do it in {app}.",
+                           "Could you tell me more before I start?",
+                           f"Do you want me to use {app} for this?",
+                           "Sorry, I can't do that from here."))
+        p.lines += [f"Thought 1: {thought}", f"Action 1: finish[{reply}]"]
         return p.text(), 0, 0
     if strategy in ("direct", "explore", "careful"):
         _open(p, app)
@@ -253,7 +262,8 @@ def _episode(rng: np.random.Generator, strategy: str, task: dict) -> tuple[str, 
         query = task["setting"] if task["kind"] == "toggle" else pick(rng, (app, f"{app} app", f"apps {app}"))
         if rng.random() < 0.4:
             query = query.lower()
-        p.act("search_settings", query, f"Results: {_elements(rng, task['setting'] if task['kind'] == 'toggle' else app)}",
+        hit = task["setting"] if task["kind"] == "toggle" else app
+        p.act("search_settings", query, f"Results: {_elements(rng, hit)}",
               screen="Settings search results")
         target = task["setting"] if task["kind"] == "toggle" else f"Open {app}"
         p.act("tap", target, f"{app} opened", screen=f"{app} main screen")
@@ -270,7 +280,8 @@ def _episode(rng: np.random.Generator, strategy: str, task: dict) -> tuple[str, 
                                                               "The shortcut is in the shade; swipe down.",
                                                               "Open the quick settings from the top.")))
         if rng.random() < 0.5:
-            p.act("swipe", "down", f"Quick settings expanded. {_elements(rng, 'Do Not Disturb', 'Dark theme', 'Alarm')}")
+            p.act("swipe", "down",
+                  f"Quick settings expanded. {_elements(rng, 'Do Not Disturb', 'Dark theme', 'Alarm')}")
         tile = {"toggle": task.get("setting", ""), "message": f"{task.get('contact', '')}: new message",
                 "note": "Keep reminder", "alarm": "Next alarm"}[task["kind"]]
         p.act("tap", tile, f"{app} opened from the shade", screen=f"{app} main screen")
