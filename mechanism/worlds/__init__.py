@@ -43,6 +43,14 @@ counts that overlap between strategies, so a method tuned to one world is tested
   after acting), execution failures retried by the same tool inside every one that calls a
   tool, optional steps at fixed rates; rl differs from base only in its mixture. A held-out
   world, written without reference to segmentation or clustering.
+- :func:`gui`: a mobile-phone GUI agent (AndroidWorld-like; ReAct text; open_app, tap, type,
+  swipe, back, home, read_screen, search_settings) on four kinds of phone task (a setting
+  toggled, a message sent, a list item added, an alarm set) with seven strategies (ask the
+  user, open the app directly, explore by swiping, settings search, read the screen before
+  every action, go home and reopen, the notification shade), execution failures retried by the
+  same action inside every one that acts, optional steps at fixed rates; rl differs from base
+  only in its mixture. A held-out world, written without reference to segmentation or
+  clustering.
 - :func:`research`: a quantitative research agent answering numeric questions (growth rates,
   counts, unit conversions) in ReAct text transcripts (Search, Lookup, Calculate, Python,
   Paper) with seven strategies (answer from memory, search then compute, search and look up,
@@ -66,6 +74,7 @@ from mechanism.worlds.analyst import analyst
 from mechanism.worlds.assistant import assistant
 from mechanism.worlds.browser import browser
 from mechanism.worlds.coder import coder
+from mechanism.worlds.gui import gui
 from mechanism.worlds.multihop import multihop
 from mechanism.worlds.research import research
 from mechanism.worlds.service import service
@@ -76,5 +85,5 @@ WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder"
           "research")
 
 __all__ = ["World", "analyst", "assistant", "browser", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS",
-           "chat_world", "mixture_planted", "random_state_from", "multihop", "research", "service", "travel",
+           "chat_world", "gui", "mixture_planted", "random_state_from", "multihop", "research", "service", "travel",
            "webshop", "WORLDS"]
