@@ -107,7 +107,8 @@ _SAY = {
 def _typo(svc: str, rng: np.random.Generator) -> str:
     """A misspelt service name (a letter dropped, or a wrong suffix)."""
     i = int(rng.integers(1, len(svc) - 1))
-    return pick(rng, (svc[:i] + svc[i + 1:], svc.split("-")[0], svc.replace("-", "_")))
+    bad = pick(rng, (svc[:i] + svc[i + 1:], svc.split("-")[0], svc.replace("-", "_")))
+    return bad if bad != svc else svc[:i] + svc[i + 1:]
 
 
 class _Session:
@@ -119,7 +120,8 @@ class _Session:
         self.messages: list[dict] = [
             {"role": "system", "content": pick(rng, (
                 "You are the on-call SRE assistant with access to the production observability and ops tools.",
-                "You are an incident-response agent for the platform team. Use the tools to investigate and mitigate."))},
+                "You are an incident-response agent for the platform team. "
+                "Use the tools to investigate and mitigate."))},
             {"role": "user", "content": task["text"]}]
         self.n_calls = 0
         self.n_failures = 0
@@ -261,8 +263,8 @@ def _episode(rng: np.random.Generator, strategy: str, task: dict) -> _Session:
         for q in queries[:int(rng.integers(2, 5))]:
             hits = int(rng.integers(3, 4000))
             s.call("search_logs", {"service": svc, "query": q, "window": w},
-                   pick(rng, (json.dumps({"hits": hits, "sample": [f"{task['since']}:0{int(rng.integers(10))} {exc}: "
-                                                                   "request to upstream failed"]}),
+                   pick(rng, (json.dumps({"hits": hits, "sample": [
+                       f"{task['since']}:0{int(rng.integers(10))} {exc}: request to upstream failed"]}),
                               f"{hits} matching lines; top: {exc} in handler /{word(rng)}")))
             w = pick(rng, (w, "15m", "30m"))
     elif strategy == "deploy_rollback":
@@ -272,7 +274,8 @@ def _episode(rng: np.random.Generator, strategy: str, task: dict) -> _Session:
             {"version": latest, "at": task["since"], "by": word(rng)},
             {"version": prev, "at": pick(rng, ("yesterday 16:02", "2 days ago", "last week"))}]))
         s.call("rollback", {"service": svc, "version": prev}, pick(rng, (
-            f"rollback of {svc} to {prev} started", json.dumps({"service": svc, "version": prev, "status": "rolling"}))))
+            f"rollback of {svc} to {prev} started",
+            json.dumps({"service": svc, "version": prev, "status": "rolling"}))))
         acted = f"rolled back to {prev}"
     elif strategy == "pod_triage":
         s.call("list_alerts", {"service": svc}, _alerts(rng, task))
