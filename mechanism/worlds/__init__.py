@@ -58,6 +58,14 @@ counts that overlap between strategies, so a method tuned to one world is tested
   failures retried by the same tool inside every one that calls a tool, optional steps at
   fixed rates; rl differs from base only in its mixture. A held-out world, written without
   reference to segmentation or clustering.
+- :func:`sre`: an on-call SRE / incident-response agent (OpenAI ``tool_calls``; list_alerts,
+  query_metrics, search_logs, get_deploys, describe_pod, rollback, restart, scale, post_status)
+  on latency, error-rate and capacity incidents with seven strategies (advice without tools,
+  blind restart, metrics then act, log deep dive, recent-deploy rollback, pod triage, escalate
+  only), execution failures retried by the same tool inside every one that calls a tool,
+  optional steps at fixed rates, the mixture tilted mildly by the kind of incident for two
+  strategies; rl differs from base only in its mixture. A held-out world, written without
+  reference to segmentation or clustering.
 
 Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
 :class:`~mechanism.simulation.Simulation` is: ``world.runs`` (read back from the native records
@@ -78,6 +86,7 @@ from mechanism.worlds.gui import gui
 from mechanism.worlds.multihop import multihop
 from mechanism.worlds.research import research
 from mechanism.worlds.service import service
+from mechanism.worlds.sre import sre
 from mechanism.worlds.travel import travel
 from mechanism.worlds.webshop import webshop
 
@@ -85,5 +94,6 @@ WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder"
           "research")
 
 __all__ = ["World", "analyst", "assistant", "browser", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS",
-           "chat_world", "gui", "mixture_planted", "random_state_from", "multihop", "research", "service", "travel",
+           "chat_world", "gui", "mixture_planted", "random_state_from", "multihop", "research", "service", "sre",
+           "travel",
            "webshop", "WORLDS"]
