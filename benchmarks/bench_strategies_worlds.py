@@ -30,7 +30,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.simulation import simulate
-from mechanism.worlds import analyst, assistant, browser, coder, multihop, research, service, travel, webshop
+from mechanism.worlds import analyst, assistant, browser, coder, gui, multihop, research, service, sre, travel, webshop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file
@@ -52,7 +52,9 @@ def load(world: str, seed: int, n: int = 60):
            "browser": lambda: browser(n_questions=n, random_state=seed),
            "assistant": lambda: assistant(n_questions=n, random_state=seed),
            "travel": lambda: travel(n_questions=n, random_state=seed),
-           "research": lambda: research(n_questions=n, random_state=seed)}[world]
+           "research": lambda: research(n_questions=n, random_state=seed),
+           "gui": lambda: gui(n_questions=n, random_state=seed),
+           "sre": lambda: sre(n_questions=n, random_state=seed)}[world]
     w = gen()
     with tempfile.TemporaryDirectory() as d:
         runs = mx.read(w.write(d), format=w.format)

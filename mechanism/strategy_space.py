@@ -73,7 +73,7 @@ from mechanism._strategies.clustering import (OUTLIER_QUANTILE, assign_table, me
                                               weighted_silhouette)
 from mechanism._strategies.describe import c_tf_idf_keywords  # noqa: F401  (public here since 0.1)
 from mechanism._strategies.description import member_examples  # noqa: F401  (public here: the report's explorer)
-from mechanism._strategies.features import FitRows, distinct_rows, embed_join, fit_vocabulary, optional_ends, task_plan, task_tools, tool_plan, without_optional
+from mechanism._strategies.features import FitRows, distinct_rows, embed_join, fit_vocabulary, task_plan, task_tools, tool_plan
 from mechanism._strategies.fitcache import fit_cached
 from mechanism._strategies.labels import display_names, strategy_label  # noqa: F401  (public here)
 from mechanism._strategies.params import (CONSTRAINTS, ClusterOn, Families, Linkage, Method, Plans, check, model_params,
@@ -185,7 +185,7 @@ class StrategySpace(BaseEstimator):
 
     def __init__(self, *, embedder: "str | TextEmbedder | None" = None, embedding_weight: float = 0.3,
                  structure_weight: float = 1.0, method: Method = "agglomerative", resolution: float = 1.5,
-                 linkage: Linkage = "average", min_share: float = 0.04,
+                 linkage: Linkage = "average", min_share: float = 0.07,
                  k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
                  cluster_on: ClusterOn = "features", n_components: int = 5, n_neighbors: int = 15,
                  min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
@@ -419,10 +419,8 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
     tools = traj["tools"].gather(first).to_list()
     questions = np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
     task = task_tools(traj["tools"].to_list(), questions)
-    grouped = [task_plan(tool_plan(t), task) for t in tools]
-    optional = optional_ends(grouped, arm_counts)
     return FitRows(
-        plans=[without_optional(g, optional) for g in grouped], tool_plans=[tool_plan(t) for t in tools], task=task,
+        plans=[task_plan(tool_plan(t), task) for t in tools], tool_plans=[tool_plan(t) for t in tools], task=task,
         features=uniq,
         counts=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
         renderings=[str(r) for r in traj["rendering"].gather(first).to_list()], moves=moves,

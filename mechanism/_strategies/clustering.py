@@ -165,6 +165,11 @@ def _merge(sums: np.ndarray, size: np.ndarray, target: float) -> np.ndarray:
             break
         others = live[live != small]
         mean = sums[small, others] / (size[small] * size[others])
+        if mean.min() >= 2 * GROUP_GAP:
+            # only strategies on the other side of calling tools or not are left: it stays
+            # apart, however small (a strategy without tools is never one that calls them)
+            size[small] = np.inf
+            continue
         into = others[int(np.argmin(mean))]
         sums[into, :] += sums[small, :]
         sums[:, into] += sums[:, small]
