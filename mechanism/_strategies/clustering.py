@@ -157,18 +157,22 @@ def _group_sums(matrix: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
 def _merge(sums: np.ndarray, size: np.ndarray, target: float) -> np.ndarray:
     k = len(size)
     alive = np.ones(k, dtype=bool)
+    alone = np.zeros(k, dtype=bool)  # too small, with nothing on its side left to join
     owner = np.arange(k)
     while alive.sum() > 1:
-        live = np.flatnonzero(alive)
+        live = np.flatnonzero(alive & ~alone)
+        if not len(live):
+            break
         small = live[np.lexsort((live, size[live]))[0]]  # smallest, ties by id
         if size[small] >= target:
             break
-        others = live[live != small]
+        others = np.flatnonzero(alive)
+        others = others[others != small]
         mean = sums[small, others] / (size[small] * size[others])
         if mean.min() >= 2 * GROUP_GAP:
             # only strategies on the other side of calling tools or not are left: it stays
             # apart, however small (a strategy without tools is never one that calls them)
-            size[small] = np.inf
+            alone[small] = True
             continue
         into = others[int(np.argmin(mean))]
         sums[into, :] += sums[small, :]
