@@ -11,7 +11,7 @@ failures are observations starting ``Error:`` (an unknown sheet name, an invalid
 ``A1:Z``, a formula parse error, a locked sheet, a macro that raised), after which the agent
 fixes the call and makes it again with the same tool.
 
-Seven planted strategies; call counts overlap (0, 3-7, 2-7, 2-8, 1-4, 2-7, 2-9 calls before
+Seven planted strategies; call counts overlap (0, 3-7, 2-6, 2-7, 1-4, 2-6, 2-8 calls before
 failures, with the optional steps):
 
 ===============  ===========================================================================
@@ -178,7 +178,8 @@ class _Episode:
                             pick(rng, ("Error: NameError: name 'wsheet' is not defined",
                                        "Error: macro raised AttributeError: 'Range' object has no attribute 'vals'"))))
         if tool == "list_sheets":
-            options.append(({}, pick(rng, ("Error: workbook is still loading", "Error: connection to workbook timed out"))))
+            options.append(({}, pick(rng, ("Error: workbook is still loading",
+                                           "Error: connection to workbook timed out"))))
         if tool == "create_chart":
             options.append(({"kind": "pi"}, "Error: unknown chart kind 'pi'"))
         change, err = options[int(rng.integers(len(options)))]
@@ -243,7 +244,7 @@ def _episode(rng: np.random.Generator, arm: str, qid: str, sample: int, strategy
         k = int(rng.integers(1, 4))
         for i in range(k):
             formula = pick(rng, (f"=SUMIFS(C:C,A:A,\"{task['label']}\")", f"=MAX(C2:C{n + 1})",
-                                 f"=INDEX(A:A,MATCH(MAX(C:C),C:C,0))", f"=COUNTIF(B:B,\"#REF!\")",
+                                 "=INDEX(A:A,MATCH(MAX(C:C),C:C,0))", "=COUNTIF(B:B,\"#REF!\")",
                                  f"=AVERAGE(B2:B{n + 1})"))
             e.call("set_formula", {"sheet": sheet, "cell": f"{helper}{i + 1}", "formula": formula},
                    json.dumps({"cell": f"{helper}{i + 1}", "value": int(rng.integers(1, 90_000))}))
@@ -264,7 +265,8 @@ def _episode(rng: np.random.Generator, arm: str, qid: str, sample: int, strategy
         how = pick(rng, ("sort", "filter", "both"))
         if how in ("filter", "both"):
             cond = pick(rng, (f"A = '{task['label']}'", "C > 0", f"B > {int(rng.integers(1, 500))}"))
-            e.call("filter", {"sheet": sheet, "range": rng_, "condition": cond}, json.dumps({"rows": int(rng.integers(1, n + 1))}))
+            e.call("filter", {"sheet": sheet, "range": rng_, "condition": cond},
+                   json.dumps({"rows": int(rng.integers(1, n + 1))}))
         if how in ("sort", "both"):
             by = pick(rng, ("C", "B", "C desc", "B descending"))
             e.call("sort", {"sheet": sheet, "range": rng_, "by": by}, json.dumps({"sorted": n}))
@@ -273,7 +275,8 @@ def _episode(rng: np.random.Generator, arm: str, qid: str, sample: int, strategy
         size = pick(rng, (10, 15, 20))
         width = int(rng.integers(3, 7))
         for i in range(int(rng.integers(2, 6))):
-            e.call("read_range", {"sheet": sheet, "range": _range(rng, 1 + i * size, size, width)}, _table(rng, task, 4))
+            e.call("read_range", {"sheet": sheet, "range": _range(rng, 1 + i * size, size, width)},
+                   _table(rng, task, 4))
 
     if strategy != "macro":
         _finish(e, task)
