@@ -66,6 +66,14 @@ counts that overlap between strategies, so a method tuned to one world is tested
   optional steps at fixed rates, the mixture tilted mildly by the kind of incident for two
   strategies; rl differs from base only in its mixture. A held-out world, written without
   reference to segmentation or clustering.
+- :func:`sheet`: a spreadsheet / office agent (ATIF v1.4 documents; list_sheets, read_range,
+  find, write_range, set_formula, sort, filter, create_chart, run_macro) on lookups, computed
+  columns, #REF! fixes and charts with seven strategies (answer from the prompt, read every
+  sheet, find then read, helper formulas, a macro, sort / filter then read the top, read in
+  small windows), execution failures retried by the same tool inside every one that calls a
+  tool, optional steps at fixed rates, a finishing step set by the kind of task; rl differs
+  from base only in its mixture. A held-out world, written without reference to segmentation
+  or clustering.
 
 Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
 :class:`~mechanism.simulation.Simulation` is: ``world.runs`` (read back from the native records
@@ -86,6 +94,7 @@ from mechanism.worlds.gui import gui
 from mechanism.worlds.multihop import multihop
 from mechanism.worlds.research import research
 from mechanism.worlds.service import service
+from mechanism.worlds.sheet import sheet
 from mechanism.worlds.sre import sre
 from mechanism.worlds.travel import travel
 from mechanism.worlds.webshop import webshop
@@ -94,6 +103,6 @@ WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder"
           "research")
 
 __all__ = ["World", "analyst", "assistant", "browser", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS",
-           "chat_world", "gui", "mixture_planted", "random_state_from", "multihop", "research", "service", "sre",
+           "chat_world", "gui", "mixture_planted", "random_state_from", "multihop", "research", "service", "sheet", "sre",
            "travel",
            "webshop", "WORLDS"]
