@@ -18,8 +18,8 @@ landmark's coordinates then hotels near them, a flight then the weather on landi
 dollar price then converted) and ``compare`` (the same question about two to four items). The
 request decides WHICH APIs are called; the strategy decides the SHAPE.
 
-Seven planted strategies; call counts overlap (0, 1-3, 2-6, 2-6, 4-8, 2-7, 1-2 with retries and
-optional steps):
+Seven planted strategies; call counts overlap (planned calls 0, 1, 2 or 4, 2-4, 4-6, 2-5, 1-2;
+with retries and optional steps about 0, 1-4, 2-8, 2-7, 4-11, 2-8, 1-2):
 
 =============  ===========================================================================
 ``memory``     answer from memory, no tool
@@ -165,12 +165,25 @@ def _entity(rng: np.random.Generator, family: str) -> dict[str, Any]:
     raise ValueError(family)
 
 
-def _variant(rng: np.random.Generator, family: str, ent: dict[str, Any]) -> dict[str, Any]:
-    """Another item like ``ent`` (a nearby city, a peer company, another date or currency)."""
-    other = _entity(rng, family)
-    if family in ("hotel", "flight", "forecast"):
-        return {**ent, "date": other["date"]} if rng.random() < 0.5 else other
-    return other
+def _variants(rng: np.random.Generator, family: str, ent: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """``ent`` and ``n`` other items like it (a nearby city, a peer company, another date or
+    currency), all different in what their calls show."""
+    out = [ent]
+    while len(out) <= n:
+        other = _entity(rng, family)
+        if family in ("hotel", "flight", "forecast") and rng.random() < 0.5:
+            other = {**ent, "date": other["date"]}
+        if all(_shown(family, other) != _shown(family, e) for e in out):
+            out.append(other)
+    return out
+
+
+def _shown(family: str, ent: dict[str, Any]) -> tuple:
+    """What of an item its API call shows (two items asked about must differ in it)."""
+    keys = {"weather": ("city",), "forecast": ("city", "date"), "stocks": ("ticker",), "fx": ("amount", "from", "to"),
+            "crypto": ("coin", "currency"), "hotel": ("place", "date", "nights"),
+            "flight": ("origin", "destination", "date"), "news": ("topic", "country")}[family]
+    return tuple(ent[k] for k in keys)
 
 
 class _Spec:
@@ -199,7 +212,7 @@ def _main(rng: np.random.Generator, family: str, ent: dict[str, Any]) -> _Spec:
         return _Spec("weather_current", args, {"city": ent["city"], **_weather(rng, "weather_current", args)},
                      place="city")
     if family == "forecast":
-        args = {"city": ent["city"], "days": int(pick(rng, (1, 2, 3)))}
+        args = {"city": ent["city"], "date": ent["date"], "days": int(pick(rng, (1, 2, 3)))}
         return _Spec("weather_forecast", args, {"city": ent["city"], **_weather(rng, "weather_forecast", args)},
                      place="city")
     if family == "stocks":
@@ -469,14 +482,16 @@ def _episode(rng: np.random.Generator, strategy: str, task: dict[str, Any]) -> t
         elif task["kind"] == "chain":
             s.call(_main(rng, *units[0]))
             family, ent = units[1]
-            items = [(family, ent)] + [(family, _variant(rng, family, ent)) for _ in range(int(rng.integers(1, 3)))]
+            items = [(family, e) for e in _variants(rng, family, ent, int(rng.integers(1, 3)))]
         else:
             family, ent = units[0]
-            items = [(family, ent)] + [(family, _variant(rng, family, ent)) for _ in range(int(rng.integers(1, 4)))]
+            items = [(family, e) for e in _variants(rng, family, ent, int(rng.integers(1, 4)))]
         for family, ent in items:
             s.call(_main(rng, family, ent))
     elif strategy == "over_call":
-        own = [_main(rng, *u) for u in units[:2]]
+        own = [_main(rng, *units[0])]
+        if len(units) > 1 and units[1][0] != units[0][0]:  # a chained request's second API too
+            own.append(_main(rng, *units[1]))
         tools = {sp.tool for sp in own}
         others = [t for t in TOOLS if t not in tools and _FAMILY_OF_TOOL[t] != "utility"]
         n = int(rng.integers(4, 7))
@@ -559,8 +574,14 @@ def _task(rng: np.random.Generator, kind: str) -> dict[str, Any]:
                 "text": text}
     family = pick(rng, _COMPARE)
     k = int(rng.integers(2, 5))
-    units = [(family, _entity(rng, family)) for _ in range(k)]
     key = {"weather": "city", "stocks": "company", "crypto": "coin", "hotel": "city", "flight": "date"}[family]
+    units: list[tuple[str, dict[str, Any]]] = []
+    while len(units) < k:  # items that differ in what the request names (a flight: the same route, other days)
+        ent = _entity(rng, family)
+        if family == "flight" and units:
+            ent = {**units[0][1], "date": ent["date"]}
+        if all(ent[key] != e[key] for _, e in units):
+            units.append((family, ent))
     items = ", ".join(str(ent[key]) for _, ent in units)
     text = pick(rng, {"weather": (f"Which is warmer today: {items}?", f"Compare the weather in {items}."),
                       "stocks": (f"Compare the share prices of {items}.", f"Which did best today: {items}?"),
