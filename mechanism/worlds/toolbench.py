@@ -525,7 +525,8 @@ _SINGLE = {  # family -> request text
     "fx": ("Convert {amount} {from} to {to}.", "How much is {amount} {from} in {to}?"),
     "crypto": ("What's the price of {coin} in {currency}?", "How much is one {coin} worth in {currency}?"),
     "hotel": ("Find a hotel near {place} for {date}.", "I need a room close to {place}, {nights} nights from {date}."),
-    "flight": ("Any flights from {origin} to {destination} {date}?", "Cheapest flight {origin} -> {destination} {date}?"),
+    "flight": ("Any flights from {origin} to {destination} {date}?",
+               "Cheapest flight {origin} -> {destination} {date}?"),
     "news": ("Latest news about {topic} in {country}?", "What are people saying about {topic} ({country})?"),
 }
 _COMPARE = ("weather", "stocks", "crypto", "hotel", "flight")
