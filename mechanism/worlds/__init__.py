@@ -74,6 +74,14 @@ counts that overlap between strategies, so a method tuned to one world is tested
   tool, optional steps at fixed rates, a finishing step set by the kind of task; rl differs
   from base only in its mixture. A held-out world, written without reference to segmentation
   or clustering.
+- :func:`toolbench`: a ToolBench / RapidAPI-style API-calling agent (OpenAI ``tool_calls``;
+  fourteen tools from weather, geo, finance, travel, news and utility APIs) on single, chained
+  and comparison requests with seven strategies (answer from memory, one call, resolve-and-feed
+  chain, fan-out, over-call, verify with another API, give up after errors), execution failures
+  retried by the same tool inside every one that calls a tool and does not give up, optional
+  steps at fixed rates, the mixture tilted mildly towards fan-out on comparison requests; rl
+  differs from base only in its mixture. A held-out world, written without reference to
+  segmentation or clustering.
 
 Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
 :class:`~mechanism.simulation.Simulation` is: ``world.runs`` (read back from the native records
@@ -96,6 +104,7 @@ from mechanism.worlds.research import research
 from mechanism.worlds.service import service
 from mechanism.worlds.sheet import sheet
 from mechanism.worlds.sre import sre
+from mechanism.worlds.toolbench import toolbench
 from mechanism.worlds.travel import travel
 from mechanism.worlds.webshop import webshop
 
@@ -104,5 +113,5 @@ WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder"
 
 __all__ = ["World", "analyst", "assistant", "browser", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS",
            "chat_world", "gui", "mixture_planted", "random_state_from", "multihop", "research", "service", "sheet", "sre",
-           "travel",
+           "toolbench", "travel",
            "webshop", "WORLDS"]
