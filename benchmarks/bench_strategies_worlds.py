@@ -30,7 +30,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.simulation import simulate
-from mechanism.worlds import analyst, assistant, browser, coder, gui, multihop, research, service, sre, travel, webshop
+from mechanism.worlds import analyst, assistant, browser, coder, gui, multihop, research, service, sheet, sre, toolbench, travel, webshop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file
@@ -54,7 +54,9 @@ def load(world: str, seed: int, n: int = 60):
            "travel": lambda: travel(n_questions=n, random_state=seed),
            "research": lambda: research(n_questions=n, random_state=seed),
            "gui": lambda: gui(n_questions=n, random_state=seed),
-           "sre": lambda: sre(n_questions=n, random_state=seed)}[world]
+           "sre": lambda: sre(n_questions=n, random_state=seed),
+           "sheet": lambda: sheet(n_questions=n, random_state=seed),
+           "toolbench": lambda: toolbench(n_questions=n, random_state=seed)}[world]
     w = gen()
     with tempfile.TemporaryDirectory() as d:
         runs = mx.read(w.write(d), format=w.format)

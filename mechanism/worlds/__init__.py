@@ -109,7 +109,7 @@ from mechanism.worlds.travel import travel
 from mechanism.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
-          "research")
+          "research", "gui", "sre", "sheet", "toolbench")
 
 __all__ = ["World", "analyst", "assistant", "browser", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS",
            "chat_world", "gui", "mixture_planted", "random_state_from", "multihop", "research", "service", "sheet", "sre",

@@ -47,7 +47,7 @@ def _pooled(ws):
 def test_is_a_planted_world(world):
     assert isinstance(world, worlds.PlantedWorld)
     assert world.format == "react" and world.name == "gui"
-    assert "gui" in worlds.__all__ and "gui" not in worlds.WORLDS
+    assert "gui" in worlds.__all__ and "gui" in worlds.WORLDS
     assert set(world.truth["strategy"]) == set(STRATEGIES)
     assert {"strategy", "n_calls", "n_failures", "kind", "correct"} <= set(world.truth.columns)
 

@@ -57,7 +57,7 @@ def _pairs(big):
 def test_is_a_planted_world(world):
     assert isinstance(world, worlds.PlantedWorld)
     assert world.format == "openai" and world.name == "sre"
-    assert "sre" in worlds.__all__ and "sre" not in worlds.WORLDS
+    assert "sre" in worlds.__all__ and "sre" in worlds.WORLDS
     assert set(world.truth["strategy"]) == set(STRATEGIES)
     assert world.truth.columns == ["arm", "question_id", "sample_id", "strategy", "kind", "n_calls", "n_failures",
                                    "correct"]

@@ -71,7 +71,7 @@ def _rows(big):
 def test_is_a_planted_world(world):
     assert isinstance(world, worlds.PlantedWorld)
     assert world.format == "openai" and world.name == "toolbench"
-    assert "toolbench" in worlds.__all__ and "toolbench" not in worlds.WORLDS
+    assert "toolbench" in worlds.__all__ and "toolbench" in worlds.WORLDS
     assert set(world.truth["strategy"]) == set(STRATEGIES)
     assert world.truth.columns == ["arm", "question_id", "sample_id", "strategy", "kind", "family", "n_calls",
                                    "n_failures", "correct"]

@@ -75,6 +75,20 @@ def test_a_small_strategy_joins_one_of_its_own_plan_first():
     assert mixed[3] == mixed[4]
 
 
+def test_a_small_strategy_without_tools_stays_apart_and_tool_users_never_join_it():
+    """min_share joins across plans, but never across calling tools or not: a rare tool-free
+    strategy keeps its own, and a rare tool-using one alone on its side stays too."""
+    x = np.array([[0.0], [0.1], [5.0], [5.1], [0.05]])
+    dist = np.abs(x - x.T)
+    groups = np.array([0, 0, 1, 1, -1])  # row 4 calls no tool, and lies nearest rows 0-1
+    labels = agglomerative(dist, np.array([10, 10, 10, 10, 1]), resolution=1.0, linkage="average",
+                           min_share=0.2, groups=groups)
+    assert len(set(labels[[0, 2, 4]].tolist())) == 3
+    only = agglomerative(dist[np.ix_([0, 4], [0, 4])], np.array([1, 20]), resolution=1.0, linkage="average",
+                         min_share=0.2, groups=np.array([0, -1]))
+    assert only[0] != only[1]  # one tool user among those who call none: still its own
+
+
 @pytest.fixture(scope="module")
 def analyst_runs():
     world = analyst(n_questions=60, random_state=0)

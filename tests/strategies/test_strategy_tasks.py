@@ -1,5 +1,6 @@
-"""One strategy on two kinds of task (issue 19): strategies whose plans differ in one tool that
-the question decides are one; strategies drawn per episode never are."""
+"""One strategy on two kinds of task (issue 19): the tools the question decides are read as one
+mark in a plan, and strategies of one plan so read that are (nearly) never used on the same
+question are one; strategies drawn per episode never are."""
 from __future__ import annotations
 
 import itertools
@@ -10,6 +11,7 @@ import polars as pl
 import pytest
 
 import mechanism as mx
+from mechanism._strategies.features import task_plan, task_tools
 from mechanism._strategies.tasks import merge_task_variants, shared_questions
 from mechanism.worlds import assistant, service
 
@@ -40,9 +42,32 @@ def _toy(exclusive: bool, seed: int = 0, n_q: int = 60, per_q: int = 8):
     return labels, np.ones(len(labels)), plans, np.arange(len(labels)), questions, n_q
 
 
+ACTS = frozenset({"act_a", "act_b", "act_c"})  # the tools the question decides, in the toys
+
+
+def test_a_tool_the_question_decides_is_found_by_its_share_of_variance_between_questions():
+    rng = np.random.default_rng(0)
+    questions = np.repeat(np.arange(40), 8)
+    act = np.where(questions % 2 == 0, "act_a", "act_b")  # the kind of task picks the act
+    look = rng.random(len(questions)) < 0.4  # drawn per episode
+    tools = [" > ".join((["look"] if lk else []) + [a]) for lk, a in zip(look, act)]
+    assert task_tools(tools, questions) == {"act_a", "act_b"}
+    # one trajectory per question: nothing tells the question's share from the episode's
+    assert task_tools(tools[::8], questions[::8]) == frozenset()
+    # a tool every tool user calls says nothing of the task, and no tool user: nothing
+    assert task_tools(["look > act_a"] * 8, np.arange(8) // 2) == frozenset()
+    assert task_tools([None, ""], np.array([0, 1])) == frozenset()
+
+
+def test_a_task_plan_reads_each_run_of_task_tools_as_one_mark():
+    assert task_plan("get_user > search_hotels > book", frozenset({"search_hotels", "book"})) == "get_user > (task)"
+    assert task_plan("search_hotels+ > book", frozenset({"search_hotels", "book"})) == "(task)+"
+    assert task_plan("a > b", frozenset()) == "a > b"
+
+
 def test_tools_the_question_decides_join_one_strategy():
     labels, counts, plans, rows, questions, n_q = _toy(exclusive=True)
-    out, merges = merge_task_variants(labels, counts, plans, rows, questions, n_q)
+    out, merges = merge_task_variants(labels, counts, plans, rows, questions, n_q, task=ACTS)
     assert len(set(out.tolist())) == 1
     (rec,) = merges
     assert rec["merged"] and rec["observed"] == 0 and rec["blocks"] == ["act_a", "act_b"]
@@ -51,7 +76,7 @@ def test_tools_the_question_decides_join_one_strategy():
 @pytest.mark.parametrize("seed", range(20))
 def test_strategies_drawn_per_episode_stay_apart(seed):
     labels, counts, plans, rows, questions, n_q = _toy(exclusive=False, seed=seed)
-    out, merges = merge_task_variants(labels, counts, plans, rows, questions, n_q)
+    out, merges = merge_task_variants(labels, counts, plans, rows, questions, n_q, task=ACTS)
     assert (out == labels).all() and not merges[0]["merged"]
 
 
@@ -63,15 +88,55 @@ def test_an_unbalanced_design_with_identical_policies_joins_nothing():
     for seed in range(10):
         labels = np.random.default_rng(seed).choice(3, len(questions), p=[0.5, 0.3, 0.2])
         plans = [("look > act_a", "look > act_b", "look > act_c")[lab] for lab in labels]
-        out, _ = merge_task_variants(labels, np.ones(len(labels)), plans, np.arange(len(labels)), questions, 80)
+        out, _ = merge_task_variants(labels, np.ones(len(labels)), plans, np.arange(len(labels)), questions, 80,
+                                     task=ACTS)
         assert (out == labels).all(), seed
 
 
-def test_plans_that_differ_in_more_than_one_tool_are_never_candidates():
+def test_plans_that_differ_in_a_tool_the_question_does_not_decide_are_never_candidates():
     labels, counts, _, rows, questions, n_q = _toy(exclusive=True)
     plans = ["look > act_a" if lab == 0 else "check > act_b" for lab in labels]
+    out, merges = merge_task_variants(labels, counts, plans, rows, questions, n_q, task=ACTS)
+    assert (out == labels).all() and merges == []
+    # nor do two acts that no test found to be the question's
+    plans = ["look > act_a" if lab == 0 else "look > act_b" for lab in labels]
     out, merges = merge_task_variants(labels, counts, plans, rows, questions, n_q)
     assert (out == labels).all() and merges == []
+
+
+def test_one_plan_cut_in_two_along_the_questions_is_one_strategy_but_a_single_tool_plan_is_not():
+    """Fragments of one plan of two steps or more, used on disjoint questions, join (the cut
+    split them on what the question supplies); plans of one tool are left to the cut."""
+    labels, counts, _, rows, questions, n_q = _toy(exclusive=True)
+    out, merges = merge_task_variants(labels, counts, ["look > act_a"] * len(labels), rows, questions, n_q)
+    assert len(set(out.tolist())) == 1 and merges[0]["blocks"] == ["", ""]
+    out, merges = merge_task_variants(labels, counts, ["search+"] * len(labels), rows, questions, n_q)
+    assert (out == labels).all() and merges == []
+
+
+def test_fragments_over_four_kinds_of_task_gather_one_join_at_a_time():
+    """One approach cut into four fragments, one per kind of task, where some pairs alone miss
+    the level: joined fragment by fragment, each later test reads the gathered strategy; the
+    same sizes drawn per episode stay four."""
+    n_q, per_q = 80, 3
+    questions = np.repeat(np.arange(n_q), per_q)
+    kinds = questions % 4
+    other = np.random.default_rng(1).random(len(questions)) < 0.5  # half the episodes: another strategy
+    labels = np.where(other, 9, kinds)
+    acts = ("look > act_a", "look > act_b", "look > act_c", "look > act_d")
+    plans = [acts[k] if lab != 9 else "scan > scan" for k, lab in zip(kinds, labels)]
+    rows, task = np.arange(len(labels)), frozenset({"act_a", "act_b", "act_c", "act_d"})
+    alone = [shared_questions(0, np.bincount(questions), (labels == a).mean(), (labels == b).mean())[1]
+             for a, b in itertools.combinations(range(4), 2)]
+    assert max(alone) > 1e-3  # a single pass over the pairs would leave some apart
+    out, merges = merge_task_variants(labels, np.ones(len(labels)), plans, rows, questions, n_q, task=task)
+    assert len(set(out[labels != 9].tolist())) == 1 and (out[labels == 9] == 9).all()
+    assert sum(m["merged"] for m in merges) == 3
+    for seed in range(5):
+        drawn = np.where(other, 9, np.random.default_rng(seed).integers(0, 4, len(labels)))
+        plans = [acts[k] if lab != 9 else "scan > scan" for k, lab in zip(drawn, drawn)]
+        out, _ = merge_task_variants(drawn, np.ones(len(labels)), plans, rows, questions, n_q, task=task)
+        assert (out == drawn).all(), seed
 
 
 def _read(world):
