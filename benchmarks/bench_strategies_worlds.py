@@ -208,14 +208,47 @@ def leave_one_world_out(embedder: str | None, worlds: list[str], n: int) -> None
                    out=harness.RESULTS / "bench_strategies_worlds_lowo.json")
 
 
+MIN_SHARES = (0.04, 0.05, 0.06, 0.07, 0.08)
+
+
+def min_share_lowo(embedder: str | None, worlds: list[str], n: int) -> None:
+    """``min_share`` chosen leaving one world out: every world at every value (mean ARI over
+    seeds 0-2, default parameters otherwise), and for each world the value that is best on
+    the others, with the held-out world's ARI at it."""
+    ari = {}
+    for world in worlds:
+        for seed in (0, 1, 2):
+            runs, truth = load(world, seed=seed, n=n)
+            for m in MIN_SHARES:
+                labels = mx.StrategySpace(embedder=embedder, random_state=0, n_bootstrap=0, min_share=m,
+                                          progress=False).fit(runs).labels_
+                ari.setdefault((world, m), []).append(adjusted_rand_score(truth, labels))
+        print(world, {m: round(float(np.mean(ari[(world, m)])), 3) for m in MIN_SHARES}, flush=True)
+    mean = {k: float(np.mean(v)) for k, v in ari.items()}
+    rows = []
+    for world in worlds:
+        others = [w for w in worlds if w != world]
+        # ties: the smaller share (fewer strategies lost to it)
+        best = max(MIN_SHARES, key=lambda m: (round(np.mean([mean[(w, m)] for w in others]), 4), -m))
+        rows.append({"world": world, **{f"min_share {m}": round(mean[(world, m)], 3) for m in MIN_SHARES},
+                     "chosen without it": best, "ARI held out": round(mean[(world, best)], 3)})
+    rows.append({"world": "mean", **{f"min_share {m}": round(float(np.mean([mean[(w, m)] for w in worlds])), 3)
+                                     for m in MIN_SHARES},
+                 "chosen without it": "", "ARI held out": round(float(np.mean([r["ARI held out"] for r in rows])), 3)})
+    harness.report(__file__, rows, title=f"min_share chosen leaving one world out (mean ARI, seeds 0-2), embedder "
+                   f"{embedder or 'default'}", params={"embedder": embedder, "worlds": worlds, "n": n,
+                                                       "min_shares": MIN_SHARES}, part="min-share-lowo")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--embedder", default=None)
     ap.add_argument("--worlds", default="simulated,multihop,multihop_react,service,webshop,analyst,coder,browser,"
-                    "assistant,travel,research")
+                    "assistant,travel,research,gui,sre,sheet,toolbench")
     ap.add_argument("--n", type=int, default=60)
     ap.add_argument("--param", nargs="*", default=[])
     ap.add_argument("--lowo", action="store_true", help="leave-one-world-out choice of the defaults")
+    ap.add_argument("--min-share-lowo", action="store_true", help="leave-one-world-out choice of min_share")
     ap.add_argument("--ceilings", action="store_true",
                     help="ceilings at three grains and the best cut of the tree, seeds 0-2")
     ap.add_argument("--grains", action="store_true",
@@ -229,6 +262,9 @@ def main() -> None:
         return
     if args.lowo:
         leave_one_world_out(args.embedder, args.worlds.split(","), args.n)
+        return
+    if args.min_share_lowo:
+        min_share_lowo(args.embedder, args.worlds.split(","), args.n)
         return
     params = {}
     for p in args.param:

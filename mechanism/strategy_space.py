@@ -25,9 +25,13 @@ Pipeline (DESIGN.md section 5):
 3. Identical joined rows are collapsed and carry their count as a weight.
 4. Clustering, by default average-linkage agglomerative clustering cut at ``resolution``
    (groups join while they differ on average by fewer than ``resolution**2`` tokens), then
-   every group under ``min_share`` of the trajectories joins its nearest group: the number
-   of strategies follows from these two stated criteria, chosen once for all planted worlds
-   by leaving one world out (``benchmarks/bench_strategies_worlds.py --lowo``).
+   every group under ``min_share`` of the trajectories joins its nearest group (never across
+   calling tools or not): the number of strategies follows from these two stated criteria,
+   chosen once for all planted worlds by leaving one world out
+   (``benchmarks/bench_strategies_worlds.py --lowo``, ``--min-share-lowo``). The tree is cut
+   within each tool plan, the tools the question decides read as one mark
+   (:func:`~mechanism._strategies.features.task_tools`), and strategies of one plan used on
+   disjoint questions are one (:mod:`mechanism._strategies.tasks`).
    Alternatives: ``method="kmeans"`` (count weighted, k by the highest count-weighted
    silhouette over ``k_range``) and ``method="hdbscan"`` (outliers -1).
 5. Strategies are numbered by descending size, ties broken by their medoid's rendering, so
@@ -123,7 +127,7 @@ class StrategySpace(BaseEstimator):
         differing move tokens) is below it are one strategy.
     min_share
         Smallest share of trajectories a strategy holds (agglomerative); smaller groups join
-        the group nearest on average.
+        the group nearest on average, never across calling tools or not.
     k_range, min_cluster_size
         Numbers of strategies k-means tries (smallest, largest); HDBSCAN's smallest strategy
         in trajectories (default: 1 % of them, at least 5).
@@ -144,8 +148,8 @@ class StrategySpace(BaseEstimator):
         ``"keep"``: the cut alone. ``"merge"``: strategies one inserted step apart are one family
         unless the arms take it at different rates (:mod:`mechanism._strategies.families`).
     plans
-        ``"apart"``: the tree is cut within each tool plan (:func:`tool_plan`; ``min_share``
-        alone joins a rare plan to its nearest strategy); ``"mixed"``: one tree.
+        ``"apart"``: the tree is cut within each tool plan (:func:`tool_plan`, the question's
+        tools one mark; ``min_share`` alone joins a rare plan to another); ``"mixed"``: one tree.
     error_pattern
         A regular expression (case-insensitive) for your environment's failure messages.
     cache_dir
