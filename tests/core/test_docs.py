@@ -104,10 +104,10 @@ def test_the_readme_quotes_recovery_and_fidelity_as_recorded():
     section = README.read_text("utf-8").split("## Strategies: how well they are recovered", 1)[1].split("\n## ", 1)[0]
     quoted = [tuple(c.strip() for c in line.strip("|").split("|")) for line in section.splitlines()
               if line.startswith("| ") and not line.startswith("| world")]
-    assert len(quoted) == len(measured) == 11
+    assert len(quoted) == len(measured) == 15
     assert sorted((ari, found) for _, ari, found in quoted) == measured
     weakest = min(worlds["rows"], key=lambda r: r["ARI mean 0-2"])  # over seeds 0-2
-    assert weakest["world"] == "travel" and "**Weakest: the travel world**" in section
+    assert weakest["world"] == "toolbench" and "**Weakest: the API-calling world**" in section
     text = earlier["intro"] + earlier["notes"]
     for figure in ("0.868 (0.848-0.883)", "0.560", "fidelity 0.93-1.00 (0.97 size-weighted)", "0.47 (0.41-0.52)",
                    "0.727 and 0.709 at seeds 1 and 2"):
@@ -117,5 +117,5 @@ def test_the_readme_quotes_recovery_and_fidelity_as_recorded():
     shop = by_world["webshop"]
     assert f"{shop['ARI mean 0-2']:.3f} over seeds 0-2, lowest {min(shop['ARI worlds 0-2'].split(' / '))}" in section
     assert ", ".join(by_world["analyst"]["ARI worlds 0-2"].split(" / ")[:2]) in section
-    for world in ("travel", "browser"):
+    for world in ("toolbench", "browser", "travel", "simulated"):
         assert f"{by_world[world]['ARI mean 0-2']:.3f} over seeds 0-2" in section, world
