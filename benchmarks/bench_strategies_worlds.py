@@ -30,7 +30,8 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.simulation import simulate
-from mechanism.worlds import analyst, assistant, browser, coder, gui, multihop, research, service, sheet, sre, toolbench, travel, webshop
+from mechanism.worlds import (analyst, assistant, browser, coder, gui, multihop, research, service, sheet, sre,
+                              toolbench, travel, webshop)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file

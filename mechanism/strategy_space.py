@@ -77,7 +77,8 @@ from mechanism._strategies.clustering import (OUTLIER_QUANTILE, assign_table, me
                                               weighted_silhouette)
 from mechanism._strategies.describe import c_tf_idf_keywords  # noqa: F401  (public here since 0.1)
 from mechanism._strategies.description import member_examples  # noqa: F401  (public here: the report's explorer)
-from mechanism._strategies.features import FitRows, distinct_rows, embed_join, fit_vocabulary, task_plan, task_tools, tool_plan
+from mechanism._strategies.features import (FitRows, distinct_rows, embed_join, fit_vocabulary, task_plan, task_tools,
+                                            tool_plan)
 from mechanism._strategies.fitcache import fit_cached
 from mechanism._strategies.labels import display_names, strategy_label  # noqa: F401  (public here)
 from mechanism._strategies.params import (CONSTRAINTS, ClusterOn, Families, Linkage, Method, Plans, check, model_params,

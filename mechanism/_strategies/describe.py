@@ -131,7 +131,8 @@ def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries:
            .join(stability, on="strategy", how="left"))
     # a strategy on two kinds of task names the tools the task decides, which its shared core
     # leaves out ("list_events (by task: create_event or send_email)")
-    by_task = {c: sorted({t for v in vs for t in v.split(" / ")}) for c, vs in (task_variants or {}).items() if vs}
+    by_task = {c: sorted({t for v in vs for block in v.split(" / ") for t in block.split(" > ") if t})
+               for c, vs in (task_variants or {}).items() if vs}
     out = out.with_columns(pl.struct("strategy", "built_name").map_elements(
         lambda r: r["built_name"] + (f" (by task: {' or '.join(by_task[r['strategy']])})"
                                      if r["strategy"] in by_task else ""), return_dtype=pl.String).alias("built_name"))

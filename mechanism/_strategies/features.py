@@ -240,7 +240,9 @@ class FitRows:
     first renderings and move sequences; ``questions`` and ``row_of`` give each fitted
     trajectory's question (integer code) and distinct row, what the bootstrap over questions
     resamples; ``steps`` and ``arm_counts`` each distinct row's attempt sequence and arm counts,
-    what the family test reads; ``plans`` each distinct row's :func:`tool_plan`.
+    what the family test reads; ``tool_plans`` each distinct row's :func:`tool_plan`, ``task``
+    the tools the question decides (:func:`task_tools`) and ``plans`` the plans the cut keeps
+    apart (:func:`task_plan`), what the task test reads.
     """
 
     features: np.ndarray
@@ -281,4 +283,3 @@ def embed_join(traj: "object", embedder: "object", vocabulary: Sequence[str], *,
                              f"the space was fitted with {dim}")
     return join(traj[first]["tokens"].to_list(), emb[text_of_pair], vocabulary,
                 structure_weight=structure_weight, embedding_weight=embedding_weight), inverse
-

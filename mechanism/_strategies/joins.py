@@ -1,5 +1,5 @@
 """Strategies joined pair by pair (a union-find), each joined set under the label of its
-heaviest member: what the family test and the task test both build."""
+heaviest member: what the family test builds."""
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -1,26 +1,32 @@
-"""One strategy on two kinds of task: strategies whose plans differ in one block of tools that
-the question decides are one strategy.
+"""One strategy on several kinds of task: strategies of one plan, once the tools the question
+decides are read as one mark, that are (nearly) never used on the same question are one.
 
-An agent that checks the calendar before acting ends with ``create_event`` on a request for a
-meeting and with ``send_email`` on a request for a reply: the task picks the last tool, the
-approach is the same. Two strategies after the cut are candidates when their typical tool plans
-(:func:`~mechanism._strategies.features.tool_plan`) are equal but for :data:`MAX_BLOCK` tool in
-the place of another, the rest of the plan shared (an inserted or removed step is an optional
-step or another strategy; two plans with nothing alike are two strategies, whatever questions
-each is used on). They are joined when the data say
-the block is the task's: the two are (nearly) never used on the same question although, used
-independently of the question, they would share many. Over the questions, the number holding
-both is compared with its distribution under independence (each trajectory of question ``q``
-in A with probability ``p_A``, the strategy's share; a Poisson-binomial over questions, exact);
-the pair is joined when that count is at most :data:`TASK_RATIO` of its expectation and its
-lower tail probability is below :data:`TASK_ALPHA`.
+An agent that checks the reservation before acting ends with ``search_flights`` then
+``change_reservation`` on a request to move a flight and with ``cancel_reservation`` on a
+cancellation: the task picks the last tools, the approach is the same. The tools a question
+decides are found from the data (:func:`~mechanism._strategies.features.task_tools`), and two
+strategies after the cut are candidates when their typical plans, each run of those tools read
+as one mark (:func:`~mechanism._strategies.features.task_plan`), are one plan holding the mark;
+or one plan of two steps or more, which the cut split on what the question supplies (a table
+the question names). A plan of one tool (searches only) is left to the cut: there two
+strategies of one tool used on different questions are two strategies. Two plans that differ in
+a tool no question decides are never candidates (an inserted step is an optional step or
+another strategy).
+
+They are joined when the data say the difference is the task's: the two are (nearly) never
+used on the same question although, used independently of the question, they would share
+many. Over the questions, the number holding both is compared with its distribution under
+independence (each trajectory of question ``q`` in A with probability ``p_A``, the strategy's
+share; a Poisson-binomial over questions, exact); the pair is joined when that count is at
+most :data:`TASK_RATIO` of its expectation and its lower tail probability is below
+:data:`TASK_ALPHA`. The most significant pair is joined first and the joined strategy is tested
+again against the rest, so an approach cut over four kinds of task gathers fragment by
+fragment, each test reading more trajectories than one fragment holds.
 
 Strategies drawn per episode share questions at the rate independence says, so they are never
 joined, whatever their arms (the arms do not enter). Neither does the outcome (DESIGN.md
-section 5). A strategy that differs from another in its tools *and* is used on other questions
-(a comparison strategy on comparison questions) is joined only when the plans differ in one
-tool; :meth:`~mechanism.StrategySpace.association` reports how far the remaining strategies
-track question type.
+section 5). :meth:`~mechanism.StrategySpace.association` reports how far the remaining
+strategies track question type.
 """
 from __future__ import annotations
 
@@ -30,40 +36,9 @@ from typing import Any
 import numpy as np
 
 from mechanism._strategies.features import TASK_MARK, task_plan
-from mechanism._strategies.joins import Joins
 
-MAX_BLOCK = 1
 TASK_RATIO = 0.25
 TASK_ALPHA = 1e-3
-
-
-def block_apart(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """The blocks in which two plans differ (``a``'s, ``b``'s), when one block of at most
-    :data:`MAX_BLOCK` tools takes the place of another of the same length; else ``None``.
-
-    Examples
-    --------
-    >>> block_apart(("list_events", "create_event"), ("list_events", "send_email"))
-    (('create_event',), ('send_email',))
-    >>> block_apart(("goto", "read_page"), ("goto", "read_page", "type", "click")) is None
-    True
-    >>> block_apart(("a", "b"), ("a", "b")) is None, block_apart(("a",), ("b",)) is None
-    (True, True)
-    """
-    if a == b:
-        return None
-    i = 0
-    while i < min(len(a), len(b)) and a[i] == b[i]:
-        i += 1
-    j = 0
-    while j < min(len(a), len(b)) - i and a[len(a) - 1 - j] == b[len(b) - 1 - j]:
-        j += 1
-    x, y = a[i:len(a) - j], b[i:len(b) - j]
-    # the rest of the plan must be shared: with nothing else alike, two whole plans that the
-    # question separates are two strategies each used on its own questions
-    if len(x) != len(y) or len(x) > MAX_BLOCK or len(x) == len(a):
-        return None
-    return x, y
 
 
 def _swapped(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[list[str], list[str]]:
@@ -121,7 +96,7 @@ def merge_task_variants(labels: np.ndarray, counts: np.ndarray, plans: Sequence[
                         traj_question: np.ndarray, n_questions: int, *, traj_weight: np.ndarray | None = None,
                         task: frozenset[str] = frozenset(), alpha: float = TASK_ALPHA, ratio: float = TASK_RATIO,
                         ) -> tuple[np.ndarray, list[dict]]:
-    """Join strategies that are one strategy on two kinds of task (module docstring).
+    """Join strategies that are one strategy on several kinds of task (module docstring).
 
     Parameters
     ----------
@@ -132,19 +107,23 @@ def merge_task_variants(labels: np.ndarray, counts: np.ndarray, plans: Sequence[
         here), question code and weight (default 1).
     n_questions
         Number of question codes.
+    task
+        The tools the question decides (:func:`~mechanism._strategies.features.task_tools`).
 
     Returns
     -------
     labels, merges
-        The labels with each joined set under its largest member's label, and one record per
-        candidate pair: ``kept``/``joined``, ``blocks`` (the two blocks, ``" > "``-joined),
-        ``observed``, ``expected``, ``p``, ``merged``.
+        The labels with each joined set under its heavier member's label, and one record per
+        join made, in order, then per candidate pair left: ``kept``/``joined``, ``blocks`` (the
+        tools each typical plan calls and the other does not, ``" > "``-joined; both empty for
+        fragments of one plan), ``observed``, ``expected``, ``p``, ``merged``.
 
     Examples
     --------
-    >>> rows = np.arange(8)
-    >>> merge_task_variants(np.array([0, 0, 0, 0, 1, 1, 1, 1]), np.ones(8), ["a > b"] * 4 + ["a > c"] * 4,
-    ...                     rows, rows % 4, 4)[0].tolist()  # on every question both: two strategies
+    >>> rows, task = np.arange(8), frozenset({"b", "c"})
+    >>> labels = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    >>> merge_task_variants(labels, np.ones(8), ["a > b"] * 4 + ["a > c"] * 4, rows, rows % 4, 4,
+    ...                     task=task)[0].tolist()  # on every question both: two strategies
     [0, 0, 0, 0, 1, 1, 1, 1]
     """
     labels = np.asarray(labels).copy()

@@ -15,7 +15,7 @@ import mechanism as mx
 from mechanism import worlds
 from mechanism.worlds import sre
 from mechanism.worlds.sre import _P_ALERTS_FIRST, _P_FAIL, _P_STATUS_AFTER, ARMS, KIND_TILT, KINDS, STRATEGIES, _mixture
-from world_checks import assert_arms_differ_only_in_mixture
+from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 TOOLS = {"list_alerts", "query_metrics", "search_logs", "get_deploys", "describe_pod", "rollback", "restart",
          "scale", "post_status"}
@@ -39,10 +39,7 @@ def big():
 
 
 def _calls(record):
-    """(tool, arguments, observation) of every tool call of an OpenAI record, in order."""
-    results = {m["tool_call_id"]: m["content"] for m in record["messages"] if m["role"] == "tool"}
-    return [(c["function"]["name"], json.loads(c["function"]["arguments"]), results[c["id"]])
-            for m in record["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    return openai_calls(record)
 
 
 def _ok(record):

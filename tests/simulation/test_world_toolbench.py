@@ -17,7 +17,7 @@ from mechanism import worlds
 from mechanism.worlds import toolbench
 from mechanism.worlds.toolbench import (_P_FAIL, _P_FINAL_UTILITY, _P_REPEAT, ARMS, KIND_TILT, KINDS, STRATEGIES, TOOLS,
                                         _mixture)
-from world_checks import assert_arms_differ_only_in_mixture
+from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 TOOL_USING = [s for s in STRATEGIES if s != "memory"]
 RETRYING = [s for s in TOOL_USING if s != "give_up"]
@@ -42,10 +42,7 @@ def big():
 
 
 def _calls(record):
-    """(tool, arguments, observation) of every tool call of an OpenAI record, in order."""
-    results = {m["tool_call_id"]: m["content"] for m in record["messages"] if m["role"] == "tool"}
-    return [(c["function"]["name"], json.loads(c["function"]["arguments"]), results[c["id"]])
-            for m in record["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    return openai_calls(record)
 
 
 def _ok(record):

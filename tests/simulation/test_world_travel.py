@@ -14,7 +14,7 @@ import mechanism as mx
 from mechanism import worlds
 from mechanism.worlds import travel
 from mechanism.worlds.travel import _P_FAIL, _P_LOOKUP_FIRST, _P_PROFILE_FIRST, ARMS, KINDS, STRATEGIES
-from world_checks import assert_arms_differ_only_in_mixture
+from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 TOOLS = {"get_user", "get_reservation", "search_flights", "search_hotels", "book", "change_reservation",
          "cancel_reservation"}
@@ -38,10 +38,7 @@ def big():
 
 
 def _calls(record):
-    """(tool, arguments, observation) of every tool call of an OpenAI record, in order."""
-    results = {m["tool_call_id"]: m["content"] for m in record["messages"] if m["role"] == "tool"}
-    return [(c["function"]["name"], c["function"]["arguments"], results[c["id"]])
-            for m in record["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    return openai_calls(record, parse_arguments=False)
 
 
 def _ok(record):

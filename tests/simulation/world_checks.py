@@ -1,8 +1,11 @@
 """Checks every held-out world's tests make of its truth table: the arms differ only in their
-mixture (shared here so that each world's test states only what is its own)."""
+mixture; and how they read the tool calls of an OpenAI record (shared here so that each
+world's test states only what is its own)."""
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from typing import Any
 
 import polars as pl
 
@@ -32,3 +35,13 @@ def assert_arms_differ_only_in_mixture(t: pl.DataFrame, arms: Mapping[str, Mappi
         total = sum(mixture.values())
         for s, p in mixture.items():
             assert abs(got.get(s, 0.0) - p / total) < 0.05, (arm, s, got)
+
+
+def openai_calls(record: Mapping[str, Any], *, parse_arguments: bool = True) -> list[tuple[str, Any, str]]:
+    """(tool, arguments, observation) of every tool call of an OpenAI ``tool_calls`` record, in
+    order; the arguments parsed from their JSON string unless ``parse_arguments`` is false."""
+    results = {m["tool_call_id"]: m["content"] for m in record["messages"] if m["role"] == "tool"}
+    return [(c["function"]["name"],
+             json.loads(c["function"]["arguments"]) if parse_arguments else c["function"]["arguments"],
+             results[c["id"]])
+            for m in record["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
