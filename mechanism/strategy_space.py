@@ -128,7 +128,7 @@ class StrategySpace(BaseEstimator):
         differing move tokens) is below it are one strategy.
     min_share
         Smallest share of trajectories a strategy holds (agglomerative); smaller groups join
-        the group nearest on average, never across calling tools or not.
+        the group nearest on average (under ``plans="apart"`` never across calling tools or not).
     k_range, min_cluster_size
         Numbers of strategies k-means tries (smallest, largest); HDBSCAN's smallest strategy
         in trajectories (default: 1 % of them, at least 5).
@@ -424,9 +424,9 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
     tools = traj["tools"].gather(first).to_list()
     questions = np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
     task = task_tools(traj["tools"].to_list(), questions)
+    plans = [tool_plan(t) for t in tools]
     return FitRows(
-        plans=[task_plan(tool_plan(t), task) for t in tools], tool_plans=[tool_plan(t) for t in tools], task=task,
-        features=uniq,
+        plans=[task_plan(plan, task) for plan in plans], tool_plans=plans, task=task, features=uniq,
         counts=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
         renderings=[str(r) for r in traj["rendering"].gather(first).to_list()], moves=moves,
         questions=questions, row_of=inverse, arm_counts=arm_counts,

@@ -63,6 +63,9 @@ def distances(space: np.ndarray) -> np.ndarray:
 # Beyond any distance of the joined space (at most the square root of its token columns plus
 # twice the embedding weight), so that under `groups` a row of another group is always farther.
 GROUP_GAP = 1e4
+# Added again between a row that calls no tool and one that does: any distance of at least this
+# is across that line, which `min_share` never joins over.
+SIDE_GAP = 2 * GROUP_GAP
 
 
 def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, linkage: str,
@@ -75,8 +78,9 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
     own, so the cut never joins rows of two groups; :func:`merge_small` then counts a row of
     another group :data:`GROUP_GAP` farther away, so that a too-small strategy joins the nearest
     of its own group, and only one alone in its group joins the nearest other; group -1 (no
-    tool called, :func:`~mechanism._strategies.features.plan_codes`) is three gaps from the
-    rest, so tool users join a strategy without tools only when nothing else is left.
+    tool called, :func:`~mechanism._strategies.features.plan_codes`) is a further
+    :data:`SIDE_GAP` from the rest, which no join crosses: a strategy without tools and one
+    that calls them stay apart, however small.
     ``join`` maps the cut's labels to joined ones before :func:`merge_small` (the task test,
     :mod:`mechanism._strategies.tasks`, which must see the strategies before small ones are
     absorbed).
@@ -105,8 +109,7 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
     labels = join(labels)
     apart = dist + GROUP_GAP * (groups[:, None] != groups[None, :])
     tool_free = groups < 0
-    # a strategy that calls tools joins one that calls none only when nothing else is left
-    apart += 2 * GROUP_GAP * (tool_free[:, None] != tool_free[None, :])
+    apart += SIDE_GAP * (tool_free[:, None] != tool_free[None, :])
     return merge_small_from(apart, labels, counts, min_share)
 
 
@@ -169,7 +172,7 @@ def _merge(sums: np.ndarray, size: np.ndarray, target: float) -> np.ndarray:
         others = np.flatnonzero(alive)
         others = others[others != small]
         mean = sums[small, others] / (size[small] * size[others])
-        if mean.min() >= 2 * GROUP_GAP:
+        if mean.min() >= SIDE_GAP:
             # only strategies on the other side of calling tools or not are left: it stays
             # apart, however small (a strategy without tools is never one that calls them)
             alone[small] = True

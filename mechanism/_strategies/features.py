@@ -169,26 +169,35 @@ def task_tools(tools: Sequence[str | None], questions: np.ndarray, *, share: flo
     >>> sorted(task_tools(acts, q))
     ['book', 'cancel']
     """
-    lists = [[t for t in (tl or "").split(" > ") if t] for tl in tools]
-    use = np.array([bool(t) for t in lists])
-    if use.sum() < 2:
+    # each (trajectory, tool) pair once, from the tool-calling trajectories: linear in the calls
+    traj, names = [], []
+    for i, tl in enumerate(tools):
+        for t in dict.fromkeys(x for x in (tl or "").split(" > ") if x):
+            traj.append(i)
+            names.append(t)
+    users = np.unique(np.asarray(traj, dtype=np.int64))
+    n = len(users)
+    if n < 2:
         return frozenset()
-    q = np.unique(np.asarray(questions)[use], return_inverse=True)[1].ravel()
-    n, n_q = int(use.sum()), int(q.max()) + 1
+    q_of = np.full(len(tools), -1, dtype=np.int64)
+    q_of[users] = np.unique(np.asarray(questions)[users], return_inverse=True)[1].ravel()
+    n_q = int(q_of[users].max()) + 1
     if n <= n_q:
         return frozenset()
-    sets = [set(t) for t, u in zip(lists, use) if u]
-    out = set()
-    for tool in sorted({x for t in sets for x in t}):
-        x = np.array([tool in t for t in sets], dtype=np.float64)
-        sst = float(((x - x.mean()) ** 2).sum())
-        if sst == 0:
-            continue
-        mean_q = np.bincount(q, x, minlength=n_q) / np.maximum(np.bincount(q, minlength=n_q), 1)
-        ssw = float(((x - mean_q[q]) ** 2).sum())
-        if 1 - (ssw / (n - n_q)) / (sst / (n - 1)) >= share:
-            out.add(tool)
-    return frozenset(out)
+    tool_names, tool = np.unique(np.asarray(names, dtype=object).astype(str), return_inverse=True)
+    q = q_of[np.asarray(traj, dtype=np.int64)]
+    size_q = np.bincount(q_of[users], minlength=n_q).astype(np.float64)
+    # for a 0/1 presence: SS_total = c - c^2 / n and SS_within = sum over questions of
+    # c_q - c_q^2 / n_q, with c (c_q) the trajectories (of question q) that call the tool
+    c = np.bincount(tool.ravel(), minlength=len(tool_names)).astype(np.float64)
+    cell, c_q = np.unique(tool.ravel() * n_q + q, return_counts=True)
+    between = np.bincount(cell // n_q, weights=c_q.astype(np.float64) ** 2 / size_q[cell % n_q],
+                          minlength=len(tool_names))
+    sst, ssw = c - c ** 2 / n, c - between
+    keep = sst > 1e-12  # a tool every tool user calls says nothing of the task
+    share_of = np.ones_like(sst)
+    share_of[keep] = 1 - (ssw[keep] / (n - n_q)) / (sst[keep] / (n - 1))
+    return frozenset(str(t) for t, k, v in zip(tool_names, keep, share_of) if k and v >= share)
 
 
 def task_plan(plan: str, task: frozenset[str]) -> str:

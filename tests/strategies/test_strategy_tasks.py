@@ -59,6 +59,35 @@ def test_a_tool_the_question_decides_is_found_by_its_share_of_variance_between_q
     assert task_tools([None, ""], np.array([0, 1])) == frozenset()
 
 
+def _share_brute_force(tools, questions, tool):
+    """The adjusted between-question share of variance of one tool's presence, term by term."""
+    use = [i for i, t in enumerate(tools) if t]
+    x = np.array([tool in tools[i].split(" > ") for i in use], dtype=float)
+    q = np.asarray(questions)[use]
+    groups = [x[q == g] for g in np.unique(q)]
+    ssw = sum(((g - g.mean()) ** 2).sum() for g in groups)
+    sst = ((x - x.mean()) ** 2).sum()
+    n, k = len(x), len(groups)
+    return 1 - (ssw / (n - k)) / (sst / (n - 1))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_task_share_is_the_term_by_term_one(seed):
+    """Random designs (unequal trajectories per question, tool-free ones among them): the tools
+    found are exactly those whose brute-force share reaches the threshold."""
+    rng = np.random.default_rng(seed)
+    questions = np.repeat(np.arange(30), rng.integers(1, 7, 30))
+    kind = questions % 3
+    tools = []
+    for k in kind:
+        calls = [t for t, p in (("look", 0.5), ("scan", 0.2)) if rng.random() < p]
+        calls += [("a", "b", "c")[k]] if rng.random() < 0.9 else []
+        tools.append(" > ".join(rng.permutation(calls).tolist()) if calls else None)
+    everyone = sorted({t for tl in tools if tl for t in tl.split(" > ")})
+    expected = {t for t in everyone if _share_brute_force(tools, questions, t) >= 0.5}
+    assert task_tools(tools, questions) == expected and {"a", "b", "c"} <= expected
+
+
 def test_a_task_plan_reads_each_run_of_task_tools_as_one_mark():
     assert task_plan("get_user > search_hotels > book", frozenset({"search_hotels", "book"})) == "get_user > (task)"
     assert task_plan("search_hotels+ > book", frozenset({"search_hotels", "book"})) == "(task)+"
