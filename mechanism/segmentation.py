@@ -64,7 +64,7 @@ import io
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -72,6 +72,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from mechanism.actions import RETRIEVAL_TOOL, ActionField, check_action_field, detect_action_tools, read_action, tool_name
 from mechanism.failures import compile_error_pattern, is_failure
 from mechanism.schema import validate
 
@@ -102,14 +103,12 @@ MOST_QUESTION_COVERAGE = 0.5
 # embedder's input bounded.
 MAX_STEPS_RENDERED = 16
 MAX_FIELD_CHARS = 20_000
-MAX_TOOL_CHARS = 200
 
 # An atom is a value's unit of identity whatever its shape: a word, a number, an id such as
 # `mia_li_3668`, a code such as `#W4830391`, an e-mail, a date. Matching atoms through sets is
 # linear in the text; a multi-word value (a phrase, a lower-case name) is its atoms.
 _ATOM = re.compile(r"[#@\w][\w.@#+'/-]*\w|\w", re.UNICODE)
-_TOOL_NAME = re.compile(r"[^a-z0-9_.]+")
-_RETRIEVAL = re.compile(r"search|retriev|wiki|bm25|web|browse|google|bing|lookup_doc")
+_RETRIEVAL = RETRIEVAL_TOOL
 @functools.lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
     # Imported on first use: scikit-learn costs ~0.3 s to import, and a fit whose
@@ -140,21 +139,6 @@ def atoms(text: str | None) -> list[str]:
 
 
 content_tokens = atoms  # the name earlier versions used
-
-
-def tool_name(tool: str | None) -> str:
-    """A tool's name as read: lower case, runs of other characters as ``_``, never truncated
-    (only bounded at 200 characters against untrusted input).
-
-    Examples
-    --------
-    >>> tool_name("update_reservation_flights")
-    'update_reservation_flights'
-    >>> tool_name("Search Wikipedia")
-    'search_wikipedia'
-    """
-    label = _TOOL_NAME.sub("_", (tool or "tool")[:MAX_TOOL_CHARS].lower()).strip("_.")
-    return label or "tool"
 
 
 def check_retries(retries: Any) -> None:
@@ -302,8 +286,10 @@ def _search_move(relation: str, sources: set[str]) -> str:
 
 def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict] | None,
                  memo: _Memo | None = None, error_pattern: "re.Pattern[str] | None" = None,
-                 retries: str = "merge") -> tuple[list[_Step], _Step, dict[str, float], str]:
-    """Moves (every call), final move, descriptive features and rendering of one trajectory."""
+                 retries: str = "merge", actions: "Mapping[str, str] | None" = None,
+                 ) -> tuple[list[_Step], _Step, dict[str, float], str]:
+    """Moves (every call), final move, descriptive features and rendering of one trajectory;
+    the calls of a generic tool in ``actions`` are read as their verb (:mod:`mechanism.actions`)."""
     memo = memo or _Memo()
     merge = retries == "merge"
     asked = memo.atoms(question)  # the question's atoms: what `scope` measures against
@@ -319,6 +305,9 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     last_found: set[str] = set()  # atoms first met in that attempt's results (what a chain carries on)
     moves: list[_Step] = []
     steps = [st or {} for st in (steps or ())]  # a null step is a call with nothing recorded
+    if actions:
+        steps = [read_action(st, actions[name]) if (name := memo.tool(st.get("tool"))) in actions else st
+                 for st in steps]
     tools_of = [memo.tool(st.get("tool")) for st in steps]
     for i, step in enumerate(steps):
         said = step.get("user")
@@ -495,6 +484,7 @@ def row_keys(runs: pl.DataFrame) -> pl.Series:
 
 def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
                       error_pattern: "re.Pattern[str] | None" = None, retries: str = "merge",
+                      actions: "Mapping[str, str] | None" = None,
                       ) -> tuple[pl.DataFrame, list[list[_Step]] | None]:
     """Segment each distinct row of ``runs`` once.
 
@@ -513,7 +503,7 @@ def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
     all_moves: list[list[_Step]] | None = [] if with_moves else None
     for question, answer, steps in zip(sub["question"].to_list(), sub["answer"].to_list(),
                                        sub["steps"].to_list()):
-        moves, final, f, rendering = _segment_one(question, answer, steps, memo, error_pattern, retries)
+        moves, final, f, rendering = _segment_one(question, answer, steps, memo, error_pattern, retries, actions)
         for name, values in feats.items():
             values.append(f[name])
         renderings.append(rendering)
@@ -538,8 +528,32 @@ def _trajectories(runs: pl.DataFrame, keys: pl.Series, table: pl.DataFrame) -> p
         "arm", "question_id", "sample_id", *_STRING_COLUMNS, *DESCRIPTIVE_COLUMNS)
 
 
+def action_tools(runs: pl.DataFrame, action_field: ActionField = "auto") -> dict[str, str]:
+    """The generic tools of ``runs`` and the field each is read through: detected with
+    ``"auto"`` (:func:`mechanism.actions.detect_action_tools`), as given with a mapping
+    ``{tool: field}`` (``"*"``: the whole text argument), none with ``None``.
+
+    Examples
+    --------
+    >>> from mechanism.schema import from_records, make_step
+    >>> runs = from_records([{"arm": "a", "question_id": f"q{i}", "sample_id": 0, "question": "Open the box",
+    ...     "gold": [], "answer": "ok", "correct": True, "n_rounds": 2, "steps": [
+    ...     make_step(tool="act", arguments='{"command": "go north"}'),
+    ...     make_step(tool="act", arguments='{"command": "open box"}')]} for i in range(3)])
+    >>> action_tools(runs), action_tools(runs, None), action_tools(runs, {"act": "command"})
+    ({'act': 'command'}, {}, {'act': 'command'})
+    """
+    check_action_field(action_field)
+    if action_field is None:
+        return {}
+    if action_field != "auto":
+        return {tool_name(k): v for k, v in action_field.items()}
+    return detect_action_tools(runs["steps"].to_list(), runs["question_id"].to_list())
+
+
 def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None,
-                retries: Retries = "merge") -> tuple[pl.DataFrame, pl.DataFrame]:
+                retries: Retries = "merge", action_field: ActionField = "auto",
+                ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Moves (one row per tool call plus the final answer) and per-trajectory renderings.
 
     Identical rows (same question, answer and steps, see :func:`row_keys`) are segmented
@@ -557,6 +571,11 @@ def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | N
     retries
         ``"merge"`` (default): a failed call and its retry are one attempt of a move;
         ``"keep"``: every call is a move, failures and retries marked (module docstring).
+    action_field
+        How calls of a generic tool (``bash(command=...)``, ``computer(action=...)``,
+        ``act(command=...)``) are read: ``"auto"`` detects such tools and reads each call as
+        its verb plus object (:func:`action_tools`), a mapping ``{tool: field}`` names them,
+        ``None`` reads every call by its tool name.
 
     Returns
     -------
@@ -567,7 +586,8 @@ def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | N
     check_retries(retries)
     keys = row_keys(runs)
     table, distinct_moves = _segment_distinct(runs, keys, with_moves=True,
-                                              error_pattern=compile_error_pattern(error_pattern), retries=retries)
+                                              error_pattern=compile_error_pattern(error_pattern), retries=retries,
+                                              actions=action_tools(runs, action_field))
     assert distinct_moves is not None
     # Moves of each distinct row, laid out once, then gathered for every row in table order.
     lengths = np.array([len(m) for m in distinct_moves], dtype=np.int64)
@@ -590,7 +610,7 @@ def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | N
 
 
 def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None,
-            retries: Retries = "merge") -> pl.DataFrame:
+            retries: Retries = "merge", action_field: ActionField = "auto") -> pl.DataFrame:
     """One row per move: every tool call, then the final answer.
 
     Columns: ``arm, question_id, sample_id, step`` (0-based; the final answer is the last),
@@ -622,11 +642,12 @@ def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None"
     >>> segment(runs)["move"].to_list()
     ['first_lookup', 'bridge_lookup', 'answer']
     """
-    return segment_all(runs, error_pattern=error_pattern, retries=retries)[0]
+    return segment_all(runs, error_pattern=error_pattern, retries=retries, action_field=action_field)[0]
 
 
 def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
-           error_pattern: "str | re.Pattern[str] | None" = None, retries: Retries = "merge") -> pl.DataFrame:
+           error_pattern: "str | re.Pattern[str] | None" = None, retries: Retries = "merge",
+           action_field: ActionField = "auto") -> pl.DataFrame:
     """One row per trajectory: its masked rendering, move sequence and structural features.
 
     Columns: ``arm, question_id, sample_id``, ``rendering`` (text for the embedder, no
@@ -647,22 +668,26 @@ def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
         default reading's results).
     retries
         ``"merge"`` (default) or ``"keep"``, as for :func:`segment_all` (cached apart).
+    action_field
+        ``"auto"``, a mapping ``{tool: field}`` or ``None``, as for :func:`segment_all`
+        (cached apart).
     """
     validate(runs, source="runs", required=_REQUIRED)
     check_retries(retries)
     keys = row_keys(runs)
     pattern = compile_error_pattern(error_pattern)
+    actions = action_tools(runs, action_field)
     if cache_dir is None:
         return _trajectories(runs, keys, _segment_distinct(runs, keys, with_moves=False, error_pattern=pattern,
-                                                           retries=retries)[0])
-    cache = SegmentCache(cache_dir, error_pattern=pattern, retries=retries)
+                                                           retries=retries, actions=actions)[0])
+    cache = SegmentCache(cache_dir, error_pattern=pattern, retries=retries, actions=actions)
     wanted = keys.unique(maintain_order=True)
     found = cache.load(wanted)
     missing = ~keys.is_in(found["key"].implode())
     if missing.any():
         rows = runs.filter(missing)
         computed = _segment_distinct(rows, keys.filter(missing), with_moves=False, error_pattern=pattern,
-                                     retries=retries)[0]
+                                     retries=retries, actions=actions)[0]
         cache.store(computed)
         found = pl.concat([found, computed])
     return _trajectories(runs, keys, found)
@@ -684,16 +709,21 @@ class SegmentCache:
         The user's failure pattern the segmentations were made with (part of the key).
     retries
         How failed calls and their retries were read (part of the key).
+    actions
+        The generic tools read as verbs, ``{tool: field}`` (part of the key).
     """
 
     FORMAT = 3
 
     def __init__(self, folder: str | os.PathLike, *, error_pattern: "re.Pattern[str] | None" = None,
-                 retries: str = "merge") -> None:
+                 retries: str = "merge", actions: "Mapping[str, str] | None" = None) -> None:
         name = segmenter_id() + ("" if retries == "merge" else f"-{retries}")
         if error_pattern is not None:
             spec = f"{error_pattern.flags}:{error_pattern.pattern}".encode("utf-8", "surrogatepass")
             name += "-" + hashlib.blake2b(spec, digest_size=8).hexdigest()
+        if actions:
+            spec = json.dumps(sorted(actions.items())).encode("utf-8", "surrogatepass")
+            name += "-a" + hashlib.blake2b(spec, digest_size=8).hexdigest()
         self.root = Path(folder) / name
         self.rebuilt: list[str] = []  # shards found corrupt and removed, for reports and tests
 
@@ -752,4 +782,6 @@ def segmenter_id() -> str:
     from mechanism import failures  # the failure reading is part of what a segmentation says
     from mechanism.cachefile import code_id  # the one code digest of the toolkit's caches
 
-    return code_id([Path(__file__), Path(failures.__file__)])
+    from mechanism import actions  # so is the reading of generic tools
+
+    return code_id([Path(__file__), Path(failures.__file__), Path(actions.__file__)])

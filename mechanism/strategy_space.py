@@ -89,7 +89,7 @@ from mechanism.embed import TextEmbedder, make_embedder
 from mechanism.errors import InputError, MechanismError
 from mechanism.options import RandomState
 from mechanism.schema import validate
-from mechanism.segmentation import Retries, render
+from mechanism.segmentation import ActionField, Retries, action_tools, render
 
 @dataclass
 class Placement:
@@ -153,6 +153,11 @@ class StrategySpace(BaseEstimator):
         tools one mark; ``min_share`` alone joins a rare plan to another); ``"mixed"``: one tree.
     error_pattern
         A regular expression (case-insensitive) for your environment's failure messages.
+    action_field
+        How calls of one generic tool (``bash(command=...)``, ``computer(action=...)``,
+        ``act(command=...)``, ``request(method, url)``) are read: ``"auto"`` detects such tools
+        and reads each call as its verb plus object (:mod:`mechanism.actions`; which tools, in
+        ``action_tools_``), ``{tool: field}`` names them, ``None`` reads calls by tool name.
     cache_dir
         Folder of the caches (``None``: none): ``embeddings/``, ``segments/``, ``fits/`` and
         ``reductions/`` (UMAP), :mod:`mechanism.cachefile` entries; a fit on a table seen before
@@ -176,6 +181,8 @@ class StrategySpace(BaseEstimator):
     stability_, seed_agreement_ : polars.DataFrame, float
         ``strategy, stability`` (mean best Jaccard over ``n_bootstrap`` question resamples);
         adjusted Rand index with the fit under the next seed.
+    action_tools_ : dict
+        The generic tools read as verbs at fit, ``{tool: field}`` (new runs are read the same way).
     names_, seed_ : dict, int
         Names given with :meth:`rename`; the fit's integer seed (``random_state`` when an int).
 
@@ -196,6 +203,7 @@ class StrategySpace(BaseEstimator):
                  min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
                  n_bootstrap: int = 20, random_state: RandomState = 0, retries: Retries = "merge",
                  families: Families = "keep", plans: Plans = "apart", error_pattern: str | None = None,
+                 action_field: ActionField = "auto",
                  cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> None:
         self.embedder = embedder
         self.embedding_weight = embedding_weight
@@ -217,6 +225,7 @@ class StrategySpace(BaseEstimator):
         self.retries = retries
         self.families, self.plans = families, plans
         self.error_pattern = error_pattern
+        self.action_field = action_field
         self.cache_dir = cache_dir
         self.progress = progress
 
@@ -235,8 +244,10 @@ class StrategySpace(BaseEstimator):
         return self._embedder_obj
 
     def _render(self, runs: pl.DataFrame) -> pl.DataFrame:
+        # a fitted space reads new runs' generic tools as it read the fitted ones
+        actions = getattr(self, "action_tools_", None)
         return render(runs, cache_dir=self._cache_path("segments"), error_pattern=self.error_pattern,
-                      retries=self.retries)
+                      retries=self.retries, action_field=self.action_field if actions is None else actions)
 
     def _features(self, traj: pl.DataFrame, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         return embed_join(traj, self._embedder(), self.vocabulary_, dim=self.embedding_dim_ if dim is None else dim,
@@ -248,8 +259,9 @@ class StrategySpace(BaseEstimator):
         validate(runs, source="runs")
         if runs.height == 0:
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
-        for attr in ("_embedder_obj", "silhouette_", "train_space_", "map_coords_"):
+        for attr in ("_embedder_obj", "silhouette_", "train_space_", "map_coords_", "action_tools_"):
             self.__dict__.pop(attr, None)
+        self.action_tools_ = action_tools(runs, self.action_field)
         self.seed_ = resolve_seed(self.random_state)
         work = self.__sklearn_clone__().set_params(random_state=self.seed_)  # what the private modules read
         self.embedding_model_ = self._embedder().model_id

@@ -12,7 +12,7 @@ import numpy as np
 
 from mechanism.errors import InputError
 from mechanism.options import check_choice
-from mechanism.segmentation import Retries
+from mechanism.segmentation import Retries, check_action_field
 
 Method = Literal["agglomerative", "kmeans", "hdbscan"]
 Linkage = Literal["average", "complete", "single"]
@@ -82,7 +82,7 @@ CONSTRAINTS: dict[str, Callable[[str, Any], None]] = {
     "outlier_factor": _number(0, 1e6), "n_bootstrap": _number(0, 10**6, integer=True),
     "random_state": _random_state, "retries": _choice(Retries), "families": _choice(Families),
     "plans": _choice(Plans),
-    "error_pattern": _pattern,
+    "error_pattern": _pattern, "action_field": lambda name, value: check_action_field(value),
 }
 
 
