@@ -154,10 +154,8 @@ class StrategySpace(BaseEstimator):
     error_pattern
         A regular expression (case-insensitive) for your environment's failure messages.
     action_field
-        How calls of one generic tool (``bash(command=...)``, ``computer(action=...)``,
-        ``act(command=...)``, ``request(method, url)``) are read: ``"auto"`` detects such tools
-        and reads each call as its verb plus object (:mod:`mechanism.actions`; which tools, in
-        ``action_tools_``), ``{tool: field}`` names them, ``None`` reads calls by tool name.
+        ``"auto"``: a generic tool (``bash(command=)``, ``computer(action=)``) is detected and
+        read as verb + object (:mod:`mechanism.actions`); ``{tool: field}``; ``None``: by name.
     cache_dir
         Folder of the caches (``None``: none): ``embeddings/``, ``segments/``, ``fits/`` and
         ``reductions/`` (UMAP), :mod:`mechanism.cachefile` entries; a fit on a table seen before
@@ -181,10 +179,9 @@ class StrategySpace(BaseEstimator):
     stability_, seed_agreement_ : polars.DataFrame, float
         ``strategy, stability`` (mean best Jaccard over ``n_bootstrap`` question resamples);
         adjusted Rand index with the fit under the next seed.
-    action_tools_ : dict
-        The generic tools read as verbs at fit, ``{tool: field}`` (new runs are read the same way).
-    names_, seed_ : dict, int
-        Names given with :meth:`rename`; the fit's integer seed (``random_state`` when an int).
+    names_, seed_, action_tools_ : dict, int, dict
+        Names given with :meth:`rename`; the fit's integer seed (``random_state`` when an int);
+        the generic tools read as verbs, ``{tool: field}`` (new runs are read the same way).
 
     Examples
     --------
@@ -203,31 +200,21 @@ class StrategySpace(BaseEstimator):
                  min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
                  n_bootstrap: int = 20, random_state: RandomState = 0, retries: Retries = "merge",
                  families: Families = "keep", plans: Plans = "apart", error_pattern: str | None = None,
-                 action_field: ActionField = "auto",
-                 cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> None:
-        self.embedder = embedder
-        self.embedding_weight = embedding_weight
-        self.structure_weight = structure_weight
+                 action_field: ActionField = "auto", cache_dir: str | os.PathLike | None = None,
+                 progress: bool | None = None) -> None:
+        self.embedder, self.embedding_weight, self.structure_weight = embedder, embedding_weight, structure_weight
         self.method = method
-        self.resolution = resolution
-        self.linkage = linkage
-        self.min_share = min_share
-        self.k_range = k_range
+        self.resolution, self.linkage, self.min_share, self.k_range = resolution, linkage, min_share, k_range
         self.min_cluster_size = min_cluster_size
-        self.cluster_on = cluster_on
-        self.n_components = n_components
-        self.n_neighbors = n_neighbors
+        self.cluster_on, self.n_components, self.n_neighbors = cluster_on, n_components, n_neighbors
         self.min_dist = min_dist
         self.max_umap_points = max_umap_points
         self.outlier_factor = outlier_factor
         self.n_bootstrap = n_bootstrap
         self.random_state = random_state
-        self.retries = retries
-        self.families, self.plans = families, plans
-        self.error_pattern = error_pattern
-        self.action_field = action_field
-        self.cache_dir = cache_dir
-        self.progress = progress
+        self.retries, self.families, self.plans = retries, families, plans
+        self.error_pattern, self.action_field = error_pattern, action_field
+        self.cache_dir, self.progress = cache_dir, progress
 
     _parameter_constraints = CONSTRAINTS  # name -> check, as scikit-learn declares them
 

@@ -195,10 +195,11 @@ def test_saves_and_caches_use_the_one_cache_implementation(runs, space, tmp_path
 
 
 def test_one_code_digest_for_every_cache():
-    from mechanism import failures, segmentation
+    from mechanism import actions, failures, patterns, segmentation
     from mechanism._strategies import fitcache
 
-    assert segmentation.segmenter_id() == cachefile.code_id([Path(segmentation.__file__), Path(failures.__file__)])
+    assert segmentation.segmenter_id() == cachefile.code_id(
+        [Path(segmentation.__file__), Path(failures.__file__), Path(actions.__file__), Path(patterns.__file__)])
     folder = Path(fitcache.__file__).parent
     assert fitcache.source_id() == cachefile.code_id([folder.parent / "strategy_space.py",
                                                       *sorted(folder.glob("*.py"))])

@@ -1,0 +1,110 @@
+"""Moves from any action interface (mechanism.actions): a generic tool read as verb + object."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+import mechanism as mx
+from mechanism.actions import detect_action_tools, verb_object
+from mechanism.errors import InputError
+from mechanism.schema import from_records, make_step
+from mechanism.segmentation import action_tools, render
+from mechanism.worlds import as_generic_action, computer, multihop, service, terminal
+
+FAST = "hashing-64"
+
+
+def _read(world, tmp_path):
+    return mx.read(world.write(tmp_path / world.name), format=world.format)
+
+
+def _shell_runs(n_questions=12):
+    """Two planted strategies through one `bash` tool: explore-then-edit and grep-then-read."""
+    plans = (["ls -la", "cat src/app.py", "sed -i 's/a/b/' src/app.py", "python -m pytest -x"],
+             ["grep -rn needle .", "sed -n 10,30p src/app.py", "python -m pytest"])
+    records, truth = [], []
+    for q in range(n_questions):
+        for sample in range(4):
+            plan = plans[sample % 2]
+            records.append({"arm": "base" if sample < 2 else "rl", "question_id": f"q{q}", "sample_id": sample,
+                            "question": f"Fix the failing test number {q}", "gold": [], "answer": "done",
+                            "correct": True, "n_rounds": len(plan),
+                            "steps": [make_step(tool="bash", arguments=json.dumps({"command": c}),
+                                                observation="ok") for c in plan]})
+            truth.append(sample % 2)
+    return from_records(records), np.array(truth)
+
+
+def test_verbs_of_shell_commands_requests_and_actions():
+    assert verb_object("bash", "command", '{"command": "sudo FOO=1 git diff HEAD~1"}', None)[:2] == ("git diff",
+                                                                                                   "HEAD~1")
+    assert verb_object("bash", "command", '{"command": "/usr/bin/grep -n x a.py | head"}', None)[0] == "grep"
+    assert verb_object("bash", "command", '{"command": "echo \\"unclosed"}', None)[0] == "echo"  # bad quoting
+    assert verb_object("computer", "action", '{"action": "key", "text": "ctrl+s"}', None) == ("key", "",
+                                                                                               {"text": "ctrl+s"})
+    assert verb_object("execute", "code", '{"code": "df = pd.read_csv(\\"x.csv\\")"}', None)[0] == "read_csv"
+    verb, obj, _ = verb_object("request", "method", '{"method": "POST", "url": "/api/v2/orders/A7731/cancel"}', None)
+    assert (verb, obj) == ("post api/orders/cancel", "v2 A7731")
+
+
+def test_a_shell_agent_is_read_by_its_programs_not_as_one_tool():
+    runs, truth = _shell_runs()
+    assert action_tools(runs) == {"bash": "command"}
+    by_verb = render(runs)["tools"].to_list()
+    assert by_verb[0] == "ls > cat > sed > pytest" and by_verb[1] == "grep > sed > pytest"
+    by_name = render(runs, action_field=None)["tools"].to_list()
+    assert {tool for seq in by_name for tool in seq.split(" > ")} == {"bash"}  # what it collapses to
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    assert adjusted_rand_score(truth, space.labels_) == 1.0
+    assert set(space.describe()["name"].to_list()) == {"grep -> sed -> pytest", "ls -> cat -> sed -> pytest"}
+
+
+def test_a_saved_space_reads_new_runs_as_it_read_the_fitted_ones(tmp_path):
+    runs, _ = _shell_runs()
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    loaded = mx.StrategySpace.load(space.save(tmp_path / "space"))
+    assert loaded.action_tools_ == {"bash": "command"}
+    # one trajectory alone is too little to detect anything: the fitted reading decides
+    assert (loaded.transform(runs[:1]) == space.labels_[:1]).all()
+    assert (loaded.transform(runs) == space.labels_).all()
+
+
+def test_action_field_names_a_tool_or_turns_the_reading_off():
+    runs, _ = _shell_runs()
+    assert action_tools(runs, {"Bash": "command"}) == {"bash": "command"}
+    off = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, action_field=None).fit(runs)
+    assert off.action_tools_ == {} and "bash" in off.describe()["name"][0]
+    for bad in ("yes", {"bash": 3}, ["bash"]):
+        with pytest.raises(InputError, match="`action_field`"):
+            mx.StrategySpace(embedder=FAST, progress=False, action_field=bad).fit(runs)
+
+
+def test_a_search_tool_is_never_generic_however_its_queries_begin(tmp_path):
+    runs = _read(multihop(n_questions=20, random_state=0), tmp_path)
+    assert action_tools(runs) == {}
+    queries = [[{"tool": "lookup", "query": f"who directed film {i % 5}"}] for i in range(40)]
+    assert detect_action_tools(queries, range(40)) == {}  # one verb shared is not a vocabulary
+
+
+@pytest.mark.parametrize("make, expected", [(terminal, {"bash": "command"}), (computer, {"computer": "action"})])
+def test_the_one_tool_worlds_are_detected(make, expected, tmp_path):
+    runs = _read(make(n_questions=20, random_state=0), tmp_path)
+    assert action_tools(runs) == expected
+    assert render(runs)["tools"].str.contains(next(iter(expected))).mean() < 0.05
+
+
+def test_episodes_logged_through_act_find_the_strategies_of_typed_tools(tmp_path):
+    world = service(n_questions=30, random_state=0)
+    typed = _read(world, tmp_path)
+    generic_world = as_generic_action(world)
+    generic = _read(generic_world, tmp_path)
+    assert action_tools(generic) == {"act": "command"}
+    assert render(generic)["tools"].to_list() == render(typed)["tools"].to_list()
+    truth = generic_world.labels_for(generic)
+    labels = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(generic).labels_
+    by_name = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, action_field=None).fit(generic).labels_
+    assert adjusted_rand_score(truth, labels) >= 0.9
+    assert adjusted_rand_score(truth, by_name) < adjusted_rand_score(truth, labels) - 0.3
