@@ -167,7 +167,102 @@ def strata_coverage(reps: int) -> list[tuple]:
     return out
 
 
-SECTIONS = ("passkt", "strategy", "boundary", "strata")
+def passk_coverage(reps: int) -> list[dict]:
+    """pass^k (all k of k succeed) at k = 4 of n = 16: coverage of the population pass^k, E[p^4]."""
+    from scipy.special import betaln
+
+    rows, n, k = [], 16, 4
+    for a, b in ((0.3, 1.5), (1.0, 1.0)):
+        truth = float(np.exp(betaln(a + k, b) - betaln(a, b)))
+        for n_q in (5, 10, 20, 40):
+            hits = dict.fromkeys(("percentile", "wilson", "bootstrap-t", "auto"), 0)
+            for r in range(reps):
+                rng = np.random.default_rng(31 * n_q + r + (0 if a == 0.3 else 10**6))
+                ok = rng.random((n_q, n)) < rng.beta(a, b, n_q)[:, None]
+                runs = pl.DataFrame({"arm": "a", "question_id": np.repeat([f"q{i}" for i in range(n_q)], n),
+                                     "correct": ok.reshape(-1), "n_rounds": 1})
+                for method in hits:
+                    got = pass_at_kt(runs, k=[k], t=[1], n_boot=400, random_state=r, interval=method,
+                                     metric="pass^k")
+                    hits[method] += bool(got["ci_low"][0] <= truth <= got["ci_high"][0])
+            rows += [{"difficulty": f"Beta({a:g}, {b:g})", "problems": n_q, "interval": m, "k = 4": h / reps,
+                      "MC se at 0.95": round(float(np.sqrt(0.95 * 0.05 / reps)), 4)} for m, h in hits.items()]
+    return rows
+
+
+def empty_cells(reps: int) -> list[dict]:
+    """Issue 33: a pure execution change (identical shares 55/25/12/8 %, rl +0.15 on every cell),
+    4 samples per question, 100 questions: composition's mean and how often its interval
+    excludes 0; whether the assumption-free bounds contain the truth (composition 0, within the
+    planted gain); and the nested integration split under a pure integration gain."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compare"))
+    from test_empty_cells import execution_change, integration_gain
+
+    comp, excl, inside, mass = [], 0, 0, []
+    for r in range(reps):
+        runs, labels, within_truth = execution_change(r)
+        rw = reweighting(runs, labels, base="base", treated="rl", n_boot=300, n_permutations=0, random_state=r)
+        comp.append(rw.composition)
+        excl += rw.composition_ci[0] > 0 or rw.composition_ci[1] < 0
+        inside += (rw.composition_bounds[0] <= 0 <= rw.composition_bounds[1]
+                   and rw.within_bounds[0] <= within_truth <= rw.within_bounds[1])
+        mass.append(rw.one_arm_mass["rl"])
+    rows = [{"split": "reweighting, execution change", "data sets": reps, "composition mean": float(np.mean(comp)),
+             "composition se": float(np.std(comp) / np.sqrt(reps)), "interval excludes 0": excl / reps,
+             "bounds contain truth": inside / reps, "rl mass in one-arm cells": float(np.mean(mass))}]
+    n_int = max(reps // 4, 10)
+    parts = {"composition": [], "within_retrieval": [], "within_integration": []}
+    excl = 0
+    for r in range(n_int):
+        runs, labels = integration_gain(r)
+        ig = integration(runs, base="base", treated="rl", labels=labels, n_boot=200, random_state=r)
+        q = {row["quantity"]: row for row in ig.shift.iter_rows(named=True)}
+        for name in parts:
+            parts[name].append(q[name]["estimate"])
+        excl += q["composition"]["ci_low"] > 0 or q["composition"]["ci_high"] < 0
+    rows.append({"split": "integration, pure integration gain", "data sets": n_int,
+                 "composition mean": float(np.mean(parts["composition"])),
+                 "composition se": float(np.std(parts["composition"]) / np.sqrt(n_int)),
+                 "interval excludes 0": excl / n_int, "retrieval part mean": float(np.mean(parts["within_retrieval"])),
+                 "integration part mean": float(np.mean(parts["within_integration"]))})
+    return rows
+
+
+def verdict_null(reps: int) -> list[dict]:
+    """Identical policies, unequal design (tests/compare/test_nulls.py's world): the share of data
+    sets in which each verdict clause states a direction (its interval excludes 0)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compare"))
+    from test_empty_cells import verdict_directions
+
+    counts: dict[str, int] = {}
+    for r in range(reps):
+        for name, hit in verdict_directions(r).items():
+            counts[name] = counts.get(name, 0) + int(hit)
+    return [{"clause": name, "data sets": reps, "states a direction": c / reps} for name, c in sorted(counts.items())]
+
+
+def sparse_boundary(reps: int) -> list[dict]:
+    """5 of 100 questions from base 0 to rl 0.9 per sample (8 samples each); and the null with
+    identical policies, base 4 vs rl 32 samples: rejection rates of the summed and sparse tests."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "passkt"))
+    from test_sparse_boundary import sparse_world
+
+    rows = []
+    for label, kw in (("5 of 100 gained at 0.9", {}), ("5 of 100 gained at 0.4", {"rate": 0.4}),
+                      ("identical, 4 vs 32 samples", {"n_gained": 0, "n_base": 4, "n_treated": 32})):
+        summed = sparse = 0
+        for r in range(reps):
+            row = boundary(sparse_world(r, **kw), base="base", treated="rl", t=[1], k=[1], ci=None,
+                           n_permutations=4000).tests.row(0, named=True)
+            summed += row["p_value"] < 0.05
+            sparse += row["p_sparse"] < 0.05
+        rows.append({"design": label, "data sets": reps, "summed test rejects": summed / reps,
+                     "sparse test rejects": sparse / reps, "detectable (summed)": row["detectable_summed"],
+                     "detectable (sparse)": row["detectable_sparse"]})
+    return rows
+
+
+SECTIONS = ("passkt", "strategy", "boundary", "strata", "passk", "empty_cells", "verdict_null", "sparse")
 
 
 def main() -> None:
@@ -209,6 +304,14 @@ def main() -> None:
         report("boundary_seeds", [{"data set": r, "min p over seeds 0-4": lo, "max p": hi, "spread": d}
                                   for r, lo, hi, d in spread],
                "Boundary p-value over seeds 0-4", "five fixed data sets.", began)
+    for name, fn, title in (
+            ("passk", passk_coverage, "pass^k interval coverage at k = 4 (n = 16 samples, nominal 0.95)"),
+            ("empty_cells", empty_cells, "Empty question x strategy cells valued within their own arm"),
+            ("verdict_null", verdict_null, "Verdict clauses stating a direction under identical policies"),
+            ("sparse", sparse_boundary, "Boundary tests on sparse gains (100 questions)")):
+        if name in args.sections:
+            began = time.perf_counter()
+            report(name, fn(args.reps), title, f"{args.reps} data sets per row (issue 33).", began)
     if "strata" in args.sections:
         began = time.perf_counter()
         n = max(args.reps // 2, 20)

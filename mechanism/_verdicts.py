@@ -17,16 +17,38 @@ import polars as pl
 from mechanism.errors import InputError
 
 
+#: What a clause says in place of a direction when its interval contains 0.
+NOT_DISTINGUISHABLE = "not distinguishable from 0"
+
+
+def excludes_zero(low: float | None, high: float | None) -> bool:
+    """Whether an interval supports a direction: both ends finite and on one side of 0. No
+    interval (``None`` or NaN) supports none."""
+    return (low is not None and high is not None and math.isfinite(low) and math.isfinite(high)
+            and (low > 0 or high < 0))
+
+
+def qualified(text: str, low: float | None, high: float | None) -> str:
+    """``text`` followed by "(not distinguishable from 0)" unless its interval excludes 0: every
+    clause of every verdict goes through here, so none states a direction its interval does not."""
+    return text if excludes_zero(low, high) else f"{text} ({NOT_DISTINGUISHABLE})"
+
+
 # ----------------------------------------------------------------------------- reweighting
 def reweighting_verdict(rw: Any) -> str:
-    """One sentence: the accuracy change split into composition and within, with intervals."""
+    """One sentence: the accuracy change split into composition and within, with intervals;
+    each part says "not distinguishable from 0" where its interval contains 0."""
     def ci(name: str) -> str:
         low, high = getattr(rw, f"{name}_ci")
-        return f"{getattr(rw, name):+.3f} [{low:+.3f}, {high:+.3f}]"
+        return qualified(f"{getattr(rw, name):+.3f} [{low:+.3f}, {high:+.3f}]", low, high)
 
-    return (f"accuracy change {ci('total')} = composition (reweighting) {ci('composition')} "
-            f"+ within-strategy execution {ci('within')}; {100 * rw.shared_mass:.0f}% of {rw.treated}'s "
-            f"trajectories lie in strategies {rw.base} also uses")
+    text = (f"accuracy change {ci('total')} = composition (reweighting) {ci('composition')} "
+            f"+ within-strategy execution {ci('within')}")
+    bounds = getattr(rw, "composition_bounds", (math.nan, math.nan))
+    if math.isfinite(bounds[0]) and rw.one_arm_mass and max(rw.one_arm_mass.values()) > 0:
+        text += f" (composition {bounds[0]:+.3f} to {bounds[1]:+.3f} with no model of the one-arm cells)"
+    return text + (f"; {100 * rw.shared_mass:.0f}% of {rw.treated}'s trajectories lie in strategies "
+                   f"{rw.base} also uses")
 
 
 def reweighting_lines(rw: Any, *, indent: str = "") -> list[str]:
@@ -40,8 +62,12 @@ def reweighting_lines(rw: Any, *, indent: str = "") -> list[str]:
              "trajectories; " + ("questions weigh equally within each arm):" if rw.weighting == "question"
                                  else "TRAJECTORY-POOLED on request: questions with more samples weigh more):"),
              f"{sub}accuracy {rw.accuracy_base:.3f} -> {rw.accuracy_treated:.3f}; "
-             f"difference {rw.total:+.3f} {iv(rw.total_ci)} = composition {rw.composition:+.3f} "
-             f"{iv(rw.composition_ci)} + within {rw.within:+.3f} {iv(rw.within_ci)}"]
+             f"difference {qualified(f'{rw.total:+.3f} {iv(rw.total_ci)}', *rw.total_ci)} = composition "
+             f"{qualified(f'{rw.composition:+.3f} {iv(rw.composition_ci)}', *rw.composition_ci)} + within "
+             f"{qualified(f'{rw.within:+.3f} {iv(rw.within_ci)}', *rw.within_ci)}"]
+    if rw.one_arm_mass and math.isfinite(rw.composition_bounds[0]):
+        lines.append(f"{sub}without a model of the one-arm cells ({', '.join(f'{100 * v:.1f}% of {k}' for k, v in rw.one_arm_mass.items())}): "
+                     f"composition {iv(rw.composition_bounds)}, within {iv(rw.within_bounds)}")
     if detectable:
         lines.append(f"{sub}smallest effect this design detects (power 0.8): "
                      + ", ".join(f"{name} {detectable[name]:.3f}" for name in ("total", "composition", "within")
@@ -53,8 +79,9 @@ def reweighting_lines(rw: Any, *, indent: str = "") -> list[str]:
               + (f" (bias-corrected: plug-in {rw.js_divergence_plugin:.3f} minus {rw.js_null_mean:.3f} that "
                  "identical policies give with this design)" if corrected else " (plug-in, not bias-corrected)")
               + (f"; within-question permutation p = {rw.permutation_p:.4f}" if rw.n_permutations else ""),
-              f"{sub}alignment (share gain vs base success) "
-              + (f"{rw.alignment:+.2f} {iv(rw.alignment_ci)}" if np.isfinite(rw.alignment)
+              f"{sub}success alignment (log share ratio vs base success) "
+              + (qualified(f"{rw.success_alignment:+.2f} {iv(rw.success_alignment_ci)}", *rw.success_alignment_ci)
+                 if np.isfinite(rw.success_alignment)
                  else "n/a (fewer than 3 strategies used by both arms)")
               + f"; treated mass in strategies base uses {rw.shared_mass:.3f} "
               f"[{rw.shared_mass_ci[0]:.3f}, {rw.shared_mass_ci[1]:.3f}]"]
@@ -157,20 +184,25 @@ def integration_verdict(result: Any, treated: str | None = None) -> str:
 
     def part(name: str, label: str) -> str:
         row = q[name]
-        text = f"{label} {row['estimate']:+.2f}{iv(name)}"
-        lo, hi = row["ci_low"], row["ci_high"]
-        if lo is not None and hi is not None and math.isfinite(lo) and lo <= 0 <= hi:
-            text += " (not distinguishable from 0)"
-        return text
+        return qualified(f"{label} {row['estimate']:+.2f}{iv(name)}", row["ci_low"], row["ci_high"])
 
-    moved = 100 * q["mass_moved_above"]["estimate"]
-    way = "toward" if moved >= 0 else "away from"
-    align = q["alignment_integration"]["estimate"]
-    align_text = (f"alignment {align:+.2f}{iv('alignment_integration')}" if align is not None
-                  and math.isfinite(align) else "alignment n/a: fewer than 3 strategies with a base integration rate")
-    return (f"{treated} moved {abs(moved):.0f} points of mass {way} strategies whose base integration rate is "
-            f"above average ({100 * q['mass_above_base']['estimate']:.0f}% -> "
-            f"{100 * q['mass_above_treated']['estimate']:.0f}%{iv('mass_moved_above', 100, '+.0f')}; {align_text}); "
-            f"moving mass between strategies explains {q['composition']['estimate']:+.2f}{iv('composition')} of the "
-            f"{q['total']['estimate']:+.2f}{iv('total')} accuracy change; within strategies, "
+    moved_row = q["mass_moved_above"]
+    moved = 100 * moved_row["estimate"]
+    levels = (f"{100 * q['mass_above_base']['estimate']:.0f}% -> {100 * q['mass_above_treated']['estimate']:.0f}%"
+              f"{iv('mass_moved_above', 100, '+.0f')}")
+    if excludes_zero(moved_row["ci_low"], moved_row["ci_high"]):
+        mass = (f"{treated} moved {abs(moved):.0f} points of mass {'toward' if moved > 0 else 'away from'} strategies "
+                f"whose base integration rate is above average ({levels}")
+    else:
+        mass = (f"{treated}'s mass in strategies whose base integration rate is above average changed by "
+                f"{moved:+.0f} points ({levels}, {NOT_DISTINGUISHABLE}")
+    align = q["alignment_integration"]
+    align_text = (part("alignment_integration", "share-change alignment with base integration")
+                  if align["estimate"] is not None and math.isfinite(align["estimate"])
+                  else "alignment n/a: fewer than 3 strategies with a base integration rate")
+    composition = qualified(f"{q['composition']['estimate']:+.2f}{iv('composition')}", q["composition"]["ci_low"],
+                            q["composition"]["ci_high"])
+    total = qualified(f"{q['total']['estimate']:+.2f}{iv('total')}", q["total"]["ci_low"], q["total"]["ci_high"])
+    return (f"{mass}; {align_text}); moving mass between strategies explains {composition} of the {total} "
+            f"accuracy change; within strategies, "
             f"{part('within_integration', 'integration')}, {part('within_retrieval', 'retrieval')}")

@@ -34,7 +34,7 @@ from typing import Any, Literal, Union
 # How generic tools are read: detected ("auto"), named ({tool: field}) or not at all (None).
 ActionField = Union[Literal["auto"], Mapping[str, str], None]
 
-__all__ = ["ACTION_FIELDS", "ActionField", "tool_name", "detect_action_tools", "verb_object", "read_action", "check_action_field"]
+__all__ = ["ACTION_FIELDS", "ActionField", "tool_name", "mend_typos", "detect_action_tools", "verb_object", "read_action", "check_action_field"]
 
 # Argument names that carry the action of a generic tool, in the order they are tried. A
 # request's `url`/`path` comes after `method` so that `request(method, url)` is read by both.
@@ -54,6 +54,8 @@ TEXT_FIELD = "*"  # the call's whole text argument (no JSON fields): `act[go nor
 _SUBCOMMAND_PROGRAMS = frozenset({"git", "pip", "pip3", "npm", "yarn", "pnpm", "cargo", "go", "docker", "kubectl",
                                   "apt", "apt-get", "conda", "uv", "poetry", "gh", "brew", "systemctl", "make"})
 _SHELL_PREFIXES = frozenset({"sudo", "env", "time", "nohup", "timeout", "exec", "command"})
+# `python3.11`, `pip3`, `node18` are one program whatever version the agent typed
+_VERSIONED = re.compile(r"^(python|pip|perl|ruby|node|php|lua|java|gcc|clang)[0-9.]+$")
 _SHELL_SETUP = frozenset({"cd", "export", "source", ".", "set", "pushd", "popd", "true"})
 _SHELL_SPLIT = re.compile(r"&&|\|\||;|\||\n")
 # A tool named like a search takes a query, whose first word is content however often it recurs
@@ -111,9 +113,9 @@ def _shell_verb(command: str) -> tuple[str, str]:
             words = words[1:]
         if not words or words[0] in _SHELL_SETUP:
             continue
-        program = words[0].rsplit("/", 1)[-1].lower()
+        program = _VERSIONED.sub(r"\1", words[0].rsplit("/", 1)[-1].lower())
         rest = words[1:]
-        if re.match(r"^python[0-9.]*$", program) and len(rest) >= 2 and rest[0] == "-m":
+        if program == "python" and len(rest) >= 2 and rest[0] == "-m":
             program, rest = rest[1].lower(), rest[2:]
         elif program in _SUBCOMMAND_PROGRAMS and rest and _VERB.fullmatch(rest[0].lower()):
             program, rest = f"{program} {rest[0].lower()}", rest[1:]
@@ -144,7 +146,7 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None)
     --------
     >>> verb_object("bash", "command", '{"command": "cd repo && grep -n foo src/a.py"}', None)[:2]
     ('grep', '-n foo src/a.py')
-    >>> verb_object("bash", "command", '{"command": "python -m pytest -x tests"}', None)[:2]
+    >>> verb_object("bash", "command", '{"command": "python3.11 -m pytest -x tests"}', None)[:2]
     ('pytest', '-x tests')
     >>> verb_object("computer", "action", '{"action": "left_click", "coordinate": [10, 20]}', None)
     ('left_click', '', {'coordinate': [10, 20]})
@@ -275,4 +277,47 @@ def read_action(step: Mapping[str, Any], field: str) -> dict[str, Any]:
     verb, obj, rest = verb_object(tool, field, step.get("arguments"), step.get("query"))
     verb = verb or tool
     arguments = json.dumps({"object": obj, **rest}, ensure_ascii=False, default=str) if (obj or rest) else None
-    return {**step, "tool": verb, "arguments": arguments, "query": obj or None}
+    # `via`: the tool that ran the call (whether an empty result is a failure depends on it)
+    return {**step, "tool": verb, "arguments": arguments, "query": obj or None, "via": tool}
+
+
+def one_typo_apart(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by exactly one typing slip: a character inserted, dropped,
+    replaced, or two neighbours swapped (optimal string alignment distance 1).
+
+    Examples
+    --------
+    >>> one_typo_apart("pytohn", "python"), one_typo_apart("gerp", "grep"), one_typo_apart("cta", "cat")
+    (True, True, True)
+    >>> one_typo_apart("find_user_id_by_email", "find_user_id_by_name_zip"), one_typo_apart("ls", "ls")
+    (False, False)
+    """
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = next((k for k, (x, y) in enumerate(zip(short, long_)) if x != y), len(short))
+    return short[i:] == long_[i + 1:]
+
+
+def mend_typos(steps: list[dict[str, Any]], raw_tools: Sequence[str], failed: Sequence[bool]) -> list[dict[str, Any]]:
+    """``steps`` with a failed call of a generic tool whose verb is one typing slip from the
+    next call's verb (``gerp`` then ``grep``: "command not found") read as that verb, so that
+    the pair is one attempt of one move like any failed call and its retry; ``raw_tools`` are
+    the calls' tools before they were read as verbs.
+
+    Examples
+    --------
+    >>> steps = [{"tool": "pytohn"}, {"tool": "python"}, {"tool": "cat"}]
+    >>> [s["tool"] for s in mend_typos(steps, ["bash"] * 3, [True, False, False])]
+    ['python', 'python', 'cat']
+    """
+    out = list(steps)
+    for i in range(len(out) - 2, -1, -1):  # from the end: a run of slips all reads as the call that worked
+        if failed[i] and raw_tools[i] == raw_tools[i + 1] and one_typo_apart(str(out[i].get("tool")),
+                                                                              str(out[i + 1].get("tool"))):
+            out[i] = {**out[i], "tool": out[i + 1].get("tool")}
+    return out

@@ -43,7 +43,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
@@ -186,7 +186,7 @@ class Boundary(Result):
                 f"  T={row['t']}: solved at least once in {budget} samples: {self.base} {row['both'] + row['lost']}, "
                 f"{self.treated} {row['both'] + row['gained']}; gained {row['gained']}, lost {row['lost']} "
                 f"(expected {row['gained_expected']:.1f} vs {row['lost_expected']:.1f}; within-question permutation "
-                f"p = {row['p_value']:.3g}, Holm {row['p_holm']:.3g}): {row['verdict']}")
+                f"p = {row['p_value']:.3g}, Holm {row['p_holm']:.3g}): {row['verdict']}; {_sparse_clause(row)}")
         if self.t_source == "truncation":
             share = {(r["arm"], r["t"]): r["share_within_t"] for r in self.sets.iter_rows(named=True)}
             for arm in (self.base, self.treated):
@@ -252,14 +252,31 @@ class Boundary(Result):
         """One sentence: gained and lost problems at the deepest T, the permutation test and its verdict."""
         deepest = self.tests.sort("t").row(-1, named=True)
         problems = f"{deepest['gained']} problem" + ("" if deepest["gained"] == 1 else "s")
-        return (f"capability boundary at T={deepest['t']}: {problems} gained, "
+        text = (f"capability boundary at T={deepest['t']}: {problems} gained, "
                 f"{deepest['lost']} lost (permutation p = {deepest['p_value']:.3g}: {deepest['verdict']})")
+        return text + "; " + _sparse_clause(deepest)
 
     def to_dict(self) -> dict:
         """JSON-ready dict: the grids, the notes and every table as a list of rows."""
         return {"base": self.base, "treated": self.treated, "k": list(self.k), "t": list(self.t),
                 "alpha": self.alpha, "tol": self.tol, "t_source": self.t_source, "notes": list(self.notes),
                 **{name: table.to_dicts() for name, table in self.tables().items()}}
+
+
+def _sparse_clause(row: dict) -> str:
+    """The sparse test's finding in words: a direction only where some question is rejected."""
+    found = []
+    if row.get("sparse_gained"):
+        found.append(f"{row['sparse_gained']} question(s) gained")
+    if row.get("sparse_lost"):
+        found.append(f"{row['sparse_lost']} lost")
+    what = " and ".join(found) if found else "no single question gained or lost beyond chance"
+    power = (f"; 80% power from {row['detectable_sparse']} question(s) gained at 0.9 per sample"
+             if row.get("detectable_sparse") is not None else "")
+    summed = row.get("detectable_summed")
+    if summed is not None and np.isfinite(summed):
+        power += f" (summed test: {int(summed)})"
+    return f"sparse test (per-question exact tests, Holm over Tarone's family): p = {row['p_sparse']:.3g}, {what}{power}"
 
 
 def boundary(
@@ -492,6 +509,9 @@ def _discordant(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, qids:
                                                                          c_tr[:, j], budget[:, j]))
                          for j in range(n_t)])
     p_holm = _holm(p_values)
+    judged_b_, judged_t_ = judged
+    sparse = [sparse_test(judged_b_[:, j], judged_t_[:, j], budget[:, j], alpha) for j in range(n_t)]
+    sds = [summed_null_sd(n_b[:, j], c_b[:, j], n_tr[:, j], c_tr[:, j], budget[:, j]) for j in range(n_t)]
     tests = pl.DataFrame({
         "t": est.t.astype(np.int64), "n_problems": np.full(n_t, q, dtype=np.int64),
         "budget_min": budget.min(axis=0).astype(np.int64), "budget_max": budget.max(axis=0).astype(np.int64),
@@ -501,6 +521,14 @@ def _discordant(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, qids:
         "n_permutations": np.full(n_t, n_permutations, dtype=np.int64),
         "expansion": (statistic > 0) & (p_holm < alpha),
         "contraction": (statistic < 0) & (p_holm < alpha),
+        # the sparse test: per-question exact tests, Tarone's family, Holm (few questions, high rate)
+        "p_sparse": np.array([s["p_value"] for s in sparse]),
+        "sparse_gained": np.array([s["gained"] for s in sparse], dtype=np.int64),
+        "sparse_lost": np.array([s["lost"] for s in sparse], dtype=np.int64),
+        "sparse_family": np.array([s["family"] for s in sparse], dtype=np.int64),
+        "detectable_summed": np.array([summed_detectable(sds[j], budget[:, j], alpha) for j in range(n_t)]),
+        "detectable_sparse": pl.Series([sparse_detectable(budget[:, j], sparse[j]["family"], alpha)
+                                        for j in range(n_t)], dtype=pl.Int64),
     })
     return problems, tests
 
@@ -850,3 +878,133 @@ def _crossings(est: PassEstimate, g_base: int, g_treat: int, ci: float | None) -
     return pl.DataFrame(rows, schema={"t": pl.Int64, "k_cross": pl.Float64, "direction": pl.String,
                                       "ci_low": pl.Float64, "ci_high": pl.Float64,
                                       "share_crossing": pl.Float64}, orient="row")
+
+
+# ----------------------------------------------------------------------------- sparse gains
+def fisher_two_sided(x_b: np.ndarray, x_t: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per question: Fisher's exact two-sided p-value of ``x_b`` vs ``x_t`` successes in ``m``
+    samples each, and the smallest p-value its margin allows (1 when every sample agrees).
+
+    Vectorised over questions: the support of the base successes given the total is padded to
+    ``max(m) + 1``. Two-sided: the sum of the hypergeometric probabilities no larger than the
+    observed one (with a relative tolerance of 1e-7 for ties).
+
+    Examples
+    --------
+    >>> p, p_min = fisher_two_sided(np.array([0, 2]), np.array([8, 2]), np.array([8, 8]))
+    >>> round(float(p[0]), 6), round(float(p[1]), 6), round(float(p_min[1]), 4)
+    (0.000155, 1.0, 0.0769)
+    """
+    from scipy.stats import hypergeom
+
+    x_b, x_t, m = (np.asarray(a, dtype=np.int64) for a in (x_b, x_t, m))
+    total = x_b + x_t
+    width = int(m.max(initial=0)) + 1
+    support = np.arange(width)[None, :]
+    ok = (support <= np.minimum(m, total)[:, None]) & (total[:, None] - support <= m[:, None])
+    pmf = np.where(ok, hypergeom.pmf(support, 2 * m[:, None], total[:, None], m[:, None]), 0.0)
+    observed = np.take_along_axis(pmf, np.clip(x_b, 0, width - 1)[:, None], axis=1)
+    p = np.where(pmf <= observed * (1 + 1e-7), pmf, 0.0).sum(axis=1)
+    # the smallest attainable p: the sum of the probabilities at most the least likely point
+    lowest = np.where(ok, pmf, np.inf).min(axis=1, keepdims=True)
+    p_min = np.where(pmf <= lowest * (1 + 1e-7), pmf, 0.0).sum(axis=1)
+    return np.clip(p, 0.0, 1.0), np.clip(p_min, 0.0, 1.0)
+
+
+def tarone_count(p_min: np.ndarray, alpha: float) -> int:
+    """Tarone's number of testable questions: the smallest K with at most K questions whose
+    smallest attainable p is at most ``alpha / K`` (questions that can never reach the threshold
+    do not count against the others, so the family is only as large as it can be)."""
+    p_min = np.sort(np.asarray(p_min, dtype=float))
+    for k in range(1, p_min.size + 1):
+        if int((p_min <= alpha / k).sum()) <= k:
+            return k
+    return max(p_min.size, 1)
+
+
+def sparse_test(x_b: np.ndarray, x_t: np.ndarray, m: np.ndarray, alpha: float) -> dict[str, Any]:
+    """The test built for few questions gained (or lost) each at a high rate, on the common budget.
+
+    Each question gets Fisher's exact two-sided test of the judged successes (``x_b`` vs ``x_t``
+    in ``m`` samples each); the family is Tarone's (questions whose margin allows a p below the
+    threshold); Holm's step-down over it at ``alpha``. ``p_value`` is the smallest Holm-adjusted
+    p (1 when no question is testable); ``gained`` / ``lost`` count the questions it rejects in
+    each direction.
+    """
+    p, p_min = fisher_two_sided(x_b, x_t, m)
+    k = tarone_count(p_min, alpha)
+    testable = p_min <= alpha / k
+    adjusted = np.ones(p.size)
+    if testable.any():
+        idx = np.flatnonzero(testable)
+        # Holm over Tarone's family of K: the i-th smallest p is multiplied by K - i
+        order = np.argsort(p[idx], kind="stable")
+        scaled = np.maximum.accumulate((k - np.arange(idx.size)) * p[idx][order])
+        holm = np.empty(idx.size)
+        holm[order] = np.minimum(scaled, 1.0)
+        adjusted[idx] = holm
+    reject = adjusted < alpha
+    return {"p_value": float(adjusted.min(initial=1.0)), "gained": int((reject & (x_t > x_b)).sum()),
+            "lost": int((reject & (x_b > x_t)).sum()), "testable": int(testable.sum()), "family": int(k)}
+
+
+def sparse_detectable(m: np.ndarray, family: int, alpha: float, *, rate: float = 0.9, power: float = 0.8) -> int | None:
+    """Smallest number of questions gained from base 0 to ``rate`` per sample that the sparse
+    test detects with probability ``power``, for budgets ``m`` and a family of ``family``.
+
+    A gained question is rejected when its treated successes reach the smallest count whose
+    Fisher p against 0 is below ``alpha / family``; g questions are detected when one is.
+    Questions take the median budget. ``None`` when no count can reach the threshold.
+    """
+    from scipy.stats import binom
+
+    budget = int(np.median(np.asarray(m))) if np.size(m) else 0
+    if budget < 1:
+        return None
+    counts = np.arange(budget + 1)
+    p, _ = fisher_two_sided(np.zeros(budget + 1, dtype=np.int64), counts, np.full(budget + 1, budget))
+    enough = np.flatnonzero(p < alpha / max(family, 1))
+    if enough.size == 0:
+        return None
+    one = float(binom.sf(enough[0] - 1, budget, rate))
+    if one <= 0:
+        return None
+    return int(np.ceil(np.log(1 - power) / np.log(1 - one))) if one < 1 else 1
+
+
+def summed_detectable(sd: float, m: np.ndarray, alpha: float, *, rate: float = 0.9, power: float = 0.8) -> float:
+    """The same for the summed test, from the normal approximation of its permutation null
+    (standard deviation ``sd``): each gained question adds ``1 - (1 - rate)^m`` to the
+    statistic, and g of them are detected with probability ``power`` when
+    ``g (1 - (1 - rate)^m) = (z_{1 - alpha/2} + z_power) sd``."""
+    from scipy.stats import norm
+
+    budget = float(np.median(np.asarray(m))) if np.size(m) else 0.0
+    step = 1.0 - (1.0 - rate) ** budget
+    if step <= 0 or not np.isfinite(sd):
+        return float("nan")
+    return float(np.ceil((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd / step))
+
+
+def summed_null_sd(n_b: np.ndarray, c_b: np.ndarray, n_t: np.ndarray, c_t: np.ndarray, m: np.ndarray) -> float:
+    """Exact standard deviation of the summed statistic under the within-question permutation
+    null (a sum of independent per-question terms, each a function of one hypergeometric draw)."""
+    from scipy.stats import hypergeom
+
+    n_b, c_b, n_t, c_t, m = (np.asarray(a, dtype=np.int64) for a in (n_b, c_b, n_t, c_t, m))
+    cc, nn = c_b + c_t, n_b + n_t
+    live = (cc > 0) & (cc < nn) & (m > 0)
+    if not live.any():
+        return 0.0
+    nb, nt, mm, cc, nn = n_b[live], n_t[live], m[live], cc[live], nn[live]
+    width = int(nb.max()) + 1
+    x = np.arange(width)[None, :]
+    ok = (x <= np.minimum(nb, cc)[:, None]) & (cc[:, None] - x <= nt[:, None])
+    pmf = np.where(ok, hypergeom.pmf(x, nn[:, None], cc[:, None], nb[:, None]), 0.0)
+    xs = np.where(ok, x, 0)
+    rows = np.repeat(np.arange(nb.size), width)
+    d = (solved_probability(nt[rows], np.clip(cc[rows] - xs.reshape(-1), 0, nt[rows]), mm[rows])
+         - solved_probability(nb[rows], xs.reshape(-1), mm[rows])).reshape(xs.shape)
+    mean = (pmf * d).sum(axis=1)
+    var = (pmf * d * d).sum(axis=1) - mean * mean
+    return float(np.sqrt(np.clip(var, 0.0, None).sum()))

@@ -3,14 +3,20 @@
 The one cache implementation of the toolkit. Every cache (per-trajectory segmentations in
 :mod:`mechanism.segmentation`, embeddings in :mod:`mechanism.embed`, fitted clusterings and
 UMAP reductions in :mod:`mechanism._strategies`) stores each entry as a payload file (parquet,
-JSON or ``.npy``; never pickle) plus a JSON sidecar holding the payload's size and a BLAKE2b
-digest over the payload and the sidecar's own fields (so editing either is caught). The payload
-is written first and the sidecar last, each to a temporary file moved into place
-(``os.replace``), so a crash leaves a whole entry, a payload without sidecar (ignored, then
-overwritten), or nothing. A payload whose digest or size does not match its sidecar is deleted
-with the sidecar and reported as missing, so the caller rebuilds it. Saved strategy spaces
-check their files with the same :func:`digest`; :func:`code_id` is the one digest of source
-code that keys a cache to the code that filled it.
+JSON or ``.npy``; never pickle) plus a JSON sidecar holding the payload's size and a digest over
+the payload and the sidecar's own fields (so editing either is caught). The payload is written
+first and the sidecar last, each to a temporary file moved into place (``os.replace``), so a
+crash leaves a whole entry, a payload without sidecar (ignored, then overwritten), or nothing.
+
+A cache folder is shared (``--cache-dir``, workers), so its entries are untrusted: the digest
+is keyed (BLAKE2b in its MAC mode) with a secret of that folder (:func:`cache_key`, a file
+readable by its owner only), so an entry crafted with a recomputed plain checksum does not
+match and is rebuilt, never trusted. An entry that is unreadable, of the wrong kind (a folder,
+a link, a FIFO or device where a file goes) or fails its check is moved aside (``.<name>.bad``,
+one slot per entry) with one :class:`~mechanism.errors.CacheWarning` and reported as missing,
+so the caller rebuilds it; an entry made by another format or producer is replaced silently.
+Saved strategy spaces check their files with the same :func:`digest`; :func:`code_id` is the
+one digest of source code that keys a cache to the code that filled it.
 """
 from __future__ import annotations
 
@@ -20,15 +26,22 @@ import io
 import json
 import os
 import re
+import secrets
+import shutil
 import stat
 import tempfile
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-SIDECAR_FORMAT = 2  # 2: the digest covers the sidecar's fields too
+from mechanism.errors import CacheWarning
+
+SIDECAR_FORMAT = 3  # 2: the digest covers the sidecar's fields too; 3: keyed with the folder's secret
+KEY_FILE = ".mechanism-cache-key"  # the folder's secret (no .json suffix: caches list their *.json)
+_KEY_BYTES = 32
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -78,14 +91,116 @@ def sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
-def _entry_digest(record: dict[str, Any], data: bytes) -> str:
+_KEYS: dict[str, bytes] = {}  # folder -> its secret, read once per process
+
+
+def cache_key(folder: Path) -> bytes:
+    """The secret that keys the digests of the entries in ``folder``, made on first use: 32
+    random bytes in ``folder/.mechanism-cache-key``, readable and writable by its owner only.
+
+    A key file that is not a regular file of ours (another owner, other permissions, a link,
+    the wrong size) is moved aside and a new one made, so entries keyed with it are rebuilt.
+    """
+    folder = Path(folder)
+    known = _KEYS.get(str(folder))
+    if known is not None:
+        return known
+    path = folder / KEY_FILE
+    key = _read_key(path)
+    if key is None:
+        if os.path.lexists(path):
+            set_aside(path, "not a key file of this user's (0600, 32 bytes)")
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f"{KEY_FILE}.")  # mkstemp's file is 0600
+        try:
+            os.write(fd, secrets.token_bytes(_KEY_BYTES))
+            os.fsync(fd)
+            os.close(fd)
+            try:
+                os.link(tmp, path)  # never replaces a key another process made meanwhile
+            except FileExistsError:
+                pass
+        finally:
+            os.unlink(tmp)
+        key = _read_key(path)
+        if key is None:
+            raise OSError(f"cannot make the cache key {path}")
+    _KEYS[str(folder)] = key
+    return key
+
+
+def _read_key(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (not stat.S_ISREG(info.st_mode) or info.st_size != _KEY_BYTES or info.st_mode & 0o077
+                or (hasattr(os, "geteuid") and info.st_uid != os.geteuid())):
+            return None
+        data = os.read(fd, _KEY_BYTES + 1)
+        return data if len(data) == _KEY_BYTES else None
+    finally:
+        os.close(fd)
+
+
+def _entry_digest(record: dict[str, Any], data: bytes, key: bytes) -> str:
     fields = {k: v for k, v in record.items() if k != "digest"}
-    return digest(json.dumps(fields, sort_keys=True).encode("utf-8", "surrogatepass") + b"\0" + data)
+    mac = hashlib.blake2b(key=key, digest_size=32)
+    mac.update(json.dumps(fields, sort_keys=True).encode("utf-8", "surrogatepass") + b"\0")
+    mac.update(data)
+    return mac.hexdigest()
+
+
+def _kind(path: Path) -> str | None:
+    """What stands at ``path`` when it is not a regular file (a folder, a link, ...), else None."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return ("a symlink" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode)
+            else "a FIFO, device or socket")
+
+
+def set_aside(path: Path, why: str, *, warn: bool = True) -> str:
+    """Move ``path`` (whatever it is) to ``.<name>.bad`` beside it, replacing an earlier one, and
+    say so in one :class:`~mechanism.errors.CacheWarning`; removed where it cannot be moved.
+    Returns what was done ("moved aside to ...", "removed")."""
+    path = Path(path)
+    target = path.with_name(f".{path.name.encode()[:200].decode('utf-8', 'ignore')}.bad")
+    try:
+        if os.path.lexists(target):
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+        os.rename(path, target)
+        where = f"moved aside to {target.name}"
+    except OSError:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else path.unlink()
+        where = "removed"
+    if warn:
+        warnings.warn(CacheWarning(f"cache entry {' '.join(str(path).split())} was {why}: {where}, rebuilt"),
+                      stacklevel=3)
+    return where
+
+
+def _make_room(path: Path) -> None:
+    """Clear the way for a new entry at ``path``: anything but a regular file there is set aside."""
+    what = _kind(path)
+    if what is not None:
+        set_aside(path, what)
 
 
 def write_checked(path: Path, data: bytes, meta: dict[str, Any] | None = None, *,
                   side: Path | None = None) -> None:
-    """Write a payload, then its sidecar (``meta`` plus size and digest), both atomically.
+    """Write a payload, then its sidecar (``meta`` plus size and keyed digest), both atomically.
+
+    Anything that is not a regular file where either goes (a folder, a link) is set aside first.
 
     Parameters
     ----------
@@ -99,19 +214,29 @@ def write_checked(path: Path, data: bytes, meta: dict[str, Any] | None = None, *
     side
         The sidecar's path (default :func:`sidecar`).
     """
+    side = side or sidecar(path)
+    for target in (path, side):
+        _make_room(target)
+    key = cache_key(path.parent)
     atomic_write(path, data)
     record = {**(meta or {}), "sidecar_format": SIDECAR_FORMAT, "size": len(data)}
-    record["digest"] = _entry_digest(record, data)
-    atomic_write(side or sidecar(path), json.dumps(record, sort_keys=True).encode("utf-8", "surrogatepass"))
+    record["digest"] = _entry_digest(record, data, key)
+    atomic_write(side, json.dumps(record, sort_keys=True).encode("utf-8", "surrogatepass"))
+
+
+class _Stale(Exception):
+    """An entry another format or producer wrote: replaced without a warning."""
 
 
 def read_entry(path: Path, meta: dict[str, Any] | None = None, *,
                side: Path | None = None) -> tuple[bytes, dict[str, Any]] | None:
     """The payload at ``path`` and its sidecar's fields if they agree, else ``None``.
 
-    A missing entry returns ``None`` and leaves the folder alone; a corrupt one (unreadable
-    sidecar, size or digest mismatch, or ``meta`` fields that differ) is deleted, so the
-    caller rebuilds it.
+    A missing entry returns ``None`` and leaves the folder alone. One that is not whole or not
+    ours (a folder or link where a file goes, an unreadable sidecar, a size or keyed digest
+    that does not match) is set aside with one warning (:func:`set_aside`); one of another
+    sidecar format or with other ``meta`` fields is deleted silently. Either way the caller
+    rebuilds it.
 
     Parameters
     ----------
@@ -124,21 +249,34 @@ def read_entry(path: Path, meta: dict[str, Any] | None = None, *,
     """
     side = side or sidecar(path)
     if not os.path.lexists(side):
+        if _kind(path) is not None:
+            set_aside(path, _kind(path))
         return None
+    for target in (side, path):
+        what = _kind(target)
+        if what is not None:
+            discard(path, side=side, why=what)
+            return None
     try:
         record = load_json_small(side, folder=path.parent)
         size = record.get("size") if isinstance(record, dict) else None
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValueError("bad size in the sidecar")
-        # the sidecar's size caps what is read: a /dev/zero or a grown file is refused unread
+        if record.get("sidecar_format") != SIDECAR_FORMAT or any(record.get(k) != v for k, v in (meta or {}).items()):
+            raise _Stale
+        # the sidecar's size caps what is read: a grown file is refused unread
         data = read_regular(path, max_bytes=size, folder=path.parent)
-        if (record.get("sidecar_format") != SIDECAR_FORMAT
-                or record.get("size") != len(data) or record.get("digest") != _entry_digest(record, data)
-                or any(record.get(k) != v for k, v in (meta or {}).items())):
-            raise ValueError("size, digest or producer mismatch")
+        if len(data) != size or record.get("digest") != _entry_digest(record, data, cache_key(path.parent)):
+            raise ValueError("its size or keyed digest does not match its sidecar")
         return data, record
-    except (OSError, ValueError, TypeError, AttributeError):
-        discard(path, side=side)
+    except _Stale:
+        _remove(path, side)
+        return None
+    except FileNotFoundError:
+        _remove(path, side)  # a sidecar without its payload: a torn write
+        return None
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        discard(path, side=side, why=f"unreadable or not this cache's ({' '.join(str(exc).split())[:120]})")
         return None
 
 
@@ -359,7 +497,20 @@ def load_npy(source: "Path | bytes", *, dtype: "np.dtype | type | None" = None, 
     return arr.reshape(shape, order="F" if fortran else "C").copy()
 
 
-def discard(path: Path, *, side: Path | None = None) -> None:
-    """Delete a payload and its sidecar (either may be absent)."""
-    (side or sidecar(path)).unlink(missing_ok=True)
-    path.unlink(missing_ok=True)
+def discard(path: Path, *, side: Path | None = None, why: str = "refused by its check") -> None:
+    """Set a bad entry aside, its payload and sidecar (either may be absent), with one
+    :class:`~mechanism.errors.CacheWarning` for the two, so the caller rebuilds it."""
+    side = side or sidecar(path)
+    there = [p for p in (path, side) if os.path.lexists(p)]
+    if not there:
+        return
+    done = [set_aside(p, why, warn=False) for p in there]
+    shown = " ".join(str(path).split())
+    warnings.warn(CacheWarning(f"cache entry {shown} was {why}: {done[0]}, rebuilt"), stacklevel=2)
+
+
+def _remove(path: Path, side: Path) -> None:
+    """Delete an entry of another format or producer (no warning: it is only out of date)."""
+    for p in (side, path):
+        with contextlib.suppress(OSError):
+            p.unlink()

@@ -175,9 +175,12 @@ class Track(Result):
         part = {r["part"]: r for r in self.split.filter(pl.col("checkpoint") == last).iter_rows(named=True)}
         js = self.divergence.filter(pl.col("checkpoint") == last).row(0, named=True)
 
+        from mechanism._verdicts import qualified
+
         def iv(row: dict) -> str:
             lo, hi = row["ci_low"], row["ci_high"]
-            return f"{row['estimate']:+.3f}" + ("" if lo is None or hi is None else f" [{lo:+.3f}, {hi:+.3f}]")
+            return qualified(f"{row['estimate']:+.3f}" + ("" if lo is None or hi is None else f" [{lo:+.3f}, {hi:+.3f}]"),
+                             lo, hi)
 
         return (f"{last} vs {self.base}: accuracy change {iv(part['total'])} = composition (reweighting) "
                 f"{iv(part['composition'])} + within-strategy execution {iv(part['within'])}; "
@@ -406,6 +409,7 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
         pair = (arm_col == name) | (arm_col == base)
         rw = reweighting(runs.filter(pl.Series(pair)), codes[pair], base=base, treated=name, ci=ci,
                          n_boot=n_boot, random_state=seed, n_permutations=0)
+        notes.extend(f"{name} vs {base}: {n}" for n in rw.notes if n.startswith(("small sample", "one sample")))
         for part in ("total", "composition", "within"):
             lo, hi = getattr(rw, f"{part}_ci") if ci is not None else (None, None)
             split_rows.append((name, step_of[name], order_of[name], part, float(getattr(rw, part)),

@@ -1,7 +1,8 @@
 """The ``mechanism`` command. Each subcommand lives in ``mechanism/commands/<name>.py`` and
 exposes ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
 
-Every input error becomes one line on stderr and exit status 2, never a traceback.
+Every input error becomes one line on stderr and exit status 2, never a traceback; a failing
+command prints that line alone (its warnings and notes are printed only when it succeeds).
 """
 from __future__ import annotations
 
@@ -38,11 +39,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 0
+    # lines for stderr held until the command succeeds: a failing command prints one line, its error
+    args._pending = []
     with warnings.catch_warnings():  # restored on return: a notebook calling main() keeps its own hook
         # a warning from the library is one line on the terminal, not a file name and source line
-        warnings.showwarning = lambda message, category, *_args, **_kw: print(
-            terminal_safe(one_line(f"mechanism {args.command}: warning: {message}")), file=sys.stderr)
-        return _run(args)
+        warnings.showwarning = lambda message, category, *_args, **_kw: args._pending.append(
+            terminal_safe(one_line(f"mechanism {args.command}: warning: {message}")))
+        status = _run(args)
+    if status == 0:
+        for line in args._pending:
+            print(line, file=sys.stderr)
+    return status
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -56,14 +56,18 @@ Conventions (stated once, used everywhere below):
   questions. ``strata="pooled"`` gives the textbook form over strategies alone
   (``r_a(s)`` pooled over questions), labelled in the ``strata`` column: it is kept for
   comparison with published numbers and mixes execution with question mix.
-- **Strata an arm never used.** A stratum ``(q, s)`` (or, pooled, a strategy ``s``) with no
-  trajectory of one arm has no success rate in that arm; the split borrows the other
-  arm's rate in the same stratum. The identity still holds exactly (the borrowed rate is
-  multiplied by a zero share), the stratum's within part is zero, and all of its effect
-  counts as composition: using a strategy on a question where the other arm never used it
-  is a change of *which* strategies are used, not of how well one is executed. A stratum
-  neither arm used weighs nothing. The tables show an undefined rate as null.
-- **Alignment.** Weighted Pearson correlation, over the strategies both arms use (outliers
+- **Strata an arm never used.** A stratum ``(q, s)`` with no trajectory of one arm is valued at
+  *that arm's own* modelled success there (:func:`cell_rates`: additive question and strategy
+  effects on the logit scale, fitted per arm, :func:`additive_logit`), never at the other arm's:
+  borrowing the other arm's rate valued a cell only the treated arm used at the treated arm's
+  execution, so an execution change leaked into composition. The identity still holds exactly
+  (a modelled rate meets a zero share in its own arm). Beside the estimate the split reports
+  assumption-free bounds, each such cell at 0 and at 1 (``composition_bounds``,
+  ``within_bounds``), and each arm's share of mass in such cells (``one_arm_mass``). With
+  ``strata="pooled"`` a strategy one arm never used borrows the other arm's rate (the
+  textbook form). A stratum neither arm used weighs nothing. The tables show an undefined
+  rate as null.
+- **Alignment** (``success_alignment``; ``alignment`` is its old name, kept as an alias). Weighted Pearson correlation, over the strategies both arms use (outliers
   excluded), of ``log(p_t(s) / p_b(s))`` with the base success rate ``r_b(s)``, weights
   ``(p_b(s) + p_t(s)) / 2``. Positive: the treated arm moved mass toward the strategies the
   base arm already executed well. Undefined (NaN) with fewer than three such strategies.
@@ -176,6 +180,103 @@ def kitagawa_split(n_base: np.ndarray, c_base: np.ndarray, n_treated: np.ndarray
         "accuracy_base": acc_b, "accuracy_treated": acc_t, "total": acc_t - acc_b,
         "composition_total": composition.sum(axis=-1), "within_total": within.sum(axis=-1),
     }
+
+
+# ----------------------------------------------------------------------------- empty cells
+#: Ridges of the within-arm cell model: normal priors of precision ``QUESTION_RIDGE`` on each
+#: question effect and ``CELL_RIDGE`` on each strategy effect (logit scale). Both are weak next to
+#: a question's own samples (8 samples carry a precision of about 2), strong enough that a
+#: question solved in every sample, or a strategy the arm never used, gets a finite effect (the
+#: latter 0: the arm's own success on that question). Question effects are penalised a hundred times
+#: less: questions differ far more than strategies do, so where an arm's data cannot tell the two
+#: apart (it used one strategy on the easy questions and another on the hard ones) the model
+#: reads the difference as the questions', and using a strategy on easier questions stays out of
+#: within (the Simpson case of ``tests/compare/test_reweighting_strata.py``).
+CELL_RIDGE = 1.0
+QUESTION_RIDGE = 0.01
+
+
+def additive_logit(n: np.ndarray, c: np.ndarray, *, ridge: float = CELL_RIDGE,
+                   question_ridge: float = QUESTION_RIDGE, iterations: int = 50) -> np.ndarray:
+    """Fitted success probabilities of ``logit p(q, j) = mu + a_q + b_j`` from one arm's tallies.
+
+    The within-arm model that values a question x strategy cell the arm never used: additive
+    question and strategy effects on the logit scale, fitted by penalised maximum likelihood
+    (binomial, ridge ``question_ridge`` on every ``a_q`` and ``ridge`` on every ``b_j``, none on
+    ``mu``) with damped Newton
+    steps. The Hessian is solved through the Schur complement of its diagonal question block,
+    so each step costs ``O(Q J^2 + J^3)``: no ``(Q + J)^2`` matrix. Deterministic (no seed).
+
+    Parameters
+    ----------
+    n, c
+        ``(Q, J)`` trajectory and success tallies of one arm (raw counts: the ridge is weighed
+        against them).
+    ridge, question_ridge
+        Prior precision of each strategy (column) effect and of each question effect.
+    iterations
+        Newton steps at most (it stops when the largest step is below ``1e-9``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(Q, J)`` fitted probabilities, defined for every cell (used or not).
+
+    Examples
+    --------
+    >>> n = np.array([[4., 4.], [4., 0.]])                 # question 1 never used strategy 2
+    >>> c = np.array([[1., 3.], [2., 0.]])
+    >>> p = additive_logit(n, c)
+    >>> bool(p[1, 1] > p[1, 0])                             # strategy 2 does better where it is seen
+    True
+    >>> additive_logit(np.zeros((2, 2)), np.zeros((2, 2))).round(3).tolist()   # no data: 1/2
+    [[0.5, 0.5], [0.5, 0.5]]
+    """
+    n = np.asarray(n, dtype=float)
+    c = np.clip(np.asarray(c, dtype=float), 0.0, n)
+    q, j = n.shape
+    total = n.sum()
+    mu = float(np.log((c.sum() + 0.5) / (total - c.sum() + 0.5)))
+    a = np.zeros(q)
+    b = np.zeros(j)
+    ridge0 = 1e-6  # keeps mu finite when the arm never (or always) succeeds
+    for _ in range(iterations):
+        eta = np.clip(mu + a[:, None] + b[None, :], -30.0, 30.0)
+        p = 1.0 / (1.0 + np.exp(-eta))
+        resid = c - n * p
+        w = n * p * (1.0 - p)
+        g_a = resid.sum(axis=1) - question_ridge * a
+        g_small = np.concatenate([[resid.sum() - ridge0 * mu], resid.sum(axis=0) - ridge * b])
+        h_a = w.sum(axis=1) + question_ridge
+        x = np.concatenate([w.sum(axis=1)[:, None], w], axis=1)          # (Q, 1 + J) cross terms
+        h_small = np.zeros((j + 1, j + 1))
+        h_small[0, 0] = w.sum() + ridge0
+        h_small[0, 1:] = h_small[1:, 0] = w.sum(axis=0)
+        h_small[1:, 1:] = np.diag(w.sum(axis=0) + ridge)
+        schur = h_small - x.T @ (x / h_a[:, None])
+        d_small = np.linalg.solve(schur, g_small - x.T @ (g_a / h_a))
+        d_a = (g_a - x @ d_small) / h_a
+        step = max(float(np.abs(d_small).max(initial=0.0)), float(np.abs(d_a).max(initial=0.0)))
+        scale = min(1.0, 5.0 / step) if step > 0 else 1.0   # damped: no overshoot from a flat start
+        mu += scale * d_small[0]
+        b += scale * d_small[1:]
+        a += scale * d_a
+        if step < 1e-9:
+            break
+    eta = np.clip(mu + a[:, None] + b[None, :], -30.0, 30.0)
+    return 1.0 / (1.0 + np.exp(-eta))
+
+
+def cell_rates(counts: np.ndarray, wins: np.ndarray, *, ridge: float = CELL_RIDGE) -> np.ndarray:
+    """Each arm's modelled success in every question x strategy cell, from its own data only.
+
+    ``counts``, ``wins``: ``(2, Q, S)`` raw tallies (arm 0 = base). Returns ``(2, Q, S)``:
+    :func:`additive_logit` fitted to each arm separately, so a cell one arm never used is valued
+    at that arm's execution, never at the other arm's.
+    """
+    counts = np.asarray(counts, dtype=float)
+    wins = np.asarray(wins, dtype=float)
+    return np.stack([additive_logit(counts[a], wins[a], ridge=ridge) for a in range(counts.shape[0])])
 
 
 def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -368,8 +469,8 @@ class Reweighting(Result):
     js_divergence_ci: tuple[float, float]
     permutation_p: float
     n_permutations: int
-    alignment: float
-    alignment_ci: tuple[float, float]
+    success_alignment: float
+    success_alignment_ci: tuple[float, float]
     shared_mass: float
     shared_mass_ci: tuple[float, float]
     strategies: pl.DataFrame
@@ -384,10 +485,25 @@ class Reweighting(Result):
     strategy_ci: float | None = None
     strata: Strata = "question"
     by_category: pl.DataFrame | None = None
+    composition_bounds: tuple[float, float] = (math.nan, math.nan)
+    within_bounds: tuple[float, float] = (math.nan, math.nan)
+    bounds_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    one_arm_mass: dict[str, float] = field(default_factory=dict)
 
     key_columns: ClassVar[dict[str, pl.DataType]] = {
         "base": pl.String(), "treated": pl.String(), "arm": pl.String(), "weighting": pl.String(),
         "strata": pl.String()}
+
+    @property
+    def alignment(self) -> float:
+        """Alias of :attr:`success_alignment` (the correlation of the log share ratio with base
+        success; :func:`mechanism.integration`'s ``alignment_integration`` is another quantity)."""
+        return self.success_alignment
+
+    @property
+    def alignment_ci(self) -> tuple[float, float]:
+        """Alias of :attr:`success_alignment_ci`."""
+        return self.success_alignment_ci
 
     def _estimates(self) -> pl.DataFrame:
         """One row per headline quantity. ``arm`` names the arm a per-arm quantity describes
@@ -412,7 +528,13 @@ class Reweighting(Result):
         add("js_divergence_plugin_bits", self.js_divergence_plugin)
         add("js_divergence_null_mean_bits", self.js_null_mean)
         add("permutation_p", self.permutation_p)
-        add("alignment", self.alignment, self.alignment_ci)
+        add("success_alignment", self.success_alignment, self.success_alignment_ci)
+        for name, pair in (("composition", self.composition_bounds), ("within", self.within_bounds)):
+            if np.isfinite(pair[0]):  # assumption-free bounds: every one-arm cell at 0 and at 1
+                add(f"{name}_bound_low", pair[0], self.bounds_ci.get(f"{name}_low"))
+                add(f"{name}_bound_high", pair[1], self.bounds_ci.get(f"{name}_high"))
+        for arm, mass in self.one_arm_mass.items():
+            add("one_arm_mass", mass, arm=arm)
         add("shared_mass", self.shared_mass, self.shared_mass_ci)
         if self.query_sequences is not None:
             for row in self.query_sequences.iter_rows(named=True):
@@ -447,13 +569,16 @@ class Reweighting(Result):
         out: dict[str, Any] = {}
         for name in ("base", "treated", "ci", "weighting", "n_questions", "n_base", "n_treated", "accuracy_base",
                      "accuracy_treated", "total", "composition", "within", "js_divergence",
-                     "js_divergence_plugin", "js_null_mean", "permutation_p", "n_permutations", "alignment",
+                     "js_divergence_plugin", "js_null_mean", "permutation_p", "n_permutations", "success_alignment",
                      "shared_mass", "strategy_ci", "strata"):
             value = getattr(self, name)
             out[name] = _json_float(value) if isinstance(value, float) else value
-        for name in ("total_ci", "composition_ci", "within_ci", "js_divergence_ci", "alignment_ci",
-                     "shared_mass_ci"):
+        for name in ("total_ci", "composition_ci", "within_ci", "js_divergence_ci", "success_alignment_ci",
+                     "shared_mass_ci", "composition_bounds", "within_bounds"):
             out[name] = [_json_float(v) for v in getattr(self, name)]
+        out["alignment"], out["alignment_ci"] = out["success_alignment"], out["success_alignment_ci"]  # old name
+        out["bounds_ci"] = {k: [_json_float(v) for v in pair] for k, pair in self.bounds_ci.items()}
+        out["one_arm_mass"] = {k: _json_float(v) for k, v in self.one_arm_mass.items()}
         out["detectable"] = {k: _json_float(v) for k, v in self.detectable.items()}
         for name in ("strategies", "query_sequences", "neighbours"):
             table = getattr(self, name)
@@ -641,11 +766,15 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         weights = question_bootstrap_weights(n_q, n_boot, stream(seed, "bootstrap")).astype(float)
         reps = _statistics(np.einsum("bq,aqs->bas", weights, wn), np.einsum("bq,aqs->bas", weights, wc), outlier)
     if strata == "question":
-        point.update({k: v[0] for k, v in within_question_split(wn, wc, np.ones((1, n_q))).items()})
+        rates = cell_rates(counts, wins)  # the within-arm model of the cells one arm never used
+        point.update({k: v[0] for k, v in within_question_split(wn, wc, np.ones((1, n_q)), rates=rates).items()})
         if reps:
-            reps.update(within_question_split(wn, wc, weights))
+            reps.update(within_question_split(wn, wc, weights, rates=rates))
         notes.append("composition and within are computed on question x strategy strata: a strategy used on "
                      "easier questions counts as composition, not execution")
+        notes.append(one_arm_note(float(point["one_arm_mass_base"]), float(point["one_arm_mass_treated"]),
+                                  base, treated, (float(point["composition_low_total"]),
+                                                  float(point["composition_high_total"]))))
     else:
         notes.append("composition and within pool each strategy's success over questions "
                      "(strata='pooled'): within then also holds the change in which questions each strategy "
@@ -694,6 +823,17 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         neighbours = _neighbour_distances(coordinates[rows], is_t, q_idx, n_q, ci, n_boot, seed, weights=weights)
 
     total_ci, comp_ci, within_ci = interval("total"), interval("composition_total"), interval("within_total")
+    bounds: dict[str, Any] = {}
+    if "composition_low_total" in point:
+        bounds["composition_bounds"] = (float(point["composition_low_total"]), float(point["composition_high_total"]))
+        bounds["within_bounds"] = (float(point["within_low_total"]), float(point["within_high_total"]))
+        bounds["one_arm_mass"] = {base: float(point["one_arm_mass_base"]),
+                                  treated: float(point["one_arm_mass_treated"])}
+        if reps:  # each bound's own interval (split rule): the outer ends hold the bounds' range
+            bounds["bounds_ci"] = {f"{part}_{end}": tuple(float(v) for v in split_interval(
+                point[f"{part}_{end}_total"], reps[f"{part}_{end}_total"], ci, n_q))
+                for part in ("composition", "within") for end in ("low", "high")}
+    notes.extend(small_sample_notes(n_q, counts.sum(axis=-1)))
     detectable = {}
     if ci is not None:
         detectable = {name: float(detectable_effect(*iv, ci)) for name, iv in
@@ -707,12 +847,12 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         total_ci=total_ci, composition_ci=comp_ci, within_ci=within_ci,
         js_divergence=js, js_divergence_ci=js_ci,
         permutation_p=float(perm_p), n_permutations=int(n_permutations),
-        alignment=float(point["alignment"]), alignment_ci=interval("alignment"),
+        success_alignment=float(point["alignment"]), success_alignment_ci=interval("alignment"),
         shared_mass=float(point["shared_mass"]), shared_mass_ci=interval("shared_mass"),
         strategies=strategies_table, query_sequences=query_table, neighbours=neighbours,
         notes=tuple(notes), replicates=reps, weighting=weighting, js_divergence_plugin=js_plugin,
         js_null_mean=float(null.mean()) if null.size else math.nan, detectable=detectable,
-        strategy_ci=strategy_ci, strata=strata,
+        strategy_ci=strategy_ci, strata=strata, **bounds,
     )
 
 
@@ -746,7 +886,8 @@ def strategy_bands(point: dict[str, np.ndarray], reps: dict[str, np.ndarray], ci
     return out
 
 
-def within_question_split(wn: np.ndarray, wc: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+def within_question_split(wn: np.ndarray, wc: np.ndarray, weights: np.ndarray, *,
+                          rates: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Kitagawa's split over question x strategy strata, for every row of question ``weights``.
 
     Parameters
@@ -756,43 +897,74 @@ def within_question_split(wn: np.ndarray, wc: np.ndarray, weights: np.ndarray) -
         :func:`weighted_tallies` gives them.
     weights
         ``(B, Q)`` how often each question is drawn (ones for the point estimate).
+    rates
+        ``(2, Q, S)`` each arm's modelled success per cell (:func:`cell_rates`), used where the
+        arm has no trajectory in a cell the other arm used. ``None``: fitted here from ``wn``,
+        ``wc`` (right for raw counts; callers with question-weighted tallies pass the rates of
+        the raw counts, since the model's ridge is weighed against counts).
 
     Returns
     -------
     dict
         ``composition`` and ``within`` per strategy ``(B, S)`` (each the sum of its strata
-        over questions) and their totals ``(B,)``.
+        over questions) and their totals ``(B,)``; the assumption-free bounds
+        ``composition_low_total`` / ``composition_high_total`` and ``within_low_total`` /
+        ``within_high_total`` (every one-arm cell valued at 0 and at 1); and
+        ``one_arm_mass_base`` / ``one_arm_mass_treated``, each arm's share of its
+        trajectories in cells the other arm never used.
 
     Notes
     -----
     A stratum's success rate does not change when its question is drawn again, only its
     share does: ``p_a(q,s) = w_q wn_a(q,s) / sum_q' w_q' wn_a(q')``. So every replicate is
     a matrix product with per-stratum terms computed once, never a ``(B, Q, S)`` array.
-    A stratum one arm never used borrows the other arm's rate (see the Conventions).
+    A cell one arm never used is valued at that arm's modelled rate there (fitted once, on
+    the whole data; a replicate keeps each question's fitted values as it keeps its observed
+    rates). The bounds need no model: composition is linear in each unobserved rate.
 
     Examples
     --------
     >>> wn = np.array([[[.5, .5], [.5, .5]], [[1., 0.], [0., 1.]]])   # base mixes, rl separates
     >>> wc = np.array([[[.45, .45], [.05, .05]], [[.9, 0.], [0., .1]]])  # success by question only
     >>> out = within_question_split(wn, wc, np.ones((1, 2)))
-    >>> [round(float(out[k][0]), 12) for k in ("composition_total", "within_total")]
+    >>> [round(float(out[k][0]), 2) + 0.0 for k in ("composition_total", "within_total")]
     [0.0, 0.0]
+    >>> bool(out["composition_low_total"][0] <= out["composition_total"][0] <= out["composition_high_total"][0])
+    True
     """
     n_b, n_t = np.asarray(wn[0], dtype=float), np.asarray(wn[1], dtype=float)
+    if rates is None:
+        rates = cell_rates(wn, wc)
     with np.errstate(invalid="ignore", divide="ignore"):
         r_b = np.where(n_b > 0, wc[0] / np.where(n_b > 0, n_b, 1.0), np.nan)
         r_t = np.where(n_t > 0, wc[1] / np.where(n_t > 0, n_t, 1.0), np.nan)
-    rb = np.where(n_b > 0, r_b, np.where(n_t > 0, r_t, 0.0))
-    rt = np.where(n_t > 0, r_t, np.where(n_b > 0, r_b, 0.0))
-    mean_rate, diff_rate = (rt + rb) / 2.0, rt - rb
+    only_b = (n_b > 0) & (n_t == 0)   # treated never used the cell: its rate is modelled
+    only_t = (n_t > 0) & (n_b == 0)
+    rb = np.where(n_b > 0, r_b, np.where(only_t, rates[0], 0.0))
+    rt = np.where(n_t > 0, r_t, np.where(only_b, rates[1], 0.0))
     w = np.asarray(weights, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         tot_b = (w @ n_b.sum(axis=1))[:, None]
         tot_t = (w @ n_t.sum(axis=1))[:, None]
-        composition = (w @ (n_t * mean_rate)) / tot_t - (w @ (n_b * mean_rate)) / tot_b
-        within = ((w @ (n_t * diff_rate)) / tot_t + (w @ (n_b * diff_rate)) / tot_b) / 2.0
+
+        def comp(rt_: np.ndarray, rb_: np.ndarray) -> np.ndarray:
+            mean_rate = (rt_ + rb_) / 2.0
+            return (w @ (n_t * mean_rate)) / tot_t - (w @ (n_b * mean_rate)) / tot_b
+
+        composition = comp(rt, rb)
+        within = ((w @ (n_t * (rt - rb))) / tot_t + (w @ (n_b * (rt - rb))) / tot_b) / 2.0
+        # Manski: composition falls as an unobserved treated rate rises, and rises with an
+        # unobserved base rate; within is total minus composition
+        low = comp(np.where(only_b, 1.0, rt), np.where(only_t, 0.0, rb)).sum(axis=-1)
+        high = comp(np.where(only_b, 0.0, rt), np.where(only_t, 1.0, rb)).sum(axis=-1)
+        total = composition.sum(axis=-1) + within.sum(axis=-1)
+        mass_b = (w @ (n_b * only_b)).sum(axis=-1) / tot_b[:, 0]
+        mass_t = (w @ (n_t * only_t)).sum(axis=-1) / tot_t[:, 0]
     return {"composition": composition, "within": within,
-            "composition_total": composition.sum(axis=-1), "within_total": within.sum(axis=-1)}
+            "composition_total": composition.sum(axis=-1), "within_total": within.sum(axis=-1),
+            "composition_low_total": low, "composition_high_total": high,
+            "within_low_total": total - high, "within_high_total": total - low,
+            "one_arm_mass_base": mass_b, "one_arm_mass_treated": mass_t}
 
 
 def weighted_tallies(counts: np.ndarray, wins: np.ndarray, weighting: Weighting = "question") -> tuple[np.ndarray, np.ndarray]:
@@ -1222,3 +1394,42 @@ def reweightings(runs: pl.DataFrame, labels: Any, *, base: str, others: Iterable
                  **options: Any) -> list[Reweighting]:
     """The :class:`Reweighting` of each arm in ``others`` against ``base`` (for figures)."""
     return [reweighting(runs, labels, base=base, treated=arm, **options) for arm in others]
+
+
+def one_arm_note(mass_base: float, mass_treated: float, base: str, treated: str,
+                 composition_bounds: tuple[float, float], *, what: str = "composition") -> str:
+    """The note on cells one arm never used: how much of each arm's mass sits there, how they
+    were valued, and the assumption-free range of ``what``."""
+    if mass_base <= 0 and mass_treated <= 0:
+        return "every question x strategy cell either arm used was used by both: no cell needed a model"
+    lo, hi = composition_bounds
+    return (f"{100 * mass_base:.1f}% of {base}'s and {100 * mass_treated:.1f}% of {treated}'s mass lie in question x "
+            f"strategy cells the other arm never used; each such cell is valued at its own arm's modelled success "
+            f"(additive question and strategy effects on the logit scale, fitted per arm), never at the other arm's; "
+            f"valuing every such cell at 0 or 1 instead bounds {what} to [{lo:+.3f}, {hi:+.3f}]")
+
+
+#: Below this many questions a comparison's notes say its sample is small (DESIGN.md: results
+#: below 30 problems say so).
+SMALL_QUESTIONS = 30
+
+
+def small_sample_notes(n_questions: int, per_question: np.ndarray | None = None) -> list[str]:
+    """Notes for a comparison on fewer than :data:`SMALL_QUESTIONS` questions, or with one
+    sample per question in an arm (``per_question``: samples per (arm, question), ``(A, Q)``).
+
+    >>> small_sample_notes(5, np.ones((2, 5)))[0][:41]
+    'small sample: 5 questions (fewer than 30)'
+    """
+    notes = []
+    if n_questions < SMALL_QUESTIONS:
+        notes.append(f"small sample: {n_questions} questions (fewer than {SMALL_QUESTIONS}): intervals over "
+                     "questions are approximate and a bootstrap over so few questions can under-cover")
+    if per_question is not None:
+        per = np.asarray(per_question, dtype=float)
+        ones = [int(i) for i in range(per.shape[0]) if per[i][per[i] > 0].size and per[i][per[i] > 0].max() <= 1]
+        if ones:
+            notes.append("one sample per question in " + ("both arms" if len(ones) > 1 else "one arm")
+                         + ": each question x strategy cell holds at most one trajectory, so within-strategy "
+                         "execution rests on the cell model and the bounds are wide")
+    return notes

@@ -36,6 +36,11 @@ class ReadWarning(UserWarning):
     were found): the answer was probably taken from the wrong place."""
 
 
+class CacheWarning(UserWarning):
+    """A cache entry that was not whole or not ours (unreadable, a folder or a link where a file
+    goes, a digest that does not match): moved aside and rebuilt, the result unchanged."""
+
+
 class ComparisonWarning(UserWarning):
     """A comparison that ran on part of its input: the arms share fewer than all questions, so
     it says on how many it compared."""
@@ -101,7 +106,9 @@ class ReadReport:
 
     ``rows_filtered`` counts records a ``where=`` filter left out; ``unanswered`` the kept
     episodes that ended without a final answer (failures); ``warnings`` the loud notes (an arm
-    that scores 0 % while answers were found), also issued as :class:`ReadWarning`.
+    that scores 0 % while answers were found), also issued as :class:`ReadWarning`;
+    ``skipped_files`` the whole inputs left out under ``errors="skip"`` (a folder entry that is
+    not a regular file, an empty file), which hold no records.
     """
 
     rows_in: int = 0
@@ -112,6 +119,9 @@ class ReadReport:
     rows_filtered: int = 0
     unanswered: int = 0
     warnings: list[str] = field(default_factory=list)
+    # whole inputs left out under errors="skip" (a folder entry that is not a regular file, an
+    # empty file), each with why; they hold no records, so they are not counted in rows_in
+    skipped_files: list[SkippedRecord] = field(default_factory=list)
 
     def merge(self, other: "ReadReport") -> None:
         self.rows_in += other.rows_in
@@ -120,5 +130,6 @@ class ReadReport:
         self.unanswered += other.unanswered
         self.warnings.extend(other.warnings)
         self.skipped.extend(other.skipped)
+        self.skipped_files.extend(other.skipped_files)
         self.formats.update(other.formats)
         self.notes.extend(other.notes)

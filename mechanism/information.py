@@ -34,10 +34,13 @@ Conventions (stated once, used everywhere below):
   each question) + within, and within split again into retrieval, integration,
   parametric and not-retrievable parts. ``strata="pooled"`` pools over questions (the
   textbook form), labelled in ``notes``.
-- **Strata an arm never used.** A question x strategy stratum one arm never used borrows
-  the other arm's tallies (its within parts are zero, all of its effect is composition);
-  inside a stratum both used, a retrieval stratum one arm never reached borrows the other
-  arm's rate, as in :mod:`mechanism.compare`.
+- **Strata an arm never used.** Valued from that arm's own data, never the other arm's
+  (:func:`question_strata_split`): a retrieval stratum an arm never reached in a question x
+  strategy cell takes its modelled rate, and a cell it never used its own modelled retrieval mix
+  and rates; ``shift`` reports the assumption-free bounds of the nested composition and within
+  (``composition_low/high``, ``within_low/high``: each one-arm cell at 0 and at 1) and each arm's
+  mass in one-arm cells (``one_arm_mass_base/treated``). The pooled form borrows, as in
+  :mod:`mechanism.compare`.
 - **Sensitivity.** ``split_sensitivity`` repeats the per-arm split under the other rules
   (not-retrievable golds counted as not retrieved, as a plain word match would; the older
   SQuAD reading, which deletes punctuation without a space and keeps accents), on the same
@@ -85,7 +88,8 @@ import polars as pl
 from mechanism.deprecation import alias
 from mechanism._verdicts import integration_lines, integration_title
 from mechanism._verdicts import integration_verdict as integration_verdict_line
-from mechanism.compare import OUTLIER, WEIGHTINGS, Strata, kitagawa_split, weighted_correlation, weighted_tallies
+from mechanism.compare import (OUTLIER, WEIGHTINGS, Strata, kitagawa_split, one_arm_note, small_sample_notes,
+                               weighted_correlation, weighted_tallies)
 from mechanism.errors import InputError
 from mechanism.options import RandomState, Weighting, as_generator, check_ci, check_choice
 from mechanism.resample import (split_interval, bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
@@ -451,7 +455,8 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     - **mass_above_base / mass_above_treated**: each arm's share in the strategies whose base
       integration rate exceeds the base arm's overall ``P(correct | retrieved)``
       (``base_integration_rate``); ``mass_moved_above`` is their difference. The set is
-      chosen again in every bootstrap replicate, so its interval carries that choice.
+      fixed from the point estimate and kept in every bootstrap replicate, so the estimate sits
+      inside its own interval (choosing it again in each replicate put it at the edge).
 
     Multiplicity: a table with one interval per strategy invites reading the one that excludes
     0; with ``S`` strategies at 95 % each, identical policies give such an interval far more
@@ -648,26 +653,30 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
             notes.append(f"{arm} vs {base}: {either - int(common.sum())} question(s) answered by only one "
                          "arm were left out of the split")
         pair_n = N[[b, t]] * common[None, :, None, None]
+        # the cell model weighs its ridge against raw counts: undo the question weighting for it
+        pair_samples = samples[[b, t]] * common[None, :] if weighting == "question" else None
         pair_c = C[[b, t]] * common[None, :, None, None]
         pt_n, pt_c = pair_n.sum(axis=1)[None], pair_c.sum(axis=1)[None]  # (1, 2, S, K)
         stats = _pair_statistics(pt_n, pt_c, outlier)
         rstats = None
         if weights is not None:
+            # the above-average set is fixed from the point estimate: the mass moved is then a
+            # smooth statistic whose estimate sits inside its own interval
             rstats = _pair_statistics(_replicate(weights, pair_n),
-                                      _replicate(weights, pair_c), outlier)
+                                      _replicate(weights, pair_c), outlier, above=stats["above"][0])
         if strata == "question":  # the splits on question (x strategy) strata replace the pooled ones
-            stats.update(question_strata_split(pair_n, pair_c, np.ones((1, n_q))))
+            stats.update(question_strata_split(pair_n, pair_c, np.ones((1, n_q)), samples=pair_samples))
             if rstats is not None:
-                rstats.update(question_strata_split(pair_n, pair_c, weights))
+                rstats.update(question_strata_split(pair_n, pair_c, weights, samples=pair_samples))
         n_common = int(common.sum())
         for alt_name, alt_codes in sensitivity_rules.items():
             an, ac = tallies(alt_codes)
             an, ac = an[[b, t]] * common[None, :, None, None], ac[[b, t]] * common[None, :, None, None]
-            alt = (question_strata_split(an, ac, np.ones((1, n_q))) if strata == "question"
+            alt = (question_strata_split(an, ac, np.ones((1, n_q)), samples=pair_samples) if strata == "question"
                    else _pair_statistics(an.sum(axis=1)[None], ac.sum(axis=1)[None], outlier))
             alt_r = None
             if weights is not None:
-                alt_r = (question_strata_split(an, ac, weights) if strata == "question"
+                alt_r = (question_strata_split(an, ac, weights, samples=pair_samples) if strata == "question"
                          else _pair_statistics(_replicate(weights, an), _replicate(weights, ac), outlier))
             for part in ARM_PARTS:
                 lo, hi = part_interval(float(alt[f"arm_{part}"][0]), alt_r[f"arm_{part}"] if alt_r else None,
@@ -681,10 +690,18 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
                                detectable_effect(float(lo), float(hi), ci)))
         if values is None:
             continue
+        if strata == "question":
+            notes.append(f"{arm} vs {base}: " + one_arm_note(
+                float(stats["one_arm_mass_base"][0]), float(stats["one_arm_mass_treated"][0]), base, arm,
+                (float(stats["composition_low"][0]), float(stats["composition_high"][0])),
+                what="the nested split's composition"))
+        notes.extend(f"{arm} vs {base}: {n}" for n in small_sample_notes(n_common, samples[[b, t]][:, common]))
         for quantity in SHIFT_QUANTITIES:
+            if quantity not in stats:  # the bounds exist on question x strategy strata only
+                continue
             est = float(stats[quantity][0])
-            lo, hi = (part_interval(est, rstats[quantity] if rstats else None, n_common) if quantity in DECOMPOSITION
-                      else interval(rstats[quantity] if rstats else None))
+            lo, hi = (part_interval(est, rstats[quantity] if rstats else None, n_common)
+                      if quantity in DECOMPOSITION + BOUNDS else interval(rstats[quantity] if rstats else None))
             shift_rows.append((base, arm, n_common, quantity, est, float(lo), float(hi),
                                detectable_effect(float(lo), float(hi), ci) if quantity in DECOMPOSITION else math.nan))
         cols: dict[str, Any] = {"base": [base] * n_s, "treated": [arm] * n_s, "strategy": strategies.tolist()}
@@ -748,9 +765,13 @@ ARM_PARTS = ("total", "retrieval", "integration", "parametric", "not_retrievable
 SHIFT_QUANTITIES = ("alignment_integration", "alignment_retrieval", "base_integration_rate",
                     "mass_above_base", "mass_above_treated", "mass_moved_above",
                     "total", "composition", "within", "within_retrieval", "within_integration",
-                    "within_parametric", "within_not_retrievable")
+                    "within_parametric", "within_not_retrievable", "composition_low", "composition_high",
+                    "within_low", "within_high", "one_arm_mass_base", "one_arm_mass_treated")
 DECOMPOSITION = ("total", "composition", "within", "within_retrieval", "within_integration", "within_parametric",
                  "within_not_retrievable")
+#: Assumption-free bounds of the nested split (every one-arm cell at 0 and at 1) and the mass in
+#: one-arm cells; the bounds take the split's interval rule.
+BOUNDS = ("composition_low", "composition_high", "within_low", "within_high")
 # strategy_shift column -> key of the per-strategy array in _pair_statistics
 STRATEGY_SHIFT_COLUMNS = {"share_base": "share_base", "share_treated": "share_treated",
                           "share_change": "share_change", "retrieval_rate_base": "retrieval_rate_base",
@@ -809,9 +830,12 @@ def _arm_rates(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         }
 
 
-def _pair_statistics(n: np.ndarray, c: np.ndarray, outlier: np.ndarray) -> dict[str, np.ndarray]:
-    """Every base-vs-treated statistic from (weighted) tallies of shape ``(B, 2, S, 2)``:
-    arm 0 = base, strategies, then not retrieved / retrieved."""
+def _pair_statistics(n: np.ndarray, c: np.ndarray, outlier: np.ndarray, *,
+                     above: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Every base-vs-treated statistic from (weighted) tallies of shape ``(B, 2, S, K)``:
+    arm 0 = base, strategies, then the retrieval strata. ``above``: the strategies whose base
+    integration rate is above average, fixed (from the point estimate) for replicates; ``None``
+    chooses them from ``n``, ``c``."""
     nb, nt, cb, ct = n[:, 0], n[:, 1], c[:, 0], c[:, 1]
     out: dict[str, np.ndarray] = {}
     # split over arms (strategies pooled): strata = not retrieved / retrieved
@@ -851,7 +875,10 @@ def _pair_statistics(n: np.ndarray, c: np.ndarray, outlier: np.ndarray) -> dict[
         weight = np.where(strategy & np.isfinite(x), w, 0.0)
         enough = (weight > 0).sum(axis=-1) >= 3
         out[name] = np.where(enough, weighted_correlation(change, x, weight), np.nan)
-    above = strategy & np.isfinite(ib) & (ib > ibar[:, None])
+    if above is None:
+        above = strategy & np.isfinite(ib) & (ib > ibar[:, None])
+    else:
+        above = np.broadcast_to(np.asarray(above, dtype=bool), ib.shape)
     out["above"] = above
     out["base_integration_rate"] = ibar
     out["mass_above_base"] = np.where(above, pb, 0.0).sum(axis=-1)
@@ -862,7 +889,8 @@ def _pair_statistics(n: np.ndarray, c: np.ndarray, outlier: np.ndarray) -> dict[
     return out
 
 
-def question_strata_split(n: np.ndarray, c: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+def question_strata_split(n: np.ndarray, c: np.ndarray, weights: np.ndarray, *,
+                          samples: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The per-arm split and the nested split on question (x strategy) strata, per replicate.
 
     Parameters
@@ -872,35 +900,62 @@ def question_strata_split(n: np.ndarray, c: np.ndarray, weights: np.ndarray) -> 
         strata in the order of :data:`RETRIEVAL_STATUS`).
     weights
         ``(B, Q)`` question draws (ones for the point estimate).
+    samples
+        ``(2, Q)`` trajectories per (arm, question) when ``n``, ``c`` are question-weighted:
+        the within-arm cell model is fitted to the raw counts ``n * samples``. ``None``: the
+        tallies are the raw counts (trajectory weighting).
 
     Returns
     -------
     dict
         The keys of :func:`_pair_statistics` that hold splits (``arm_*``, ``composition``,
-        ``within``, ``within_*`` and their per-strategy ``*_s``), each ``(B,)`` or ``(B, S)``.
+        ``within``, ``within_*`` and their per-strategy ``*_s``), each ``(B,)`` or ``(B, S)``,
+        and the nested split's assumption-free bounds and one-arm masses
+        (:func:`mechanism.compare.within_question_split`).
 
     Notes
     -----
     Within a stratum the rates do not move when its question is drawn again, only the
     stratum's weight does, so each replicate is a matrix product of per-stratum terms
     (:func:`mechanism.compare.within_question_split`). Inside a question x strategy stratum,
-    ``r_t - r_b`` is split over the retrieval strata with Kitagawa's form; a stratum one arm
-    never used borrows the other arm's tallies (zero within parts).
+    ``r_t - r_b`` is split over the retrieval strata with Kitagawa's form. Every value an arm
+    lacks comes from that arm's own data: a retrieval stratum it never reached in a cell gets
+    its modelled rate (additive question and strategy x retrieval effects on the logit scale,
+    :func:`mechanism.compare.additive_logit`, fitted per arm), and a question x strategy cell it
+    never used gets the arm's own retrieval mix on that question and those modelled rates.
     """
-    from mechanism.compare import within_question_split
+    from mechanism.compare import additive_logit, within_question_split
 
     w = np.asarray(weights, dtype=float)
+    scale = np.ones(n.shape[:2]) if samples is None else np.asarray(samples, dtype=float)
 
     def nested(nn: np.ndarray, cc: np.ndarray) -> dict[str, np.ndarray]:  # nn, cc: (2, Q, S, K)
-        outer = within_question_split(nn.sum(axis=-1), cc.sum(axis=-1), w)
-        nb, nt, cb, ct = nn[0], nn[1], cc[0], cc[1]
-        in_b, in_t = nb.sum(axis=-1) > 0, nt.sum(axis=-1) > 0
-        nb_i, cb_i = np.where(in_b[..., None], nb, nt), np.where(in_b[..., None], cb, ct)
-        nt_i, ct_i = np.where(in_t[..., None], nt, nb), np.where(in_t[..., None], ct, cb)
-        inner = kitagawa_split(nb_i, cb_i, nt_i, ct_i)
-        diffs = {"retrieval": inner["composition_total"], "integration": inner["within"][..., 1],
-                 "parametric": inner["within"][..., 0], "not_retrievable": inner["within"][..., 2]}
-        sb, st = nb.sum(axis=-1), nt.sum(axis=-1)
+        _, n_q, n_s, n_k = nn.shape
+        raw_n, raw_c = nn * scale[:, :, None, None], cc * scale[:, :, None, None]
+        mix, rate = [], []
+        for a in range(2):
+            fitted = additive_logit(raw_n[a].reshape(n_q, n_s * n_k), raw_c[a].reshape(n_q, n_s * n_k)
+                                    ).reshape(n_q, n_s, n_k)
+            size = nn[a].sum(axis=-1, keepdims=True)
+            q_size = nn[a].sum(axis=(1, 2))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                # a cell the arm never used: its own retrieval mix there, modelled as the question's
+                # share of golds text cannot identify and a retrieval rate with additive question and
+                # strategy effects (logit scale), both from the arm's own data
+                unret = np.where(q_size > 0, nn[a][..., 2].sum(axis=1) / np.where(q_size > 0, q_size, 1.0), 0.0)
+                reached = additive_logit(raw_n[a][..., :2].sum(axis=-1), raw_n[a][..., 1])
+                own_mix = np.stack([(1.0 - unret[:, None]) * (1.0 - reached), (1.0 - unret[:, None]) * reached,
+                                    np.broadcast_to(unret[:, None], reached.shape)], axis=-1)
+                mix.append(np.where(size > 0, nn[a] / np.where(size > 0, size, 1.0), own_mix))
+                rate.append(np.where(nn[a] > 0, cc[a] / np.where(nn[a] > 0, nn[a], 1.0), fitted))
+        cell_rate = np.stack([(mix[a] * rate[a]).sum(axis=-1) for a in range(2)])
+        outer = within_question_split(nn.sum(axis=-1), cc.sum(axis=-1), w, rates=cell_rate)
+        (mb, mt), (rb, rt) = mix, rate
+        diffs = {"retrieval": ((mt - mb) * (rt + rb) / 2.0).sum(axis=-1),
+                 "integration": (rt[..., 1] - rb[..., 1]) * (mt[..., 1] + mb[..., 1]) / 2.0,
+                 "parametric": (rt[..., 0] - rb[..., 0]) * (mt[..., 0] + mb[..., 0]) / 2.0,
+                 "not_retrievable": (rt[..., 2] - rb[..., 2]) * (mt[..., 2] + mb[..., 2]) / 2.0}
+        sb, st = nn[0].sum(axis=-1), nn[1].sum(axis=-1)
         with np.errstate(invalid="ignore", divide="ignore"):
             tot_b, tot_t = (w @ sb.sum(axis=1))[:, None], (w @ st.sum(axis=1))[:, None]
             parts = {name: ((w @ (st * np.nan_to_num(d))) / tot_t + (w @ (sb * np.nan_to_num(d))) / tot_b) / 2.0
@@ -909,9 +964,13 @@ def question_strata_split(n: np.ndarray, c: np.ndarray, weights: np.ndarray) -> 
 
     strategies = nested(n, c)
     pooled = nested(n.sum(axis=2, keepdims=True), c.sum(axis=2, keepdims=True))
+    outer = strategies["outer"]
     out: dict[str, np.ndarray] = {
-        "composition_s": strategies["outer"]["composition"], "within_s": strategies["outer"]["within"],
-        "composition": strategies["outer"]["composition_total"], "within": strategies["outer"]["within_total"]}
+        "composition_s": outer["composition"], "within_s": outer["within"],
+        "composition": outer["composition_total"], "within": outer["within_total"]}
+    for key in ("composition_low_total", "composition_high_total", "within_low_total", "within_high_total",
+                "one_arm_mass_base", "one_arm_mass_treated"):
+        out[key.removesuffix("_total")] = outer[key]
     out["total"] = out["composition"] + out["within"]
     for part in ("retrieval", "integration", "parametric", "not_retrievable"):
         out[f"within_{part}_s"] = strategies[part]

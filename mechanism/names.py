@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["safe_filename", "file_stems", "pair_folders", "display_name", "escape_control", "escape_formula", "csv_safe",
+__all__ = ["safe_filename", "file_stems", "pair_folders", "display_name", "visible_name", "escape_control", "escape_formula", "csv_safe",
            "write_csv", "natural_key"]
 
 # The Unicode categories escape_control writes as escapes: controls (C0, DEL, C1; Cc),
@@ -162,6 +162,43 @@ def _unescape_control(text: str) -> str:
         body = m.group(0)[1:]
         return _SHORT[body] if len(body) == 1 else chr(int(body[1:], 16))
     return _ESCAPE_FORM.sub(one, text)
+
+
+VISIBLE_SPACE = "\u2420"  # ␠, SYMBOL FOR SPACE
+
+
+def visible_name(name: object) -> str:
+    """``name`` with the whitespace that would hide a difference made visible: a space at
+    either end, or after another space, is drawn ``␠`` (HTML collapses runs of spaces and
+    trims none visibly, so ``rl`` and ``rl `` would read alike), and any other space character
+    (a no-break or thin space) is escaped as ``\\uXXXX``; a literal ``␠`` is escaped too,
+    so that no two names read alike. Control characters are left to :func:`escape_control`.
+
+    Examples
+    --------
+    >>> visible_name("rl ")
+    'rl␠'
+    >>> visible_name(" a  b")
+    '␠a ␠b'
+    >>> visible_name("rl\u00a0")
+    'rl\\\\u00a0'
+    >>> visible_name("rl") == "rl"
+    True
+    """
+    text = str(name)
+    if not any(ch.isspace() or ch == VISIBLE_SPACE for ch in text) or not text:
+        return text
+    out = []
+    last = len(text) - 1
+    for i, ch in enumerate(text):
+        if ch == " ":
+            edge = i == 0 or i == last or text[i - 1] == " " or text[i + 1:].strip(" ") == ""
+            out.append(VISIBLE_SPACE if edge else ch)
+        elif ch == VISIBLE_SPACE or (ch.isspace() and unicodedata.category(ch) == "Zs"):
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def display_name(name: object, *, max_length: int = 28, mathtext: bool = True) -> str:

@@ -42,7 +42,7 @@ TSource = Literal["auto", "t_cap", "truncation"]
 T_SOURCES: tuple[str, ...] = get_args(TSource)
 Metric = Literal["pass@k", "pass^k"]
 METRICS: tuple[str, ...] = get_args(Metric)
-Interval = Literal["auto", "percentile", "studentized", "wilson"]
+Interval = Literal["auto", "percentile", "studentized", "wilson", "bootstrap-t"]
 INTERVALS: tuple[str, ...] = get_args(Interval)
 #: Below this many problems in a curve the percentile bootstrap under-covers (worst at large
 #: k, see benchmarks/RESULTS.md): ``interval="auto"`` then uses the Wilson-type interval, and
@@ -200,7 +200,7 @@ def pass_at_kt(
     t_source: TSource = "auto",
     metric: Metric = "pass@k",
     interval: Interval = "auto",
-) -> pl.DataFrame:
+) -> PassTable:
     """PASS@(k,T) per arm (or other grouping), with bootstrap intervals over problems.
 
     Parameters
@@ -239,15 +239,19 @@ def pass_at_kt(
         it ignores that the spread is estimated); ``"wilson"``: a Wilson score interval with
         the curve's effective sample size ``m (1 - m) / se^2`` and ``t_{P-1}``
         (:func:`wilson_interval`: asymmetric, pulled away from 0 and 1, where skewed
-        per-problem values make the studentized interval miss); ``"auto"`` (default): Wilson
-        for a curve with fewer than 30 problems (:func:`small_sample_note` words it for a
-        reader) and for a point where every problem's value is 0 or every one is 1 (the
-        percentile interval would be that point), percentile otherwise.
+        per-problem values make the studentized interval miss); ``"bootstrap-t"``: the
+        studentized bootstrap (:func:`bootstrap_t_interval`, Wilson where every value is 0 or
+        1); ``"auto"`` (default): for pass@k, Wilson for a curve with fewer than 30 problems
+        (:func:`small_sample_note` words it for a reader) and for a point where every
+        problem's value is 0 or every one is 1 (the percentile interval would be that point),
+        percentile otherwise; for pass^k, whose per-problem values are far more skewed, the
+        bootstrap-t at every size (Wilson at the bounds).
 
     Returns
     -------
-    polars.DataFrame
-        The ``by`` columns, then ``k``, ``t``, ``pass_at_kt`` (the value of ``metric``),
+    PassTable
+        A ``polars.DataFrame`` (with ``notes``, ``summary()`` and ``to_frame()``, see
+        :class:`PassTable`): the ``by`` columns, then ``k``, ``t``, ``pass_at_kt`` (the value of ``metric``),
         ``ci_low``, ``ci_high`` and ``interval`` (the method; left out when ``ci=None``),
         ``n_problems``, ``t_source`` and ``metric``; sorted by group, k, t.
 
@@ -270,7 +274,70 @@ def pass_at_kt(
     check_choice(interval, Interval, field="interval")
     est = estimate_pass(runs, k, t, ci=ci, n_boot=n_boot, random_state=random_state, by=by,
                         t_source=t_source, metric=metric)
-    return summary_table(est, ci=ci, interval=interval)
+    table = summary_table(est, ci=ci, interval=interval)
+    notes = list(small_sample_note(table))
+    if int(est.n.max()) < 2:
+        notes.append("one sample per problem: PASS@(1,T) is the success rate, and no larger k is estimable")
+    if est.t_source == "truncation":
+        notes.append("T by truncation: an episode counts for T if it is correct and used at most T rounds "
+                     "(the rounds it happened to use, not a budget)")
+    return PassTable.with_notes(table, notes)
+
+
+class PassTable(pl.DataFrame):
+    """What :func:`pass_at_kt` returns: a ``polars.DataFrame`` (every DataFrame method and
+    ``isinstance(x, pl.DataFrame)`` hold; derived frames are plain DataFrames) that also carries
+    ``notes`` (small samples, how T was counted), ``summary()`` and ``to_frame()``.
+
+    Examples
+    --------
+    >>> runs = pl.DataFrame({"arm": ["a"] * 4, "question_id": ["q1", "q1", "q2", "q2"],
+    ...                      "correct": [True, False, False, False], "n_rounds": [1, 2, 0, 3]})
+    >>> table = pass_at_kt(runs, k=[1], t=[1], ci=None)
+    >>> isinstance(table, pl.DataFrame), table.notes[-1][:29]
+    (True, 'T by truncation: an episode c')
+    >>> type(table.to_frame()).__name__
+    'DataFrame'
+    """
+
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def with_notes(cls, frame: pl.DataFrame, notes: Iterable[str]) -> "PassTable":
+        """``frame`` as a :class:`PassTable` holding ``notes``."""
+        out = cls(frame)
+        out.notes = tuple(notes)
+        return out
+
+    def to_frame(self) -> pl.DataFrame:
+        """The table as a plain ``polars.DataFrame``."""
+        return pl.DataFrame(self)
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """The one table, by a file-friendly name."""
+        return {"pass_at_kt": self.to_frame()}
+
+    def summary(self):  # -> mechanism.results.Summary
+        """The curves in words: one line per curve at its largest k, and the notes."""
+        from mechanism.results import Summary
+
+        frame = self.to_frame()
+        lines = []
+        if {"k", "t", "pass_at_kt"} <= set(frame.columns) and frame.height:
+            keys = [c for c in frame.columns if c not in _VALUE_COLUMNS]
+            top = frame.filter(pl.col("k") == pl.col("k").max())
+            for row in top.iter_rows(named=True):
+                who = ", ".join(f"{key} {row[key]}" for key in keys) or "all"
+                text = f"{who}: {row.get('metric', 'pass@k')} at k={row['k']}, T={row['t']} {row['pass_at_kt']:.3f}"
+                if row.get("ci_low") is not None:
+                    text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+                lines.append(text)
+        lines += [f"note: {n}" for n in self.notes]
+        return Summary("PASS@(k,T)", lines=lines, tables=self.tables())
+
+
+_VALUE_COLUMNS = frozenset({"k", "t", "pass_at_kt", "ci_low", "ci_high", "interval", "n_problems", "t_source",
+                            "metric"})
 
 
 def default_k(runs: pl.DataFrame, t: Iterable[int] = DEFAULT_T, *, t_source: TSource = "auto") -> list[int]:
@@ -529,13 +596,21 @@ def summary_table(est: PassEstimate, *, ci: float | None, interval: Interval = "
         low, high = percentile_interval(est.replicates, ci, axis=0)
         small = n_problems < SMALL_SAMPLE
         method = np.full(est.estimate.shape, interval, dtype=object)
-        if interval == "auto":
+        at_bound = (est.estimate <= 0.0) | (est.estimate >= 1.0)
+        if interval == "auto" and est.metric == "pass^k":
+            # pass^k per problem is C(c,k)/C(n,k): most problems near 0, a few near 1. Percentile and
+            # Wilson intervals covered 0.43-0.84 at k = 4 on skewed values; the bootstrap-t holds
+            # 0.935-0.995 at 5-40 problems (benchmarks/bench_coverage.py, section passk)
+            method = np.where(at_bound, "wilson", "bootstrap-t").astype(object)
+        elif interval == "auto":
             # Wilson below 30 problems, and wherever every problem's value sits at 0 or at 1: the
             # percentile interval is then the point itself (PASS@16 of 16 samples on easy problems
             # covered 0.42-0.55 at 30-50 problems, benchmarks/bench_coverage.py)
-            at_bound = (est.estimate <= 0.0) | (est.estimate >= 1.0)
             method = np.where(small[:, None, None] | at_bound, "wilson", "percentile").astype(object)
-        for name, rule in (("studentized", studentized_interval), ("wilson", wilson_interval)):
+        elif interval == "bootstrap-t":  # no spread to studentize at a bound: Wilson's there
+            method = np.where(at_bound, "wilson", "bootstrap-t").astype(object)
+        for name, rule in (("studentized", studentized_interval), ("wilson", wilson_interval),
+                           ("bootstrap-t", bootstrap_t_interval)):
             if (method == name).any():
                 s_low, s_high = rule(est, ci)
                 low = np.where(method == name, s_low, low)
@@ -571,6 +646,58 @@ def studentized_interval(est: PassEstimate, ci: float) -> tuple[np.ndarray, np.n
     half = np.where(sizes[:, None] > 1, half, np.inf)
     shape = est.estimate.shape
     return (np.clip(mean - half, 0.0, 1.0).reshape(shape), np.clip(mean + half, 0.0, 1.0).reshape(shape))
+
+
+def bootstrap_t_interval(est: PassEstimate, ci: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per group, T and k: the studentized bootstrap (bootstrap-t) interval of the mean.
+
+    Each replicate's ``t* = (m* - m) / se*`` (``se*`` the standard error of the resampled
+    problems' values, divisor P - 1) gives the interval ``[m - q_hi se, m - q_lo se]`` with
+    ``q`` the quantiles of ``t*``: it follows the skewness of the per-problem values, which
+    symmetric and percentile intervals do not. A replicate with no spread above the estimate
+    counts as ``t* = +inf`` (below: ``-inf``), so replicates of all-zero problems widen the
+    interval instead of vanishing. Clipped to [0, 1]; a group of one problem gets [0, 1].
+    Uses the replicates' own question draws (``est.weights``).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> runs = pl.DataFrame({"arm": ["a"] * 12, "question_id": [f"q{i // 4}" for i in range(12)],
+    ...                      "correct": [True] * 4 + [True, False] * 2 + [False] * 4, "n_rounds": [1] * 12})
+    >>> lo, hi = bootstrap_t_interval(estimate_pass(runs, [2], [1], n_boot=200, metric="pass^k"), 0.95)
+    >>> bool(0.0 <= lo[0, 0, 0] < 0.39 < hi[0, 0, 0] <= 1.0)
+    True
+    """
+    n_g = est.estimate.shape[0]
+    flat = est.values.reshape(est.values.shape[0], -1)
+    low = np.zeros((n_g, flat.shape[1]))
+    high = np.ones((n_g, flat.shape[1]))
+    alpha = (1.0 - ci) / 2.0
+    for g in range(n_g):
+        rows = np.flatnonzero(est.group_index == g)
+        size = rows.size
+        if size < 2 or est.weights is None:
+            continue
+        v = flat[rows]
+        m = v.mean(axis=0)
+        se = v.std(axis=0, ddof=1) / np.sqrt(size)
+        w = est.weights[:, est.question_index[rows]]
+        count = w.sum(axis=1)[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mb = (w @ v) / count
+            var = np.clip((w @ (v * v)) / count - mb * mb, 0.0, None) * count / np.maximum(count - 1.0, 1.0)
+            sb = np.sqrt(var / count)
+            t_star = np.where(sb > 0, (mb - m) / np.where(sb > 0, sb, 1.0),
+                              np.where(mb > m + 1e-15, np.inf, np.where(mb < m - 1e-15, -np.inf, 0.0)))
+        q_lo = np.quantile(t_star, alpha, axis=0)
+        q_hi = np.quantile(t_star, 1.0 - alpha, axis=0)
+        with np.errstate(invalid="ignore"):
+            lo = np.where(se > 0, m - q_hi * se, m)
+            hi = np.where(se > 0, m - q_lo * se, m)
+        low[g] = np.clip(np.nan_to_num(lo, nan=0.0, neginf=0.0, posinf=0.0), 0.0, 1.0)
+        high[g] = np.clip(np.nan_to_num(hi, nan=1.0, posinf=1.0, neginf=1.0), 0.0, 1.0)
+    shape = est.estimate.shape
+    return low.reshape(shape), high.reshape(shape)
 
 
 def wilson_interval(est: PassEstimate, ci: float) -> tuple[np.ndarray, np.ndarray]:
@@ -882,6 +1009,13 @@ def _check_enough(problems: pl.DataFrame, n: np.ndarray, ks: np.ndarray, ts: np.
                   *, chosen: bool = True) -> None:
     if problems.height == 0:
         raise InputError("no trajectories to estimate PASS@(k,T) from", field="question_id")
+    if source == "t_cap":
+        absent = np.flatnonzero(n.sum(axis=0) == 0)
+        if absent.size:  # a T no episode was run under: say so, not "0 samples with t_cap == T"
+            raise InputError(f"no episode was run with `t_cap` == {int(ts[absent[0]])}: the requested T "
+                             f"{[int(ts[j]) for j in absent]} are not among the caps in the runs; ask only for "
+                             "the caps that were run, or pass t_source=\"truncation\" to count by `n_rounds`",
+                             field="t")
     short = n < ks.max()
     if not short.any():
         return

@@ -15,6 +15,8 @@ from mechanism.errors import InputError
 # `user`: what the user (real or simulated) said since the previous call, in conversations;
 # null where the source has no user turns there. Tables written before it existed still read
 # (a step struct without `user` is accepted; readers fill it with null).
+# One optional step field beside these: `failed` (Boolean), the failure verdict of a read given
+# an `error_pattern` (mechanism.readers); the move grammar counts a call it marks as failed.
 STEP_FIELDS = ("thought", "tool", "arguments", "query", "observation", "user")
 
 STEP_DTYPE = pl.Struct({name: pl.String for name in STEP_FIELDS})

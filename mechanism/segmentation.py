@@ -72,7 +72,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from mechanism.actions import RETRIEVAL_TOOL, ActionField, check_action_field, detect_action_tools, read_action, tool_name
+from mechanism.actions import RETRIEVAL_TOOL, ActionField, check_action_field, detect_action_tools, mend_typos, read_action, tool_name
 from mechanism.failures import compile_error_pattern, is_failure
 from mechanism.schema import validate
 
@@ -284,12 +284,20 @@ def _search_move(relation: str, sources: set[str]) -> str:
     return "parallel_lookup" if "user" in sources else "new_lookup"
 
 
+def _failed(step: Mapping[str, Any], error_pattern: "re.Pattern[str] | None") -> bool:
+    # the read's own verdict (`failed`, set when it was given an error pattern) or the default reading
+    tool = step.get("via") or step.get("tool")  # a generic tool's call is judged as that tool's
+    return is_failure(step.get("observation"), error_pattern, tool=tool) or step.get("failed") is True
+
+
 def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict] | None,
                  memo: _Memo | None = None, error_pattern: "re.Pattern[str] | None" = None,
                  retries: str = "merge", actions: "Mapping[str, str] | None" = None,
+                 ignore: frozenset[str] = frozenset(),
                  ) -> tuple[list[_Step], _Step, dict[str, float], str]:
     """Moves (every call), final move, descriptive features and rendering of one trajectory;
-    the calls of a generic tool in ``actions`` are read as their verb (:mod:`mechanism.actions`)."""
+    the calls of a generic tool in ``actions`` are read as their verb (:mod:`mechanism.actions`),
+    and the calls of the tools (or verbs) in ``ignore`` are left out."""
     memo = memo or _Memo()
     merge = retries == "merge"
     asked = memo.atoms(question)  # the question's atoms: what `scope` measures against
@@ -306,8 +314,11 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     moves: list[_Step] = []
     steps = [st or {} for st in (steps or ())]  # a null step is a call with nothing recorded
     if actions:
-        steps = [read_action(st, actions[name]) if (name := memo.tool(st.get("tool"))) in actions else st
-                 for st in steps]
+        raw = [memo.tool(st.get("tool")) for st in steps]
+        steps = [read_action(st, actions[name]) if name in actions else st for st, name in zip(steps, raw)]
+        steps = mend_typos(steps, raw, [name in actions and _failed(st, error_pattern) for st, name in zip(steps, raw)])
+    if ignore:
+        steps = [st for st in steps if memo.tool(st.get("tool")) not in ignore]
     tools_of = [memo.tool(st.get("tool")) for st in steps]
     for i, step in enumerate(steps):
         said = step.get("user")
@@ -346,7 +357,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         else:
             relation = "new"
         observation = step.get("observation")
-        failed = is_failure(observation, error_pattern)
+        # the read's own verdict (`failed`, written when `mx.read` had an `error_pattern`) counts too
+        failed = _failed(step, error_pattern)
         # merged: a failed call the next call of the same tool retries is that call's attempt,
         # so it leaves the grammar's state as it found it (the retry is read as if first tried)
         retried = failed and i + 1 < len(steps) and tools_of[i + 1] == tool
@@ -484,7 +496,7 @@ def row_keys(runs: pl.DataFrame) -> pl.Series:
 
 def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
                       error_pattern: "re.Pattern[str] | None" = None, retries: str = "merge",
-                      actions: "Mapping[str, str] | None" = None,
+                      actions: "Mapping[str, str] | None" = None, ignore: frozenset[str] = frozenset(),
                       ) -> tuple[pl.DataFrame, list[list[_Step]] | None]:
     """Segment each distinct row of ``runs`` once.
 
@@ -503,7 +515,8 @@ def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
     all_moves: list[list[_Step]] | None = [] if with_moves else None
     for question, answer, steps in zip(sub["question"].to_list(), sub["answer"].to_list(),
                                        sub["steps"].to_list()):
-        moves, final, f, rendering = _segment_one(question, answer, steps, memo, error_pattern, retries, actions)
+        moves, final, f, rendering = _segment_one(question, answer, steps, memo, error_pattern, retries, actions,
+                                                  ignore)
         for name, values in feats.items():
             values.append(f[name])
         renderings.append(rendering)
@@ -551,9 +564,28 @@ def action_tools(runs: pl.DataFrame, action_field: ActionField = "auto") -> dict
     return detect_action_tools(runs["steps"].to_list(), runs["question_id"].to_list())
 
 
+def ignored_tools(ignore_tools: "Sequence[str] | None") -> frozenset[str]:
+    """The normalised names of ``ignore_tools`` (a list of tool names or verbs; ``None``: none),
+    or a one-line error naming ``ignore_tools``.
+
+    Examples
+    --------
+    >>> sorted(ignored_tools(["Think", "screenshot"]))
+    ['screenshot', 'think']
+    """
+    if ignore_tools is None:
+        return frozenset()
+    if isinstance(ignore_tools, str) or not all(isinstance(t, str) and t for t in ignore_tools):
+        from mechanism.errors import InputError
+
+        raise InputError(f"`ignore_tools` must be a list of tool names, got {str(ignore_tools)[:60]!r}",
+                         field="ignore_tools")
+    return frozenset(tool_name(t) for t in ignore_tools)
+
+
 def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None,
                 retries: Retries = "merge", action_field: ActionField = "auto",
-                ) -> tuple[pl.DataFrame, pl.DataFrame]:
+                ignore_tools: "Sequence[str] | None" = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Moves (one row per tool call plus the final answer) and per-trajectory renderings.
 
     Identical rows (same question, answer and steps, see :func:`row_keys`) are segmented
@@ -576,6 +608,9 @@ def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | N
         ``act(command=...)``) are read: ``"auto"`` detects such tools and reads each call as
         its verb plus object (:func:`action_tools`), a mapping ``{tool: field}`` names them,
         ``None`` reads every call by its tool name.
+    ignore_tools
+        Tools (or, of a generic tool, verbs) whose calls are left out: bookkeeping calls
+        (``think``, ``inventory``, ``screenshot``) that are no part of a strategy.
 
     Returns
     -------
@@ -587,7 +622,8 @@ def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | N
     keys = row_keys(runs)
     table, distinct_moves = _segment_distinct(runs, keys, with_moves=True,
                                               error_pattern=compile_error_pattern(error_pattern), retries=retries,
-                                              actions=action_tools(runs, action_field))
+                                              actions=action_tools(runs, action_field),
+                                              ignore=ignored_tools(ignore_tools))
     assert distinct_moves is not None
     # Moves of each distinct row, laid out once, then gathered for every row in table order.
     lengths = np.array([len(m) for m in distinct_moves], dtype=np.int64)
@@ -610,7 +646,8 @@ def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | N
 
 
 def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None,
-            retries: Retries = "merge", action_field: ActionField = "auto") -> pl.DataFrame:
+            retries: Retries = "merge", action_field: ActionField = "auto",
+            ignore_tools: "Sequence[str] | None" = None) -> pl.DataFrame:
     """One row per move: every tool call, then the final answer.
 
     Columns: ``arm, question_id, sample_id, step`` (0-based; the final answer is the last),
@@ -642,12 +679,13 @@ def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None"
     >>> segment(runs)["move"].to_list()
     ['first_lookup', 'bridge_lookup', 'answer']
     """
-    return segment_all(runs, error_pattern=error_pattern, retries=retries, action_field=action_field)[0]
+    return segment_all(runs, error_pattern=error_pattern, retries=retries, action_field=action_field,
+                       ignore_tools=ignore_tools)[0]
 
 
 def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
            error_pattern: "str | re.Pattern[str] | None" = None, retries: Retries = "merge",
-           action_field: ActionField = "auto") -> pl.DataFrame:
+           action_field: ActionField = "auto", ignore_tools: "Sequence[str] | None" = None) -> pl.DataFrame:
     """One row per trajectory: its masked rendering, move sequence and structural features.
 
     Columns: ``arm, question_id, sample_id``, ``rendering`` (text for the embedder, no
@@ -671,23 +709,25 @@ def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
     action_field
         ``"auto"``, a mapping ``{tool: field}`` or ``None``, as for :func:`segment_all`
         (cached apart).
+    ignore_tools
+        Tools or verbs left out, as for :func:`segment_all` (cached apart).
     """
     validate(runs, source="runs", required=_REQUIRED)
     check_retries(retries)
     keys = row_keys(runs)
     pattern = compile_error_pattern(error_pattern)
-    actions = action_tools(runs, action_field)
+    actions, ignore = action_tools(runs, action_field), ignored_tools(ignore_tools)
     if cache_dir is None:
         return _trajectories(runs, keys, _segment_distinct(runs, keys, with_moves=False, error_pattern=pattern,
-                                                           retries=retries, actions=actions)[0])
-    cache = SegmentCache(cache_dir, error_pattern=pattern, retries=retries, actions=actions)
+                                                           retries=retries, actions=actions, ignore=ignore)[0])
+    cache = SegmentCache(cache_dir, error_pattern=pattern, retries=retries, actions=actions, ignore=ignore)
     wanted = keys.unique(maintain_order=True)
     found = cache.load(wanted)
     missing = ~keys.is_in(found["key"].implode())
     if missing.any():
         rows = runs.filter(missing)
         computed = _segment_distinct(rows, keys.filter(missing), with_moves=False, error_pattern=pattern,
-                                     retries=retries, actions=actions)[0]
+                                     retries=retries, actions=actions, ignore=ignore)[0]
         cache.store(computed)
         found = pl.concat([found, computed])
     return _trajectories(runs, keys, found)
@@ -709,20 +749,21 @@ class SegmentCache:
         The user's failure pattern the segmentations were made with (part of the key).
     retries
         How failed calls and their retries were read (part of the key).
-    actions
-        The generic tools read as verbs, ``{tool: field}`` (part of the key).
+    actions, ignore
+        The generic tools read as verbs, ``{tool: field}``, and the tools left out (part of the key).
     """
 
     FORMAT = 3
 
     def __init__(self, folder: str | os.PathLike, *, error_pattern: "re.Pattern[str] | None" = None,
-                 retries: str = "merge", actions: "Mapping[str, str] | None" = None) -> None:
+                 retries: str = "merge", actions: "Mapping[str, str] | None" = None,
+                 ignore: frozenset[str] = frozenset()) -> None:
         name = segmenter_id() + ("" if retries == "merge" else f"-{retries}")
         if error_pattern is not None:
             spec = f"{error_pattern.flags}:{error_pattern.pattern}".encode("utf-8", "surrogatepass")
             name += "-" + hashlib.blake2b(spec, digest_size=8).hexdigest()
-        if actions:
-            spec = json.dumps(sorted(actions.items())).encode("utf-8", "surrogatepass")
+        if actions or ignore:
+            spec = json.dumps([sorted((actions or {}).items()), sorted(ignore)]).encode("utf-8", "surrogatepass")
             name += "-a" + hashlib.blake2b(spec, digest_size=8).hexdigest()
         self.root = Path(folder) / name
         self.rebuilt: list[str] = []  # shards found corrupt and removed, for reports and tests
@@ -777,11 +818,11 @@ class SegmentCache:
 
 @functools.lru_cache(maxsize=1)
 def segmenter_id() -> str:
-    """Digest of this module's source and of :mod:`mechanism.failures`: cached segmentations
-    are valid only for the code that made them."""
+    """Digest of this module's source and of :mod:`mechanism.failures`, :mod:`mechanism.actions`
+    and :mod:`mechanism.patterns`: cached segmentations are valid only for the code that made them."""
     from mechanism import failures  # the failure reading is part of what a segmentation says
     from mechanism.cachefile import code_id  # the one code digest of the toolkit's caches
 
-    from mechanism import actions  # so is the reading of generic tools
+    from mechanism import actions, patterns  # so are the reading of generic tools and the pattern engine
 
-    return code_id([Path(__file__), Path(failures.__file__), Path(actions.__file__)])
+    return code_id([Path(__file__), Path(failures.__file__), Path(actions.__file__), Path(patterns.__file__)])

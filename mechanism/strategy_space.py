@@ -76,7 +76,8 @@ from mechanism._strategies.clustering import (OUTLIER_QUANTILE, assign_table, me
                                               umap_settings,
                                               weighted_silhouette)
 from mechanism._strategies.describe import c_tf_idf_keywords  # noqa: F401  (public here since 0.1)
-from mechanism._strategies.description import member_examples  # noqa: F401  (public here: the report's explorer)
+from mechanism._strategies.description import (MAX_SHOWN_CHARS, member_examples,  # noqa: F401  (public here: the report's explorer)
+                                                pick_members)
 from mechanism._strategies.features import (FitRows, distinct_rows, embed_join, fit_vocabulary, task_plan, task_tools,
                                             tool_plan)
 from mechanism._strategies.fitcache import fit_cached
@@ -153,9 +154,10 @@ class StrategySpace(BaseEstimator):
         tools one mark; ``min_share`` alone joins a rare plan to another); ``"mixed"``: one tree.
     error_pattern
         A regular expression (case-insensitive) for your environment's failure messages.
-    action_field
-        ``"auto"``: a generic tool (``bash(command=)``, ``computer(action=)``) is detected and
-        read as verb + object (:mod:`mechanism.actions`); ``{tool: field}``; ``None``: by name.
+    action_field, ignore_tools
+        ``"auto"``: a generic tool (``bash(command=)``, ``computer(action=)``) is read as verb +
+        object (:mod:`mechanism.actions`), or ``{tool: field}``, or ``None`` (by name); tools or
+        verbs left out of every trajectory (bookkeeping: ``think``, ``screenshot``).
     cache_dir
         Folder of the caches (``None``: none): ``embeddings/``, ``segments/``, ``fits/`` and
         ``reductions/`` (UMAP), :mod:`mechanism.cachefile` entries; a fit on a table seen before
@@ -200,20 +202,17 @@ class StrategySpace(BaseEstimator):
                  min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
                  n_bootstrap: int = 20, random_state: RandomState = 0, retries: Retries = "merge",
                  families: Families = "keep", plans: Plans = "apart", error_pattern: str | None = None,
-                 action_field: ActionField = "auto", cache_dir: str | os.PathLike | None = None,
-                 progress: bool | None = None) -> None:
+                 action_field: ActionField = "auto", ignore_tools: "Sequence[str] | None" = None,
+                 cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> None:
         self.embedder, self.embedding_weight, self.structure_weight = embedder, embedding_weight, structure_weight
         self.method = method
         self.resolution, self.linkage, self.min_share, self.k_range = resolution, linkage, min_share, k_range
         self.min_cluster_size = min_cluster_size
         self.cluster_on, self.n_components, self.n_neighbors = cluster_on, n_components, n_neighbors
-        self.min_dist = min_dist
-        self.max_umap_points = max_umap_points
-        self.outlier_factor = outlier_factor
-        self.n_bootstrap = n_bootstrap
-        self.random_state = random_state
+        self.min_dist, self.max_umap_points, self.outlier_factor = min_dist, max_umap_points, outlier_factor
+        self.n_bootstrap, self.random_state = n_bootstrap, random_state
         self.retries, self.families, self.plans = retries, families, plans
-        self.error_pattern, self.action_field = error_pattern, action_field
+        self.error_pattern, self.action_field, self.ignore_tools = error_pattern, action_field, ignore_tools
         self.cache_dir, self.progress = cache_dir, progress
 
     _parameter_constraints = CONSTRAINTS  # name -> check, as scikit-learn declares them
@@ -234,7 +233,8 @@ class StrategySpace(BaseEstimator):
         # a fitted space reads new runs' generic tools as it read the fitted ones
         actions = getattr(self, "action_tools_", None)
         return render(runs, cache_dir=self._cache_path("segments"), error_pattern=self.error_pattern,
-                      retries=self.retries, action_field=self.action_field if actions is None else actions)
+                      retries=self.retries, action_field=self.action_field if actions is None else actions,
+                      ignore_tools=self.ignore_tools)
 
     def _features(self, traj: pl.DataFrame, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         return embed_join(traj, self._embedder(), self.vocabulary_, dim=self.embedding_dim_ if dim is None else dim,

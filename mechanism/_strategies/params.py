@@ -12,7 +12,7 @@ import numpy as np
 
 from mechanism.errors import InputError
 from mechanism.options import check_choice
-from mechanism.segmentation import Retries, check_action_field
+from mechanism.segmentation import Retries, check_action_field, ignored_tools
 
 Method = Literal["agglomerative", "kmeans", "hdbscan"]
 Linkage = Literal["average", "complete", "single"]
@@ -83,6 +83,7 @@ CONSTRAINTS: dict[str, Callable[[str, Any], None]] = {
     "random_state": _random_state, "retries": _choice(Retries), "families": _choice(Families),
     "plans": _choice(Plans),
     "error_pattern": _pattern, "action_field": lambda name, value: check_action_field(value),
+    "ignore_tools": lambda name, value: ignored_tools(value),
 }
 
 

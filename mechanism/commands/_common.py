@@ -132,30 +132,63 @@ def add_bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_inputs(args: argparse.Namespace) -> pl.DataFrame:
-    """Read the command's inputs; under ``--errors skip`` say on stderr what was left out."""
+    """Read the command's inputs; under ``--errors skip`` say on stderr what was left out (once
+    the command has succeeded: see :func:`defer`)."""
     runs, report = read_quietly(args.inputs, format=args.format, arm=args.arm, errors=args.errors,
                                 progress=progress_flag(args), **reading_kwargs(args))
-    if report.skipped:
-        print(f"skipped {len(report.skipped)} of {report.rows_in} records:", file=sys.stderr)
-        for record in report.skipped[:10]:
-            print(terminal_safe(f"  {record}"), file=sys.stderr)
-        if len(report.skipped) > 10:
-            print(f"  ... and {len(report.skipped) - 10} more", file=sys.stderr)
-    for message in report.warnings:
-        print(terminal_safe(f"warning: {' '.join(message.split())}"), file=sys.stderr)
+    for line in report_lines(report):
+        defer(args, line)
     return runs
+
+
+def report_lines(report) -> list[str]:  # noqa: ANN001 - a ReadReport
+    """What a read left out and warned about, as escaped lines for stderr."""
+    lines = []
+    if report.skipped_files:
+        lines.append(f"skipped {len(report.skipped_files)} input{'s' if len(report.skipped_files) > 1 else ''} "
+                     "with no records to read:")
+        lines.extend(terminal_safe(f"  {entry}") for entry in report.skipped_files[:10])
+        if len(report.skipped_files) > 10:
+            lines.append(f"  ... and {len(report.skipped_files) - 10} more")
+    if report.skipped:
+        lines.append(f"skipped {len(report.skipped)} of {report.rows_in} records:")
+        lines.extend(terminal_safe(f"  {record}") for record in report.skipped[:10])
+        if len(report.skipped) > 10:
+            lines.append(f"  ... and {len(report.skipped) - 10} more")
+    for message in report.warnings:
+        lines.append(terminal_safe(f"warning: {' '.join(message.split())}"))
+    return lines
+
+
+def defer(args: argparse.Namespace, line: str) -> None:
+    """A line for stderr that is printed only if the command succeeds: a failing command prints
+    its one error line and nothing else. Outside :func:`mechanism.cli.main` it is printed now."""
+    pending = getattr(args, "_pending", None)
+    if pending is None:
+        print(line, file=sys.stderr)
+    else:
+        pending.append(line)
+
+
+def progress_line(args: argparse.Namespace, line: str) -> None:
+    """A progress line (a stage done): shown at once on a terminal, where a person watches a long
+    run; elsewhere (a log, a script) held like :func:`defer`, so a failure is one line."""
+    if sys.stderr.isatty():
+        print(line, file=sys.stderr)
+    else:
+        defer(args, line)
 
 
 def require_two_arms(runs: pl.DataFrame, command: str, *, hint: str = "`mechanism report` analyses one agent") -> None:
     """Stop a comparison of arms whose input holds fewer than two, with one line saying what is
     needed (the CLI prints it and exits 2)."""
     from mechanism.errors import InputError
-    from mechanism.names import display_name
+    from mechanism.names import display_name, visible_name
 
     arms = runs["arm"].unique(maintain_order=True).to_list() if "arm" in runs.columns else []
     if len(arms) >= 2:
         return
-    found = f"one arm ({display_name(arms[0], max_length=60, mathtext=False)!r})" if arms else "no arm"
+    found = f"one arm ({display_name(visible_name(arms[0]), max_length=60, mathtext=False)!r})" if arms else "no arm"
     raise InputError(f"`mechanism {command}` compares arms, and the input holds {found}: give trajectories of at "
                      f"least two arms (one file per arm, or --arm per input); {hint}",
                      field="arm")
@@ -230,7 +263,13 @@ def _hidden_name(out: Path, kind: str) -> str:
 
 
 def _sweep_stale(out: Path) -> None:
-    """Remove the hidden folders that killed runs left beside ``out`` (their process is gone)."""
+    """Tidy the hidden folders that killed runs left beside ``out`` (their process is gone).
+
+    A swap killed midway never costs an output: where ``out`` is missing, the previous output
+    set aside (``.old-*``) is put back, else a finished new output (``.partial-*`` with its
+    marker whole); where ``out`` is there, files of the user's own that were still in a hidden
+    folder join it. Everything else of a dead run is removed.
+    """
     import shutil
 
     prefix = f".{out.name.encode('utf-8')[:100].decode('utf-8', 'ignore')}"
@@ -238,13 +277,65 @@ def _sweep_stale(out: Path) -> None:
         entries = list(out.parent.iterdir())
     except OSError:
         return
+    stale = []
     for entry in entries:
         rest = entry.name[len(prefix):] if entry.name.startswith(prefix) else ""
-        for kind in (_PARTIAL, _OLD):
+        for rank, kind in enumerate((_OLD, _PARTIAL)):
             if rest.startswith(kind):
                 pid = rest[len(kind):].split("-")[0]
                 if pid.isdigit() and not _alive(int(pid)):
-                    shutil.rmtree(entry, ignore_errors=True)
+                    stale.append((rank, entry.name, entry, kind))
+    for _, _, entry, kind in sorted(stale):  # the old output first: it is what --out held
+        held = entry / "old" if kind == _OLD else entry
+        with contextlib.suppress(OSError):
+            listed = _listed(held) if held.is_dir() and not held.is_symlink() else None
+            if listed is not None and not os.path.lexists(out) and (kind == _OLD or is_complete(held)):
+                os.rename(held, out)
+            elif listed is not None and out.is_dir() and _listed(out) is not None:
+                _carry(held, out, listed)
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def _carry(old: Path, out: Path, listed: set[str]) -> None:
+    """Move the entries of ``old`` that its run did not write (the user's own) into ``out``,
+    where ``out`` has none of that name."""
+    for entry in list(old.iterdir()):
+        if entry.name not in listed and not os.path.lexists(out / entry.name):
+            _swap_step(f"carry {entry.name}")
+            os.rename(entry, out / entry.name)
+
+
+def _swap_step(step: str) -> None:
+    """Called before each step of the output swap. Does nothing: tests replace it to kill the
+    process at that step and check that an output survives every one."""
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the folders ``a`` and ``b`` in one step (Linux ``renameat2(RENAME_EXCHANGE)``), so
+    that neither path is missing at any moment; ``False`` where the system or the file system
+    cannot (another OS, an old C library or kernel, a file system without it)."""
+    import ctypes
+    import errno
+    import sys as _sys
+
+    if not _sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # glibc before 2.28, musl
+        return False
+    renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    renameat2.restype = ctypes.c_int
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 def _umask() -> int:
@@ -288,8 +379,10 @@ def _finish(tmp: Path, out: Path) -> None:
     import shutil
     import tempfile
 
+    _swap_step("marker")
     _write_marker(tmp)
     if not os.path.lexists(out):
+        _swap_step("move in")
         os.rename(tmp, out)
         return
     if not out.is_dir():
@@ -301,13 +394,21 @@ def _finish(tmp: Path, out: Path) -> None:
         return
     if ours is not None:
         # the previous finished run: swapped out whole, so --out is at every moment the old
-        # output, nothing, or the new output; files a user added beside it are carried over
+        # output or the new one (in one step where the system can exchange two folders; else
+        # by two renames, whose gap a later run heals by putting the old output back); files a
+        # user added beside it are carried over
         aside = Path(tempfile.mkdtemp(dir=out.parent, prefix=_hidden_name(out, _OLD)))
-        os.rename(out, aside / "old")
-        os.rename(tmp, out)
-        for entry in (aside / "old").iterdir():
-            if entry.name not in ours and not os.path.lexists(out / entry.name):
-                os.rename(entry, out / entry.name)
+        _swap_step("exchange")
+        if _exchange(tmp, out):
+            _swap_step("set aside")
+            os.rename(tmp, aside / "old")  # tmp now holds the old output
+        else:
+            _swap_step("set aside")
+            os.rename(out, aside / "old")
+            _swap_step("move in")
+            os.rename(tmp, out)
+        _carry(aside / "old", out, ours)
+        _swap_step("remove old")
         shutil.rmtree(aside, ignore_errors=True)
         return
     # a folder of the user's own (or a cache we put there): the new files join it one by one,

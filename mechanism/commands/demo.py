@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.questions < 2 or args.samples < 1:
         raise InputError("the demo needs at least 2 questions and 1 sample", field="questions")
-    from mechanism.commands._common import atomic_output
+    from mechanism.commands._common import atomic_output, progress_line
 
     # the cache stays where the user finds it across runs (OUT/cache), outside the atomic output
     cache_dir = args.cache_dir if args.cache_dir is not None else args.out / "cache"
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         result = run_demo(out, n_questions=args.questions, n_samples=args.samples, random_state=args.seed,
                           embedder=args.embedder, progress=False if args.no_progress else None,
                           cache_dir=cache_dir,
-                          echo=lambda line: print(line, file=sys.stderr))
+                          echo=lambda line: progress_line(args, line))
         text = result.summary_markdown.read_text("utf-8")
     print(text)
     print(f"summary: {args.out / 'summary.md'} and {args.out / 'summary.html'}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -10,8 +11,8 @@ import polars as pl
 
 from mechanism.commands._common import add_reading_options, atomic_file, read_quietly, reading_kwargs, terminal_safe
 from mechanism.errors import InputError, ReadReport
-from mechanism.names import display_name, escape_control
-from mechanism.readers import FORMATS
+from mechanism.names import display_name, escape_control, visible_name
+from mechanism.readers import FORMATS, input_paths
 
 HELP = "read trajectory files (any supported format) into the canonical parquet table"
 
@@ -44,12 +45,18 @@ def summary(runs: pl.DataFrame, rep: ReadReport) -> str:
                         pl.col("n_rounds").mean().alias("mean_rounds"), pl.col("correct").mean().alias("correct"))
                    .sort("arm"))
         # arm names come from the input: escaped (a newline must not forge a line) and cut short
-        shown = [display_name(a, max_length=60, mathtext=False) for a in per_arm["arm"]]
+        shown = [display_name(visible_name(a), max_length=60, mathtext=False) for a in per_arm["arm"]]
         width = max(3, *(len(a) for a in shown))
         lines.append(f"{'arm':<{width}}  {'rows':>7}  {'questions':>9}  {'mean rounds':>11}  {'correct':>7}")
         for name, r in zip(shown, per_arm.iter_rows(named=True)):
             lines.append(f"{name:<{width}}  {r['rows']:>7}  {r['questions']:>9}  {r['mean_rounds']:>11.2f}  "
                          f"{r['correct']:>7.1%}")
+    if rep.skipped_files:
+        lines.append(f"skipped {len(rep.skipped_files)} input(s) with no records to read:")
+        for s in rep.skipped_files[:_SHOW_REASONS]:
+            lines.append(f"  {s}")
+        if len(rep.skipped_files) > _SHOW_REASONS:
+            lines.append(f"  ... and {len(rep.skipped_files) - _SHOW_REASONS} more")
     if rep.skipped:
         reasons = Counter(s.reason.split(", first seen")[0] if s.reason.startswith("duplicate") else s.reason
                           for s in rep.skipped)
@@ -68,9 +75,22 @@ def summary(runs: pl.DataFrame, rep: ReadReport) -> str:
     return "\n".join(lines)
 
 
+def _refuse_an_input_as_out(inputs: list[str], out: Path) -> None:
+    """``--out`` naming one of the inputs (a folder's file included) would replace what is read,
+    and with a filter that keeps nothing, lose it."""
+    if not os.path.lexists(out):
+        return
+    target = os.path.realpath(out)
+    for path in input_paths(inputs, skipped=[]):  # entries that are no files are the read's to report
+        if os.path.realpath(path) == target:
+            raise InputError(f"`--out` {str(out)!r} is one of the inputs: write the table to another file",
+                             field="out")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.out.suffix.lower() not in (".parquet", ".pq"):
         raise InputError(f"`--out` must name a .parquet file, got {str(args.out)!r}", field="out")
+    _refuse_an_input_as_out(args.inputs, args.out)
     runs, rep = read_quietly(args.inputs, format=args.format, arm=args.arm, errors=args.errors, progress=None,
                              **reading_kwargs(args))
     with atomic_file(args.out) as tmp:  # a killed or failed run leaves no partial parquet at --out

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mechanism.commands._common import (
     add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, atomic_output,
-    progress_flag, read_inputs, terminal_safe,
+    progress_flag, progress_line, read_inputs, terminal_safe,
 )
 
 HELP = ("every analysis on your runs - PASS@(k,T) and the capability boundary, strategies, reweighting, "
@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
                               random_state=args.seed, embedder=args.embedder, cache_dir=args.cache_dir,
                               progress=progress_flag(args), title=args.title,
                               arm_names=parse_arm_names(args.arm_names),
-                              echo=lambda line: print(terminal_safe(line), file=sys.stderr))
+                              figures=not getattr(args, "no_figures", False),
+                              echo=lambda line: progress_line(args, terminal_safe(line)))
         n_figures = len(report.figures())
     for line in report.verdicts:
         print(terminal_safe(line))

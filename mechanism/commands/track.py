@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedder", default=None, help="embedding model of a space fitted here")
     parser.add_argument("--k", nargs="+", type=int, default=None, help="k grid (default: 1 and the largest power of 2)")
     parser.add_argument("--t", nargs="+", type=int, default=[0, 1, 2, 3, 5], help="round budgets T (default 0 1 2 3 5)")
+    parser.add_argument("--allow-few-shared", action="store_true",
+                        help="compare checkpoints that share fewer than half of their questions (refused by default)")
     add_bootstrap_arguments(parser)
     add_embedding_arguments(parser)
 
@@ -45,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     from mechanism.report.track import write_track
 
     runs = read_inputs(args)
+    if not args.allow_few_shared:
+        check_shared_questions(runs)
     labels = read_labels(runs, args.labels, column=args.label_column) if args.labels is not None else None
     result = track(runs, space=args.space, labels=labels, order=args.order, step=args.step, base=args.base,
                    fit_on=args.fit_on, k=args.k, t=args.t, ci=args.ci, n_boot=args.n_boot, random_state=args.seed,
@@ -54,6 +58,24 @@ def run(args: argparse.Namespace) -> int:
     print(terminal_safe(section.text))
     print(f"wrote {len(section.written)} files to {args.out}")
     return 0
+
+
+def check_shared_questions(runs) -> None:  # noqa: ANN001 - a canonical polars table
+    """Refuse, with one line, a series whose checkpoints share fewer than half of the questions
+    any of them has: splits on the few shared ones would be printed as if they were the study
+    (question text that changes between trials, e.g. a prefixed reflection, gives new ids)."""
+    from mechanism.errors import InputError
+
+    sets = [set(part["question_id"].to_list()) for _, part in runs.group_by("arm")]
+    if len(sets) < 2:
+        return
+    union = set().union(*sets)
+    shared = set.intersection(*sets)
+    if len(shared) * 2 < len(union):
+        raise InputError(f"the checkpoints share {len(shared):,} of {len(union):,} questions (below half): question ids "
+                         "differ between them (text that changes between trials?); key questions with "
+                         "`question_key=` (`--question-key text` or a regular expression) or `--columns "
+                         "question_id=FIELD`, or pass `--allow-few-shared`", field="question_id")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -68,7 +68,8 @@ def plot_track_shares(shares: pl.DataFrame, *, top: int = 7, ax: plt.Axes | None
         :attr:`Track.shares` (``checkpoint, step, order, strategy, name, share``).
     top
         Strategies drawn in their own colour, by their largest share in the series; the rest
-        are stacked together as "other strategies".
+        are stacked together as "other strategies"; outliers (strategy -1) are their own layer,
+        "outliers", as in every table.
     ax
         Axes to draw into (default: a new figure).
     caption
@@ -83,10 +84,13 @@ def plot_track_shares(shares: pl.DataFrame, *, top: int = 7, ax: plt.Axes | None
     colors = strategy_colors(sorted(set(shares["strategy"].to_list())), top=max(top, 11))
     grid = {s: np.zeros(len(names)) for s in kept}
     other = np.zeros(len(names))
+    outliers = np.zeros(len(names))  # one label everywhere: the tables call strategy -1 "outliers" too
     for r in shares.iter_rows(named=True):
         i = names.index(r["checkpoint"])
         if r["strategy"] in grid:
             grid[r["strategy"]][i] = r["share"]
+        elif r["strategy"] == -1:
+            outliers[i] += r["share"]
         else:
             other[i] += r["share"]
     with paper_style():
@@ -94,9 +98,10 @@ def plot_track_shares(shares: pl.DataFrame, *, top: int = 7, ax: plt.Axes | None
             fig, ax = plt.subplots(figsize=(8.0, 3.2), constrained_layout=True)
         else:
             fig = ax.figure
-        layers = [grid[s] for s in kept] + ([other] if other.any() else [])
-        labels = [_plain(label.get(s, f"S{s}")) for s in kept] + (["other strategies"] if other.any() else [])
-        cols = [colors[s] for s in kept] + ([_OTHER] if other.any() else [])
+        layers = [grid[s] for s in kept] + ([other] if other.any() else []) + ([outliers] if outliers.any() else [])
+        labels = ([_plain(label.get(s, f"S{s}")) for s in kept] + (["other strategies"] if other.any() else [])
+                  + (["outliers"] if outliers.any() else []))
+        cols = [colors[s] for s in kept] + ([_OTHER] if other.any() else []) + (["#000000"] if outliers.any() else [])
         ax.stackplot(x, *layers, labels=labels, colors=cols, alpha=0.9, edgecolor="white", linewidth=0.6)
         for xi in x:
             ax.axvline(xi, color="white", linewidth=0.4, alpha=0.6)

@@ -30,7 +30,7 @@ from mechanism.readers._build import SCORERS, Columns, ReadOptions, Tally, build
 from mechanism.readers._fields import FieldMap, _get_path, _MISSING
 from mechanism.readers._where import prepare_sql
 from mechanism.readers._io import (
-    check_nonempty, container, frame_records, iter_jsonl, json_records, load_json,
+    EmptyInput, check_nonempty, container, folder_files, frame_records, iter_jsonl, json_records, load_json,
     read_csv, read_parquet, unwrap, check_surrogates,
 )
 from mechanism.schema import validate
@@ -51,9 +51,14 @@ Duplicates = Literal["keep", "drop"]
 _INT64_MAX = 2**63 - 1
 
 
-def input_paths(path_or_paths: PathArg) -> list[Path]:
+def input_paths(path_or_paths: PathArg, *, skipped: list[SkippedRecord] | None = None) -> list[Path]:
     """The files :func:`read` visits for ``path_or_paths``, in order: a folder's trajectory
-    files (.jsonl, .json, .parquet, .csv, ...) sorted by name, a file as it is."""
+    files (.jsonl, .json, .parquet, .csv, ...) sorted by name, a file as it is.
+
+    A folder's entry with a trajectory suffix that is not a regular file (a dangling symlink,
+    a FIFO, a device, a socket, a folder) is refused with one :class:`InputError` naming it,
+    or, given a ``skipped`` list (``errors="skip"``), left out and listed there.
+    """
     items = [path_or_paths] if isinstance(path_or_paths, (str, PathLike)) else list(path_or_paths)
     if not items:
         raise InputError("no input files given", field="path")
@@ -63,8 +68,14 @@ def input_paths(path_or_paths: PathArg) -> list[Path]:
             raise InputError(f"expected a file path, got {type(item).__name__}", field="path")
         p = Path(item)
         if p.is_dir():
-            found = sorted(c for c in p.iterdir() if c.is_file() and c.suffix.lower() in _FILE_SUFFIXES)
-            if not found:
+            found, others = folder_files(p, _FILE_SUFFIXES)
+            for entry, what in others:
+                reason = f"not a regular file: {what}, in a folder of trajectory files"
+                if skipped is None:
+                    raise InputError(f"{reason} (remove it, or read with errors='skip' to leave it out, listed)",
+                                     source=str(entry), field="path")
+                skipped.append(SkippedRecord(str(entry), None, "path", reason))
+            if not found and not others:
                 subfolders = sorted(c.name for c in p.iterdir() if c.is_dir())
                 hint = f"; it has the subfolders {', '.join(subfolders[:8])}" if subfolders else ""
                 raise InputError(f"folder holds no trajectory files (.jsonl, .json, .parquet, .csv){hint}",
@@ -266,7 +277,10 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
     errors
         ``"raise"`` stops at the first bad record with file, line and reason; ``"skip"``
         leaves bad records out and lists each in the report
-        (``rows_in == rows_kept + len(skipped) + rows_filtered``).
+        (``rows_in == rows_kept + len(skipped) + rows_filtered``). A whole input with no
+        record to read (a 0-byte or blank-only file, a folder entry that is a dangling
+        symlink, a FIFO, a device or a socket) is an error under ``"raise"`` and listed in
+        the report's ``skipped_files`` under ``"skip"``.
     report
         Also return a :class:`~mechanism.errors.ReadReport` (format per file, skipped
         records, notes on derived ids, which field named the arms (or that the file name
@@ -343,12 +357,18 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
     rep = ReadReport()
     tally = Tally(scorer_name=options.scorer_name)
     rows = Columns()
-    for path in input_paths(path_or_paths):
+    for path in input_paths(path_or_paths, skipped=rep.skipped_files if errors == "skip" else None):
         src = None
         if format == "inspect" or (format == "auto" and inspectlog.is_inspect_log(path)):
             src_name, fmt, records = str(path), "inspect", inspectlog.records(path)
         else:
-            src = _Source(path, fields)
+            try:
+                src = _Source(path, fields)
+            except EmptyInput as empty:  # no record to read, said either way
+                if errors == "raise":
+                    raise
+                rep.skipped_files.append(SkippedRecord(str(path), None, None, empty.reason))
+                continue
             src_name = src.name
             fmt = src.detect() if format == "auto" else format
             records = src.records(fmt)
@@ -401,6 +421,11 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
             shown = ", ".join(map(str, src.blank[:5])) + (", ..." if len(src.blank) > 5 else "")
             rep.notes.append(f"{src_name}: {len(src.blank)} blank line{'s' if len(src.blank) > 1 else ''} "
                              f"(no record) left out: line {shown}")
+    missing = fields.unmatched() if rep.rows_in > len(rep.skipped) else []
+    if missing:  # a misspelt field or path would otherwise be ignored without a word
+        name = missing[0]
+        raise InputError(f"`columns` maps `{name}` to `{fields.columns[name][:200]}`, which no record holds "
+                         "(check the field's name and path)", field="columns")
     frame = _duplicates(rows.frame(origin=True), duplicates, rep)
     frame = _assign_samples(frame, errors, rep)
     rep.rows_kept = frame.height
@@ -580,9 +605,17 @@ def _duplicates(frame: pl.DataFrame, mode: str, rep: ReadReport) -> pl.DataFrame
     if not n:
         return frame
     if mode == "keep":
-        rep.notes.append(f"{n} episodes repeat an earlier episode of their arm and question exactly (same steps and "
-                         "answer, no `sample_id` in the source: written twice by a logger?): kept as further "
-                         "samples; `duplicates='drop'` leaves them out")
+        # a repeat in the file of its first copy is a logger's; one in another file is a second run
+        # (two configurations merged into one arm) that happened to do the same
+        first_source = pl.col("_source").first().over(content)
+        same = int(marked.filter(pl.col("_repeat") & (pl.col("_source") == first_source)).height)
+        if same:
+            rep.notes.append(f"{same} episodes repeat an earlier episode of their arm and question exactly in the "
+                             "same file (same steps and answer, no `sample_id` in the source: written twice by a "
+                             "logger?): kept as further samples; `duplicates='drop'` leaves them out")
+        if n - same:
+            rep.notes.append(f"{n - same} episodes are identical to an episode of their arm and question in another "
+                             "file (two runs merged into one arm that did the same; not a logger's repeat): kept")
         return frame
     firsts = (marked.filter(~pl.col("_repeat")).with_columns(_content=content)
               .unique("_content", keep="first", maintain_order=True).select("_content", "_source", "_line")

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mechanism.errors import InputError
+from mechanism.patterns import PATTERN_MAX, compile_linear
 
 __all__ = ["extract_answer", "strip_think", "compile_answer_pattern"]
 
@@ -188,42 +188,17 @@ def strip_think(text: str) -> str:
     return "".join(out)
 
 
-ANSWER_PATTERN_MAX = 10_000  # characters of a user's answer pattern
+ANSWER_PATTERN_MAX = PATTERN_MAX  # characters of a user's answer pattern
 
 
 def compile_answer_pattern(pattern: "str | re.Pattern[str] | None") -> Any:
-    """A user's ``answer_pattern`` compiled by RE2 (``google-re2``), a regular-expression engine
-    whose time is linear in the text: Python's ``re`` backtracks, so ``(a+)+$`` takes time
-    exponential in a long message and ``.*ANSWER: (.*)`` quadratic where nothing matches,
-    and the messages are untrusted. A pattern RE2 cannot run (backreferences, lookaround) is
-    refused with a one-line error saying so. ``.`` matches newlines, as ``re.S`` does. An
-    already compiled ``re.Pattern`` is the caller's own choice and is used as it is."""
-    if pattern is None or isinstance(pattern, re.Pattern):
-        return pattern
-    if not isinstance(pattern, str) or not pattern:
-        raise InputError("`answer_pattern` must be a non-empty regular expression", field="answer_pattern")
-    if len(pattern) > ANSWER_PATTERN_MAX:
-        raise InputError(f"`answer_pattern` is {len(pattern)} characters long: at most {ANSWER_PATTERN_MAX}",
-                         field="answer_pattern")
-    import re2
-
-    options = re2.Options()
-    options.dot_nl = True  # as re.S
-    options.log_errors = False  # RE2 would print its own message on stderr
-    try:
-        return re2.compile(pattern, options)
-    except re2.error as exc:
-        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        try:
-            re.compile(pattern)
-            valid = True
-        except re.error:
-            valid = False
-        if valid:
-            raise InputError(f"`answer_pattern` uses a feature the linear-time engine (RE2) cannot run ({reason}): "
-                             "rewrite it without backreferences or lookaround", field="answer_pattern") from None
-        raise InputError(f"`answer_pattern` is not a valid regular expression ({reason})",
-                         field="answer_pattern") from None
+    """A user's ``answer_pattern`` compiled by RE2 (:func:`mechanism.patterns.compile_linear`), a
+    regular-expression engine whose time is linear in the text: Python's ``re`` backtracks, so
+    ``(a+)+$`` takes time exponential in a long message and ``.*ANSWER: (.*)`` quadratic where
+    nothing matches, and the messages are untrusted. A pattern RE2 cannot run (backreferences,
+    lookaround) is refused with a one-line error saying so. ``.`` matches newlines, as ``re.S``
+    does. An already compiled ``re.Pattern`` is the caller's own choice and is used as it is."""
+    return compile_linear(pattern, option="answer_pattern", dot_all=True)
 
 
 def extract_answer(text: str, *, pattern: Any = None,

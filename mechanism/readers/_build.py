@@ -19,9 +19,11 @@ import polars as pl
 import pyarrow as pa
 
 from mechanism.errors import InputError
-from mechanism.failures import compile_error_pattern, is_failure
+from mechanism.failures import compile_error_pattern, failure_kind
+from mechanism.patterns import compile_linear
 from mechanism.names import display_name, escape_control
 from mechanism.readers._fields import FieldMap, as_bool, as_float, as_gold, as_int, as_str
+from mechanism.readers._repeats import RepeatedReplies
 from mechanism.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS
 from mechanism.scoring import contains_answer, normalize_answer, token_f1
 
@@ -29,6 +31,11 @@ SCORERS = ("em", "f1", "cover-em", "contains")
 F1_THRESHOLD = 0.5  # `scorer="f1"`: correct when token F1 reaches this (the usual partial-credit cut)
 _EXAMPLES = 3
 _SELF_TOOLS = frozenset({"reflect", "think", "plan", "note", "scratchpad"})
+# a logger's gold-answer line; in agent-visible text it is a leak (flagged, see Tally.leak)
+_LEAK_LINE = re.compile(r"^[ \t]*(?:correct answer|gold(?: answer)?|ground[ _-]?truth)[ \t]*:[ \t]*([^\n]*)",
+                        re.I | re.M)
+_LEAK_HINT = re.compile(r"correct answer|gold|ground[ _-]?truth", re.I)
+_FIELD_VALUES = 100_000  # distinct values kept per candidate grouping field (bounded memory)
 LONG_ANSWER = 2_000  # characters: longer is a whole message or a runaway generation, not an answer
 _WARN_MIN_ANSWERS = 5  # fewer answers, all wrong, is no sign of a misread
 
@@ -57,7 +64,7 @@ class ReadOptions:
     round_tools: frozenset[str] | None = None
     skip_tools: frozenset[str] = frozenset()
     question_key: "QuestionKey | None" = None
-    error_pattern: "re.Pattern[str] | None" = None
+    error_pattern: Any = None  # compiled by RE2 (mechanism.patterns), or the caller's own re.Pattern
 
     @classmethod
     def make(cls, *, scorer: Any = "em", unanswered: str = "fail",
@@ -112,7 +119,9 @@ def question_hash(question: str) -> str:
 class QuestionKey:
     """``question_key=``: question ids from a normalised form of the question text, or from a
     regular expression's capture, for logs whose question text carries a prefix that changes
-    (a reflection, a trial header) while the question stays the same.
+    (a reflection, a trial header) while the question stays the same. A pattern given as text
+    is compiled by RE2 (:func:`mechanism.patterns.compile_linear`, ``.`` matching newlines):
+    its time is linear in the question whatever the pattern.
 
     ``"text"``: the text after SQuAD normalisation (lower case, punctuation, articles and
     runs of space removed); a regular expression (text or compiled): its first match in the
@@ -120,7 +129,7 @@ class QuestionKey:
     match is a bad record naming `question`.
     """
 
-    def __init__(self, pattern: "re.Pattern[str] | None", label: str) -> None:
+    def __init__(self, pattern: Any, label: str) -> None:
         self.pattern = pattern
         self.label = label
 
@@ -134,10 +143,7 @@ class QuestionKey:
             raise InputError("`question_key` must be 'text' or a regular expression", field="question_key")
         if spec.strip() in ("text", "normalized", "normalised"):
             return cls(None, "the normalised question text")
-        try:
-            return cls(re.compile(spec, re.S), f"the capture of {spec!r}")
-        except re.error as exc:
-            raise InputError(f"`question_key` is not a valid regular expression ({exc})", field="question_key") from None
+        return cls(compile_linear(spec, option="question_key", dot_all=True), f"the capture of {spec!r}")
 
     def key(self, question: str) -> str:
         text = question
@@ -162,6 +168,9 @@ class Tally:
     calls_by_tool: Counter = field(default_factory=Counter)
     failed_by_tool: Counter = field(default_factory=Counter)
     error_pattern: bool = False
+    failure_kinds: Counter = field(default_factory=Counter)  # mechanism.failures.FAILURE_KINDS -> calls
+    nothing_forms: Counter = field(default_factory=Counter)  # "nothing" answers as written ('None', '') -> calls
+    replies: RepeatedReplies = field(default_factory=RepeatedReplies)
     arm_overridden: int = 0
     kept_without_answer: int = 0
     unanswered: int = 0
@@ -180,6 +189,12 @@ class Tally:
     # arm -> [rows scored here, of them with an answer, of them correct]
     arm_scoring: dict[str, list[int]] = field(default_factory=dict)
     arm_examples: dict[str, tuple[str, str]] = field(default_factory=dict)
+    arm_mapped: bool = False  # the user named the arm field (`columns={'arm': ...}`): no advice to do so
+    gold_leaks: int = 0
+    gold_leak_examples: list[str] = field(default_factory=list)
+    # record fields of rows whose question id came from the text: name -> distinct values
+    field_values: dict[str, set] = field(default_factory=dict)
+    hashed_groups: Counter = field(default_factory=Counter)  # (arm, question id from text) -> rows
 
     _norm: dict[str, str] = field(default_factory=dict)
     _f1_cache: dict[tuple[str, str], float] = field(default_factory=dict)
@@ -218,8 +233,29 @@ class Tally:
         """Count one parser note (a repaired or dropped action) and keep a few locations."""
         entry = self.parser_notes.setdefault(kind, [0, []])
         entry[0] += 1
-        if len(entry[1]) < _EXAMPLES:
+        if len(entry[1]) < _EXAMPLES and where not in entry[1]:  # one location once
             entry[1].append(where)
+
+    def leak(self, gold: list[str], question: str, steps: list[dict[str, Any]], where: str) -> None:
+        """Flag an episode whose agent-visible text (question, thoughts, observations, user
+        turns) holds a gold answer on a bookkeeping-shaped line (``Correct answer:``,
+        ``Gold:``, ``Ground truth:``): a logger's line read as part of the transcript."""
+        if not gold:
+            return
+        texts = [("question", question)]
+        for i, st in enumerate(steps, start=1):
+            texts += [(f"step {i} {name}", st.get(name)) for name in ("thought", "observation", "user")]
+        golds = [g for g in (self._normalized(g) for g in gold) if g]
+        for name, text in texts:
+            if not isinstance(text, str) or _LEAK_HINT.search(text) is None:
+                continue
+            for m in _LEAK_LINE.finditer(text):
+                said = self._normalized(m.group(1))
+                if said and any(f" {g} " in f" {said} " for g in golds):
+                    self.gold_leaks += 1
+                    if len(self.gold_leak_examples) < _EXAMPLES:
+                        self.gold_leak_examples.append(f"{where}, {name}: {_short(m.group(0).strip())}")
+                    return
 
     def score(self, answer: str | None, gold: list[str], options: "ReadOptions") -> bool:
         """``correct`` of an answer by the chosen scorer."""
@@ -239,8 +275,16 @@ class Tally:
 
     def warnings(self) -> list[str]:
         """Loud notes: arms whose every found answer failed the scorer (a sign that the answer
-        was taken from the wrong place, not that the agent is always wrong)."""
+        was taken from the wrong place, not that the agent is always wrong), and episodes whose
+        agent-visible text shows the gold on a bookkeeping line (:meth:`leak`)."""
         out = []
+        grouping = self.grouping_warning()
+        if grouping and grouping[1]:
+            out.append(grouping[0])
+        if self.gold_leaks:
+            out.append(f"{self.gold_leaks} episodes show a gold answer on a bookkeeping line in what the agent saw "
+                       "(a logger's line read as transcript: retrieval and failures would be miscounted); e.g. "
+                       + "; ".join(self.gold_leak_examples))
         for arm, (scored, answered, correct) in self.arm_scoring.items():
             if answered >= _WARN_MIN_ANSWERS and not correct:
                 example = self.arm_examples.get(arm)
@@ -250,14 +294,69 @@ class Tally:
                            "(`answer_pattern=`, `columns={'answer': ...}`) or pick another `scorer=`")
         return out
 
+    def grouping_warning(self) -> tuple[str, bool] | None:
+        """When question ids came from the text and most (arm, question) groups hold one
+        sample: the message naming the record fields with an id-like name and fewer distinct
+        values that might group them, and whether any was found (a warning then, else a note:
+        one sample per question is also a design)."""
+        groups = self.hashed_groups
+        singles = sum(1 for n in groups.values() if n == 1)
+        if len(groups) < 4 or singles * 2 <= len(groups):
+            return None
+        n_ids = len({q for _, q in groups})
+        idlike = re.compile(r"(?:^|[_.\-])(?:id|ids|idx|index|key|uid|qid|task|question|problem|item)(?:$|[_.\-])|"
+                            r"(?:id|idx|key)$", re.I)
+        found = [(name, len(values)) for name, values in self.field_values.items()
+                 if 1 < len(values) < n_ids and idlike.search(name) is not None]
+        found.sort(key=lambda nv: (idlike.search(nv[0]) is None, -nv[1], nv[0]))
+        if found:
+            name = found[0][0]
+            shown = ", ".join(f"`{n}` ({v:,} values)" for n, v in found[:3])
+            hint = (f"record fields with fewer distinct values that may name the question: {shown}; e.g. "
+                    f"`columns={{'question_id': {name!r}}}` (CLI `--columns question_id={name}`), or `question_key=`")
+        else:
+            hint = "name the question's id field with `columns={'question_id': ...}`, or pass `question_key=`"
+        return (f"question ids come from the question text, and {singles:,} of {len(groups):,} (arm, question) groups "
+                f"hold one sample ({n_ids:,} \"questions\"): if the text changes between samples of one question "
+                f"(a rewritten first message, a prefixed reflection), they are not grouped; {hint}", bool(found))
+
+    def failure_notes(self) -> list[str]:
+        """What the failure reading decided beyond error messages: calls the environment
+        answered with nothing, HTTP errors, calls the input marked failed, and texts repeated
+        after many different calls, proposed as an ``error_pattern``."""
+        out = []
+        nothing = self.failure_kinds.get("nothing", 0)
+        if nothing:
+            forms = ", ".join(f"{'empty' if not t else repr(t)} {n}" for t, n in
+                              sorted(self.nothing_forms.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
+            out.append(f"{nothing} calls answered with nothing ({forms}) counted as failed calls (the default "
+                       "reading: an empty observation, `None`, `null`, `Nothing happens.`; not the empty output "
+                       "of a command or a write)")
+        if self.failure_kinds.get("http"):
+            out.append(f"{self.failure_kinds['http']} calls answered with an HTTP error (a 4xx/5xx status line or "
+                       "error body) counted as failed calls")
+        if self.failure_kinds.get("given"):
+            out.append(f"{self.failure_kinds['given']} calls marked failed in the input (`steps.failed`) kept so")
+        for p in self.replies.proposals():
+            tools = ", ".join(f"`{t}`" for t in p.tools[:3]) + (" and more" if len(p.tools) > 3 else "")
+            shown = _short(p.text, 80)
+            out.append(f"observation {shown} follows {p.actions}{'+' if p.actions >= 256 else ''} distinct calls "
+                       f"of {tools} ({p.calls} calls, {p.share:.0%}): if it is the environment's fixed answer to an "
+                       f"action that did nothing, pass `error_pattern={p.pattern!r}` (CLI `--error-pattern "
+                       f"{_shell_quote(p.pattern)}`) to count it as failed")
+        return out
+
     def notes(self) -> list[str]:
         out = []
+        grouping = self.grouping_warning()
+        if grouping and not grouping[1]:
+            out.append(grouping[0])
         if self.hashed_qid:
             out.append(f"{self.hashed_qid} rows had no `question_id`: derived a stable id from the question text")
         for source, arm in self.arm_from_stem.items():
             out.append(f"{source}: no `arm` field and no `arm=`: arm named {arm!r} after the file")
         for (source, key), n in self.arm_fields.items():
-            if key == "arm" or key.startswith("`") or " " in key:
+            if key == "arm" or key.startswith("`") or " " in key or self.arm_mapped:
                 how = f"the field `{key}`" if key == "arm" else key
                 out.append(f"{source}: arms named by {how} ({n} rows)")
             else:  # a model or checkpoint field: two runs of one model would merge into one arm
@@ -271,6 +370,7 @@ class Tally:
                               sorted(self.calls_by_tool.items(), key=lambda kv: (-kv[1], kv[0]))[:12])
             more = len(self.calls_by_tool) - 12
             out.append(f"failed calls by tool ({how}): {shown}" + (f", and {more} more tools" if more > 0 else ""))
+            out.extend(self.failure_notes())
         for escaped in self.escaped_arms:
             out.append("arm name with control characters (newlines, escape sequences) kept escaped: "
                        f"{display_name(escaped, max_length=60, mathtext=False)!r}")
@@ -317,6 +417,11 @@ class Tally:
 _RULE_NAMES = {"pattern": "`answer_pattern`", "boxed": "\\boxed{}", "final_answer": "'Final answer:'",
                "answer_line": "'Answer:'", "answer_is": "'the answer is'", "finish": "Finish[...]", "whole_message": "the whole message",
                "finish_tool": "a finishing tool call"}
+
+
+def _shell_quote(text: str) -> str:
+    """``text`` as one shell word (POSIX single quotes)."""
+    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -528,15 +633,41 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
         tally.keyed_questions += 1
         tally.question_key_label = options.question_key.label
     tally.error_pattern = options.error_pattern is not None
+    mark = options.error_pattern is not None
     for step in steps:  # failed calls as the environment said them, per tool
         tool = step.get("tool") or "tool"
         tally.calls_by_tool[tool] += 1
-        if is_failure(step.get("observation"), options.error_pattern):
+        observation = step.get("observation")
+        kind = failure_kind(observation, options.error_pattern, tool=step.get("tool"))
+        given = step.get("failed")
+        if kind is None and given is True:
+            kind = "given"
+        if kind is not None:
             tally.failed_by_tool[tool] += 1
+            tally.failure_kinds[kind] += 1
+            if kind == "nothing":
+                form = observation.strip()[:40]
+                if form in tally.nothing_forms or len(tally.nothing_forms) < 16:  # bounded
+                    tally.nothing_forms[form] += 1
+        else:
+            tally.replies.add(observation, tool, step.get("arguments") or step.get("query"))
+        if mark or given is not None:
+            # the read's verdict travels with the step (and through parquet), so the strategy fit
+            # reads the calls the way this read did, `error_pattern` included
+            step["failed"] = kind is not None
     if from_stem:
         tally.arm_from_stem.setdefault(source, stem_arm)
     if hashed:
         tally.hashed_qid += 1
+        for name, value in record.items():  # fields that might group these rows by question
+            if name in consumed or name[:1] == "_" or isinstance(value, bool) or not isinstance(value, (str, int)):
+                continue
+            seen = tally.field_values.setdefault(name, set())
+            if len(seen) < _FIELD_VALUES:
+                seen.add(value)
+        tally.hashed_groups[(row["arm"], row["question_id"])] += 1
+    tally.arm_mapped = "arm" in fields.columns
+    tally.leak(gold, question, steps, f"{source} line {line}")
     return row
 
 
@@ -557,6 +688,9 @@ class Columns:
         self.gold_len: list[int] = []
         self.steps: dict[str, list[str | None]] = {f: [] for f in STEP_FIELDS}
         self.steps_len: list[int] = []
+        # `failed`: the read's verdict per call, kept when the read marked any (error_pattern=)
+        self.failed: list[bool | None] = []
+        self.any_failed = False
 
     def __len__(self) -> int:
         return len(self.steps_len)
@@ -569,6 +703,10 @@ class Columns:
         steps = row["steps"]
         for f, values in self.steps.items():
             values.extend([st.get(f) for st in steps])
+        flags = [st.get("failed") for st in steps]
+        self.failed.extend(flags)
+        if not self.any_failed and any(f is not None for f in flags):
+            self.any_failed = True
         self.steps_len.append(len(steps))
 
     def frame(self, *, origin: bool = False) -> pl.DataFrame:
@@ -582,9 +720,13 @@ class Columns:
         columns = []
         for name, dtype in schema.items():
             if name == "steps":
-                columns.append(_list_series(name, pl.DataFrame(
-                    [pl.Series(f, v, dtype=pl.String) for f, v in self.steps.items()]
-                ).select(pl.struct(STEP_FIELDS)).to_series(), self.steps_len).cast(pl.List(STEP_DTYPE)))
+                fields = [pl.Series(f, v, dtype=pl.String) for f, v in self.steps.items()]
+                step_dtype: pl.DataType = STEP_DTYPE
+                if self.any_failed:
+                    fields.append(pl.Series("failed", self.failed, dtype=pl.Boolean))
+                    step_dtype = pl.Struct({**dict(STEP_DTYPE.to_schema()), "failed": pl.Boolean})
+                columns.append(_list_series(name, pl.DataFrame(fields).select(pl.struct([f.name for f in fields]))
+                                            .to_series(), self.steps_len).cast(pl.List(step_dtype)))
             elif name == "gold":
                 columns.append(_list_series(name, pl.Series(self.gold, dtype=pl.String), self.gold_len)
                                .cast(pl.List(pl.String)))

@@ -106,6 +106,8 @@ class FieldMap:
         # record key tuple -> canonical name -> candidate top-level keys present, in alias order;
         # files repeat one key layout, so the alias search runs once per layout
         self._plans: dict[tuple[str, ...], dict[str, tuple[str, ...]]] = {}
+        # the mapped names some record held (a path that matches nothing is the reader's error)
+        self.present: set[str] = set()
 
     def paths(self, name: str) -> tuple[str, ...]:
         return self._paths[name]
@@ -126,6 +128,8 @@ class FieldMap:
                     plan[name] = None  # type: ignore[assignment]
                 else:
                     plan[name] = tuple(p for p in paths if p in keys)
+                    if plan[name] and name in self.columns:
+                        self.present.add(name)
             self._plans[layout] = plan
         return plan
 
@@ -142,9 +146,15 @@ class FieldMap:
             return None, None
         for path in self._paths[name]:
             value = _get_path(record, path)
+            if value is not _MISSING and name in self.columns:
+                self.present.add(name)
             if value is not _MISSING and value is not None and not _is_nan(value):
                 return path, value
         return None, None
+
+    def unmatched(self) -> list[str]:
+        """The canonical names ``columns`` maps to a path that no record looked at held."""
+        return [name for name in self.columns if name not in self.present]
 
     def find_all(self, record: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, tuple[str | None, Any]]:
         """:meth:`find` for several names at once (one plan lookup per record)."""

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import polars as pl
 
-from mechanism.cachefile import DuplicateKeyError, check_parquet_depth, unique_keys
+from mechanism.cachefile import DuplicateKeyError, check_parquet_depth, read_regular, unique_keys
 from mechanism.errors import InputError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
@@ -24,6 +26,11 @@ WRAPPER_KEYS = ("trajectories", "records", "data", "rows", "items", "samples")
 
 class BadRecord(InputError):
     """A record that could not be decoded; readers skip it under ``errors="skip"``."""
+
+
+class EmptyInput(InputError):
+    """A file with no records at all (0 bytes, or only blank lines); skipped whole, and
+    listed, under ``errors="skip"``."""
 
 
 # what a file that no format decodes most often is, by its first bytes
@@ -69,28 +76,92 @@ def container(path: Path, head: bytes | None = None) -> str:
     return "jsonl"
 
 
-def check_nonempty(path: Path) -> bytes | None:
-    """Check that ``path`` is there and not empty. A pipe or device (``/dev/stdin``, a shell's
-    ``<(...)``) has no size to look at and can be read only once: its bytes are read here and
-    returned (``None`` for a regular file)."""
-    if not path.exists():
-        raise InputError("file not found", source=str(path))
-    if path.is_dir():
-        raise InputError("is a directory, expected a file", source=str(path))
+# A pipe is read into memory (it can be read only once): past this many bytes it is refused by
+# name, before memory runs out, with the advice to write it to a file (which streams).
+PIPE_MAX_BYTES = 2 * 2**30
+_BLANK_SCAN = 2**20  # bytes looked at per step for a first non-blank byte
+
+
+def entry_kind(path: Path) -> str | None:
+    """What ``path`` is when it is not a regular file (following symlinks): ``"a dangling
+    symlink"``, ``"a FIFO"``, ``"a character device"``, ... ; ``None`` for a regular file."""
     try:
-        if path.is_file():
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "a dangling symlink" if os.path.islink(path) else "missing"
+    except OSError as exc:
+        return f"unreadable ({' '.join(str(exc.strerror or exc).split()).lower()})"
+    mode = info.st_mode
+    for test, what in ((stat.S_ISREG, None), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def folder_files(folder: Path, suffixes: tuple[str, ...]) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """A folder's entries with a trajectory suffix, sorted by name: the regular files (symlinks to
+    regular files included), and the others with what they are (a dangling symlink, a FIFO, a
+    device, a socket, a folder), which the caller refuses or reports: none is left out unsaid."""
+    files, others = [], []
+    for entry in sorted(folder.iterdir()):
+        if entry.suffix.lower() not in suffixes:
+            continue
+        what = entry_kind(entry)
+        if what is None:
+            files.append(entry)
+        else:
+            others.append((entry, what))
+    return files, others
+
+
+def _first_non_blank(fh: IO[bytes]) -> bool:
+    """Whether the file holds a byte that is not whitespace (read until one is found)."""
+    while True:
+        chunk = fh.read(_BLANK_SCAN)
+        if not chunk:
+            return False
+        if chunk.strip():
+            return True
+
+
+def check_nonempty(path: Path) -> bytes | None:
+    """Check that ``path`` is there and holds something besides blank lines (a 0-byte file and
+    a file of blank lines are both "empty file"). A pipe (``/dev/stdin``, a shell's ``<(...)``)
+    has no size to look at and can be read only once: its bytes are read here, at most
+    :data:`PIPE_MAX_BYTES`, and returned (``None`` for a regular file). A device
+    (``/dev/zero``, a terminal), a socket or a dangling symlink is refused by name unread."""
+    if not os.path.lexists(path):
+        raise InputError("file not found", source=str(path))
+    what = entry_kind(path)
+    if what == "a folder":
+        raise InputError("is a directory, expected a file", source=str(path))
+    if what not in (None, "a FIFO"):
+        raise InputError(f"not a regular file: {what} (trajectories are read from files or pipes)",
+                         source=str(path), field="path")
+    try:
+        if what is None:
             if path.stat().st_size == 0:
-                raise InputError("empty file", source=str(path))
+                raise EmptyInput("empty file (0 bytes)", source=str(path))
             with open(path, "rb") as fh:
                 sniff_encoding(fh.read(64), str(path))
+                fh.seek(0)
+                if not _first_non_blank(fh):
+                    raise EmptyInput("empty file (only blank lines)", source=str(path))
             return None
         with open(path, "rb") as fh:
-            data = fh.read()
+            data = fh.read(PIPE_MAX_BYTES + 1)
     except PermissionError:
         raise InputError("permission denied", source=str(path)) from None
+    if len(data) > PIPE_MAX_BYTES:
+        raise InputError(f"the pipe gave more than {PIPE_MAX_BYTES:,} bytes: write it to a file first (files "
+                         "are streamed)", source=str(path), field="path")
     if not data:
-        raise InputError("empty input (the pipe or device gave no data)", source=str(path))
+        raise EmptyInput("empty input (the pipe or device gave no data)", source=str(path))
     sniff_encoding(data[:64], str(path))
+    if not data.strip():
+        raise EmptyInput("empty input (the pipe gave only blank lines)", source=str(path))
     return data
 
 
@@ -159,7 +230,14 @@ def iter_jsonl(path: Path, data: bytes | None = None, blank: list[int] | None = 
     """
     source = str(path)
     with open_binary(path, data) as fh:
+        # a file that grows while it is read (a live log, a special file posing as a regular one)
+        # is refused at the size it had when opened, before it can fill memory
+        limit, used = (os.fstat(fh.fileno()).st_size if data is None else len(data)), 0
         for number, raw in enumerate(fh, 1):
+            used += len(raw)
+            if used > limit:
+                raise InputError(f"file grew while it was read (past the {limit:,} bytes it had when opened): "
+                                 "read a finished file", source=source, line=number)
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             if not raw or raw.isspace():  # (raw.strip() would copy a long line to test it)
@@ -199,7 +277,13 @@ def _json_reason(exc: Exception, text: str) -> str:
 def load_json(path: Path, data: bytes | None = None) -> Any:
     """A whole JSON document (the format has no line structure to stream)."""
     source = str(path)
-    raw = path.read_bytes() if data is None else data
+    if data is None:
+        try:
+            raw = read_regular(path, max_bytes=2**63 - 1)
+        except ValueError as exc:
+            raise InputError(str(exc).replace(f"`{path.name}` ", "file ", 1), source=source) from None
+    else:
+        raw = data
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     try:

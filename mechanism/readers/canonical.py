@@ -1,5 +1,6 @@
 """The canonical table written out: JSONL, JSON, parquet or CSV with the columns of
-:mod:`mechanism.schema` (in CSV, ``gold`` and ``steps`` are JSON text).
+:mod:`mechanism.schema` (in CSV, ``gold`` and ``steps`` are JSON text). A step's optional
+``failed`` (true/false: the failure verdict of the read that wrote the table) is kept.
 """
 from __future__ import annotations
 
@@ -48,6 +49,13 @@ def _steps(value: Any, field: str) -> list[dict[str, str | None]]:
                 row[name] = json.dumps(v, ensure_ascii=False)
             else:
                 row[name] = as_str(v, f"{field}[{i}].{name}")
+        # a table an earlier read wrote with its failure verdicts (`error_pattern=`) keeps them
+        failed = step.get("failed")
+        if failed is not None:
+            if not isinstance(failed, bool):
+                raise InputError(f"`{field}[{i}].failed` must be true, false or null, got {type(failed).__name__}",
+                                 field=f"{field}[{i}].failed")
+            row["failed"] = failed
         out.append(row)
     return out
 

@@ -9,6 +9,12 @@ run the last); the others stay in the thought text and are counted in a note. In
 messages an observation may come unlabelled: after an action, the next message that is not
 the assistant's is its observation. A finishing action (``finish``, ``answer``, ...) gives the
 final answer and is not a round. Tool names are lower-cased.
+
+A log's own bookkeeping before the first or after the last ReAct line (Reflexion's
+``Correct answer: <gold>`` trailer, trial banners such as ``BEGIN TRIAL 1`` or rows of
+``#``/``-``) is not what the agent saw: it goes to ``meta`` as ``bookkeeping``, never into
+an observation or a thought (a halted episode has no finishing action, so without this the
+trailer would join its last observation and put the gold into what was "retrieved").
 """
 from __future__ import annotations
 
@@ -36,6 +42,11 @@ REPAIRED = "actions missing their closing `]` read to the end of the line (repai
 DROPPED = "action lines not of the form `tool[argument]` kept as thought text, not as rounds (dropped)"
 EXTRA = ("extra actions in a turn that the environment did not run (the turn's first action is the step; "
          "`multi_action='last'` for environments that run the last) kept as thought text")
+# a logger's line, not the agent's: a gold-answer trailer or a banner (only at the transcript's ends)
+BOOKKEEPING = re.compile(r"[ \t]*(?:correct answer|gold(?: answer)?|ground[ _-]?truth|reference answer|"
+                         r"expected answer)[ \t]*:", re.I)
+_BANNER = re.compile(r"[ \t]*(?:[#=*~-]{5,}|(?:BEGIN|END) (?:TRIAL|OF)\b|Trial summary[ \t]*:|"
+                     r"-*[ \t]*BEGIN (?:CORRECT|INCORRECT|HALTED) AGENTS\b)", re.I)
 _DETECT = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:[ \t]*[A-Za-z_][\w\-]*[ \t]*\[", re.M | re.I)
 
 
@@ -91,6 +102,28 @@ def _inline_action(body: str) -> tuple[int, str, str] | None:
         pos = line_end
 
 
+def split_bookkeeping(text: str) -> tuple[str, list[str]]:
+    """(transcript, bookkeeping lines): the runs of bookkeeping and blank lines at the start and
+    the end of ``text`` taken out (:data:`BOOKKEEPING` trailers, :data:`_BANNER` banners).
+
+    >>> split_bookkeeping("Thought 1: x\\nAction 1: Search[a]\\nObservation 1: b\\nCorrect answer: Paris\\n")
+    ('Thought 1: x\\nAction 1: Search[a]\\nObservation 1: b', ['Correct answer: Paris'])
+    """
+    if "\n" not in text.strip():
+        return text, []
+    lines = text.split("\n")
+
+    def kept(line: str) -> bool:
+        return bool(line.strip()) and BOOKKEEPING.match(line) is None and _BANNER.match(line) is None
+
+    start = next((i for i, line in enumerate(lines) if kept(line)), len(lines))
+    end = next((i + 1 for i in range(len(lines) - 1, start - 1, -1) if kept(lines[i])), start)
+    taken = [line.strip() for line in lines[:start] + lines[end:] if line.strip()]
+    if not taken:
+        return text, []
+    return "\n".join(lines[start:end]), taken
+
+
 def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -> dict[str, Any]:
     """Steps, answer and (when a ``Question:`` line gives it) the question from a transcript.
 
@@ -98,7 +131,10 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
     them: the first (``multi_action="first"``, as ReAct environments do: they parse the first
     ``Action`` and stop) or the last (``"last"``); it is the step, and the others stay in the
     step's thought and are counted in a note. A finishing action ends the episode there.
+    Bookkeeping lines at the transcript's ends (:func:`split_bookkeeping`) go to
+    ``meta_extra["bookkeeping"]``.
     """
+    text, bookkeeping = split_bookkeeping(text)
     marks = list(_MARKER.finditer(text))
     question: str | None = None
     steps: list[dict[str, str | None]] = []
@@ -177,6 +213,8 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
         out["meta_extra"] = {"finish_result": finish_results[-1]}
     if users:
         out.setdefault("meta_extra", {})["user_after_last_call"] = "\n".join(users)
+    if bookkeeping:
+        out.setdefault("meta_extra", {})["bookkeeping"] = "\n".join(bookkeeping)
     return out
 
 

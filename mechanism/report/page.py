@@ -26,9 +26,11 @@ body{font-family:system-ui,sans-serif;max-width:64em;margin:auto;padding:0 1em 3
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 nav#contents{background:#f6f8fa;border:1px solid #ddd;padding:.3em 1em;margin:1em 0}
 nav#contents ol{columns:2;margin:.3em 0}
-.table{margin:1em 0;overflow-x:auto}#table-strategies td:nth-child(2){min-width:16em}
-.figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(26em,1fr));gap:1em}
-figure{margin:0}img{max-width:100%;border:1px solid #ddd}figcaption{font-size:.9em;color:#444}
+.table{margin:1em 0;overflow-x:auto;max-width:100%}.table table{margin-left:0!important}
+#table-strategies td:nth-child(2){min-width:16em}
+.figures{display:block}
+figure{margin:1.2em 0}figure img{width:100%;height:auto;border:1px solid #ddd}
+figcaption{font-size:.9em;color:#444}
 ul.findings li{margin:.25em 0}
 .explorer input{margin-left:.8em}
 .strategy{border-top:2px solid #bbb;margin-top:1.5em}
@@ -37,12 +39,19 @@ article.member.failure{border-left-color:#D55E00}
 article.member h4{margin:.4em 0}
 ol.calls li.call{margin:.4em 0}li.call.failed{background:#fff3f0}
 ul.values{margin:.1em 0;font-size:.92em}
-p.observation,p.thought{margin:.1em 0;font-size:.9em;color:#444;overflow-wrap:anywhere}
+p.observation,p.thought,p.sources{margin:.1em 0;font-size:.9em;color:#444;overflow-wrap:anywhere}
+ol.calls li.user-turn{list-style:none;margin:.4em 0 .4em -1.2em;padding:.2em .5em;background:#eef5ff;
+border-left:3px solid #56B4E9;overflow-wrap:anywhere}
+li.provenance-user{color:#0b5394}
+nav.pages,nav.questions{margin:.5em 0;font-size:.92em;overflow-wrap:anywhere}
+section.question-group{border-top:1px solid #ddd;margin-top:1em}
 code{overflow-wrap:anywhere;background:#f3f3f3;padding:0 .2em}
 .bad{color:#b00}p.top{font-size:.85em}
 #outcome-success:checked~.strategies .member:not(.success){display:none}
 #outcome-failure:checked~.strategies .member:not(.failure){display:none}
 """
+
+PAGE_STYLE = _STYLE  # the page's CSS, shared by the pages of strategy members
 
 
 @dataclass

@@ -32,11 +32,13 @@ FIGURES = (
     ("passkt/{pair}/boundary.png", "Capability boundary, {treated} vs {base}"),
     ("strategies/strategy_map.png", "Strategy map (marker area: share of the arm's trajectories)"),
     ("strategies/strategy_shares.png", "Strategy shares per arm"),
-    ("reweighting/share_success.png", "Share vs success, base to treated"),
-    ("reweighting/decomposition.png", "Accuracy difference = composition + within, per strategy"),
+    ("reweighting/share_success.png", "Share vs success per strategy, {base} to {treated}"),
+    ("reweighting/decomposition.png", "Accuracy difference = composition + within, per strategy: {treated} vs {base}"),
     ("integration/integration_grid.png", "Retrieval and integration rates per arm"),
-    ("integration/integration_split.png", "Accuracy difference: retrieval + integration + parametric"),
-    ("integration/integration_shift.png", "Did the treated arm move toward strategies that use what they retrieve?"),
+    ("integration/integration_split.png",
+     "Accuracy difference: retrieval + integration + parametric + not retrievable, {treated} vs {base}"),
+    ("integration/integration_shift.png",
+     "Did {treated} move toward strategies that use what they retrieve? (against {base})"),
 )
 
 
@@ -101,11 +103,21 @@ def verdict(treated: str, base: str, *, boundary: Any = None, reweighting: Any =
     return f"{treated} vs {base}: " + "; ".join(parts) + "."
 
 
-def _figures(section: Section, captions: Mapping[str, str], out: Path) -> list[tuple[str, str]]:
-    """``(caption, path relative to out)`` of a section's figures, in the order drawn."""
+def _figures(section: Section, captions: Mapping[str, str], out: Path, *, base: str | None = None,
+             treated: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """``(caption, path relative to out)`` of a section's figures, in the order drawn; a caption
+    names its comparison: the pair of its folder (``<treated>_vs_<base>/``), else every treated
+    arm against ``base``."""
+    from mechanism.names import pair_folders
+
+    pairs = {folder: arm for arm, folder in pair_folders(list(treated), base).items()} if treated and base else {}
     shown = []
     for stem, png in section.figures.items():
         caption = next((c for key, c in captions.items() if stem.endswith(key)), stem)
+        folder = stem.split("/")[0] if "/" in stem else None
+        which = pairs.get(folder) if folder is not None else None
+        caption = caption.replace("{treated}", which or ", ".join(treated) or "each arm").replace(
+            "{base}", base or "the reference")
         shown.append((caption, str(png.relative_to(out))))
     return shown
 
@@ -120,7 +132,7 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
                  extra_sections: Sequence[Any] = (), extra_figures: Sequence[tuple[str, str]] = (),
                  colors: Mapping[str, str] | None = None, arm_names: Mapping[str, str] | None = None,
                  lead: Sequence[Any] = (), n_examples: int = 5, echo: Echo | None = None,
-                 page: bool = True) -> Report:
+                 page: bool = True, figures: bool = True, members_per_page: int = 50) -> Report:
     """Run every analysis on ``runs`` and write the report: tables, figures, the strategy
     explorer and ``summary.html``/``summary.md``.
 
@@ -168,6 +180,10 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
     page
         Write ``summary.md``, ``summary.html`` and ``numbers.json`` now; ``False`` leaves that
         to :meth:`Report.write_page`, for a caller that adds sections first.
+    figures
+        Draw and save the figures (``False``: tables and the page only, no PNG or PDF).
+    members_per_page
+        Member transcripts per page of a strategy's member list (``strategies/members/``).
 
     Returns
     -------
@@ -203,7 +219,8 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
                              clock=clock, space=space, k=k, t=t, ci=ci, n_boot=n_boot, n_permutations=n_permutations,
                              random_state=random_state, embedder=embedder, cache_dir=cache_dir, progress=progress,
                              title=title, intro=intro, extra_sections=extra_sections, extra_figures=extra_figures,
-                             lead=lead, n_examples=n_examples, page=page)
+                             lead=lead, n_examples=n_examples, page=page, figures=figures,
+                             members_per_page=members_per_page)
 
 
 def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: list[str], shown: list[str],
@@ -212,7 +229,7 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
                   embedder: Any,
                   cache_dir: str | Path | None, progress: bool | None, title: str | None, intro: str | None,
                   extra_sections: Sequence[Any], extra_figures: Sequence[tuple[str, str]], lead: Sequence[Any],
-                  n_examples: int, page: bool) -> Report:
+                  n_examples: int, page: bool, figures: bool = True, members_per_page: int = 50) -> Report:
     """The body of :func:`write_report`, on validated arms: every analysis computed once, then
     each section writer formats its results."""
     from mechanism.information import integration
@@ -232,8 +249,8 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     # pass^k once, on the section's grid and the reliability table's own (every k up to n at the deepest T)
     passkt = analyse_passkt(runs, k=k, t=t, base=None if single else base, treated=treated or None, ci=ci,
                             n_boot=n_boot, random_state=random_state, hat_k=default_k(runs, [max(t)]))
-    sections["passkt"] = write_passkt(passkt, out / "passkt", colors=colors)
-    reliability = _reliability(runs, passkt, sections["passkt"], out / "passkt", t=t)
+    sections["passkt"] = write_passkt(passkt, out / "passkt", colors=colors, figures=figures)
+    reliability = _reliability(runs, passkt, sections["passkt"], out / "passkt", t=t, arms=shown)
     lap("pass@(k,T)")
 
     if space is None:
@@ -253,7 +270,7 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     placement, described = found.placement, found.described  # one description for every table, figure and name below
     names = display_names(described)
     sections["strategies"] = write_strategies(found, runs, out / "strategies", arms=shown,
-                                              title=f"Strategies ({space_note})", colors=colors)
+                                              title=f"Strategies ({space_note})", colors=colors, figures=figures)
     moves = segment(runs)
     lap("strategies")
 
@@ -265,12 +282,13 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
         rws = {r.treated: r for r in results}
         sections["reweighting"] = write_reweighting(results, out / "reweighting", n_boot=n_boot,
                                                     label_source=f"strategies of the space {space_note}",
-                                                    names=names, colors=colors)
+                                                    names=names, colors=colors, figures=figures)
         lap("reweighting")
 
     integ = integration(runs, arms=shown, base=base if not single else None, treated=treated if not single else None,
                         labels=placement.labels, n_boot=n_boot, random_state=random_state)
-    sections["integration"] = write_integration(integ, out / "integration", names=names, colors=colors)
+    sections["integration"] = write_integration(integ, out / "integration", names=names, colors=colors,
+                                                figures=figures)
     lap("integration")
 
     from mechanism.report import tables as rt
@@ -280,7 +298,16 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     acc = arm_accuracy(runs, ci=ci, n_boot=n_boot, random_state=random_state)
     shares = found.shares
     pass_table, pass_note = rt.passkt_table(passkt.curves, arms=shown)
-    strategy_table = rt.strategy_table(described, shares, shown)
+    from mechanism.report.explorer import write_member_pages
+    from mechanism.report.page import PAGE_STYLE
+
+    member_pages = write_member_pages(runs, placement.labels, placement.assigned["moves"].to_list(), moves, arms=shown,
+                                      folder=out / "strategies" / "members", root=out, per_page=members_per_page,
+                                      style=PAGE_STYLE)
+    for listed in member_pages.values():
+        sections["strategies"].written += listed["written"]
+    strategy_table = rt.strategy_table(described, shares, shown,
+                                       member_pages={s_: v["pages"][0][1] for s_, v in member_pages.items()})
     main_tables = [rt.accuracy_table(acc, shown, ci=ci), pass_table]
     if reliability is not None:
         main_tables += [reliability[0], reliability[1]]
@@ -302,15 +329,16 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
                            items=[*verdicts, *_single_lines(acc, reliability, shown, single), *task_lines(runs, shown, ci=ci, n_boot=n_boot, random_state=random_state)])
     captions = {stem.split("/")[-1].removesuffix(".png"): cap for stem, cap in FIGURES}
     passkt_section = PageSection(key="passkt", title="PASS@(k,T) and the capability boundary",
-                                 paragraphs=[pass_note] + [n for n in dict.fromkeys(_notes(sections["passkt"].text))
-                                                           if "truncation counts" not in n],
+                                 paragraphs=_once([pass_note, *_notes(sections["passkt"].text)]),
                                  tables=[t_ for t_ in [pass_table, *(reliability or ())[:2], boundary_tab] if t_ is not None],
-                                 figures=_figures(sections["passkt"], captions, out))
+                                 figures=_figures(sections["passkt"], captions, out, base=base,
+                                                          treated=treated))
     explorer, css = explorer_section(runs, placement.labels, placement.assigned["moves"].to_list(), described,
-                                     shares, moves, arms=shown, n=n_examples)
+                                     shares, moves, arms=shown, n=n_examples, pages=member_pages)
     strategies_section = PageSection(key="strategies", title="Strategies",
                                      paragraphs=[f"{space.n_strategies_} strategies ({space_note}); a strategy's "
-                                                 "id opens its members in the explorer below."],
+                                                 "id opens its entry in the explorer below, and its members cell "
+                                                 "every one of its members (pages, with a CSV list)."],
                                      tables=[strategy_table], figures=_figures(sections["strategies"], captions, out))
     page_sections = [overview, PageSection(key="accuracy", title="Accuracy", tables=[main_tables[0]]),
                      passkt_section, strategies_section, explorer]
@@ -319,14 +347,16 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
                                          paragraphs=["Accuracy change split exactly (Kitagawa) into composition "
                                                      "(strategy shares) and within-strategy execution, on question x "
                                                      "strategy strata."],
-                                         items=_notes(sections["reweighting"].text, all_lines=True),
-                                         figures=_figures(sections["reweighting"], captions, out)))
+                                         items=_once(_notes(sections["reweighting"].text, all_lines=True)),
+                                         figures=_figures(sections["reweighting"], captions, out, base=base,
+                                                                          treated=treated)))
     page_sections.append(PageSection(key="integration", title="Information integration",
                                      tables=[t_ for t_ in (integ_tab, integ_split) if t_ is not None],
-                                     items=[*(f"{a}: {integ.verdict(a)}" for a in (integ.treated if not single
-                                                                                   and integ.shift is not None else ())),
-                                            *integ.notes],
-                                     figures=_figures(sections["integration"], captions, out)))
+                                     items=_once([*(f"{a}: {integ.verdict(a)}" for a in (
+                                         integ.treated if not single and integ.shift is not None else ())),
+                                         *integ.notes]),
+                                     figures=_figures(sections["integration"], captions, out, base=base,
+                                                      treated=treated)))
     page_sections.append(PageSection(key="failures", title="Failures per tool", tables=[failures]))
     page_sections.append(("Time", ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())))
     numbers = {"arms": shown, "base": base, "verdicts": verdicts, "seconds": seconds,
@@ -365,6 +395,17 @@ def rename_arms(runs: pl.DataFrame, arm_names: Mapping[str, str] | None, *, base
     return runs, base, treated
 
 
+def _once(notes: Sequence[str]) -> list[str]:
+    """Each note of a section once: repeats left out, and of several notes on the truncation
+    reading of T only the fullest (the section's own) kept."""
+    kept = list(dict.fromkeys(n for n in notes if n))
+    trunc = [n for n in kept if "truncation" in n and ("not a budget" in n or "truncation counts" in n)]
+    if len(trunc) > 1:
+        fullest = max(trunc, key=len)
+        kept = [n for n in kept if n not in trunc or n == fullest]
+    return kept
+
+
 def _notes(text: str, *, all_lines: bool = False) -> list[str]:
     """The findings of a section's plain text worth a line on the page: its notes (every line
     with ``all_lines``); the numbers are in the tables."""
@@ -373,21 +414,21 @@ def _notes(text: str, *, all_lines: bool = False) -> list[str]:
                                     or "truncation counts" in line]
 
 
-def _reliability(runs: pl.DataFrame, passkt: Any, section: Section, out: Path, *, t: Sequence[int]):  # noqa: ANN202
-    """pass^k at the deepest T (every k up to the smallest n there) and per-task consistency,
-    from the section's results: their tables (written as CSV too)."""
-    from mechanism.passkt import default_k
+def _reliability(runs: pl.DataFrame, passkt: Any, section: Section, out: Path, *, t: Sequence[int],  # noqa: ANN202
+                 arms: Sequence[str] | None = None):
+    """pass^k at the deepest T (every k of the grid, and the default grid up to the smallest n
+    there) and per-task consistency, from the section's results: their tables (written as CSV too)."""
     from mechanism.report._write import write_table
     from mechanism.report import tables as rt
 
     tmax = max(t)
-    ks = default_k(runs, [tmax])
-    hat = passkt.pass_hat.filter((pl.col("t") == tmax) & pl.col("k").is_in(ks))
+    # every k asked for (and the default grid up to n): a requested k = 3 is never dropped
+    hat = passkt.pass_hat.filter(pl.col("t") == tmax).sort("arm", "k")
     write_table(section, hat, out / "pass_hat_k.csv")
     cons = passkt.consistency
     write_table(section, cons.by_arm, out / "consistency.csv")
     write_table(section, cons.per_task, out / "consistency_per_task.csv")
-    return rt.pass_hat_table(hat, t=tmax), rt.consistency_table(cons.by_arm), hat, cons.by_arm
+    return rt.pass_hat_table(hat, t=tmax, arms=arms or passkt.arms), rt.consistency_table(cons.by_arm), hat, cons.by_arm
 
 
 def _single_lines(acc: dict, reliability: Any, arms: Sequence[str], single: bool) -> list[str]:

@@ -23,7 +23,8 @@ from mechanism.names import escape_control
 class ReportTable:
     """A table of the report: ``key`` (its HTML id and LaTeX label, ``tab:<key>``), ``title``
     (the caption), ``frame`` (string cells), ``note`` (shown under it) and ``links``
-    (column -> ``{cell text: in-page anchor}``: cells that open a part of the page)."""
+    (column -> ``{cell text: in-page anchor or a relative path to a page of the report}``: cells
+    that open a part of the page or a page beside it)."""
 
     key: str
     title: str
@@ -76,7 +77,11 @@ def _link(text: str, anchor: str | None) -> str:
     import html
 
     shown = html.escape(text)
-    return f'<a href="#{html.escape(anchor, quote=True)}">{shown}</a>' if anchor else shown
+    if not anchor:
+        return shown
+    # an in-page anchor, or a page of the report folder (``strategies/members/...html``)
+    href = anchor if ".html" in anchor or anchor.endswith(".csv") else f"#{anchor}"
+    return f'<a href="{html.escape(href, quote=True)}">{shown}</a>'
 
 
 def md_inline(text: object) -> str:
@@ -141,34 +146,56 @@ def accuracy_table(acc: Mapping[str, dict], arms: Sequence[str], *, ci: float | 
 
 
 def passkt_table(curves: pl.DataFrame, *, arms: Sequence[str]) -> tuple[ReportTable, str]:
-    """PASS@(k,T) at the smallest and largest k for every arm (in ``arms`` order) and T, with
-    intervals; and a sentence saying how T was read."""
+    """PASS@(k,T) at the smallest and largest k, one row per (k, T) and one column per arm (in
+    ``arms`` order), with intervals; and a sentence saying how T was read."""
     ks = sorted(curves["k"].unique().to_list())
-    shown_k = sorted({ks[0], ks[-1]})
+    shown_k = sorted({ks[0], ks[-1]}) if ks else []
+    present = [a for a in arms if a in set(curves["arm"].cast(pl.String).to_list())]
+    cell = {(str(r["arm"]), r["k"], r["t"]): r for r in curves.iter_rows(named=True)}
     rows = []
-    order = {a: i for i, a in enumerate(arms)}
-    curves = curves.with_columns(pl.col("arm").cast(pl.String).replace_strict(order, default=len(order)).alias("_o"))
-    for (arm, tv), part in curves.sort("_o", "arm", "t").group_by(["arm", "t"], maintain_order=True):
-        row = {"arm": arm, "T": str(tv)}
-        for kv in shown_k:
-            r = part.filter(pl.col("k") == kv)
-            row[f"PASS@({kv},T)"] = (estimate(r["pass_at_kt"][0], r["ci_low"][0], r["ci_high"][0])
-                                     if r.height else "n/a")
-        row["problems"] = f"{int(part['n_problems'][0]):,}" if "n_problems" in part.columns else ""
-        rows.append(row)
+    for kv in shown_k:
+        for tv in sorted(curves["t"].unique().to_list()):
+            row = {"k": str(kv), "T": str(tv)}
+            for a in present:
+                r = cell.get((a, kv, tv))
+                row[a] = estimate(r["pass_at_kt"], r.get("ci_low"), r.get("ci_high")) if r else "n/a"
+            rows.append(row)
     source = curves["t_source"][0] if "t_source" in curves.columns and curves.height else "auto"
     note = (f"T read by {source}" + (": an episode counts for T if it is correct within T rounds, which measures the "
                                     "rounds an episode happened to use, not a budget" if source == "truncation" else ""))
-    return ReportTable(key="passkt", title="PASS@(k,T) per arm and round budget T", frame=pl.DataFrame(rows),
-                       note=note + "; bootstrap intervals over problems"), note
+    problems = _problems(curves, present)
+    # the page states the truncation caveat once, in the section's text; the table keeps a pointer
+    short = f"T read by {source}" + (" (rounds used, not a budget)" if source == "truncation" else "")
+    return ReportTable(key="passkt", title="PASS@(k,T) per round budget T (arms as columns)",
+                       frame=arm_table(rows, ["k", "T", *present]),
+                       note=short + "; bootstrap intervals over problems" + problems), note
 
 
-def pass_hat_table(hat: pl.DataFrame, *, t: int) -> ReportTable:
-    """pass^k (all k trials succeed) per arm and k at round budget ``t``."""
-    rows = [{"arm": r["arm"], "k": str(r["k"]), "pass^k": estimate(r["pass_at_kt"], r["ci_low"], r["ci_high"]),
-             "problems": f"{r['n_problems']:,}"} for r in hat.sort("arm", "k").iter_rows(named=True)]
-    return ReportTable(key="pass-hat-k", title=f"pass^k: all k trials succeed (T = {t})", frame=pl.DataFrame(rows),
-                       note="C(c,k)/C(n,k) per problem, averaged; bootstrap intervals over problems")
+def _problems(frame: pl.DataFrame, arms: Sequence[str]) -> str:
+    """``; problems: a 40, b 38`` from a frame's ``n_problems`` (the largest per arm)."""
+    if "n_problems" not in frame.columns or frame.height == 0:
+        return ""
+    most = {str(r["arm"]): int(r["n_problems"]) for r in
+            frame.group_by("arm").agg(pl.col("n_problems").max()).iter_rows(named=True)}
+    return "; problems: " + ", ".join(f"{a} {most[a]:,}" for a in arms if a in most)
+
+
+def pass_hat_table(hat: pl.DataFrame, *, t: int, arms: Sequence[str] | None = None) -> ReportTable:
+    """pass^k (all k trials succeed) at round budget ``t``: one row per k, one column per arm."""
+    present = list(dict.fromkeys(hat["arm"].cast(pl.String).to_list()))
+    arms = [a for a in (arms or present) if a in present] + [a for a in present if a not in (arms or present)]
+    cell = {(str(r["arm"]), r["k"]): r for r in hat.iter_rows(named=True)}
+    rows = []
+    for kv in sorted(hat["k"].unique().to_list()):
+        row = {"k": str(kv)}
+        for a in arms:
+            r = cell.get((a, kv))
+            row[a] = estimate(r["pass_at_kt"], r.get("ci_low"), r.get("ci_high")) if r else "n/a"
+        rows.append(row)
+    return ReportTable(key="pass-hat-k", title=f"pass^k: all k trials succeed (T = {t}; arms as columns)",
+                       frame=arm_table(rows, ["k", *arms]),
+                       note="C(c,k)/C(n,k) per problem, averaged; bootstrap intervals over problems; n/a: k above "
+                            "an arm's samples per problem" + _problems(hat, arms))
 
 
 def consistency_table(by_arm: pl.DataFrame) -> ReportTable:
@@ -187,35 +214,59 @@ def boundary_table(boundaries: Sequence) -> ReportTable:
     rows = []
     for b in boundaries:
         for r in b.tests.sort("t").iter_rows(named=True):
+            exact = r.get("p_discordant")
             rows.append({"comparison": f"{b.treated} vs {b.base}", "T": str(r["t"]), "gained": str(r["gained"]),
-                         "lost": str(r["lost"]), "exact p": f"{r['p_value']:.3g}", "verdict": str(r["verdict"])})
+                         "lost": str(r["lost"]), "exact p": f"{exact:.3g}" if exact is not None else "n/a",
+                         "permutation p": _permutation_p(r), "verdict": str(r["verdict"])})
     return ReportTable(key="boundary", title="Capability boundary: problems gained and lost", frame=pl.DataFrame(rows),
-                       note="problems solved at least once on a common per-problem budget; exact two-sided test "
-                            "on the discordant counts")
+                       note="problems solved at least once on a common per-problem budget; exact p: exact two-sided "
+                            "binomial test on the gained and lost counts; permutation p: arm labels permuted within "
+                            "each question (the verdict's test)")
+
+
+def _permutation_p(r: Mapping) -> str:
+    """A permutation p, written as a bound when no permutation reached the observed statistic."""
+    p, n = r.get("p_value"), r.get("n_permutations")
+    if p is None:
+        return "n/a"
+    if n and p <= 1.0 / (n + 1) + 1e-12:
+        return f"< {1.0 / n:.2g} ({n:,} permutations)"
+    return f"{p:.3g}"
 
 
 def split_table(results: Sequence) -> ReportTable:
-    """Per comparison: the accuracy change split into composition and within, JS divergence,
-    shared mass, permutation p."""
+    """The accuracy change split into composition and within: one row per quantity (the two
+    parts, their sum, the total, JS divergence, shared mass, permutation p), one column per
+    comparison."""
     def iv(rw, name: str) -> str:
         low, high = getattr(rw, f"{name}_ci")
         return estimate(getattr(rw, name), low, high, signed=True)
 
-    rows = [{"comparison": f"{rw.treated} vs {rw.base}", "questions": str(rw.n_questions),
-             "accuracy change": iv(rw, "total"), "composition": iv(rw, "composition"), "within": iv(rw, "within"),
-             "JS divergence (bits)": estimate(rw.js_divergence, *rw.js_divergence_ci),
-             "treated mass in base strategies": estimate(rw.shared_mass, *rw.shared_mass_ci),
-             "permutation p": f"{rw.permutation_p:.4f}" if rw.n_permutations else "n/a"} for rw in results]
+    columns = {f"{rw.treated} vs {rw.base}": rw for rw in results}
+    quantities = [
+        ("composition (reweighting)", lambda rw: iv(rw, "composition")),
+        ("within-strategy execution", lambda rw: iv(rw, "within")),
+        ("sum", lambda rw: estimate(rw.composition + rw.within, signed=True)),
+        ("accuracy change (total)", lambda rw: iv(rw, "total")),
+        ("JS divergence (bits)", lambda rw: estimate(rw.js_divergence, *rw.js_divergence_ci)),
+        ("treated mass in base strategies", lambda rw: estimate(rw.shared_mass, *rw.shared_mass_ci)),
+        ("permutation p", lambda rw: f"{rw.permutation_p:.4f}" if rw.n_permutations else "n/a"),
+        ("questions", lambda rw: f"{rw.n_questions:,}"),
+    ]
+    rows = [{"quantity": q, **{c: f(rw) for c, rw in columns.items()}} for q, f in quantities]
     return ReportTable(key="split", title="Accuracy change = composition (reweighting) + within-strategy execution",
-                       frame=pl.DataFrame(rows), note="Kitagawa's symmetric split on question x strategy strata; "
-                                                      "bootstrap intervals over questions")
+                       frame=arm_table(rows, ["quantity", *columns]),
+                       note="Kitagawa's symmetric split on question x strategy strata (sum = total); bootstrap "
+                            "intervals over questions")
 
 
-def strategy_table(described: pl.DataFrame, shares: pl.DataFrame, arms: Sequence[str]) -> ReportTable:
+def strategy_table(described: pl.DataFrame, shares: pl.DataFrame, arms: Sequence[str], *,
+                   member_pages: Mapping[int, str] | None = None) -> ReportTable:
     """Every strategy: id (a link to its explorer entry), name, fidelity, size, share and
-    success per arm with intervals."""
+    success per arm with intervals, and (``member_pages``: strategy -> the relative path of
+    its first member page) a link to all its members."""
     share = {(r["strategy"], r["arm"]): r for r in shares.iter_rows(named=True)}
-    rows, anchors = [], {}
+    rows, anchors, pages = [], {}, {}
     for r in described.iter_rows(named=True):
         s = int(r["strategy"])
         label = "outliers" if s == -1 else f"S{s}"
@@ -226,39 +277,82 @@ def strategy_table(described: pl.DataFrame, shares: pl.DataFrame, arms: Sequence
             sh = share.get((s, a))
             row[f"share {a}"] = estimate(sh["share"], sh.get("ci_low"), sh.get("ci_high")) if sh else "0"
             row[f"success {a}"] = estimate(r.get(f"success_rate[{a}]"), r.get(f"ci_low[{a}]"), r.get(f"ci_high[{a}]"))
+        if member_pages is not None:
+            cell = f"all {int(r['size']):,} ({label})"
+            row["members"] = cell
+            if s in member_pages:
+                pages[cell] = member_pages[s]
         rows.append(row)
+    links = {"strategy": anchors, **({"members": pages} if pages else {})}
     return ReportTable(key="strategies", title="Strategies: fidelity, size, share and success per arm",
-                       frame=pl.DataFrame(rows), links={"strategy": anchors},
+                       frame=pl.DataFrame(rows), links=links,
                        note="fidelity: share of members whose calls contain the name's core sequence; shares and "
                             "success weigh questions equally within an arm, bootstrap intervals over questions")
 
 
+def _unmeasurable(res, arm: str) -> bool:  # noqa: ANN001 - an Integration
+    """Whether no trajectory of ``arm`` has a gold answer text can find (retrieval unmeasurable)."""
+    row = res.per_arm.filter(pl.col("arm") == arm)
+    return row.height > 0 and int(row["n_not_retrievable"][0]) >= int(row["n"][0])
+
+
+NO_GOLD = "n/a (no gold answer text to find)"
+
+
 def integration_table(res) -> ReportTable:  # noqa: ANN001 - an Integration
-    """Per arm: retrieval, integration and parametric rates with intervals."""
+    """Per arm: retrieval, integration and parametric rates with intervals; ``n/a`` with the
+    reason where no trajectory has a gold answer that text can identify."""
     def iv(r: dict, name: str) -> str:
+        if name != "followup_from_observation" and _unmeasurable(res, r["arm"]):
+            return NO_GOLD
         return estimate(r.get(name), r.get(f"{name}_ci_low"), r.get(f"{name}_ci_high"))
 
     rows = [{"arm": r["arm"], "trajectories": f"{r['n']:,}", "retrieval": iv(r, "retrieval_rate"),
              "integration P(correct | retrieved)": iv(r, "integration_rate"),
              "parametric P(correct | not retrieved)": iv(r, "parametric_rate"),
+             "not retrievable (share)": estimate(r.get("not_retrievable_share"), r.get("not_retrievable_share_ci_low"),
+                                                 r.get("not_retrievable_share_ci_high")),
              "follow-ups from an observation": iv(r, "followup_from_observation")}
             for r in res.per_arm.iter_rows(named=True)]
     return ReportTable(key="integration", title="Retrieval and integration rates per arm", frame=pl.DataFrame(rows),
-                       note="a gold answer counts as retrieved when it appears in an observation")
+                       note="a gold answer counts as retrieved when it appears in an observation; not retrievable: "
+                            "no gold answer, or one text cannot identify (yes/no, a number), a stratum of its own")
+
+
+SPLIT_PARTS = (("retrieval", "retrieval"), ("integration", "integration"), ("parametric", "parametric"),
+               ("not_retrievable", "not retrievable"))
 
 
 def integration_split_table(res) -> ReportTable | None:  # noqa: ANN001
-    """Per treated arm: the accuracy difference split into retrieval, integration, parametric."""
+    """The accuracy difference split into retrieval, integration, parametric and the
+    not-retrievable stratum: one row per part, a ``sum`` row (equal to the total) and the
+    total, one column per comparison; parts that cannot be measured are ``n/a`` with the reason."""
     if res.split is None or res.split.height == 0:
         return None
-    rows = []
+    columns, sums = {}, {}
     for treated in dict.fromkeys(res.split["treated"].to_list()):
         sub = {r["part"]: r for r in res.split.filter(pl.col("treated") == treated).iter_rows(named=True)}
-        rows.append({"comparison": f"{treated} vs {res.base}", "questions": str(sub["total"]["n_questions"]),
-                     **{p: estimate(sub[p]["estimate"], sub[p]["ci_low"], sub[p]["ci_high"], signed=True)
-                        for p in ("total", "retrieval", "integration", "parametric") if p in sub}})
-    return ReportTable(key="integration-split", title="Accuracy difference = retrieval + integration + parametric",
-                       frame=pl.DataFrame(rows), note="on the questions both arms answer")
+        columns[f"{treated} vs {res.base}"] = (treated, sub)
+    rows = []
+    for part, shown in SPLIT_PARTS:
+        row = {"part": shown}
+        for c, (treated, sub) in columns.items():
+            r = sub.get(part)
+            blind = part != "not_retrievable" and _unmeasurable(res, treated) and _unmeasurable(res, res.base)
+            row[c] = (NO_GOLD if blind else estimate(r["estimate"], r["ci_low"], r["ci_high"], signed=True)
+                      if r else "n/a (not computed)")
+        rows.append(row)
+    rows.append({"part": "sum", **{c: estimate(sum(sub[p]["estimate"] for p, _ in SPLIT_PARTS if p in sub), signed=True)
+                                   for c, (_, sub) in columns.items()}})
+    rows.append({"part": "accuracy difference (total)", **{
+        c: estimate(sub["total"]["estimate"], sub["total"]["ci_low"], sub["total"]["ci_high"], signed=True)
+        for c, (_, sub) in columns.items()}})
+    rows.append({"part": "questions", **{c: f"{sub['total']['n_questions']:,}" for c, (_, sub) in columns.items()}})
+    return ReportTable(key="integration-split",
+                       title="Accuracy difference = retrieval + integration + parametric + not retrievable",
+                       frame=arm_table(rows, ["part", *columns]),
+                       note="on the questions both arms answer; the parts add up to the total (sum row); not "
+                            "retrievable: episodes whose gold text cannot identify, their own stratum")
 
 
 def failure_table(moves: pl.DataFrame, arms: Sequence[str]) -> ReportTable:

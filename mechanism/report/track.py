@@ -40,7 +40,13 @@ def write_track(result, out: str | Path, *, figures: bool = True, caption: bool 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     section = Section(results=[result])
-    write_tables(section, out, [("shares", result.shares), ("passkt", result.passkt), ("split", result.split),
+    shares = result.shares
+    if "name" in shares.columns and "strategy" in shares.columns:  # outliers carry one label everywhere
+        import polars as pl
+
+        shares = shares.with_columns(pl.when(pl.col("strategy") == -1).then(pl.lit("outliers"))
+                                     .otherwise(pl.col("name")).alias("name"))
+    write_tables(section, out, [("shares", shares), ("passkt", result.passkt), ("split", result.split),
                                 ("divergence", result.divergence), ("accuracy", result.accuracy)])
     write_json(section, out / "track.json", result.to_dict(), default=float)
     if figures:

@@ -83,6 +83,27 @@ counts that overlap between strategies, so a method tuned to one world is tested
   differs from base only in its mixture. A held-out world, written without reference to
   segmentation or clustering.
 
+- :func:`terminal`: a terminal agent with ONE tool, ``bash(command)`` (OpenAI ``tool_calls``;
+  the program is the verb: ls, find, cat, grep, sed, python3, perl, pytest, git, pip) fixing a
+  failing test or a crashing command, with seven strategies (explore then edit, grep-driven
+  localisation, reproduce first, blind edits retried after failing checks, read many files,
+  git history, set up the environment first), failed commands (``bash: gerp: command not
+  found``, ``No such file or directory``, a non-zero ``[exit code: N]``) followed by the
+  corrected command, optional steps at fixed rates; rl differs from base only in its mixture.
+  A held-out world, written without reference to segmentation or clustering.
+- :func:`computer`: a computer-use agent with ONE tool, ``computer`` whose ``action`` names the
+  action (ATIF v1.4; screenshot, left_click, mouse_move, type, key, scroll, wait; Anthropic
+  computer-use style) on desktop applications, with seven strategies (keyboard shortcuts, menu
+  navigation, the application's command search, exploring wrong menus first, toolbar tooltips,
+  a screenshot after every action, blind with waits), actions that had no effect answered by
+  one fixed text (:data:`mechanism.worlds.computer.NOTHING`) and made again corrected, optional
+  steps at fixed rates; rl differs from base only in its mixture. A held-out world, written
+  without reference to segmentation or clustering.
+
+:func:`as_generic_action` re-logs any world's episodes through one generic tool
+(``act(command="search Paris")``, ``act(command="get_order_details W1")``) with the same truth:
+``openai`` and ``atif`` worlds in their own format, any other as OpenAI ``tool_calls``.
+
 Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
 :class:`~mechanism.simulation.Simulation` is: ``world.runs`` (read back from the native records
 with ``mechanism.read``), ``world.truth`` (``arm, question_id, sample_id, strategy``),
@@ -98,20 +119,22 @@ from mechanism.worlds.analyst import analyst
 from mechanism.worlds.assistant import assistant
 from mechanism.worlds.browser import browser
 from mechanism.worlds.coder import coder
+from mechanism.worlds.computer import computer
+from mechanism.worlds.generic import as_generic_action
 from mechanism.worlds.gui import gui
 from mechanism.worlds.multihop import multihop
 from mechanism.worlds.research import research
 from mechanism.worlds.service import service
 from mechanism.worlds.sheet import sheet
 from mechanism.worlds.sre import sre
+from mechanism.worlds.terminal import terminal
 from mechanism.worlds.toolbench import toolbench
 from mechanism.worlds.travel import travel
 from mechanism.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
-          "research", "gui", "sre", "sheet", "toolbench")
+          "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer")
 
-__all__ = ["World", "analyst", "assistant", "browser", "coder", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS",
-           "chat_world", "gui", "mixture_planted", "random_state_from", "multihop", "research", "service", "sheet", "sre",
-           "toolbench", "travel",
-           "webshop", "WORLDS"]
+__all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "coder", "computer", "PlantedWorld",
+           "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "mixture_planted", "random_state_from",
+           "multihop", "research", "service", "sheet", "sre", "terminal", "toolbench", "travel", "webshop", "WORLDS"]

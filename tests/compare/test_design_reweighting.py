@@ -137,11 +137,25 @@ def test_question_weighted_split_equals_a_mean_over_questions_by_brute_force():
         for (q, s), part in sub.group_by("question_id", "s"):
             cells[(arm, q, s)] = (part["w"].sum() / n_q, part["correct"].mean())
     keys = {(q, s) for _, q, s in cells}
+    # a cell one arm never used: that arm's own modelled rate (additive logit on its raw counts)
+    from mechanism.compare import additive_logit
+
+    qs = sorted({q for q, _ in keys})
+    model = {}
+    for arm in ("base", "rl"):
+        sub = frame.filter(pl.col("arm") == arm)
+        n = np.zeros((len(qs), 2))
+        c = np.zeros((len(qs), 2))
+        for q, s, ok in zip(sub["question_id"].to_list(), sub["s"].to_list(), sub["correct"].to_list()):
+            n[qs.index(q), s] += 1
+            c[qs.index(q), s] += ok
+        model[arm] = additive_logit(n, c)
     comp = within = 0.0
     for q, s in keys:
         pb, rb = cells.get(("base", q, s), (0.0, None))
         pt, rt = cells.get(("rl", q, s), (0.0, None))
-        rb, rt = (rt if rb is None else rb), (rb if rt is None else rt)
+        rb = model["base"][qs.index(q), s] if rb is None else rb
+        rt = model["rl"][qs.index(q), s] if rt is None else rt
         comp += (pt - pb) * (rt + rb) / 2
         within += (rt - rb) * (pt + pb) / 2
     assert strata.composition == pytest.approx(comp, abs=1e-12)

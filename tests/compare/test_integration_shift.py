@@ -225,7 +225,7 @@ def test_verdict_states_the_shift_with_its_numbers(planted):
     q = _shift(res)
     assert line == res.verdict("rl")
     assert line.startswith(f"rl moved {abs(100 * q['mass_moved_above']['estimate']):.0f} points of mass toward")
-    assert f"alignment {q['alignment_integration']['estimate']:+.2f}" in line
+    assert f"alignment with base integration {q['alignment_integration']['estimate']:+.2f}" in line
     assert f"explains {q['composition']['estimate']:+.2f}" in line
     assert f"of the {q['total']['estimate']:+.2f}" in line and "\n" not in line
     assert "integration" in line.split("within strategies,")[1]

@@ -89,39 +89,52 @@ def test_evidence_column_decides_where_it_is_given():
 
 
 def _brute_nested(runs: pl.DataFrame, labels: np.ndarray) -> dict:
-    """The nested split on (question, strategy) strata with loops, questions weighing 1/Q."""
+    """The nested split on (question, strategy) strata with loops, questions weighing 1/Q.
+
+    What an arm lacks comes from its own data: a retrieval stratum it never reached in a cell
+    takes its modelled rate (additive logit over question and strategy x stratum), and a cell it
+    never used its modelled retrieval mix (the question's not-retrievable share, a retrieval
+    rate with additive question and strategy effects) with those modelled rates."""
+    from mechanism.compare import additive_logit
+
     status = retrieval_status(runs)
     rows = list(zip(runs["arm"], runs["question_id"], labels.tolist(), status.tolist(), runs["correct"]))
     per: dict = {}
     for arm, q, s, k, c in rows:
         per.setdefault((arm, q), []).append((s, k, c))
     questions = sorted({q for _, q in per})
+    strategies = sorted(set(labels.tolist()))
+    fitted, reached = {}, {}
+    for arm in ("base", "rl"):
+        n = np.zeros((len(questions), len(strategies), 3))
+        c = np.zeros_like(n)
+        for qi, q in enumerate(questions):
+            for s, k, ok in per[(arm, q)]:
+                n[qi, strategies.index(s), k] += 1
+                c[qi, strategies.index(s), k] += ok
+        fitted[arm] = additive_logit(n.reshape(len(questions), -1), c.reshape(len(questions), -1)).reshape(n.shape)
+        reached[arm] = additive_logit(n[..., :2].sum(axis=-1), n[..., 1])
     sums = dict.fromkeys(("composition", "within", "retrieval", "integration", "parametric", "not_retrievable"), 0.0)
-    for q in questions:
-        for s in sorted(set(labels.tolist())):
+    for qi, q in enumerate(questions):
+        for si, s in enumerate(strategies):
             cell = {}
             for arm in ("base", "rl"):
                 items = per[(arm, q)]
                 mine = [(k, c) for ss, k, c in items if ss == s]
                 p = len(mine) / len(items) / len(questions)
-                cell[arm] = (p, mine)
-            (pb, mb), (pt, mt) = cell["base"], cell["rl"]
-            if not mb and not mt:
+                if mine:
+                    share = [np.mean([k == j for k, _ in mine]) for j in range(3)]
+                else:
+                    u = np.mean([k == 2 for _, k, _ in items])
+                    share = [(1 - u) * (1 - reached[arm][qi, si]), (1 - u) * reached[arm][qi, si], u]
+                rate = [np.mean([c for k, c in mine if k == j]) if any(k == j for k, _ in mine)
+                        else fitted[arm][qi, si, j] for j in range(3)]
+                cell[arm] = (p, bool(mine), share, rate)
+            (pb, ub, sb, ab), (pt, ut, st, at) = cell["base"], cell["rl"]
+            if not ub and not ut:
                 continue
-            mb, mt = mb or mt, mt or mb  # one arm never used it here: borrow the other's tallies
-
-            def rates(items):
-                r = np.mean([c for _, c in items])
-                share = [np.mean([k == j for k, _ in items]) for j in range(3)]
-                rate = [np.mean([c for k, c in items if k == j]) if any(k == j for k, _ in items) else None
-                        for j in range(3)]
-                return r, share, rate
-            rb, sb, ab = rates(mb)
-            rt, st, at = rates(mt)
-            ab = [a if a is not None else b for a, b in zip(ab, at)]
-            at = [a if a is not None else b for a, b in zip(at, ab)]
-            ab = [0.0 if a is None else a for a in ab]
-            at = [0.0 if a is None else a for a in at]
+            rb = sum(x * y for x, y in zip(sb, ab))
+            rt = sum(x * y for x, y in zip(st, at))
             w = (pb + pt) / 2
             sums["composition"] += (pt - pb) * (rt + rb) / 2
             sums["within"] += w * (rt - rb)

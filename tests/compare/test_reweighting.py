@@ -124,26 +124,44 @@ def test_split_matches_a_hand_computation():
 
 def test_within_question_split_matches_a_hand_computation_over_question_strategy_strata():
     # the data of the test above, split over (question, strategy) strata: in q1 rl swaps one
-    # a (right) for a b (right, where base never used b: borrows rl's rate); in q2 one of
-    # base's wrong answers becomes c (right; base never used c there). Every stratum both
-    # arms used has the same rate in both, so the whole change is composition.
+    # a (right) for a b (right, where base never used b); in q2 one of base's wrong answers
+    # becomes c (right; base never used c there), and rl never used a on q2. A cell one arm
+    # never used is valued at that arm's own modelled rate (additive logit, fitted per arm),
+    # never at the other arm's.
+    from mechanism.compare import additive_logit
+
     arms = ["base"] * 4 + ["rl"] * 4
     qids = ["q1", "q1", "q2", "q2", "q1", "q1", "q2", "q2"]
     labels = ["a", "a", "a", "b", "a", "b", "b", "c"]
     correct = [True, True, False, False, True, True, False, True]
     rw = reweighting(_table(arms, qids, correct), labels, base="base", treated="rl", n_boot=50, n_permutations=0)
     assert rw.strata == "question"
+    fit_b = additive_logit(np.array([[2., 0, 0], [1, 1, 0]]), np.array([[2., 0, 0], [0, 0, 0]]))
+    fit_t = additive_logit(np.array([[1., 1, 0], [0, 1, 1]]), np.array([[1., 1, 0], [0, 0, 1]]))
+    assert fit_b[0, 1] < 1.0 and fit_t[1, 0] > 0.0  # its own arm's values, not the other arm's 1 and 0
     strata = {  # (q, s): (p_b, r_b, p_t, r_t), shares of all trajectories with questions weighing 1/2
-        ("q1", "a"): (0.5, 1.0, 0.25, 1.0), ("q1", "b"): (0.0, 1.0, 0.25, 1.0),
-        ("q2", "a"): (0.25, 0.0, 0.0, 0.0), ("q2", "b"): (0.25, 0.0, 0.25, 0.0),
-        ("q2", "c"): (0.0, 1.0, 0.25, 1.0)}
+        ("q1", "a"): (0.5, 1.0, 0.25, 1.0), ("q1", "b"): (0.0, fit_b[0, 1], 0.25, 1.0),
+        ("q2", "a"): (0.25, 0.0, 0.0, fit_t[1, 0]), ("q2", "b"): (0.25, 0.0, 0.25, 0.0),
+        ("q2", "c"): (0.0, fit_b[1, 2], 0.25, 1.0)}
     comp = {k: (pt - pb) * (rt + rb) / 2 for k, (pb, rb, pt, rt) in strata.items()}
     within = {k: (rt - rb) * (pt + pb) / 2 for k, (pb, rb, pt, rt) in strata.items()}
-    assert rw.composition == pytest.approx(sum(comp.values()), abs=1e-15) == 0.25
-    assert rw.within == pytest.approx(sum(within.values()), abs=1e-15) == 0.0
+    assert rw.composition == pytest.approx(sum(comp.values()), abs=1e-12)
+    assert rw.within == pytest.approx(sum(within.values()), abs=1e-12)
+    assert rw.composition + rw.within == pytest.approx(0.25, abs=1e-12)
     table = rw.strategies.sort("strategy")
     assert table["composition"].to_list() == pytest.approx(
-        [sum(v for (q, st), v in comp.items() if st == s) for s in "abc"], abs=1e-15)
+        [sum(v for (q, st), v in comp.items() if st == s) for s in "abc"], abs=1e-12)
+    # Manski: each one-arm cell at 0 and at 1; rl's empty cell lowers composition as its value rises
+    low = {**strata, ("q1", "b"): (0.0, 0.0, 0.25, 1.0), ("q2", "c"): (0.0, 0.0, 0.25, 1.0),
+           ("q2", "a"): (0.25, 0.0, 0.0, 1.0)}
+    high = {**strata, ("q1", "b"): (0.0, 1.0, 0.25, 1.0), ("q2", "c"): (0.0, 1.0, 0.25, 1.0),
+            ("q2", "a"): (0.25, 0.0, 0.0, 0.0)}
+    bound = [sum((pt - pb) * (rt + rb) / 2 for pb, rb, pt, rt in cells.values()) for cells in (low, high)]
+    assert rw.composition_bounds == pytest.approx(tuple(bound), abs=1e-12)
+    assert rw.within_bounds == pytest.approx((0.25 - bound[1], 0.25 - bound[0]), abs=1e-12)
+    assert bound[0] <= rw.composition <= bound[1]
+    # base: q1 b and q2 c are rl-only; rl: q2 a is base-only (a quarter of each arm's mass)
+    assert rw.one_arm_mass == pytest.approx({"base": 0.25, "rl": 0.5})
 
 
 # ------------------------------------------------------------------ simulated arms

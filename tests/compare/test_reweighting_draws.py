@@ -8,7 +8,10 @@ digest of the whole string (it read the first four bytes), the split is on quest
 strategy strata, and the boundary judges one fixed subsample and tests by permutation. Regenerated
 again (issue 21, intervals): every split part's interval is ``resample.split_interval``, the
 per-strategy bands are calibrated for the questions resampled, and PASS@(k,T) curves below 30
-problems get the Wilson-type interval; only interval fields and notes moved."""
+problems get the Wilson-type interval; only interval fields and notes moved. Regenerated for
+issue 33, on purpose: cells one arm never used are valued at that arm's own modelled rate (the
+split's numbers move), the split reports bounds and one-arm masses, reweighting notes small
+samples, and the boundary tests carry the sparse test's columns."""
 from __future__ import annotations
 
 import json

@@ -85,11 +85,18 @@ def test_question_strata_under_unequal_samples_and_a_stratum_one_arm_never_used(
     rw = reweighting(frame.drop("strategy"), frame["strategy"].to_list(), base="base", treated="rl",
                      n_boot=100, n_permutations=0)
     # by hand, questions weighing 1/2: strata (q1,a) pb .5 rb .5, pt .25 rt 2/3; (q1,c) pt .25 rt 1
-    # (base borrows 1); (q2,a) pb .25 rb 0 (rl borrows 0); (q2,b) pb .25 rb 1, pt .5 rt .5
-    strata = [(0.5, 0.5, 0.25, 2 / 3), (0.0, 1.0, 0.25, 1.0), (0.25, 0.0, 0.0, 0.0), (0.25, 1.0, 0.5, 0.5)]
+    # (base never used c: its own modelled rate); (q2,a) pb .25 rb 0 (rl's modelled rate);
+    # (q2,b) pb .25 rb 1, pt .5 rt .5
+    from mechanism.compare import additive_logit
+
+    fit_b = additive_logit(np.array([[2., 0, 0], [1, 1, 0]]), np.array([[1., 0, 0], [0, 1, 0]]))  # a, b, c
+    fit_t = additive_logit(np.array([[3., 0, 3], [0, 6, 0]]), np.array([[2., 0, 3], [0, 3, 0]]))
+    strata = [(0.5, 0.5, 0.25, 2 / 3), (0.0, fit_b[0, 2], 0.25, 1.0), (0.25, 0.0, 0.0, fit_t[1, 0]),
+              (0.25, 1.0, 0.5, 0.5)]
     comp = sum((pt - pb) * (rt + rb) / 2 for pb, rb, pt, rt in strata)
     within = sum((rt - rb) * (pt + pb) / 2 for pb, rb, pt, rt in strata)
     assert rw.composition == pytest.approx(comp, abs=1e-12)
     assert rw.within == pytest.approx(within, abs=1e-12)
     assert rw.total == pytest.approx((0.5 * (2 / 3 + 1) / 2 + 0.5 * 0.5) - (0.5 * 0.5 + 0.5 * 0.5), abs=1e-12)
-    assert rw.strategies.filter(pl.col("strategy") == "c")["within"].item() == 0.0
+    c_row = rw.strategies.filter(pl.col("strategy") == "c")["within"].item()
+    assert c_row == pytest.approx((1.0 - fit_b[0, 2]) * 0.25 / 2, abs=1e-12)  # rl's c beats base's model of c

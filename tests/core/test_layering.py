@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # specific name wins.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("errors", "schema", "names", "options", "deprecation", "resample", "cachefile", "progress",
-              "results", "failures", "typing")),
+              "results", "failures", "patterns", "actions", "typing")),
     ("read and score", ("readers", "scoring")),
     ("estimate", ("passkt", "boundaries", "segmentation", "embed", "strategy_space", "_strategies",
                   "neighbours")),

@@ -294,7 +294,9 @@ def test_error_pattern_reaches_segmentation(tmp_path):
     ("HTTP 404 Not Found is the standard response code when a server cannot find the page that was requested, "
      "and browsers show it as a page; the name comes from room 404 in a popular story that is not true."
      + " More text." * 30, False),
-    ("Paris is the capital of France.", False), ("", False),
+    ("Paris is the capital of France.", False),
+    # the environment answered with nothing (a missing observation is no answer at all)
+    ("", True), ("None", True), ("null", True), ("Nothing happens.", True), (None, False),
 ])
 def test_failure_reading(text, failed):
     assert is_failure(text) is failed

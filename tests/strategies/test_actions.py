@@ -108,3 +108,18 @@ def test_episodes_logged_through_act_find_the_strategies_of_typed_tools(tmp_path
     by_name = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, action_field=None).fit(generic).labels_
     assert adjusted_rand_score(truth, labels) >= 0.9
     assert adjusted_rand_score(truth, by_name) < adjusted_rand_score(truth, labels) - 0.3
+
+
+def test_ignore_tools_leaves_bookkeeping_calls_out_of_fit_save_and_apply(tmp_path):
+    runs, truth = _shell_runs()
+    noisy = runs.with_columns(runs["steps"].map_elements(
+        lambda steps: [make_step(tool="think", arguments='{"thought": "hmm"}', observation=""), *steps],
+        return_dtype=runs["steps"].dtype))
+    assert render(noisy)["tools"][0].startswith("think")
+    assert render(noisy, ignore_tools=["Think"])["tools"].to_list() == render(runs)["tools"].to_list()
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, ignore_tools=["think"]).fit(noisy)
+    assert adjusted_rand_score(truth, space.labels_) == 1.0 and "think" not in " ".join(space.describe()["name"])
+    loaded = mx.StrategySpace.load(space.save(tmp_path / "space"))
+    assert loaded.ignore_tools == ["think"] and (loaded.transform(noisy) == space.labels_).all()
+    with pytest.raises(InputError, match="`ignore_tools`"):
+        mx.StrategySpace(embedder=FAST, progress=False, ignore_tools="think").fit(runs)

@@ -1,0 +1,356 @@
+"""The floor, the default and the ceiling of strategy discovery, world by world (issue 31).
+
+For every planted world (the loader and the worlds of ``bench_strategies_worlds.py``, every
+world in :data:`mechanism.worlds.WORLDS`, and the built-in simulator) and seed, the adjusted
+Rand index against the planted strategies of:
+
+- two baselines, whose better one is the **floor** the default must never fall below:
+  :func:`baseline_rounds` (k-means on the number of tool calls alone) and
+  :func:`baseline_tfidf` (TF-IDF of tool-name unigrams and bigrams, then k-means), both at
+  the planted number of strategies;
+- the **default**: ``mx.StrategySpace`` with its default parameters (``--param`` changes them);
+- the **ceiling**: :func:`ceiling_supervised`, a classifier trained on the planted labels over
+  the moves the default sees, cross-validated by question. It says how far the planted
+  strategies can be told apart on this input at all.
+
+Prints one row per world (mean over seeds) with a verdict: ``below floor`` (the default under
+the better baseline), ``meets bar`` (ARI at least 0.85, or within 0.05 of a ceiling below 0.9:
+issue 31's criterion) or ``ok``. ``--generic`` does the same after re-logging every world
+through one generic ``act(command=...)`` tool, where ``mechanism.worlds`` offers
+``as_generic_action``.
+
+Run: ``python benchmarks/bench_strategies_floor.py [--embedder hashing-256|None] [--seeds 0 1 2]
+[--worlds a b ...] [--n 60] [--param k=v ...] [--generic] [--json PATH]``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import polars as pl
+from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, adjusted_rand_score
+from sklearn.model_selection import GroupKFold, cross_val_predict
+from sklearn.pipeline import make_pipeline
+from threadpoolctl import threadpool_limits
+
+import mechanism as mx
+import mechanism.worlds as mw
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file
+from bench_strategies_worlds import load  # noqa: E402 - the worlds' loader, beside this file
+
+#: Issue 31's bar: ARI at least this, or within :data:`CEILING_MARGIN` of a ceiling below
+#: :data:`LOW_CEILING`.
+BAR = 0.85
+CEILING_MARGIN = 0.05
+LOW_CEILING = 0.9
+
+
+class Ceiling(NamedTuple):
+    """Cross-validated agreement of the supervised classifier with the planted labels."""
+
+    ari: float
+    accuracy: float
+
+
+def worlds() -> list[str]:
+    """Every world this benchmark knows: the simulator, then :data:`mechanism.worlds.WORLDS`."""
+    return ["simulated", *mw.WORLDS]
+
+
+def planted_world(world: str, seed: int, n: int = 60) -> mw.PlantedWorld:
+    """The generator's object of one world (a :class:`mechanism.worlds.PlantedWorld`)."""
+    if world == "simulated":
+        from mechanism.simulation import simulate
+
+        return simulate(n_questions=n, n_samples=4, random_state=seed, progress=False)
+    if world == "multihop_react":
+        return mw.multihop(n_questions=n, random_state=seed, react=True)
+    if world not in mw.WORLDS:
+        raise ValueError(f"unknown world {world!r}; known: {', '.join(worlds())}")
+    return getattr(mw, world)(n_questions=n, random_state=seed)
+
+
+def _read_back(w) -> tuple[pl.DataFrame, np.ndarray]:
+    with tempfile.TemporaryDirectory() as d:
+        runs = mx.read(w.write(d), format=w.format)
+    return runs, np.asarray([str(t) for t in w.labels_for(runs)])
+
+
+def load_world(world: str, seed: int, n: int = 60, generic: bool = False) -> tuple[pl.DataFrame, np.ndarray]:
+    """(runs, planted labels) of one world, read back from its native file.
+
+    Worlds the shared loader of ``bench_strategies_worlds.py`` does not list (ones added to
+    :data:`mechanism.worlds.WORLDS` since) are built the same way: the generator of that name
+    in :mod:`mechanism.worlds`, written and read with ``mx.read``. ``generic``: the episodes
+    re-logged through one ``act(command=...)`` tool first
+    (``mechanism.worlds.as_generic_action``), written and read the same way.
+    """
+    if generic:
+        return _read_back(mw.as_generic_action(planted_world(world, seed, n)))
+    try:
+        runs, truth = load(world, seed=seed, n=n)
+    except KeyError:
+        return _read_back(planted_world(world, seed, n))
+    return runs, np.asarray([str(t) for t in truth])
+
+
+def _k(truth) -> int:
+    return len(set(np.asarray(truth).tolist()))
+
+
+def _kmeans(x, k: int, seed: int) -> np.ndarray:
+    with warnings.catch_warnings():
+        # fewer distinct points than k (e.g. every trajectory makes two calls): k-means
+        # returns fewer clusters and says so; the ARI is still what the baseline gets
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(x)
+
+
+def _tool(name: Any) -> str:
+    # one token per tool name, whatever characters it holds
+    return re.sub(r"\s+", "_", str(name).strip()) or "_"
+
+
+def tool_documents(runs: pl.DataFrame) -> list[str]:
+    """Each trajectory's tool names in call order (every call, failed ones included), one
+    space-separated token per call."""
+    return [" ".join(_tool(s["tool"]) for s in (steps or [])) for steps in runs["steps"].to_list()]
+
+
+def baseline_rounds(runs: pl.DataFrame, truth, seed: int) -> float:
+    """ARI of k-means on the number of tool calls alone (``n_rounds``), at the planted k.
+
+    Parameters
+    ----------
+    runs
+        A canonical trajectory table.
+    truth
+        The planted strategy of each row of ``runs``.
+    seed
+        ``random_state`` of k-means (10 initialisations).
+
+    Returns
+    -------
+    float
+        Adjusted Rand index of the clusters against ``truth``.
+    """
+    x = runs["n_rounds"].cast(pl.Float64).to_numpy().reshape(-1, 1)
+    return float(adjusted_rand_score(truth, _kmeans(x, _k(truth), seed)))
+
+
+def baseline_tfidf(runs: pl.DataFrame, truth, seed: int) -> float:
+    """ARI of k-means on TF-IDF of tool-name unigrams and bigrams, at the planted k.
+
+    Each trajectory is the sequence of its tools' names (a name is one token, never split at
+    punctuation); a trajectory without calls is the zero vector.
+
+    Parameters
+    ----------
+    runs
+        A canonical trajectory table.
+    truth
+        The planted strategy of each row of ``runs``.
+    seed
+        ``random_state`` of k-means (10 initialisations).
+
+    Returns
+    -------
+    float
+        Adjusted Rand index of the clusters against ``truth``.
+    """
+    docs = tool_documents(runs)
+    if not any(docs):
+        return float(adjusted_rand_score(truth, np.zeros(len(docs), dtype=int)))
+    x = TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"[^ ]+", lowercase=False).fit_transform(docs)
+    return float(adjusted_rand_score(truth, _kmeans(x, _k(truth), seed)))
+
+
+#: The grains a move is described at in :func:`move_documents`, coarsest first.
+GRAINS = ("tool", "tool/move", "move")
+
+
+def move_documents(runs: pl.DataFrame) -> list[tuple[tuple[str, ...], ...]]:
+    """Each trajectory's move sequence as :func:`mechanism.segmentation.render` reads it (retries
+    merged, as the default fit sees them), at the three grains of :data:`GRAINS`.
+
+    Per trajectory, one sequence per grain, each ending with how the episode ended: the tools
+    (``T:`` tokens), tool and move name zipped from the ``tools`` and ``moves`` columns
+    (``search/reformulation``), and the full moves (``M:`` tokens: tool, relation, where the
+    carried values came from, scope).
+    """
+    from mechanism.segmentation import render
+
+    table = render(runs)
+    docs = []
+    for moves, tools, tokens in zip(table["moves"].to_list(), table["tools"].to_list(), table["tokens"].to_list()):
+        m = moves.split(" > ") if moves else []
+        t = tools.split(" > ") if tools else []
+        toks = tokens.split() if tokens else []
+        end = tuple(x for x in toks if x.startswith("E:"))
+        docs.append((tuple(x for x in toks if x.startswith("T:")) + end,
+                     tuple(f"{_tool(a)}/{b}" for a, b in zip(t, m)) + tuple(m[len(t):]),
+                     tuple(x for x in toks if x.startswith("M:")) + end))
+    return docs
+
+
+def move_ngrams(doc: tuple[tuple[str, ...], ...]) -> list[str]:
+    """The 1-, 2- and 3-grams of every grain's sequence of one :func:`move_documents` entry,
+    each named by its grain; ``<none>`` for a trajectory with no move at all."""
+    grams = [f"{i}|" + " ".join(seq[j:j + n]) for i, seq in enumerate(doc) for n in (1, 2, 3)
+             for j in range(len(seq) - n + 1)]
+    return grams or ["<none>"]
+
+
+def ceiling_supervised(runs: pl.DataFrame, truth, seed: int, n_splits: int = 5) -> Ceiling:
+    """How well the planted strategies can be told apart from the moves at all.
+
+    Logistic regression on the counts of move 1-, 2- and 3-grams at three grains
+    (:func:`move_documents`, :func:`move_ngrams`; n-grams seen in one training trajectory only
+    are dropped: they cannot generalise and they slow the fit), trained on the planted labels;
+    every trajectory's prediction comes from a model fitted without any of its question's
+    trajectories (``GroupKFold`` on ``question_id``, ``n_splits`` folds, fewer when there are
+    fewer questions; the vocabulary too is learnt inside each fold).
+
+    Parameters
+    ----------
+    runs
+        A canonical trajectory table.
+    truth
+        The planted strategy of each row of ``runs``.
+    seed
+        ``random_state`` of the classifier (its solver is deterministic; kept so every
+        function here is called the same way).
+    n_splits
+        Folds of the cross-validation.
+
+    Returns
+    -------
+    Ceiling
+        ARI and accuracy of the cross-validated predictions against ``truth``.
+    """
+    truth = np.asarray([str(t) for t in truth])
+    groups = runs["question_id"].cast(pl.Utf8).to_numpy()
+    folds = min(n_splits, len(set(groups.tolist())))
+    if folds < 2 or _k(truth) < 2:
+        raise ValueError(f"ceiling_supervised needs two questions and two planted strategies; "
+                         f"got {folds} question(s), {_k(truth)} strategy(ies)")
+    docs = np.empty(runs.height, dtype=object)
+    docs[:] = move_documents(runs)
+    model = make_pipeline(CountVectorizer(analyzer=move_ngrams, min_df=2),
+                          LogisticRegression(max_iter=2000, random_state=seed))
+    # one BLAS thread: on a small, shared machine lbfgs with a thread per core ran 25x slower
+    with threadpool_limits(limits=1, user_api="blas"):
+        pred = cross_val_predict(model, docs, truth, groups=groups, cv=GroupKFold(n_splits=folds))
+    return Ceiling(float(adjusted_rand_score(truth, pred)), float(accuracy_score(truth, pred)))
+
+
+def default_ari(runs: pl.DataFrame, truth, seed: int, embedder: str | None, params: dict[str, Any]) -> float:
+    """ARI of ``mx.StrategySpace`` fitted with its defaults (plus ``params``)."""
+    space = mx.StrategySpace(random_state=seed, n_bootstrap=0, progress=False, embedder=embedder, **params)
+    return float(adjusted_rand_score(truth, space.fit(runs).labels_))
+
+
+def verdict(default: float, floor: float, ceiling: float) -> str:
+    """``below floor``, ``meets bar`` (issue 31's recovery criterion) or ``ok``."""
+    if default < floor:
+        return "below floor"
+    if default >= BAR or (ceiling < LOW_CEILING and default >= ceiling - CEILING_MARGIN):
+        return "meets bar"
+    return "ok"
+
+
+def measure(runs: pl.DataFrame, truth, seed: int, embedder: str | None, params: dict[str, Any]) -> dict[str, float]:
+    """Every number of one world at one seed."""
+    t0 = time.perf_counter()
+    ceiling = ceiling_supervised(runs, truth, seed)
+    row = {"rounds": baseline_rounds(runs, truth, seed), "tfidf": baseline_tfidf(runs, truth, seed),
+           "ceiling_ari": ceiling.ari, "ceiling_acc": ceiling.accuracy}
+    t1 = time.perf_counter()
+    row["default"] = default_ari(runs, truth, seed, embedder, params)
+    row.update(baselines_s=t1 - t0, fit_s=time.perf_counter() - t1)
+    return row
+
+
+def _parse(value: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return {"None": None, "True": True, "False": False}.get(value, value)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--embedder", default="hashing-256", help="embedder of the default fit; None: MiniLM")
+    ap.add_argument("--worlds", nargs="*", default=None, help="worlds to run (default: all)")
+    ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
+    ap.add_argument("--n", type=int, default=60, help="questions per world")
+    ap.add_argument("--param", nargs="*", default=[], help="StrategySpace parameters, k=v")
+    ap.add_argument("--generic", action="store_true", help="re-log each world through one act(command=...) tool")
+    ap.add_argument("--json", default=None, help="where to write the numbers (default benchmarks/results/)")
+    args = ap.parse_args(argv)
+    embedder = None if args.embedder in (None, "None", "none") else args.embedder
+    params = {}
+    for p in args.param:
+        k, sep, v = p.partition("=")
+        if not sep:
+            ap.error(f"--param {p!r}: expected k=v")
+        params[k] = _parse(v)
+    names = args.worlds or worlds()
+    if args.generic and getattr(mw, "as_generic_action", None) is None:
+        print("note: mechanism.worlds has no as_generic_action yet; --generic skipped", flush=True)
+        return
+
+    t_all = time.perf_counter()
+    rows, per_seed = [], []
+    for world in names:
+        cells: list[dict[str, float]] = []
+        for seed in args.seeds:
+            runs, truth = load_world(world, seed=seed, n=args.n, generic=args.generic)
+            cell = measure(runs, truth, seed, embedder, params)
+            cells.append(cell)
+            per_seed.append({"world": world, "seed": seed, "k planted": _k(truth), "n": runs.height,
+                             **{k: round(v, 4) for k, v in cell.items()}})
+            print(per_seed[-1], flush=True)
+        mean = {k: float(np.mean([c[k] for c in cells])) for k in cells[0]}
+        floor = max(mean["rounds"], mean["tfidf"])
+        rows.append({"world": world, "k planted": per_seed[-1]["k planted"], "rounds": round(mean["rounds"], 3),
+                     "tfidf": round(mean["tfidf"], 3), "floor (max of the two)": round(floor, 3),
+                     "default": round(mean["default"], 3), "ceiling ARI": round(mean["ceiling_ari"], 3),
+                     "ceiling acc": round(mean["ceiling_acc"], 3),
+                     "default - floor": round(mean["default"] - floor, 3),
+                     "verdict": verdict(mean["default"], floor, mean["ceiling_ari"])})
+    wall = time.perf_counter() - t_all
+    title = (f"Floor, default and ceiling of strategy discovery{' (one generic act tool)' if args.generic else ''}, "
+             f"embedder {embedder or 'default (MiniLM)'}, seeds {' '.join(map(str, args.seeds))}"
+             f"{' ' + str(params) if params else ''}")
+    notes = (f"floor: the better of the rounds and TF-IDF baselines (k-means at the planted k); ceiling: logistic "
+             f"regression on move 1-3-grams at three grains (tool, tool/move, full move), 5-fold cross-validated "
+             f"by question. Verdict 'meets bar': default >= "
+             f"{BAR}, or within {CEILING_MARGIN} of a ceiling below {LOW_CEILING}. Means over seeds; "
+             f"wall time {wall:.0f} s.")
+    out = harness.report(__file__, rows, title=title, notes=notes,
+                         params={**vars(args), "embedder": embedder, "params": params},
+                         out=Path(args.json) if args.json else None, part="generic" if args.generic else None)
+    record = json.loads(out.read_text(encoding="utf-8"))
+    record.update(per_seed=per_seed, wall_s=round(wall, 1))
+    out.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""The floor and ceiling of benchmarks/bench_strategies_floor.py on tiny worlds whose answer is
+known: what each baseline can and cannot see, and a ceiling that separates separable moves."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mechanism.schema import from_records, make_step
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    # the script imports its harness and the worlds' loader as sibling modules
+    import sys
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_strategies_floor", BENCHMARKS / "bench_strategies_floor.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return module
+
+
+def _call(tool: str, value: str):
+    return make_step(tool=tool, arguments=json.dumps({"id": value}), observation=f"{tool} result for {value}")
+
+
+def _world(plans: dict[str, list[str]], n_questions: int = 10, n_samples: int = 2):
+    """Every question answered by every plan ``n_samples`` times: (runs, planted labels)."""
+    records, truth = [], []
+    for q in range(n_questions):
+        for name, tools in plans.items():
+            for _ in range(n_samples):
+                records.append({"arm": "a", "question_id": f"q{q}", "sample_id": len(records),
+                                "question": f"Look up item {q}", "gold": ["x"], "answer": "x", "correct": True,
+                                "n_rounds": len(tools), "steps": [_call(t, f"item{q}") for t in tools]})
+                truth.append(name)
+    return from_records(records), np.array(truth)
+
+
+def test_tool_order_separates_tfidf_bigrams_not_rounds(bench):
+    # the same two tools, in the opposite order: unigrams and call counts are equal
+    runs, truth = _world({"lookup_first": ["lookup", "update"], "update_first": ["update", "lookup"]})
+    assert bench.baseline_rounds(runs, truth, seed=0) == pytest.approx(0.0)
+    assert bench.baseline_tfidf(runs, truth, seed=0) == pytest.approx(1.0)
+    ceiling = bench.ceiling_supervised(runs, truth, seed=0)
+    assert ceiling.ari == pytest.approx(1.0)
+    assert ceiling.accuracy == pytest.approx(1.0)
+
+
+def test_call_count_separates_rounds(bench):
+    runs, truth = _world({"one": ["search"], "three": ["search", "search", "search"]})
+    assert bench.baseline_rounds(runs, truth, seed=0) == pytest.approx(1.0)
+
+
+def test_tool_names_are_whole_tokens(bench):
+    # names that a default token pattern would split into shared pieces ("get", "user")
+    runs, truth = _world({"a": ["get_user.v2", "get-user"], "b": ["get-user", "get_user.v2"]})
+    assert bench.tool_documents(runs)[0] == "get_user.v2 get-user"
+    assert bench.baseline_tfidf(runs, truth, seed=0) == pytest.approx(1.0)
+
+
+def test_indistinguishable_plans_keep_the_ceiling_at_chance(bench):
+    # two planted labels over identical trajectories: nothing can tell them apart
+    runs, _ = _world({"a": ["search", "open"], "b": ["search", "open"]})
+    truth = np.array(["a", "b"] * (runs.height // 2))
+    ceiling = bench.ceiling_supervised(runs, truth, seed=0)
+    assert ceiling.ari < 0.1
+    assert ceiling.accuracy <= 0.6
+
+
+def test_verdict(bench):
+    assert bench.verdict(0.5, floor=0.6, ceiling=1.0) == "below floor"
+    assert bench.verdict(0.9, floor=0.6, ceiling=1.0) == "meets bar"
+    assert bench.verdict(0.7, floor=0.6, ceiling=0.74) == "meets bar"
+    assert bench.verdict(0.7, floor=0.6, ceiling=0.95) == "ok"
