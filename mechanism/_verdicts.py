@@ -46,9 +46,8 @@ def reweighting_verdict(rw: Any) -> str:
             f"+ within-strategy execution {ci('within')}")
     bounds = getattr(rw, "composition_bounds", (math.nan, math.nan))
     if math.isfinite(bounds[0]) and rw.one_arm_mass and max(rw.one_arm_mass.values()) > 0:
-        text += f" (composition {bounds[0]:+.3f} to {bounds[1]:+.3f} with no model of the one-arm cells)"
-    return text + (f"; {100 * rw.shared_mass:.0f}% of {rw.treated}'s trajectories lie in strategies "
-                   f"{rw.base} also uses")
+        text += f" (assumption-free bounds {bounds[0]:+.3f} to {bounds[1]:+.3f})"  # Manski: one-arm cells at 0 and 1
+    return text + f"; {100 * rw.shared_mass:.0f}% of {rw.treated}'s trajectories in strategies {rw.base} uses"
 
 
 def reweighting_lines(rw: Any, *, indent: str = "") -> list[str]:

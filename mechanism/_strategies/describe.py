@@ -5,13 +5,15 @@ Columns: ``strategy``, ``name`` (your :meth:`~StrategySpace.rename`, else ``buil
 ``built_name`` (from what the members share, with the tools the task decides last, e.g.
 ``get_order_details -> cancel_pending_order -> get_order_details (again)``: the steps the
 members holding 90 % of the strategy take in order, distinct within the space;
-:func:`mechanism._strategies.description.strategy_names` states the rule), ``fidelity`` (the
+:func:`mechanism._strategies.naming.strategy_names` states the rule), ``fidelity`` (the
 share of members the name describes), ``size``, ``share``, ``stability`` (bootstrap over
 questions), ``keywords`` (c-TF-IDF over renderings, as in BERTopic), ``typical_member`` (the
 medoid's masked rendering), ``typical_moves`` and ``typical_tools`` (the most common sequence),
 ``example`` (an unmasked trajectory with that rendering), ``success_rate`` (pooled),
 ``mean_rounds``, ``no_search_share``, ``failure_rate`` and ``retry_rate`` (share of members with
 a failed call, with a retry), ``failed_call_share`` (failed calls over calls),
+``retry_loop_share`` (share of members that are fail-and-retry loops: at least two failed calls,
+each retried by the next call of its tool; a strategy at least half loops says so in its name),
 ``optional_steps`` (what ``families="merge"`` joined), ``task_variants`` (tools that took one
 another's place on different kinds of task, ``"create_event / send_email"``:
 :mod:`mechanism._strategies.tasks`) and, per arm of the fitted table,
@@ -30,6 +32,7 @@ import polars as pl
 
 from mechanism._strategies.clustering import medoid
 from mechanism._strategies.description import example_text, pick_members, strategy_names, success_by_arm
+from mechanism._strategies.naming import loop_share
 
 _SCOPES = (("whole question", "whole_question"), ("most of question", "most_of_question"),
            ("part of question", "part_of_question"), ("no question", "no_question"),
@@ -99,7 +102,8 @@ def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries:
         pl.Series("strategy", labels, dtype=pl.Int64), runs["correct"].alias("correct"),
         runs["n_rounds"].alias("n_rounds"), pl.Series("row", np.arange(traj.height), dtype=pl.Int64),
         (traj["n_failed"] > 0).alias("failed"), (traj["n_retries"] > 0).alias("retried"),
-        traj["n_failed"].alias("n_failed"))
+        traj["n_failed"].alias("n_failed"), traj["n_retries"].fill_null(0).cast(pl.Int64).alias("n_retries"),
+        traj["n_repeat"].fill_null(0).cast(pl.Int64).alias("n_repeat"))
     total = frame.height
     base = (frame.group_by("strategy")
             .agg(pl.len().cast(pl.Int64).alias("size"), pl.col("correct").mean().alias("success_rate"),
@@ -107,13 +111,13 @@ def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries:
                  (pl.col("n_rounds") == 0).mean().alias("no_search_share"),
                  pl.col("failed").mean().alias("failure_rate"), pl.col("retried").mean().alias("retry_rate"),
                  (pl.col("n_failed").sum() / pl.col("n_rounds").sum().cast(pl.Float64).clip(1.0, None))
-                 .alias("failed_call_share"))
+                 .alias("failed_call_share"), loop_share(pl.col("n_retries")).alias("retry_loop_share"))
             .with_columns((pl.col("size") / total).alias("share")))
     typical = (frame.group_by("strategy", "moves", "tools").agg(pl.len().alias("n"))
                .sort(["strategy", "n", "moves", "tools"], descending=[False, True, False, False])
                .group_by("strategy", maintain_order=True).first()
                .select("strategy", pl.col("moves").alias("typical_moves"), pl.col("tools").alias("typical_tools")))
-    names = strategy_names(frame.select("strategy", "moves", "tools", "tokens", "n_rounds"))
+    names = strategy_names(frame.select("strategy", "moves", "tools", "tokens", "n_rounds", "n_retries", "n_repeat"))
     meds = pl.DataFrame(summaries, schema={"strategy": pl.Int64, "typical_member": pl.String,
                                          "keywords": pl.List(pl.String)})
     # an unmasked example: the first trajectory whose rendering is the typical member's
@@ -158,7 +162,7 @@ def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries:
     out = out.sort("strategy").select(
         "strategy", "name", "built_name", "fidelity", "size", "share", "stability", "keywords", "typical_member",
         "typical_moves", "typical_tools", "example", "success_rate", "mean_rounds", "no_search_share",
-        "failure_rate", "retry_rate", "failed_call_share",
+        "failure_rate", "retry_rate", "failed_call_share", "retry_loop_share",
         *[c for arm in arms for c in (f"n[{arm}]", f"success_rate[{arm}]", f"ci_low[{arm}]", f"ci_high[{arm}]",
                                       *(f"{w}{x}[{arm}]" for w in ("failure_rate", "retry_rate")
                                         for x in ("", "_ci_low", "_ci_high")))])

@@ -1,5 +1,5 @@
-"""Readable descriptions of strategies: a name from tools and moves, the typical sequence,
-an unmasked example, success per arm with intervals (questions weighted equally within an
+"""Readable descriptions of strategies: a name from tools and moves (the rule:
+:mod:`mechanism._strategies.naming`), the typical sequence, an unmasked example, success per arm with intervals (questions weighted equally within an
 arm, percentile bootstrap over questions)."""
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from mechanism._strategies.naming import (NAME_COVERAGE, shared_core, step_labels,  # noqa: F401  (public here)
+                                          strategy_names)
 from mechanism.resample import (percentile_interval, question_bootstrap_weights, question_weighted, resolve_seed,
                                 stream)
 
@@ -26,13 +28,6 @@ def _collapse(items: list[str]) -> list[str]:
         else:
             out.append(it)
     return out
-
-
-# what a relation adds to a tool's name when it is not the tool's first, plain use
-_NOTE = {"repeat": "again", "return": "again", "revise": "revised", "switch": None, "new": "another",
-         "first": None}
-_SEARCH_NOTE = {"bridge_lookup": "bridge", "verification": "check", "reformulation": "reworded",
-                "parallel_lookup": "parallel", "new_lookup": "new", "repeat": "repeat"}
 
 
 def strategy_name(moves: Sequence[str], tools: Sequence[str]) -> str:
@@ -52,69 +47,6 @@ def strategy_name(moves: Sequence[str], tools: Sequence[str]) -> str:
     if not tools:
         return "answer without tools"
     return " -> ".join(_collapse(step_labels(moves, tools)))
-
-
-def step_labels(moves: Sequence[str], tools: Sequence[str]) -> list[str]:
-    """Each call as a name reads it: the tool, with what its move adds (``search (bridge)``,
-    ``get_order_details (again)``, ``cancel (failed)`` where failures are kept apart)."""
-    parts = []
-    for move, tool in zip(moves, tools):
-        note = _SEARCH_NOTE.get(move) if move in _SEARCH_NOTE else _NOTE.get(move)
-        failed = tool.endswith("!")
-        label = tool.rstrip("!") + (" (failed)" if failed else "")
-        if note:
-            label = label[:-1] + f", {note})" if failed else label + f" ({note})"
-        parts.append(label)
-    return parts
-
-
-# A name states the steps that the members holding at least this share of a strategy's
-# trajectories all take, in order (its core); the rest are optional steps of the family.
-NAME_COVERAGE = 0.9
-
-
-def _runs_of(labels: Sequence[str]) -> tuple[str, ...]:
-    """A label sequence with runs of one label as one step (how often is not the plan)."""
-    out: list[str] = []
-    for lab in labels:
-        if not out or out[-1] != lab:
-            out.append(lab)
-    return tuple(out)
-
-
-def _contains(seq: tuple[str, ...], core: tuple[str, ...]) -> bool:
-    """Whether ``core`` is an ordered subsequence of ``seq``."""
-    it = iter(seq)
-    return all(any(x == c for x in it) for c in core)
-
-
-def shared_core(sequences: Sequence[tuple[str, ...]], weights: Sequence[float], *,
-                coverage: float = NAME_COVERAGE) -> tuple[tuple[str, ...], float]:
-    """The longest step sequence (found greedily) that members holding ``coverage`` of the
-    weight contain in order, starting from the heaviest member's, and the weight share
-    containing it.
-
-    Examples
-    --------
-    >>> shared_core([("a", "b", "c"), ("a", "c"), ("a", "b", "c")], [5, 4, 1])
-    (('a', 'c'), 1.0)
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    total = float(w.sum())
-    if not len(sequences) or total <= 0:
-        return (), 0.0
-    core = tuple(sequences[int(np.argmax(w))])
-
-    def share(c: tuple[str, ...]) -> float:
-        return float(sum(wi for seq, wi in zip(sequences, w) if _contains(seq, c)) / total)
-
-    held = share(core)
-    while core and held < coverage - 1e-12:
-        # drop the step whose removal keeps the most members (ties: the later step)
-        options = [(share(core[:i] + core[i + 1:]), i) for i in range(len(core))]
-        held, i = max(options)
-        core = core[:i] + core[i + 1:]
-    return core, held
 
 
 def example_text(question: str | None, steps: list[dict] | None, answer: str | None) -> str:
@@ -173,143 +105,6 @@ def typical(values: Sequence[str]) -> str:
 
 def dumps_names(names: dict[int, str]) -> str:
     return json.dumps({str(k): v for k, v in sorted(names.items())})
-
-
-def _token_phrase(token: str) -> str:
-    """A move token (:func:`mechanism.segmentation.move_tokens`) in words."""
-    kind, _, body = token.partition(":")
-    if kind == "E":
-        return "ends without an answer" if "no_answer" in body else (
-            "answers without a call" if body.startswith("no_calls") else "ends with an answer")
-    if kind == "B":
-        a, _, b = body.partition(">")
-        return f"{a.replace('/', ' ')} then {b.replace('/', ' ')}".replace("start then ", "opens with ")
-    if kind == "M":
-        parts = body.split("/")
-        tool, relation, sources, scope = (parts + ["", "", "", ""])[:4]
-        tail = " after an error" if body.endswith("/after_error") else ""
-        where = {"whole": ", whole question", "partial": ", part of question"}.get(scope, "")
-        return f"{tool} {relation} from {sources.replace('+', ' and ')}{where}{tail}"
-    return body.replace("/", " ")
-
-
-def _calls(lo: int, hi: int) -> str:
-    return f"{lo} call{'s' if lo != 1 else ''}" if lo == hi else f"{lo}-{hi} calls"
-
-
-def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
-    """Each strategy's name, built from what its members share, and its fidelity.
-
-    ``frame`` has one row per member: ``strategy``, ``moves`` and ``tools`` (the attempt
-    sequences of :func:`mechanism.segmentation.render`), ``tokens`` and ``n_rounds``.
-
-    The rule (stated once, used for every name):
-
-    1. A strategy whose members all answer without a tool call is ``answer without tools``;
-       no other name says so.
-    2. Otherwise the name is the core: the longest sequence of steps (runs of one step as
-       one, :func:`step_labels`) that the members holding at least :data:`NAME_COVERAGE` of
-       the strategy contain in order (:func:`shared_core`); steps outside it are the
-       family's optional steps. Where no step is that widely shared the name is ``varied:``
-       and the most common sequence. A strategy some of whose members answer without a call
-       (and others not) is ``answer with no call, or`` and the core of the others.
-    3. Where two strategies would read the same, each name says how its strategy differs:
-       first by the members' call counts (10th to 90th percentile, where each strategy's
-       range is its own; ranges may overlap, and fidelity counts the members within), then
-       by the move token
-       whose presence differs most between them (``with ...``/``without ...``). The
-       strategy id is appended only if nothing tells them apart.
-
-    A name *describes* a member when the member has every step of the core in order (for
-    rule 1: no call), its calls lie in the stated range and it has (or lacks) the stated
-    token; ``fidelity`` is the share of the strategy's members the name describes.
-
-    Returns
-    -------
-    polars.DataFrame
-        ``strategy, built_name, fidelity``.
-    """
-    groups = (frame.group_by("strategy", "moves", "tools", "tokens", "n_rounds").agg(pl.len().alias("n"))
-              .sort(["strategy", "n", "moves", "tools", "tokens", "n_rounds"],
-                    descending=[False, True, False, False, False, False]))
-    members: dict[int, list[dict]] = {}
-    for row in groups.iter_rows(named=True):
-        tools = [t for t in (row["tools"] or "").split(" > ") if t]
-        seq = _runs_of(step_labels((row["moves"] or "").split(" > "), tools))
-        members.setdefault(int(row["strategy"]), []).append(
-            {"seq": seq, "n": float(row["n"]), "rounds": int(row["n_rounds"] or 0),
-             "tokens": frozenset((row["tokens"] or "").split()), "free": not tools})
-    # test(member) -> bool for every part of a name, so that fidelity checks exactly what it says
-    name: dict[int, str] = {}
-    tests: dict[int, list] = {}
-    for c, ms in members.items():
-        if all(m["free"] for m in ms):
-            name[c], tests[c] = "answer without tools", [lambda m: m["free"]]
-            continue
-        calling = [m for m in ms if not m["free"]]
-        free = sum(m["n"] for m in ms) - sum(m["n"] for m in calling)
-        core, _ = shared_core([m["seq"] for m in calling], [m["n"] for m in calling])
-        if core:
-            name[c] = " -> ".join(core)
-            tests[c] = [lambda m, core=core: not m["free"] and _contains(m["seq"], core)]
-        else:
-            top = calling[0]["seq"]
-            name[c] = "varied: " + " -> ".join(top)
-            tests[c] = [lambda m, top=top: m["seq"] == top]
-        if free > 0:  # some members answer without a call: the name says both
-            name[c] = "answer with no call, or " + name[c]
-            tests[c] = [lambda m, t=tests[c][0]: m["free"] or t(m)]
-
-    def clashes() -> dict[str, list[int]]:
-        by: dict[str, list[int]] = {}
-        for c, n in name.items():
-            by.setdefault(n, []).append(c)
-        return {n: cs for n, cs in by.items() if len(cs) > 1}
-
-    for n, cs in clashes().items():  # 3a: call counts, where their ranges do not overlap
-        ranges = {}
-        for c in cs:
-            r = np.repeat([m["rounds"] for m in members[c]], [int(m["n"]) for m in members[c]])
-            ranges[c] = (int(np.floor(np.quantile(r, 0.1))), int(np.ceil(np.quantile(r, 0.9))))
-        if len(set(ranges.values())) == len(cs):
-            for c in cs:
-                lo, hi = ranges[c]
-                name[c] = f"{n} ({_calls(lo, hi)})"
-                tests[c].append(lambda m, lo=lo, hi=hi: lo <= m["rounds"] <= hi)
-    for n, cs in clashes().items():  # 3b: the token whose presence differs most
-        share = {c: _token_shares(members[c]) for c in cs}
-        for c in cs:
-            others = [share[o] for o in cs if o != c]
-            best, gap = None, 0.0
-            for t in sorted(set(share[c]) | set().union(*others)):
-                mine = share[c].get(t, 0.0)
-                other = max(o.get(t, 0.0) for o in others)
-                if abs(mine - other) > abs(gap) + 1e-12:
-                    best, gap = t, mine - other
-            if best is not None and abs(gap) >= 0.5:
-                has = gap > 0
-                name[c] = f"{n} ({'with' if has else 'without'} {_token_phrase(best)})"
-                tests[c].append(lambda m, t=best, has=has: (t in m["tokens"]) == has)
-    for n, cs in clashes().items():
-        for c in cs:
-            name[c] = f"{n} [S{c}]"
-    ids = sorted(members)
-    fidelity = []
-    for c in ids:
-        ms = members[c]
-        held = sum(m["n"] for m in ms if all(t(m) for t in tests[c]))
-        fidelity.append(held / sum(m["n"] for m in ms))
-    return pl.DataFrame({"strategy": ids, "built_name": [name[c] for c in ids], "fidelity": fidelity},
-                        schema={"strategy": pl.Int64, "built_name": pl.String, "fidelity": pl.Float64})
-
-
-def _token_shares(members: list[dict]) -> dict[str, float]:
-    total = sum(m["n"] for m in members)
-    out: Counter[str] = Counter()
-    for m in members:
-        for t in m["tokens"]:
-            out[t] += m["n"]
-    return {t: v / total for t, v in out.items()}
 
 
 # ---------------------------------------------------------------------------- the explorer

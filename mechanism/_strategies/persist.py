@@ -12,6 +12,11 @@ space travels between machines and users:
 - every array is checked for its dtype, shape and finiteness, and every value for its range:
   labels within the space's strategies, counts positive and summing to the training rows,
   ``n_strategies`` equal to the strategies the tables describe, parameters of the right kind;
+- every table is checked whole against its declared schema (:data:`STRATEGY_COLUMNS`,
+  :data:`ARM_COLUMNS`, :data:`TRAIN_ROW_COLUMNS`): each column there, of its dtype, with its
+  values in range, no column the schema does not know, and the counts agreeing across files
+  (sizes with the labels, arm counts with the sizes), so that a space that passes its checksums
+  cannot fail later with a missing column or an impossible value;
 - each array and table must match the checksum ``space.json`` gives for it (BLAKE2b through
   :func:`mechanism.cachefile.digest`, the toolkit's one digest; SHA-256 in spaces saved before);
 - the embedding model's name is parsed by a bounded grammar and loaded on the file's word
@@ -28,8 +33,9 @@ import io
 import json
 import math
 import os
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -110,10 +116,34 @@ def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_c
         "n_strategies": space.n_strategies_, "arrays": checksums, "tables": tables,
         "names": {str(k): v for k, v in sorted(getattr(space, "names_", {}).items())},
         "seed_agreement": space.seed_agreement_,
+        "action_tools": dict(sorted(getattr(space, "action_tools_", {}).items())),
+        "ignore_tools": sorted(space.ignore_tools or ()),
     }
     # written last: a folder whose space.json is there holds every file it lists
     atomic_write(out / "space.json", json.dumps(config, indent=1).encode("utf-8"))
     return out
+
+
+def _action_tools(raw: Any, cfg: str) -> dict[str, str]:
+    """The generic tools a space read as verbs: a mapping of short tool names to one of the
+    fields :mod:`mechanism.actions` knows (a space saved without it read every call by name)."""
+    from mechanism.actions import ACTION_FIELDS, TEXT_FIELD
+
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or len(raw) > 64 or not all(
+            isinstance(k, str) and 0 < len(k) <= 200 and v in (*ACTION_FIELDS, TEXT_FIELD) for k, v in raw.items()):
+        raise _Refusal("`action_tools` must map tool names to action fields", cfg, "action_tools")
+    return dict(raw)
+
+
+def _ignore_tools(raw: Any, cfg: str) -> list[str] | None:
+    """The tools a space left out of every trajectory (a space saved without it left none out)."""
+    if raw is None or raw == []:
+        return None
+    if not isinstance(raw, list) or len(raw) > 256 or not all(isinstance(t, str) and 0 < len(t) <= 200 for t in raw):
+        raise _Refusal("`ignore_tools` must be a list of tool names", cfg, "ignore_tools")
+    return list(raw)
 
 
 class _Refusal(Exception):
@@ -221,10 +251,132 @@ def _table(folder: Path, name: str, expected: Any, algorithm: str) -> pl.DataFra
                        file) from None
 
 
-def _column(frame: pl.DataFrame, file: str, name: str, check: Any) -> pl.Series:
-    if name not in frame.columns or not check(frame.schema[name]) or frame[name].null_count():
-        raise _Refusal(f"`{file}` lacks a complete column `{name}` of the right type", file, name)
-    return frame[name]
+class Column(NamedTuple):
+    """What one column of a saved table must hold.
+
+    ``kind`` is ``"int"``, ``"float"``, ``"str"`` or ``"strs"`` (a list of strings); numbers lie
+    in ``[low, high]``; ``null`` allows missing values, ``nan`` NaN (a rate of no members, a
+    stability never resampled); ``optional`` columns may be absent (spaces saved before them).
+    """
+
+    kind: str
+    low: float = -math.inf
+    high: float = math.inf
+    null: bool = False
+    nan: bool = False
+    optional: bool = False
+
+
+_RATE = Column("float", 0, 1)
+_ARM_RATE = Column("float", 0, 1, null=True, nan=True)  # null where the arm has no member
+# strategies.parquet (what :func:`mechanism._strategies.describe.table` writes); a column added
+# there must be declared here, or the spaces it saves are refused on load
+STRATEGY_COLUMNS: dict[str, Column] = {
+    "strategy": Column("int", -1, 2**31 - 1), "name": Column("str"), "built_name": Column("str"),
+    "fidelity": _RATE, "size": Column("int", 1, 2**63 - 1), "share": _RATE,
+    "stability": Column("float", 0, 1, null=True, nan=True), "keywords": Column("strs", null=True),
+    "typical_member": Column("str", null=True), "typical_moves": Column("str"), "typical_tools": Column("str"),
+    "example": Column("str", null=True), "success_rate": _RATE, "mean_rounds": Column("float", 0, 2**31),
+    "no_search_share": _RATE, "failure_rate": _RATE, "retry_rate": _RATE,
+    "failed_call_share": Column("float", 0, 2**31), "optional_steps": Column("strs"),
+    "task_variants": Column("strs", optional=True), "retry_loop_share": Column("float", 0, 1, optional=True),
+}
+# the columns strategies.parquet holds for every arm, named ``<column>[<arm>]``
+ARM_COLUMNS: dict[str, Column] = {
+    "n": Column("int", 0, 2**63 - 1), "success_rate": _ARM_RATE, "ci_low": _ARM_RATE, "ci_high": _ARM_RATE,
+    **{f"{w}{x}": _ARM_RATE for w in ("failure_rate", "retry_rate") for x in ("", "_ci_low", "_ci_high")},
+}
+TRAIN_ROW_COLUMNS: dict[str, Column] = {
+    "rendering": Column("str"), "moves": Column("str"), "plan": Column("str", optional=True),
+}
+_ARM_COLUMN = re.compile(r"(\w+)\[(.+)\]", re.S)
+
+
+def _kind_ok(dtype: Any, kind: str) -> bool:
+    if kind == "int":
+        return dtype.is_integer()
+    if kind == "float":
+        return dtype.is_float()
+    if kind == "str":
+        return dtype == pl.String
+    return dtype == pl.List(pl.String)
+
+
+def _check_column(series: pl.Series, file: str, name: str, spec: Column) -> None:
+    """Refuse a column of the wrong dtype, with missing values it may not have, or a value out of range."""
+    shown = name if len(name) <= 60 else name[:57] + "..."
+    if not (_kind_ok(series.dtype, spec.kind) or (spec.null and series.dtype == pl.Null)):
+        want = {"int": "integers", "float": "floating-point numbers", "str": "text",
+                "strs": "lists of text"}[spec.kind]
+        raise _Refusal(f"`{file}` column `{shown}` holds {series.dtype}, expected {want}", file, name)
+    if series.null_count() and not spec.null:
+        raise _Refusal(f"`{file}` column `{shown}` has {series.null_count()} missing values", file, name)
+    if spec.kind in ("int", "float") and series.dtype != pl.Null:
+        values = series.drop_nulls()
+        if spec.kind == "float":
+            nan = values.is_nan()
+            if nan.any() and not spec.nan:
+                raise _Refusal(f"`{file}` column `{shown}` holds NaN", file, name)
+            values = values.filter(~nan)
+        if len(values) and (values.min() < spec.low or values.max() > spec.high or
+                            (spec.kind == "float" and not values.is_finite().all())):
+            raise _Refusal(f"`{file}` column `{shown}` holds values from {values.min()} to {values.max()}, "
+                           f"outside [{spec.low:g}, {spec.high:g}]", file, name)
+    elif spec.kind == "strs" and series.dtype != pl.Null and series.list.eval(pl.element().is_null()).list.any().any():
+        raise _Refusal(f"`{file}` column `{shown}` has missing values inside its lists", file, name)
+
+
+def _check_table(frame: pl.DataFrame, file: str, columns: dict[str, Column],
+                 arm_columns: dict[str, Column] | None = None) -> list[str]:
+    """Check ``frame`` against its declared schema; the arms its per-arm columns name."""
+    arms: dict[str, set[str]] = {}
+    for name in frame.columns:
+        if name in columns:
+            continue
+        match = _ARM_COLUMN.fullmatch(name) if arm_columns else None
+        if match is None or match.group(1) not in arm_columns:
+            shown = name if len(name) <= 60 else name[:57] + "..."
+            raise _Refusal(f"`{file}` has a column `{shown}` that no saved space holds", file, name)
+        arms.setdefault(match.group(2), set()).add(match.group(1))
+    for name, spec in columns.items():
+        if name not in frame.columns:
+            if spec.optional:
+                continue
+            raise _Refusal(f"`{file}` has no column `{name}`", file, name)
+        _check_column(frame[name], file, name, spec)
+    for arm, have in arms.items():
+        for base, spec in (arm_columns or {}).items():
+            name = f"{base}[{arm}]"
+            if base not in have:
+                raise _Refusal(f"`{file}` has no column `{name[:80]}` (each arm has {len(arm_columns)})", file, name)
+            _check_column(frame[name], file, name, spec)
+    return sorted(arms)
+
+
+def _check_strategies(frame: pl.DataFrame, n_strategies: int, n_labels: int) -> list[str]:
+    """strategies.parquet against its schema and itself: one row per strategy, sizes summing to
+    the labelled rows and to the arms' counts."""
+    file = "strategies.parquet"
+    arms = _check_table(frame, file, STRATEGY_COLUMNS, ARM_COLUMNS)
+    if not arms:
+        raise _Refusal(f"`{file}` has no per-arm columns (such as `n[base]`)", file, "n")
+    ids = frame["strategy"]
+    if ids.n_unique() != len(ids):
+        raise _Refusal(f"`{file}` describes a strategy twice", file, "strategy")
+    described = sorted(i for i in ids.to_list() if i >= 0)
+    if described != list(range(n_strategies)):
+        raise _Refusal(f"`n_strategies` is {n_strategies} but `{file}` describes strategies "
+                       f"{described[:5]}{'...' if len(described) > 5 else ''}", "space.json", "n_strategies")
+    arm_total = frame.select(pl.sum_horizontal(*(pl.col(f"n[{a}]") for a in arms))).to_series()
+    wrong = (arm_total != frame["size"]).arg_true()
+    if len(wrong):
+        i = int(wrong[0])
+        raise _Refusal(f"`{file}` gives strategy {ids[i]} a `size` of {frame['size'][i]} but its arms' `n[...]` "
+                       f"sum to {arm_total[i]}", file, "size")
+    if int(frame["size"].sum()) != n_labels:
+        raise _Refusal(f"`{file}` sizes sum to {int(frame['size'].sum())} rows but `labels.npy` labels "
+                       f"{n_labels}", "labels.npy", "labels")
+    return arms
 
 
 def _labels_in_range(arr: np.ndarray, n: int, file: str, field: str) -> None:
@@ -342,32 +494,37 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
     if len(counts) and counts.min() < 1:
         raise _Refusal(f"`train_counts.npy` holds a count of {int(counts.min())}: counts are positive",
                        "train_counts.npy", "train_counts")
+    strategies = frames["strategies"]
+    _check_strategies(strategies, n_strategies, labels.shape[0])
+    _labels_in_range(loaded["train_labels"], n_strategies, "train_labels.npy", "train_labels")
+    _labels_in_range(labels, n_strategies, "labels.npy", "labels")
+    members = np.bincount(labels + 1, minlength=n_strategies + 1)
+    for strategy, size in zip(strategies["strategy"].to_list(), strategies["size"].to_list()):
+        if members[strategy + 1] != size:
+            raise _Refusal(f"`labels.npy` gives strategy {strategy} {members[strategy + 1]} members, "
+                           f"`strategies.parquet` {size}", "labels.npy", "labels")
     if int(counts.sum(dtype=np.float64)) != labels.shape[0]:
         raise _Refusal(f"`train_counts.npy` sums to {int(counts.sum(dtype=np.float64))} rows but `labels.npy` "
                        f"labels {labels.shape[0]}", "train_counts.npy", "train_counts")
-    strategies = frames["strategies"]
-    ids = _column(strategies, "strategies.parquet", "strategy", lambda t: t.is_integer())
-    _column(strategies, "strategies.parquet", "stability", lambda t: t.is_numeric())
-    described = sorted(i for i in ids.to_list() if i >= 0)
-    if described != list(range(n_strategies)):
-        raise _Refusal(f"`n_strategies` is {n_strategies} but `strategies.parquet` describes strategies "
-                       f"{described[:5]}{'...' if len(described) > 5 else ''}", cfg, "n_strategies")
-    _labels_in_range(loaded["train_labels"], n_strategies, "train_labels.npy", "train_labels")
-    _labels_in_range(labels, n_strategies, "labels.npy", "labels")
+    # the distinct training rows, weighted by their counts, hold each strategy's members
+    weighted = np.bincount(loaded["train_labels"] + 1, weights=counts, minlength=n_strategies + 1)
+    if not np.array_equal(weighted, members):
+        strategy = int(np.flatnonzero(weighted != members)[0]) - 1
+        raise _Refusal(f"`train_labels.npy` gives strategy {strategy} {int(weighted[strategy + 1])} members, "
+                       f"`labels.npy` {int(members[strategy + 1])}", "train_labels.npy", "train_labels")
     names: dict[int, str] = {}
     for key, value in names_raw.items():
         if not (key.isascii() and key.isdigit() and len(key) <= 10 and int(key) < max(n_strategies, 1)):
             raise _Refusal(f"`names` has key {key[:20]!r}, not a strategy id", cfg, "names")
         names[int(key)] = value
     rows = frames["train_rows"]
-    renderings = _column(rows, "train_rows.parquet", "rendering", lambda t: t == pl.String)
-    moves = _column(rows, "train_rows.parquet", "moves", lambda t: t == pl.String)
+    _check_table(rows, "train_rows.parquet", TRAIN_ROW_COLUMNS)
+    renderings, moves = rows["rendering"], rows["moves"]
     if rows.height != m:
         raise _Refusal(f"`train_rows.parquet` has {rows.height} rows, `train_features.npy` {m}",
                        "train_rows.parquet", "rendering")
     # a space saved before plans were read has none: its sweep then cuts one tree, as its fit did
-    plans = (_column(rows, "train_rows.parquet", "plan", lambda t: t == pl.String).to_list()
-             if "plan" in rows.columns else None)
+    plans = rows["plan"].to_list() if "plan" in rows.columns else None
 
     for name, arr in loaded.items():
         attr, kind = SAVED_ARRAYS[name]
@@ -391,6 +548,8 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
     space.n_strategies_ = n_strategies
     space.names_ = names
     space.seed_agreement_ = seed_agreement
+    space.action_tools_ = _action_tools(config.get("action_tools"), cfg)
+    space.set_params(ignore_tools=_ignore_tools(config.get("ignore_tools"), cfg))
     space.stability_ = strategies.select("strategy", "stability")
     space.seed_ = int(params["random_state"])
     space.medoids_ = medoid_rows(space.train_features_, space.train_counts_, space.train_labels_)

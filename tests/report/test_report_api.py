@@ -46,7 +46,7 @@ def test_import_and_the_readme_notebook_calls_print_nothing_unasked(tmp_path):
     assert printed.strip().startswith(summary_text)
     # the README's second print: the one-line integration verdict, nothing else
     rest = printed.strip()[len(summary_text):].strip().splitlines()
-    assert len(rest) == 1 and rest[0].startswith("rl ")
+    assert len(rest) == 1 and rest[0].startswith("rl")  # "rl moved ..." or "rl's mass ... changed by"
 
 
 def test_old_names_keep_working_with_a_deprecation_warning():
