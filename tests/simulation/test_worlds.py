@@ -11,8 +11,8 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.segmentation import segment
-from mechanism.worlds import (analyst, assistant, browser, coder, gui, multihop, research, service, sheet, sre, toolbench,
-                              travel, webshop)
+from mechanism.worlds import (analyst, assistant, browser, coder, computer, gui, multihop, research, service, sheet, sre,
+                              terminal, toolbench, travel, webshop)
 
 FAST = "hashing-256"
 _GEN = {"multihop": lambda seed: multihop(n_questions=40, random_state=seed),
@@ -244,12 +244,17 @@ def test_analyst_world_plants_what_its_docstring_says(tmp_path):
 # benchmarks/RESULTS.md says which were measured before any change was tried on them)
 _DEFAULT_BAR = {"simulated": 0.9, "multihop": 0.9, "multihop_react": 0.9, "service": 0.9, "webshop": 0.85,
                 "analyst": 0.85, "coder": 0.85, "browser": 0.85, "assistant": 0.85, "travel": 0.85, "research": 0.85,
-                "gui": 0.85, "sre": 0.85, "sheet": 0.85, "toolbench": 0.85}
+                "gui": 0.85, "sre": 0.85, "sheet": 0.85, "toolbench": 0.85, "terminal": 0.85, "computer": 0.85}
 # measured with the defaults at seed 0 (benchmarks/RESULTS.md, issue 19): these worlds are not
 # recovered at the bar; kept honest as strict xfails, with the floor each does reach asserted
-# (browser 0.492, travel 0.813, gui 0.732, sre 0.718, sheet 0.597, toolbench 0.160)
-_BELOW_BAR = {"browser": 0.45, "travel": 0.78, "gui": 0.7, "sre": 0.68, "sheet": 0.55, "toolbench": 0.12}
+# (browser 0.492, travel 0.813, gui 0.732, sre 0.718, sheet 0.597, toolbench 0.160; issue 31's one-tool
+# worlds, written blind to the method: terminal 0.619 through `bash`, computer 0.810 through `computer`)
+_BELOW_BAR = {"browser": 0.45, "travel": 0.78, "gui": 0.7, "sre": 0.68, "sheet": 0.55, "toolbench": 0.12,
+              "terminal": 0.58, "computer": 0.77}
 _COMPOSITION_BELOW_BAR = 0.06  # toolbench: 0.054 at seed 0, every other world within 0.02
+# terminal (issue 31, new): 0.074 at seed 0 (ARI 0.62: strategies mixed where they share their
+# programs); asserted as measured so that a regression shows
+_COMPOSITION_MEASURED = {"terminal": 0.08}
 
 
 def _default_world(name, tmp):
@@ -266,7 +271,7 @@ def _default_world(name, tmp):
     else:
         gen = {"multihop": multihop, "service": service, "webshop": webshop, "coder": coder, "browser": browser,
                "assistant": assistant, "travel": travel, "research": research, "gui": gui, "sre": sre,
-               "sheet": sheet, "toolbench": toolbench}
+               "sheet": sheet, "toolbench": toolbench, "terminal": terminal, "computer": computer}
         world = gen[name](n_questions=60, random_state=0)
     runs = mx.read(world.write(tmp / name), format=world.format)
     return runs, world.labels_for(runs)
@@ -305,7 +310,7 @@ def test_the_defaults_recover_every_world(name, tmp_path_factory):
     if name in _BELOW_BAR:
         assert ari >= _BELOW_BAR[name], (name, ari)
         # the composition part still holds within 0.05 where recovery is below the bar
-        assert composition <= _COMPOSITION_BELOW_BAR, (name, composition)
+        assert composition <= _COMPOSITION_MEASURED.get(name, _COMPOSITION_BELOW_BAR), (name, composition)
         if ari < _DEFAULT_BAR[name] or composition > 0.03:
             pytest.xfail(f"{name}: ARI {ari:.3f}, composition off by {composition:.3f} with the defaults; the "
                          f"issue asks {_DEFAULT_BAR[name]} and 0.03")
