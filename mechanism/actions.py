@@ -34,7 +34,7 @@ from typing import Any, Literal, Union
 # How generic tools are read: detected ("auto"), named ({tool: field}) or not at all (None).
 ActionField = Union[Literal["auto"], Mapping[str, str], None]
 
-__all__ = ["ACTION_FIELDS", "ActionField", "tool_name", "mend_typos", "detect_action_tools", "verb_object", "read_action", "check_action_field"]
+__all__ = ["ACTION_FIELDS", "GENERIC_TOOL", "ActionField", "tool_name", "mend_typos", "detect_action_tools", "verb_object", "read_action", "check_action_field"]
 
 # Argument names that carry the action of a generic tool, in the order they are tried. A
 # request's `url`/`path` comes after `method` so that `request(method, url)` is read by both.
@@ -43,6 +43,8 @@ ACTION_FIELDS = ("action", "command", "cmd", "code", "method", "operation", "op"
 # Fields whose value is what an agent asks about, never an action (a search query's first word
 # is an entity of the question).
 _CONTENT_FIELDS = frozenset({"query", "q", "question", "search", "search_query", "prompt", "message", "content"})
+# The tool a reader gives actions written without one (ReAct's `Action: go north`).
+GENERIC_TOOL = "act"
 MIN_VERB_QUESTIONS = 3  # a verb is a verb when agents use it on several questions
 MIN_VERB_COVERAGE = 0.8  # of the tool's calls whose verb is such a shared one
 MAX_VERBS = 40  # a vocabulary larger than this is free text, not actions
@@ -214,6 +216,7 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
     {}
     """
     calls: Counter[str] = Counter()
+    names: dict[Any, str] = {}
     verb_questions: dict[tuple[str, str], dict[str, set[Any]]] = defaultdict(dict)
     verb_calls: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     field_calls: Counter[tuple[str, str]] = Counter()
@@ -221,11 +224,16 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
         for step in steps or ():
             if not step:
                 continue
-            tool = tool_name(step.get("tool"))
+            raw_tool = step.get("tool")
+            tool = names.get(raw_tool) or names.setdefault(raw_tool, tool_name(raw_tool))
             calls[tool] += 1
-            parsed = _parse(step.get("arguments"))
-            if parsed is not None and any(k in _CONTENT_FIELDS for k in parsed) and len(parsed) == 1:
+            if RETRIEVAL_TOOL.search(tool):  # never generic (below): nothing to count
                 continue
+            parsed = _parse(step.get("arguments"))
+            if parsed is not None and len(parsed) == 1 and any(k in _CONTENT_FIELDS for k in parsed):
+                if tool != GENERIC_TOOL:  # a query is content; a reader's generic tool holds the action there
+                    continue
+                parsed = None
             for field in _candidate_fields(parsed):
                 verb = verb_object(tool, field, step.get("arguments"), step.get("query"))[0]
                 if not verb or not _VERB.match(verb):

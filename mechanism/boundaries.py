@@ -290,6 +290,7 @@ def boundary(
     t_source: TSource = "auto",
     n_permutations: int = 20_000,
     by: str | None = None,
+    allow_few_shared: bool = False,
 ) -> Boundary:
     """Compare the capability boundaries of two arms.
 
@@ -319,6 +320,10 @@ def boundary(
         A task-type column (e.g. ``"category"``): the result also holds each category's
         headline table beside the pooled one (``by_category``, key column ``category``), on
         the same grids and seed.
+    allow_few_shared
+        Compare arms that share fewer than half of their questions; by default that is refused
+        (:func:`mechanism.schema.refuse_few_shared`, an :class:`~mechanism.errors.InputError`
+        naming ``question_key=``).
     n_permutations
         Within-question permutations of the boundary test (drawn from a stream keyed on the
         data, so the p-value does not depend on ``random_state``; its Monte Carlo error
@@ -357,14 +362,14 @@ def boundary(
         from mechanism.results import by_category
 
         opts = dict(base=base, treated=treated, t=t, ci=ci, n_boot=n_boot, random_state=seed, alpha=alpha,
-                    tol=tol, t_source=t_source, n_permutations=n_permutations)
+                    tol=tol, t_source=t_source, n_permutations=n_permutations, allow_few_shared=allow_few_shared)
         pooled = boundary(runs, k=k, **opts)
         pooled.by_category, notes = by_category(
             runs, by, pooled, lambda mask: boundary(runs.filter(pl.Series(mask)), k=pooled.k, **opts))
         pooled.notes.extend(notes)
         return pooled
     # after the task-type split: its pooled call checks the pooled runs once, each category its own
-    shared_questions(runs, [base, treated], what="boundary")
+    shared_questions(runs, [base, treated], what="boundary", allow_few=allow_few_shared)
     both = runs.filter(pl.col("arm").is_in([base, treated]))
     qsets = {a: set(both.filter(pl.col("arm") == a)["question_id"].unique().to_list()) for a in (base, treated)}
     shared = qsets[base] & qsets[treated]

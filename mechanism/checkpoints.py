@@ -408,7 +408,8 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
             continue
         pair = (arm_col == name) | (arm_col == base)
         rw = reweighting(runs.filter(pl.Series(pair)), codes[pair], base=base, treated=name, ci=ci,
-                         n_boot=n_boot, random_state=seed, n_permutations=0)
+                         n_boot=n_boot, random_state=seed, n_permutations=0,
+                         allow_few_shared=True)  # the series was checked (and warned of) above
         notes.extend(f"{name} vs {base}: {n}" for n in rw.notes if n.startswith(("small sample", "one sample")))
         for part in ("total", "composition", "within"):
             lo, hi = getattr(rw, f"{part}_ci") if ci is not None else (None, None)

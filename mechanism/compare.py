@@ -630,7 +630,8 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
                 n_boot: int = 1000, random_state: RandomState = 0,
                 n_permutations: int = 1000, coordinates: np.ndarray | None = None,
                 progress: bool | None = False, weighting: Weighting = "question",
-                strata: Strata = "question", by: str | None = None) -> Reweighting:
+                strata: Strata = "question", by: str | None = None,
+                allow_few_shared: bool = False) -> Reweighting:
     """Split the treated arm's accuracy gain into strategy reweighting and execution.
 
     Parameters
@@ -675,6 +676,10 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
     by
         A task-type column (e.g. ``"category"``): the result also holds each category's
         summary beside the pooled one (``by_category``, key column ``category``), same seed.
+    allow_few_shared
+        Compare arms that share fewer than half of their questions; by default that is refused
+        (:func:`mechanism.schema.refuse_few_shared`, an :class:`~mechanism.errors.InputError`
+        naming ``question_key=``).
 
     Returns
     -------
@@ -718,14 +723,15 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
         from mechanism.results import by_category
 
         opts = dict(base=base, treated=treated, ci=ci, n_boot=n_boot, random_state=seed,
-                    n_permutations=n_permutations, progress=progress, weighting=weighting, strata=strata)
+                    n_permutations=n_permutations, progress=progress, weighting=weighting, strata=strata,
+                    allow_few_shared=allow_few_shared)
         pooled = reweighting(runs, values, coordinates=coordinates, **opts)
         table, extra = by_category(runs, by, pooled, lambda mask: reweighting(
             runs.filter(pl.Series(mask)), values[mask],
             coordinates=None if coordinates is None else coordinates[mask], **opts))
         return dataclasses.replace(pooled, by_category=table, notes=pooled.notes + tuple(extra))
     # after the task-type split: its pooled call checks the pooled runs once, each category its own
-    shared_questions(runs, [base, treated], what="reweighting")
+    shared_questions(runs, [base, treated], what="reweighting", allow_few=allow_few_shared)
 
     notes: list[str] = []
     in_pair = (runs["arm"] == base) | (runs["arm"] == treated)
@@ -1420,6 +1426,8 @@ def small_sample_notes(n_questions: int, per_question: np.ndarray | None = None)
 
     >>> small_sample_notes(5, np.ones((2, 5)))[0][:41]
     'small sample: 5 questions (fewer than 30)'
+    >>> small_sample_notes(40, np.ones((2, 40)))[0][:90]
+    'one sample per question in every arm: each question x strategy cell holds at most one traj'
     """
     notes = []
     if n_questions < SMALL_QUESTIONS:
@@ -1428,8 +1436,14 @@ def small_sample_notes(n_questions: int, per_question: np.ndarray | None = None)
     if per_question is not None:
         per = np.asarray(per_question, dtype=float)
         ones = [int(i) for i in range(per.shape[0]) if per[i][per[i] > 0].size and per[i][per[i] > 0].max() <= 1]
-        if ones:
-            notes.append("one sample per question in " + ("both arms" if len(ones) > 1 else "one arm")
-                         + ": each question x strategy cell holds at most one trajectory, so within-strategy "
-                         "execution rests on the cell model and the bounds are wide")
+        if ones and len(ones) == per.shape[0] and per.shape[0] > 1:
+            # the whole design is one trajectory per arm and question: say what the split then measures
+            notes.append("one sample per question in every arm: each question x strategy cell holds at most one "
+                         "trajectory, so the composition/within split reduces to same-vs-different label (a "
+                         "question whose trajectories in the two arms share a strategy adds only within-strategy "
+                         "change, one whose strategies differ adds composition) and per-question PASS@k is 0/1 "
+                         "(k = 1 only); within-strategy execution rests on the cell model and the bounds are wide")
+        elif ones:
+            notes.append("one sample per question in one arm: each question x strategy cell holds at most one "
+                         "trajectory, so within-strategy execution rests on the cell model and the bounds are wide")
     return notes

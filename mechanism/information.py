@@ -377,7 +377,8 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
                 ci: float | None = 0.95, n_boot: int = 1000, random_state: RandomState = 0,
                 weighting: Weighting = "question", logprobs_column: str | None = None,
                 model_path: str | Path | None = None, progress: bool | None = False,
-                evidence: str | None = None, strata: Strata = "question", by: str | None = None) -> Integration:
+                evidence: str | None = None, strata: Strata = "question", by: str | None = None,
+                allow_few_shared: bool = False) -> Integration:
     """Retrieval, integration and parametric rates per arm (and strategy), and the splits between arms.
 
     Parameters
@@ -429,6 +430,10 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     by
         A task-type column (e.g. ``"category"``): the result also holds each category's
         long table beside the pooled one (``by_category``, key column ``category``).
+    allow_few_shared
+        Compare arms that share fewer than half of their questions; by default that is refused
+        (:func:`mechanism.schema.refuse_few_shared`, an :class:`~mechanism.errors.InputError`
+        naming ``question_key=``).
 
     Returns
     -------
@@ -522,14 +527,15 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
 
         opts = dict(arms=arms, base=base, treated=treated_list, ci=ci, n_boot=n_boot, random_state=random_state,
                     weighting=weighting, logprobs_column=logprobs_column, model_path=model_path,
-                    progress=progress, evidence=evidence, strata=strata)
+                    progress=progress, evidence=evidence, strata=strata, allow_few_shared=allow_few_shared)
         pooled = integration(runs, labels=values, **opts)
         table, extra = by_category(runs, by, pooled, lambda mask: integration(
             runs.filter(pl.Series(mask)), labels=None if values is None else values[mask], **opts))
         return dataclasses.replace(pooled, by_category=table, notes=pooled.notes + tuple(extra))
 
     for arm in treated_list:
-        shared_questions(runs, [base, arm], what="integration", compared="the split compares on the shared "
+        shared_questions(runs, [base, arm], what="integration", allow_few=allow_few_shared,
+                         compared="the split compares on the shared "
                          "questions, the rates per arm use all of each arm's questions")
     keep = runs["arm"].is_in(arms).to_numpy()
     runs = runs.filter(pl.Series(keep))

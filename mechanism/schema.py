@@ -5,7 +5,7 @@ says exactly what is wrong.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -180,7 +180,8 @@ def check_unique_keys(runs: pl.DataFrame, *, n_groups: int | None = None, source
 
 
 def shared_questions(runs: pl.DataFrame, arms: Iterable[str], *, what: str = "comparison",
-                     compared: str | None = None, stacklevel: int = 3) -> tuple[int, int]:
+                     compared: str | None = None, stacklevel: int = 3, allow_few: bool = True,
+                     force: str = "allow_few_shared=True") -> tuple[int, int]:
     """How many questions every one of ``arms`` answered, of all the questions any of them did;
     warns (:class:`~mechanism.errors.ComparisonWarning`) when that is fewer than all.
 
@@ -199,6 +200,11 @@ def shared_questions(runs: pl.DataFrame, arms: Iterable[str], *, what: str = "co
     compared
         What the comparison does with the unshared questions, when it is not simply
         "compared on those N" (the shared ones).
+    allow_few
+        ``False``: refuse (:func:`refuse_few_shared`) when the arms share some but fewer than
+        half of their questions, instead of warning.
+    force
+        How the caller lets a user go ahead anyway, named in that refusal.
 
     Returns
     -------
@@ -221,18 +227,71 @@ def shared_questions(runs: pl.DataFrame, arms: Iterable[str], *, what: str = "co
     from mechanism.errors import ComparisonWarning
 
     arms = list(dict.fromkeys(arms))
-    if not arms or "arm" not in runs.columns or "question_id" not in runs.columns:
-        return 0, 0
-    per = (runs.lazy().filter(pl.col("arm").is_in(arms)).group_by("question_id")
-           .agg(pl.col("arm").n_unique().alias("n")).collect())
-    total = per.height
-    shared = int((per["n"] == len(arms)).sum()) if total else 0
+    shared, total = count_shared(runs, arms)
+    if not allow_few and shared > 0:  # none shared: the comparison itself refuses, with its own error
+        refuse_few_shared(shared, total, arms, what=what, force=force)
     if 0 < shared < total:  # none shared: the comparison itself refuses, with its own error
         names = ", ".join(repr(a) for a in arms)
         how = compared if compared is not None else f"compared on those {shared}"
         warnings.warn(f"{what}: arms {names} share {shared} of {total} questions; {how}",
                       ComparisonWarning, stacklevel=stacklevel)
     return shared, total
+
+
+def count_shared(runs: pl.DataFrame, arms: Sequence[str]) -> tuple[int, int]:
+    """Questions every one of ``arms`` answered, and questions any of them answered.
+
+    >>> count_shared(pl.DataFrame({"arm": ["a", "a", "b"], "question_id": ["q1", "q2", "q1"]}), ["a", "b"])
+    (1, 2)
+    """
+    if not arms or "arm" not in runs.columns or "question_id" not in runs.columns:
+        return 0, 0
+    per = (runs.lazy().filter(pl.col("arm").is_in(list(arms))).group_by("question_id")
+           .agg(pl.col("arm").n_unique().alias("n")).collect())
+    return (int((per["n"] == len(set(arms))).sum()) if per.height else 0), per.height
+
+
+def refuse_few_shared(shared: int, total: int, arms: Sequence[str], *, what: str = "comparison",
+                      force: str = "allow_few_shared=True") -> None:
+    """Refuse, with one line, a comparison of arms that share fewer than half of their questions.
+
+    A split on the few shared questions would read as if it were the study; the usual cause is
+    question ids that differ between arms (question text that changes between trials, e.g. a
+    prefixed reflection, gives new ids), which ``question_key=`` or a ``question_id`` column
+    fixes. One check for every comparison between arms (reweighting, integration, boundary,
+    track).
+
+    Parameters
+    ----------
+    shared, total
+        Questions every arm answered, and questions any did (:func:`count_shared`).
+    arms
+        The arms compared, named in the message.
+    what
+        The comparison's name, first in the message.
+    force
+        How to go ahead anyway (a keyword, or a command-line flag), named in the message.
+
+    Raises
+    ------
+    InputError
+        When ``2 * shared < total``.
+
+    Examples
+    --------
+    >>> refuse_few_shared(6, 10, ["a", "b"])
+    >>> try:
+    ...     refuse_few_shared(3, 16, ["a", "b"], what="reweighting")
+    ... except InputError as e:
+    ...     print(str(e).split(";")[0])
+    reweighting: arms 'a', 'b' share 3 of 16 questions (below half)
+    """
+    if total and 2 * shared < total:
+        names = ", ".join(repr(a) for a in dict.fromkeys(arms))
+        raise InputError(f"{what}: arms {names} share {shared:,} of {total:,} questions (below half); question ids "
+                         "differ between them (text that changes between trials?): key questions with "
+                         "`question_key=` (`text` or a regular expression) or a `question_id` column, "
+                         f"or pass `{force}`", field="question_id")
 
 
 def _compatible(have: pl.DataType, want: pl.DataType) -> bool:

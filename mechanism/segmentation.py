@@ -541,15 +541,17 @@ def _trajectories(runs: pl.DataFrame, keys: pl.Series, table: pl.DataFrame) -> p
         "arm", "question_id", "sample_id", *_STRING_COLUMNS, *DESCRIPTIVE_COLUMNS)
 
 
-def action_tools(runs: pl.DataFrame, action_field: ActionField = "auto") -> dict[str, str]:
+def action_tools(runs: pl.DataFrame, action_field: ActionField = "auto", *, keys: pl.Series | None = None
+                 ) -> dict[str, str]:
     """The generic tools of ``runs`` and the field each is read through: detected with
     ``"auto"`` (:func:`mechanism.actions.detect_action_tools`), as given with a mapping
-    ``{tool: field}`` (``"*"``: the whole text argument), none with ``None``.
+    ``{tool: field}`` (``"*"``: the whole text argument), none with ``None``; ``keys``: the
+    table's :func:`row_keys` when already computed.
 
     Examples
     --------
     >>> from mechanism.schema import from_records, make_step
-    >>> runs = from_records([{"arm": "a", "question_id": f"q{i}", "sample_id": 0, "question": "Open the box",
+    >>> runs = from_records([{"arm": "a", "question_id": f"q{i}", "sample_id": 0, "question": f"Open box {i}",
     ...     "gold": [], "answer": "ok", "correct": True, "n_rounds": 2, "steps": [
     ...     make_step(tool="act", arguments='{"command": "go north"}'),
     ...     make_step(tool="act", arguments='{"command": "open box"}')]} for i in range(3)])
@@ -561,7 +563,10 @@ def action_tools(runs: pl.DataFrame, action_field: ActionField = "auto") -> dict
         return {}
     if action_field != "auto":
         return {tool_name(k): v for k, v in action_field.items()}
-    return detect_action_tools(runs["steps"].to_list(), runs["question_id"].to_list())
+    # each distinct trajectory once: a table repeats its episodes, and what decides is which
+    # verbs recur across questions, not how often one episode was sampled
+    distinct = runs.filter((row_keys(runs) if keys is None else keys).is_first_distinct())
+    return detect_action_tools(distinct["steps"].to_list(), distinct["question_id"].to_list())
 
 
 def ignored_tools(ignore_tools: "Sequence[str] | None") -> frozenset[str]:
@@ -622,7 +627,7 @@ def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | N
     keys = row_keys(runs)
     table, distinct_moves = _segment_distinct(runs, keys, with_moves=True,
                                               error_pattern=compile_error_pattern(error_pattern), retries=retries,
-                                              actions=action_tools(runs, action_field),
+                                              actions=action_tools(runs, action_field, keys=keys),
                                               ignore=ignored_tools(ignore_tools))
     assert distinct_moves is not None
     # Moves of each distinct row, laid out once, then gathered for every row in table order.
@@ -716,7 +721,7 @@ def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
     check_retries(retries)
     keys = row_keys(runs)
     pattern = compile_error_pattern(error_pattern)
-    actions, ignore = action_tools(runs, action_field), ignored_tools(ignore_tools)
+    actions, ignore = action_tools(runs, action_field, keys=keys), ignored_tools(ignore_tools)
     if cache_dir is None:
         return _trajectories(runs, keys, _segment_distinct(runs, keys, with_moves=False, error_pattern=pattern,
                                                            retries=retries, actions=actions, ignore=ignore)[0])

@@ -158,6 +158,9 @@ class StrategySpace(BaseEstimator):
         ``"auto"``: a generic tool (``bash(command=)``, ``computer(action=)``) is read as verb +
         object (:mod:`mechanism.actions`), or ``{tool: field}``, or ``None`` (by name); tools or
         verbs left out of every trajectory (bookkeeping: ``think``, ``screenshot``).
+    by
+        A column of declared task kinds (``"category"``): strategies are found within each kind,
+        never across; a kind unseen at fit is an outlier (-1) on ``transform``.
     cache_dir
         Folder of the caches (``None``: none): ``embeddings/``, ``segments/``, ``fits/`` and
         ``reductions/`` (UMAP), :mod:`mechanism.cachefile` entries; a fit on a table seen before
@@ -167,17 +170,15 @@ class StrategySpace(BaseEstimator):
 
     Attributes
     ----------
-    labels_ : numpy.ndarray
-        Strategy of each row of the fitted table (``n_strategies_`` of them).
-    strategies_ : polars.DataFrame
-        What :meth:`describe` returns.
+    labels_, strategies_ : numpy.ndarray, polars.DataFrame
+        Strategy of each fitted row (``n_strategies_`` of them); what :meth:`describe` returns.
     train_features_, train_labels_, train_counts_, train_plans_ : numpy.ndarray, list
         The distinct training rows of the joined space, their strategies, counts and plans.
     threshold_ : float
         Distance to its strategy's medoid beyond which a new row is an outlier (the weighted
         99th percentile of the fitted members' own, at least ``resolution``).
-    vocabulary_ : list of str
-        The move tokens with a column of their own.
+    vocabulary_, kinds_ : list of str
+        The move tokens with a column of their own; the kinds of ``by`` (none without it).
     stability_, seed_agreement_ : polars.DataFrame, float
         ``strategy, stability`` (mean best Jaccard over ``n_bootstrap`` question resamples);
         adjusted Rand index with the fit under the next seed.
@@ -203,16 +204,17 @@ class StrategySpace(BaseEstimator):
                  n_bootstrap: int = 20, random_state: RandomState = 0, retries: Retries = "merge",
                  families: Families = "keep", plans: Plans = "apart", error_pattern: str | None = None,
                  action_field: ActionField = "auto", ignore_tools: "Sequence[str] | None" = None,
-                 cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> None:
-        self.embedder, self.embedding_weight, self.structure_weight = embedder, embedding_weight, structure_weight
-        self.method = method
+                 by: str | None = None, cache_dir: str | os.PathLike | None = None,
+                 progress: bool | None = None) -> None:
+        self.embedder, self.embedding_weight, self.structure_weight, self.method = (embedder, embedding_weight,
+                                                                                   structure_weight, method)
         self.resolution, self.linkage, self.min_share, self.k_range = resolution, linkage, min_share, k_range
         self.min_cluster_size = min_cluster_size
         self.cluster_on, self.n_components, self.n_neighbors = cluster_on, n_components, n_neighbors
         self.min_dist, self.max_umap_points, self.outlier_factor = min_dist, max_umap_points, outlier_factor
         self.n_bootstrap, self.random_state = n_bootstrap, random_state
         self.retries, self.families, self.plans = retries, families, plans
-        self.error_pattern, self.action_field, self.ignore_tools = error_pattern, action_field, ignore_tools
+        self.error_pattern, self.action_field, self.ignore_tools, self.by = error_pattern, action_field, ignore_tools, by
         self.cache_dir, self.progress = cache_dir, progress
 
     _parameter_constraints = CONSTRAINTS  # name -> check, as scikit-learn declares them
@@ -238,6 +240,7 @@ class StrategySpace(BaseEstimator):
 
     def _features(self, traj: pl.DataFrame, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         return embed_join(traj, self._embedder(), self.vocabulary_, dim=self.embedding_dim_ if dim is None else dim,
+                          n_groups=len(self.kinds_),
                           structure_weight=self.structure_weight, embedding_weight=self.embedding_weight)
 
     def fit(self, runs: pl.DataFrame, y: Any = None) -> "StrategySpace":
@@ -248,16 +251,16 @@ class StrategySpace(BaseEstimator):
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
         for attr in ("_embedder_obj", "silhouette_", "train_space_", "map_coords_", "action_tools_"):
             self.__dict__.pop(attr, None)
-        self.action_tools_ = action_tools(runs, self.action_field)
+        self.action_tools_, self.kinds_ = action_tools(runs, self.action_field), declared_kinds(runs, self.by)
         self.seed_ = resolve_seed(self.random_state)
         work = self.__sklearn_clone__().set_params(random_state=self.seed_)  # what the private modules read
         self.embedding_model_ = self._embedder().model_id
         traj = self._render(runs)
         self.vocabulary_ = fit_vocabulary(traj["tokens"].to_list())
-        pair_rows, pair_of_row = self._features(traj, dim=-1)
-        self.embedding_dim_ = int(pair_rows.shape[1] - len(self.vocabulary_) - 1)
+        pair_rows, pair_of_row = self._features(with_kinds(traj, runs, self.by, self.kinds_), dim=-1)
+        self.embedding_dim_ = int(pair_rows.shape[1] - len(self.vocabulary_) - 1 - len(self.kinds_))
         uniq, inverse, first = distinct_rows(pair_rows, pair_of_row)
-        rows = _fit_rows(runs, traj, uniq, inverse, first)
+        rows = _fit_rows(runs, traj, uniq, inverse, first, by=self.by)
         self.train_features_, self.train_counts_ = uniq, rows.counts
         self.train_renderings_, self.train_moves_, self.train_plans_ = rows.renderings, rows.moves, rows.plans
         fitted, self.fit_cache_rebuilt_ = fit_cached(
@@ -268,8 +271,7 @@ class StrategySpace(BaseEstimator):
         for key in ("train_space", "silhouette"):  # UMAP clustering, k-means
             if fitted.get(key) is not None:
                 setattr(self, f"{key}_", fitted[key])
-        self.labels_ = labels[inverse]
-        self.n_strategies_ = int(labels.max() + 1) if (labels >= 0).any() else 0
+        self.labels_, self.n_strategies_ = labels[inverse], int(labels.max() + 1) if (labels >= 0).any() else 0
         self.stability_ = _describe.stability_table(fitted["stability"], labels)
         self.seed_agreement_, self.names_ = float(fitted["seed_agreement"]), {}
         self.strategies_ = _describe.table(runs, traj, self.labels_, fitted["summaries"], self.stability_, fitted[
@@ -291,7 +293,7 @@ class StrategySpace(BaseEstimator):
         validate(runs, source="runs", required=("arm", "question_id", "sample_id", "question",
                                                 "answer", "n_rounds", "steps"))
         traj = self._render(runs)
-        pairs, inverse = self._features(traj)
+        pairs, inverse = self._features(with_kinds(traj, runs, self.by, self.kinds_))
         if not len(pairs):
             return traj, pairs[inverse], np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
         # Neighbours of each distinct pair once; each query is answered independently, so
@@ -410,8 +412,29 @@ class StrategySpace(BaseEstimator):
         return persist.load(cls, folder, embedder=embedder, cache_dir=cache_dir, progress=progress)
 
 
+def declared_kinds(runs: pl.DataFrame, by: str | None) -> list[str]:
+    """The distinct values of column ``by`` (sorted; a null reads as ``""``), or none."""
+    if by is None:
+        return []
+    if not isinstance(by, str) or by not in runs.columns:
+        raise InputError(f"`by` must name a column of the runs, got {str(by)[:60]!r}", field="by")
+    return sorted(set(runs[by].cast(pl.String).fill_null("").to_list()))
+
+
+def with_kinds(traj: pl.DataFrame, runs: pl.DataFrame, by: str | None, kinds: Sequence[str]) -> pl.DataFrame:
+    """``traj`` with each row's declared kind (``by=``) in its tokens as ``G:<index>``, ``G:?``
+    for a kind not among ``kinds`` (:func:`mechanism._strategies.features.group_block`)."""
+    if by is None:
+        return traj
+    if by not in runs.columns:
+        raise InputError(f"the space was fitted by `{by}`, which these runs lack", field="by")
+    index = {k: i for i, k in enumerate(kinds)}
+    marks = [f" G:{index.get(k, '?')}" for k in runs[by].cast(pl.String).fill_null("").to_list()]
+    return traj.with_columns(pl.Series("tokens", [t + m for t, m in zip(traj["tokens"].to_list(), marks)]))
+
+
 def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse: np.ndarray,
-              first: np.ndarray) -> FitRows:
+              first: np.ndarray, *, by: str | None = None) -> FitRows:
     """What the fit clusters (:class:`~mechanism._strategies.features.FitRows`) from the rendered
     table, its distinct rows, each row's distinct row and the first row holding each."""
     from mechanism._strategies.description import step_labels
@@ -424,8 +447,12 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
     questions = np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
     task = task_tools(traj["tools"].to_list(), questions)
     plans = [tool_plan(t) for t in tools]
+    cut_plans = [task_plan(plan, task) for plan in plans]
+    if by is not None:  # a plan is a plan of its kind: no cut, join or task test crosses kinds
+        kinds = runs[by].cast(pl.String).fill_null("").gather(first).to_list()
+        plans, cut_plans = ([f"[{k}] {p}" if p else p for k, p in zip(kinds, ps)] for ps in (plans, cut_plans))
     return FitRows(
-        plans=[task_plan(plan, task) for plan in plans], tool_plans=plans, task=task, features=uniq,
+        plans=cut_plans, tool_plans=plans, task=task, features=uniq,
         counts=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
         renderings=[str(r) for r in traj["rendering"].gather(first).to_list()], moves=moves,
         questions=questions, row_of=inverse, arm_counts=arm_counts,

@@ -36,7 +36,8 @@ def fit_vocabulary(tokens: Sequence[str], *, max_size: int = MAX_VOCABULARY) -> 
     freq: Counter[str] = Counter()
     for row, n in Counter(tokens).items():
         for t in set(row.split()):
-            freq[t] += n
+            if not t.startswith(GROUP_TOKEN):  # a declared kind is a block of its own, not a move
+                freq[t] += n
     ranked = sorted(freq, key=lambda t: (-freq[t], t))[:max_size]
     return sorted(ranked)
 
@@ -97,17 +98,46 @@ def distinct_pairs(renderings: Sequence[str], tokens: Sequence[str]
 
 
 def join(tokens: Sequence[str], emb: np.ndarray, vocabulary: Sequence[str], *, structure_weight: float,
-         embedding_weight: float) -> np.ndarray:
+         embedding_weight: float, n_groups: int = 0) -> np.ndarray:
     """The joined space of some rows: token presence columns times ``structure_weight`` beside
-    the embedding times ``embedding_weight``.
+    the embedding times ``embedding_weight`` and, with ``n_groups``, the :func:`group_block`.
 
     Elementwise in each row, so joining each distinct pair once gives exactly the rows joining
     every trajectory would; rounded to 5 decimals so that one rendering embedded in different
     batches still collapses to one row.
     """
+    groups = group_block(tokens, n_groups)
+    if n_groups:
+        tokens = [" ".join(t for t in row.split() if not t.startswith(GROUP_TOKEN)) for row in tokens]
     left = token_matrix(tokens, vocabulary) * structure_weight
     right = emb.astype(np.float64) * embedding_weight
-    return np.round(np.hstack([left, right]), 5).astype(np.float32)
+    return np.round(np.hstack([left, right, groups]), 5).astype(np.float32)
+
+
+# `by=`: each trajectory's declared task kind rides in its tokens as `G:<index>` (so that one
+# rendering under two kinds is two rows) and becomes a one-hot block this far apart: beyond any
+# distance of the rest of the joined space, so no cut, merge or assignment crosses kinds.
+GROUP_TOKEN = "G:"
+GROUP_WEIGHT = 1e3
+
+
+def group_block(tokens: Sequence[str], n_groups: int) -> np.ndarray:
+    """The one-hot block of each row's declared kind (``G:<index>`` in its tokens; a kind the
+    space never saw, ``G:?``, gets no column: far from every fitted row), times
+    :data:`GROUP_WEIGHT`; ``n_groups`` columns (none without ``by=``).
+
+    Examples
+    --------
+    >>> group_block(["a G:1", "b G:0", "c G:?"], 2).tolist()
+    [[0.0, 1000.0], [1000.0, 0.0], [0.0, 0.0]]
+    """
+    out = np.zeros((len(tokens), n_groups))
+    if n_groups:
+        for r, row in enumerate(tokens):
+            for t in row.split():
+                if t.startswith(GROUP_TOKEN) and t[len(GROUP_TOKEN):].isdigit() and int(t[len(GROUP_TOKEN):]) < n_groups:
+                    out[r, int(t[len(GROUP_TOKEN):])] = GROUP_WEIGHT
+    return out
 
 
 def tool_plan(tools: str | None) -> str:
@@ -279,7 +309,7 @@ def distinct_rows(pair_rows: np.ndarray, pair_of_row: np.ndarray) -> tuple[np.nd
 
 
 def embed_join(traj: "object", embedder: "object", vocabulary: Sequence[str], *, dim: int,
-               structure_weight: float, embedding_weight: float) -> tuple[np.ndarray, np.ndarray]:
+               structure_weight: float, embedding_weight: float, n_groups: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Joined rows of a rendered table's distinct (rendering, move tokens) pairs, each distinct
     rendering embedded once, and each row's pair (row ``i`` is ``pairs[inverse[i]]``); ``dim``
     is the embedding dimension the space was fitted with (-1: any, at fit)."""
@@ -290,5 +320,5 @@ def embed_join(traj: "object", embedder: "object", vocabulary: Sequence[str], *,
     if emb.ndim != 2 or (dim >= 0 and emb.shape[1] != dim):
         raise MechanismError(f"embedder `{embedder.model_id}` gives {emb.shape[-1]} dimensions, "
                              f"the space was fitted with {dim}")
-    return join(traj[first]["tokens"].to_list(), emb[text_of_pair], vocabulary,
-                structure_weight=structure_weight, embedding_weight=embedding_weight), inverse
+    return join(traj[first]["tokens"].to_list(), emb[text_of_pair], vocabulary, structure_weight=structure_weight,
+                embedding_weight=embedding_weight, n_groups=n_groups), inverse

@@ -62,6 +62,11 @@ def _pattern(name: str, value: Any) -> None:
         compile_error_pattern(value)
 
 
+def _column(name: str, value: Any) -> None:
+    if value is not None and not (isinstance(value, str) and 0 < len(value) <= 200):
+        raise InputError(f"`{name}` must be a column name or None; got {str(value)[:40]!r}", field=name)
+
+
 def _random_state(name: str, value: Any) -> None:
     if value is None or isinstance(value, np.random.Generator):
         return
@@ -83,7 +88,7 @@ CONSTRAINTS: dict[str, Callable[[str, Any], None]] = {
     "random_state": _random_state, "retries": _choice(Retries), "families": _choice(Families),
     "plans": _choice(Plans),
     "error_pattern": _pattern, "action_field": lambda name, value: check_action_field(value),
-    "ignore_tools": lambda name, value: ignored_tools(value),
+    "ignore_tools": lambda name, value: ignored_tools(value), "by": _column,
 }
 
 

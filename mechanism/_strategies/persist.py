@@ -118,6 +118,7 @@ def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_c
         "seed_agreement": space.seed_agreement_,
         "action_tools": dict(sorted(getattr(space, "action_tools_", {}).items())),
         "ignore_tools": sorted(space.ignore_tools or ()),
+        "by": space.by, "kinds": list(getattr(space, "kinds_", [])),
     }
     # written last: a folder whose space.json is there holds every file it lists
     atomic_write(out / "space.json", json.dumps(config, indent=1).encode("utf-8"))
@@ -144,6 +145,18 @@ def _ignore_tools(raw: Any, cfg: str) -> list[str] | None:
     if not isinstance(raw, list) or len(raw) > 256 or not all(isinstance(t, str) and 0 < len(t) <= 200 for t in raw):
         raise _Refusal("`ignore_tools` must be a list of tool names", cfg, "ignore_tools")
     return list(raw)
+
+
+def _kinds(by: Any, kinds: Any, cfg: str) -> tuple[str | None, list[str]]:
+    """The column a space was fitted ``by`` and its kinds (a space saved without them had none)."""
+    if by is None and not kinds:
+        return None, []
+    if not isinstance(by, str) or not 0 < len(by) <= 200:
+        raise _Refusal("`by` must be a column name", cfg, "by")
+    if (not isinstance(kinds, list) or not kinds or len(kinds) > 10_000 or len(set(map(str, kinds))) != len(kinds)
+            or not all(isinstance(k, str) and len(k) <= 10_000 for k in kinds)):
+        raise _Refusal("`kinds` must be a list of distinct task kinds", cfg, "kinds")
+    return by, list(kinds)
 
 
 class _Refusal(Exception):
@@ -477,11 +490,12 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
 
     # shapes and value ranges, across files
     features = loaded["train_features"]
-    dim = len(vocabulary) + 1 + embedding_dim
+    by, kinds = _kinds(config.get("by"), config.get("kinds"), cfg)
+    dim = len(vocabulary) + 1 + embedding_dim + len(kinds)
     m = features.shape[0] if features.ndim == 2 else -1
     if features.shape != (m, dim):
         raise _Refusal(f"`train_features.npy` has shape {features.shape}, expected (rows, {dim}) from the "
-                       "vocabulary and `embedding_dim`", "train_features.npy", "train_features")
+                       "vocabulary, `embedding_dim` and `kinds`", "train_features.npy", "train_features")
     for name, shape in (("train_labels", (m,)), ("train_counts", (m,)),
                         ("train_space", (m, space.n_components)), ("map_coords", (m, 2))):
         if name in loaded and loaded[name].shape != shape:
@@ -549,7 +563,8 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
     space.names_ = names
     space.seed_agreement_ = seed_agreement
     space.action_tools_ = _action_tools(config.get("action_tools"), cfg)
-    space.set_params(ignore_tools=_ignore_tools(config.get("ignore_tools"), cfg))
+    space.set_params(ignore_tools=_ignore_tools(config.get("ignore_tools"), cfg), by=by)
+    space.kinds_ = kinds
     space.stability_ = strategies.select("strategy", "stability")
     space.seed_ = int(params["random_state"])
     space.medoids_ = medoid_rows(space.train_features_, space.train_counts_, space.train_labels_)

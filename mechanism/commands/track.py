@@ -62,20 +62,15 @@ def run(args: argparse.Namespace) -> int:
 
 def check_shared_questions(runs) -> None:  # noqa: ANN001 - a canonical polars table
     """Refuse, with one line, a series whose checkpoints share fewer than half of the questions
-    any of them has: splits on the few shared ones would be printed as if they were the study
-    (question text that changes between trials, e.g. a prefixed reflection, gives new ids)."""
-    from mechanism.errors import InputError
+    any of them has (:func:`mechanism.schema.refuse_few_shared`, the check of every comparison
+    between arms): splits on the few shared ones would be printed as if they were the study."""
+    from mechanism.schema import count_shared, refuse_few_shared
 
-    sets = [set(part["question_id"].to_list()) for _, part in runs.group_by("arm")]
-    if len(sets) < 2:
+    arms = sorted(runs["arm"].unique().to_list())
+    if len(arms) < 2:
         return
-    union = set().union(*sets)
-    shared = set.intersection(*sets)
-    if len(shared) * 2 < len(union):
-        raise InputError(f"the checkpoints share {len(shared):,} of {len(union):,} questions (below half): question ids "
-                         "differ between them (text that changes between trials?); key questions with "
-                         "`question_key=` (`--question-key text` or a regular expression) or `--columns "
-                         "question_id=FIELD`, or pass `--allow-few-shared`", field="question_id")
+    shared, total = count_shared(runs, arms)
+    refuse_few_shared(shared, total, arms, what="track", force="--allow-few-shared")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -173,7 +173,8 @@ def plot_integration_shift(result: Integration, *, treated: str | Sequence[str] 
                           markersize=7, label="at or below it, or no rate"),
                    Line2D([], [], marker="o", linestyle="", markerfacecolor="white", markeredgecolor="0.4",
                           markersize=3.5, label="marker area ~ base share")]
-        fig.tight_layout(rect=(0, 0.07, 1, 0.96 if title else 1.0))
+        # rows apart by more than the upright tick labels of the split so that no title meets them
+        fig.tight_layout(rect=(0, 0.07, 1, 0.96 if title else 1.0), h_pad=2.5, w_pad=2.0)
         fig.legend(handles=handles, loc="lower center", ncol=3, bbox_to_anchor=(0.5, 0.025), fontsize=7.5)
         if title:
             fig.suptitle(title)
@@ -197,7 +198,7 @@ def _draw_strategies(ax: Any, table: pl.DataFrame, shift: dict, base: str, arm: 
     strategies = table["strategy"].to_list()
     outlier = np.array([isinstance(s, (int, np.integer)) and int(s) == OUTLIER for s in strategies])
     no_rate = ~np.isfinite(x)
-    strip = -0.12  # where strategies without a base integration rate are drawn
+    strip = -0.2  # where strategies without a base integration rate are drawn, apart from the 0.0 tick
     xs = np.where(no_rate, strip, x)
     size = 25 + 1400 * np.nan_to_num(share)
     ok = ~outlier
@@ -226,7 +227,7 @@ def _draw_strategies(ax: Any, table: pl.DataFrame, shift: dict, base: str, arm: 
     order = np.argsort(-np.abs(np.nan_to_num(y)), kind="stable")
     visible = ok & ((np.abs(np.nan_to_num(y)) >= 0.005) | (np.nan_to_num(share) >= 0.01))
     chosen = [i for i in order if visible[i]][:label_top]
-    lo = min(strip - 0.08, np.nanmin(np.r_[xlo[~no_rate], x[~no_rate], 1.0]) - 0.05) if no_rate.any() else \
+    lo = min(strip - 0.09, np.nanmin(np.r_[xlo[~no_rate], x[~no_rate], 1.0]) - 0.05) if no_rate.any() else \
         np.nanmin(np.r_[xlo, x, 1.0]) - 0.05
     ax.set_xlim(lo, 1.05)
     _place_labels(ax, [(xs[i], y[i], text_label(strategies[i], names=names, max_length=24)) for i in chosen])
@@ -260,6 +261,9 @@ def _place_labels(ax: Any, items: list[tuple[float, float, str]], *, fontsize: f
         px, py = (v * to_points for v in ax.transData.transform((x, y)))
         width = 0.55 * fontsize * len(text)
         dx, dy = 6.0, 3.0
+        right = ax.get_window_extent().x1 * to_points
+        if px + dx + width > right:  # written to the left of its point rather than out of the panel
+            dx = -6.0 - width
         for _ in range(12):
             lx, ly = px + dx, py + dy
             if all(abs(ly - qy) >= height or lx + width <= qx or qx + qw <= lx for qx, qy, qw in placed):
@@ -288,8 +292,9 @@ def _draw_nested_split(ax: Any, shift: dict, color: str, base: str, arm: str) ->
     ax.errorbar(x[ok], est[ok], yerr=yerr[:, ok], fmt="none", ecolor="0.1", elinewidth=0.8, capsize=2, zorder=4)
     ax.axhline(0, color="0.2", lw=0.7)
     ax.axvline(4.7, color="0.7", lw=0.6, ls="--")
-    ax.set_xticks(x, [label for _, label in parts], fontsize=7.5, rotation=35, ha="right",
-                  rotation_mode="anchor")
+    # upright from the start: slanted labels' boxes overlap their neighbours' (the overlap check
+    # would turn some upright and shrink others, leaving mixed sizes)
+    ax.set_xticks(x, [label for _, label in parts], fontsize=7.5, rotation=90, ha="center")
     ax.text(2.5, 1.0, "within strategies", transform=ax.get_xaxis_transform(), ha="center", va="top",
             fontsize=7, color="0.35")
     ax.text(0.0, 1.0, "between", transform=ax.get_xaxis_transform(), ha="center", va="top",

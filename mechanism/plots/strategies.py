@@ -47,14 +47,97 @@ def _colors(n_strategies: int, top: int) -> dict[int, str]:
     return out
 
 
+_MAX_AREA = 1400.0  # pt^2 of the largest marker of any panel: one scale for every panel
+_MIN_AREA = 3.0  # pt^2: a rendering holding a sliver of an arm stays visible (drawn at least this)
+_LABEL_CHARS = 30  # a strategy's name on the map is cut past this many characters (ellipsis)
+_LABEL_SIZE = 6.8
+
+
+def _shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis (the ``$`` escaping kept whole)."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
+
+
+def _size_steps(largest: float) -> list[float]:
+    """Two or three round shares at or below ``largest`` for the size key (largest first)."""
+    steps = [s for s in (0.5, 0.25, 0.1, 0.05, 0.02, 0.01, 0.005, 0.001) if s <= largest * 1.0001]
+    if not steps:
+        return [largest]
+    picked = [steps[0]]
+    for s in steps[1:]:
+        if s <= picked[-1] / 2.4:
+            picked.append(s)
+        if len(picked) == 3:
+            break
+    return picked
+
+
+def _share_text(share: float) -> str:
+    return f"{share:.0%}" if share >= 0.01 else f"{share:.1%}"
+
+
+def _place_labels(ax: plt.Axes, centres: Sequence[tuple[str, str, float, float]], renderer) -> list:  # noqa: ANN001
+    """Label each strategy at its centre: ``centres`` is ``(label, short, x, y)`` per strategy,
+    largest first. A simple repel: each label takes the nearest free spot on a spiral around
+    its centre (inside the axes, clear of the labels placed before it), joined to the centre by
+    a leader line when moved; where the full name finds no spot its id (``S3``) is tried, and
+    only where that finds none either is the label left to the colour key."""
+    fig = ax.figure
+    frame = ax.get_window_extent(renderer)
+    placed: list[tuple[float, float, float, float]] = []
+    texts = []
+    pad = 3.0
+    for label, short, x, y in centres:
+        cx, cy = ax.transData.transform((x, y))
+        for text in dict.fromkeys((label, short)):
+            probe = ax.text(0, 0, text, fontsize=_LABEL_SIZE)
+            box = probe.get_window_extent(renderer)
+            probe.remove()
+            w, h = box.width + 2 * pad, box.height + 2 * pad
+            spot = None
+            for radius in np.arange(0.0, 14.0) * h * 0.9:
+                angles = [0.0] if radius == 0 else np.deg2rad(np.arange(90, 450, 30))
+                for a in angles:
+                    px, py = cx + radius * 1.6 * np.cos(a), cy + radius * np.sin(a)
+                    b = (px - w / 2, py - h / 2, px + w / 2, py + h / 2)
+                    if b[0] < frame.x0 or b[2] > frame.x1 or b[1] < frame.y0 or b[3] > frame.y1:
+                        continue
+                    if any(min(b[2], o[2]) > max(b[0], o[0]) and min(b[3], o[3]) > max(b[1], o[1]) for o in placed):
+                        continue
+                    spot = (px, py, b)
+                    break
+                if spot is not None:
+                    break
+            if spot is None:
+                continue
+            px, py, b = spot
+            placed.append(b)
+            moved = np.hypot(px - cx, py - cy) > h
+            scale = 72.0 / fig.dpi
+            offset = ((px - cx) * scale, (py - cy) * scale)
+            if moved:  # the leader line is an annotation of its own: a label's box is its text alone
+                ax.annotate("", (x, y), xytext=offset, textcoords="offset points", zorder=3, annotation_clip=False,
+                            arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "#555555", "shrinkA": 0, "shrinkB": 0})
+            texts.append(ax.annotate(
+                text, (x, y), xytext=offset, textcoords="offset points", ha="center", va="center",
+                fontsize=_LABEL_SIZE, zorder=4, annotation_clip=False,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8}))
+            break
+    return texts
+
+
 def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str] | None = None, top: int = 8,
-                 panel_size: float = 2.6, assigned: pl.DataFrame | None = None, xy: np.ndarray | None = None,
-                 described: pl.DataFrame | None = None, caption: bool = False) -> Figure:
+                 panel_size: float = 3.2, assigned: pl.DataFrame | None = None, xy: np.ndarray | None = None,
+                 described: pl.DataFrame | None = None, caption: bool = False, labels: bool = True) -> Figure:
     """The 2-D strategy map (seeded UMAP of the joined space), one panel per arm.
 
-    Each distinct rendering is one marker, its area proportional to how many of the arm's
-    trajectories it holds; colour is the strategy (the ``top`` largest get colours, the rest
-    grey, outliers black); the other arms' positions are drawn faintly behind for reference.
+    Each distinct rendering is one marker whose area is proportional to the share of the arm's
+    trajectories it holds, on one scale for every panel (a size key gives round shares; a
+    marker under 3 pt\u00b2 is drawn at 3 so that it stays visible). Colour is the strategy (the
+    ``top`` largest get colours, the rest grey, outliers black); the other arms' positions are
+    drawn faintly behind for reference. Each coloured strategy an arm holds is labelled at its
+    centre (the mean position of all its trajectories, so the same place in every panel), the
+    name cut at 30 characters, labels kept apart by a simple repel.
 
     Parameters
     ----------
@@ -66,6 +149,8 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
         Panels, in order (default: the arms of ``runs``, sorted).
     top
         How many of the largest strategies get their own colour (at most 8).
+    panel_size
+        Width and height of one panel, inches.
     assigned, xy
         ``space.assign(runs)`` and ``space.map_coordinates(runs)`` when the caller has them
         (the report layer computes both from one embedding pass).
@@ -73,6 +158,13 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
         ``space.describe()`` when the caller has it.
     caption
         Add a title saying how to read the map (default: none; a paper has its own caption).
+    labels
+        Label the strategies on the map.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Its layout is fixed once drawn (the labels are placed on the laid-out panels).
     """
     assigned = assigned if assigned is not None else space.assign(runs)
     xy = xy if xy is not None else space.map_coordinates(runs)
@@ -82,10 +174,20 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
     arms = list(arms) if arms is not None else sorted(frame["arm"].unique().to_list())
     names = _names(described if described is not None else space.describe())
     colors = _colors(space.n_strategies_, top)
+    totals = dict(points.group_by("arm").agg(pl.col("n").sum()).iter_rows())
+    points = points.with_columns((pl.col("n") / pl.col("arm").replace_strict(totals, return_dtype=pl.Float64))
+                                 .alias("share"))
+    shown_points = points.filter(pl.col("arm").is_in(arms))
+    largest = float(shown_points["share"].max()) if shown_points.height else 1.0
+    per_share = _MAX_AREA / max(largest, 1e-12)
+    shown = list(range(min(space.n_strategies_, top, len(_COLORS))))
+    centres = (frame.filter(pl.col("strategy").is_in(shown)).group_by("strategy")
+               .agg(pl.col("x").mean(), pl.col("y").mean()).sort("strategy"))
+    centre = {s: (x, y) for s, x, y in centres.iter_rows()}
     with paper_style():
         ncols = min(len(arms), 3)
         nrows = int(np.ceil(len(arms) / ncols))
-        fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols + 1.9, panel_size * nrows + 0.3),
+        fig, axes = plt.subplots(nrows, ncols, figsize=(max(panel_size * ncols + 1.6, 6.5), panel_size * nrows + 1.2),
                                  squeeze=False, sharex=True, sharey=True, constrained_layout=True)
         # Drawing order changes anti-aliased pixels where markers overlap: every frame drawn is
         # sorted on all its keys, so one input gives one image.
@@ -93,40 +195,49 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
         for ax, arm in zip(axes.ravel(), arms):
             ax.scatter(everything["x"], everything["y"], s=6, color="#E6E6E6", linewidths=0, zorder=1)
             mine = points.filter(pl.col("arm") == arm)
-            total = max(int(mine["n"].sum()), 1)
+            total = int(mine["n"].sum())
             # biggest markers first so small ones stay visible on top
             mine = mine.sort(["n", "strategy", "x", "y"], descending=[True, False, False, False])
-            ax.scatter(mine["x"], mine["y"], s=8 + 900 * mine["n"].to_numpy() / total,
+            ax.scatter(mine["x"], mine["y"], s=np.maximum(per_share * mine["share"].to_numpy(), _MIN_AREA),
                        c=[colors.get(s, _OTHER) for s in mine["strategy"].to_list()],
                        alpha=0.75, linewidths=0.4, edgecolors="white", zorder=2)
             ax.set_title(f"{arm_label(arm)} (n = {total:,})")
             ax.set_xticks([])
             ax.set_yticks([])
             ax.grid(False)
+            ax.margins(0.12)  # room for the largest markers and for labels at the edge
         for ax in axes.ravel()[len(arms):]:
             ax.set_visible(False)
         for ax in axes[-1, :]:
             ax.set_xlabel("UMAP 1")
         for ax in axes[:, 0]:
             ax.set_ylabel("UMAP 2")
-        shown = list(range(min(space.n_strategies_, top, len(_COLORS))))
-        handles = [plt.Line2D([], [], marker="o", ls="", color=colors[s], label=names.get(s, f"S{s}"), markersize=6)
-                   for s in shown]
+        handles = [plt.Line2D([], [], marker="o", ls="", color=colors[s], markersize=6,
+                              label=_shorten(names.get(s, f"S{s}"), 44)) for s in shown]
         if space.n_strategies_ > len(shown):
             rest = space.n_strategies_ - len(shown)
             handles.append(plt.Line2D([], [], marker="o", ls="", color=_OTHER, markersize=6,
                                       label=f"{rest} smaller {'strategy' if rest == 1 else 'strategies'}"))
         if (assigned["strategy"] == -1).any():
             handles.append(plt.Line2D([], [], marker="o", ls="", color="#000000", markersize=6, label="outlier"))
-        # beside one or two panels a key of long names leaves the axes no width: it goes below them
-        below = ncols < 3
-        if below:
-            fig.set_size_inches(max(panel_size * ncols + 1.9, 6.5),
-                                panel_size * nrows + 0.7 + 0.2 * len(handles))
-        fig.legend(handles=handles, loc="outside lower center" if below else "outside right center",
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(handles)),
                    title="strategy (typical moves)", alignment="left")
+        sizes = [plt.Line2D([], [], marker="o", ls="", color="#888888", alpha=0.75, markeredgecolor="white",
+                            markersize=float(np.sqrt(max(per_share * v, _MIN_AREA))), label=_share_text(v))
+                 for v in _size_steps(largest)]
+        fig.legend(handles=sizes, loc="outside right center", title="share of\nthe arm",
+                   labelspacing=1.6, borderpad=1.0, handletextpad=1.2)
         if caption:
             fig.suptitle("Strategy map: marker area = share of the arm's trajectories", fontsize=9.5)
+        if labels and centre:
+            fig.canvas.draw()  # lay the panels out, then fix that layout: labels are placed in it
+            fig.set_layout_engine("none")
+            renderer = fig.canvas.get_renderer()
+            for ax, arm in zip(axes.ravel(), arms):
+                held = (points.filter((pl.col("arm") == arm) & pl.col("strategy").is_in(shown))
+                        .group_by("strategy").agg(pl.col("n").sum()).sort(["n", "strategy"], descending=[True, False]))
+                _place_labels(ax, [(_shorten(names.get(s, f"S{s}"), _LABEL_CHARS), f"S{s}", *centre[s])
+                                   for s in held["strategy"].to_list()], renderer)
     return fig
 
 

@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from mechanism.actions import GENERIC_TOOL
 from mechanism.errors import InputError
 from mechanism.readers._fields import FieldMap, as_str
 from mechanism.readers.openai import FINISH_TOOLS, content_text
@@ -40,6 +41,10 @@ _ACTION_HEAD = re.compile(r"[ \t]*([A-Za-z_][\w\-]*)[ \t]*\[")
 _INLINE_HEAD = re.compile(r"Action(?:[ \t]*\d+)?[ \t]*:[ \t]*([A-Za-z_][\w\-]*)[ \t]*\[")
 REPAIRED = "actions missing their closing `]` read to the end of the line (repaired)"
 DROPPED = "action lines not of the form `tool[argument]` kept as thought text, not as rounds (dropped)"
+# a text environment's actions (`Action: go north`): no action of the transcript has brackets
+BARE_TOOL = GENERIC_TOOL
+BARE = (f"actions without brackets (`Action: go north`, no `tool[...]` in the transcript) read as calls of one "
+        f"generic tool `{BARE_TOOL}`, whose verb the strategy space reads")
 EXTRA = ("extra actions in a turn that the environment did not run (the turn's first action is the step; "
          "`multi_action='last'` for environments that run the last) kept as thought text")
 # a logger's line, not the agent's: a gold-answer trailer or a banner (only at the transcript's ends)
@@ -50,8 +55,16 @@ _BANNER = re.compile(r"[ \t]*(?:[#=*~-]{5,}|(?:BEGIN|END) (?:TRIAL|OF)\b|Trial s
 _DETECT = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:[ \t]*[A-Za-z_][\w\-]*[ \t]*\[", re.M | re.I)
 
 
+# a text environment's transcript: bare `Action:` lines answered by `Observation:` lines
+_BARE_ACTION = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:[ \t]*[A-Za-z]", re.M | re.I)
+_OBSERVATION = re.compile(r"^[ \t]*Observation(?:[ \t]*\d+)?[ \t]*:", re.M | re.I)
+
+
 def detect_text(text: Any) -> bool:
-    return isinstance(text, str) and _DETECT.search(text) is not None
+    if not isinstance(text, str):
+        return False
+    return _DETECT.search(text) is not None or (_BARE_ACTION.search(text) is not None
+                                                and _OBSERVATION.search(text) is not None)
 
 
 def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
@@ -171,6 +184,9 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
         if observation is not None:
             answer, final = None, False  # the episode went on after any earlier finish
 
+    # bare actions only where the transcript writes none in brackets (else a bare line is a slip)
+    bare = not any(m.group(1).lower() == "action" and (a := _action(text[m.end():m.end() + 400])) is not None
+                   and a[0] not in FINISH_TOOLS for m in marks)
     for i, m in enumerate(marks):
         kind = m.group(1).lower()
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
@@ -193,6 +209,9 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
                 thoughts.append(body)
         elif kind == "action":
             found = _action(body)
+            if found is None and bare and body:
+                found = (BARE_TOOL, body.split("\n", 1)[0].strip(), False)
+                notes.append(BARE)
             if found is None:
                 if body:
                     thoughts.append(f"Action: {body}")

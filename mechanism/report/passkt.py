@@ -54,7 +54,7 @@ class PassKT:
 def analyse_passkt(runs: pl.DataFrame, *, k: Sequence[int] | None = None, t: Sequence[int] = (0, 1, 2, 3, 5),
                    base: str | None = None, treated: Sequence[str] | None = None, ci: float | None = 0.95,
                    n_boot: int = 1000, random_state: RandomState = 0, t_source: TSource = "auto",
-                   hat_k: Sequence[int] = ()) -> PassKT:
+                   hat_k: Sequence[int] = (), allow_few_shared: bool = False) -> PassKT:
     """Every analysis the PASS@(k,T) section shows, each computed once.
 
     Parameters
@@ -70,6 +70,8 @@ def analyse_passkt(runs: pl.DataFrame, *, k: Sequence[int] | None = None, t: Seq
         As :func:`mechanism.pass_at_kt`.
     hat_k
         More k for pass^k only (the report's reliability table takes its own grid at the deepest T).
+    allow_few_shared
+        As :func:`mechanism.boundary`.
 
     Returns
     -------
@@ -99,7 +101,8 @@ def analyse_passkt(runs: pl.DataFrame, *, k: Sequence[int] | None = None, t: Seq
             raise InputError(f"`base` arm {base!r} is not in the input (arms: {arms})", field="base")
         compared = list(dict.fromkeys(treated)) if treated else [a for a in arm_order(arms) if a != base]
         result.base = base
-        result.boundaries = [boundary(runs, base=base, treated=other, t=t, k=ks, **opts) for other in compared]
+        result.boundaries = [boundary(runs, base=base, treated=other, t=t, k=ks, allow_few_shared=allow_few_shared,
+                                      **opts) for other in compared]
     return result
 
 

@@ -22,9 +22,11 @@ def rounds_labels(runs: pl.DataFrame, *, cap: int = 5) -> np.ndarray:
 
 def analyse_reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequence[str] | None = None,
                         ci: float | None = 0.95, n_boot: int = 1000, n_permutations: int = 1000,
-                        random_state: RandomState = 0, coordinates: np.ndarray | None = None) -> list[Any]:
+                        random_state: RandomState = 0, coordinates: np.ndarray | None = None,
+                        allow_few_shared: bool = False) -> list[Any]:
     """The :class:`~mechanism.compare.Reweighting` of every treated arm against ``base``
-    (default: every other arm, in input order), each computed once."""
+    (default: every other arm, in input order), each computed once (``allow_few_shared``: as
+    :func:`mechanism.reweighting`)."""
     from mechanism.compare import reweighting
 
     arms = runs["arm"].unique(maintain_order=True).to_list()
@@ -32,7 +34,8 @@ def analyse_reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: 
         raise InputError(f"`base` arm {base!r} is not in the input (arms: {sorted(arms)})", field="base")
     others = list(dict.fromkeys(treated)) if treated else [a for a in arms if a != base]
     return [reweighting(runs, labels, base=base, treated=arm, ci=check_ci(ci), n_boot=n_boot,
-                        random_state=random_state, n_permutations=n_permutations, coordinates=coordinates)
+                        random_state=random_state, n_permutations=n_permutations, coordinates=coordinates,
+                        allow_few_shared=allow_few_shared)
             for arm in others]
 
 

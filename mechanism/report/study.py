@@ -132,7 +132,8 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
                  extra_sections: Sequence[Any] = (), extra_figures: Sequence[tuple[str, str]] = (),
                  colors: Mapping[str, str] | None = None, arm_names: Mapping[str, str] | None = None,
                  lead: Sequence[Any] = (), n_examples: int = 5, echo: Echo | None = None,
-                 page: bool = True, figures: bool = True, members_per_page: int = 50) -> Report:
+                 page: bool = True, figures: bool = True, members_per_page: int = 50,
+                 allow_few_shared: bool = False) -> Report:
     """Run every analysis on ``runs`` and write the report: tables, figures, the strategy
     explorer and ``summary.html``/``summary.md``.
 
@@ -184,6 +185,9 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
         Draw and save the figures (``False``: tables and the page only, no PNG or PDF).
     members_per_page
         Member transcripts per page of a strategy's member list (``strategies/members/``).
+    allow_few_shared
+        Compare arms that share fewer than half of their questions (refused by default, naming
+        ``question_key=``), as :func:`mechanism.reweighting`.
 
     Returns
     -------
@@ -199,6 +203,8 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     runs, base, treated = rename_arms(runs, arm_names, base=base, treated=treated)
+    # `rl` and `rl ` must not read alike on the page, in a table or in a figure
+    runs, base, treated = rename_arms(runs, visible_arm_names(runs), base=base, treated=treated)
     arms = arm_order(sorted(runs["arm"].unique().to_list()))
     if base is not None and base not in arms:
         raise InputError(f"`base` arm {base!r} is not in the input (arms: {arms})", field="base")
@@ -220,7 +226,7 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
                              random_state=random_state, embedder=embedder, cache_dir=cache_dir, progress=progress,
                              title=title, intro=intro, extra_sections=extra_sections, extra_figures=extra_figures,
                              lead=lead, n_examples=n_examples, page=page, figures=figures,
-                             members_per_page=members_per_page)
+                             members_per_page=members_per_page, allow_few_shared=allow_few_shared)
 
 
 def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: list[str], shown: list[str],
@@ -229,7 +235,8 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
                   embedder: Any,
                   cache_dir: str | Path | None, progress: bool | None, title: str | None, intro: str | None,
                   extra_sections: Sequence[Any], extra_figures: Sequence[tuple[str, str]], lead: Sequence[Any],
-                  n_examples: int, page: bool, figures: bool = True, members_per_page: int = 50) -> Report:
+                  n_examples: int, page: bool, figures: bool = True, members_per_page: int = 50,
+                  allow_few_shared: bool = False) -> Report:
     """The body of :func:`write_report`, on validated arms: every analysis computed once, then
     each section writer formats its results."""
     from mechanism.information import integration
@@ -248,7 +255,8 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     sections: dict[str, Section] = {}
     # pass^k once, on the section's grid and the reliability table's own (every k up to n at the deepest T)
     passkt = analyse_passkt(runs, k=k, t=t, base=None if single else base, treated=treated or None, ci=ci,
-                            n_boot=n_boot, random_state=random_state, hat_k=default_k(runs, [max(t)]))
+                            n_boot=n_boot, random_state=random_state, hat_k=default_k(runs, [max(t)]),
+                            allow_few_shared=allow_few_shared)
     sections["passkt"] = write_passkt(passkt, out / "passkt", colors=colors, figures=figures)
     reliability = _reliability(runs, passkt, sections["passkt"], out / "passkt", t=t, arms=shown)
     lap("pass@(k,T)")
@@ -278,7 +286,7 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     if not single:
         results = analyse_reweighting(runs, placement.labels, base=base, treated=treated, ci=ci, n_boot=n_boot,
                                       n_permutations=n_permutations, random_state=random_state,
-                                      coordinates=placement.coordinates)
+                                      coordinates=placement.coordinates, allow_few_shared=allow_few_shared)
         rws = {r.treated: r for r in results}
         sections["reweighting"] = write_reweighting(results, out / "reweighting", n_boot=n_boot,
                                                     label_source=f"strategies of the space {space_note}",
@@ -286,7 +294,8 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
         lap("reweighting")
 
     integ = integration(runs, arms=shown, base=base if not single else None, treated=treated if not single else None,
-                        labels=placement.labels, n_boot=n_boot, random_state=random_state)
+                        labels=placement.labels, n_boot=n_boot, random_state=random_state,
+                        allow_few_shared=allow_few_shared)
     sections["integration"] = write_integration(integ, out / "integration", names=names, colors=colors,
                                                 figures=figures)
     lap("integration")
@@ -372,6 +381,14 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
         report.write_page(extra_sections=extra_sections, extra_figures=extra_figures)
         (out / "numbers.json").write_text(json.dumps(numbers, indent=2, default=float) + "\n", encoding="utf-8")
     return report
+
+
+def visible_arm_names(runs: pl.DataFrame) -> dict[str, str]:
+    """The arms whose whitespace would hide them, each to its visible form
+    (:func:`mechanism.names.visible_name`: ``"rl "`` -> ``"rl␠"``); empty when none."""
+    from mechanism.names import visible_name
+
+    return {a: visible_name(a) for a in runs["arm"].unique().to_list() if visible_name(a) != a}
 
 
 def rename_arms(runs: pl.DataFrame, arm_names: Mapping[str, str] | None, *, base: str | None,

@@ -64,7 +64,8 @@ def test_composition_plus_within_equals_total_on_random_tables(rows):
     arms[0], arms[1] = "base", "rl"
     qids[0] = qids[1] = "q0"
     runs = _table(arms, qids, [r[3] for r in rows])
-    rw = reweighting(runs, [r[2] for r in rows], base="base", treated="rl", n_boot=20, n_permutations=0)
+    rw = reweighting(runs, [r[2] for r in rows], base="base", treated="rl", n_boot=20, n_permutations=0,
+                     allow_few_shared=True)  # the identity holds on any overlap
     assert abs(rw.composition + rw.within - rw.total) <= 1e-12
     strat = rw.strategies
     assert abs(strat["composition"].sum() - rw.composition) <= 1e-12
@@ -357,7 +358,7 @@ def test_questions_answered_by_one_arm_are_left_out_and_said_so():
     arms = ["base", "base", "rl", "rl", "rl"]
     qids = ["q1", "q2", "q1", "q1", "q3"]
     rw = reweighting(_table(arms, qids, [True, False, True, False, True]), [0, 0, 0, 1, 1],
-                     base="base", treated="rl", n_boot=10, n_permutations=0)
+                     base="base", treated="rl", n_boot=10, n_permutations=0, allow_few_shared=True)
     assert rw.n_questions == 1 and rw.n_base == 1 and rw.n_treated == 2
     assert rw.notes and "2 question(s)" in rw.notes[0]
 

@@ -56,3 +56,44 @@ def test_untrusted_arm_names_are_drawn_literally(tmp_path, small_pair):
                       ("table", strategy_table(space))):
         save_figure(fig, tmp_path, stem)
         close(fig)
+
+
+def test_map_labels_strategies_without_overlap_and_sizes_markers_by_share(fitted):
+    """Each coloured strategy an arm holds is named on its panel, inside it, no two texts of
+    the figure overlapping; a marker's area is proportional to its share of the arm, on one
+    scale for every panel, with a size key; a long arm name keeps the layout."""
+    import numpy as np
+    import polars as pl
+    from matplotlib.text import Annotation
+
+    from mechanism.plots.style import text_overlaps
+
+    runs, space = fitted
+    long = "claude3haiku_react_reflexion_with_a_much_longer_configuration_name"
+    runs = runs.with_columns(pl.when(pl.col("arm") == "rl").then(pl.lit(long)).otherwise(pl.col("arm")).alias("arm"))
+    fig = strategy_map(space, runs)
+    assert text_overlaps(fig) == []
+    renderer = fig.canvas.get_renderer()
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(panels) == 3 and all(len(ax.get_title()) < 45 for ax in panels)
+    for ax in panels:
+        labels = [t for t in ax.texts if isinstance(t, Annotation) and t.get_text()]
+        assert labels, ax.get_title()
+        frame = ax.get_window_extent(renderer)
+        for t in labels:
+            box = t.get_window_extent(renderer)
+            assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            assert len(t.get_text()) <= 30 and t.get_text().startswith("S")
+    # area / share is one constant over every panel's markers (a sliver drawn at the 3 pt^2 floor)
+    xy = space.map_coordinates(runs)
+    points = (space.assign(runs).select("arm").with_columns(pl.Series("x", np.round(xy[:, 0], 4)),
+                                                            pl.Series("y", np.round(xy[:, 1], 4)))
+              .group_by("arm", "x", "y").len()
+              .with_columns((pl.col("len") / pl.col("len").sum().over("arm")).alias("share")))
+    top = points["share"].max()
+    for ax, arm in zip(panels, sorted(runs["arm"].unique().to_list())):
+        expected = np.maximum(1400.0 * points.filter(pl.col("arm") == arm)["share"].to_numpy() / top, 3.0)
+        assert np.allclose(np.sort(ax.collections[1].get_sizes()), np.sort(expected))
+    keys = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert any(k.endswith("%") for k in keys)
+    close(fig)

@@ -219,11 +219,22 @@ def test_shared_question_warning_in_comparisons():
     labels = both["n_rounds"].clip(0, 3).to_numpy()
     with pytest.warns(ComparisonWarning, match=r"reweighting: arms 'gpt-3.5-turbo', 'trial2' share 3 of 16 "
                                                r"questions; compared on those 3"):
-        mx.reweighting(both, labels, base="gpt-3.5-turbo", treated="trial2", n_boot=10, n_permutations=0)
+        mx.reweighting(both, labels, base="gpt-3.5-turbo", treated="trial2", n_boot=10, n_permutations=0,
+                       allow_few_shared=True)
     with pytest.warns(ComparisonWarning, match="integration: .* share 3 of 16 questions"):
-        mx.integration(both, base="gpt-3.5-turbo", treated="trial2", n_boot=10)
+        mx.integration(both, base="gpt-3.5-turbo", treated="trial2", n_boot=10, allow_few_shared=True)
     with pytest.warns(ComparisonWarning, match="boundary: .* share 3 of 16 questions"):
-        mx.boundary(both, base="gpt-3.5-turbo", treated="trial2", k=[1], t=[1], n_boot=10)
+        mx.boundary(both, base="gpt-3.5-turbo", treated="trial2", k=[1], t=[1], n_boot=10, allow_few_shared=True)
+    # unforced, fewer than half shared is refused, with one line naming the fix
+    for name, call in (("reweighting", lambda: mx.reweighting(both, labels, base="gpt-3.5-turbo", treated="trial2",
+                                                               n_boot=10, n_permutations=0)),
+                       ("integration", lambda: mx.integration(both, base="gpt-3.5-turbo", treated="trial2", n_boot=10)),
+                       ("boundary", lambda: mx.boundary(both, base="gpt-3.5-turbo", treated="trial2", k=[1], t=[1],
+                                                        n_boot=10))):
+        with pytest.raises(InputError, match=rf"^{name}: arms .* share 3 of 16 questions \(below half\).*"
+                                             r"`question_key=`.*`allow_few_shared=True`") as caught:
+            call()
+        assert "\n" not in str(caught.value)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ComparisonWarning)  # arms on the same questions: silent
         common = set(runs["question_id"]) & set(other["question_id"])

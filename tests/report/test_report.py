@@ -124,3 +124,13 @@ def test_nothing_is_embedded_twice_in_one_call(monkeypatch, tmp_path):
     series = mx.training_run(steps=(0, 100, 200), n_questions=6, n_samples=4, progress=False)
     mx.track(series.runs, n_boot=20, progress=False)
     assert seen and len(seen) == len(set(seen))
+
+
+def test_arms_that_differ_only_in_whitespace_read_apart_on_the_page(tmp_path):
+    sim = mx.simulate(n_questions=6, n_samples=4, arms=("base", "rl"), random_state=0, progress=False)
+    runs = sim.runs.with_columns(pl.when(pl.col("arm") == "base").then(pl.lit("rl ")).otherwise(pl.col("arm"))
+                                 .alias("arm"))
+    out = write_report(runs, tmp_path / "report", base="rl ", embedder="hashing-64", n_boot=20, n_permutations=0,
+                       progress=False, figures=False)
+    page = (tmp_path / "report" / "summary.html").read_text(encoding="utf-8")
+    assert "rl␠" in page and out is not None

@@ -123,3 +123,38 @@ def test_ignore_tools_leaves_bookkeeping_calls_out_of_fit_save_and_apply(tmp_pat
     assert loaded.ignore_tools == ["think"] and (loaded.transform(noisy) == space.labels_).all()
     with pytest.raises(InputError, match="`ignore_tools`"):
         mx.StrategySpace(embedder=FAST, progress=False, ignore_tools="think").fit(runs)
+
+
+def _bare_react_file(tmp_path):
+    """A text game in ReAct text with bare actions: `Action: go north`, no brackets."""
+    path = tmp_path / "game.jsonl"
+    plans = (["look", "go west", "go north", "open door"], ["go north", "take key", "open door"])
+    with path.open("w") as out:
+        for q in range(8):
+            for sample in range(4):
+                text = "".join(f"Thought: next\nAction: {a}\nObservation: "
+                               f"{'Nothing happens.' if a == 'take key' and q % 2 else 'You are in a room.'}\n"
+                               for a in plans[sample % 2])
+                out.write(json.dumps({"question": f"Open the door of room {q}", "text": text, "question_id": f"q{q}",
+                                      "arm": "base" if sample < 2 else "rl", "correct": bool(sample % 2)}) + "\n")
+    return path
+
+
+def test_bare_react_actions_are_read_as_verbs_of_one_generic_tool(tmp_path):
+    runs, report = mx.read(_bare_react_file(tmp_path), report=True)
+    assert report.formats and set(report.formats.values()) == {"react"}
+    assert any("without brackets" in n for n in report.notes)
+    assert runs["n_rounds"].to_list()[:2] == [4, 3] and runs["steps"][0][0]["tool"] == "act"
+    assert action_tools(runs) == {"act": "*"}
+    # "go west" then "go north": another look of one move (segmentation: folded), as a second scroll is
+    assert render(runs)["tools"][:2].to_list() == ["look > go > open", "go > take > open"]
+    labels = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs).labels_
+    assert adjusted_rand_score(np.arange(runs.height) % 2, labels) == 1.0
+
+
+def test_a_bare_line_beside_bracketed_actions_stays_a_dropped_thought(tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    text = "Thought: a\nAction: search[Paris]\nObservation: Paris is a city.\nAction: look around\nObservation: ?\n"
+    path.write_text(json.dumps({"question": "Where?", "text": text, "correct": True, "arm": "a"}) + "\n")
+    runs, report = mx.read(path, report=True)
+    assert runs["n_rounds"][0] == 1 and any("dropped" in n for n in report.notes)

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from mechanism.cachefile import KEY_FILE
 from mechanism.embed import DEFAULT_EMBEDDER, DEFAULT_MODEL, Embedder, EmbeddingCache, HashingEmbedder, make_embedder
 
 
@@ -42,7 +43,7 @@ def test_cache_serves_second_call_and_writes_only_npy_and_json(tmp_path):
     b = second.embed(TEXTS + ["delta"])
     assert second.n_computed == 1 and second.n_cached == 3
     np.testing.assert_array_equal(a, b[:6])
-    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != KEY_FILE]  # KEY_FILE: the folder's secret
     assert files and {p.suffix for p in files} == {".npy", ".json"}
     assert not [p for p in files if p.name.endswith(".tmp")]
     for p in files:

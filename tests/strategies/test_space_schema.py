@@ -27,7 +27,7 @@ N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))
 ARRAYS = ("train_features", "train_labels", "train_counts", "labels", "map_coords")
 TABLES = ("strategies", "train_rows")
 # space.json fields a space saved by earlier code may lack (read with their documented defaults)
-CONFIG_OPTIONAL = {"names", "threshold_rule", "checksum", "action_tools", "ignore_tools"}  # absent in spaces saved before them
+CONFIG_OPTIONAL = {"names", "threshold_rule", "checksum", "action_tools", "ignore_tools", "by", "kinds"}  # absent in spaces saved before them
 CONFIG_NUMBERS = {"threshold": (0, 1e12), "n_strategies": (0, 2**31), "embedding_dim": (0, 2**20),
                   "seed_agreement": (-1, 1)}
 

@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from mechanism._strategies import fitcache
-from mechanism.cachefile import read_checked, sidecar, write_checked
+from mechanism.cachefile import KEY_FILE, read_checked, sidecar, write_checked
 from mechanism.simulation import simulate
 from mechanism.strategy_space import StrategySpace
 
@@ -114,7 +114,8 @@ def test_truncated_segment_shard_and_missing_sidecar(tmp_path, runs):
 
 def test_corrupt_fit_entry_is_rebuilt(tmp_path, runs, uncached):
     StrategySpace(embedder=FAST, cache_dir=tmp_path, progress=False).fit(runs)
-    (entry,) = [p for p in (tmp_path / "fits").iterdir() if not p.name.endswith(".json.json")]
+    (entry,) = [p for p in (tmp_path / "fits").iterdir()
+                if not p.name.endswith(".json.json") and p.name != KEY_FILE]
     entry.write_text(entry.read_text().replace('"labels": [', '"labels": [9, '))  # digest mismatch
     sp = StrategySpace(embedder=FAST, cache_dir=tmp_path, progress=False).fit(runs)
     _same(sp, uncached)
@@ -158,7 +159,8 @@ def test_changed_params_or_embedder_miss_the_fit_cache(tmp_path, runs):
     StrategySpace(embedder=FAST, cache_dir=tmp_path, progress=False).fit(runs)
     StrategySpace(embedder=FAST, resolution=0.5, cache_dir=tmp_path, progress=False).fit(runs)
     StrategySpace(embedder="hashing-32", cache_dir=tmp_path, progress=False).fit(runs)
-    entries = [p for p in (tmp_path / "fits").iterdir() if not p.name.endswith(".json.json")]
+    entries = [p for p in (tmp_path / "fits").iterdir()
+                if not p.name.endswith(".json.json") and p.name != KEY_FILE]
     assert len(entries) == 3
     fine = StrategySpace(embedder=FAST, resolution=0.5, cache_dir=tmp_path, progress=False).fit(runs)
     plain = StrategySpace(embedder=FAST, resolution=0.5, progress=False).fit(runs)
