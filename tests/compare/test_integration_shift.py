@@ -536,7 +536,9 @@ def test_cli_with_a_saved_space(tmp_path, capsys):
     code = main(["integration", str(tmp_path / "data" / "searchr1"), "--space", str(tmp_path / "space"),
                  "--base", "base", "--out", str(tmp_path / "out"), "--n-boot", "50"])
     assert code == 0
-    assert "verdict: rl moved" in capsys.readouterr().out
+    # a direction ("rl moved ...") only where the alignment confirms it (the verdict's gate)
+    out = capsys.readouterr().out
+    assert "verdict: rl moved" in out or "verdict: rl's mass in strategies" in out
     assert (tmp_path / "out" / "integration_shift.png").is_file()
 
 

@@ -150,7 +150,7 @@ def test_small_samples_get_a_wilson_type_interval_and_a_note():
     assert "under-cover" in small_sample_note(plain)[0]
     b = mx.boundary(runs.with_columns(arm=pl.when(pl.col("question_id").is_in(["q0", "q1", "q2"]))
                                       .then(pl.lit("x")).otherwise(pl.col("arm"))),
-                    base="few", treated="many", t=[1], k=[1], n_boot=50, n_permutations=200)
+                    base="few", treated="many", t=[1], k=[1], n_boot=50, n_permutations=200, allow_few_shared=True)
     assert any(n.startswith("small sample") for n in b.notes)
     with pytest.raises(InputError, match="`interval`"):
         mx.pass_at_kt(runs, k=[1], t=[1], interval="bca")
