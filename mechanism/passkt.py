@@ -689,9 +689,9 @@ def bootstrap_t_interval(est: PassEstimate, ci: float) -> tuple[np.ndarray, np.n
             sb = np.sqrt(var / count)
             t_star = np.where(sb > 0, (mb - m) / np.where(sb > 0, sb, 1.0),
                               np.where(mb > m + 1e-15, np.inf, np.where(mb < m - 1e-15, -np.inf, 0.0)))
-        q_lo = np.quantile(t_star, alpha, axis=0)
-        q_hi = np.quantile(t_star, 1.0 - alpha, axis=0)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore"):  # a quantile between two infinite t's is nan: the bound below
+            q_lo = np.quantile(t_star, alpha, axis=0)
+            q_hi = np.quantile(t_star, 1.0 - alpha, axis=0)
             lo = np.where(se > 0, m - q_hi * se, m)
             hi = np.where(se > 0, m - q_lo * se, m)
         low[g] = np.clip(np.nan_to_num(lo, nan=0.0, neginf=0.0, posinf=0.0), 0.0, 1.0)

@@ -484,3 +484,22 @@ def atomic_file(path: Path) -> Iterator[Path]:
             yield tmp
     except OSError as exc:
         raise _output_error(exc, path, path) from None
+
+
+def add_shared_argument(parser: argparse.ArgumentParser) -> None:
+    """``--allow-few-shared``: compare arms that share fewer than half of their questions."""
+    parser.add_argument("--allow-few-shared", action="store_true",
+                        help="compare arms that share fewer than half of their questions (refused by default)")
+
+
+def check_shared_questions(args: argparse.Namespace, runs: pl.DataFrame, *, what: str) -> None:
+    """Refuse, with one line naming ``--allow-few-shared``, arms that share fewer than half of
+    the questions any of them has (:func:`mechanism.schema.refuse_few_shared`, the check of every
+    comparison between arms): splits on the few shared ones would be printed as the study."""
+    from mechanism.schema import count_shared, refuse_few_shared
+
+    arms = sorted(runs["arm"].unique().to_list())
+    if getattr(args, "allow_few_shared", False) or len(arms) < 2:
+        return
+    shared, total = count_shared(runs, arms)
+    refuse_few_shared(shared, total, arms, what=what, force="--allow-few-shared")

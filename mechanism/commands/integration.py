@@ -9,6 +9,7 @@ import polars as pl
 
 from mechanism.options import Weighting, choices
 from mechanism.commands._common import (
+    add_shared_argument, check_shared_questions,
     atomic_output,
     add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
     read_inputs, require_two_arms, terminal_safe,
@@ -44,11 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="local folder of the base model (transformers causal LM, fast tokenizer; never "
                              "downloaded): it scores every trajectory for query vs reasoning perplexity")
     add_bootstrap_arguments(parser)
+    add_shared_argument(parser)
     add_embedding_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     runs = read_inputs(args)
+    check_shared_questions(args, runs, what="integration")  # the check is here; the library is told it was made
     if args.base is not None or args.treated:  # rates per arm make sense for one agent; a split does not
         require_two_arms(runs, "integration", hint="without --base and --treated it reports one arm's rates")
     labels = names = None
@@ -66,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
                                          labels=labels, names=names, weighting=args.weighting, ci=args.ci,
                                          n_boot=args.n_boot, random_state=args.seed,
                                          logprobs_column=args.logprobs_column, model_path=args.model_path,
-                                         figures=not args.no_figures)
+                                         figures=not args.no_figures, allow_few_shared=True)
     print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0

@@ -11,6 +11,7 @@ from mechanism.errors import InputError
 from mechanism.options import choices
 from mechanism.report.passkt import TSource
 from mechanism.commands._common import (
+    add_shared_argument, check_shared_questions,
     atomic_output,
     add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs, terminal_safe,
 )
@@ -34,10 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--treated", nargs="+", default=None,
                         help="arm(s) compared with --base (default: every other arm)")
     add_bootstrap_arguments(parser)
+    add_shared_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     runs = read_inputs(args)
+    check_shared_questions(args, runs, what="boundary")  # the check is here; the library is told it was made
     arms = sorted(runs["arm"].unique().to_list())
     if args.base is not None and args.base not in arms:
         raise InputError(f"`--base` arm {args.base!r} is not in the input (arms: {arms})", field="base")
@@ -45,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         written, summary = write_outputs(runs, out, k=args.k, t=args.t, base=args.base,
                                          treated=args.treated, ci=args.ci, n_boot=args.n_boot,
                                          random_state=args.seed, t_source=args.t_source,
-                                         figures=not args.no_figures)
+                                         figures=not args.no_figures, allow_few_shared=True)
     print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0

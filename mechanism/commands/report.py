@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from mechanism.commands._common import (
+    add_shared_argument, check_shared_questions,
     add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, atomic_output,
     progress_flag, progress_line, read_inputs, terminal_safe,
 )
@@ -30,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-permutations", type=int, default=1000, help="permutations of the reweighting test")
     parser.add_argument("--title", default=None, help="page title")
     add_bootstrap_arguments(parser)
+    add_shared_argument(parser)
     add_embedding_arguments(parser)
 
 
@@ -37,13 +39,14 @@ def run(args: argparse.Namespace) -> int:
     from mechanism.report.study import write_report
 
     runs = read_inputs(args)
+    check_shared_questions(args, runs, what="report")  # the check is here; the library is told it was made
     with atomic_output(args.out) as out:
         report = write_report(runs, out, base=args.base, treated=args.treated, space=args.space, k=args.k,
                               t=args.t, ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
                               random_state=args.seed, embedder=args.embedder, cache_dir=args.cache_dir,
                               progress=progress_flag(args), title=args.title,
                               arm_names=parse_arm_names(args.arm_names),
-                              figures=not getattr(args, "no_figures", False),
+                              figures=not getattr(args, "no_figures", False), allow_few_shared=True,
                               echo=lambda line: progress_line(args, terminal_safe(line)))
         n_figures = len(report.figures())
     for line in report.verdicts:

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.commands._common import (
+    add_shared_argument, check_shared_questions,
     atomic_output,
     add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
     read_inputs, require_two_arms, terminal_safe,
@@ -37,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--treated", nargs="+", default=None,
                         help="arm(s) compared with --base (default: every other arm)")
     add_bootstrap_arguments(parser)
+    add_shared_argument(parser)
     parser.add_argument("--n-permutations", type=int, default=1000,
                         help="permutations of the within-question test (default 1000; 0 skips it)")
     add_embedding_arguments(parser)
@@ -44,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = read_inputs(args)
+    check_shared_questions(args, runs, what="reweighting")  # the check is here; the library is told it was made
     require_two_arms(runs, "reweighting")
     coordinates = names = None
     if args.labels is not None:
@@ -60,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         written, summary = write_outputs(runs, labels, out, base=args.base, treated=args.treated,
                                          ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
                                          random_state=args.seed, coordinates=coordinates,
-                                         figures=not args.no_figures, label_source=source, names=names)
+                                         figures=not args.no_figures, label_source=source, names=names,
+                                         allow_few_shared=True)
     print(terminal_safe(summary))
     print(f"wrote {len(written)} files to {args.out}")
     return 0

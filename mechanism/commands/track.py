@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from mechanism.commands._common import (
+    add_shared_argument, check_shared_questions,
     atomic_output,
     add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
     read_inputs, terminal_safe,
@@ -35,8 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedder", default=None, help="embedding model of a space fitted here")
     parser.add_argument("--k", nargs="+", type=int, default=None, help="k grid (default: 1 and the largest power of 2)")
     parser.add_argument("--t", nargs="+", type=int, default=[0, 1, 2, 3, 5], help="round budgets T (default 0 1 2 3 5)")
-    parser.add_argument("--allow-few-shared", action="store_true",
-                        help="compare checkpoints that share fewer than half of their questions (refused by default)")
+    add_shared_argument(parser)
     add_bootstrap_arguments(parser)
     add_embedding_arguments(parser)
 
@@ -47,8 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from mechanism.report.track import write_track
 
     runs = read_inputs(args)
-    if not args.allow_few_shared:
-        check_shared_questions(runs)
+    check_shared_questions(args, runs, what="track")
     labels = read_labels(runs, args.labels, column=args.label_column) if args.labels is not None else None
     result = track(runs, space=args.space, labels=labels, order=args.order, step=args.step, base=args.base,
                    fit_on=args.fit_on, k=args.k, t=args.t, ci=args.ci, n_boot=args.n_boot, random_state=args.seed,
@@ -58,19 +57,6 @@ def run(args: argparse.Namespace) -> int:
     print(terminal_safe(section.text))
     print(f"wrote {len(section.written)} files to {args.out}")
     return 0
-
-
-def check_shared_questions(runs) -> None:  # noqa: ANN001 - a canonical polars table
-    """Refuse, with one line, a series whose checkpoints share fewer than half of the questions
-    any of them has (:func:`mechanism.schema.refuse_few_shared`, the check of every comparison
-    between arms): splits on the few shared ones would be printed as if they were the study."""
-    from mechanism.schema import count_shared, refuse_few_shared
-
-    arms = sorted(runs["arm"].unique().to_list())
-    if len(arms) < 2:
-        return
-    shared, total = count_shared(runs, arms)
-    refuse_few_shared(shared, total, arms, what="track", force="--allow-few-shared")
 
 
 if __name__ == "__main__":  # pragma: no cover

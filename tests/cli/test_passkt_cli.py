@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+import mechanism as mx
 from mechanism.boundaries import boundary
 from mechanism.cli import main
 from mechanism.passkt import pass_at_kt
@@ -106,3 +107,20 @@ def test_treated_arms_that_sanitise_alike_get_distinct_folders(tmp_path):
     for arm, name in folders.items():
         assert (tmp_path / "out" / name / "summary.txt").is_file()
         assert arm in (tmp_path / "out" / name / "summary.txt").read_text()
+
+
+@pytest.mark.parametrize("command", [["passkt", "--base", "base"], ["integration", "--base", "base"],
+                                     ["reweighting", "--base", "base", "--by-rounds", "--n-permutations", "0"]])
+def test_arms_sharing_few_questions_are_refused_unless_the_flag_says_so(command, tmp_path, capsys):
+    import polars as pl
+
+    sim = mx.simulate(n_questions=12, n_samples=2, arms=("base", "rl"), random_state=0, progress=False)
+    renamed = pl.when((pl.col("arm") == "rl") & pl.col("question_id").str.contains("[0-7]$"))
+    runs = sim.runs.with_columns(renamed.then(pl.concat_str(pl.lit("x"), pl.col("question_id")))
+                                 .otherwise(pl.col("question_id")).alias("question_id"))
+    runs.write_parquet(tmp_path / "runs.parquet")
+    args = [*command[:1], str(tmp_path / "runs.parquet"), *command[1:], "--out", str(tmp_path / "out"), "--n-boot", "20"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "share 2 of 22 questions" in err[0] and "--allow-few-shared" in err[0]
+    assert main([*args, "--allow-few-shared"]) == 0
