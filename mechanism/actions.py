@@ -34,7 +34,8 @@ from typing import Any, Literal, Union
 # How generic tools are read: detected ("auto"), named ({tool: field}) or not at all (None).
 ActionField = Union[Literal["auto"], Mapping[str, str], None]
 
-__all__ = ["ACTION_FIELDS", "GENERIC_TOOL", "ActionField", "tool_name", "mend_typos", "detect_action_tools", "verb_object", "read_action", "check_action_field"]
+__all__ = ["ACTION_FIELDS", "GENERIC_TOOL", "ActionField", "check_action_field", "detect_action_tools", "mend_typos",
+           "one_typo_apart", "read_action", "tool_name", "verb_object"]
 
 # Argument names that carry the action of a generic tool, in the order they are tried. A
 # request's `url`/`path` comes after `method` so that `request(method, url)` is read by both.

@@ -72,7 +72,8 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from mechanism.actions import RETRIEVAL_TOOL, ActionField, check_action_field, detect_action_tools, mend_typos, read_action, tool_name
+from mechanism.actions import (RETRIEVAL_TOOL, ActionField, check_action_field, detect_action_tools, mend_typos,
+                               read_action, tool_name)
 from mechanism.failures import compile_error_pattern, is_failure
 from mechanism.schema import validate
 
@@ -285,7 +286,7 @@ def _search_move(relation: str, sources: set[str]) -> str:
 
 
 def _failed(step: Mapping[str, Any], error_pattern: "re.Pattern[str] | None") -> bool:
-    # the read's own verdict (`failed`, set when it was given an error pattern) or the default reading
+    # the default reading, or the read's own verdict (`failed`, written when `mx.read` had an `error_pattern`)
     tool = step.get("via") or step.get("tool")  # a generic tool's call is judged as that tool's
     return is_failure(step.get("observation"), error_pattern, tool=tool) or step.get("failed") is True
 
@@ -357,7 +358,6 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         else:
             relation = "new"
         observation = step.get("observation")
-        # the read's own verdict (`failed`, written when `mx.read` had an `error_pattern`) counts too
         failed = _failed(step, error_pattern)
         # merged: a failed call the next call of the same tool retries is that call's attempt,
         # so it leaves the grammar's state as it found it (the retry is read as if first tried)

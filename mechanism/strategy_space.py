@@ -214,8 +214,8 @@ class StrategySpace(BaseEstimator):
         self.min_dist, self.max_umap_points, self.outlier_factor = min_dist, max_umap_points, outlier_factor
         self.n_bootstrap, self.random_state = n_bootstrap, random_state
         self.retries, self.families, self.plans = retries, families, plans
-        self.error_pattern, self.action_field, self.ignore_tools, self.by = error_pattern, action_field, ignore_tools, by
-        self.cache_dir, self.progress = cache_dir, progress
+        self.error_pattern, self.action_field, self.ignore_tools = error_pattern, action_field, ignore_tools
+        self.by, self.cache_dir, self.progress = by, cache_dir, progress
 
     _parameter_constraints = CONSTRAINTS  # name -> check, as scikit-learn declares them
 

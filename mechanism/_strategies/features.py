@@ -135,8 +135,9 @@ def group_block(tokens: Sequence[str], n_groups: int) -> np.ndarray:
     if n_groups:
         for r, row in enumerate(tokens):
             for t in row.split():
-                if t.startswith(GROUP_TOKEN) and t[len(GROUP_TOKEN):].isdigit() and int(t[len(GROUP_TOKEN):]) < n_groups:
-                    out[r, int(t[len(GROUP_TOKEN):])] = GROUP_WEIGHT
+                code = t[len(GROUP_TOKEN):]
+                if t.startswith(GROUP_TOKEN) and code.isdigit() and int(code) < n_groups:
+                    out[r, int(code)] = GROUP_WEIGHT
     return out
 
 
