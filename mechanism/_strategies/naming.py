@@ -90,21 +90,47 @@ def shared_core(sequences: Sequence[tuple[str, ...]], weights: Sequence[float], 
     return core, held
 
 
+# How a relation of the move grammar (mechanism.segmentation.RELATIONS) reads after its tool.
+_RELATION_WORDS = {"first": "first", "new": "on another object", "revise": "reworded", "repeat": "repeated",
+                   "return": "again after other calls", "switch": "on an object another tool used"}
+
+
+def _move_words(move: str) -> str:
+    """``tool/relation`` in words: ``search/revise`` -> ``search reworded``."""
+    tool, _, relation = move.partition("/")
+    if not relation:
+        return tool
+    words = _RELATION_WORDS.get(relation.removesuffix("!"), relation)
+    return f"first {tool}" if words == "first" else f"{tool} {words}"
+
+
 def _token_phrase(token: str) -> str:
-    """A move token (:func:`mechanism.segmentation.move_tokens`) in words."""
+    """A move token (:func:`mechanism.segmentation.move_tokens`) in words.
+
+    Examples
+    --------
+    >>> _token_phrase("R:search/new"), _token_phrase("B:search/first>search/revise")
+    ('search on another object', 'first search then search reworded')
+    >>> _token_phrase("B:start>get_user/first"), _token_phrase("M:search/revise/user/partial")
+    ('opens with first get_user', 'search reworded, from user, part of question')
+    """
     kind, _, body = token.partition(":")
     if kind == "E":
         return "ends without an answer" if "no_answer" in body else (
             "answers without a call" if body.startswith("no_calls") else "ends with an answer")
     if kind == "B":
         a, _, b = body.partition(">")
-        return f"{a.replace('/', ' ')} then {b.replace('/', ' ')}".replace("start then ", "opens with ")
+        if a == "start":
+            return f"opens with {_move_words(b)}"
+        return f"{_move_words(a)} then {'an answer' if b in ('answer', 'no_answer') else _move_words(b)}"
     if kind == "M":
         parts = body.split("/")
         tool, relation, sources, scope = (parts + ["", "", "", ""])[:4]
         tail = " after an error" if body.endswith("/after_error") else ""
         where = {"whole": ", whole question", "partial": ", part of question"}.get(scope, "")
-        return f"{tool} {relation} from {sources.replace('+', ' and ')}{where}{tail}"
+        return f"{_move_words(f'{tool}/{relation}')}, from {sources.replace('+', ' and ')}{where}{tail}"
+    if kind == "R":
+        return _move_words(body)
     return body.replace("/", " ")
 
 
