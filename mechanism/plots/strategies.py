@@ -136,7 +136,7 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
     marker under 3 pt\u00b2 is drawn at 3 so that it stays visible). Colour is the strategy (the
     ``top`` largest get colours, the rest grey, outliers black); the other arms' positions are
     drawn faintly behind for reference. Each coloured strategy an arm holds is labelled at its
-    centre (the mean position of all its trajectories, so the same place in every panel), the
+    heaviest point (the position holding most of its trajectories, the same in every panel), the
     name cut at 30 characters, labels kept apart by a simple repel.
 
     Parameters
@@ -181,9 +181,12 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
     largest = float(shown_points["share"].max()) if shown_points.height else 1.0
     per_share = _MAX_AREA / max(largest, 1e-12)
     shown = list(range(min(space.n_strategies_, top, len(_COLORS))))
-    centres = (frame.filter(pl.col("strategy").is_in(shown)).group_by("strategy")
-               .agg(pl.col("x").mean(), pl.col("y").mean()).sort("strategy"))
-    centre = {s: (x, y) for s, x, y in centres.iter_rows()}
+    # a strategy's heaviest point, not its mean: a strategy spread over two places has its mean
+    # in the empty space between them
+    centres = (frame.filter(pl.col("strategy").is_in(shown)).group_by("strategy", "x", "y").agg(pl.len().alias("n"))
+               .sort(["strategy", "n", "x", "y"], descending=[False, True, False, False])
+               .group_by("strategy", maintain_order=True).first())
+    centre = {s: (x, y) for s, x, y in centres.select("strategy", "x", "y").iter_rows()}
     with paper_style():
         ncols = min(len(arms), 3)
         nrows = int(np.ceil(len(arms) / ncols))
