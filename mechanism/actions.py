@@ -171,7 +171,7 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None)
         text = raw if isinstance(raw, str) else json.dumps(raw) if raw is not None else ""
         rest_fields = {k: v for k, v in parsed.items() if k != field}
     text = text.strip()
-    if field in ("method",) and parsed is not None:
+    if field == "method" and parsed is not None:
         url = next((str(parsed[k]) for k in ("url", "path", "endpoint") if k in parsed), "")
         verb, obj = _request_verb(url, text)
         rest_fields = {k: v for k, v in rest_fields.items() if k not in ("url", "path", "endpoint")}

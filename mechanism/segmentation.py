@@ -314,12 +314,16 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     last_found: set[str] = set()  # atoms first met in that attempt's results (what a chain carries on)
     moves: list[_Step] = []
     steps = [st or {} for st in (steps or ())]  # a null step is a call with nothing recorded
+    raw = [memo.tool(st.get("tool")) for st in steps]
     if actions:
-        raw = [memo.tool(st.get("tool")) for st in steps]
         steps = [read_action(st, actions[name]) if name in actions else st for st, name in zip(steps, raw)]
-        steps = mend_typos(steps, raw, [name in actions and _failed(st, error_pattern) for st, name in zip(steps, raw)])
+    # each call's failure read once: the typo mending and the moves both need it
+    failed_of = [_failed(st, error_pattern) for st in steps]
+    if actions:
+        steps = mend_typos(steps, raw, [f and name in actions for f, name in zip(failed_of, raw)])
     if ignore:
-        steps = [st for st in steps if memo.tool(st.get("tool")) not in ignore]
+        kept = [i for i, st in enumerate(steps) if memo.tool(st.get("tool")) not in ignore]
+        steps, failed_of = [steps[i] for i in kept], [failed_of[i] for i in kept]
     tools_of = [memo.tool(st.get("tool")) for st in steps]
     for i, step in enumerate(steps):
         said = step.get("user")
@@ -358,7 +362,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         else:
             relation = "new"
         observation = step.get("observation")
-        failed = _failed(step, error_pattern)
+        failed = failed_of[i]
         # merged: a failed call the next call of the same tool retries is that call's attempt,
         # so it leaves the grammar's state as it found it (the retry is read as if first tried)
         retried = failed and i + 1 < len(steps) and tools_of[i + 1] == tool

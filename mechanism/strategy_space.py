@@ -418,7 +418,12 @@ def declared_kinds(runs: pl.DataFrame, by: str | None) -> list[str]:
         return []
     if not isinstance(by, str) or by not in runs.columns:
         raise InputError(f"`by` must name a column of the runs, got {str(by)[:60]!r}", field="by")
-    return sorted(set(runs[by].cast(pl.String).fill_null("").to_list()))
+    return sorted(set(kind_of_rows(runs, by)))
+
+
+def kind_of_rows(runs: pl.DataFrame, by: str) -> list[str]:
+    """Each row's declared kind: column ``by`` as text, a null read as ``""``."""
+    return runs[by].cast(pl.String).fill_null("").to_list()
 
 
 def with_kinds(traj: pl.DataFrame, runs: pl.DataFrame, by: str | None, kinds: Sequence[str]) -> pl.DataFrame:
@@ -429,7 +434,7 @@ def with_kinds(traj: pl.DataFrame, runs: pl.DataFrame, by: str | None, kinds: Se
     if by not in runs.columns:
         raise InputError(f"the space was fitted by `{by}`, which these runs lack", field="by")
     index = {k: i for i, k in enumerate(kinds)}
-    marks = [f" G:{index.get(k, '?')}" for k in runs[by].cast(pl.String).fill_null("").to_list()]
+    marks = [f" G:{index.get(k, '?')}" for k in kind_of_rows(runs, by)]
     return traj.with_columns(pl.Series("tokens", [t + m for t, m in zip(traj["tokens"].to_list(), marks)]))
 
 
@@ -449,7 +454,8 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
     plans = [tool_plan(t) for t in tools]
     cut_plans = [task_plan(plan, task) for plan in plans]
     if by is not None:  # a plan is a plan of its kind: no cut, join or task test crosses kinds
-        kinds = runs[by].cast(pl.String).fill_null("").gather(first).to_list()
+        kind_of = kind_of_rows(runs, by)
+        kinds = [kind_of[i] for i in first]
         plans, cut_plans = ([f"[{k}] {p}" if p else p for k, p in zip(kinds, ps)] for ps in (plans, cut_plans))
     return FitRows(
         plans=cut_plans, tool_plans=plans, task=task, features=uniq,
