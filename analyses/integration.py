@@ -22,9 +22,9 @@ from _common import analysis_parser, run_both  # noqa: E402  (sibling module of 
 
 def simulated(out: Path, *, n_boot: int, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples)."""
-    from mechanism.information import retrieval_flags
-    from mechanism.compare import labels_from_table
-    from mechanism.simulation import simulate
+    from mechanism.analysis.information import retrieval_flags
+    from mechanism.analysis.compare import labels_from_table
+    from mechanism.datasets.simulation import simulate
 
     sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     # the planted strategies as labels: the shift toward strategies that use what they retrieve

@@ -23,7 +23,7 @@ K_GRID = [1, 2, 4, 8, 16, 32, 64]
 
 def simulated(out: Path, *, n_boot: int, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples, the study's grid)."""
-    from mechanism.simulation import simulate
+    from mechanism.datasets.simulation import simulate
 
     sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     _, summary = write_outputs(sim.runs, out, k=K_GRID, t=T_GRID, base="base", treated=["rl", "sft"],

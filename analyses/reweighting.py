@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from mechanism.names import write_csv
+from mechanism.core.names import write_csv
 from mechanism.report import csv_ready, rounds_labels, write_reweighting as write_outputs
 
 from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
@@ -37,7 +37,7 @@ def space_labels(runs: pl.DataFrame, seed: int, out: Path) -> tuple[np.ndarray, 
     """Strategies found without ground truth, each row's position in the strategy space, and
     a display name per strategy (``S<id>: <its typical move sequence>``); writes the space's
     description to ``out/strategies_described.csv`` so every id can be looked up."""
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     space = StrategySpace(random_state=seed, progress=None).fit(runs)
     described = space.describe()
@@ -52,8 +52,8 @@ def space_labels(runs: pl.DataFrame, seed: int, out: Path) -> tuple[np.ndarray, 
 
 def simulated(out: Path, *, sources: list[str], n_boot: int, n_permutations: int, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples, the study's n)."""
-    from mechanism.compare import labels_from_table
-    from mechanism.simulation import simulate
+    from mechanism.analysis.compare import labels_from_table
+    from mechanism.datasets.simulation import simulate
 
     sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     texts = []

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import polars as pl
 
-from mechanism.parallel import strategy_shares
+from mechanism.analysis.parallel import strategy_shares
 from mechanism.report import write_strategies
-from mechanism.strategy_space import StrategySpace
+from mechanism.analysis.strategy_space import StrategySpace
 
 from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
 
@@ -26,7 +26,7 @@ def simulated(out: Path, *, embedder: str | None, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples)."""
     from sklearn.metrics import adjusted_rand_score
 
-    from mechanism.simulation import simulate
+    from mechanism.datasets.simulation import simulate
 
     sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     space = StrategySpace(embedder=embedder, random_state=seed, progress=None).fit(sim.runs)

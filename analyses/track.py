@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mechanism.checkpoints import track
+from mechanism.analysis.checkpoints import track
 from mechanism.report import write_track
-from mechanism.simulation import training_run
+from mechanism.datasets.simulation import training_run
 
 from _common import analysis_parser  # noqa: E402  (sibling module of the scripts)
 

@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from mechanism.boundaries import boundary
-from mechanism.compare import reweighting
-from mechanism.information import integration
-from mechanism.passkt import pass_at_kt
-from mechanism.resample import bonferroni_level, percentile_interval
+from mechanism.analysis.boundaries import boundary
+from mechanism.analysis.compare import reweighting
+from mechanism.analysis.information import integration
+from mechanism.analysis.passkt import pass_at_kt
+from mechanism.core.resample import bonferroni_level, percentile_interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402

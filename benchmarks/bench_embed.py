@@ -3,7 +3,7 @@
 Backends (same input, no cache, in this process):
 
 - ``minilm``: today's path, all-MiniLM-L6-v2 on every distinct rendering;
-- ``composed``: :class:`mechanism.embed.ComposedEmbedder`, MiniLM on every distinct *step*
+- ``composed``: :class:`mechanism.analysis.embed.ComposedEmbedder`, MiniLM on every distinct *step*
   of the renderings, each rendering the unit mean of its steps;
 - ``static``: a model2vec static model distilled from the same MiniLM weights (offline, no
   hub download; needs ``pip install model2vec``; distilled once into ``--static-path``),
@@ -55,7 +55,7 @@ class StaticEmbedder:
         if not (path / "config.json").is_file():
             from model2vec.distill import distill
 
-            from mechanism.embed import default_model_path
+            from mechanism.analysis.embed import default_model_path
 
             distill(model_name=str(default_model_path()), pca_dims=256).save_pretrained(str(path))
         self.model = StaticModel.from_pretrained(str(path))
@@ -68,7 +68,7 @@ class StaticEmbedder:
 
 
 def backends(args) -> dict:
-    from mechanism.embed import ComposedEmbedder, Embedder, HashingEmbedder
+    from mechanism.analysis.embed import ComposedEmbedder, Embedder, HashingEmbedder
 
     out = {
         "minilm": lambda: Embedder(device=args.device, progress=False),
@@ -99,9 +99,9 @@ def main() -> None:
     from sklearn.metrics import adjusted_rand_score
 
     from bench_scale_world import distinct_world
-    from mechanism.segmentation import render
-    from mechanism.simulation import simulate
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.segmentation import render
+    from mechanism.datasets.simulation import simulate
+    from mechanism.analysis.strategy_space import StrategySpace
 
     on_gpu = args.device in ("auto", "cuda") and torch.cuda.is_available()
     sample = args.minilm_sample or (None if on_gpu else 1000)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from harness import report
 
-from mechanism.errors import InputError
+from mechanism.core.errors import InputError
 from mechanism.readers import read
 
 SIZES_KB = (64, 128, 256, 512, 1024)
@@ -89,7 +89,7 @@ def bench_read() -> None:
 
 
 def bench_passkt() -> None:
-    from mechanism.simulation.run import simulate
+    from mechanism.datasets.simulation.run import simulate
 
     with tempfile.TemporaryDirectory() as tmp:
         files = simulate(n_questions=20, n_samples=8, arms=("base", "rl"), random_state=1).write(Path(tmp) / "sim")
@@ -165,8 +165,8 @@ def bench_round3() -> None:
         pq.write_table(pa.table({"x": pa.array([value], type=kind)}), deep)
         cases = [("1,000-deep parquet: mechanism read", ["read", str(deep), "--out", str(tmp / "o.parquet")])]
 
-        from mechanism.simulation import simulate
-        from mechanism.strategy_space import StrategySpace
+        from mechanism.datasets.simulation import simulate
+        from mechanism.analysis.strategy_space import StrategySpace
 
         sim = simulate(n_questions=15, n_samples=4, random_state=0, progress=False)
         good = tmp / "space"

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-import mechanism.information as mi
-from mechanism.compare import reweighting
-from mechanism.resample import percentile_interval
+import mechanism.analysis.information as mi
+from mechanism.analysis.compare import reweighting
+from mechanism.core.resample import percentile_interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compare"))

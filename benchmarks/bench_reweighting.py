@@ -2,7 +2,7 @@
 
 Compared side by side in one run, on the same synthetic table and the same random draws:
 
-- **bootstrap of the Kitagawa split**: ``mechanism.compare.reweighting`` (per-question
+- **bootstrap of the Kitagawa split**: ``mechanism.analysis.compare.reweighting`` (per-question
   count arrays, all replicates in one ``einsum``) vs a reference that, per replicate,
   gathers the resampled questions' rows with polars and recomputes shares, rates and the
   split over question x strategy strata (what one writes without the count trick). Both use the same bootstrap weights,
@@ -23,8 +23,8 @@ import numpy as np
 import polars as pl
 from harness import report
 
-from mechanism.resample import question_bootstrap_weights
-from mechanism.compare import js_divergence, kitagawa_split, permutation_test, reweighting, stream
+from mechanism.core.resample import question_bootstrap_weights
+from mechanism.analysis.compare import js_divergence, kitagawa_split, permutation_test, reweighting, stream
 
 
 def make_table(n_questions: int, n_samples: int, n_strategies: int, seed: int) -> tuple[pl.DataFrame, np.ndarray]:

@@ -18,10 +18,10 @@ import numpy as np
 import polars as pl
 from harness import report
 
-import mechanism.compare
-from mechanism.compare import reweighting
-from mechanism.resample import question_bootstrap_weights, stream
-from mechanism.schema import from_records, make_step
+import mechanism.analysis.compare
+from mechanism.analysis.compare import reweighting
+from mechanism.core.resample import question_bootstrap_weights, stream
+from mechanism.core.schema import from_records, make_step
 
 
 def make_table(n_questions: int, n_samples: int, seed: int) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
@@ -52,13 +52,13 @@ def main() -> None:
     runs, labels, coords = make_table(args.questions, args.samples, seed=0)
 
     calls = []
-    original = mechanism.compare.question_bootstrap_weights
+    original = mechanism.analysis.compare.question_bootstrap_weights
 
     def counted(*a, **k):  # noqa: ANN002, ANN003, ANN202
         calls.append(1)
         return original(*a, **k)
 
-    mechanism.compare.question_bootstrap_weights = counted
+    mechanism.analysis.compare.question_bootstrap_weights = counted
     times = []
     for _ in range(args.repeat):
         calls.clear()
@@ -66,7 +66,7 @@ def main() -> None:
         reweighting(runs, labels, base="base", treated="rl", n_boot=args.n_boot, n_permutations=0,
                     coordinates=coords, random_state=0)
         times.append(time.perf_counter() - t0)
-    mechanism.compare.question_bootstrap_weights = original
+    mechanism.analysis.compare.question_bootstrap_weights = original
     draw = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()

@@ -6,13 +6,13 @@ question ids prefixed by the shard). Simulation is set-up and is not timed with 
 
 Pipeline, in one fresh process with ``--n-jobs`` worker processes:
 
-1. **read**: :func:`mechanism.parallel.read_shards` with ``out=``: every shard read and
+1. **read**: :func:`mechanism.analysis.parallel.read_shards` with ``out=``: every shard read and
    validated in a worker and written as a parquet part; a lazy frame comes back.
 2. **PASS@(k,T)**: :func:`mechanism.pass_at_kt` (with bootstrap intervals) on the columns
    ``arm, question_id, sample_id, correct, n_rounds`` only: the steps are never loaded.
 3. **strategies**: a :class:`~mechanism.StrategySpace` (MiniLM) fitted on the trajectories
    of a sample of questions (``--fit-questions`` share; all with ``1.0``), saved, and applied
-   to every part by :func:`mechanism.parallel.assign_shards` in the workers; fit and workers
+   to every part by :func:`mechanism.analysis.parallel.assign_shards` in the workers; fit and workers
    share one cache (embeddings, segments), so a rendering is embedded once.
 4. **reweighting**: :func:`mechanism.reweighting` (1,000 bootstrap replicates, 1,000
    permutations) on the labels; with ``--neighbours`` also the nearest-base-neighbour
@@ -47,7 +47,7 @@ def simulate_shards(data: Path, n: int, samples: int, shards: int) -> None:
     shard, its question ids prefixed by the shard, both arms in one file."""
     import json
 
-    from mechanism.simulation import simulate
+    from mechanism.datasets.simulation import simulate
 
     data.mkdir(parents=True, exist_ok=True)
     questions = max(1, n // shards // (2 * samples))
@@ -111,10 +111,10 @@ class WorkerPeak:
 def pipeline(data: Path, work: Path, n_jobs: int, fit_questions: float, neighbours: bool) -> dict:
     import polars as pl
 
-    from mechanism.compare import reweighting
-    from mechanism.parallel import RUN_COLUMNS, assign_shards, read_shards
-    from mechanism.passkt import pass_at_kt
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.compare import reweighting
+    from mechanism.analysis.parallel import RUN_COLUMNS, assign_shards, read_shards
+    from mechanism.analysis.passkt import pass_at_kt
+    from mechanism.analysis.strategy_space import StrategySpace
 
     out: dict = {}
     t = time.perf_counter()

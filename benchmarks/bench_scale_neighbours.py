@@ -30,9 +30,9 @@ import numpy as np
 import polars as pl
 from harness import report
 
-from mechanism.compare import _neighbour_distances
-from mechanism.resample import percentile_interval, question_bootstrap_weights
-from mechanism.compare import stream
+from mechanism.analysis.compare import _neighbour_distances
+from mechanism.core.resample import percentile_interval, question_bootstrap_weights
+from mechanism.analysis.compare import stream
 
 
 def old_neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray, n_q: int,
@@ -93,8 +93,8 @@ def main() -> None:
     ap.add_argument("--old-limit", type=int, default=1800, help="seconds the old function may run per case")
     args = ap.parse_args()
 
-    from mechanism.simulation import simulate
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.datasets.simulation import simulate
+    from mechanism.analysis.strategy_space import StrategySpace
 
     t = time.perf_counter()
     runs = simulate(n_questions=args.questions, n_samples=args.samples, arms=("base", "rl"), random_state=0,

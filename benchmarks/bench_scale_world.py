@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 from harness import report
 
-from mechanism.segmentation import render
+from mechanism.analysis.segmentation import render
 
 TOOLS = ("search", "lookup_user", "get_order", "list_flights", "get_reservation", "calculate", "search_docs",
          "fetch_page", "query_db", "get_weather", "find_product", "check_status", "list_items", "get_policy")
@@ -97,7 +97,7 @@ def distinct_world(n: int, *, n_questions: int | None = None, seed: int = 0,
 
     The arms differ in their strategy mix (the second favours ``chain`` and ``verify``).
     """
-    from mechanism.schema import from_records
+    from mechanism.core.schema import from_records
 
     rng = random.Random(seed)
     n_questions = n_questions or max(1, n // (16 * len(arms)))
@@ -138,8 +138,8 @@ def fit_against_minilm(runs: pl.DataFrame, truth: np.ndarray, sample: int, full:
 
     from sklearn.metrics import adjusted_rand_score
 
-    from mechanism.embed import ComposedEmbedder, Embedder
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.embed import ComposedEmbedder, Embedder
+    from mechanism.analysis.strategy_space import StrategySpace
 
     rows = []
     composed = _Timed(ComposedEmbedder(Embedder(progress=False)))

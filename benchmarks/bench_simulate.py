@@ -2,7 +2,7 @@
 
 The reference is the straightforward use of ``bm25s`` for every search: tokenize the query
 with ``bm25s.tokenize`` and call ``BM25.retrieve`` (no cache, its own tokenizer), swapped in
-for :class:`mechanism.simulation.retriever.ParagraphRetriever` inside the same simulate() run.
+for :class:`mechanism.datasets.simulation.retriever.ParagraphRetriever` inside the same simulate() run.
 Everything else (world, policies, table building) is shared, so the ratio is the retriever's.
 
 Run: ``python benchmarks/bench_simulate.py [--repeat N] [--skip-reference]``; prints a
@@ -19,8 +19,8 @@ import bm25s
 import numpy as np
 from harness import report
 
-import mechanism.simulation.run as sim_run
-from mechanism.simulation import simulate
+import mechanism.datasets.simulation.run as sim_run
+from mechanism.datasets.simulation import simulate
 
 
 class ReferenceRetriever:

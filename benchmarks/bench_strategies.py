@@ -86,8 +86,8 @@ def _child(phase: str, table: str, cache: str, sample: int) -> None:
     t = time.perf_counter()
     import polars as pl
 
-    embed_module = importlib.import_module("mechanism.embed")
-    space_module = importlib.import_module("mechanism.strategy_space")
+    embed_module = importlib.import_module("mechanism.analysis.embed")
+    space_module = importlib.import_module("mechanism.analysis.strategy_space")
     imports_s = time.perf_counter() - t
 
     timings = instrument(space_module, embed_module)
@@ -149,7 +149,7 @@ def main() -> None:
     if args.child:
         _child(*args.child, sample=args.reference_sample)
         return
-    from mechanism.simulation import simulate
+    from mechanism.datasets.simulation import simulate
 
     n_samples = 48
     n_questions = max(1, round(args.n / (3 * n_samples)))

@@ -1,6 +1,6 @@
 """What the data-analyst world's recovery is limited by: a measured note (issue 19), no default changed.
 
-The analyst world (``mechanism.worlds.analyst``) is recovered at ARI 0.760 (seed 0) by the
+The analyst world (``mechanism.datasets.worlds.analyst``) is recovered at ARI 0.760 (seed 0) by the
 defaults. Three general changes to how trajectories become clusters were tried, each on all six
 worlds at seeds 0-2, every fit reproducing the default agglomerative fit (the move-token
 columns beside the embedding times ``embedding_weight``, average linkage cut at ``resolution``,
@@ -34,10 +34,10 @@ import numpy as np
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
-from mechanism._strategies.clustering import agglomerative, distances, merge_small_from
-from mechanism._strategies.features import fit_vocabulary, token_matrix
-from mechanism.embed import make_embedder
-from mechanism.segmentation import render
+from mechanism.analysis._strategies.clustering import agglomerative, distances, merge_small_from
+from mechanism.analysis._strategies.features import fit_vocabulary, token_matrix
+from mechanism.analysis.embed import make_embedder
+from mechanism.analysis.segmentation import render
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file
@@ -108,7 +108,7 @@ def best_cut(d: dict, weight: float) -> tuple[float, str]:
 
 def family_merge(d: dict, embedder_name: str | None, core: int, alpha: float) -> float:
     """ARI of ``families="merge"`` with the shorter sequence at least ``core`` steps long."""
-    import mechanism._strategies.families as fam
+    import mechanism.analysis._strategies.families as fam
 
     plain, defaults = fam.one_step_apart, dict(fam.merge_families.__kwdefaults__)
 

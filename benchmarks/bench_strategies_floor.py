@@ -1,7 +1,7 @@
 """The floor, the default and the ceiling of strategy discovery, world by world (issue 31).
 
 For every planted world (the loader and the worlds of ``bench_strategies_worlds.py``, every
-world in :data:`mechanism.worlds.WORLDS`, and the built-in simulator) and seed, the adjusted
+world in :data:`mechanism.datasets.worlds.WORLDS`, and the built-in simulator) and seed, the adjusted
 Rand index against the planted strategies of:
 
 - two baselines, whose better one is the **floor** the default must never fall below:
@@ -16,7 +16,7 @@ Rand index against the planted strategies of:
 Prints one row per world (mean over seeds) with a verdict: ``below floor`` (the default under
 the better baseline), ``meets bar`` (ARI at least 0.85, or within 0.05 of a ceiling below 0.9:
 issue 31's criterion) or ``ok``. ``--generic`` does the same after re-logging every world
-through one generic ``act(command=...)`` tool, where ``mechanism.worlds`` offers
+through one generic ``act(command=...)`` tool, where ``mechanism.datasets.worlds`` offers
 ``as_generic_action``.
 
 Run: ``python benchmarks/bench_strategies_floor.py [--embedder hashing-256|None] [--seeds 0 1 2]
@@ -46,7 +46,7 @@ from sklearn.pipeline import make_pipeline
 from threadpoolctl import threadpool_limits
 
 import mechanism as mx
-import mechanism.worlds as mw
+import mechanism.datasets.worlds as mw
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file
@@ -67,14 +67,14 @@ class Ceiling(NamedTuple):
 
 
 def worlds() -> list[str]:
-    """Every world this benchmark knows: the simulator, then :data:`mechanism.worlds.WORLDS`."""
+    """Every world this benchmark knows: the simulator, then :data:`mechanism.datasets.worlds.WORLDS`."""
     return ["simulated", *mw.WORLDS]
 
 
 def planted_world(world: str, seed: int, n: int = 60) -> mw.PlantedWorld:
-    """The generator's object of one world (a :class:`mechanism.worlds.PlantedWorld`)."""
+    """The generator's object of one world (a :class:`mechanism.datasets.worlds.PlantedWorld`)."""
     if world == "simulated":
-        from mechanism.simulation import simulate
+        from mechanism.datasets.simulation import simulate
 
         return simulate(n_questions=n, n_samples=4, random_state=seed, progress=False)
     if world == "multihop_react":
@@ -94,10 +94,10 @@ def load_world(world: str, seed: int, n: int = 60, generic: bool = False) -> tup
     """(runs, planted labels) of one world, read back from its native file.
 
     Worlds the shared loader of ``bench_strategies_worlds.py`` does not list (ones added to
-    :data:`mechanism.worlds.WORLDS` since) are built the same way: the generator of that name
-    in :mod:`mechanism.worlds`, written and read with ``mx.read``. ``generic``: the episodes
+    :data:`mechanism.datasets.worlds.WORLDS` since) are built the same way: the generator of that name
+    in :mod:`mechanism.datasets.worlds`, written and read with ``mx.read``. ``generic``: the episodes
     re-logged through one ``act(command=...)`` tool first
-    (``mechanism.worlds.as_generic_action``), written and read the same way.
+    (``mechanism.datasets.worlds.as_generic_action``), written and read the same way.
     """
     if generic:
         return _read_back(mw.as_generic_action(planted_world(world, seed, n)))
@@ -184,7 +184,7 @@ GRAINS = ("tool", "tool/move", "move")
 
 
 def move_documents(runs: pl.DataFrame) -> list[tuple[tuple[str, ...], ...]]:
-    """Each trajectory's move sequence as :func:`mechanism.segmentation.render` reads it (retries
+    """Each trajectory's move sequence as :func:`mechanism.analysis.segmentation.render` reads it (retries
     merged, as the default fit sees them), at the three grains of :data:`GRAINS`.
 
     Per trajectory, one sequence per grain, each ending with how the episode ended: the tools
@@ -192,7 +192,7 @@ def move_documents(runs: pl.DataFrame) -> list[tuple[tuple[str, ...], ...]]:
     (``search/reformulation``), and the full moves (``M:`` tokens: tool, relation, where the
     carried values came from, scope).
     """
-    from mechanism.segmentation import render
+    from mechanism.analysis.segmentation import render
 
     table = render(runs)
     docs = []
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> None:
         params[k] = _parse(v)
     names = args.worlds or worlds()
     if args.generic and getattr(mw, "as_generic_action", None) is None:
-        print("note: mechanism.worlds has no as_generic_action yet; --generic skipped", flush=True)
+        print("note: mechanism.datasets.worlds has no as_generic_action yet; --generic skipped", flush=True)
         return
 
     t_all = time.perf_counter()

@@ -49,7 +49,7 @@ TOOLS = [f"{verb}_{noun}" for verb in ("get", "update", "cancel", "search", "lis
 
 def varied_world(n: int, seed: int = 0):
     """``n`` canonical trajectories with mostly distinct move sequences."""
-    from mechanism.schema import from_records, make_step
+    from mechanism.core.schema import from_records, make_step
 
     rng = np.random.default_rng(seed)
     records = []
@@ -94,8 +94,8 @@ def _child(arm: str, table: str, sample: int) -> None:
     """One timed arm in this (fresh) process; prints a JSON line."""
     import polars as pl
 
-    import mechanism.embed as embed_module
-    import mechanism.strategy_space as space_module
+    import mechanism.analysis.embed as embed_module
+    import mechanism.analysis.strategy_space as space_module
     from bench_strategies import instrument
 
     runs = pl.read_parquet(table)

@@ -1,8 +1,8 @@
 """Adjusted Rand index of StrategySpace against the planted strategies of every world.
 
-Worlds: the built-in simulator (``mechanism.simulation``; its strategies differ in moves since
+Worlds: the built-in simulator (``mechanism.datasets.simulation``; its strategies differ in moves since
 issue 20, so it is held to the same bar as the others) and the independently written
-planted worlds (``mechanism.worlds``: multi-hop search in Search-R1 tags and in ReAct text,
+planted worlds (``mechanism.datasets.worlds``: multi-hop search in Search-R1 tags and in ReAct text,
 customer service in OpenAI tool_calls, web shopping in ReAct inside chat messages with
 failures retried inside strategies and optional steps, and a data-analyst agent with SQL and
 Python tools in OpenAI tool_calls, both written for issue 19). Each is written to its native
@@ -29,8 +29,8 @@ import numpy as np
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
-from mechanism.simulation import simulate
-from mechanism.worlds import (analyst, assistant, browser, coder, gui, multihop, research, service, sheet, sre,
+from mechanism.datasets.simulation import simulate
+from mechanism.datasets.worlds import (analyst, assistant, browser, coder, gui, multihop, research, service, sheet, sre,
                               toolbench, travel, webshop)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -68,7 +68,7 @@ def ceiling(runs, truth, by: tuple[str, ...] = ("rendering", "tokens")) -> float
     """ARI of the best labelling any method that sees only the trajectories' structure can give.
 
     Trajectories are grouped by their exact masked rendering and move tokens (what
-    :func:`mechanism.segmentation.render` shows of them: two trajectories in one group are
+    :func:`mechanism.analysis.segmentation.render` shows of them: two trajectories in one group are
     indistinguishable to :class:`~mechanism.StrategySpace`), and every group gets its majority
     planted strategy (ties by name). Where one group holds trajectories of several planted
     strategies, no method on this input can separate them. ``by`` names the columns of the
@@ -77,7 +77,7 @@ def ceiling(runs, truth, by: tuple[str, ...] = ("rendering", "tokens")) -> float
     """
     import polars as pl
 
-    from mechanism.segmentation import render
+    from mechanism.analysis.segmentation import render
 
     traj = render(runs)
     df = pl.DataFrame({"g": traj.select(pl.concat_str(list(by), separator="\x00"))[:, 0].to_list(),
@@ -94,7 +94,7 @@ def best_tree_cut(runs, truth, embedder: str | None) -> tuple[float, int]:
     default distance can give at any resolution, before ``min_share``."""
     from scipy.cluster.hierarchy import fcluster, linkage
 
-    from mechanism.segmentation import render
+    from mechanism.analysis.segmentation import render
 
     space = mx.StrategySpace(embedder=embedder, n_bootstrap=0, progress=False).fit(runs)
     pair_rows, pair_of_row = space._features(render(runs))
@@ -113,7 +113,7 @@ def ceilings(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -
     for world in worlds:
         for seed in seeds:
             runs, truth = load(world, seed=seed, n=n)
-            from mechanism.segmentation import render
+            from mechanism.analysis.segmentation import render
 
             distinct = render(runs)["rendering"].n_unique()
             cut, k = best_tree_cut(runs, truth, embedder)
@@ -125,7 +125,7 @@ def ceilings(embedder: str | None, worlds: list[str], n: int, seeds=(0, 1, 2)) -
 # Grains of one call's description, finest first. "new words" is whether the call adds words
 # that are in neither the question nor anything seen before (a rewording with synonyms);
 # the scope in three levels tells "most of the question" from "part of it". The move tokens
-# (mechanism.segmentation.move_tokens) keep neither: both vary within strategies in the
+# (mechanism.analysis.segmentation.move_tokens) keep neither: both vary within strategies in the
 # planted multi-hop world.
 GRAINS = {
     "every attribute": (True, True),
@@ -140,7 +140,7 @@ def grain_keys(runs, new_words: bool, three_scopes: bool) -> list[str]:
     sources and scope at the given grain (the final move last)."""
     import polars as pl
 
-    from mechanism.segmentation import segment
+    from mechanism.analysis.segmentation import segment
 
     moves = segment(runs)
     sources = pl.col("sources")

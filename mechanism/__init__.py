@@ -3,7 +3,7 @@
 Read trajectories into one canonical table, then score, segment, embed, cluster, compare
 and plot. The flow is read -> score -> segment -> embed -> cluster -> compare -> plot; each
 stage is its own module and they meet only through the canonical table
-(:mod:`mechanism.schema`).
+(:mod:`mechanism.core.schema`).
 
 >>> import mechanism as mx
 >>> sim = mx.simulate(n_questions=3, n_samples=2, arms=("base", "rl"), random_state=0, progress=False)
@@ -17,43 +17,48 @@ import importlib
 # Public names, imported on first use (PEP 562): importing everything eagerly costs ~1.5 s
 # (matplotlib, scipy.stats), which a script that only fits a strategy space from its cache
 # would pay many times over. No module is named like a public function (`simulation`
-# defines `simulate`, `compare` defines `reweighting`), so `import mechanism.simulation.run`
+# defines `simulate`, `compare` defines `reweighting`), so `import mechanism.datasets.simulation.run`
 # and `mx.simulate` never shadow each other.
 _EXPORTS = {
-    "InputError": "mechanism.errors", "MechanismError": "mechanism.errors",
-    "ReadReport": "mechanism.errors", "SkippedRecord": "mechanism.errors",
-    "REQUIRED_COLUMNS": "mechanism.schema", "STEP_FIELDS": "mechanism.schema",
-    "make_step": "mechanism.schema", "validate": "mechanism.schema",
+    "InputError": "mechanism.core.errors", "MechanismError": "mechanism.core.errors",
+    "ReadReport": "mechanism.core.errors", "SkippedRecord": "mechanism.core.errors",
+    "REQUIRED_COLUMNS": "mechanism.core.schema", "STEP_FIELDS": "mechanism.core.schema",
+    "make_step": "mechanism.core.schema", "validate": "mechanism.core.schema",
     "read": "mechanism.readers", "detect_format": "mechanism.readers", "FORMATS": "mechanism.readers",
-    "normalize_answer": "mechanism.scoring", "exact_match": "mechanism.scoring",
-    "f1_score": "mechanism.scoring", "contains_answer": "mechanism.scoring",
-    "simulate": "mechanism.simulation", "Simulation": "mechanism.simulation", "Policy": "mechanism.simulation",
-    "default_policies": "mechanism.simulation", "STRATEGIES": "mechanism.simulation",
-    "pass_at_kt": "mechanism.passkt", "pass_at_kt_per_problem": "mechanism.passkt",
-    "consistency": "mechanism.passkt", "Consistency": "mechanism.passkt",
-    "boundary": "mechanism.boundaries", "Boundary": "mechanism.boundaries",
-    "segment": "mechanism.segmentation", "render": "mechanism.segmentation",
-    "StrategySpace": "mechanism.strategy_space",
-    "reweighting": "mechanism.compare", "Reweighting": "mechanism.compare",
-    "compare_arms": "mechanism.compare", "kitagawa_split": "mechanism.compare",
-    "js_divergence": "mechanism.compare",
-    "integration": "mechanism.information", "Integration": "mechanism.information",
-    "integration_verdict": "mechanism.information",
+    "normalize_answer": "mechanism.core.scoring", "exact_match": "mechanism.core.scoring",
+    "f1_score": "mechanism.core.scoring", "contains_answer": "mechanism.core.scoring",
+    "simulate": "mechanism.datasets.simulation", "Simulation": "mechanism.datasets.simulation", "Policy": "mechanism.datasets.simulation",
+    "default_policies": "mechanism.datasets.simulation", "STRATEGIES": "mechanism.datasets.simulation",
+    "pass_at_kt": "mechanism.analysis.passkt", "pass_at_kt_per_problem": "mechanism.analysis.passkt",
+    "consistency": "mechanism.analysis.passkt", "Consistency": "mechanism.analysis.passkt",
+    "boundary": "mechanism.analysis.boundaries", "Boundary": "mechanism.analysis.boundaries",
+    "segment": "mechanism.analysis.segmentation", "render": "mechanism.analysis.segmentation",
+    "StrategySpace": "mechanism.analysis.strategy_space",
+    "reweighting": "mechanism.analysis.compare", "Reweighting": "mechanism.analysis.compare",
+    "compare_arms": "mechanism.analysis.compare", "kitagawa_split": "mechanism.analysis.compare",
+    "js_divergence": "mechanism.analysis.compare",
+    "integration": "mechanism.analysis.information", "Integration": "mechanism.analysis.information",
+    "integration_verdict": "mechanism.analysis.information",
     "paper_style": "mechanism.plots.style",
-    "ReadWarning": "mechanism.errors", "extract_answer": "mechanism.readers._answer",
-    "track": "mechanism.checkpoints", "Track": "mechanism.checkpoints", "training_run": "mechanism.simulation",
-    "Summary": "mechanism.results",
-    "read_shards": "mechanism.parallel", "scan_shards": "mechanism.parallel", "render_shards": "mechanism.parallel",
-    "assign_shards": "mechanism.parallel", "strategy_shares": "mechanism.shares",
-    "ComparisonWarning": "mechanism.errors", "is_failure": "mechanism.failures",
-    "shared_questions": "mechanism.schema",
-    "reproduce_study": "mechanism.report.reproduction", "Reproduction": "mechanism.report.reproduction",
+    "ReadWarning": "mechanism.core.errors", "extract_answer": "mechanism.readers._answer",
+    "track": "mechanism.analysis.checkpoints", "Track": "mechanism.analysis.checkpoints", "training_run": "mechanism.datasets.simulation",
+    "Summary": "mechanism.core.results",
+    "read_shards": "mechanism.analysis.parallel", "scan_shards": "mechanism.analysis.parallel", "render_shards": "mechanism.analysis.parallel",
+    "assign_shards": "mechanism.analysis.parallel", "strategy_shares": "mechanism.analysis.shares",
+    "ComparisonWarning": "mechanism.core.errors", "is_failure": "mechanism.core.failures",
+    "shared_questions": "mechanism.core.schema",
+    "reproduce_study": "mechanism.analysis.reproduction", "Reproduction": "mechanism.analysis.reproduction",
 }
 
 
+# Subpackages reachable as attributes (`mx.plots.pass_curves`, `mx.simulation.World`).
+_SUBPACKAGES = {"plots": "mechanism.plots", "report": "mechanism.report", "simulation": "mechanism.datasets.simulation",
+                "datasets": "mechanism.datasets"}
+
+
 def __getattr__(name: str):
-    if name in ("plots", "report", "simulation"):
-        value = importlib.import_module(f"mechanism.{name}")
+    if name in _SUBPACKAGES:
+        value = importlib.import_module(_SUBPACKAGES[name])
     elif name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
     else:
@@ -92,7 +97,7 @@ __all__ = [
     "ComparisonWarning", "is_failure", "shared_questions",
     # checkpoint series, the result protocol and the report layer
     "track", "Track", "training_run", "Summary", "report", "simulation",
-    # shards in worker processes (mechanism.parallel)
+    # shards in worker processes (mechanism.analysis.parallel)
     "read_shards", "scan_shards", "render_shards", "assign_shards", "strategy_shares",
     # the reference study reproduced on a planted world (issue 20)
     "reproduce_study", "Reproduction",

@@ -1,5 +1,5 @@
 import sys
 
-from mechanism.cli import main
+from mechanism._cli.main import main
 
 sys.exit(main())

@@ -1,13 +1,13 @@
 """The whole study on the built-in simulated default, end to end, with a one-page summary.
 
-Simulate base, RL and SFT agents (:mod:`mechanism.simulation`), write their trajectories in two
+Simulate base, RL and SFT agents (:mod:`mechanism.datasets.simulation`), write their trajectories in two
 native formats and read them back (:mod:`mechanism.readers`), then run the report layer
 (:func:`mechanism.report.write_report`: PASS@(k,T) and the capability boundary, the strategy
 space, reweighting, information integration), check the strategies against the planted ones,
 assign a new checkpoint post hoc through the saved space, and follow a simulated training run
 checkpoint by checkpoint (:func:`mechanism.track`). ``summary.md`` and ``summary.html`` put the
 answer on one page, led by the reference study's table reproduced per task type with the planted
-value beside each estimate (:mod:`mechanism.report.reproduction`, also ``study/*.csv``). Every verdict is stated from result objects, never by reading back a file.
+value beside each estimate (:mod:`mechanism.analysis.reproduction`, also ``study/*.csv``). Every verdict is stated from result objects, never by reading back a file.
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from mechanism.names import write_csv
-from mechanism.options import RandomState, as_generator
-from mechanism.progress import StageClock
+from mechanism.core.names import write_csv
+from mechanism.core.options import RandomState, as_generator
+from mechanism.core.progress import StageClock
 
 Echo = Callable[[str], None]
 
@@ -79,15 +79,15 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     """
     from sklearn.metrics import adjusted_rand_score
 
-    from mechanism.checkpoints import track
+    from mechanism.analysis.checkpoints import track
     from mechanism.readers import read
-    from mechanism.shares import strategy_shares
+    from mechanism.analysis.shares import strategy_shares
     from mechanism.report.study import write_report
     from mechanism.report.track import TRACK_FIGURES, write_track
-    from mechanism.simulation import simulate, training_run
-    from mechanism.resample import resolve_seed
-    from mechanism.worlds import random_state_from
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.datasets.simulation import simulate, training_run
+    from mechanism.core.resample import resolve_seed
+    from mechanism.datasets.worlds import random_state_from
+    from mechanism.analysis.strategy_space import StrategySpace
 
     random_state = random_state_from(random_state, seed)
     as_generator(random_state)  # a one-line error naming `random_state` for anything else
@@ -130,7 +130,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     from markupsafe import Markup
 
     from mechanism.report.page import PageSection
-    from mechanism.report.reproduction import reproduce_study
+    from mechanism.analysis.reproduction import reproduce_study
 
     study = reproduce_study(runs, sim.planted, labels, base="base", treated=("rl", "sft"),
                             ks=(1, n_samples), t_max=t_cap, random_state=random_state)

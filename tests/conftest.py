@@ -36,7 +36,7 @@ def fireact_dir() -> Path:
 @pytest.fixture(scope="session")
 def default_world():
     """``simulate(random_state=0)``: the paper-scale default (3 arms x 100 questions x 64 samples)."""
-    from mechanism.simulation import simulate
+    from mechanism.datasets.simulation import simulate
 
     return simulate(random_state=0, progress=False)
 
@@ -44,7 +44,7 @@ def default_world():
 @pytest.fixture(scope="session")
 def small_pair():
     """``simulate(n_questions=8, n_samples=4, arms=("base", "rl"), random_state=0)``: a small base/rl pair."""
-    from mechanism.simulation import simulate
+    from mechanism.datasets.simulation import simulate
 
     return simulate(n_questions=8, n_samples=4, arms=("base", "rl"), random_state=0, progress=False)
 
@@ -54,8 +54,8 @@ def saved_small_space(tmp_path_factory) -> Path:
     """A small fitted space saved to disk (hashing-64 on ``simulate(n_questions=15, n_samples=4,
     random_state=0)``, map coordinates included), with its runs beside it as ``runs.parquet``.
     Tests that tamper with it copy the folder first."""
-    from mechanism.simulation import simulate
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.datasets.simulation import simulate
+    from mechanism.analysis.strategy_space import StrategySpace
 
     folder = tmp_path_factory.mktemp("small-space") / "space"
     sim = simulate(n_questions=15, n_samples=4, random_state=0, progress=False)

@@ -16,9 +16,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from mechanism.errors import InputError
-from mechanism.compare import OUTLIER
-from mechanism.information import Integration
+from mechanism.core.errors import InputError
+from mechanism.analysis.compare import OUTLIER
+from mechanism.analysis.information import Integration
 from mechanism.plots.reweighting import text_label
 from mechanism.plots.style import SEQUENTIAL_CMAP, arm_colors, arm_label, paper_style
 
@@ -140,7 +140,7 @@ def plot_integration_shift(result: Integration, *, treated: str | Sequence[str] 
     Parameters
     ----------
     result
-        An :class:`~mechanism.information.Integration` computed with ``labels``.
+        An :class:`~mechanism.analysis.information.Integration` computed with ``labels``.
     treated
         Arm or arms to draw (default: every compared arm).
     names

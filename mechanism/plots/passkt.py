@@ -13,8 +13,8 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from mechanism.boundaries import Boundary
-from mechanism.errors import InputError
+from mechanism.analysis.boundaries import Boundary
+from mechanism.core.errors import InputError
 from mechanism.plots.style import DIVERGING_CMAP, SEQUENTIAL_CMAP, arm_colors, arm_label, display_name, paper_style
 
 
@@ -32,7 +32,7 @@ def plot_pass_curves(
     Parameters
     ----------
     curves
-        Output of :func:`mechanism.passkt.pass_at_kt` (``ci_low``/``ci_high`` optional).
+        Output of :func:`mechanism.analysis.passkt.pass_at_kt` (``ci_low``/``ci_high`` optional).
     arms, t
         Which arms and depths to draw (default: all, in table order).
     title
@@ -164,7 +164,7 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str, t_source: st
     Parameters
     ----------
     gap
-        :attr:`mechanism.boundaries.Boundary.gap` (``t``, ``k``, ``gap``, ``ci_low``,
+        :attr:`mechanism.analysis.boundaries.Boundary.gap` (``t``, ``k``, ``gap``, ``ci_low``,
         ``ci_high``). Cells whose interval excludes zero are marked with an asterisk.
     base, treated
         Arm names for the title.

@@ -14,11 +14,11 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from mechanism.errors import InputError
-from mechanism.names import display_name
+from mechanism.core.errors import InputError
+from mechanism.core.names import display_name
 from mechanism.plots.style import arm_colors, arm_label, paper_style
-from mechanism.resample import percentile_interval
-from mechanism.compare import OUTLIER, Reweighting
+from mechanism.core.resample import percentile_interval
+from mechanism.analysis.compare import OUTLIER, Reweighting
 
 POSITIVE = "#009E73"
 NEGATIVE = "#D55E00"
@@ -59,7 +59,7 @@ def plot_share_success(results: Reweighting | Sequence[Reweighting], *, title: s
     Parameters
     ----------
     results
-        One :class:`~mechanism.compare.Reweighting` or several against the same base.
+        One :class:`~mechanism.analysis.compare.Reweighting` or several against the same base.
     title
         Figure title.
     label_top

@@ -1,6 +1,6 @@
 """Figures of a strategy space: the 2-D strategy map per arm, strategy shares, a strategy table.
 
-Every function takes a fitted :class:`~mechanism.strategy_space.StrategySpace` (and the runs
+Every function takes a fitted :class:`~mechanism.analysis.strategy_space.StrategySpace` (and the runs
 to show) and returns a matplotlib Figure built inside :func:`paper_style`; nothing global
 changes. Strategy labels shown are derived from move names, never from trajectory text; arm
 names are untrusted and drawn with ``$`` escaped (matplotlib would parse ``$...$`` as mathtext,
@@ -16,12 +16,12 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from mechanism.deprecation import deprecated
+from mechanism.core.deprecation import deprecated
 from mechanism.plots.style import STRATEGY_PALETTE, arm_colors, arm_label, display_name, paper_style
-from mechanism.strategy_space import strategy_label
+from mechanism.analysis.strategy_space import strategy_label
 
 if TYPE_CHECKING:  # imported for the annotations only: the plots need no fitted-space machinery
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
 _OTHER = "#BBBBBB"
 
@@ -142,7 +142,7 @@ def strategy_map(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequence[str
     Parameters
     ----------
     space
-        A fitted :class:`~mechanism.strategy_space.StrategySpace`.
+        A fitted :class:`~mechanism.analysis.strategy_space.StrategySpace`.
     runs
         Trajectories to place (any arms; assigned without refitting).
     arms
@@ -249,12 +249,12 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
                          described: pl.DataFrame | None = None, colors: dict[str, str] | None = None,
                          ax: plt.Axes | None = None, caption: bool = False) -> Figure:
     """Share of each strategy per arm (grouped horizontal bars), questions weighted equally
-    within an arm (:func:`mechanism.shares.strategy_shares`), the ``top`` largest strategies.
+    within an arm (:func:`mechanism.analysis.shares.strategy_shares`), the ``top`` largest strategies.
 
     Parameters
     ----------
     space
-        A fitted :class:`~mechanism.strategy_space.StrategySpace`.
+        A fitted :class:`~mechanism.analysis.strategy_space.StrategySpace`.
     runs
         Trajectories to show (assigned without refitting).
     arms
@@ -264,7 +264,7 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
     assigned
         ``space.assign(runs)`` when the caller has it.
     shares
-        ``arm, strategy, share`` (:func:`mechanism.shares.strategy_shares` of ``assigned``)
+        ``arm, strategy, share`` (:func:`mechanism.analysis.shares.strategy_shares` of ``assigned``)
         when the caller has it; otherwise computed here without intervals.
     described
         ``space.describe()`` when the caller has it.
@@ -276,7 +276,7 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
         Add a title.
     """
     if shares is None:
-        from mechanism.shares import strategy_shares as question_weighted_shares
+        from mechanism.analysis.shares import strategy_shares as question_weighted_shares
 
         assigned = assigned if assigned is not None else space.assign(runs)
         shares = question_weighted_shares(assigned, ci=None)

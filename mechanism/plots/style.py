@@ -11,7 +11,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from mechanism.names import display_name, safe_filename  # noqa: F401  (re-exported: figures use them)
+from mechanism.core.names import display_name, safe_filename  # noqa: F401  (re-exported: figures use them)
 
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies and in greyscale print.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -63,7 +63,7 @@ def arm_colors(arms: Sequence[str], *, ordered: bool | None = None) -> dict[str,
     """
     from matplotlib import colormaps
 
-    from mechanism.names import natural_key
+    from mechanism.core.names import natural_key
 
     others = sorted(dict.fromkeys(a for a in arms if a not in ARM_COLORS), key=natural_key)
     out = {a: ARM_COLORS[a] for a in arms if a in ARM_COLORS}
@@ -112,7 +112,7 @@ def short_names(names: Sequence[str], *, max_length: int = 28) -> dict[str, str]
     ...                     "claude3haiku_react_reflexion"], max_length=18).values())
     ['claude3haiku_…xion', 'davinci003_re…base', 'davinci003_re…xion']
     """
-    from mechanism.names import escape_control
+    from mechanism.core.names import escape_control
 
     full = {n: escape_control(n) for n in dict.fromkeys(names)}
     out: dict[str, str] = {}

@@ -1,7 +1,7 @@
 """Figures of a checkpoint series (:func:`mechanism.track`): shares, the split and PASS@(k,T)
 over training.
 
-Every function takes the :class:`~mechanism.checkpoints.Track` tables (never fits anything) and
+Every function takes the :class:`~mechanism.analysis.checkpoints.Track` tables (never fits anything) and
 returns a matplotlib Figure drawn inside :func:`paper_style`. The x axis is the training step
 when every checkpoint has one, else the checkpoints in order, labelled by name. Series of an
 ordered quantity (T) take an ordered palette; strategies keep one colour each across figures.

@@ -20,11 +20,11 @@ from typing import Any, Literal, NamedTuple
 
 import polars as pl
 
-from mechanism.errors import InputError, ReadReport, ReadWarning, SkippedRecord
-from mechanism.progress import progress as _progress
+from mechanism.core.errors import InputError, ReadReport, ReadWarning, SkippedRecord
+from mechanism.core.progress import progress as _progress
 from mechanism.readers import atif, canonical, fireact, inspectlog, openai, react, searchr1
-from mechanism.names import safe_filename
-from mechanism.options import check_choice
+from mechanism.core.names import safe_filename
+from mechanism.core.options import check_choice
 from mechanism.readers._answer import compile_answer_pattern
 from mechanism.readers._build import SCORERS, Columns, ReadOptions, Tally, build_row
 from mechanism.readers._fields import FieldMap, _get_path, _MISSING
@@ -33,7 +33,7 @@ from mechanism.readers._io import (
     EmptyInput, check_nonempty, container, folder_files, frame_records, iter_jsonl, json_records, load_json,
     read_csv, read_parquet, unwrap, check_surrogates,
 )
-from mechanism.schema import validate
+from mechanism.core.schema import validate
 
 __all__ = ["read", "detect_format", "check_read_options", "input_paths", "ReadSettings", "FORMATS", "SCORERS"]
 
@@ -43,7 +43,7 @@ _FILE_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json", ".parquet", ".pq",
 _DETECT_RECORDS = 20  # records looked at to detect a format
 
 PathArg = str | PathLike | Sequence[str | PathLike]
-# read's fixed choices (checked by mechanism.options.check_choice; the CLI offers the same)
+# read's fixed choices (checked by mechanism.core.options.check_choice; the CLI offers the same)
 Errors = Literal["raise", "skip"]
 Unanswered = Literal["fail", "error"]
 MultiAction = Literal["first", "last"]
@@ -214,7 +214,7 @@ def check_read_options(format: str = "auto", *, arm: str | None = None, columns:
                        question_key: "str | re.Pattern[str] | None" = None) -> ReadSettings:
     """Check :func:`read`'s options (the same names, defaults and meanings) before any file is read.
 
-    :func:`read` calls it, and so do the shard functions of :mod:`mechanism.parallel` once
+    :func:`read` calls it, and so do the shard functions of :mod:`mechanism.analysis.parallel` once
     before their workers start, so a bad option fails the same way everywhere.
 
     Returns
@@ -282,7 +282,7 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
         symlink, a FIFO, a device or a socket) is an error under ``"raise"`` and listed in
         the report's ``skipped_files`` under ``"skip"``.
     report
-        Also return a :class:`~mechanism.errors.ReadReport` (format per file, skipped
+        Also return a :class:`~mechanism.core.errors.ReadReport` (format per file, skipped
         records, notes on derived ids, which field named the arms (or that the file name
         did), failed calls per tool, duplicated episodes, repaired actions and extra actions
         in a turn, unanswered episodes and given labels that disagree with the answers, and
@@ -308,7 +308,7 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
         :func:`mechanism.contains_answer`: ``"no"`` is not in ``"nobody"``; ``"cover-em"``,
         cover exact match, is the same test), or a function ``(answer, gold) -> bool``. An
         arm that scores 0 % while answers were found raises a
-        :class:`~mechanism.errors.ReadWarning`.
+        :class:`~mechanism.core.errors.ReadWarning`.
     unanswered
         ``"fail"`` (default): an episode that ended without a final answer and without a
         label is kept as a failure (``answer`` null, ``correct`` false) and counted;
@@ -320,7 +320,7 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
     error_pattern
         A regular expression (case-insensitive) for your environment's failure messages: an
         observation it matches is a failed call, besides the default reading
-        (:mod:`mechanism.failures`: Wikipedia ReAct's "Could not find", tool errors and error
+        (:mod:`mechanism.core.failures`: Wikipedia ReAct's "Could not find", tool errors and error
         objects, missing ids and files, code that could not run). The report counts failed
         calls per tool; pass the same pattern to :func:`mechanism.segment`.
     multi_action
@@ -341,7 +341,7 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
     Returns
     -------
     polars.DataFrame or (polars.DataFrame, ReadReport)
-        The canonical table (:mod:`mechanism.schema`), validated.
+        The canonical table (:mod:`mechanism.core.schema`), validated.
 
     Raises
     ------

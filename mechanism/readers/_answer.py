@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mechanism.patterns import PATTERN_MAX, compile_linear
+from mechanism.core.patterns import PATTERN_MAX, compile_linear
 
 __all__ = ["extract_answer", "strip_think", "compile_answer_pattern"]
 
@@ -192,7 +192,7 @@ ANSWER_PATTERN_MAX = PATTERN_MAX  # characters of a user's answer pattern
 
 
 def compile_answer_pattern(pattern: "str | re.Pattern[str] | None") -> Any:
-    """A user's ``answer_pattern`` compiled by RE2 (:func:`mechanism.patterns.compile_linear`), a
+    """A user's ``answer_pattern`` compiled by RE2 (:func:`mechanism.core.patterns.compile_linear`), a
     regular-expression engine whose time is linear in the text: Python's ``re`` backtracks, so
     ``(a+)+$`` takes time exponential in a long message and ``.*ANSWER: (.*)`` quadratic where
     nothing matches, and the messages are untrusted. A pattern RE2 cannot run (backreferences,

@@ -18,14 +18,14 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from mechanism.errors import InputError
-from mechanism.failures import compile_error_pattern, failure_kind
-from mechanism.patterns import compile_linear
-from mechanism.names import display_name, escape_control
+from mechanism.core.errors import InputError
+from mechanism.core.failures import compile_error_pattern, failure_kind
+from mechanism.core.patterns import compile_linear
+from mechanism.core.names import display_name, escape_control
 from mechanism.readers._fields import FieldMap, as_bool, as_float, as_gold, as_int, as_str
 from mechanism.readers._repeats import RepeatedReplies
-from mechanism.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS
-from mechanism.scoring import contains_answer, normalize_answer, token_f1
+from mechanism.core.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS
+from mechanism.core.scoring import contains_answer, normalize_answer, token_f1
 
 SCORERS = ("em", "f1", "cover-em", "contains")
 F1_THRESHOLD = 0.5  # `scorer="f1"`: correct when token F1 reaches this (the usual partial-credit cut)
@@ -47,7 +47,7 @@ class ReadOptions:
     Parameters
     ----------
     scorer
-        ``"em"``, ``"f1"``, ``"contains"`` (whole words, :func:`mechanism.scoring.contains_answer`;
+        ``"em"``, ``"f1"``, ``"contains"`` (whole words, :func:`mechanism.core.scoring.contains_answer`;
         ``"cover-em"`` is the same test) or a function ``(answer, gold) -> bool``; scores
         rows whose source gives no ``correct``.
     unanswered
@@ -64,7 +64,7 @@ class ReadOptions:
     round_tools: frozenset[str] | None = None
     skip_tools: frozenset[str] = frozenset()
     question_key: "QuestionKey | None" = None
-    error_pattern: Any = None  # compiled by RE2 (mechanism.patterns), or the caller's own re.Pattern
+    error_pattern: Any = None  # compiled by RE2 (mechanism.core.patterns), or the caller's own re.Pattern
 
     @classmethod
     def make(cls, *, scorer: Any = "em", unanswered: str = "fail",
@@ -120,7 +120,7 @@ class QuestionKey:
     """``question_key=``: question ids from a normalised form of the question text, or from a
     regular expression's capture, for logs whose question text carries a prefix that changes
     (a reflection, a trial header) while the question stays the same. A pattern given as text
-    is compiled by RE2 (:func:`mechanism.patterns.compile_linear`, ``.`` matching newlines):
+    is compiled by RE2 (:func:`mechanism.core.patterns.compile_linear`, ``.`` matching newlines):
     its time is linear in the question whatever the pattern.
 
     ``"text"``: the text after SQuAD normalisation (lower case, punctuation, articles and
@@ -168,7 +168,7 @@ class Tally:
     calls_by_tool: Counter = field(default_factory=Counter)
     failed_by_tool: Counter = field(default_factory=Counter)
     error_pattern: bool = False
-    failure_kinds: Counter = field(default_factory=Counter)  # mechanism.failures.FAILURE_KINDS -> calls
+    failure_kinds: Counter = field(default_factory=Counter)  # mechanism.core.failures.FAILURE_KINDS -> calls
     nothing_forms: Counter = field(default_factory=Counter)  # "nothing" answers as written ('None', '') -> calls
     replies: RepeatedReplies = field(default_factory=RepeatedReplies)
     arm_overridden: int = 0
@@ -209,14 +209,14 @@ class Tally:
         return norm
 
     def exact(self, answer: str | None, gold: list[str]) -> bool:
-        """Same as :func:`mechanism.scoring.exact_match`, with normalisation cached."""
+        """Same as :func:`mechanism.core.scoring.exact_match`, with normalisation cached."""
         if answer is None:
             return False
         a = self._normalized(answer)
         return any(a == self._normalized(g) for g in gold)
 
     def f1(self, answer: str, gold: list[str]) -> float:
-        """Same as :func:`mechanism.scoring.f1_score`, with normalisation and pairs cached."""
+        """Same as :func:`mechanism.core.scoring.f1_score`, with normalisation and pairs cached."""
         a = self._normalized(answer)
         best = 0.0
         for g in gold:

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from mechanism.errors import InputError
+from mechanism.core.errors import InputError
 
 # canonical name -> the names sources commonly use for it, tried in order
 ALIASES: dict[str, tuple[str, ...]] = {

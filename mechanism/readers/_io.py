@@ -16,8 +16,8 @@ from typing import IO, Any
 
 import polars as pl
 
-from mechanism.cachefile import DuplicateKeyError, check_parquet_depth, read_regular, unique_keys
-from mechanism.errors import InputError
+from mechanism.core.cachefile import DuplicateKeyError, check_parquet_depth, read_regular, unique_keys
+from mechanism.core.errors import InputError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
 # a JSON document that wraps its records in one of these keys

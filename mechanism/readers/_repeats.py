@@ -3,7 +3,7 @@ many different calls.
 
 Text environments answer an action that did nothing with one fixed line ("Nothing happens.",
 "You can't see any such thing.", "I didn't understand that."). The known ones are in the
-default failure reading (:mod:`mechanism.failures`); any other shows itself in a whole file by
+default failure reading (:mod:`mechanism.core.failures`); any other shows itself in a whole file by
 being short, identical, and the answer to many *different* calls, where a real result depends
 on what was asked. The read report proposes such a text as an ``error_pattern``, with its
 counts; it never counts it as failed on its own, since a fixed acknowledgement ("posted",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from mechanism.errors import InputError
+from mechanism.core.errors import InputError
 
 WHERE_MAX_CHARS = 200_000
 WHERE_MAX_TERMS = 256
@@ -23,7 +23,7 @@ _BOOLEAN = {"and", "or", "not"}
 
 def prepare_sql(where: str) -> str:
     """``where`` as polars' SQL takes it (``==`` written ``=``), or a one-line
-    :class:`~mechanism.errors.InputError` when it is above the bounds.
+    :class:`~mechanism.core.errors.InputError` when it is above the bounds.
 
     >>> prepare_sql("trial == 1 AND name = 'a==b'")
     "trial = 1 AND name = 'a==b'"

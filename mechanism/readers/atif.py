@@ -21,10 +21,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from mechanism.errors import InputError
+from mechanism.core.errors import InputError
 from mechanism.readers._fields import FieldMap
 from mechanism.readers.openai import ANSWER_KEYS, FINISH_TOOLS, final_from_content, main_text
-from mechanism.schema import make_step
+from mechanism.core.schema import make_step
 
 FORMAT = "atif"
 

@@ -1,5 +1,5 @@
 """The canonical table written out: JSONL, JSON, parquet or CSV with the columns of
-:mod:`mechanism.schema` (in CSV, ``gold`` and ``steps`` are JSON text). A step's optional
+:mod:`mechanism.core.schema` (in CSV, ``gold`` and ``steps`` are JSON text). A step's optional
 ``failed`` (true/false: the failure verdict of the read that wrote the table) is kept.
 """
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mechanism.errors import InputError
+from mechanism.core.errors import InputError
 from mechanism.readers._fields import FieldMap, as_str
-from mechanism.schema import STEP_FIELDS
+from mechanism.core.schema import STEP_FIELDS
 
 FORMAT = "canonical"
 

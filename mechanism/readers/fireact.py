@@ -14,12 +14,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from mechanism.errors import InputError
-from mechanism.names import safe_filename
+from mechanism.core.errors import InputError
+from mechanism.core.names import safe_filename
 from mechanism.readers._fields import FieldMap
 from mechanism.readers._io import load_json
 from mechanism.readers.react import messages_text, parse_text
-from mechanism.scoring import normalize_answer
+from mechanism.core.scoring import normalize_answer
 
 FORMAT = "fireact"
 

@@ -11,7 +11,7 @@ and a boolean or a 0/1 number is taken as it is; another value is kept as ``scor
 answer is scored against the target. Sample metadata goes into ``meta``.
 
 The logs are read by inspect_ai and never executed; a log inspect_ai cannot read is a
-one-line :class:`~mechanism.errors.InputError`.
+one-line :class:`~mechanism.core.errors.InputError`.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from mechanism.errors import InputError
+from mechanism.core.errors import InputError
 from mechanism.readers._fields import FieldMap
 from mechanism.readers._io import check_surrogates
 from mechanism.readers.openai import parse_messages

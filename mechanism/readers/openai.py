@@ -17,10 +17,10 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from mechanism.errors import InputError
+from mechanism.core.errors import InputError
 from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap
-from mechanism.schema import make_step
+from mechanism.core.schema import make_step
 
 FORMAT = "openai"
 

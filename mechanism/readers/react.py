@@ -23,11 +23,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from mechanism.actions import GENERIC_TOOL
-from mechanism.errors import InputError
+from mechanism.core.actions import GENERIC_TOOL
+from mechanism.core.errors import InputError
 from mechanism.readers._fields import FieldMap, as_str
 from mechanism.readers.openai import FINISH_TOOLS, content_text
-from mechanism.schema import make_step
+from mechanism.core.schema import make_step
 
 FORMAT = "react"
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from mechanism.errors import InputError
+from mechanism.core.errors import InputError
 from mechanism.readers._fields import FieldMap, as_str
 
 FORMAT = "searchr1"

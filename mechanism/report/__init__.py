@@ -7,8 +7,8 @@ Each analysis has one writer here that takes its results and only formats them
 ``Integration``, :func:`write_track` a ``Track``), and :func:`write_report` computes every
 analysis once on a user's runs, calls the writers and puts the answer on one page
 (``summary.md`` and ``summary.html``). The command line, the demo, the analysis scripts and
-notebooks all call these; the library never imports the command line (``mechanism.commands``).
-Compatibility shims (with their removal version) are listed in :mod:`mechanism.deprecation`.
+notebooks all call these; the library never imports the command line (``mechanism._cli``).
+Compatibility shims (with their removal version) are listed in :mod:`mechanism.core.deprecation`.
 
 Every writer returns a :class:`Section`: the paths written, the plain-text findings and the
 result objects, so a caller states verdicts from the results, never by reading files back.

@@ -13,7 +13,7 @@ class Section:
     ``frames`` (the main tables as computed).
 
     Unpacking it as ``written, text = section`` (the older tuple return) is deprecated
-    (:mod:`mechanism.deprecation`).
+    (:mod:`mechanism.core.deprecation`).
     """
 
     written: list[Path] = field(default_factory=list)
@@ -24,7 +24,7 @@ class Section:
     frames: dict[str, Any] = field(default_factory=dict)
 
     def __iter__(self):
-        from mechanism.deprecation import deprecated
+        from mechanism.core.deprecation import deprecated
 
         deprecated("unpacking a Section as `written, text`", "use `section.written` and `section.text`")
         return iter((self.written, self.text))

@@ -12,13 +12,13 @@ from typing import Any
 
 import polars as pl
 
-from mechanism.cachefile import atomic_path, atomic_write
-from mechanism.names import write_csv
+from mechanism.core.cachefile import atomic_path, atomic_write
+from mechanism.core.names import write_csv
 from mechanism.report._section import Section
 
 
 def write_table(section: Section, frame: pl.DataFrame, path: Path) -> Path:
-    """Write ``frame`` to ``path`` as CSV (formula-like cells escaped, :func:`mechanism.names.csv_safe`)
+    """Write ``frame`` to ``path`` as CSV (formula-like cells escaped, :func:`mechanism.core.names.csv_safe`)
     or parquet, by its suffix, atomically (a killed run leaves no half-written table), and record it."""
     if path.suffix not in (".parquet", ".csv"):
         raise ValueError(f"no table format for {path.name!r}: .csv or .parquet")

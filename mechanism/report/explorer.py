@@ -50,7 +50,7 @@ def value_provenance(question: str | None, steps: Sequence[dict] | None) -> list
     >>> value_provenance("Change my flight", steps)
     [[('mia_li_3668', 'user')], [('Paris', 'new')]]
     """
-    from mechanism.segmentation import argument_values, atoms
+    from mechanism.analysis.segmentation import argument_values, atoms
 
     asked = set(atoms(question))
     said: set[str] = set()
@@ -84,7 +84,7 @@ def member_transcript(row: dict, segs: Sequence[dict], *, arm_index: int = 0, ki
     in order. Text is unmasked and cut to a readable length, never escaped here."""
     import json
 
-    from mechanism.strategy_space import MAX_SHOWN_CHARS
+    from mechanism.analysis.strategy_space import MAX_SHOWN_CHARS
 
     def cut(text: object) -> str:
         text = "" if text is None else str(text)
@@ -141,7 +141,7 @@ def write_member_pages(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Se
     questions; filters by arm, outcome and failure) and a CSV of all its members, under
     ``folder``. Returns ``{strategy: {"pages": [(label, path relative to root)], "csv": path,
     "written": [Path], "size": n}}``."""
-    from mechanism.names import write_csv
+    from mechanism.core.names import write_csv
     from mechanism.report.page import render
 
     if per_page < 1:
@@ -209,11 +209,11 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
     """The explorer as a page section and the CSS of its arm filters.
 
     ``labels`` and ``moves_of_rows`` give each row of ``runs`` its strategy and move
-    sequence; ``shares`` is :func:`mechanism.shares.strategy_shares`' table; ``moves`` is
+    sequence; ``shares`` is :func:`mechanism.analysis.shares.strategy_shares`' table; ``moves`` is
     :func:`mechanism.segment` of ``runs``; ``pages`` is :func:`write_member_pages`' answer
     (each strategy then links to all its members).
     """
-    from mechanism.strategy_space import pick_members
+    from mechanism.analysis.strategy_space import pick_members
 
     arms = list(arms)
     arm_index = {a: i for i, a in enumerate(arms)}
@@ -287,6 +287,6 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
 
 def _code(text: object) -> str:
     """Text inside Markdown backticks: backticks and control characters cannot break out."""
-    from mechanism.names import escape_control
+    from mechanism.core.names import escape_control
 
     return " ".join(escape_control(str(text)).replace("`", "'").split())

@@ -14,7 +14,7 @@ from mechanism.report._write import write_figures, write_json, write_table, writ
 def write_integration(result: Any, out: str | Path, *, names: Mapping[Any, str] | None = None,
                       figures: bool = True, title: str | None = None, caption: bool = False,
                       colors: dict[str, str] | None = None, **analysis: Any) -> Section:
-    """Write an :class:`~mechanism.information.Integration`'s tables, figures and findings.
+    """Write an :class:`~mechanism.analysis.information.Integration`'s tables, figures and findings.
 
     ``per_arm.csv``, ``split.csv``, ``per_trajectory.parquet``, ``integration.json``
     (and ``perplexity.csv``) plus the ``integration_grid`` and ``integration_split`` figures;
@@ -39,13 +39,13 @@ def write_integration(result: Any, out: str | Path, *, names: Mapping[Any, str] 
     Returns
     -------
     Section
-        ``results`` holds the :class:`~mechanism.information.Integration`.
+        ``results`` holds the :class:`~mechanism.analysis.information.Integration`.
     """
     from mechanism.plots.integration import plot_integration_grid, plot_integration_shift, plot_integration_split
 
     if isinstance(result, pl.DataFrame):
-        from mechanism.information import integration
-        from mechanism.deprecation import deprecated
+        from mechanism.analysis.information import integration
+        from mechanism.core.deprecation import deprecated
 
         deprecated("`write_integration(runs, out, ...)`", "pass `mechanism.integration(runs, ...)` "
                    "(or use `write_report`)")

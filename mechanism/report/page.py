@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mechanism.names import escape_control
+from mechanism.core.names import escape_control
 from mechanism.report.tables import ReportTable, md_inline
 
 _STYLE = """
@@ -194,7 +194,7 @@ def markdown_page(title: str, sections: Sequence[PageSection]) -> str:
 
 def _md(text: str) -> str:
     """Deprecated name of :func:`mechanism.report.tables.md_inline`."""
-    from mechanism.deprecation import deprecated
+    from mechanism.core.deprecation import deprecated
 
     deprecated("`mechanism.report.page._md`", "use `mechanism.report.tables.md_inline`")
     return md_inline(text)

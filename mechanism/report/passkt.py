@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 import polars as pl
 
-from mechanism.errors import InputError
-from mechanism.options import RandomState, check_choice, check_ci
+from mechanism.core.errors import InputError
+from mechanism.core.options import RandomState, check_choice, check_ci
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_table, write_tables, write_text
 
@@ -31,8 +31,8 @@ class PassKT:
 
     ``curves`` and ``pass_hat`` are :func:`mechanism.pass_at_kt` (pass@k and pass^k) on the
     grids ``k`` x ``t``, ``per_problem`` its per-problem table, ``consistency`` the per-task
-    :class:`~mechanism.passkt.Consistency`, ``within_t`` the share of episodes within each T
-    (truncation only), ``boundaries`` one :class:`~mechanism.boundaries.Boundary` per treated
+    :class:`~mechanism.analysis.passkt.Consistency`, ``within_t`` the share of episodes within each T
+    (truncation only), ``boundaries`` one :class:`~mechanism.analysis.boundaries.Boundary` per treated
     arm against ``base``, ``notes`` what the estimator says about the depths and small samples.
     """
 
@@ -77,8 +77,8 @@ def analyse_passkt(runs: pl.DataFrame, *, k: Sequence[int] | None = None, t: Seq
     -------
     PassKT
     """
-    from mechanism.boundaries import boundary
-    from mechanism.passkt import (consistency, default_k, depth_notes, pass_at_kt, pass_at_kt_per_problem,
+    from mechanism.analysis.boundaries import boundary
+    from mechanism.analysis.passkt import (consistency, default_k, depth_notes, pass_at_kt, pass_at_kt_per_problem,
                                   small_sample_note, within_t_shares)
 
     ci = check_ci(ci)
@@ -131,15 +131,15 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
     Returns
     -------
     Section
-        ``results`` holds the :class:`~mechanism.boundaries.Boundary` of every treated arm.
+        ``results`` holds the :class:`~mechanism.analysis.boundaries.Boundary` of every treated arm.
     """
-    from mechanism.names import pair_folders
+    from mechanism.core.names import pair_folders
     from mechanism.plots.passkt import (plot_boundary, plot_gap_over_t, plot_gap_surface, plot_pass_curves,
                                         plot_pass_over_t, plot_pass_surfaces)
     from mechanism.plots.style import arm_colors
 
     if isinstance(result, pl.DataFrame):
-        from mechanism.deprecation import deprecated
+        from mechanism.core.deprecation import deprecated
 
         deprecated("`write_passkt(runs, out, ...)`", "pass `analyse_passkt(runs, ...)` (or use `write_report`)")
         result = analyse_passkt(result, **analysis)

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from mechanism.errors import InputError
-from mechanism.options import RandomState, check_ci
+from mechanism.core.errors import InputError
+from mechanism.core.options import RandomState, check_ci
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_json, write_table, write_tables, write_text
 
@@ -24,10 +24,10 @@ def analyse_reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: 
                         ci: float | None = 0.95, n_boot: int = 1000, n_permutations: int = 1000,
                         random_state: RandomState = 0, coordinates: np.ndarray | None = None,
                         allow_few_shared: bool = False) -> list[Any]:
-    """The :class:`~mechanism.compare.Reweighting` of every treated arm against ``base``
+    """The :class:`~mechanism.analysis.compare.Reweighting` of every treated arm against ``base``
     (default: every other arm, in input order), each computed once (``allow_few_shared``: as
     :func:`mechanism.reweighting`)."""
-    from mechanism.compare import reweighting
+    from mechanism.analysis.compare import reweighting
 
     arms = runs["arm"].unique(maintain_order=True).to_list()
     if base not in arms:
@@ -53,7 +53,7 @@ def write_reweighting(results: Sequence[Any], out: str | Path, *args: Any, n_boo
     Parameters
     ----------
     results
-        One :class:`~mechanism.compare.Reweighting` per treated arm, against one base
+        One :class:`~mechanism.analysis.compare.Reweighting` per treated arm, against one base
         (:func:`analyse_reweighting`). (Given the canonical table and the labels instead, with
         the analysis options as keywords, it computes them first: deprecated.)
     out
@@ -72,13 +72,13 @@ def write_reweighting(results: Sequence[Any], out: str | Path, *args: Any, n_boo
     Returns
     -------
     Section
-        ``results`` holds the :class:`~mechanism.compare.Reweighting` of every treated arm.
+        ``results`` holds the :class:`~mechanism.analysis.compare.Reweighting` of every treated arm.
     """
-    from mechanism.names import pair_folders
+    from mechanism.core.names import pair_folders
     from mechanism.plots.reweighting import plot_decomposition, plot_share_success
 
     if isinstance(results, pl.DataFrame):
-        from mechanism.deprecation import deprecated
+        from mechanism.core.deprecation import deprecated
 
         deprecated("`write_reweighting(runs, labels, out, ...)`",
                    "pass `analyse_reweighting(runs, labels, ...)` (or use `write_report`)")

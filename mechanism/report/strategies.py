@@ -8,11 +8,11 @@ from typing import Any
 
 import polars as pl
 
-from mechanism.options import RandomState, check_ci
+from mechanism.core.options import RandomState, check_ci
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_table
-from mechanism.strategy_space import Placement
-from mechanism.strategy_space import display_names as strategy_names  # noqa: F401  (the name analyses/example.ipynb uses)
+from mechanism.analysis.strategy_space import Placement
+from mechanism.analysis.strategy_space import display_names as strategy_names  # noqa: F401  (the name analyses/example.ipynb uses)
 
 
 def pooled_share_table(labels: pl.DataFrame) -> pl.DataFrame:
@@ -21,7 +21,7 @@ def pooled_share_table(labels: pl.DataFrame) -> pl.DataFrame:
 
     Every trajectory counts once, so a question with more samples weighs more: a description of
     one arm, not a comparison between arms. To compare arms (the design rule: questions weigh
-    equally within an arm, with intervals), use :func:`mechanism.shares.strategy_shares`,
+    equally within an arm, with intervals), use :func:`mechanism.analysis.shares.strategy_shares`,
     as :func:`write_strategies` does.
     """
     return (labels.group_by("arm", "strategy").agg(pl.len().cast(pl.Int64).alias("n"))
@@ -31,7 +31,7 @@ def pooled_share_table(labels: pl.DataFrame) -> pl.DataFrame:
 
 def strategy_shares(labels: pl.DataFrame) -> pl.DataFrame:
     """Deprecated name of :func:`pooled_share_table`."""
-    from mechanism.deprecation import deprecated
+    from mechanism.core.deprecation import deprecated
 
     deprecated("`mechanism.report.strategy_shares`", "use `mechanism.report.pooled_share_table` (pooled), or "
                "`mechanism.strategy_shares` to compare arms (questions weighted equally)")
@@ -48,7 +48,7 @@ def description_text(space, table: pl.DataFrame, arms: Sequence[str], *, title: 
                      n_rows: int, top: int = 10, described: pl.DataFrame | None = None) -> str:
     """The description table as text: the ``top`` largest strategies, success, size and share per
     arm (``table``: ``arm, strategy, share``); ``described`` is ``space.describe()`` when the caller has it."""
-    from mechanism.strategy_space import strategy_label
+    from mechanism.analysis.strategy_space import strategy_label
 
     desc = described if described is not None else space.describe()
     lines = [f"{title}: {n_rows:,} trajectories, {space.n_strategies_} strategies "
@@ -81,7 +81,7 @@ def analyse_strategies(space, runs: pl.DataFrame, *, placement: Placement | None
                        random_state: RandomState = 0) -> StrategyResults:
     """Place ``runs`` in a fitted space (unless ``placement`` is given), describe the space once
     and compute the question-weighted shares per arm, with intervals (``ci=None``: none)."""
-    from mechanism.shares import strategy_shares as question_weighted_shares
+    from mechanism.analysis.shares import strategy_shares as question_weighted_shares
 
     if placement is None or (map_xy and placement.map_xy is None):
         placement = space.place(runs, map_xy=map_xy)
@@ -127,7 +127,7 @@ def write_strategies(results: StrategyResults, runs: pl.DataFrame, out: str | Pa
     from mechanism.plots.strategies import plot_strategy_shares, strategy_map
 
     if not isinstance(results, StrategyResults):
-        from mechanism.deprecation import deprecated
+        from mechanism.core.deprecation import deprecated
 
         deprecated("`write_strategies(space, runs, out, ...)`",
                    "pass `analyse_strategies(space, runs, ...)` (or use `write_report`)")

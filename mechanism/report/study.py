@@ -14,10 +14,10 @@ from typing import Any
 
 import polars as pl
 
-from mechanism.errors import InputError
-from mechanism.options import RandomState, as_generator, check_ci
-from mechanism.progress import StageClock
-from mechanism.resample import resolve_seed
+from mechanism.core.errors import InputError
+from mechanism.core.options import RandomState, as_generator, check_ci
+from mechanism.core.progress import StageClock
+from mechanism.core.resample import resolve_seed
 from mechanism.report._section import Section
 
 Echo = Callable[[str], None]
@@ -108,7 +108,7 @@ def _figures(section: Section, captions: Mapping[str, str], out: Path, *, base: 
     """``(caption, path relative to out)`` of a section's figures, in the order drawn; a caption
     names its comparison: the pair of its folder (``<treated>_vs_<base>/``), else every treated
     arm against ``base``."""
-    from mechanism.names import pair_folders
+    from mechanism.core.names import pair_folders
 
     pairs = {folder: arm for arm, folder in pair_folders(list(treated), base).items()} if treated and base else {}
     shown = []
@@ -152,7 +152,7 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
     treated
         Arms compared with ``base`` (default: every other arm).
     space
-        A fitted :class:`~mechanism.strategy_space.StrategySpace`, or the folder of a saved one;
+        A fitted :class:`~mechanism.analysis.strategy_space.StrategySpace`, or the folder of a saved one;
         ``None`` fits one on ``runs`` (and saves it under ``out/space``).
     k, t, ci, n_boot, n_permutations, random_state
         Grids, interval level (``None``: no intervals), bootstrap replicates, permutations, and
@@ -239,17 +239,17 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
                   allow_few_shared: bool = False) -> Report:
     """The body of :func:`write_report`, on validated arms: every analysis computed once, then
     each section writer formats its results."""
-    from mechanism.information import integration
-    from mechanism.passkt import default_k
+    from mechanism.analysis.information import integration
+    from mechanism.analysis.passkt import default_k
     from mechanism.report.explorer import explorer_section
     from mechanism.report.integration import write_integration
     from mechanism.report.page import PageSection
     from mechanism.report.passkt import analyse_passkt, write_passkt
     from mechanism.report.reweighting import analyse_reweighting, write_reweighting
     from mechanism.report.strategies import analyse_strategies, write_strategies
-    from mechanism.strategy_space import display_names, fit_and_place
-    from mechanism.segmentation import segment
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import display_names, fit_and_place
+    from mechanism.analysis.segmentation import segment
+    from mechanism.analysis.strategy_space import StrategySpace
 
     seconds, lap = clock.seconds, clock.lap
     sections: dict[str, Section] = {}
@@ -385,8 +385,8 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
 
 def visible_arm_names(runs: pl.DataFrame) -> dict[str, str]:
     """The arms whose whitespace would hide them, each to its visible form
-    (:func:`mechanism.names.visible_name`: ``"rl "`` -> ``"rl␠"``); empty when none."""
-    from mechanism.names import visible_name
+    (:func:`mechanism.core.names.visible_name`: ``"rl "`` -> ``"rl␠"``); empty when none."""
+    from mechanism.core.names import visible_name
 
     return {a: visible_name(a) for a in runs["arm"].unique().to_list() if visible_name(a) != a}
 
@@ -495,7 +495,7 @@ def arm_accuracy(runs: pl.DataFrame, *, ci: float | None = 0.95, n_boot: int = 1
     questions}}``."""
     import numpy as np
 
-    from mechanism.resample import question_bootstrap_weights, question_mean, resolve_seed, stream
+    from mechanism.core.resample import question_bootstrap_weights, question_mean, resolve_seed, stream
 
     random_state = resolve_seed(random_state)
     questions, q_idx = np.unique(runs["question_id"].cast(pl.String).to_numpy().astype(str), return_inverse=True)

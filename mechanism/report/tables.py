@@ -5,7 +5,7 @@
 A :class:`ReportTable` holds text only (every number already formatted with its interval), so
 the three renderings show the same cells. Cell text may come from the input (arm and strategy
 names, tool names): Great Tables escapes it for HTML and LaTeX, and control and bidirectional
-characters are first written out as visible escapes (:func:`mechanism.names.escape_control`),
+characters are first written out as visible escapes (:func:`mechanism.core.names.escape_control`),
 the rule every other output follows.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from mechanism.names import escape_control
+from mechanism.core.names import escape_control
 
 
 @dataclass
@@ -55,7 +55,7 @@ class ReportTable:
 
     def latex(self) -> str:
         r"""A booktabs ``table`` with ``\caption`` and ``\label{tab:<key>}`` (needs ``booktabs``)."""
-        from mechanism.results import latex_escape
+        from mechanism.core.results import latex_escape
 
         body = self._gt(links=False).as_latex()
         caption = rf"\caption{{{latex_escape(self.title)}}}" + "\n" + rf"\label{{tab:{self.key}}}"

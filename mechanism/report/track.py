@@ -18,7 +18,7 @@ TRACK_FIGURES = {
 
 def write_track(result, out: str | Path, *, figures: bool = True, caption: bool = False,  # noqa: ANN001
                 step_label: str | None = None) -> Section:
-    """Write a :class:`~mechanism.checkpoints.Track`'s tables and figures to ``out``.
+    """Write a :class:`~mechanism.analysis.checkpoints.Track`'s tables and figures to ``out``.
 
     Tables: ``shares.csv`` (per checkpoint and strategy, with intervals), ``passkt.csv``,
     ``split.csv``, ``divergence.csv``, ``accuracy.csv``, ``track.json``, ``track.tex`` (booktabs

@@ -1,13 +1,13 @@
-"""The CLI offers the library's own Literal choices (mechanism.options.choices), so a flag and the
+"""The CLI offers the library's own Literal choices (mechanism.core.options.choices), so a flag and the
 parameter it sets can never disagree (issue 23)."""
 from __future__ import annotations
 
 import argparse
 
-from mechanism.cli import build_parser
-from mechanism.options import Weighting, choices
+from mechanism._cli.main import build_parser
+from mechanism.core.options import Weighting, choices
 from mechanism.report.passkt import TSource
-from mechanism.segmentation import Retries
+from mechanism.analysis.segmentation import Retries
 
 
 def _option(command: str, flag: str, action: str | None = None) -> argparse.Action:
@@ -28,7 +28,7 @@ def test_library_refuses_a_choice_outside_the_literal_naming_the_parameter():
     import polars as pl
     import pytest
 
-    from mechanism.errors import InputError
+    from mechanism.core.errors import InputError
     from mechanism.report.passkt import analyse_passkt
 
     runs = pl.DataFrame({"arm": ["a"], "question_id": ["q"], "correct": [True], "n_rounds": [1]})

@@ -7,14 +7,14 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.boundaries import boundary
-from mechanism.cli import main
-from mechanism.passkt import pass_at_kt
+from mechanism.analysis.boundaries import boundary
+from mechanism._cli.main import main
+from mechanism.analysis.passkt import pass_at_kt
 
 
 @pytest.fixture(scope="module")
 def simulation():
-    from mechanism.simulation import simulate
+    from mechanism.datasets.simulation import simulate
     return simulate(n_questions=40, n_samples=16, random_state=0, progress=False)
 
 
@@ -66,7 +66,7 @@ def test_simulated_rl_leads_at_k1_and_gap_at_large_k_has_an_interval(simulation)
 
 @pytest.mark.slow
 def test_simulated_noise_only_arms_are_not_called_expansion():
-    from mechanism.simulation import default_policies, simulate
+    from mechanism.datasets.simulation import default_policies, simulate
     base = default_policies()["base"]
     calls = 0
     for seed in range(8):
@@ -94,8 +94,8 @@ def test_fireact_one_sample(fireact_dir, tmp_path, capsys):
 def test_treated_arms_that_sanitise_alike_get_distinct_folders(tmp_path):
     """``x y`` and ``x_y`` render alike as file names: each gets a short hash of its own name,
     so neither overwrites the other; an arm without a clash keeps its plain name."""
-    from mechanism.commands.passkt import write_outputs
-    from mechanism.names import pair_folders
+    from mechanism._cli.passkt import write_outputs
+    from mechanism.core.names import pair_folders
 
     rows = [{"arm": arm, "question_id": f"q{q}", "sample_id": s, "correct": (q + s) % 2 == 0, "n_rounds": 1}
             for arm in ("base", "x y", "x_y", "rl") for q in range(3) for s in range(2)]

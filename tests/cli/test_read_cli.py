@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from mechanism.cli import main
+from mechanism._cli.main import main
 from mechanism.readers import read
 
 

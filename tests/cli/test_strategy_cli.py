@@ -4,8 +4,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from mechanism.cli import main
-from mechanism.simulation import simulate
+from mechanism._cli.main import main
+from mechanism.datasets.simulation import simulate
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.errors import InputError
-from mechanism.schema import from_records, make_step
+from mechanism.core.errors import InputError
+from mechanism.core.schema import from_records, make_step
 
 
 def runs_with_categories(seed: int = 0, n_q: int = 24, n: int = 4,

@@ -7,8 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.compare import _statistics, reweighting
-from mechanism.resample import percentile_interval, question_bootstrap_weights, question_weighted
+from mechanism.analysis.compare import _statistics, reweighting
+from mechanism.core.resample import percentile_interval, question_bootstrap_weights, question_weighted
 
 # two question types; within a type the policy is one strategy mix and one success rate per strategy
 EASY, HARD = 0, 1
@@ -138,7 +138,7 @@ def test_question_weighted_split_equals_a_mean_over_questions_by_brute_force():
             cells[(arm, q, s)] = (part["w"].sum() / n_q, part["correct"].mean())
     keys = {(q, s) for _, q, s in cells}
     # a cell one arm never used: that arm's own modelled rate (additive logit on its raw counts)
-    from mechanism.compare import additive_logit
+    from mechanism.analysis.compare import additive_logit
 
     qs = sorted({q for q, _ in keys})
     model = {}
@@ -272,7 +272,7 @@ def test_js_divergence_interval_excludes_zero_when_strategy_mixes_differ():
 def test_unique_query_sequences_are_compared_at_a_common_number_of_samples():
     import itertools
 
-    from mechanism.schema import make_step
+    from mechanism.core.schema import make_step
     # one question; base draws 3 samples, treated 6 from the same two sequences
     arms = ["base"] * 3 + ["rl"] * 6
     seqs = ["a", "a", "b", "a", "a", "a", "a", "b", "b"]
@@ -294,7 +294,7 @@ def test_unique_query_sequences_are_compared_at_a_common_number_of_samples():
 def test_overlap_with_base_at_a_common_number_of_samples_by_brute_force():
     import itertools
 
-    from mechanism.schema import make_step
+    from mechanism.core.schema import make_step
     base_seqs = ["a", "a", "b", "c", "c", "d"]   # base: 6 samples
     rl_seqs = ["a", "b", "e"]                     # treated: 3 samples, m = 3
     runs = pl.DataFrame({"arm": ["base"] * 6 + ["rl"] * 3, "question_id": ["q1"] * 9,

@@ -7,10 +7,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism._verdicts import NOT_DISTINGUISHABLE
-from mechanism.compare import additive_logit, reweighting
-from mechanism.information import integration
-from mechanism.schema import from_records, make_step
+from mechanism.analysis._verdicts import NOT_DISTINGUISHABLE
+from mechanism.analysis.compare import additive_logit, reweighting
+from mechanism.analysis.information import integration
+from mechanism.core.schema import from_records, make_step
 
 SHARES = np.array([0.55, 0.25, 0.12, 0.08])
 EFFECT = np.array([0.0, 0.1, -0.05, 0.15])

@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.errors import InputError
-from mechanism.schema import count_shared, refuse_few_shared
+from mechanism.core.errors import InputError
+from mechanism.core.schema import count_shared, refuse_few_shared
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_each_comparison_refuses_few_shared_questions_unless_forced(one_sample, 
     with pytest.raises(InputError, match=rf"^{name}: arms 'base', 'rl' share 3 of 21 questions \(below half\)") as e:
         calls[name]()
     assert "question_key=" in str(e.value) and "allow_few_shared=True" in str(e.value) and "\n" not in str(e.value)
-    with pytest.warns(mx.errors.ComparisonWarning, match="share 3 of 21 questions"):
+    with pytest.warns(mx.ComparisonWarning, match="share 3 of 21 questions"):
         calls[name](allow_few_shared=True)
 
 

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.errors import InputError
-from mechanism.information import (
+from mechanism.core.errors import InputError
+from mechanism.analysis.information import (
     LOGPROBS_DTYPE, content_tokens, followup_entity_flags, integration, retrieval_flags,
 )
-from mechanism.schema import from_records, make_step
+from mechanism.core.schema import from_records, make_step
 
 
 def _row(arm: str, q: str, sid: int, *, correct: bool, observations: list[str] | None = None,
@@ -231,7 +231,7 @@ def test_base_model_log_probabilities_from_a_local_model(tiny_model):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from mechanism.information import render_segments, token_logprobs
+    from mechanism.analysis.information import render_segments, token_logprobs
 
     runs = from_records([
         {**_row("base", "q1", 0, correct=True, question="Who directed Inception?",
@@ -278,7 +278,7 @@ def test_base_model_log_probabilities_from_a_local_model(tiny_model):
 
 @pytest.mark.slow
 def test_cli_scores_perplexity_with_a_local_model(tiny_model, tmp_path, capsys):
-    from mechanism.cli import main
+    from mechanism._cli.main import main
 
     runs = from_records([
         _row("base", "q1", 0, correct=True, question="Who directed Inception?", queries=["Inception director"],

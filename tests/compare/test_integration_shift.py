@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.errors import InputError
-from mechanism.information import (
+from mechanism.core.errors import InputError
+from mechanism.analysis.information import (
     LOGPROBS_DTYPE, gold_in_observations, integration, retrievable, retrieval_flags,
 )
-from mechanism.schema import from_records, make_step
+from mechanism.core.schema import from_records, make_step
 
 # (retrieval rate R, integration rate I, parametric rate P) of five planted strategies: 0 and 4
 # retrieve and use the answer, 1 retrieves but misuses it, 2 and 3 rarely retrieve
@@ -351,8 +351,8 @@ def test_null_intervals_miss_zero_at_about_their_level(design):
 
 
 def test_per_strategy_rows_carry_simultaneous_bands_from_the_same_replicates():
-    from mechanism.compare import stream
-    from mechanism.resample import split_interval, percentile_interval, question_bootstrap_weights, simultaneous_band
+    from mechanism.analysis.compare import stream
+    from mechanism.core.resample import split_interval, percentile_interval, question_bootstrap_weights, simultaneous_band
 
     rng = np.random.default_rng(5)
     runs, labels = _world(rng, {"base": BASE_MIX, "rl": RL_MIX}, n_q=40, samples=4)
@@ -497,7 +497,7 @@ def test_shift_figure_names_strategies(planted, tmp_path):
 
 
 def test_cli_with_labels_prints_the_verdict_and_writes_the_figure(planted, tmp_path, capsys):
-    from mechanism.cli import main
+    from mechanism._cli.main import main
 
     runs, labels, _ = planted
     runs = runs.filter(pl.col("question_id") < "q0060")
@@ -525,9 +525,9 @@ def test_cli_with_labels_prints_the_verdict_and_writes_the_figure(planted, tmp_p
 
 @pytest.mark.slow
 def test_cli_with_a_saved_space(tmp_path, capsys):
-    from mechanism.cli import main
-    from mechanism.simulation import simulate
-    from mechanism.strategy_space import StrategySpace
+    from mechanism._cli.main import main
+    from mechanism.datasets.simulation import simulate
+    from mechanism.analysis.strategy_space import StrategySpace
 
     sim = simulate(n_questions=12, n_samples=6, arms=("base", "rl"), random_state=2, progress=False)
     space = StrategySpace(embedder="hashing-256", random_state=0, progress=False).fit(sim.runs)
@@ -544,12 +544,12 @@ def test_cli_with_a_saved_space(tmp_path, capsys):
 
 # ----------------------------------------------------------------------------- simulator truth
 def test_simulator_plants_strategies_that_differ_in_using_what_they_retrieve():
-    from mechanism.simulation import Policy, simulate
-    from mechanism.simulation.policies import STRATEGY_INTEGRATION
+    from mechanism.datasets.simulation import Policy, simulate
+    from mechanism.datasets.simulation.policies import STRATEGY_INTEGRATION
 
     assert STRATEGY_INTEGRATION["verify"] > STRATEGY_INTEGRATION["whole_question"] > \
         STRATEGY_INTEGRATION["reformulate_loop"]
-    from mechanism.simulation import STRATEGIES
+    from mechanism.datasets.simulation import STRATEGIES
 
     even = Policy("base", dict.fromkeys(STRATEGIES, 1.0))  # every strategy sampled often enough to compare
     sim = simulate(n_questions=40, n_samples=16, arms=("base",), policies={"base": even}, random_state=4,
@@ -563,7 +563,7 @@ def test_simulator_plants_strategies_that_differ_in_using_what_they_retrieve():
     never = Policy("never", {"verify": 1.0}, strategy_integration={"verify": 0.0, "parallel_verify": 0.0})
     s = simulate(n_questions=10, n_samples=4, arms=("never",), policies={"never": never}, random_state=1, progress=False)
     assert not s.truth["integrated"].any()
-    from mechanism.errors import MechanismError
+    from mechanism.core.errors import MechanismError
     with pytest.raises(MechanismError, match="strategy_integration"):
         Policy("x", {"verify": 1.0}, strategy_integration={"verify": 2.0})
     with pytest.raises(MechanismError, match="strategy_integration"):

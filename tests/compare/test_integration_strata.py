@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.information import gold_in_observations, integration, retrievable, retrieval_status
-from mechanism.schema import from_records, make_step
+from mechanism.analysis.information import gold_in_observations, integration, retrievable, retrieval_status
+from mechanism.core.schema import from_records, make_step
 
 
 @pytest.mark.parametrize("text, gold, expected", [
@@ -95,7 +95,7 @@ def _brute_nested(runs: pl.DataFrame, labels: np.ndarray) -> dict:
     takes its modelled rate (additive logit over question and strategy x stratum), and a cell it
     never used its modelled retrieval mix (the question's not-retrievable share, a retrieval
     rate with additive question and strategy effects) with those modelled rates."""
-    from mechanism.compare import additive_logit
+    from mechanism.analysis.compare import additive_logit
 
     status = retrieval_status(runs)
     rows = list(zip(runs["arm"], runs["question_id"], labels.tolist(), status.tolist(), runs["correct"]))

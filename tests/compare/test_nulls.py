@@ -10,9 +10,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.compare import reweighting
-from mechanism.information import integration
-from mechanism.schema import from_records, make_step
+from mechanism.analysis.compare import reweighting
+from mechanism.analysis.information import integration
+from mechanism.core.schema import from_records, make_step
 
 
 def identical(seed: int, n_q: int = 40, n_s: int = 5) -> tuple[pl.DataFrame, np.ndarray]:

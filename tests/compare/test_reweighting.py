@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import jensenshannon
 
-from mechanism.errors import InputError
-from mechanism.compare import (
+from mechanism.core.errors import InputError
+from mechanism.analysis.compare import (
     compare_arms, js_divergence, kitagawa_split, labels_from_table, permutation_test,
     query_sequence_keys, reweighting, weighted_correlation,
 )
-from mechanism.schema import from_records, make_step
+from mechanism.core.schema import from_records, make_step
 
 
 def _table(arms: list[str], qids: list[str], correct: list[bool], queries: list[list[str]] | None = None) -> pl.DataFrame:
@@ -129,7 +129,7 @@ def test_within_question_split_matches_a_hand_computation_over_question_strategy
     # becomes c (right; base never used c there), and rl never used a on q2. A cell one arm
     # never used is valued at that arm's own modelled rate (additive logit, fitted per arm),
     # never at the other arm's.
-    from mechanism.compare import additive_logit
+    from mechanism.analysis.compare import additive_logit
 
     arms = ["base"] * 4 + ["rl"] * 4
     qids = ["q1", "q1", "q2", "q2", "q1", "q1", "q2", "q2"]
@@ -497,7 +497,7 @@ def test_compare_arms_returns_one_long_table():
 
 def test_cli_outputs_keep_arms_that_sanitise_alike_apart(tmp_path):
     """Arm names become folder names; two arms whose names sanitise alike get distinct hashed folders."""
-    from mechanism.commands.reweighting import write_outputs
+    from mechanism._cli.reweighting import write_outputs
 
     runs = _table(["base", "base", "rl/a", "rl/a", "rl_a", "rl_a"], ["q1", "q2"] * 3,
                   [True, False, True, True, False, True])

@@ -21,10 +21,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-import mechanism.compare
-from mechanism.boundaries import boundary
-from mechanism.compare import reweighting
-from mechanism.schema import from_records, make_step
+import mechanism.analysis.compare
+from mechanism.analysis.boundaries import boundary
+from mechanism.analysis.compare import reweighting
+from mechanism.core.schema import from_records, make_step
 
 FIXTURE = Path(__file__).parent / "recorded" / "shared_draws.json"
 
@@ -101,7 +101,7 @@ def test_reweighting_is_bit_identical_to_the_result_recorded_before_sharing_the_
 
 def test_reweighting_draws_the_question_bootstrap_once(monkeypatch):
     runs, labels, coords = reweighting_input()
-    calls = _counting(monkeypatch, mechanism.compare)
+    calls = _counting(monkeypatch, mechanism.analysis.compare)
     rw = reweighting(runs, labels, base="base", treated="rl", n_boot=20, n_permutations=0, coordinates=coords)
     assert rw.query_sequences is not None and rw.neighbours is not None
     assert len(calls) == 1  # was 3: the split, the query sequences and the neighbours
@@ -115,9 +115,9 @@ def test_boundary_matches_the_result_recorded_before(recorded):
 
 
 def test_boundary_draws_the_question_bootstrap_once(monkeypatch):
-    import mechanism.boundaries
-    import mechanism.passkt
+    import mechanism.analysis.boundaries
+    import mechanism.analysis.passkt
 
-    calls = _counting(monkeypatch, mechanism.passkt, mechanism.boundaries)
+    calls = _counting(monkeypatch, mechanism.analysis.passkt, mechanism.analysis.boundaries)
     boundary(boundary_input(), base="base", treated="rl", t=[0, 1, 3], k=[1, 2, 4], n_boot=40, random_state=5)
     assert len(calls) == 1  # was 2: the curves' replicates and the split of the change

@@ -8,19 +8,19 @@ import polars as pl
 import pytest
 from matplotlib.figure import Figure
 
-from mechanism.cli import main
-from mechanism.errors import InputError
-from mechanism.information import integration, retrieval_flags
+from mechanism._cli.main import main
+from mechanism.core.errors import InputError
+from mechanism.analysis.information import integration, retrieval_flags
 from mechanism.plots.integration import plot_integration_grid, plot_integration_split
 from mechanism.plots.reweighting import plot_decomposition, plot_share_success, text_label
 from mechanism.plots.style import save_figure
-from mechanism.compare import labels_from_table, reweighting
-from mechanism.schema import from_records, make_step
+from mechanism.analysis.compare import labels_from_table, reweighting
+from mechanism.core.schema import from_records, make_step
 
 
 @pytest.fixture(scope="module")
 def sim():
-    from mechanism.simulation import simulate
+    from mechanism.datasets.simulation import simulate
 
     return simulate(n_questions=30, n_samples=8, random_state=3, progress=False)
 
@@ -41,7 +41,7 @@ def test_split_with_planted_labels_equals_a_direct_group_by(sim, strata):
                   coalesce=True)
             .with_columns(pl.col("pb").fill_null(0.0), pl.col("pt").fill_null(0.0)))
     if strata == "question":  # a cell one arm never used: that arm's own modelled rate (additive logit)
-        from mechanism.compare import additive_logit
+        from mechanism.analysis.compare import additive_logit
 
         qs = sorted(t["question_id"].unique().to_list())
         ss = sorted(t["strategy"].unique().to_list())
@@ -166,7 +166,7 @@ def test_display_names_label_points_by_short_id_with_a_key(sim):
 
 
 def test_cli_assigns_a_new_checkpoint_through_a_saved_space(sim, tmp_path):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     # fit on base and rl only, then bring sft in as the "new checkpoint" without refitting
     fitted = sim.runs.filter(pl.col("arm").is_in(["base", "rl"]))

@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.compare import reweighting
+from mechanism.analysis.compare import reweighting
 
 
 def _rows(arm: str, q: str, strategy: str, n: int, wins: int) -> list[dict]:
@@ -87,7 +87,7 @@ def test_question_strata_under_unequal_samples_and_a_stratum_one_arm_never_used(
     # by hand, questions weighing 1/2: strata (q1,a) pb .5 rb .5, pt .25 rt 2/3; (q1,c) pt .25 rt 1
     # (base never used c: its own modelled rate); (q2,a) pb .25 rb 0 (rl's modelled rate);
     # (q2,b) pb .25 rb 1, pt .5 rt .5
-    from mechanism.compare import additive_logit
+    from mechanism.analysis.compare import additive_logit
 
     fit_b = additive_logit(np.array([[2., 0, 0], [1, 1, 0]]), np.array([[1., 0, 0], [0, 1, 0]]))  # a, b, c
     fit_t = additive_logit(np.array([[3., 0, 3], [0, 6, 0]]), np.array([[2., 0, 3], [0, 3, 0]]))

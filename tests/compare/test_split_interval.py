@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm, t as student
 
-from mechanism.resample import split_interval, simultaneous_band
+from mechanism.core.resample import split_interval, simultaneous_band
 
 
 def test_split_interval_is_t_on_the_inflated_bootstrap_sd():

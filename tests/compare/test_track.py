@@ -13,10 +13,10 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.checkpoints import natural_key, order_checkpoints, weighted_shares
-from mechanism.cli import main
-from mechanism.errors import InputError
-from mechanism.simulation import training_run
+from mechanism.analysis.checkpoints import natural_key, order_checkpoints, weighted_shares
+from mechanism._cli.main import main
+from mechanism.core.errors import InputError
+from mechanism.datasets.simulation import training_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -124,7 +124,7 @@ def test_seed_may_be_a_generator_or_none_and_accuracy_intervals_pair_with_passkt
     """``random_state`` takes what every entry point takes: an int, a Generator (turned into
     one integer once) or None (fresh entropy); a bool is refused. Shares and accuracy resample
     the questions from the same stream as PASS@(k,T), so their intervals are paired."""
-    from mechanism.resample import resolve_seed
+    from mechanism.core.resample import resolve_seed
 
     labels = run.truth["strategy"]
     by_generator = mx.track(run.runs, labels=labels, n_boot=200, random_state=np.random.default_rng(9))
@@ -202,8 +202,8 @@ def test_cli_on_five_checkpoints_of_60_questions_x_16_samples(tmp_path):
 
 
 def test_training_run_moves_per_strategy_integration_skill_between_its_ends():
-    from mechanism.simulation import Policy, training_run
-    from mechanism.simulation.policies import STRATEGIES
+    from mechanism.datasets.simulation import Policy, training_run
+    from mechanism.datasets.simulation.policies import STRATEGIES
 
     mix = {s: 1.0 for s in STRATEGIES}
     start = Policy("start", mix, strategy_integration={"bridge": 0.2})

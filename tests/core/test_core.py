@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.errors import InputError, ReadReport, SkippedRecord
+from mechanism.core.errors import InputError, ReadReport, SkippedRecord
 from mechanism.plots.style import arm_colors, paper_style, safe_filename
-from mechanism.resample import percentile_interval, question_bootstrap_weights
-from mechanism.schema import empty, from_records, make_step, validate
+from mechanism.core.resample import percentile_interval, question_bootstrap_weights
+from mechanism.core.schema import empty, from_records, make_step, validate
 
 
 def _record(**over):
@@ -98,7 +98,7 @@ def test_paper_style_does_not_leak_and_names_are_safe():
 
 
 def test_cli_help_lists_commands(capsys):
-    from mechanism.cli import main
+    from mechanism._cli.main import main
     with pytest.raises(SystemExit) as info:
         main(["--help"])
     assert info.value.code == 0
@@ -106,5 +106,5 @@ def test_cli_help_lists_commands(capsys):
 
 
 def test_cli_output_escapes_control_characters():
-    from mechanism.commands._common import terminal_safe
+    from mechanism._cli._common import terminal_safe
     assert terminal_safe("rl\x1b[2J\nok\tτ") == "rl\\x1b[2J\nok\tτ"

@@ -1,14 +1,14 @@
 """Library errors name the library's parameters, never a command-line flag; the command line
-maps a parameter back to the flag it came from (mechanism.commands.cli_message)."""
+maps a parameter back to the flag it came from (mechanism._cli.cli_message)."""
 from __future__ import annotations
 
 import ast
 import re
 from pathlib import Path
 
-from mechanism.cli import build_parser
-from mechanism.commands import cli_message
-from mechanism.errors import InputError
+from mechanism._cli.main import build_parser
+from mechanism._cli._common import cli_message
+from mechanism.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 FLAG = re.compile(r"(?<![\w-])--[a-z]")
@@ -20,7 +20,7 @@ def flag_citing_errors(root: Path) -> list[str]:
     found = []
     for path in sorted((root / "mechanism").rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        if rel == "mechanism/cli.py" or rel.startswith("mechanism/commands/"):
+        if rel.startswith("mechanism/_cli/"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in ERRORS:
@@ -40,8 +40,8 @@ def test_the_check_can_fail(tmp_path):
     (tmp_path / "mechanism" / "bad.py").write_text(
         'def f(base):\n    raise InputError(f"`--base` arm {base!r} is not in the input", field="base")\n'
         'def g():\n    raise InputError("fine: a range 1--2 and `base`")\n')
-    (tmp_path / "mechanism" / "commands").mkdir()
-    (tmp_path / "mechanism" / "commands" / "x.py").write_text('raise InputError("give --arm per input")\n')
+    (tmp_path / "mechanism" / "_cli").mkdir()
+    (tmp_path / "mechanism" / "_cli" / "x.py").write_text('raise InputError("give --arm per input")\n')
     assert flag_citing_errors(tmp_path) == ["mechanism/bad.py:2"]
 
 

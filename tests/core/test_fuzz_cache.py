@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mechanism.cachefile import load_json_small, load_npy, read_checked, sidecar, write_checked
-from mechanism.embed import Embedder, make_embedder
-from mechanism.errors import InputError, MechanismError
+from mechanism.core.cachefile import load_json_small, load_npy, read_checked, sidecar, write_checked
+from mechanism.analysis.embed import Embedder, make_embedder
+from mechanism.core.errors import InputError, MechanismError
 
 N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))
 FUZZ = settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -144,7 +144,7 @@ def _edit(folder: Path, **fields) -> None:
 
 
 def test_saved_space_model_names_come_from_an_allow_list(saved, tmp_path):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     StrategySpace.load(saved)  # the known model loads by itself
     for name in ("hashing-0", "hashing-99999999", str(tmp_path / "evil_model"), "some-org/some-model"):
@@ -167,7 +167,7 @@ def test_saved_space_model_names_come_from_an_allow_list(saved, tmp_path):
 
 
 def test_saved_space_huge_npy_header_is_refused(saved, tmp_path):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     folder = _copy(saved, str(tmp_path))
     (folder / "train_labels.npy").write_bytes(_huge_header(np.zeros(3, np.int64), (10**12,)))
@@ -185,7 +185,7 @@ FIELDS = ["embedding_model", "embedding_dim", "feature_weights", "params", "thre
 @given(st.dictionaries(st.sampled_from(FIELDS), json_values | st.sampled_from(["hashing-0", "hashing-64", 10**12]),
                        min_size=1, max_size=3))
 def test_saved_space_fuzz(saved, fields):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = _copy(saved, tmp)
@@ -220,14 +220,14 @@ def _alarm(seconds: int):
 
 @pytest.fixture(scope="module")
 def fit_runs():
-    from mechanism.simulation import simulate
+    from mechanism.datasets.simulation import simulate
 
     return simulate(n_questions=12, n_samples=4, random_state=5, progress=False).runs
 
 
 @pytest.fixture(scope="module")
 def plain_fit(fit_runs):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     return StrategySpace(embedder="hashing-64", progress=False).fit(fit_runs)
 
@@ -248,7 +248,7 @@ CRAFTED_FITS = {
 
 @pytest.mark.parametrize("case", sorted(CRAFTED_FITS))
 def test_crafted_fit_entries_with_valid_digests_are_rebuilt(tmp_path, fit_runs, plain_fit, case):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     StrategySpace(embedder="hashing-64", cache_dir=tmp_path, progress=False).fit(fit_runs)
     (entry,) = [p for p in (tmp_path / "fits").iterdir() if sidecar(p).exists()]
@@ -261,7 +261,7 @@ def test_crafted_fit_entries_with_valid_digests_are_rebuilt(tmp_path, fit_runs, 
 
 
 def test_a_fifo_or_dev_zero_in_the_caches_is_refused_unread(tmp_path, fit_runs, plain_fit):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     StrategySpace(embedder="hashing-64", cache_dir=tmp_path, progress=False).fit(fit_runs)
     (entry,) = [p for p in (tmp_path / "fits").iterdir() if sidecar(p).exists()]
@@ -303,7 +303,7 @@ def test_embedding_shards_that_are_not_ours_are_rebuilt_unread(tmp_path, damage)
         m = json.loads(npy.with_suffix(".json").read_text())
         arr = np.full((2, 2), np.nan, np.float32)
         npy.write_bytes(_npy(arr))
-        from mechanism.embed import _shard_digest
+        from mechanism.analysis.embed import _shard_digest
 
         m["sha256"] = _shard_digest(m["keys"], arr)
         npy.with_suffix(".json").write_text(json.dumps(m))
@@ -327,7 +327,7 @@ def test_embedding_shards_that_are_not_ours_are_rebuilt_unread(tmp_path, damage)
 
 
 def test_model_names_are_parsed_by_a_bounded_grammar():
-    from mechanism.embed import known_model
+    from mechanism.analysis.embed import known_model
 
     for name in ("hashing-\u00b2", "hashing-\u0661\u0662", "composed:" * 3000, "composed:composed:hashing-8",
                  "x" * 10_000, "hashing-" + "9" * 5000):

@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mechanism.cli import main
-from mechanism.commands._common import COMPLETE_MARKER, atomic_output, is_complete
-from mechanism.errors import OutputError
-from mechanism.names import csv_safe, escape_formula, file_stems, pair_folders, safe_filename
+from mechanism._cli.main import main
+from mechanism._cli._common import COMPLETE_MARKER, atomic_output, is_complete
+from mechanism.core.errors import OutputError
+from mechanism.core.names import csv_safe, escape_formula, file_stems, pair_folders, safe_filename
 
 N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -164,7 +164,7 @@ def test_a_report_killed_at_random_moments_never_leaves_a_complete_looking_folde
     """``mechanism report`` killed (SIGKILL) at seeded random moments of a run: --out holds the
     previous complete output, byte for byte, or (for a first run) nothing; never the killed
     run's partial tables and figures beside an old summary."""
-    from mechanism.simulation.run import simulate
+    from mechanism.datasets.simulation.run import simulate
 
     simulate(n_questions=6, n_samples=3, arms=("base", "rl"), random_state=4).write(tmp_path / "sim")
     env = {**os.environ, "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1"}

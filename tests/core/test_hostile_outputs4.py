@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mechanism import cachefile
-from mechanism.cachefile import KEY_FILE, read_checked, sidecar, write_checked
-from mechanism.commands._common import _sweep_stale, atomic_output, is_complete
-from mechanism.errors import CacheWarning
+from mechanism.core import cachefile
+from mechanism.core.cachefile import KEY_FILE, read_checked, sidecar, write_checked
+from mechanism._cli._common import _sweep_stale, atomic_output, is_complete
+from mechanism.core.errors import CacheWarning
 
 
 # ---------------------------------------------------------------- the cache
@@ -87,14 +87,14 @@ def test_a_planted_folder_or_link_where_an_entry_goes_is_set_aside_on_write_and_
 
 @pytest.fixture(scope="module")
 def fit_runs():
-    from mechanism.simulation import simulate
+    from mechanism.datasets.simulation import simulate
 
     return simulate(n_questions=10, n_samples=3, random_state=3, progress=False).runs
 
 
 @pytest.fixture(scope="module")
 def reference(fit_runs):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     return StrategySpace(embedder="hashing-64", progress=False).fit(fit_runs)
 
@@ -102,7 +102,7 @@ def reference(fit_runs):
 @pytest.mark.parametrize("plant", ["segments-folder", "fits-link", "fits-crafted"])
 def test_a_planted_cache_leads_to_a_rebuilt_cache_and_the_same_result(tmp_path, fit_runs, reference, plant):
     """The issue's case: a folder where a --cache-dir entry goes made every later run fail."""
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     cache = tmp_path / "cache"
     StrategySpace(embedder="hashing-64", cache_dir=cache, progress=False).fit(fit_runs)
@@ -141,7 +141,7 @@ def test_a_planted_cache_leads_to_a_rebuilt_cache_and_the_same_result(tmp_path, 
 _KILLED_AT = """
 import os, sys
 from pathlib import Path
-from mechanism.commands import _common
+from mechanism._cli import _common
 out, step, exchange = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
 if not exchange:
     _common._exchange = lambda a, b: False  # a system that cannot exchange two folders
@@ -158,7 +158,7 @@ STEPS = {True: ["marker", "exchange", "set aside", "carry mine.txt", "remove old
 
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two-renames"])
 def test_a_kill_at_every_step_of_the_swap_leaves_the_old_output_or_the_new(tmp_path, exchange):
-    from mechanism.commands._common import _exchange
+    from mechanism._cli._common import _exchange
 
     if exchange:
         probe = tmp_path / "probe"
@@ -189,7 +189,7 @@ def test_the_swap_falls_back_cleanly_where_exchange_is_refused(tmp_path, monkeyp
     import ctypes
     import errno
 
-    from mechanism.commands import _common
+    from mechanism._cli import _common
 
     class NoExchange:
         def __init__(self, *args, **kwargs):

@@ -11,7 +11,7 @@ are checked:
 4. no module imports a private name (``_x``, a module or an attribute) from another package:
    a private name belongs to the package that holds it (``p._m`` and ``p.m._x`` both belong to
    ``p``), so ``mechanism.readers._io`` is for ``mechanism.readers.*`` only, and
-   ``mechanism.scoring._f1`` is not for ``mechanism.readers``.
+   ``mechanism.core.scoring._f1`` is not for ``mechanism.readers``.
 
 An import under ``if TYPE_CHECKING:`` counts as well: a type-only cycle still ties two modules
 together for whoever reads them. The package root (``mechanism/__init__.py``) is exempt: its
@@ -35,20 +35,19 @@ ROOT = Path(__file__).resolve().parents[2]
 # A name is a module or a package (a package covers every module under it); the most
 # specific name wins.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core", ("errors", "schema", "names", "options", "deprecation", "resample", "cachefile", "progress",
-              "results", "failures", "patterns", "actions", "typing")),
-    ("read and score", ("readers", "scoring")),
-    ("estimate", ("passkt", "boundaries", "segmentation", "embed", "strategy_space", "_strategies",
-                  "neighbours")),
-    ("compare", ("compare", "_verdicts", "information", "checkpoints", "shares", "parallel", "distributed",
-                 "simulation", "worlds")),
+    ("core", ("core",)),
+    ("read", ("readers",)),
+    ("datasets", ("datasets",)),
+    ("estimate", ("analysis.passkt", "analysis.boundaries", "analysis.segmentation", "analysis.embed",
+                  "analysis.strategy_space", "analysis._strategies", "analysis.neighbours")),
+    ("compare", ("analysis",)),
     ("plots", ("plots",)),
     ("report", ("report",)),
-    ("top", ("commands", "cli", "demo", "__main__")),
+    ("top", ("_cli", "demo", "__main__")),
 )
 
 # May import mechanism.report / mechanism.plots (rule 3).
-MAY_IMPORT_REPORT_AND_PLOTS = ("report", "plots", "commands", "cli", "demo", "__main__")
+MAY_IMPORT_REPORT_AND_PLOTS = ("report", "plots", "_cli", "demo", "__main__")
 
 
 @dataclass(frozen=True)
@@ -271,13 +270,14 @@ def test_every_module_has_a_layer():
     assert not homeless, f"add these modules to LAYERS in tests/core/test_layering.py: {homeless}"
 
 
-def test_nothing_outside_the_cli_imports_mechanism_commands():
-    """Scripts too: analyses/ and benchmarks/ use the library, never the command line."""
+def test_nothing_outside_the_cli_imports_it():
+    """Scripts too: analyses/ and benchmarks/ use the library, never the command line.
+    ``python -m mechanism`` (``__main__``) is the command line's one way in."""
     offenders = []
     for folder in ("mechanism", "analyses", "benchmarks"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
-            if rel == "mechanism/cli.py" or rel.startswith("mechanism/commands/"):
+            if rel == "mechanism/__main__.py" or rel.startswith("mechanism/_cli/"):
                 continue
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
@@ -286,14 +286,14 @@ def test_nothing_outside_the_cli_imports_mechanism_commands():
                          [_literal(node.args[0]) or ""] if (isinstance(node, ast.Call) and node.args and getattr(
                              node.func, "attr", getattr(node.func, "id", None)) == "import_module") else [])
                 offenders += [f"{rel}:{node.lineno} imports {n}" for n in names
-                              if n == "mechanism.commands" or n.startswith("mechanism.commands.")]
+                              if n == "mechanism._cli" or n.startswith("mechanism._cli.")]
     assert not offenders, "\n".join(offenders)
 
 
 def test_importing_the_library_loads_no_command_module():
-    code = ("import sys, mechanism, mechanism.report, mechanism.demo, mechanism.checkpoints; "
+    code = ("import sys, mechanism, mechanism.report, mechanism.demo, mechanism.analysis.checkpoints; "
             "import mechanism.report.study, mechanism.report.track; "
-            "print(sorted(m for m in sys.modules if m.startswith('mechanism.commands')))")
+            "print(sorted(m for m in sys.modules if m.startswith('mechanism._cli')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "[]", out.stdout

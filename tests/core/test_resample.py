@@ -1,9 +1,9 @@
-"""Random streams keyed on the whole purpose, and the simultaneous bands of mechanism.resample."""
+"""Random streams keyed on the whole purpose, and the simultaneous bands of mechanism.core.resample."""
 from __future__ import annotations
 
 import numpy as np
 
-from mechanism.resample import purpose_key, stream
+from mechanism.core.resample import purpose_key, stream
 
 
 def test_purposes_sharing_their_first_bytes_draw_different_numbers():

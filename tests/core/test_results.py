@@ -16,14 +16,14 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.boundaries import Boundary
-from mechanism.checkpoints import Track
-from mechanism.compare import Reweighting
-from mechanism.information import Integration
-from mechanism.passkt import Consistency, PassEstimate, estimate_pass
-from mechanism.report.reproduction import Reproduction
-from mechanism.results import SHARED_COLUMNS, Result, Summary, conform_frame
-from mechanism.simulation import Simulation
+from mechanism.analysis.boundaries import Boundary
+from mechanism.analysis.checkpoints import Track
+from mechanism.analysis.compare import Reweighting
+from mechanism.analysis.information import Integration
+from mechanism.analysis.passkt import Consistency, PassEstimate, estimate_pass
+from mechanism.analysis.reproduction import Reproduction
+from mechanism.core.results import SHARED_COLUMNS, Result, Summary, conform_frame
+from mechanism.datasets.simulation import Simulation
 
 ARMS = {"base": "A0", "rl": "B1"}
 CLASSES = {"Boundary": Boundary, "Reweighting": Reweighting, "Integration": Integration, "Track": Track,
@@ -163,7 +163,7 @@ def test_option_errors_name_the_parameter(sim, call, field):
 
 
 def test_deprecated_spellings_warn_and_name_their_replacement(results):
-    from mechanism.information import integration_verdict, verdict
+    from mechanism.analysis.information import integration_verdict, verdict
 
     res = results["Integration"]
     for old in (verdict, integration_verdict, mx.integration_verdict):

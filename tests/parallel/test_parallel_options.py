@@ -14,12 +14,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import mechanism.parallel as parallel
-from mechanism.errors import InputError, ReadReport, ReadWarning
-from mechanism.parallel import assign_shards, read_option_names, read_shards, render_shards, space_digest, space_files
+import mechanism.analysis.parallel as parallel
+from mechanism.core.errors import InputError, ReadReport, ReadWarning
+from mechanism.analysis.parallel import assign_shards, read_option_names, read_shards, render_shards, space_digest, space_files
 from mechanism.readers import read
-from mechanism.simulation import simulate
-from mechanism.strategy_space import StrategySpace
+from mechanism.datasets.simulation import simulate
+from mechanism.analysis.strategy_space import StrategySpace
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "options" / "react_trials.jsonl"
 COLUMNS = {"text": "traj", "question_id": "qid", "gold": "gold_answer"}
@@ -116,7 +116,7 @@ def test_the_streamed_read_and_render_take_the_options_too(react_shards, tmp_pat
     lazy, rep = read_shards(react_shards, "react", out=tmp_path / "parts", report=True, **options)
     assert lazy.collect().equals(expected) and rep == expected_rep
     assert read_shards(tmp_path / "parts", "parts").equals(expected)
-    from mechanism.segmentation import render
+    from mechanism.analysis.segmentation import render
 
     assert render_shards(react_shards, "react", **options).equals(render(expected))
 

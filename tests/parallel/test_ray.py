@@ -8,11 +8,11 @@ import pytest
 
 ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "mechanism[ray]"); CI installs it')
 
-from mechanism.distributed import assign_shards_ray  # noqa: E402
-from mechanism.parallel import assign_shards, strategy_shares  # noqa: E402
+from mechanism.analysis.distributed import assign_shards_ray  # noqa: E402
+from mechanism.analysis.parallel import assign_shards, strategy_shares  # noqa: E402
 from mechanism.readers import read  # noqa: E402
-from mechanism.simulation import simulate  # noqa: E402
-from mechanism.strategy_space import StrategySpace  # noqa: E402
+from mechanism.datasets.simulation import simulate  # noqa: E402
+from mechanism.analysis.strategy_space import StrategySpace  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +47,8 @@ def test_saved_space_on_20_shards_on_local_ray_equals_single_process(local_ray, 
 
 
 def test_the_read_report_crosses_to_ray_workers_whole():
-    from mechanism.distributed import _report_from_json, _report_json
-    from mechanism.errors import ReadReport, SkippedRecord
+    from mechanism.analysis.distributed import _report_from_json, _report_json
+    from mechanism.core.errors import ReadReport, SkippedRecord
 
     rep = ReadReport(rows_in=5, rows_kept=3, skipped=[SkippedRecord("a.jsonl", 2, "answer", "bad")],
                      formats={"a.jsonl": "searchr1"}, notes=["n"], rows_filtered=1, unanswered=2, warnings=["w"])
@@ -64,7 +64,7 @@ def test_read_options_reach_the_ray_workers(local_ray, tmp_path):
     import warnings
     from pathlib import Path
 
-    from mechanism.errors import InputError, ReadWarning
+    from mechanism.core.errors import InputError, ReadWarning
 
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "options" / "react_trials.jsonl"
     lines = fixture.read_text().splitlines()

@@ -1,4 +1,4 @@
-"""One shares implementation (mechanism.shares): the table that parallel, the plots and the
+"""One shares implementation (mechanism.analysis.shares): the table that parallel, the plots and the
 report use, and the arrays behind a checkpoint series' shares, checked against brute force."""
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.errors import InputError
-from mechanism.resample import percentile_interval, question_bootstrap_weights, stream
-from mechanism.shares import strategy_shares, weighted_shares
+from mechanism.core.errors import InputError
+from mechanism.core.resample import percentile_interval, question_bootstrap_weights, stream
+from mechanism.analysis.shares import strategy_shares, weighted_shares
 
 
 def test_every_caller_uses_the_one_implementation():
     import mechanism as mx
-    import mechanism.checkpoints as checkpoints
-    import mechanism.parallel as parallel
+    import mechanism.analysis.checkpoints as checkpoints
+    import mechanism.analysis.parallel as parallel
 
     assert mx.strategy_shares is parallel.strategy_shares is strategy_shares
     assert checkpoints.weighted_shares is weighted_shares

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from mechanism.boundaries import boundary, crossing_points, saturation_depth
-from mechanism.errors import InputError
+from mechanism.analysis.boundaries import boundary, crossing_points, saturation_depth
+from mechanism.core.errors import InputError
 
 
 def table(spec: dict[str, dict[str, list[tuple[bool, int]]]]) -> pl.DataFrame:

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.boundaries import boundary, permutation_p_value, solved_probability
+from mechanism.analysis.boundaries import boundary, permutation_p_value, solved_probability
 
 
 def unequal(seed: int = 0, n_q: int = 100, n_base: int = 4, n_treated: int = 32) -> pl.DataFrame:

@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.boundaries import (_saturation_replicates, boundary, saturation_depth, solved_probability)
-from mechanism.passkt import depth_notes, within_t_shares
+from mechanism.analysis.boundaries import (_saturation_replicates, boundary, saturation_depth, solved_probability)
+from mechanism.analysis.passkt import depth_notes, within_t_shares
 
 
 def _runs(p: np.ndarray, n: dict[str, int], seed: int, rounds: dict[str, np.ndarray] | None = None) -> pl.DataFrame:
@@ -158,7 +158,7 @@ def test_split_and_curves_share_replicates_for_int_and_generator_seeds(seed):
 
 
 def test_reweighting_with_a_generator_seed_is_reproducible_and_paired():
-    from mechanism.compare import reweighting
+    from mechanism.analysis.compare import reweighting
     runs = _runs(np.full(40, 0.5), {"base": 6, "rl": 6}, 3)
     labels = (runs["n_rounds"].to_numpy() > 0).astype(int)
     a = reweighting(runs, labels, base="base", treated="rl", n_boot=100, n_permutations=50,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.errors import InputError
-from mechanism.passkt import pass_at_kt, pass_at_kt_per_problem, ratio_table
+from mechanism.core.errors import InputError
+from mechanism.analysis.passkt import pass_at_kt, pass_at_kt_per_problem, ratio_table
 
 
 def make_runs(outcomes: dict[str, list[list[tuple[bool, int]]]], t_cap: list[int] | None = None) -> pl.DataFrame:
@@ -187,7 +187,7 @@ def test_bootstrap_interval_covers_estimate_and_is_seeded():
 
 
 def test_bootstrap_matches_explicit_resampling_of_questions():
-    from mechanism.resample import question_bootstrap_weights, stream
+    from mechanism.core.resample import question_bootstrap_weights, stream
     rng = np.random.default_rng(5)
     runs = random_runs(rng, 20, 6, arms=("a",))
     got = pass_at_kt(runs, k=[2], t=[5], ci=0.8, n_boot=50, random_state=3, interval="percentile")

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.errors import InputError
-from mechanism.passkt import pass_at_kt
-from mechanism.schema import check_unique_keys
+from mechanism.core.errors import InputError
+from mechanism.analysis.passkt import pass_at_kt
+from mechanism.core.schema import check_unique_keys
 
 
 @settings(max_examples=150, deadline=None)
@@ -50,7 +50,7 @@ def test_pass_at_kt_refuses_a_repeated_key_in_sorted_and_shuffled_tables():
                           st.integers(0, 9)), min_size=1, max_size=30),
        st.lists(st.integers(0, 8), min_size=1, max_size=4, unique=True), st.booleans())
 def test_block_counting_equals_the_group_by(rows, depths, shuffle):
-    from mechanism.passkt import _count_blocks, _count_truncation
+    from mechanism.analysis.passkt import _count_blocks, _count_truncation
     runs = pl.DataFrame(rows, schema=["arm", "question_id", "correct", "n_rounds"], orient="row")
     runs = runs.sort("arm", "question_id", maintain_order=True) if not shuffle else runs
     runs = runs.with_columns(sample_id=pl.int_range(pl.len()).over("arm", "question_id"))

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.errors import InputError
+from mechanism.core.errors import InputError
 
 # tau-bench's published GPT-4o airline pass^k (50 tasks, 4 trials): 0.42, 0.273, 0.22, 0.20.
 # The per-task success counts that give exactly these (mean C(c,k)/C(4,k)) are the unique
@@ -117,7 +117,7 @@ def test_consistency_within_t_and_by_several_columns():
 def test_small_samples_get_a_wilson_type_interval_and_a_note():
     from scipy.stats import t as student
 
-    from mechanism.passkt import small_sample_note
+    from mechanism.analysis.passkt import small_sample_note
 
     rng = np.random.default_rng(2)
     rows = [{"arm": arm, "question_id": f"q{q}", "sample_id": s, "correct": bool(rng.random() < 0.3 + 0.1 * q),

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from scipy.stats import t as student
 
-from mechanism.passkt import estimate_pass, wilson_interval
+from mechanism.analysis.passkt import estimate_pass, wilson_interval
 
 
 def _runs(per_problem: list[list[bool]]) -> pl.DataFrame:

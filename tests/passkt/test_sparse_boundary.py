@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.boundaries import boundary, fisher_two_sided, tarone_count
-from mechanism.errors import InputError
+from mechanism.analysis.boundaries import boundary, fisher_two_sided, tarone_count
+from mechanism.core.errors import InputError
 
 
 def sparse_world(seed: int, n_q: int = 100, n_gained: int = 5, rate: float = 0.9, n_base: int = 8,

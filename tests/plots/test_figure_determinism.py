@@ -15,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import mechanism as mx
 from mechanism.plots.style import save_figure
-from mechanism.simulation import simulate
+from mechanism.datasets.simulation import simulate
 sim = simulate(n_questions=30, n_samples=4, random_state=0, progress=False)
 space = mx.StrategySpace(embedder="hashing-256", random_state=0, progress=False).fit(sim.runs)
 save_figure(mx.plots.strategy_map(space, sim.runs), sys.argv[1], "map", formats=("png",))

@@ -14,11 +14,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mechanism.errors import InputError, ReadWarning
-from mechanism.names import escape_control
+from mechanism.core.errors import InputError, ReadWarning
+from mechanism.core.names import escape_control
 from mechanism.readers import read
 from mechanism.readers._answer import extract_answer
-from mechanism.schema import validate
+from mechanism.core.schema import validate
 
 N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))
 FUZZ = settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -247,7 +247,7 @@ printable_text = st.text(st.characters(exclude_categories=ESCAPED), max_size=40)
 
 
 def _no_literal_escape(text: str) -> bool:
-    from mechanism.names import _ESCAPE_FORM
+    from mechanism.core.names import _ESCAPE_FORM
 
     return not _ESCAPE_FORM.search(text)
 
@@ -257,8 +257,8 @@ def _no_literal_escape(text: str) -> bool:
 def test_escaped_text_holds_no_control_format_surrogate_or_separator(text):
     import unicodedata
 
-    from mechanism.commands._common import terminal_safe
-    from mechanism.names import display_name, escape_control
+    from mechanism._cli._common import terminal_safe
+    from mechanism.core.names import display_name, escape_control
 
     shown = escape_control(text)
     assert not [ch for ch in shown if unicodedata.category(ch) in ESCAPED], shown
@@ -273,8 +273,8 @@ def test_escaped_text_holds_no_control_format_surrogate_or_separator(text):
 @FUZZ
 @given(printable_text)
 def test_text_without_escaped_characters_is_unchanged(text):
-    from mechanism.commands._common import terminal_safe
-    from mechanism.names import escape_control
+    from mechanism._cli._common import terminal_safe
+    from mechanism.core.names import escape_control
 
     assert escape_control(text) == text and terminal_safe(text) == text
 
@@ -288,7 +288,7 @@ def test_distinct_texts_stay_distinct_and_the_escapes_reverse(a, at, piece, repl
     (``\\x1b`` as four characters): idempotence shows that one as the character it spells."""
     from hypothesis import assume
 
-    from mechanism.names import _unescape_control, escape_control
+    from mechanism.core.names import _unescape_control, escape_control
 
     at = min(at, len(a))
     b = a[:at] + piece + a[at + (1 if replace else 0):]
@@ -299,7 +299,7 @@ def test_distinct_texts_stay_distinct_and_the_escapes_reverse(a, at, piece, repl
 
 
 def test_escape_examples_and_the_price_of_idempotence():
-    from mechanism.names import escape_control
+    from mechanism.core.names import escape_control
 
     assert escape_control("rl\x1b[31m\u202eZ\u200b\u2066x\u2069") == "rl\\x1b[31m\\u202eZ\\u200b\\u2066x\\u2069"
     assert escape_control("a\ud800b\u2028c\x85\x7f\ufeff") == "a\\ud800b\\u2028c\\x85\\x7f\\ufeff"

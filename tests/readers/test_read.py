@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from mechanism.readers import detect_format, read
-from mechanism.schema import REQUIRED_COLUMNS, validate
+from mechanism.core.schema import REQUIRED_COLUMNS, validate
 
 
 def _queries(row: dict) -> list[str]:

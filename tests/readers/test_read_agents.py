@@ -16,10 +16,10 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.errors import ComparisonWarning, InputError
-from mechanism.failures import is_failure
+from mechanism.core.errors import ComparisonWarning, InputError
+from mechanism.core.failures import is_failure
 from mechanism.readers import read
-from mechanism.segmentation import argument_values, segment
+from mechanism.analysis.segmentation import argument_values, segment
 
 AGENTS = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 FIREACT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "fireact-hotpotqa"
@@ -244,7 +244,7 @@ def test_shared_question_warning_in_comparisons():
 
 
 def test_one_arm_comparison_exits_2_with_one_line(tmp_path, capsys):
-    from mechanism.cli import main
+    from mechanism._cli.main import main
     inputs = [str(AGENTS / "tau_airline.jsonl"), "--columns", "messages=traj,question_id=task_id"]
     code = main(["reweighting", *inputs, "--base", "gpt-4o", "--by-rounds", "--out", str(tmp_path / "rw"),
                  "--no-figures"])
@@ -257,7 +257,7 @@ def test_one_arm_comparison_exits_2_with_one_line(tmp_path, capsys):
 
 
 def test_read_cli_options(tmp_path, capsys):
-    from mechanism.cli import main
+    from mechanism._cli.main import main
     out = tmp_path / "r.parquet"
     code = main(["read", str(AGENTS / "reflexion" / "run_a_trial1.jsonl"), "--format", "react",
                  "--columns", "text=scratchpad,gold=answer,correct=status:CORRECT", "--duplicates", "drop",

@@ -8,11 +8,11 @@ import warnings
 import polars as pl
 import pytest
 
-from mechanism.cli import main
-from mechanism.errors import InputError, ReadWarning
+from mechanism._cli.main import main
+from mechanism.core.errors import InputError, ReadWarning
 from mechanism.readers import read
 from mechanism.readers._answer import extract_answer
-from mechanism.simulation.run import simulate
+from mechanism.datasets.simulation.run import simulate
 
 
 @pytest.mark.parametrize("text, answer, rule", [

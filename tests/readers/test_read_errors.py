@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from mechanism.errors import InputError
+from mechanism.core.errors import InputError
 from mechanism.readers import read
 
 

@@ -9,9 +9,9 @@ import shutil
 import polars as pl
 import pytest
 
-from mechanism.errors import InputError
+from mechanism.core.errors import InputError
 from mechanism.readers import read
-from mechanism.segmentation import segment
+from mechanism.analysis.segmentation import segment
 
 
 def _canonical(path, rows):
@@ -143,7 +143,7 @@ def _busy_world(tmp_path):
 
 
 def _execution(runs):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     space = StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False, random_state=0).fit(runs)
     return space.execution()
@@ -183,7 +183,7 @@ def test_failed_flags_in_a_canonical_input_are_kept_and_checked(tmp_path):
 
 
 def test_a_read_without_a_pattern_keeps_the_canonical_step_struct(tmp_path):
-    from mechanism.schema import STEP_DTYPE
+    from mechanism.core.schema import STEP_DTYPE
 
     runs = read(_canonical(tmp_path / "r.jsonl", [_row(0, [("lookup", "a", "None")])]))
     assert runs.schema["steps"] == pl.List(STEP_DTYPE)

@@ -13,8 +13,8 @@ import zipfile
 
 import pytest
 
-from mechanism.cli import main
-from mechanism.errors import InputError
+from mechanism._cli.main import main
+from mechanism.core.errors import InputError
 from mechanism.readers import read
 
 GOOD = {"question": "q", "gold": ["x"], "response": "<answer>x</answer>"}
@@ -262,7 +262,7 @@ def test_passkt_with_a_long_mathtext_arm_name_stays_small(tmp_path):
 
     from PIL import Image
 
-    from mechanism.simulation.run import simulate
+    from mechanism.datasets.simulation.run import simulate
 
     files = simulate(n_questions=12, n_samples=4, arms=("base", "rl"), random_state=2).write(tmp_path / "sim")
     long = "A" * 400 + "$\\frac{x$ \x1b[31m\nforged" + "B" * 580  # 1,000+ characters, invalid mathtext
@@ -323,7 +323,7 @@ def test_an_arm_name_reads_the_same_on_the_terminal_in_figures_and_in_file_names
     from matplotlib.figure import Figure
     from matplotlib.text import Text
 
-    from mechanism.names import display_name, escape_control, safe_filename
+    from mechanism.core.names import display_name, escape_control, safe_filename
 
     evil = "rl\x1b[1m\u202eZ\u200b"
     shown = escape_control(evil)
@@ -401,7 +401,7 @@ def test_a_categorical_or_integer_arm_in_a_labels_file_is_no_traceback(tmp_path)
     import numpy as np
     import polars as pl
 
-    from mechanism.commands.reweighting import read_labels
+    from mechanism._cli.reweighting import read_labels
 
     runs = pl.DataFrame({"arm": ["1", "1", "2"], "question_id": ["a", "b", "a"], "sample_id": [0, 0, 0]})
     for arm in (pl.Series(["1", "1", "2"], dtype=pl.Categorical), pl.Series([1, 1, 2])):
@@ -518,7 +518,7 @@ def test_two_100k_character_names_give_a_short_error_line(tmp_path, capsys):
 
 
 def test_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch):
-    import mechanism.commands.passkt as passkt
+    import mechanism._cli.passkt as passkt
 
     def no_memory(args):
         raise MemoryError()

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from mechanism.cli import main
-from mechanism.errors import InputError
+from mechanism._cli.main import main
+from mechanism.core.errors import InputError
 from mechanism.readers import read
 
 GOOD = {"question": "q", "gold": ["x"], "response": "<answer>x</answer>"}
@@ -198,7 +198,7 @@ def test_a_failing_command_prints_only_its_error_line(tmp_path, capsys):
 
 
 def test_whitespace_in_arm_names_is_shown(tmp_path, capsys):
-    from mechanism.names import display_name, visible_name
+    from mechanism.core.names import display_name, visible_name
 
     assert visible_name("rl ") == "rl\u2420" != visible_name("rl")
     assert display_name(visible_name("rl\x1b ")) == "rl\\x1b\u2420"

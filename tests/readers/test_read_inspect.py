@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from mechanism.cli import main
-from mechanism.errors import InputError
+from mechanism._cli.main import main
+from mechanism.core.errors import InputError
 from mechanism.readers import read
 
 inspect_log = pytest.importorskip("inspect_ai.log", reason="the `inspect` extra (inspect_ai) is not installed")

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.errors import ReadWarning
+from mechanism.core.errors import ReadWarning
 
 sys.path.insert(0, str(Path(__file__).parent))
 from log_shapes import REFLEXION_READ, TAU_READ, fireact_log, leaked_block, reflexion_log, tau_log  # noqa: E402

@@ -7,8 +7,8 @@ import json
 import polars as pl
 import pytest
 
-from mechanism.cli import main
-from mechanism.errors import InputError
+from mechanism._cli.main import main
+from mechanism.core.errors import InputError
 from mechanism.readers import read
 
 OPTIONS = dict(format="react", columns={"text": "traj", "question_id": "qid", "gold": "gold_answer",

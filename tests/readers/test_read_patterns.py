@@ -9,11 +9,11 @@ import time
 import polars as pl
 import pytest
 
-from mechanism.cli import main
-from mechanism.errors import InputError
+from mechanism._cli.main import main
+from mechanism.core.errors import InputError
 from mechanism.readers import read
 from mechanism.readers._build import QuestionKey
-from mechanism.failures import compile_error_pattern, is_failure
+from mechanism.core.failures import compile_error_pattern, is_failure
 
 # exponential in an almost-matching text under a backtracking engine (a 35-character text hung
 # Python's `re` for more than a minute)
@@ -126,7 +126,7 @@ def test_error_pattern_keeps_its_reading_on_re2(tmp_path):
 
 
 def _tampered_space(tmp_path, small_pair, error_pattern):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     folder = tmp_path / "space"
     StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False, random_state=0).fit(small_pair.runs).save(folder)
@@ -145,7 +145,7 @@ def _hostile_runs(runs: pl.DataFrame, n: int) -> pl.DataFrame:
 
 
 def test_a_saved_space_pattern_runs_on_re2_when_applied(tmp_path, small_pair):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     space = StrategySpace.load(_tampered_space(tmp_path, small_pair, HOSTILE_ERROR))
     assert space.error_pattern == HOSTILE_ERROR
@@ -158,7 +158,7 @@ def test_a_saved_space_pattern_runs_on_re2_when_applied(tmp_path, small_pair):
 
 @pytest.mark.parametrize("pattern", [r"(\w+) \1", "(?<=a)b"])
 def test_a_saved_space_pattern_re2_cannot_run_is_refused_by_name(tmp_path, small_pair, pattern):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     with pytest.raises(InputError) as info:
         StrategySpace.load(_tampered_space(tmp_path, small_pair, pattern))

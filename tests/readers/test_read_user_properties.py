@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from mechanism.readers import read
 from mechanism.readers import openai, react
-from mechanism.schema import STEP_FIELDS, from_records, make_step
-from mechanism.segmentation import segment
+from mechanism.core.schema import STEP_FIELDS, from_records, make_step
+from mechanism.analysis.segmentation import segment
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 text = st.text(alphabet="abcdefgh xyz", min_size=1, max_size=12).filter(str.strip)
@@ -132,8 +132,8 @@ def test_user_typed_value_is_attributed_to_the_user(turn, n_calls):
 
 
 def test_validate_carries_user_and_accepts_old_tables():
-    from mechanism.errors import InputError
-    from mechanism.schema import validate
+    from mechanism.core.errors import InputError
+    from mechanism.core.schema import validate
     new = from_records([{"arm": "a", "question_id": "q", "sample_id": 0, "question": "q", "gold": [], "answer": None,
                          "correct": False, "n_rounds": 1, "steps": [make_step(tool="t", user="my id is x1")]}])
     assert new["steps"][0][0]["user"] == "my id is x1"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mechanism.scoring import contains_answer, exact_match, f1_score, normalize_answer, token_f1
+from mechanism.core.scoring import contains_answer, exact_match, f1_score, normalize_answer, token_f1
 
 
 def _squad_normalize(s: str) -> str:
@@ -79,7 +79,7 @@ def test_contains_means_whole_words():
 
 def test_one_containment_function_under_one_name():
     import mechanism as mx
-    import mechanism.scoring as scoring
+    import mechanism.core.scoring as scoring
 
     assert mx.contains_answer is scoring.contains_answer
     assert not hasattr(scoring, "cover_match") and "cover_match" not in mx.__all__
@@ -147,8 +147,8 @@ def test_contains_matches_token_brute_force(golds, text):
 
 def test_the_retrieval_check_lives_in_scoring():
     """The simulator and the integration analysis share one text rule, in the scoring layer."""
-    import mechanism.information as information
-    import mechanism.scoring as scoring
+    import mechanism.analysis.information as information
+    import mechanism.core.scoring as scoring
 
     for name in ("gold_in_observations", "retrievable", "retrieval_normalize", "UNRETRIEVABLE_ANSWERS"):
         assert getattr(information, name) is getattr(scoring, name), name

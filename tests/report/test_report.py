@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.cli import main
+from mechanism._cli.main import main
 from mechanism.report import write_report
 
 EVIL = '<script>alert("arm")</script>'
@@ -107,7 +107,7 @@ def test_nothing_is_embedded_twice_in_one_call(monkeypatch, tmp_path):
     checkpoints and places all five: each distinct rendering reaches the model once."""
     from sklearn.feature_extraction.text import HashingVectorizer
 
-    from mechanism.embed import Embedder
+    from mechanism.analysis.embed import Embedder
 
     seen: list[str] = []
 

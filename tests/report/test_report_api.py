@@ -89,7 +89,7 @@ def test_report_layer_functions_take_keyword_options():
 
 @pytest.mark.parametrize("cls", ["StrategySpace"])
 def test_progress_defaults_to_terminal_only(cls):
-    from mechanism.embed import Embedder
+    from mechanism.analysis.embed import Embedder
 
     assert inspect.signature(getattr(mx, cls)).parameters["progress"].default is None
     assert inspect.signature(Embedder).parameters["progress"].default is None

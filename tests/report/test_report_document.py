@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.cli import main
+from mechanism._cli.main import main
 from mechanism.report import write_report
 
 ARMS = ("davinci003_react_base", "davinci003_react_reflexion", "claude3haiku_react_reflexion")

@@ -97,7 +97,7 @@ def test_the_strategy_table_is_not_a_picture(drawn):
 
 
 def test_track_x_axis_takes_the_users_label(tmp_path):
-    from mechanism.cli import main
+    from mechanism._cli.main import main
 
     series = mx.training_run(steps=(0, 100, 200), n_questions=6, n_samples=4, progress=False)
     result = mx.track(series.runs, n_boot=10, progress=False, embedder="hashing-64")

@@ -187,7 +187,7 @@ def test_explorer_shows_user_turns_in_place_and_user_provenance(browser, tau):
 
 
 def test_track_refuses_checkpoints_sharing_few_questions_in_one_line(tmp_path, capsys):
-    from mechanism.cli import main
+    from mechanism._cli.main import main
 
     path, _ = reflexion_log(tmp_path, n_questions=6, trials=1)
     lines = path.read_text("utf-8").splitlines()

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.results import Summary, frame_to_html, frame_to_latex, frame_to_markdown, latex_escape
+from mechanism.core.results import Summary, frame_to_html, frame_to_latex, frame_to_markdown, latex_escape
 
 EVIL = "<b>x</b> & 50%_$|"
 
@@ -87,7 +87,7 @@ def test_to_latex_gives_the_main_tables(results):
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:
-    from mechanism.cli import build_parser
+    from mechanism._cli.main import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -121,7 +121,7 @@ def test_every_embedding_command_takes_cache_dir_and_no_progress():
 
 
 def test_columns_reach_the_reader(tmp_path, capsys):
-    from mechanism.cli import main
+    from mechanism._cli.main import main
 
     rows = [{"model": "base", "qid": f"q{i}", "sample_id": 0, "question": "q?", "gold": ["a"], "answer": "a",
              "correct": True, "n_rounds": 0, "steps": []} for i in range(3)]

@@ -13,8 +13,8 @@ import pytest
 import mechanism as mx
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_json, write_table, write_tables, write_text
-from mechanism.simulation import simulate
-from mechanism.strategy_space import StrategySpace
+from mechanism.datasets.simulation import simulate
+from mechanism.analysis.strategy_space import StrategySpace
 
 
 def _weighted_by_hand(assigned: pl.DataFrame) -> dict[tuple[str, int], float]:
@@ -80,7 +80,7 @@ def test_pooled_share_table_counts_trajectories_and_the_old_name_warns():
         old = report.strategy_shares(t)
     assert old.equals(table)
     assert "pooled_share_table" in report.__all__ and "strategy_shares" not in report.__all__
-    from mechanism.parallel import strategy_shares
+    from mechanism.analysis.parallel import strategy_shares
 
     assert mx.strategy_shares is strategy_shares  # the question-weighted one stays the package's
 
@@ -151,7 +151,7 @@ def test_report_accuracy_weighs_questions_equally_with_an_interval():
     import numpy as np
 
     from mechanism.report.study import arm_accuracy
-    from mechanism.resample import question_bootstrap_weights, stream
+    from mechanism.core.resample import question_bootstrap_weights, stream
 
     runs = pl.DataFrame({"arm": ["a"] * 4 + ["b"] * 2, "question_id": ["q1", "q1", "q1", "q2", "q1", "q2"],
                          "correct": [True, True, True, False, True, False]})

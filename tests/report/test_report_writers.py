@@ -10,25 +10,25 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-import mechanism.boundaries
-import mechanism.compare
-import mechanism.information
-import mechanism.parallel
-import mechanism.passkt
-import mechanism.segmentation
-from mechanism.simulation import simulate
+import mechanism.analysis.boundaries
+import mechanism.analysis.compare
+import mechanism.analysis.information
+import mechanism.analysis.parallel
+import mechanism.analysis.passkt
+import mechanism.analysis.segmentation
+from mechanism.datasets.simulation import simulate
 
 FAST = "hashing-64"
 
 # every analysis a report shows, by the module the report layer looks it up in
-ANALYSES = [(mechanism.passkt, "pass_at_kt"), (mechanism.passkt, "pass_at_kt_per_problem"),
-            (mechanism.passkt, "consistency"), (mechanism.boundaries, "boundary"),
-            (mechanism.compare, "reweighting"), (mechanism.information, "integration"),
-            (mechanism.parallel, "strategy_shares"), (mechanism.segmentation, "segment")]
+ANALYSES = [(mechanism.analysis.passkt, "pass_at_kt"), (mechanism.analysis.passkt, "pass_at_kt_per_problem"),
+            (mechanism.analysis.passkt, "consistency"), (mechanism.analysis.boundaries, "boundary"),
+            (mechanism.analysis.compare, "reweighting"), (mechanism.analysis.information, "integration"),
+            (mechanism.analysis.parallel, "strategy_shares"), (mechanism.analysis.segmentation, "segment")]
 try:  # the one shares implementation, where the layering work moves it (issue 23)
-    import mechanism.shares
+    import mechanism.analysis.shares
 
-    ANALYSES.append((mechanism.shares, "strategy_shares"))
+    ANALYSES.append((mechanism.analysis.shares, "strategy_shares"))
 except ImportError:  # pragma: no cover - before that change
     pass
 

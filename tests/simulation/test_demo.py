@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from mechanism.cli import main
+from mechanism._cli.main import main
 from mechanism.demo import run_demo
 
 
@@ -114,7 +114,7 @@ def test_the_study_is_reproduced_on_the_default_world(default_world):
     reference study is recovered, and rl's within-strategy interval contains the planted 0."""
     import numpy as np
 
-    from mechanism.report.reproduction import reproduce_study
+    from mechanism.analysis.reproduction import reproduce_study
     sim = default_world
     truth = sim.labels_for().tolist()
     codes = {s: i for i, s in enumerate(sorted(set(truth)))}

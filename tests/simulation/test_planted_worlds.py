@@ -1,4 +1,4 @@
-"""One planted-world protocol (issue 23): the simulator and every world of mechanism.worlds offer
+"""One planted-world protocol (issue 23): the simulator and every world of mechanism.datasets.worlds offer
 ``runs``, ``truth``, ``planted`` and one truth join; worlds take ``random_state`` (int, Generator or
 None), with ``seed=`` a deprecated alias that draws the same world."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.errors import InputError
-from mechanism.simulation import Simulation, simulate
-from mechanism.worlds import PlantedWorld, World, join_truth, mixture_planted, multihop, service, webshop
+from mechanism.core.errors import InputError
+from mechanism.datasets.simulation import Simulation, simulate
+from mechanism.datasets.worlds import PlantedWorld, World, join_truth, mixture_planted, multihop, service, webshop
 
 KEYS = ["arm", "question_id", "sample_id"]
 GENERATORS = {"multihop": multihop, "service": service, "webshop": webshop}

@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from mechanism.errors import MechanismError
-from mechanism.resample import percentile_interval, question_bootstrap_weights
-from mechanism.schema import validate
-from mechanism.simulation import STRATEGIES, Policy, default_policies, simulate
-from mechanism.simulation.retriever import ParagraphRetriever, tokenize
+from mechanism.core.errors import MechanismError
+from mechanism.core.resample import percentile_interval, question_bootstrap_weights
+from mechanism.core.schema import validate
+from mechanism.datasets.simulation import STRATEGIES, Policy, default_policies, simulate
+from mechanism.datasets.simulation.retriever import ParagraphRetriever, tokenize
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +132,7 @@ def _majority_ari(keys, truth):
 def test_strategies_differ_in_moves_not_wording(sim):
     # an oracle that sees only the move grammar's tokens recovers the planted strategies (the
     # issue's bar is 0.95), while the exact query text varies inside every strategy
-    from mechanism.segmentation import render
+    from mechanism.analysis.segmentation import render
 
     truth = sim.labels_for().tolist()
     tokens = render(sim.runs)["tokens"].to_list()
@@ -240,8 +240,8 @@ def test_outcomes_follow_the_planted_probability(sim):
 
 
 def test_planted_values_match_the_closed_form(sim):
-    from mechanism.simulation.planted import success_by_strategy
-    from mechanism.simulation.world import make_world
+    from mechanism.datasets.simulation.planted import success_by_strategy
+    from mechanism.datasets.simulation.world import make_world
 
     planted = sim.planted
     # within is exactly 0 for pure reweighting and composition the whole change
@@ -273,8 +273,8 @@ def test_planted_values_match_the_closed_form(sim):
 def test_rewording_drops_only_words_both_stop_lists_ignore():
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    from mechanism.simulation.agent import _BOTH_STOP
-    from mechanism.simulation.retriever import _STOP
+    from mechanism.datasets.simulation.agent import _BOTH_STOP
+    from mechanism.datasets.simulation.retriever import _STOP
 
     assert _BOTH_STOP <= frozenset(ENGLISH_STOP_WORDS) and _BOTH_STOP <= _STOP
 
@@ -284,8 +284,8 @@ def test_the_default_world_plants_the_studys_findings(default_world):
     """mx.simulate(random_state=0): on bridge questions rl's PASS@(64,5) is above base's and its
     boundary gains significantly more than it loses; on comparisons rl gains at k=1 without a
     significant boundary gain; sft falls below base at k=64 on bridge questions."""
-    from mechanism.boundaries import boundary
-    from mechanism.passkt import pass_at_kt
+    from mechanism.analysis.boundaries import boundary
+    from mechanism.analysis.passkt import pass_at_kt
 
     s = default_world
     runs = {c: s.runs.filter(pl.col("category") == c) for c in ("bridge", "comparison")}
@@ -307,7 +307,7 @@ def test_the_default_strategy_space_recovers_the_planted_strategies():
     # the benchmark's setting (benchmarks/bench_strategies_worlds.py): 60 questions x 4 samples
     from sklearn.metrics import adjusted_rand_score
 
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     s = simulate(n_questions=60, n_samples=4, random_state=0, progress=False)
     truth = s.labels_for()
@@ -511,7 +511,7 @@ def test_retriever_returns_nothing_for_unmatched_queries():
 # -- CLI ----------------------------------------------------------------------------------
 
 def test_cli_writes_the_files(tmp_path, capsys):
-    from mechanism.cli import main
+    from mechanism._cli.main import main
     rc = main(["simulate", "--out", str(tmp_path), "--questions", "3", "--samples", "2", "--arms", "base", "sft",
                "--t-cap", "3", "--seed", "9", "--no-progress"])
     assert rc == 0
@@ -522,7 +522,7 @@ def test_cli_writes_the_files(tmp_path, capsys):
 
 
 def test_cli_out_is_a_file_exits_2(tmp_path, capsys):
-    from mechanism.cli import main
+    from mechanism._cli.main import main
     (tmp_path / "f").write_text("x")
     assert main(["simulate", "--out", str(tmp_path / "f"), "--questions", "1", "--samples", "1",
                  "--no-progress"]) == 2
@@ -535,7 +535,7 @@ def test_cli_out_is_a_file_exits_2(tmp_path, capsys):
     (["--seed", "-3"], "`seed`"),
 ])
 def test_cli_bad_arguments_exit_2(tmp_path, capsys, argv, match):
-    from mechanism.cli import main
+    from mechanism._cli.main import main
     assert main(["simulate", "--out", str(tmp_path), "--no-progress", *argv]) == 2
     err = capsys.readouterr().err
     assert match in err and len(err.strip().splitlines()) == 1
@@ -544,8 +544,8 @@ def test_cli_bad_arguments_exit_2(tmp_path, capsys, argv, match):
 # -- the world ----------------------------------------------------------------------------
 
 def test_world_questions_are_well_formed():
-    from mechanism.scoring import contains_answer, normalize_answer
-    from mechanism.simulation.world import make_world
+    from mechanism.core.scoring import contains_answer, normalize_answer
+    from mechanism.datasets.simulation.world import make_world
 
     world = make_world(80, np.random.default_rng(0))
     for q in world:

@@ -1,4 +1,4 @@
-"""The personal-assistant world (mechanism.worlds.assistant): ATIF documents read back with
+"""The personal-assistant world (mechanism.datasets.worlds.assistant): ATIF documents read back with
 `mechanism.read` as a user's files are, the truth it carries, and the planted design (failures
 inside every tool-using strategy, optional steps at fixed rates, arms differing only in their
 mixture). Strategy discovery is not evaluated here."""
@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism import worlds
-from mechanism.worlds import assistant
-from mechanism.worlds.assistant import _P_FAIL, _P_RESEARCH, ARMS, STRATEGIES
+from mechanism.datasets import worlds
+from mechanism.datasets.worlds import assistant
+from mechanism.datasets.worlds.assistant import _P_FAIL, _P_RESEARCH, ARMS, STRATEGIES
 from world_checks import assert_arms_differ_only_in_mixture
 
 TOOLS = {"search_email", "read_email", "send_email", "list_events", "create_event", "find_contact"}

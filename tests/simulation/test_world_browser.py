@@ -1,4 +1,4 @@
-"""The held-out web-navigation world (mechanism.worlds.browser): it reads back as written, with
+"""The held-out web-navigation world (mechanism.datasets.worlds.browser): it reads back as written, with
 the planted tool calls, joins its truth, is reproducible, and its arms differ only in their
 mixture. Strategy discovery is not evaluated here."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism import worlds
-from mechanism.worlds import browser
-from mechanism.worlds.browser import ARMS, STRATEGIES
+from mechanism.datasets import worlds
+from mechanism.datasets.worlds import browser
+from mechanism.datasets.worlds.browser import ARMS, STRATEGIES
 
 TOOLS = {"goto", "click", "type", "scroll", "read_page", "go_back"}
 

@@ -1,4 +1,4 @@
-"""The software-engineering world (mechanism.worlds.coder), a held-out planted world: it reads
+"""The software-engineering world (mechanism.datasets.worlds.coder), a held-out planted world: it reads
 back as written, its truth joins every row, it is reproducible, its arms differ only in their
 mixture, and failures happen inside every strategy that calls a tool."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.worlds import PlantedWorld, coder
-from mechanism.worlds.coder import ARMS, STRATEGIES
+from mechanism.datasets.worlds import PlantedWorld, coder
+from mechanism.datasets.worlds.coder import ARMS, STRATEGIES
 
 TOOLS = {"search_code", "open_file", "edit_file", "run_tests", "run_shell", "submit"}
 ERRORS = ("Error: ", "ERROR: file or directory not found", "bash: ")

@@ -1,4 +1,4 @@
-"""The computer-use world (mechanism.worlds.computer): ATIF documents with ONE `computer` tool
+"""The computer-use world (mechanism.datasets.worlds.computer): ATIF documents with ONE `computer` tool
 whose `action` names the action, read back with `mechanism.read` as a user's files are, the
 truth it carries, and the planted design (actions without effect answered by one fixed text
 and made again, corrected; optional steps at fixed rates; arms differing only in their
@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism import worlds
-from mechanism.worlds import computer
-from mechanism.worlds.computer import (_P_FAIL, _P_FINAL_SHOT, _P_FIRST_SHOT, _P_SCROLL, _P_SELECT_ALL, _SUCCESS,
+from mechanism.datasets import worlds
+from mechanism.datasets.worlds import computer
+from mechanism.datasets.worlds.computer import (_P_FAIL, _P_FINAL_SHOT, _P_FIRST_SHOT, _P_SCROLL, _P_SELECT_ALL, _SUCCESS,
                                        ARMS, KINDS, NOTHING, STRATEGIES)
 from world_checks import assert_arms_differ_only_in_mixture
 

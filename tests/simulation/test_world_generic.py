@@ -1,4 +1,4 @@
-"""Any planted world re-logged through one generic action tool (mechanism.worlds.generic):
+"""Any planted world re-logged through one generic action tool (mechanism.datasets.worlds.generic):
 ``act(command="<tool> <values>")`` read back with `mechanism.read`, the same episodes (rounds,
 observations, answers, labels) and the same truth, for worlds in OpenAI tool_calls, ATIF,
 ReAct and Search-R1 formats and for the simulator."""
@@ -9,11 +9,11 @@ import json
 import pytest
 
 import mechanism as mx
-from mechanism.errors import InputError
-from mechanism.simulation import simulate
-from mechanism.worlds import (World, as_generic_action, assistant, coder, computer, multihop, service, terminal,
+from mechanism.core.errors import InputError
+from mechanism.datasets.simulation import simulate
+from mechanism.datasets.worlds import (World, as_generic_action, assistant, coder, computer, multihop, service, terminal,
                               webshop)
-from mechanism.worlds.generic import command_text
+from mechanism.datasets.worlds.generic import command_text
 
 KEYS = ["arm", "question_id", "sample_id"]
 GENERATORS = {

@@ -1,4 +1,4 @@
-"""The mobile-phone GUI agent world (mechanism.worlds.gui): ReAct text records read back with
+"""The mobile-phone GUI agent world (mechanism.datasets.worlds.gui): ReAct text records read back with
 `mechanism.read` as a user's files are, the truth it carries, and the planted design (failures
 inside every tool-using strategy, each followed by the same action; optional steps at fixed
 rates; every strategy on every kind of task; arms differing only in their mixture). Strategy
@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism import worlds
-from mechanism.worlds import gui
-from mechanism.worlds.gui import _P_FAIL, _P_POPUP, _P_VERIFY, ARMS, CAN_FAIL, FAILED, KINDS, STRATEGIES, TOOLS
+from mechanism.datasets import worlds
+from mechanism.datasets.worlds import gui
+from mechanism.datasets.worlds.gui import _P_FAIL, _P_POPUP, _P_VERIFY, ARMS, CAN_FAIL, FAILED, KINDS, STRATEGIES, TOOLS
 from world_checks import assert_arms_differ_only_in_mixture
 
 _ROUND = re.compile(r"^Action (\d+): (\w+)\[(.*)\]\nObservation \1: (.*)$", re.M)

@@ -1,4 +1,4 @@
-"""The quantitative-research world (mechanism.worlds.research): ReAct text records read back with
+"""The quantitative-research world (mechanism.datasets.worlds.research): ReAct text records read back with
 `mechanism.read` as a user's files are, the truth it carries, and the planted design (failures
 inside every tool-using strategy, optional steps at fixed rates, every strategy on every kind of
 task, arms differing only in their mixture). Strategy discovery is not evaluated here."""
@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism import worlds
-from mechanism.worlds import research
-from mechanism.worlds.research import (_P_CHAIN_LOOKUP, _P_CHECK_LOOKUP, _P_FAIL, _P_REFINE, ARMS, FAILED, KINDS,
+from mechanism.datasets import worlds
+from mechanism.datasets.worlds import research
+from mechanism.datasets.worlds.research import (_P_CHAIN_LOOKUP, _P_CHECK_LOOKUP, _P_FAIL, _P_REFINE, ARMS, FAILED, KINDS,
                                        STRATEGIES)
 from world_checks import assert_arms_differ_only_in_mixture
 

@@ -1,4 +1,4 @@
-"""The spreadsheet-agent world (:func:`mechanism.worlds.sheet`): ATIF v1.4 documents read back
+"""The spreadsheet-agent world (:func:`mechanism.datasets.worlds.sheet`): ATIF v1.4 documents read back
 one row per trajectory, tool-call counts as planted, reproducible, arms that differ only in their
 mixture, failures inside every tool-using strategy, every strategy on every kind of task."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism import worlds
-from mechanism.worlds import sheet
-from mechanism.worlds.sheet import _P_CHECK, _P_LIST, ARMS, KINDS, STRATEGIES
+from mechanism.datasets import worlds
+from mechanism.datasets.worlds import sheet
+from mechanism.datasets.worlds.sheet import _P_CHECK, _P_LIST, ARMS, KINDS, STRATEGIES
 from world_checks import assert_arms_differ_only_in_mixture
 
 

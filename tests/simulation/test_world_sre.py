@@ -1,4 +1,4 @@
-"""The on-call SRE world (mechanism.worlds.sre): OpenAI records read back with `mechanism.read`
+"""The on-call SRE world (mechanism.datasets.worlds.sre): OpenAI records read back with `mechanism.read`
 as a user's files are, the truth it carries, and the planted design (failures inside every
 tool-using strategy, each followed by the same tool; optional steps at fixed rates; every
 strategy on every kind of incident; arms differing only in their mixture). Strategy discovery
@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism import worlds
-from mechanism.worlds import sre
-from mechanism.worlds.sre import _P_ALERTS_FIRST, _P_FAIL, _P_STATUS_AFTER, ARMS, KIND_TILT, KINDS, STRATEGIES, _mixture
+from mechanism.datasets import worlds
+from mechanism.datasets.worlds import sre
+from mechanism.datasets.worlds.sre import _P_ALERTS_FIRST, _P_FAIL, _P_STATUS_AFTER, ARMS, KIND_TILT, KINDS, STRATEGIES, _mixture
 from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 TOOLS = {"list_alerts", "query_metrics", "search_logs", "get_deploys", "describe_pod", "rollback", "restart",

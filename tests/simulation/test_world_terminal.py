@@ -1,4 +1,4 @@
-"""The terminal-agent world (mechanism.worlds.terminal): OpenAI records with ONE `bash` tool read
+"""The terminal-agent world (mechanism.datasets.worlds.terminal): OpenAI records with ONE `bash` tool read
 back with `mechanism.read` as a user's files are, the truth it carries, and the planted design
 (failed commands inside every strategy, each followed by the corrected command; optional
 steps at fixed rates; every strategy on both kinds of task; arms differing only in their
@@ -13,9 +13,9 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism import worlds
-from mechanism.worlds import terminal
-from mechanism.worlds.terminal import _P_FAIL, _P_REVIEW, _SAY, _SUCCESS, ARMS, KINDS, STRATEGIES
+from mechanism.datasets import worlds
+from mechanism.datasets.worlds import terminal
+from mechanism.datasets.worlds.terminal import _P_FAIL, _P_REVIEW, _SAY, _SUCCESS, ARMS, KINDS, STRATEGIES
 from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 RETRY = set(_SAY["retry"])

@@ -1,4 +1,4 @@
-"""The ToolBench-style API-calling world (mechanism.worlds.toolbench): OpenAI records read back
+"""The ToolBench-style API-calling world (mechanism.datasets.worlds.toolbench): OpenAI records read back
 with `mechanism.read` as a user's files are, the truth it carries, and the planted design
 (execution failures inside every tool-using strategy but give_up, each followed by the same
 tool; optional steps at fixed rates; every strategy on every kind of request, fan-out tilted
@@ -13,9 +13,9 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism import worlds
-from mechanism.worlds import toolbench
-from mechanism.worlds.toolbench import (_P_FAIL, _P_FINAL_UTILITY, _P_REPEAT, ARMS, KIND_TILT, KINDS, STRATEGIES, TOOLS,
+from mechanism.datasets import worlds
+from mechanism.datasets.worlds import toolbench
+from mechanism.datasets.worlds.toolbench import (_P_FAIL, _P_FINAL_UTILITY, _P_REPEAT, ARMS, KIND_TILT, KINDS, STRATEGIES, TOOLS,
                                         _mixture)
 from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 

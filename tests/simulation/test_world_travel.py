@@ -1,4 +1,4 @@
-"""The travel-booking world (mechanism.worlds.travel): OpenAI records read back with
+"""The travel-booking world (mechanism.datasets.worlds.travel): OpenAI records read back with
 `mechanism.read` as a user's files are, the truth it carries, and the planted design (failures
 inside every tool-using strategy, optional steps at fixed rates, every strategy on every kind of
 task, arms differing only in their mixture). Strategy discovery is not evaluated here."""
@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism import worlds
-from mechanism.worlds import travel
-from mechanism.worlds.travel import _P_FAIL, _P_LOOKUP_FIRST, _P_PROFILE_FIRST, ARMS, KINDS, STRATEGIES
+from mechanism.datasets import worlds
+from mechanism.datasets.worlds import travel
+from mechanism.datasets.worlds.travel import _P_FAIL, _P_LOOKUP_FIRST, _P_PROFILE_FIRST, ARMS, KINDS, STRATEGIES
 from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 TOOLS = {"get_user", "get_reservation", "search_flights", "search_hotels", "book", "change_reservation",

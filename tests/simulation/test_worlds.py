@@ -1,5 +1,5 @@
 """Strategy discovery on planted worlds written independently of the grammar
-(mechanism.worlds): multi-hop search in Search-R1 tags and in ReAct text, customer service in
+(mechanism.datasets.worlds): multi-hop search in Search-R1 tags and in ReAct text, customer service in
 OpenAI tool_calls, web shopping in ReAct inside chat messages (issue 19: failures retried
 inside strategies, optional steps). Each is read from its native file with `mechanism.read`,
 as a user would."""
@@ -10,8 +10,8 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
-from mechanism.segmentation import segment
-from mechanism.worlds import (analyst, assistant, browser, coder, computer, gui, multihop, research, service, sheet, sre,
+from mechanism.analysis.segmentation import segment
+from mechanism.datasets.worlds import (analyst, assistant, browser, coder, computer, gui, multihop, research, service, sheet, sre,
                               terminal, toolbench, travel, webshop)
 
 FAST = "hashing-256"
@@ -221,7 +221,7 @@ def test_analyst_world_plants_what_its_docstring_says(tmp_path):
     """Seven strategies, failures inside every one that calls a tool and only there, tool-free
     episodes only in ``guess``, overlapping call counts, rl differing only in its mixture;
     the same random_state gives the same records."""
-    from mechanism.worlds.analyst import ARMS, STRATEGIES
+    from mechanism.datasets.worlds.analyst import ARMS, STRATEGIES
 
     runs, truth = _analyst_runs(0, tmp_path)
     traj = mx.render(runs)
@@ -262,7 +262,7 @@ _COMPOSITION_MEASURED = {"terminal": 0.08, "toolbench": 0.09}
 
 def _default_world(name, tmp):
     if name == "simulated":
-        from mechanism.simulation import simulate
+        from mechanism.datasets.simulation import simulate
 
         sim = simulate(n_questions=60, n_samples=4, random_state=0, progress=False)
         keys = ["arm", "question_id", "sample_id"]

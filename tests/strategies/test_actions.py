@@ -1,4 +1,4 @@
-"""Moves from any action interface (mechanism.actions): a generic tool read as verb + object."""
+"""Moves from any action interface (mechanism.core.actions): a generic tool read as verb + object."""
 from __future__ import annotations
 
 import json
@@ -8,11 +8,11 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
-from mechanism.actions import detect_action_tools, verb_object
-from mechanism.errors import InputError
-from mechanism.schema import from_records, make_step
-from mechanism.segmentation import action_tools, render
-from mechanism.worlds import as_generic_action, computer, multihop, service, terminal
+from mechanism.core.actions import detect_action_tools, verb_object
+from mechanism.core.errors import InputError
+from mechanism.core.schema import from_records, make_step
+from mechanism.analysis.segmentation import action_tools, render
+from mechanism.datasets.worlds import as_generic_action, computer, multihop, service, terminal
 
 FAST = "hashing-64"
 

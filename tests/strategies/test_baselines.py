@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mechanism.schema import from_records, make_step
+from mechanism.core.schema import from_records, make_step
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 

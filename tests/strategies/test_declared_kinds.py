@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.errors import InputError
-from mechanism.schema import from_records, make_step
+from mechanism.core.errors import InputError
+from mechanism.core.schema import from_records, make_step
 
 FAST = "hashing-64"
 

@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from mechanism.cachefile import KEY_FILE
-from mechanism.embed import DEFAULT_EMBEDDER, DEFAULT_MODEL, Embedder, EmbeddingCache, HashingEmbedder, make_embedder
+from mechanism.core.cachefile import KEY_FILE
+from mechanism.analysis.embed import DEFAULT_EMBEDDER, DEFAULT_MODEL, Embedder, EmbeddingCache, HashingEmbedder, make_embedder
 
 
 class CountingEmbedder(Embedder):
@@ -80,7 +80,7 @@ def test_corrupt_shard_is_detected_and_rebuilt(tmp_path, damage):
 def test_cache_is_keyed_by_model(tmp_path):
     CountingEmbedder(cache_dir=tmp_path, progress=False).embed(["alpha"])
     other = EmbeddingCache(tmp_path, "another-model")
-    assert other.load([__import__("mechanism.embed", fromlist=["text_key"]).text_key("alpha")]) == {}
+    assert other.load([__import__("mechanism.analysis.embed", fromlist=["text_key"]).text_key("alpha")]) == {}
 
 
 def test_hashing_embedder_is_deterministic_and_unit_length():
@@ -119,7 +119,7 @@ def test_real_minilm_offline(tmp_path):
 
 # ------------------------------------------------------------------ composed renderings, batch size
 def test_composed_embedder_is_the_unit_mean_of_its_steps_each_embedded_once():
-    from mechanism.embed import ComposedEmbedder
+    from mechanism.analysis.embed import ComposedEmbedder
 
     base = CountingEmbedder(progress=False, batch_size=64)
     emb = ComposedEmbedder(base)
@@ -137,7 +137,7 @@ def test_composed_embedder_is_the_unit_mean_of_its_steps_each_embedded_once():
 
 
 def test_make_embedder_composed_names_round_trip():
-    from mechanism.embed import ComposedEmbedder
+    from mechanism.analysis.embed import ComposedEmbedder
 
     emb = make_embedder("composed:hashing-16")
     assert isinstance(emb, ComposedEmbedder) and emb.model_id == "composed:hashing-16"
@@ -146,8 +146,8 @@ def test_make_embedder_composed_names_round_trip():
 
 
 def test_composed_space_saves_and_loads(tmp_path):
-    from mechanism.simulation import simulate
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.datasets.simulation import simulate
+    from mechanism.analysis.strategy_space import StrategySpace
 
     runs = simulate(n_questions=12, n_samples=3, arms=("base", "rl"), random_state=0, progress=False).runs
     space = StrategySpace(embedder="composed:hashing-32", progress=False).fit(runs)
@@ -156,7 +156,7 @@ def test_composed_space_saves_and_loads(tmp_path):
 
 
 def test_batch_size_is_chosen_for_the_device(monkeypatch):
-    from mechanism import embed
+    from mechanism.analysis import embed
 
     assert embed.auto_batch_size("cpu") == 64
     assert embed.auto_batch_size("mps") == 256
@@ -170,7 +170,7 @@ def test_batch_size_is_chosen_for_the_device(monkeypatch):
 
 
 def test_a_composed_name_with_its_own_separator_rebuilds_the_same_embedder():
-    from mechanism.embed import ComposedEmbedder, known_model, make_embedder
+    from mechanism.analysis.embed import ComposedEmbedder, known_model, make_embedder
 
     made = ComposedEmbedder("hashing-8", separator=" ; ")
     again = make_embedder(made.model_id)

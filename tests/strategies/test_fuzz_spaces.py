@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mechanism.cachefile import digest
-from mechanism.errors import InputError, MechanismError
+from mechanism.core.cachefile import digest
+from mechanism.core.errors import InputError, MechanismError
 
 N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))
 
@@ -167,7 +167,7 @@ CORPUS = [
 
 @pytest.mark.parametrize("name, damage, file, field, words", CORPUS, ids=[c[0] for c in CORPUS])
 def test_tampered_saved_space_is_one_line_naming_the_file(saved, tmp_path, name, damage, file, field, words):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     folder = _copy(saved, tmp_path)
     damage(folder)
@@ -183,14 +183,14 @@ def test_tampered_saved_space_is_one_line_naming_the_file(saved, tmp_path, name,
 
 
 def test_the_untouched_copy_loads(saved, tmp_path):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     space = StrategySpace.load(_copy(saved, tmp_path))
     assert space.n_strategies_ > 1 and space.train_counts_.min() >= 1
 
 
 def test_a_symlink_inside_the_folder_is_followed(saved, tmp_path):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     folder = _copy(saved, tmp_path)
     (folder / "train_labels.npy").rename(folder / "kept.npy")
@@ -237,7 +237,7 @@ numbers = (st.integers(-2**63, 2**63 - 1) | st.floats(allow_nan=True, allow_infi
 def test_random_array_values_are_loaded_only_when_valid(saved, name, edits, dtype):
     """Random values written into an array, checksum recomputed: the space loads only when
     every invariant holds; otherwise one line naming the array's file."""
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = _copy(saved, Path(tmp))
@@ -270,7 +270,7 @@ def test_random_array_values_are_loaded_only_when_valid(saved, name, edits, dtyp
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
                                                                                 max_size=3), max_leaves=8))
 def test_random_config_values_are_one_line_errors(saved, field, value):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = _copy(saved, Path(tmp))

@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-import mechanism.neighbours as neighbours
-from mechanism.compare import reweighting
+import mechanism.analysis.neighbours as neighbours
+from mechanism.analysis.compare import reweighting
 
 
 def _runs(n_q: int, n: int) -> pl.DataFrame:

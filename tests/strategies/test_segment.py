@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.errors import InputError
-from mechanism.schema import from_records, make_step
-from mechanism.segmentation import (DESCRIPTIVE_COLUMNS, MAX_STEPS_RENDERED, MOVES, RELATIONS, argument_values,
+from mechanism.core.errors import InputError
+from mechanism.core.schema import from_records, make_step
+from mechanism.analysis.segmentation import (DESCRIPTIVE_COLUMNS, MAX_STEPS_RENDERED, MOVES, RELATIONS, argument_values,
                                     atoms, is_error, render, segment, segment_all, tool_name)
 
 QUESTION = "Where was the director of Glass Harbor born?"

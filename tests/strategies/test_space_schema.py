@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mechanism._strategies.persist import ARM_COLUMNS, STRATEGY_COLUMNS, TRAIN_ROW_COLUMNS
-from mechanism.cachefile import digest
-from mechanism.errors import InputError
+from mechanism.analysis._strategies.persist import ARM_COLUMNS, STRATEGY_COLUMNS, TRAIN_ROW_COLUMNS
+from mechanism.core.cachefile import digest
+from mechanism.core.errors import InputError
 
 N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))
 ARRAYS = ("train_features", "train_labels", "train_counts", "labels", "map_coords")
@@ -158,7 +158,7 @@ def _damage_config(folder: Path, how: str, draw) -> str | None:
                                                                      HealthCheck.function_scoped_fixture])
 @given(st.sampled_from([*ARRAYS, *TABLES, "space"]), st.sampled_from(["subset", "dtype", "range"]), st.data())
 def test_any_file_cut_mistyped_or_out_of_range_is_refused_by_name(saved_small_space, name, how, data):
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = _copy(saved_small_space, Path(tmp))
@@ -192,7 +192,7 @@ def test_the_declared_schema_is_what_a_fit_writes(saved_small_space):
 
 def test_an_outlier_row_without_stability_loads(saved_small_space, tmp_path):
     """A missing stability (the outliers' row of an HDBSCAN fit) is allowed, a missing name is not."""
-    from mechanism.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace
 
     folder = _copy(saved_small_space, tmp_path)
     frame = pl.read_parquet(folder / "strategies.parquet")

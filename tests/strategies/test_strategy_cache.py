@@ -16,12 +16,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism._strategies import fitcache
-from mechanism.cachefile import KEY_FILE, read_checked, sidecar, write_checked
-from mechanism.simulation import simulate
-from mechanism.strategy_space import StrategySpace
+from mechanism.analysis._strategies import fitcache
+from mechanism.core.cachefile import KEY_FILE, read_checked, sidecar, write_checked
+from mechanism.datasets.simulation import simulate
+from mechanism.analysis.strategy_space import StrategySpace
 
-seg = importlib.import_module("mechanism.segmentation")  # `mechanism.segmentation` the attribute is the function
+seg = importlib.import_module("mechanism.analysis.segmentation")  # `mechanism.analysis.segmentation` the attribute is the function
 
 FAST = "hashing-64"
 
@@ -143,7 +143,7 @@ def test_changed_row_misses_only_itself(tmp_path, runs, monkeypatch):
 
 
 def test_row_keys_content_only():
-    from mechanism.schema import from_records, make_step
+    from mechanism.core.schema import from_records, make_step
 
     base = {"question_id": "q", "sample_id": 0, "question": "Who?", "gold": ["x"], "correct": False,
             "n_rounds": 1, "steps": [make_step(tool="search", query="who", observation="X")]}
@@ -200,7 +200,7 @@ def test_fitting_from_cache_imports_no_heavy_library(tmp_path, runs):
     runs.write_parquet(tmp_path / "runs.parquet")
     (tmp_path / "stub_embedder.py").write_text(_STUB)
     code = ("import sys, polars as pl\nfrom stub_embedder import Stub\n"
-            "from mechanism.strategy_space import StrategySpace\n"
+            "from mechanism.analysis.strategy_space import StrategySpace\n"
             "r = pl.read_parquet('runs.parquet')\n"
             "s = StrategySpace(embedder=Stub(), cache_dir='cache', progress=False).fit(r)\n"
             "print(s.n_strategies_, sorted(m for m in ('torch', 'sklearn', 'scipy', 'matplotlib') if m in sys.modules))")
@@ -217,8 +217,8 @@ def test_fitting_from_cache_imports_no_heavy_library(tmp_path, runs):
 
 
 def test_package_keeps_functions_named_like_modules():
-    code = ("import mechanism.segmentation, mechanism.boundaries, mechanism.simulation, mechanism.compare, "
-            "mechanism.information, sys; import mechanism as mx; "
+    code = ("import mechanism.analysis.segmentation, mechanism.analysis.boundaries, mechanism.datasets.simulation, mechanism.analysis.compare, "
+            "mechanism.analysis.information, sys; import mechanism as mx; "
             "assert all(callable(getattr(mx, n)) for n in "
             "('segment', 'boundary', 'simulate', 'reweighting', 'integration', 'render', 'StrategySpace')); "
             "mx.plots.strategy_map")
@@ -227,7 +227,7 @@ def test_package_keeps_functions_named_like_modules():
 
 def test_cached_fits_are_keyed_on_the_clustering_code(monkeypatch, tmp_path):
     """A cached fit holds stability and descriptions, so editing any module of
-    mechanism._strategies (not only strategy_space.py) must miss the cache."""
+    mechanism.analysis._strategies (not only strategy_space.py) must miss the cache."""
     import shutil
     from pathlib import Path
 

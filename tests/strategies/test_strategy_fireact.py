@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from mechanism.readers import read
-from mechanism.strategy_space import StrategySpace
+from mechanism.analysis.strategy_space import StrategySpace
 
 
 _CACHE: dict = {}
@@ -72,7 +72,7 @@ def test_names_describe_their_members(fitted):
 def assert_names_describe_their_members(runs, space) -> int:
     """The issue-19 checks of a fitted space's names (see the test above); returns how many
     strategies say "without tools" (also used by test_strategy_names_logs.py)."""
-    from mechanism.segmentation import render
+    from mechanism.analysis.segmentation import render
 
     d = space.describe()
     names = d["built_name"].to_list()

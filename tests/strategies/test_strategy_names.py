@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism._strategies.description import shared_core, strategy_names
-from mechanism.cli import main
-from mechanism.worlds import service
+from mechanism.analysis._strategies.description import shared_core, strategy_names
+from mechanism._cli.main import main
+from mechanism.datasets.worlds import service
 
 FAST = "hashing-256"
 
@@ -132,7 +132,7 @@ def test_cli_passes_retries_and_the_error_pattern(service_runs, tmp_path):
 def test_outliers_fire_on_another_agent_and_not_on_a_fresh_sample(service_runs, tmp_path):
     """The threshold is calibrated on the fit's own distances to the medoids: a fresh sample of
     the fitted agent has (almost) no outliers, a saved space applied to another agent does."""
-    from mechanism.worlds import multihop
+    from mechanism.datasets.worlds import multihop
 
     runs, _ = service_runs
     space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
@@ -158,7 +158,7 @@ def test_outliers_fire_on_another_agent_and_not_on_a_fresh_sample(service_runs, 
 def test_cramers_v_against_scipy_and_the_strategy_by_category_table(service_runs):
     from scipy.stats.contingency import association
 
-    from mechanism._strategies.association import cramers_v
+    from mechanism.analysis._strategies.association import cramers_v
 
     rng = np.random.default_rng(0)
     table = rng.integers(1, 30, size=(4, 3))
@@ -196,7 +196,7 @@ def test_sweep_clusters_on_copies_and_never_changes_the_estimator(service_runs, 
     apart = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
     assert apart.sweep([3.0])["n_strategies"][0] == apart.n_strategies_
     before = space.get_params()
-    from mechanism._strategies import clustering
+    from mechanism.analysis._strategies import clustering
 
     seen = []
     original = clustering.cluster

@@ -23,7 +23,7 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.segmentation import render, segment
+from mechanism.analysis.segmentation import render, segment
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "readers"))
 from log_shapes import REFLEXION_READ, TAU_READ
@@ -220,7 +220,7 @@ def test_fireact_names(fireact_dir):
 
 
 def test_a_loop_share_in_the_name_and_fidelity_counts_it():
-    from mechanism._strategies.naming import strategy_names
+    from mechanism.analysis._strategies.naming import strategy_names
 
     rows = []
     for strategy, n_retries, n in ((0, 3, 6), (0, 0, 4), (1, 0, 10)):
@@ -232,7 +232,7 @@ def test_a_loop_share_in_the_name_and_fidelity_counts_it():
 
 
 def test_siblings_are_told_apart_by_what_only_one_does():
-    from mechanism._strategies.naming import strategy_names
+    from mechanism.analysis._strategies.naming import strategy_names
 
     def member(strategy, tools, moves, n, repeat=0):
         return [{"strategy": strategy, "tools": " > ".join(tools), "moves": " > ".join([*moves, "answer"]),
@@ -255,7 +255,7 @@ def test_siblings_are_told_apart_by_what_only_one_does():
 
 
 def test_no_two_names_carry_overlapping_counts_of_one_tool():
-    from mechanism._strategies.naming import strategy_names
+    from mechanism.analysis._strategies.naming import strategy_names
 
     def member(strategy, tools, n):
         return [{"strategy": strategy, "tools": " > ".join(tools), "moves": " > ".join(["first_lookup"] * len(tools)

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mechanism as mx
-from mechanism._strategies.clustering import agglomerative
-from mechanism._strategies.features import plan_codes, tool_plan
-from mechanism.segmentation import render
-from mechanism.worlds import analyst
+from mechanism.analysis._strategies.clustering import agglomerative
+from mechanism.analysis._strategies.features import plan_codes, tool_plan
+from mechanism.analysis.segmentation import render
+from mechanism.datasets.worlds import analyst
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD_SPACE = ROOT / "tests" / "fixtures" / "spaces" / "f075e91-agglomerative"

@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 
-from mechanism.errors import InputError, MechanismError
-from mechanism.schema import from_records, make_step
-from mechanism.simulation import simulate
-from mechanism.strategy_space import StrategySpace, c_tf_idf_keywords, weighted_silhouette
+from mechanism.core.errors import InputError, MechanismError
+from mechanism.core.schema import from_records, make_step
+from mechanism.datasets.simulation import simulate
+from mechanism.analysis.strategy_space import StrategySpace, c_tf_idf_keywords, weighted_silhouette
 
 FAST = "hashing-256"  # model-free embedder for the fast tests; the real model has its own test
 
@@ -277,8 +277,8 @@ def test_stability_is_reported_with_every_fit(space):
 
 def test_stability_matches_a_brute_force_resample(sim):
     """The cached one-matrix bootstrap equals refitting from scratch on each resample."""
-    from mechanism._strategies.stability import jaccard_best
-    from mechanism.resample import question_bootstrap_weights, stream
+    from mechanism.analysis._strategies.stability import jaccard_best
+    from mechanism.core.resample import question_bootstrap_weights, stream
 
     runs = sim.runs.filter(pl.col("question_id").is_in(sim.runs["question_id"].unique().sort().head(15).implode()))
     sp = StrategySpace(embedder=FAST, n_bootstrap=3, progress=False).fit(runs)
@@ -330,7 +330,7 @@ def test_descriptions_name_tools_give_examples_and_intervals(space):
 
 
 def test_success_by_arm_matches_brute_force():
-    from mechanism._strategies.description import success_by_arm
+    from mechanism.analysis._strategies.description import success_by_arm
 
     frame = pl.DataFrame({"arm": ["a"] * 6, "question_id": ["q1", "q1", "q1", "q2", "q2", "q3"],
                           "strategy": [0, 0, 1, 0, 1, 1], "correct": [True, False, True, True, False, True]})
@@ -345,8 +345,8 @@ def test_success_by_arm_matches_brute_force():
 def test_success_by_arm_intervals_follow_the_seed_policy():
     """Intervals from the ``"strategy-success"`` stream (checked by recomputing them), the same
     for the same seed, and a Generator is turned into one integer once."""
-    from mechanism._strategies.description import success_by_arm
-    from mechanism.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
+    from mechanism.analysis._strategies.description import success_by_arm
+    from mechanism.core.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 
     frame = pl.DataFrame({"arm": ["a"] * 6 + ["b"] * 6, "question_id": ["q1", "q1", "q1", "q2", "q2", "q3"] * 2,
                           "strategy": [0, 0, 1, 0, 1, 1, 1, 1, 0, 0, 1, 0],
@@ -375,8 +375,8 @@ def test_success_by_arm_intervals_follow_the_seed_policy():
 def test_bootstrap_stability_follows_the_seed_policy():
     """Same seed, same stabilities (exactly); another seed, others; a Generator is turned into
     one integer once; None (fresh entropy) runs."""
-    from mechanism._strategies.stability import bootstrap_stability
-    from mechanism.resample import resolve_seed
+    from mechanism.analysis._strategies.stability import bootstrap_stability
+    from mechanism.core.resample import resolve_seed
 
     rng = np.random.default_rng(4)
     question_of = np.repeat(np.arange(30), 4)
@@ -396,7 +396,7 @@ def test_bootstrap_stability_follows_the_seed_policy():
 
 
 def test_each_random_purpose_has_its_own_stream():
-    from mechanism.resample import stream
+    from mechanism.core.resample import stream
 
     purposes = ["bootstrap", "stability", "strategy-success", "permutation", "subsample"]
     draws = np.array([stream(0, p).random(20_000) for p in purposes])
@@ -407,7 +407,7 @@ def test_each_random_purpose_has_its_own_stream():
 
 
 def test_merge_small_matches_brute_force():
-    from mechanism._strategies.clustering import merge_small
+    from mechanism.analysis._strategies.clustering import merge_small
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(30, 3))

@@ -12,9 +12,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism import cachefile
-from mechanism.simulation import simulate
-from mechanism.strategy_space import Placement, StrategySpace, fit_and_place
+from mechanism.core import cachefile
+from mechanism.datasets.simulation import simulate
+from mechanism.analysis.strategy_space import Placement, StrategySpace, fit_and_place
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = "hashing-64"
@@ -52,12 +52,12 @@ def test_the_class_body_is_at_most_300_lines():
 def test_private_modules_never_import_the_estimator_or_higher_layers():
     offenders = [f"{p.name} imports {name}" for p in sorted((ROOT / "mechanism" / "_strategies").glob("*.py"))
                  for name in _imports(p)
-                 if name.startswith(("mechanism.strategy_space", "mechanism.report", "mechanism.plots",
-                                     "mechanism.commands"))]
+                 if name.startswith(("mechanism.analysis.strategy_space", "mechanism.report", "mechanism.plots",
+                                     "mechanism._cli"))]
     assert not offenders, offenders
     # the checker sees a function-level import
     probe = ROOT / "mechanism" / "_strategies" / "persist.py"
-    assert "mechanism.cachefile" in _imports(probe)
+    assert "mechanism.core.cachefile" in _imports(probe)
 
 
 def test_parameters_never_change_and_nothing_is_stored_by_sweep_assign_or_the_map(runs, space):
@@ -77,7 +77,7 @@ def test_parameters_never_change_and_nothing_is_stored_by_sweep_assign_or_the_ma
 
 
 def test_seed_agreement_and_stability_cluster_on_clones(runs, monkeypatch):
-    from mechanism._strategies import clustering
+    from mechanism.analysis._strategies import clustering
 
     seen = []
     original = clustering.cluster
@@ -98,7 +98,7 @@ def test_seed_agreement_and_stability_cluster_on_clones(runs, monkeypatch):
 
 
 def test_the_description_is_computed_once_per_fit(runs, monkeypatch):
-    from mechanism._strategies import describe
+    from mechanism.analysis._strategies import describe
 
     calls = []
     original = describe.table
@@ -171,7 +171,7 @@ def test_saves_and_caches_use_the_one_cache_implementation(runs, space, tmp_path
     labels = np.load(folder / "labels.npy")
     assert config["arrays"]["labels"] == cachefile.digest(np.ascontiguousarray(labels).tobytes())
     # UMAP reductions and embedding shards are cachefile entries whose digest covers their fields
-    from mechanism.embed import Embedder
+    from mechanism.analysis.embed import Embedder
 
     class Counting(Embedder):  # a model-free Embedder, so that its disk cache is used
         def _encode(self, texts):
@@ -195,8 +195,8 @@ def test_saves_and_caches_use_the_one_cache_implementation(runs, space, tmp_path
 
 
 def test_one_code_digest_for_every_cache():
-    from mechanism import actions, failures, patterns, segmentation
-    from mechanism._strategies import fitcache
+    from mechanism.core import actions, failures, patterns, segmentation
+    from mechanism.analysis._strategies import fitcache
 
     assert segmentation.segmenter_id() == cachefile.code_id(
         [Path(segmentation.__file__), Path(failures.__file__), Path(actions.__file__), Path(patterns.__file__)])
@@ -206,7 +206,7 @@ def test_one_code_digest_for_every_cache():
 
 
 def test_declared_constraints_name_the_parameter(runs):
-    from mechanism.errors import InputError
+    from mechanism.core.errors import InputError
 
     assert set(StrategySpace._parameter_constraints) <= set(StrategySpace().get_params())
     for bad in ({"linkage": "ward"}, {"families": "join"}, {"cluster_on": "pca"}, {"n_components": 0},

@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism._strategies.features import task_plan, task_tools
-from mechanism._strategies.tasks import merge_task_variants, shared_questions
-from mechanism.worlds import assistant, service
+from mechanism.analysis._strategies.features import task_plan, task_tools
+from mechanism.analysis._strategies.tasks import merge_task_variants, shared_questions
+from mechanism.datasets.worlds import assistant, service
 
 
 def test_the_shared_question_count_is_the_exact_poisson_binomial():

@@ -1,0 +1,259 @@
+"""The description table of a fit, computed once when the space is fitted (what
+:meth:`StrategySpace.describe` returns), and the members :meth:`StrategySpace.examples` reads.
+
+Columns: ``strategy``, ``name`` (your :meth:`~StrategySpace.rename`, else ``built_name``),
+``built_name`` (from what the members share, with the tools the task decides last, e.g.
+``get_order_details -> cancel_pending_order -> get_order_details (again)``: the steps the
+members holding 90 % of the strategy take in order, distinct within the space;
+:func:`mechanism.analysis._strategies.naming.strategy_names` states the rule), ``fidelity`` (the
+share of members the name describes), ``size``, ``share``, ``stability`` (bootstrap over
+questions), ``keywords`` (c-TF-IDF over renderings, as in BERTopic), ``typical_member`` (the
+medoid's masked rendering), ``typical_moves`` and ``typical_tools`` (the most common sequence),
+``example`` (an unmasked trajectory with that rendering), ``success_rate`` (pooled),
+``mean_rounds``, ``no_search_share``, ``failure_rate`` and ``retry_rate`` (share of members with
+a failed call, with a retry), ``failed_call_share`` (failed calls over calls),
+``retry_loop_share`` (share of members that are fail-and-retry loops: at least two failed calls,
+each retried by the next call of its tool; a strategy at least half loops says so in its name),
+``optional_steps`` (what ``families="merge"`` joined), ``task_variants`` (tools that took one
+another's place on different kinds of task, ``"create_event / send_email"``:
+:mod:`mechanism.analysis._strategies.tasks`) and, per arm of the fitted table,
+``n[arm]``, ``success_rate[arm]`` (questions weighted equally) and its bootstrap interval
+``ci_low[arm]``, ``ci_high[arm]``, and ``failure_rate[arm]``, ``retry_rate[arm]`` with theirs
+(``..._ci_low[arm]``, ``..._ci_high[arm]``; :meth:`StrategySpace.execution` gives them as a long
+table).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from mechanism.analysis._strategies.clustering import medoid
+from mechanism.analysis._strategies.description import example_text, pick_members, strategy_names, success_by_arm
+from mechanism.analysis._strategies.naming import loop_share
+
+_SCOPES = (("whole question", "whole_question"), ("most of question", "most_of_question"),
+           ("part of question", "part_of_question"), ("no question", "no_question"),
+           ("no answer", "no_answer"))
+
+
+def _keyword_text(rendering: str) -> str:
+    """A rendering as keyword units: multi-word scopes joined, step numbers dropped."""
+    text = rendering
+    for phrase, unit in _SCOPES:
+        text = text.replace(phrase, unit)
+    return text
+
+
+def c_tf_idf_keywords(documents: Sequence[str], weights: np.ndarray, labels: np.ndarray,
+                      *, top_n: int = 6) -> dict[int, list[str]]:
+    """Class-based TF-IDF (as in BERTopic) over renderings: the top terms of each class.
+
+    ``W[t, c] = tf[t, c] * log(1 + A / f[t])`` with ``tf`` the class's L1-normalised term
+    counts, ``A`` the mean number of terms per class and ``f[t]`` the term's count over all
+    classes. Terms are move names, tools, query scopes and provenance tags.
+    """
+    from scipy import sparse
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    classes = sorted({int(c) for c in labels})
+    if not documents:
+        return {c: [] for c in classes}
+    vec = CountVectorizer(token_pattern=r"\[[A-Z]+\]|[a-z][a-z_]*", lowercase=False)
+    counts = vec.fit_transform([_keyword_text(d) for d in documents])
+    index = {c: i for i, c in enumerate(classes)}
+    rows = np.array([index[int(c)] for c in labels])
+    assign = sparse.csr_matrix((np.asarray(weights, dtype=np.float64), (rows, np.arange(len(documents)))),
+                               shape=(len(classes), len(documents)))
+    per_class = np.asarray((assign @ counts).todense())
+    totals = per_class.sum(axis=1, keepdims=True)
+    tf = per_class / np.maximum(totals, 1e-300)
+    avg = totals.mean()
+    idf = np.log(1.0 + avg / np.maximum(per_class.sum(axis=0), 1e-300))
+    score = tf * idf[None, :]
+    terms = vec.get_feature_names_out()
+    out = {}
+    for c, i in index.items():
+        order = np.lexsort((terms, -score[i]))  # ties broken alphabetically: stable output
+        out[c] = [str(terms[j]) for j in order[:top_n] if score[i, j] > 0]
+    return out
+
+
+def summaries(renderings: list[str], counts: np.ndarray, labels: np.ndarray, space: np.ndarray
+              ) -> list[dict[str, Any]]:
+    """Each strategy's medoid rendering and c-TF-IDF keywords (from the distinct rows only)."""
+    keywords = c_tf_idf_keywords(renderings, counts, labels)
+    out = []
+    for c in sorted(set(labels.tolist())):
+        idx = np.flatnonzero(labels == c)
+        med = idx[medoid(space[idx], counts[idx])]
+        out.append({"strategy": c, "typical_member": renderings[med], "keywords": keywords.get(c, [])})
+    return out
+
+
+def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries: list[dict[str, Any]],
+          stability: pl.DataFrame, optional_steps: dict[int, list[str]], *, seed: int,
+          task_variants: dict[int, list[str]] | None = None) -> pl.DataFrame:
+    """The description table (:meth:`StrategySpace.describe` documents its columns) of the
+    fitted ``runs``, rendered as ``traj``, with strategies ``labels``."""
+    frame = traj.select("arm", "question_id", "moves", "tools", "tokens", "rendering").with_columns(
+        pl.Series("strategy", labels, dtype=pl.Int64), runs["correct"].alias("correct"),
+        runs["n_rounds"].alias("n_rounds"), pl.Series("row", np.arange(traj.height), dtype=pl.Int64),
+        (traj["n_failed"] > 0).alias("failed"), (traj["n_retries"] > 0).alias("retried"),
+        traj["n_failed"].alias("n_failed"), traj["n_retries"].fill_null(0).cast(pl.Int64).alias("n_retries"),
+        traj["n_repeat"].fill_null(0).cast(pl.Int64).alias("n_repeat"))
+    total = frame.height
+    base = (frame.group_by("strategy")
+            .agg(pl.len().cast(pl.Int64).alias("size"), pl.col("correct").mean().alias("success_rate"),
+                 pl.col("n_rounds").mean().alias("mean_rounds"),
+                 (pl.col("n_rounds") == 0).mean().alias("no_search_share"),
+                 pl.col("failed").mean().alias("failure_rate"), pl.col("retried").mean().alias("retry_rate"),
+                 (pl.col("n_failed").sum() / pl.col("n_rounds").sum().cast(pl.Float64).clip(1.0, None))
+                 .alias("failed_call_share"), loop_share(pl.col("n_retries")).alias("retry_loop_share"))
+            .with_columns((pl.col("size") / total).alias("share")))
+    typical = (frame.group_by("strategy", "moves", "tools").agg(pl.len().alias("n"))
+               .sort(["strategy", "n", "moves", "tools"], descending=[False, True, False, False])
+               .group_by("strategy", maintain_order=True).first()
+               .select("strategy", pl.col("moves").alias("typical_moves"), pl.col("tools").alias("typical_tools")))
+    names = strategy_names(frame.select("strategy", "moves", "tools", "tokens", "n_rounds", "n_retries", "n_repeat"))
+    meds = pl.DataFrame(summaries, schema={"strategy": pl.Int64, "typical_member": pl.String,
+                                         "keywords": pl.List(pl.String)})
+    # an unmasked example: the first trajectory whose rendering is the typical member's
+    ex = (frame.join(meds.select("strategy", "typical_member"), on="strategy")
+          .filter(pl.col("rendering") == pl.col("typical_member"))
+          .group_by("strategy").agg(pl.col("row").min()))
+    rows = dict(zip(ex["strategy"].to_list(), ex["row"].to_list()))
+    examples = pl.DataFrame({"strategy": list(rows), "example": [
+        example_text(runs["question"][r], runs.row(r, named=True)["steps"], runs["answer"][r])
+        for r in rows.values()]},
+        schema={"strategy": pl.Int64, "example": pl.String})
+    out = (base.join(meds, on="strategy", how="left").join(typical, on="strategy", how="left")
+           .join(names, on="strategy", how="left")
+           .join(examples, on="strategy", how="left")
+           .join(stability, on="strategy", how="left"))
+    # a strategy on two kinds of task names the tools the task decides, which its shared core
+    # leaves out ("list_events (by task: create_event or send_email)")
+    by_task = {c: sorted({t for v in vs for block in v.split(" / ") for t in block.split(" > ") if t})
+               for c, vs in (task_variants or {}).items() if vs}
+    out = out.with_columns(pl.struct("strategy", "built_name").map_elements(
+        lambda r: r["built_name"] + (f" (by task: {' or '.join(by_task[r['strategy']])})"
+                                     if r["strategy"] in by_task else ""), return_dtype=pl.String).alias("built_name"))
+    out = out.with_columns(pl.col("built_name").alias("name"))
+    arms = sorted(frame["arm"].unique().to_list())
+    ids = sorted(set(labels.tolist()))
+    per_arm = success_by_arm(frame.select("arm", "question_id", "strategy", "correct"), ids, random_state=seed)
+    # how often members fail a call and retry: execution, per arm (questions weighted equally)
+    fails = success_by_arm(frame.select("arm", "question_id", "strategy", pl.col("failed").alias("correct")),
+                           ids, random_state=seed)
+    retries = success_by_arm(frame.select("arm", "question_id", "strategy", pl.col("retried").alias("correct")),
+                             ids, random_state=seed)
+    for arm in arms:
+        sub = per_arm.filter(pl.col("arm") == arm).select(
+            "strategy", pl.col("n").alias(f"n[{arm}]"), pl.col("success_rate").alias(f"success_rate[{arm}]"),
+            pl.col("ci_low").alias(f"ci_low[{arm}]"), pl.col("ci_high").alias(f"ci_high[{arm}]"))
+        out = out.join(sub, on="strategy", how="left").with_columns(pl.col(f"n[{arm}]").fill_null(0))
+        for what, rates in (("failure_rate", fails), ("retry_rate", retries)):
+            sub = rates.filter(pl.col("arm") == arm).select(
+                "strategy", pl.col("success_rate").alias(f"{what}[{arm}]"),
+                pl.col("ci_low").alias(f"{what}_ci_low[{arm}]"), pl.col("ci_high").alias(f"{what}_ci_high[{arm}]"))
+            out = out.join(sub, on="strategy", how="left")
+    out = out.sort("strategy").select(
+        "strategy", "name", "built_name", "fidelity", "size", "share", "stability", "keywords", "typical_member",
+        "typical_moves", "typical_tools", "example", "success_rate", "mean_rounds", "no_search_share",
+        "failure_rate", "retry_rate", "failed_call_share", "retry_loop_share",
+        *[c for arm in arms for c in (f"n[{arm}]", f"success_rate[{arm}]", f"ci_low[{arm}]", f"ci_high[{arm}]",
+                                      *(f"{w}{x}[{arm}]" for w in ("failure_rate", "retry_rate")
+                                        for x in ("", "_ci_low", "_ci_high")))])
+    ids = [int(c) for c in out["strategy"].to_list()]
+    return out.with_columns(
+        pl.Series("optional_steps", [optional_steps.get(c, []) for c in ids], dtype=pl.List(pl.String)),
+        pl.Series("task_variants", [(task_variants or {}).get(c, []) for c in ids], dtype=pl.List(pl.String)))
+
+
+def example_pool(runs: pl.DataFrame, moves: list[str], labels: np.ndarray, described: pl.DataFrame
+                 ) -> pl.DataFrame:
+    """The members :meth:`StrategySpace.examples` reads from: up to 8 per strategy and arm
+    (bounded memory); their calls are segmented only when asked for, so a fit whose
+    segmentation came from the cache segments nothing."""
+    typical = dict(zip(described["strategy"].to_list(), described["typical_moves"].to_list()))
+    parts = [pick_members(runs, labels, moves, typical, s, n=8, arm=a)
+             for s in sorted(set(labels.tolist())) for a in sorted(runs["arm"].unique().to_list())]
+    return pl.concat([p for p in parts if p.height], how="diagonal_relaxed")
+
+
+def execution(described: pl.DataFrame) -> pl.DataFrame:
+    """The failure and retry rates of ``described`` as a long table (a space saved before they
+    were kept is refused)."""
+    from mechanism.core.errors import MechanismError
+
+    arms = [c[2:-1] for c in described.columns if c.startswith("n[")]
+    frames = []
+    for arm in arms:
+        if f"failure_rate[{arm}]" not in described.columns:
+            continue
+        frames.append(described.select(
+            "strategy", "name", pl.lit(arm).alias("arm"), pl.col(f"n[{arm}]").alias("n"),
+            pl.col(f"failure_rate[{arm}]").alias("failure_rate"),
+            pl.col(f"failure_rate_ci_low[{arm}]").alias("failure_ci_low"),
+            pl.col(f"failure_rate_ci_high[{arm}]").alias("failure_ci_high"),
+            pl.col(f"retry_rate[{arm}]").alias("retry_rate"),
+            pl.col(f"retry_rate_ci_low[{arm}]").alias("retry_ci_low"),
+            pl.col(f"retry_rate_ci_high[{arm}]").alias("retry_ci_high")))
+    if not frames:
+        raise MechanismError("this space was saved without failure and retry rates: refit it")
+    return pl.concat(frames).sort("strategy", "arm")
+
+
+def stability_table(stability: dict[int, float], labels: np.ndarray) -> pl.DataFrame:
+    """``strategy, stability`` of every strategy of ``labels`` (NaN where no resample had it)."""
+    ids = sorted(int(c) for c in np.unique(labels) if c >= 0)
+    return pl.DataFrame({"strategy": ids, "stability": [stability.get(c, float("nan")) for c in ids]},
+                        schema={"strategy": pl.Int64, "stability": pl.Float64})
+
+
+def renamed(described: pl.DataFrame, names: dict[int, str], new: Any) -> tuple[dict[int, str], pl.DataFrame]:
+    """The names after :meth:`StrategySpace.rename` adds ``new`` to ``names``, and the
+    description table showing them (unnamed strategies keep their built name)."""
+    from mechanism.core.errors import MechanismError
+
+    known = set(described["strategy"].to_list())
+    clean: dict[int, str] = {}
+    for k, v in dict(new).items():
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) not in known:
+            raise MechanismError(f"`names` has no strategy {k!r} (strategies: {sorted(known)})")
+        if not isinstance(v, str) or not v.strip():
+            raise MechanismError(f"`names` must map to non-empty text, got {v!r} for strategy {k}")
+        clean[int(k)] = v.strip()
+    names = {**names, **clean}
+    return names, described.with_columns(pl.struct("strategy", "built_name").map_elements(
+        lambda r: names.get(r["strategy"], r["built_name"]), return_dtype=pl.String).alias("name"))
+
+
+def pooled_examples(pool: pl.DataFrame | None, described: pl.DataFrame, strategy: int, *, n: int,
+                    arm: str | None) -> pl.DataFrame:
+    """:meth:`StrategySpace.examples` from the fit's pool of members."""
+    from mechanism.analysis._strategies.description import choose_members, with_calls
+    from mechanism.core.errors import InputError
+
+    if pool is None:
+        raise InputError("this space keeps no transcripts (it was loaded): pass `runs=`", field="runs")
+    typical = dict(zip(described["strategy"].to_list(), described["typical_moves"].to_list()))
+    pool = pool.filter(pl.col("strategy") == int(strategy))
+    if arm is not None:
+        pool = pool.filter(pl.col("arm") == arm)
+    return with_calls(choose_members(pool.drop("kind"), n, typical.get(int(strategy))))
+
+
+def examples(pool: pl.DataFrame | None, described: pl.DataFrame, strategy: int, *, n: int, arm: str | None,
+             runs: pl.DataFrame | None, assigned: pl.DataFrame | None) -> pl.DataFrame:
+    """:meth:`StrategySpace.examples`: from the fit's pool of members, or from ``runs`` and
+    their :meth:`~StrategySpace.assign` table ``assigned``."""
+    from mechanism.analysis._strategies.description import member_examples
+
+    if runs is None or assigned is None:
+        return pooled_examples(pool, described, strategy, n=n, arm=arm)
+    typical = dict(zip(described["strategy"].to_list(), described["typical_moves"].to_list()))
+    return member_examples(runs, assigned["strategy"].to_numpy(), assigned["moves"].to_list(), typical,
+                           int(strategy), n=n, arm=arm)

@@ -1,0 +1,325 @@
+"""Trajectories as sets of move tokens (:func:`mechanism.analysis.segmentation.move_tokens`).
+
+Every token present counts 1, absent 0: no weight is set by hand, and every kind of move and
+every tool can separate two strategies. Euclidean distance between two trajectories is then
+the square root of the number of tokens one has and the other lacks. Counts are left out on
+purpose: repeating a search three times instead of twice is the same strategy; repeating it
+at all is not (a ``repeat`` token). Content never enters: tokens name tools, relations,
+sources and scopes, never a value.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+# At most this many tokens get a column of their own (the most frequent over trajectories);
+# rarer ones count together in the last column. Bounds the memory of the joined space
+# (20,000 distinct rows x 1,000 columns of float32 is 80 MB) on data whose move sequences are
+# nearly all distinct.
+MAX_VOCABULARY = 512
+
+
+def fit_vocabulary(tokens: Sequence[str], *, max_size: int = MAX_VOCABULARY) -> list[str]:
+    """The tokens that get a column: the ``max_size`` most frequent over the fitted
+    trajectories (``tokens`` holds each trajectory's, space-separated), ties by name, sorted.
+
+    Examples
+    --------
+    >>> fit_vocabulary(["a b", "a c", "a b"], max_size=2)
+    ['a', 'b']
+    """
+    from collections import Counter
+
+    freq: Counter[str] = Counter()
+    for row, n in Counter(tokens).items():
+        for t in set(row.split()):
+            if not t.startswith(GROUP_TOKEN):  # a declared kind is a block of its own, not a move
+                freq[t] += n
+    ranked = sorted(freq, key=lambda t: (-freq[t], t))[:max_size]
+    return sorted(ranked)
+
+
+def token_matrix(tokens: Sequence[str], vocabulary: Sequence[str]) -> np.ndarray:
+    """Presence of each vocabulary token in each trajectory (``len(tokens) x len(vocabulary)``).
+
+    Tokens outside the vocabulary (a tool never seen at fit, or too rare to get a column)
+    are counted in one extra column, ``sqrt(number of them)``: each adds 1 to the
+    trajectory's squared norm, so a new checkpoint's unknown moves push it away from every
+    fitted strategy rather than vanishing.
+    """
+    index = {t: i for i, t in enumerate(vocabulary)}
+    out = np.zeros((len(tokens), len(vocabulary) + 1), dtype=np.float64)
+    for r, row in enumerate(tokens):
+        unseen = 0
+        for t in set(row.split()):
+            i = index.get(t)
+            if i is None:
+                unseen += 1
+            else:
+                out[r, i] = 1.0
+        out[r, -1] = np.sqrt(unseen)
+    return out
+
+
+def distinct_pairs(renderings: Sequence[str], tokens: Sequence[str]
+                   ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """The distinct (rendering, move tokens) pairs of a rendered table.
+
+    Returns
+    -------
+    first
+        The first row of each pair, in order of first appearance.
+    inverse
+        Each row's pair.
+    texts
+        The distinct renderings, in order of first appearance (the order an embedder that
+        deduplicates would see them in).
+    text_of_pair
+        Each pair's index into ``texts``.
+    """
+    text_index: dict[str, int] = {}
+    codes = np.fromiter((text_index.setdefault(r, len(text_index)) for r in renderings),
+                        dtype=np.int64, count=len(renderings))
+    if not len(codes):
+        return (np.zeros(0, np.int64), np.zeros(0, np.int64), [], np.zeros(0, np.int64))
+    token_index: dict[str, int] = {}
+    tcodes = np.fromiter((token_index.setdefault(t, len(token_index)) for t in tokens),
+                         dtype=np.int64, count=len(renderings))
+    keyed = np.column_stack([codes, tcodes])
+    _, first, inverse = np.unique(keyed, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    order = np.argsort(first, kind="stable")  # pairs in order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return first[order], rank[inverse], list(text_index), codes[first[order]]
+
+
+def join(tokens: Sequence[str], emb: np.ndarray, vocabulary: Sequence[str], *, structure_weight: float,
+         embedding_weight: float, n_groups: int = 0) -> np.ndarray:
+    """The joined space of some rows: token presence columns times ``structure_weight`` beside
+    the embedding times ``embedding_weight`` and, with ``n_groups``, the :func:`group_block`.
+
+    Elementwise in each row, so joining each distinct pair once gives exactly the rows joining
+    every trajectory would; rounded to 5 decimals so that one rendering embedded in different
+    batches still collapses to one row.
+    """
+    groups = group_block(tokens, n_groups)
+    if n_groups:
+        tokens = [" ".join(t for t in row.split() if not t.startswith(GROUP_TOKEN)) for row in tokens]
+    left = token_matrix(tokens, vocabulary) * structure_weight
+    right = emb.astype(np.float64) * embedding_weight
+    return np.round(np.hstack([left, right, groups]), 5).astype(np.float32)
+
+
+# `by=`: each trajectory's declared task kind rides in its tokens as `G:<index>` (so that one
+# rendering under two kinds is two rows) and becomes a one-hot block this far apart: beyond any
+# distance of the rest of the joined space, so no cut, merge or assignment crosses kinds.
+GROUP_TOKEN = "G:"
+GROUP_WEIGHT = 1e3
+
+
+def group_block(tokens: Sequence[str], n_groups: int) -> np.ndarray:
+    """The one-hot block of each row's declared kind (``G:<index>`` in its tokens; a kind the
+    space never saw, ``G:?``, gets no column: far from every fitted row), times
+    :data:`GROUP_WEIGHT`; ``n_groups`` columns (none without ``by=``).
+
+    Examples
+    --------
+    >>> group_block(["a G:1", "b G:0", "c G:?"], 2).tolist()
+    [[0.0, 1000.0], [1000.0, 0.0], [0.0, 0.0]]
+    """
+    out = np.zeros((len(tokens), n_groups))
+    if n_groups:
+        for r, row in enumerate(tokens):
+            for t in row.split():
+                code = t[len(GROUP_TOKEN):]
+                if t.startswith(GROUP_TOKEN) and code.isdigit() and int(code) < n_groups:
+                    out[r, int(code)] = GROUP_WEIGHT
+    return out
+
+
+def tool_plan(tools: str | None) -> str:
+    """The tools a trajectory calls, in order, each run of one tool read as the tool once
+    (``tool``) or more than once (``tool+``): what :class:`~mechanism.StrategySpace` keeps
+    strategies apart by under ``plans="apart"``.
+
+    Runs are read this way because how often a tool is called in a row is execution (one
+    more scroll, a third rewording), while calling it once or again is not (one query, or a
+    second that uses the first's result).
+
+    Examples
+    --------
+    >>> tool_plan("list_tables > describe_table > describe_table > run_sql")
+    'list_tables > describe_table+ > run_sql'
+    >>> tool_plan("search > search > search"), tool_plan(None)
+    ('search+', '')
+    """
+    out: list[str] = []
+    for tool in (tools or "").split(" > "):
+        if not tool:
+            continue
+        if out and out[-1].rstrip("+") == tool:
+            out[-1] = tool + "+"
+        else:
+            out.append(tool)
+    return " > ".join(out)
+
+
+# A tool belongs to the task when the question explains at least this share of whether a
+# tool-calling trajectory calls it. Measured on the fifteen worlds (seed 0): the tools a kind
+# of task fixes (book, cancel_reservation, create_event, write_range, create_chart) lie at
+# 0.6-1.0, the tools an episode's strategy picks at 0.25 or less; only where the request picks
+# among fourteen APIs (toolbench) do they spread over 0.1-0.8.
+TASK_SHARE = 0.5
+TASK_MARK = "(task)"
+
+
+def task_tools(tools: Sequence[str | None], questions: np.ndarray, *, share: float = TASK_SHARE) -> frozenset[str]:
+    """The tools the question decides: those whose presence in a tool-calling trajectory its
+    question explains, by the adjusted between-question share of variance (epsilon squared,
+    ``1 - MS_within / MS_total``) at least ``share``.
+
+    The adjustment removes what chance alone gives with few trajectories per question; with one
+    per question (nothing within a question to compare with) no tool is the task's, and a tool
+    every tool user calls tells nothing either. Neither arms nor outcomes enter.
+
+    Parameters
+    ----------
+    tools
+        Each trajectory's tools, ``" > "``-joined (``None`` or ``""``: no tool called).
+    questions
+        Each trajectory's question code.
+
+    Examples
+    --------
+    >>> q = np.repeat(np.arange(4), 4)
+    >>> acts = ["look > book" if i % 2 else "book" for i in range(8)] + ["look > cancel", "cancel"] * 4
+    >>> sorted(task_tools(acts, q))
+    ['book', 'cancel']
+    """
+    # each (trajectory, tool) pair once, from the tool-calling trajectories: linear in the calls
+    traj, names = [], []
+    for i, tl in enumerate(tools):
+        for t in dict.fromkeys(x for x in (tl or "").split(" > ") if x):
+            traj.append(i)
+            names.append(t)
+    users = np.unique(np.asarray(traj, dtype=np.int64))
+    n = len(users)
+    if n < 2:
+        return frozenset()
+    q_of = np.full(len(tools), -1, dtype=np.int64)
+    q_of[users] = np.unique(np.asarray(questions)[users], return_inverse=True)[1].ravel()
+    n_q = int(q_of[users].max()) + 1
+    if n <= n_q:
+        return frozenset()
+    tool_names, tool = np.unique(np.asarray(names, dtype=object).astype(str), return_inverse=True)
+    q = q_of[np.asarray(traj, dtype=np.int64)]
+    size_q = np.bincount(q_of[users], minlength=n_q).astype(np.float64)
+    # for a 0/1 presence: SS_total = c - c^2 / n and SS_within = sum over questions of
+    # c_q - c_q^2 / n_q, with c (c_q) the trajectories (of question q) that call the tool
+    c = np.bincount(tool.ravel(), minlength=len(tool_names)).astype(np.float64)
+    cell, c_q = np.unique(tool.ravel() * n_q + q, return_counts=True)
+    between = np.bincount(cell // n_q, weights=c_q.astype(np.float64) ** 2 / size_q[cell % n_q],
+                          minlength=len(tool_names))
+    sst, ssw = c - c ** 2 / n, c - between
+    keep = sst > 1e-12  # a tool every tool user calls says nothing of the task
+    share_of = np.ones_like(sst)
+    share_of[keep] = 1 - (ssw[keep] / (n - n_q)) / (sst[keep] / (n - 1))
+    return frozenset(str(t) for t, k, v in zip(tool_names, keep, share_of) if k and v >= share)
+
+
+def task_plan(plan: str, task: frozenset[str]) -> str:
+    """A :func:`tool_plan` with each run of the task's tools (:func:`task_tools`) read as one
+    mark, ``(task)+`` where a tool of the run is called again: the plan the cut keeps apart.
+
+    Examples
+    --------
+    >>> task_plan("get_user > search_hotels+ > book", frozenset({"search_hotels", "book"}))
+    'get_user > (task)+'
+    """
+    out: list[str] = []
+    for tool in (plan or "").split(" > "):
+        if not tool:
+            continue
+        if tool.rstrip("+") in task:
+            again = tool.endswith("+")
+            if out and out[-1].rstrip("+") == TASK_MARK:
+                out[-1] = TASK_MARK + ("+" if again or out[-1].endswith("+") else "")
+            else:
+                out.append(TASK_MARK + ("+" if again else ""))
+        else:
+            out.append(tool)
+    return " > ".join(out)
+
+
+def plan_codes(plans: Sequence[str]) -> np.ndarray:
+    """Integer code of each row's plan (equal plans, equal codes, in sorted order of plans);
+    -1 for the empty plan (no tool called), which the clustering keeps farthest from the rest.
+
+    Examples
+    --------
+    >>> plan_codes(["b", "", "a", "b"]).tolist()
+    [1, -1, 0, 1]
+    """
+    arr = np.asarray(list(plans), dtype=object).astype(str)
+    codes = np.unique(arr, return_inverse=True)[1].ravel().astype(np.int64)
+    if (arr == "").any():
+        codes = np.where(arr == "", -1, codes - 1)  # "" sorts first: the others start at 0
+    return codes
+
+
+@dataclass(frozen=True)
+class FitRows:
+    """What a fit clusters: the distinct rows of the joined space and what the clustering,
+    its bootstrap and its family test read about them (kept only for the duration of a fit).
+
+    ``features, counts, renderings, moves`` are the distinct rows, their trajectory counts,
+    first renderings and move sequences; ``questions`` and ``row_of`` give each fitted
+    trajectory's question (integer code) and distinct row, what the bootstrap over questions
+    resamples; ``steps`` and ``arm_counts`` each distinct row's attempt sequence and arm counts,
+    what the family test reads; ``tool_plans`` each distinct row's :func:`tool_plan`, ``task``
+    the tools the question decides (:func:`task_tools`) and ``plans`` the plans the cut keeps
+    apart (:func:`task_plan`), what the task test reads.
+    """
+
+    features: np.ndarray
+    counts: np.ndarray
+    renderings: list[str]
+    moves: list[str]
+    questions: np.ndarray
+    row_of: np.ndarray
+    steps: list[tuple[str, ...]]
+    arm_counts: np.ndarray
+    plans: list[str]
+    tool_plans: list[str]
+    task: frozenset[str]
+
+
+def distinct_rows(pair_rows: np.ndarray, pair_of_row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct joined rows, as ``np.unique`` over every trajectory's row would give them
+    (same rows, same sorted order), from the few distinct pairs instead of 20,000 rows; each
+    trajectory's distinct row; and the first trajectory holding each."""
+    uniq, pair_inverse = np.unique(pair_rows, axis=0, return_inverse=True)
+    inverse = pair_inverse.ravel()[pair_of_row]
+    first = np.full(len(uniq), len(inverse))
+    np.minimum.at(first, inverse, np.arange(len(inverse)))
+    return uniq, inverse, first
+
+
+def embed_join(traj: "object", embedder: "object", vocabulary: Sequence[str], *, dim: int,
+               structure_weight: float, embedding_weight: float, n_groups: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Joined rows of a rendered table's distinct (rendering, move tokens) pairs, each distinct
+    rendering embedded once, and each row's pair (row ``i`` is ``pairs[inverse[i]]``); ``dim``
+    is the embedding dimension the space was fitted with (-1: any, at fit)."""
+    from mechanism.core.errors import MechanismError
+
+    first, inverse, texts, text_of_pair = distinct_pairs(traj["rendering"].to_list(), traj["tokens"].to_list())
+    emb = embedder.embed(texts) if texts else np.zeros((0, max(dim, 0)), np.float32)
+    if emb.ndim != 2 or (dim >= 0 and emb.shape[1] != dim):
+        raise MechanismError(f"embedder `{embedder.model_id}` gives {emb.shape[-1]} dimensions, "
+                             f"the space was fitted with {dim}")
+    return join(traj[first]["tokens"].to_list(), emb[text_of_pair], vocabulary, structure_weight=structure_weight,
+                embedding_weight=embedding_weight, n_groups=n_groups), inverse

@@ -1,0 +1,338 @@
+"""Strategy names: the steps a strategy's members share, what tells it from a sibling that
+would read the same, and the share of members the name describes (its fidelity).
+
+The rule is stated once, in :func:`strategy_names`; :func:`shared_core` and
+:func:`step_labels` are its parts.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import polars as pl
+
+# what a relation adds to a tool's name when it is not the tool's first, plain use
+_NOTE = {"repeat": "again", "return": "again", "revise": "revised", "switch": None, "new": "another",
+         "first": None}
+_SEARCH_NOTE = {"bridge_lookup": "bridge", "verification": "check", "reformulation": "reworded",
+                "parallel_lookup": "parallel", "new_lookup": "new", "repeat": "repeat"}
+
+# A name states the steps that the members holding at least this share of a strategy's
+# trajectories all take, in order (its core); the rest are optional steps of the family.
+NAME_COVERAGE = 0.9
+# A member is a fail-and-retry loop when at least this many of its failed calls are each
+# retried by the next call of the same tool (``n_retries`` of mechanism.analysis.segmentation.render);
+# a strategy at least LOOP_SHARE of whose members are loops says so in its name.
+LOOP_RETRIES = 2
+LOOP_SHARE = 0.5
+# A qualifier tells a strategy from its siblings when it holds for this much more of the
+# strategy's members than of any sibling's (shares of trajectories).
+TELL_GAP = 0.5
+LOOP_PHRASE = "fail-and-retry loop"
+
+
+def step_labels(moves: Sequence[str], tools: Sequence[str]) -> list[str]:
+    """Each call as a name reads it: the tool, with what its move adds (``search (bridge)``,
+    ``get_order_details (again)``, ``cancel (failed)`` where failures are kept apart)."""
+    parts = []
+    for move, tool in zip(moves, tools):
+        note = _SEARCH_NOTE.get(move) if move in _SEARCH_NOTE else _NOTE.get(move)
+        failed = tool.endswith("!")
+        label = tool.rstrip("!") + (" (failed)" if failed else "")
+        if note:
+            label = label[:-1] + f", {note})" if failed else label + f" ({note})"
+        parts.append(label)
+    return parts
+
+
+def _runs_of(labels: Sequence[str]) -> tuple[str, ...]:
+    """A label sequence with runs of one label as one step (how often is not the plan)."""
+    out: list[str] = []
+    for lab in labels:
+        if not out or out[-1] != lab:
+            out.append(lab)
+    return tuple(out)
+
+
+def _contains(seq: tuple[str, ...], core: tuple[str, ...]) -> bool:
+    """Whether ``core`` is an ordered subsequence of ``seq``."""
+    it = iter(seq)
+    return all(any(x == c for x in it) for c in core)
+
+
+def shared_core(sequences: Sequence[tuple[str, ...]], weights: Sequence[float], *,
+                coverage: float = NAME_COVERAGE) -> tuple[tuple[str, ...], float]:
+    """The longest step sequence (found greedily) that members holding ``coverage`` of the
+    weight contain in order, starting from the heaviest member's, and the weight share
+    containing it.
+
+    Examples
+    --------
+    >>> shared_core([("a", "b", "c"), ("a", "c"), ("a", "b", "c")], [5, 4, 1])
+    (('a', 'c'), 1.0)
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    total = float(w.sum())
+    if not len(sequences) or total <= 0:
+        return (), 0.0
+    core = tuple(sequences[int(np.argmax(w))])
+
+    def share(c: tuple[str, ...]) -> float:
+        return float(sum(wi for seq, wi in zip(sequences, w) if _contains(seq, c)) / total)
+
+    held = share(core)
+    while core and held < coverage - 1e-12:
+        # drop the step whose removal keeps the most members (ties: the later step)
+        options = [(share(core[:i] + core[i + 1:]), i) for i in range(len(core))]
+        held, i = max(options)
+        core = core[:i] + core[i + 1:]
+    return core, held
+
+
+# How a relation of the move grammar (mechanism.analysis.segmentation.RELATIONS) reads after its tool.
+_RELATION_WORDS = {"first": "first", "new": "on another object", "revise": "reworded", "repeat": "repeated",
+                   "return": "again after other calls", "switch": "on an object another tool used"}
+
+
+def _move_words(move: str) -> str:
+    """``tool/relation`` in words: ``search/revise`` -> ``search reworded``."""
+    tool, _, relation = move.partition("/")
+    if not relation:
+        return tool
+    words = _RELATION_WORDS.get(relation.removesuffix("!"), relation)
+    return f"first {tool}" if words == "first" else f"{tool} {words}"
+
+
+def _token_phrase(token: str) -> str:
+    """A move token (:func:`mechanism.analysis.segmentation.move_tokens`) in words.
+
+    Examples
+    --------
+    >>> _token_phrase("R:search/new"), _token_phrase("B:search/first>search/revise")
+    ('search on another object', 'first search then search reworded')
+    >>> _token_phrase("B:start>get_user/first"), _token_phrase("M:search/revise/user/partial")
+    ('opens with first get_user', 'search reworded, from user, part of question')
+    """
+    kind, _, body = token.partition(":")
+    if kind == "E":
+        return "ends without an answer" if "no_answer" in body else (
+            "answers without a call" if body.startswith("no_calls") else "ends with an answer")
+    if kind == "B":
+        a, _, b = body.partition(">")
+        if a == "start":
+            return f"opens with {_move_words(b)}"
+        return f"{_move_words(a)} then {'an answer' if b in ('answer', 'no_answer') else _move_words(b)}"
+    if kind == "M":
+        parts = body.split("/")
+        tool, relation, sources, scope = (parts + ["", "", "", ""])[:4]
+        tail = " after an error" if body.endswith("/after_error") else ""
+        where = {"whole": ", whole question", "partial": ", part of question"}.get(scope, "")
+        return f"{_move_words(f'{tool}/{relation}')}, from {sources.replace('+', ' and ')}{where}{tail}"
+    if kind == "R":
+        return _move_words(body)
+    return body.replace("/", " ")
+
+
+def _times(tool: str | None, lo: int, hi: int) -> str:
+    """A count of one tool's calls, ``x2-4`` (the name's only tool) or ``lookup x2-4``."""
+    count = f"x{lo}" if lo == hi else f"x{lo}-{hi}"
+    return count if tool is None else f"{tool} {count}"
+
+
+def _named_tools(name: str) -> set[str]:
+    """The tools a core (steps joined by `` -> ``) names."""
+    name = name.removeprefix("answer with no call, or ").removeprefix("varied: ")
+    return {step.split(" (")[0].strip() for step in name.split(" -> ") if step.strip()}
+
+
+Member = dict  # seq, n, rounds, tokens, free, counts (tool -> attempts), loop, repeat
+Test = Callable[[Member], bool]
+
+
+def _share(ms: list[Member], test: Test) -> float:
+    total = sum(m["n"] for m in ms)
+    return sum(m["n"] for m in ms if test(m)) / total if total else 0.0
+
+
+def _count_range(ms: list[Member], tool: str) -> tuple[int, int]:
+    """The 10th to 90th percentile of ``tool``'s attempts over ``ms`` (trajectories weighted)."""
+    r = np.repeat([m["counts"].get(tool, 0) for m in ms], [int(m["n"]) for m in ms])
+    return int(np.floor(np.quantile(r, 0.1))), int(np.ceil(np.quantile(r, 0.9)))
+
+
+def _qualifier(c: int, group: list[int], members: dict[int, list[Member]], base: str,
+               given: dict[str, list[tuple[int, int]]]) -> tuple[str, Test, tuple[str, int, int] | None] | None:
+    """What tells strategy ``c`` from every other strategy of ``group`` (all named ``base``):
+    the qualifier whose test holds for the largest share of ``c``'s members beyond any
+    sibling's, at least :data:`TELL_GAP`, among a tool only it uses, a tool it lacks (a
+    missing step), repeated identical calls and a count of one tool whose range no sibling's
+    range meets, nor any range of that tool ``given`` to another name of the space (ties in
+    that order); a move token only where none of those does. Returns the phrase, its test and
+    the count it states (tool, low, high) if any; None where nothing does."""
+    mine, others = members[c], [members[o] for o in group if o != c]
+    tools = sorted({t for ms in (mine, *others) for m in ms for t in m["counts"]})
+    named = _named_tools(base)
+    options: list[tuple[float, int, str, Test, tuple[str, int, int] | None]] = []  # gap, -kind, phrase, test, count
+
+    def offer(kind: int, phrase: str, test: Test, *, lacking: bool = False,
+              count: tuple[str, int, int] | None = None) -> None:
+        s_c, s_o = _share(mine, test), [_share(ms, test) for ms in others]
+        gap = (min(s_o) - s_c) if lacking else (s_c - max(s_o))
+        if gap >= TELL_GAP - 1e-12:
+            options.append((round(gap, 9), -kind, phrase, (lambda m, t=test: not t(m)) if lacking else test, count))
+
+    for t in tools:
+        uses = (lambda m, t=t: m["counts"].get(t, 0) > 0)
+        if _share(mine, uses) >= NAME_COVERAGE - 1e-12:  # a name mentions only what 0.9 of members do
+            offer(5, f"with {t}", uses)
+        elif _share(mine, uses) <= 1 - NAME_COVERAGE + 1e-12:
+            offer(4, f"without {t}", uses, lacking=True)
+    offer(3, "repeats a call", lambda m: m["repeat"])
+    for t in tools:
+        lo, hi = _count_range(mine, t)
+        if lo < 1:  # the count would mention a tool some members never call
+            continue
+        if any(not (hi < olo or ohi < lo) for olo, ohi in [*(_count_range(ms, t) for ms in others),
+                                                             *given.get(t, [])]):
+            continue  # no two names carry overlapping ranges of one tool
+        offer(2, _times(None if named == {t} else t, lo, hi),
+              lambda m, t=t, lo=lo, hi=hi: lo <= m["counts"].get(t, 0) <= hi, count=(t, lo, hi))
+    for token in sorted({tk for ms in (mine, *others) for m in ms for tk in m["tokens"]}):
+        has = (lambda m, tk=token: tk in m["tokens"])
+        offer(1, f"with {_token_phrase(token)}", has)
+        offer(1, f"without {_token_phrase(token)}", has, lacking=True)
+    if not options:
+        return None
+    # a move token only where nothing a reader knows by name (tools, counts, repeats) tells them apart
+    _, _, phrase, test, count = min(options, key=lambda o: (o[1] == -1, -o[0], o[1], o[2]))
+    return phrase, test, count
+
+
+def _members(frame: pl.DataFrame) -> dict[int, list[Member]]:
+    """Each strategy's distinct members (heaviest first) with what a name can say of them."""
+    cols = ["strategy", "moves", "tools", "tokens", "n_rounds"]
+    extra = [c for c in ("n_retries", "n_repeat") if c in frame.columns]
+    order = ["strategy", "n", *cols[1:], *extra]
+    groups = (frame.with_columns(*(pl.col(c).fill_null(0).cast(pl.Int64) for c in extra))
+              .group_by(*cols, *extra).agg(pl.len().alias("n"))
+              .sort(order, descending=[o == "n" for o in order]))
+    members: dict[int, list[Member]] = {}
+    for row in groups.iter_rows(named=True):
+        tools = [t for t in (row["tools"] or "").split(" > ") if t]
+        seq = _runs_of(step_labels((row["moves"] or "").split(" > "), tools))
+        members.setdefault(int(row["strategy"]), []).append(
+            {"seq": seq, "n": float(row["n"]), "rounds": int(row["n_rounds"] or 0),
+             "tokens": frozenset((row["tokens"] or "").split()), "free": not tools,
+             "counts": Counter(t.rstrip("!") for t in tools),
+             "loop": int(row.get("n_retries") or 0) >= LOOP_RETRIES, "repeat": int(row.get("n_repeat") or 0) > 0})
+    return members
+
+
+def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
+    """Each strategy's name, built from what its members share, and its fidelity.
+
+    ``frame`` has one row per member: ``strategy``, ``moves`` and ``tools`` (the attempt
+    sequences of :func:`mechanism.analysis.segmentation.render`), ``tokens`` and ``n_rounds``, and
+    where known ``n_retries`` and ``n_repeat`` (render's counts of failed calls retried by
+    the next call of their tool, and of exact repeats of the previous call; absent: 0).
+
+    The rule (stated once, used for every name):
+
+    1. A strategy whose members all answer without a tool call is ``answer without tools``;
+       no other name says so.
+    2. Otherwise the name is the core: the longest sequence of steps (runs of one step as
+       one, :func:`step_labels`) that the members holding at least :data:`NAME_COVERAGE` of
+       the strategy contain in order (:func:`shared_core`); steps outside it are the
+       family's optional steps. Where no step is that widely shared the name is ``varied:``
+       and the most common sequence. A strategy some of whose members answer without a call
+       (and others not) is ``answer with no call, or`` and the core of the others.
+    3. A strategy at least :data:`LOOP_SHARE` of whose members are fail-and-retry loops (at
+       least :data:`LOOP_RETRIES` failed calls, each retried by the next call of its tool)
+       says ``(fail-and-retry loop)``: merging a failure with its retries into one attempt
+       (``retries="merge"``) must not hide a loop that defines the strategy.
+    4. Where strategies would still read the same, each says what tells it from the others
+       (:func:`_qualifier`, largest gap first): ``with <tool>`` (a tool at least 0.9 of its
+       members call and its siblings far less), ``without <tool>`` (a step its siblings take
+       and it lacks), ``repeats a call``, a count of one tool's attempts (10th to 90th
+       percentile, ``x2-4`` where the name has that tool alone, else ``lookup x2-4``; offered
+       only where neither a sibling's range of that tool nor a count of it that another name
+       of the space states meets it, and only for a tool every member in the range calls),
+       or, where none of those tells them apart, a move token (``with ...``/``without ...``). This repeats for
+       names still alike (three rounds), then the most common sequence is stated
+       (``mostly ...``) and, only if nothing tells them apart, the strategy id.
+
+    A name *describes* a member when every part of it holds for the member: it has every
+    step of the core in order (for rule 1: no call), it is a loop where the name says so,
+    and every qualifier holds; ``fidelity`` is the share of the strategy's members the name
+    describes.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``strategy, built_name, fidelity``.
+    """
+    members = _members(frame)
+    # test(member) -> bool for every part of a name, so that fidelity checks exactly what it says
+    name: dict[int, str] = {}
+    tests: dict[int, list[Test]] = {}
+    for c, ms in members.items():
+        if all(m["free"] for m in ms):
+            name[c], tests[c] = "answer without tools", [lambda m: m["free"]]
+            continue
+        calling = [m for m in ms if not m["free"]]
+        free = sum(m["n"] for m in ms) - sum(m["n"] for m in calling)
+        core, _ = shared_core([m["seq"] for m in calling], [m["n"] for m in calling])
+        if core:
+            name[c] = " -> ".join(core)
+            tests[c] = [lambda m, core=core: not m["free"] and _contains(m["seq"], core)]
+        else:
+            top = calling[0]["seq"]
+            name[c] = "varied: " + " -> ".join(top)
+            tests[c] = [lambda m, top=top: m["seq"] == top]
+        if free > 0:  # some members answer without a call: the name says both
+            name[c] = "answer with no call, or " + name[c]
+            tests[c] = [lambda m, t=tests[c][0]: m["free"] or t(m)]
+        if _share(ms, lambda m: m["loop"]) >= LOOP_SHARE - 1e-12:
+            name[c] += f" ({LOOP_PHRASE})"
+            tests[c].append(lambda m: m["loop"])
+
+    def clashes() -> list[list[int]]:
+        by: dict[str, list[int]] = {}
+        for c in sorted(name):
+            by.setdefault(name[c], []).append(c)
+        return [cs for cs in by.values() if len(cs) > 1]
+
+    given: dict[str, list[tuple[int, int]]] = {}  # the counts names state, per tool
+    for _ in range(3):
+        groups = clashes()
+        if not groups:
+            break
+        for cs in groups:
+            # one group's qualifiers are chosen together (its siblings' ranges are disjoint)
+            found = {c: _qualifier(c, cs, members, name[c], given) for c in cs}
+            for c, q in found.items():
+                if q is not None:
+                    name[c] = f"{name[c]} ({q[0]})"
+                    tests[c].append(q[1])
+                    if q[2] is not None:
+                        given.setdefault(q[2][0], []).append(q[2][1:])
+    for cs in clashes():  # the most common sequence, where those differ
+        tops = {c: members[c][0]["seq"] for c in cs}
+        if len(set(tops.values())) == len(cs):
+            for c in cs:
+                name[c] = f"{name[c]} (mostly {' -> '.join(tops[c]) or 'no call'})"
+                tests[c].append(lambda m, top=tops[c]: m["seq"] == top)
+    for cs in clashes():
+        for c in cs:
+            name[c] = f"{name[c]} [S{c}]"
+    ids = sorted(members)
+    fidelity = [_share(members[c], lambda m, c=c: all(t(m) for t in tests[c])) for c in ids]
+    return pl.DataFrame({"strategy": ids, "built_name": [name[c] for c in ids], "fidelity": fidelity},
+                        schema={"strategy": pl.Int64, "built_name": pl.String, "fidelity": pl.Float64})
+
+
+def loop_share(n_retries: pl.Expr) -> pl.Expr:
+    """The share of members that are fail-and-retry loops (:data:`LOOP_RETRIES`), as an
+    aggregation over a strategy's ``n_retries``."""
+    return (n_retries.fill_null(0) >= LOOP_RETRIES).mean()

@@ -1,0 +1,837 @@
+"""The move grammar: every tool call of any agent described by what all formats have (tool
+name, arguments, observation, order), with the question's content masked.
+
+A strategy is how an agent uses its tools, not what it asks about (DESIGN.md section 5):
+raw transcripts cluster by entity names. So a call is described by
+
+tool
+    its normalised name, never truncated in what a person reads;
+sources
+    where its argument values came from, for every value whatever its shape (words, ids
+    such as ``mia_li_3668``, codes such as ``#W4830391``, e-mails, numbers, lower-case
+    names, multi-word phrases as their atoms): ``user`` (the question or user turn),
+    ``call`` (an earlier call's arguments), ``result`` (first met in an earlier
+    observation: information carried over) or ``new``; matched through sets of atoms, so
+    linear in the text;
+relation
+    to earlier calls (:data:`RELATIONS`): ``first`` use of the tool, exact ``repeat`` of
+    the previous call, ``return`` to an earlier call after others (read, change, read
+    again), ``revise`` (same tool, most of an earlier call's values kept), ``switch`` (a
+    value an earlier call of another tool used: the same object under another tool),
+    ``new`` (same tool, another object);
+scope
+    how much of the question the call covers (``whole``, ``most``, ``part``, ``none``);
+failed, after_error
+    whether its observation reports an error, and whether it follows a failed call (a
+    retry).
+
+Failures and retries (``retries=``): by default (``"merge"``) a failed call and the calls of
+the same tool that follow it until one goes through are one *attempt* of that move, read as
+the move the last of them made, and a failed call nobody retried is read as the move it
+attempted. How often an agent fails and retries is execution, not strategy (DESIGN.md
+section 5): it is kept per call (``failed``, ``retried``) and per trajectory (``n_failed``,
+``n_retries``) and reported per strategy and arm, never in the move tokens or the rendering
+that define strategies. ``retries="keep"`` keeps every call a move of its own, failure
+(``!``) and retry (``after error``) marked, for studies of recovery behaviour.
+
+Another look (also under ``"merge"``): a call of a tool that does not retrieve, made right
+after an attempt of the same tool, on another object (relation ``new``) and carrying
+nothing first met in that attempt's results, is *folded* into that attempt: opening
+a second file before editing, describing a second table, reading a second of the e-mails a
+search listed are one look of the same move, as a third scroll is (how many objects a look
+takes in is execution). A call that carries on what the attempt before it found (a second
+query with the id the first returned: a chain), that revises or repeats a call, or of a
+retrieval tool (where each query is a plan: rewording, bridging, decomposing) stays a move
+of its own. Folded calls are kept in the moves table (``folded``) and change nothing but the
+attempts.
+
+Calls of a retrieval tool (named like a search) are also read as search moves
+(:data:`SEARCH_MOVES`: ``first_lookup``, ``bridge_lookup``, ``verification``,
+``reformulation``, ``parallel_lookup``, ``new_lookup``, ``repeat``), derived from the same
+grammar. The episode ends in ``answer`` or ``no_answer``: nothing that depends on the
+outcome (whether the answer was retrieved or right) is recorded, since a strategy defined
+by its outcome would fold within-strategy success into composition (mechanism.analysis.compare).
+
+A trajectory is rendered as its masked moves, e.g. ``1. get_order_details first: user,
+part of question | 2. cancel_pending_order switch: user+new, part of question | answer``,
+and summarised by its move tokens (:func:`move_tokens`), what strategies are made of.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import polars as pl
+
+from mechanism.core.actions import (RETRIEVAL_TOOL, ActionField, check_action_field, detect_action_tools, mend_typos,
+                               read_action, tool_name)
+from mechanism.core.failures import compile_error_pattern, is_failure
+from mechanism.core.schema import validate
+
+RELATIONS = ("first", "repeat", "return", "revise", "switch", "new")
+SOURCES = ("user", "call", "result", "new")
+SCOPES = ("whole", "most", "part", "none")
+# Readings of a retrieval tool's calls (a tool named like a search whose call is one text):
+# the search-specific names of the same grammar.
+SEARCH_MOVES = ("first_lookup", "repeat", "reformulation", "bridge_lookup", "verification",
+                "parallel_lookup", "new_lookup")
+FINAL_MOVES = ("answer", "no_answer")
+MOVES = RELATIONS + SEARCH_MOVES + FINAL_MOVES
+RETRIES = ("merge", "keep")
+Retries = Literal["merge", "keep"]
+
+# Descriptive columns per trajectory. None is an outcome (whether the answer was retrieved or
+# right): a strategy defined by its outcome would fold within-strategy success into
+# composition (mechanism.analysis.compare).
+DESCRIPTIVE_COLUMNS = (
+    "n_rounds", "n_tools", "n_failed", "n_retries", *(f"n_{r}" for r in RELATIONS),
+    "share_user", "share_result", "share_call", "share_new", "first_call_coverage",
+)
+
+# Scope of a call relative to the question (or first user turn): all of its content atoms
+# ("whole"), at least this share ("most"), fewer ("part"), none.
+MOST_QUESTION_COVERAGE = 0.5
+# Rendering bounds: untrusted fields can be arbitrarily long; these keep memory and the
+# embedder's input bounded.
+MAX_STEPS_RENDERED = 16
+MAX_FIELD_CHARS = 20_000
+
+# An atom is a value's unit of identity whatever its shape: a word, a number, an id such as
+# `mia_li_3668`, a code such as `#W4830391`, an e-mail, a date. Matching atoms through sets is
+# linear in the text; a multi-word value (a phrase, a lower-case name) is its atoms.
+_ATOM = re.compile(r"[#@\w][\w.@#+'/-]*\w|\w", re.UNICODE)
+_RETRIEVAL = RETRIEVAL_TOOL
+@functools.lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    # Imported on first use: scikit-learn costs ~0.3 s to import, and a fit whose
+    # segmentations all come from the cache never tokenizes anything.
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
+def atoms(text: str | None) -> list[str]:
+    """Lower-case content atoms of ``text`` (stop words dropped), in order, each kept once.
+
+    Examples
+    --------
+    >>> atoms("Where was the director of Jaws born?")
+    ['director', 'jaws', 'born']
+    >>> atoms('{"user_id": "mia_li_3668", "order": "#W4830391", "email": "mia.li@x.com"}')
+    ['user_id', 'mia_li_3668', 'order', '#w4830391', 'email', 'mia.li@x.com']
+    """
+    if not text:
+        return []
+    stop = _stop_words()
+    seen: dict[str, None] = {}
+    for atom in _ATOM.findall(text[:MAX_FIELD_CHARS].lower()):
+        if atom not in stop and atom not in seen:
+            seen[atom] = None
+    return list(seen)
+
+
+content_tokens = atoms  # the name earlier versions used
+
+
+def check_retries(retries: Any) -> None:
+    """A one-line error naming ``retries`` when it is not one of :data:`RETRIES`."""
+    if retries not in RETRIES:
+        from mechanism.core.errors import InputError
+
+        raise InputError(f"`retries` must be 'merge' or 'keep', got {str(retries)[:40]!r}", field="retries")
+
+
+def is_error(observation: str | None, error_pattern: "str | re.Pattern[str] | None" = None) -> bool:
+    """Whether a tool's result reports a failed call (:func:`mechanism.core.failures.is_failure`:
+    Wikipedia ReAct's "Could not find", tool errors, error objects, missing ids and files,
+    code that could not run), or matches ``error_pattern``.
+
+    Examples
+    --------
+    >>> is_error("Error: user not found"), is_error('{"error": "bad id"}'), is_error("Paris")
+    (True, True, False)
+    >>> is_error("No Results"), is_error("BUSY", error_pattern="^busy")
+    (True, True)
+    """
+    return is_failure(observation, compile_error_pattern(error_pattern))
+
+
+def _leaves(value: Any, out: list[str], depth: int = 0) -> None:
+    if depth > 8 or len(out) > 256:
+        return
+    if isinstance(value, dict):
+        for v in value.values():
+            _leaves(v, out, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            _leaves(v, out, depth + 1)
+    elif value is not None and not isinstance(value, bool):
+        out.append(str(value))
+
+
+def argument_values(arguments: str | None, query: str | None) -> list[str]:
+    """The values a call passed: the leaves of its JSON arguments (keys dropped), else its
+    main text argument.
+
+    Examples
+    --------
+    >>> argument_values('{"order_id": "#W1", "items": ["a b", 3]}', "#W1")
+    ['#W1', 'a b', '3']
+    """
+    if arguments:
+        text = arguments[:MAX_FIELD_CHARS]
+        if text.lstrip().startswith(("{", "[")):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, (dict, list)):
+                out: list[str] = []
+                _leaves(parsed, out)
+                return out
+    if query is not None:
+        return [query]
+    return [arguments] if arguments else []
+
+
+@dataclass
+class _Step:
+    move: str
+    tool: str
+    relation: str
+    sources: str
+    scope: str
+    failed: bool
+    after_error: bool
+    retried: bool  # a failed call that the next call, of the same tool, retries
+    n_atoms: int
+    share_user: float
+    share_result: float
+    share_call: float
+    share_new: float
+    question_coverage: float
+    masked: str
+    token: str
+    merged: bool = False  # retried, and read as one attempt with its retry (retries="merge")
+    folded: bool = False  # another look of the attempt before it (retries="merge", module docstring)
+    marked: bool = False  # the failure is part of the move (retries="keep")
+    marked_retry: bool = False  # so is following a failed call
+
+
+class _Memo:
+    """Atoms of the texts met in one segmentation pass, each computed once.
+
+    A table repeats its texts heavily (one question for every sample of it, one retrieved
+    passage for many queries), and tokenising is most of the work. The memo lives for one
+    call, so memory stays bounded by the table being segmented.
+    """
+
+    def __init__(self) -> None:
+        self._atoms: dict[str | None, frozenset[str]] = {}
+        self._tools: dict[str | None, str] = {}
+
+    def atoms(self, text: str | None) -> frozenset[str]:
+        hit = self._atoms.get(text)
+        if hit is None:
+            hit = self._atoms[text] = frozenset(atoms(text))
+        return hit
+
+    def tool(self, tool: str | None) -> str:
+        hit = self._tools.get(tool)
+        if hit is None:
+            hit = self._tools[tool] = tool_name(tool)
+        return hit
+
+
+def _scope(coverage: float, n_user: int) -> str:
+    if n_user == 0:
+        return "none"
+    if coverage >= 1.0:
+        return "whole"
+    return "most" if coverage >= MOST_QUESTION_COVERAGE else "part"
+
+
+# A call revises an earlier call of its tool when at least this share of the smaller call's
+# atoms is shared (a reworded query, the same object with other options); sharing less (one
+# attribute word between two compared entities) is a call on another object.
+REVISION_KEEP = 0.5
+
+
+def _keeps(tset: set[str], earlier: Sequence[frozenset[str]]) -> bool:
+    return any(p and tset and len(tset & p) >= REVISION_KEEP * min(len(tset), len(p)) for p in earlier)
+
+
+def _search_move(relation: str, sources: set[str]) -> str:
+    """The search reading of a retrieval tool's call, from the same grammar."""
+    if relation == "first":
+        return "first_lookup"
+    if relation in ("repeat", "return"):
+        return "repeat"
+    if "result" in sources:
+        # Carrying a value from a result: with nothing new, checking what was found
+        # (the value and words already used); otherwise a bridge to a new lookup.
+        return "verification" if "new" not in sources and "call" in sources else "bridge_lookup"
+    if relation == "revise":
+        return "reformulation"
+    return "parallel_lookup" if "user" in sources else "new_lookup"
+
+
+def _failed(step: Mapping[str, Any], error_pattern: "re.Pattern[str] | None") -> bool:
+    # the default reading, or the read's own verdict (`failed`, written when `mx.read` had an `error_pattern`)
+    tool = step.get("via") or step.get("tool")  # a generic tool's call is judged as that tool's
+    return is_failure(step.get("observation"), error_pattern, tool=tool) or step.get("failed") is True
+
+
+def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict] | None,
+                 memo: _Memo | None = None, error_pattern: "re.Pattern[str] | None" = None,
+                 retries: str = "merge", actions: "Mapping[str, str] | None" = None,
+                 ignore: frozenset[str] = frozenset(),
+                 ) -> tuple[list[_Step], _Step, dict[str, float], str]:
+    """Moves (every call), final move, descriptive features and rendering of one trajectory;
+    the calls of a generic tool in ``actions`` are read as their verb (:mod:`mechanism.core.actions`),
+    and the calls of the tools (or verbs) in ``ignore`` are left out."""
+    memo = memo or _Memo()
+    merge = retries == "merge"
+    asked = memo.atoms(question)  # the question's atoms: what `scope` measures against
+    user: frozenset[str] | set[str] = asked  # every atom the user has said so far
+    result_atoms: set[str] = set()
+    call_atoms: set[str] = set()
+    by_tool: dict[str, set[str]] = {}
+    same_tool: dict[str, list[frozenset[str]]] = {}
+    calls_seen: set[tuple[str, tuple[str, ...]]] = set()
+    prev_call: tuple[str, tuple[str, ...]] | None = None
+    prev_failed = False
+    last_attempt: str | None = None  # the tool of the last attempt (what a look folds into)
+    last_found: set[str] = set()  # atoms first met in that attempt's results (what a chain carries on)
+    moves: list[_Step] = []
+    steps = [st or {} for st in (steps or ())]  # a null step is a call with nothing recorded
+    raw = [memo.tool(st.get("tool")) for st in steps]
+    if actions:
+        steps = [read_action(st, actions[name]) if name in actions else st for st, name in zip(steps, raw)]
+    # each call's failure read once: the typo mending and the moves both need it
+    failed_of = [_failed(st, error_pattern) for st in steps]
+    if actions:
+        steps = mend_typos(steps, raw, [f and name in actions for f, name in zip(failed_of, raw)])
+    if ignore:
+        kept = [i for i, st in enumerate(steps) if memo.tool(st.get("tool")) not in ignore]
+        steps, failed_of = [steps[i] for i in kept], [failed_of[i] for i in kept]
+    tools_of = [memo.tool(st.get("tool")) for st in steps]
+    for i, step in enumerate(steps):
+        said = step.get("user")
+        if said:  # a later user turn (an id, a code, a name typed in reply): the user's too
+            user = set(user) | memo.atoms(said)
+        tool = tools_of[i]
+        values = argument_values(step.get("arguments"), step.get("query"))
+        vatoms: dict[str, None] = {}
+        for v in values:
+            for a in memo.atoms(v):
+                vatoms[a] = None
+        toks = list(vatoms)
+        counts = dict.fromkeys(SOURCES, 0)
+        for a in toks:
+            # The user turn first, then reuse of an earlier call's value, then a value first
+            # met in a result (information carried over), else new.
+            if a in user:
+                counts["user"] += 1
+            elif a in call_atoms:
+                counts["call"] += 1
+            elif a in result_atoms:
+                counts["result"] += 1
+            else:
+                counts["new"] += 1
+        tset = set(toks)
+        key = (tool, tuple(sorted(" ".join(v.split()).lower() for v in values)))
+        if key in calls_seen:
+            relation = "repeat" if key == prev_call else "return"
+        elif tool in by_tool and _keeps(tset, same_tool.get(tool, ())):
+            relation = "revise"
+        elif any(tset & atoms_ for other, atoms_ in by_tool.items() if other != tool):
+            # the same object an earlier call of another tool named (read, then change it)
+            relation = "switch"
+        elif tool not in by_tool:
+            relation = "first"
+        else:
+            relation = "new"
+        observation = step.get("observation")
+        failed = failed_of[i]
+        # merged: a failed call the next call of the same tool retries is that call's attempt,
+        # so it leaves the grammar's state as it found it (the retry is read as if first tried)
+        retried = failed and i + 1 < len(steps) and tools_of[i + 1] == tool
+        merged = merge and retried
+        n = len(toks)
+        sources = {s for s in SOURCES if counts[s]}
+        coverage = len(tset & asked) / len(asked) if asked else 0.0
+        scope = _scope(coverage, counts["user"])
+        retrieval = bool(_RETRIEVAL.search(tool)) and len(values) <= 1
+        folded = (merge and not merged and not retrieval and last_attempt == tool
+                  and relation == "new" and not (tset & last_found))
+        move = _search_move(relation, sources) if retrieval else relation
+        src = "+".join(s for s in SOURCES if s in sources) or "nothing"
+        shown_failed, shown_after = (failed, prev_failed) if not merge else (False, False)
+        flag = "!" if shown_failed else ""
+        token = f"{tool}{flag}/{relation}/{src}/{scope}" + ("/after_error" if shown_after else "")
+        masked = (f"{tool} {move}" + (" failed" if shown_failed else "") + (" after error" if shown_after else "")
+                  + f": {src}" + (f", {scope} of question" if scope != "none" else ""))
+        moves.append(_Step(
+            move=move, tool=tool, relation=relation, sources=src, scope=scope, failed=failed,
+            after_error=prev_failed, retried=retried, n_atoms=n,
+            share_user=counts["user"] / n if n else 0.0, share_result=counts["result"] / n if n else 0.0,
+            share_call=counts["call"] / n if n else 0.0, share_new=counts["new"] / n if n else 0.0,
+            question_coverage=coverage, masked=masked, token=token, merged=merged, folded=folded,
+            marked=shown_failed, marked_retry=shown_after))
+        prev_failed = failed
+        if merged:
+            continue
+        # what a chain would carry on: only read when looks are folded ("merge")
+        found = (memo.atoms(observation) - result_atoms - call_atoms - tset - user) if merge else frozenset()
+        if folded:
+            last_found |= found
+        else:
+            last_attempt, last_found = tool, set(found)
+        calls_seen.add(key)
+        prev_call = key
+        by_tool.setdefault(tool, set()).update(tset)
+        same_tool.setdefault(tool, []).append(frozenset(tset))
+        call_atoms |= tset
+        result_atoms |= memo.atoms(observation)
+    final_move = "no_answer" if answer is None else "answer"
+    final = _Step(move=final_move, tool="answer", relation=final_move, sources="", scope="none", failed=False,
+                  after_error=prev_failed, retried=False, n_atoms=0, share_user=0.0, share_result=0.0, share_call=0.0,
+                  share_new=0.0, question_coverage=0.0, masked=final_move.replace("_", " "), token=final_move)
+    feats: dict[str, float] = {"n_tools": float(len(by_tool)), "n_failed": float(sum(m.failed for m in moves)),
+                               "n_retries": float(sum(m.retried for m in moves))}
+    shown = attempts(moves)  # what defines the strategy: one entry per attempt of a move
+    for r in RELATIONS:
+        feats[f"n_{r}"] = float(sum(m.relation == r for m in shown))
+    for key in ("share_user", "share_result", "share_call", "share_new"):
+        vals = [getattr(m, key) for m in shown if m.n_atoms]
+        feats[key] = sum(vals) / len(vals) if vals else 0.0
+    feats["first_call_coverage"] = moves[0].question_coverage if moves else 0.0
+    parts = [f"{i + 1}. {m.masked}" for i, m in enumerate(shown[:MAX_STEPS_RENDERED])]
+    if len(shown) > MAX_STEPS_RENDERED:
+        parts.append(f"... {len(shown) - MAX_STEPS_RENDERED} more calls")
+    parts.append(final.masked)
+    rendering = " | ".join(parts)
+    return moves, final, feats, rendering
+
+
+def attempts(moves: Sequence[_Step]) -> list[_Step]:
+    """The moves that define a strategy: every call but the failed ones their retry replaces
+    and the looks folded into the attempt before them (none under ``retries="keep"``)."""
+    return [m for m in moves if not (m.merged or m.folded)]
+
+
+def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
+    """The units a strategy is made of.
+
+    For every attempt of a move (:func:`attempts`), at three grains: the tool (``!`` when the call
+    failed, under ``retries="keep"``); the tool with its
+    relation to earlier calls; and the full move: where its carried values came from (the user
+    turn, an earlier call, a result; new words alone count only when nothing was carried, since
+    rewording is not a change of plan), whether it covers the whole question or part of it, and
+    whether it follows a failed call. Plus each consecutive pair of (tool, relation) moves, so
+    order counts, and how the episode ended. A different tool or relation thus differs at every
+    grain, a different provenance at one.
+
+    Examples
+    --------
+    >>> from mechanism.core.schema import from_records, make_step
+    >>> runs = from_records([{"arm": "a", "question_id": "q", "sample_id": 0, "question": "Cancel #W1",
+    ...     "gold": [], "answer": "done", "correct": True, "n_rounds": 1, "steps": [
+    ...     make_step(tool="cancel_order", arguments='{"order_id": "#W1"}', observation="Error: locked")]}])
+    >>> render(runs, retries="keep")["tokens"][0].split()
+    ['T:cancel_order!', 'R:cancel_order!/first', 'M:cancel_order!/first/user/partial', 'B:start>cancel_order!/first', 'B:cancel_order!/first>answer', 'E:answer']
+    >>> render(runs)["tokens"][0].split()  # by default a failure is execution, not a move
+    ['T:cancel_order', 'R:cancel_order/first', 'M:cancel_order/first/user/partial', 'B:start>cancel_order/first', 'B:cancel_order/first>answer', 'E:answer']
+    """
+    out: list[str] = []
+    prev = "start"
+    for m in attempts(moves):
+        tool = m.tool + ("!" if m.marked else "")
+        mid = f"{tool}/{m.relation}"
+        carried = [s for s in m.sources.split("+") if s not in ("new", "")] or [m.sources or "nothing"]
+        scope = m.scope if m.scope in ("whole", "none") else "partial"
+        fine = f"M:{mid}/{'+'.join(carried)}/{scope}" + ("/after_error" if m.after_error and m.marked_retry else "")
+        out += [f"T:{tool}", f"R:{mid}", fine, f"B:{prev}>{mid}"]
+        prev = mid
+    out += [f"B:{prev}>{final.move}", f"E:{final.move}" if moves else f"E:no_calls_{final.move}"]
+    return list(dict.fromkeys(out))
+
+
+_MOVE_SCHEMA = {
+    "arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64, "step": pl.Int64,
+    "tool": pl.String, "move": pl.String, "relation": pl.String, "sources": pl.String, "scope": pl.String,
+    "failed": pl.Boolean, "after_error": pl.Boolean, "retried": pl.Boolean, "folded": pl.Boolean, "n_atoms": pl.Int64,
+    "share_user": pl.Float64,
+    "share_result": pl.Float64, "share_call": pl.Float64, "share_new": pl.Float64,
+    "question_coverage": pl.Float64, "masked": pl.String, "token": pl.String,
+}
+
+
+_SEGMENT_COLUMNS = ("rendering", "moves", "tools", "tokens", *(c for c in DESCRIPTIVE_COLUMNS if c != "n_rounds"))
+_STRING_COLUMNS = ("rendering", "moves", "tools", "tokens")
+# What a row's segmentation reads: the question, the answer and every step. Not `gold` (the
+# segmentation never looks at it, and keying on it would only split identical episodes) nor
+# the arm or ids (the same episode in two arms is segmented alike).
+_KEY_COLUMNS = ("question", "answer", "steps")
+_REQUIRED = ("arm", "question_id", "sample_id", "question", "answer", "n_rounds", "steps")
+
+
+def row_keys(runs: pl.DataFrame) -> pl.Series:
+    """Content key of each row: BLAKE2b-128 (hex) of its question, answer and steps.
+
+    The serialisation is polars' JSON encoding of the row's fields, which tells a null
+    from an empty string and keeps every step field, so two rows share a key only when
+    their segmentation inputs are identical.
+    """
+    encoded = runs.select(pl.struct(*_KEY_COLUMNS).struct.json_encode())["question"].to_list()
+    return pl.Series("key", [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+                             for t in encoded], dtype=pl.String)
+
+
+def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
+                      error_pattern: "re.Pattern[str] | None" = None, retries: str = "merge",
+                      actions: "Mapping[str, str] | None" = None, ignore: frozenset[str] = frozenset(),
+                      ) -> tuple[pl.DataFrame, list[list[_Step]] | None]:
+    """Segment each distinct row of ``runs`` once.
+
+    Returns one row per distinct key (``key`` and :data:`_SEGMENT_COLUMNS`, in order of first
+    appearance) and, when ``with_moves``, each distinct row's moves (final answer last).
+    """
+    first = keys.is_first_distinct().to_numpy()
+    idx = np.flatnonzero(first)
+    sub = runs[idx] if len(idx) < runs.height else runs
+    memo = _Memo()
+    feats: dict[str, list[float]] = {name: [] for name in _SEGMENT_COLUMNS[len(_STRING_COLUMNS):]}
+    renderings: list[str] = []
+    sequences: list[str] = []
+    tools: list[str] = []
+    tokens: list[str] = []
+    all_moves: list[list[_Step]] | None = [] if with_moves else None
+    for question, answer, steps in zip(sub["question"].to_list(), sub["answer"].to_list(),
+                                       sub["steps"].to_list()):
+        moves, final, f, rendering = _segment_one(question, answer, steps, memo, error_pattern, retries, actions,
+                                                  ignore)
+        for name, values in feats.items():
+            values.append(f[name])
+        renderings.append(rendering)
+        shown = attempts(moves)
+        sequences.append(" > ".join([m.move for m in shown] + [final.move]))
+        tools.append(" > ".join(m.tool + ("!" if m.marked else "") for m in shown))
+        tokens.append(" ".join(move_tokens(moves, final)))
+        if all_moves is not None:
+            all_moves.append([*moves, final])
+    table = pl.DataFrame({"key": keys.gather(idx), "rendering": renderings, "moves": sequences,
+                          "tools": tools, "tokens": tokens, **feats},
+                         schema={"key": pl.String, **{c: pl.String for c in _STRING_COLUMNS},
+                                 **{name: pl.Float64 for name in feats}})
+    return table, all_moves
+
+
+def _trajectories(runs: pl.DataFrame, keys: pl.Series, table: pl.DataFrame) -> pl.DataFrame:
+    """Per-row output of :func:`render` from per-key segmentations."""
+    traj = (runs.select("arm", "question_id", "sample_id").with_columns(keys)
+            .join(table, on="key", how="left", maintain_order="left"))
+    return traj.with_columns(runs["n_rounds"].cast(pl.Float64).alias("n_rounds")).select(
+        "arm", "question_id", "sample_id", *_STRING_COLUMNS, *DESCRIPTIVE_COLUMNS)
+
+
+def action_tools(runs: pl.DataFrame, action_field: ActionField = "auto", *, keys: pl.Series | None = None
+                 ) -> dict[str, str]:
+    """The generic tools of ``runs`` and the field each is read through: detected with
+    ``"auto"`` (:func:`mechanism.core.actions.detect_action_tools`), as given with a mapping
+    ``{tool: field}`` (``"*"``: the whole text argument), none with ``None``; ``keys``: the
+    table's :func:`row_keys` when already computed.
+
+    Examples
+    --------
+    >>> from mechanism.core.schema import from_records, make_step
+    >>> runs = from_records([{"arm": "a", "question_id": f"q{i}", "sample_id": 0, "question": f"Open box {i}",
+    ...     "gold": [], "answer": "ok", "correct": True, "n_rounds": 2, "steps": [
+    ...     make_step(tool="act", arguments='{"command": "go north"}'),
+    ...     make_step(tool="act", arguments='{"command": "open box"}')]} for i in range(3)])
+    >>> action_tools(runs), action_tools(runs, None), action_tools(runs, {"act": "command"})
+    ({'act': 'command'}, {}, {'act': 'command'})
+    """
+    check_action_field(action_field)
+    if action_field is None:
+        return {}
+    if action_field != "auto":
+        return {tool_name(k): v for k, v in action_field.items()}
+    # each distinct trajectory once: a table repeats its episodes, and what decides is which
+    # verbs recur across questions, not how often one episode was sampled
+    distinct = runs.filter((row_keys(runs) if keys is None else keys).is_first_distinct())
+    return detect_action_tools(distinct["steps"].to_list(), distinct["question_id"].to_list())
+
+
+def ignored_tools(ignore_tools: "Sequence[str] | None") -> frozenset[str]:
+    """The normalised names of ``ignore_tools`` (a list of tool names or verbs; ``None``: none),
+    or a one-line error naming ``ignore_tools``.
+
+    Examples
+    --------
+    >>> sorted(ignored_tools(["Think", "screenshot"]))
+    ['screenshot', 'think']
+    """
+    if ignore_tools is None:
+        return frozenset()
+    if isinstance(ignore_tools, str) or not all(isinstance(t, str) and t for t in ignore_tools):
+        from mechanism.core.errors import InputError
+
+        raise InputError(f"`ignore_tools` must be a list of tool names, got {str(ignore_tools)[:60]!r}",
+                         field="ignore_tools")
+    return frozenset(tool_name(t) for t in ignore_tools)
+
+
+def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None,
+                retries: Retries = "merge", action_field: ActionField = "auto",
+                ignore_tools: "Sequence[str] | None" = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Moves (one row per tool call plus the final answer) and per-trajectory renderings.
+
+    Identical rows (same question, answer and steps, see :func:`row_keys`) are segmented
+    once.
+
+    Parameters
+    ----------
+    runs
+        A canonical trajectory table (needs ``arm``, ``question_id``, ``sample_id``,
+        ``question``, ``answer``, ``n_rounds``, ``steps``).
+    error_pattern
+        A regular expression (case-insensitive) naming your environment's failure
+        messages; an observation it matches is a failed call, besides the default reading
+        (:func:`mechanism.core.failures.is_failure`).
+    retries
+        ``"merge"`` (default): a failed call and its retry are one attempt of a move;
+        ``"keep"``: every call is a move, failures and retries marked (module docstring).
+    action_field
+        How calls of a generic tool (``bash(command=...)``, ``computer(action=...)``,
+        ``act(command=...)``) are read: ``"auto"`` detects such tools and reads each call as
+        its verb plus object (:func:`action_tools`), a mapping ``{tool: field}`` names them,
+        ``None`` reads every call by its tool name.
+    ignore_tools
+        Tools (or, of a generic tool, verbs) whose calls are left out: bookkeeping calls
+        (``think``, ``inventory``, ``screenshot``) that are no part of a strategy.
+
+    Returns
+    -------
+    moves, trajectories
+        See :func:`segment` and :func:`render`.
+    """
+    validate(runs, source="runs", required=_REQUIRED)
+    check_retries(retries)
+    keys = row_keys(runs)
+    table, distinct_moves = _segment_distinct(runs, keys, with_moves=True,
+                                              error_pattern=compile_error_pattern(error_pattern), retries=retries,
+                                              actions=action_tools(runs, action_field, keys=keys),
+                                              ignore=ignored_tools(ignore_tools))
+    assert distinct_moves is not None
+    # Moves of each distinct row, laid out once, then gathered for every row in table order.
+    lengths = np.array([len(m) for m in distinct_moves], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    flat = [m for moves in distinct_moves for m in moves]
+    position = {k: i for i, k in enumerate(table["key"].to_list())}
+    inverse = np.array([position[k] for k in keys.to_list()], dtype=np.int64)
+    row_len = lengths[inverse]
+    total = int(row_len.sum())
+    within = np.arange(total) - np.repeat(np.cumsum(row_len) - row_len, row_len)
+    gather = np.repeat(offsets[inverse], row_len) + within
+    names = tuple(_MOVE_SCHEMA)[4:]
+    distinct = pl.DataFrame({name: [getattr(m, name) for m in flat] for name in names},
+                            schema={name: _MOVE_SCHEMA[name] for name in names})
+    row = np.repeat(np.arange(runs.height), row_len)
+    ids = runs.select("arm", "question_id", "sample_id")[row]
+    moves_df = pl.concat([ids, pl.DataFrame({"step": within}, schema={"step": pl.Int64}), distinct[gather]],
+                         how="horizontal").select(list(_MOVE_SCHEMA))
+    return moves_df, _trajectories(runs, keys, table)
+
+
+def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None,
+            retries: Retries = "merge", action_field: ActionField = "auto",
+            ignore_tools: "Sequence[str] | None" = None) -> pl.DataFrame:
+    """One row per move: every tool call, then the final answer.
+
+    Columns: ``arm, question_id, sample_id, step`` (0-based; the final answer is the last),
+    ``tool`` (normalised, full), ``move`` (the relation, or its search reading for a retrieval
+    tool; one of :data:`MOVES`), ``relation`` (:data:`RELATIONS`), ``sources`` (where the
+    call's values came from: ``user``, ``call``, ``result``, ``new``, joined by ``+``),
+    ``scope`` (how much of the question the call covers), ``failed`` (error observation),
+    ``after_error`` (the previous call failed: a retry), ``retried`` (a failed call that the
+    next call, of the same tool, retries: under ``retries="merge"`` both are one attempt, read
+    as the retry's move), ``n_atoms`` (values' atoms), the
+    shares of atoms by source, ``question_coverage``, ``masked`` (the move, no content) and
+    ``token`` (its unit in the strategy representation).
+
+    Where a value's atoms came from: ``user`` when the question or any user turn before the
+    call (the step's ``user`` field and those of earlier steps) held it. ``failed`` reads the
+    observation by :func:`mechanism.core.failures.is_failure`, plus ``error_pattern`` when given
+    (a regular expression, case-insensitive, for your environment's own failure messages).
+
+    Examples
+    --------
+    >>> from mechanism.core.schema import from_records, make_step
+    >>> runs = from_records([{"arm": "a", "question_id": "q", "sample_id": 0,
+    ...     "question": "Where was the director of Jaws born?", "gold": ["Cincinnati"],
+    ...     "answer": "Cincinnati", "correct": True, "n_rounds": 2, "steps": [
+    ...     make_step(tool="search", query="director of Jaws",
+    ...               observation="Jaws was directed by Steven Spielberg."),
+    ...     make_step(tool="search", query="Steven Spielberg birthplace",
+    ...               observation="Spielberg was born in Cincinnati, Ohio.")]}])
+    >>> segment(runs)["move"].to_list()
+    ['first_lookup', 'bridge_lookup', 'answer']
+    """
+    return segment_all(runs, error_pattern=error_pattern, retries=retries, action_field=action_field,
+                       ignore_tools=ignore_tools)[0]
+
+
+def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
+           error_pattern: "str | re.Pattern[str] | None" = None, retries: Retries = "merge",
+           action_field: ActionField = "auto", ignore_tools: "Sequence[str] | None" = None) -> pl.DataFrame:
+    """One row per trajectory: its masked rendering, move sequence and structural features.
+
+    Columns: ``arm, question_id, sample_id``, ``rendering`` (text for the embedder, no
+    content), ``moves`` (e.g. ``"first_lookup > bridge_lookup > answer"``), ``tools``
+    (the tool sequence, ``!`` marking failed calls), ``tokens`` (:func:`move_tokens`, space
+    separated: what strategies are made of) and the :data:`DESCRIPTIVE_COLUMNS`.
+
+    Parameters
+    ----------
+    runs
+        A canonical trajectory table.
+    cache_dir
+        Folder of the segmentation cache (:class:`SegmentCache`); ``None`` keeps nothing.
+        Each distinct row (:func:`row_keys`) is segmented once, and with a cache only the
+        rows it does not yet hold.
+    error_pattern
+        Your environment's failure messages, as for :func:`segment` (cached apart from the
+        default reading's results).
+    retries
+        ``"merge"`` (default) or ``"keep"``, as for :func:`segment_all` (cached apart).
+    action_field
+        ``"auto"``, a mapping ``{tool: field}`` or ``None``, as for :func:`segment_all`
+        (cached apart).
+    ignore_tools
+        Tools or verbs left out, as for :func:`segment_all` (cached apart).
+    """
+    validate(runs, source="runs", required=_REQUIRED)
+    check_retries(retries)
+    keys = row_keys(runs)
+    pattern = compile_error_pattern(error_pattern)
+    actions, ignore = action_tools(runs, action_field, keys=keys), ignored_tools(ignore_tools)
+    if cache_dir is None:
+        return _trajectories(runs, keys, _segment_distinct(runs, keys, with_moves=False, error_pattern=pattern,
+                                                           retries=retries, actions=actions, ignore=ignore)[0])
+    cache = SegmentCache(cache_dir, error_pattern=pattern, retries=retries, actions=actions, ignore=ignore)
+    wanted = keys.unique(maintain_order=True)
+    found = cache.load(wanted)
+    missing = ~keys.is_in(found["key"].implode())
+    if missing.any():
+        rows = runs.filter(missing)
+        computed = _segment_distinct(rows, keys.filter(missing), with_moves=False, error_pattern=pattern,
+                                     retries=retries, actions=actions, ignore=ignore)[0]
+        cache.store(computed)
+        found = pl.concat([found, computed])
+    return _trajectories(runs, keys, found)
+
+
+class SegmentCache:
+    """Per-trajectory segmentations on disk, keyed by :func:`row_keys` and by this module's code.
+
+    Layout: ``folder/<segmenter id>/<shard>.parquet`` plus a ``.json`` sidecar per shard
+    (:mod:`mechanism.core.cachefile`: atomic writes, digests checked on read, a corrupt shard is
+    deleted and its rows segmented again). The segmenter id is a digest of this source file,
+    so editing the segmentation never serves results of the old code. Parquet and JSON only.
+
+    Parameters
+    ----------
+    folder
+        Cache root.
+    error_pattern
+        The user's failure pattern the segmentations were made with (part of the key).
+    retries
+        How failed calls and their retries were read (part of the key).
+    actions, ignore
+        The generic tools read as verbs, ``{tool: field}``, and the tools left out (part of the key).
+    """
+
+    FORMAT = 3
+
+    def __init__(self, folder: str | os.PathLike, *, error_pattern: "re.Pattern[str] | None" = None,
+                 retries: str = "merge", actions: "Mapping[str, str] | None" = None,
+                 ignore: frozenset[str] = frozenset()) -> None:
+        name = segmenter_id() + ("" if retries == "merge" else f"-{retries}")
+        if error_pattern is not None:
+            spec = f"{error_pattern.flags}:{error_pattern.pattern}".encode("utf-8", "surrogatepass")
+            name += "-" + hashlib.blake2b(spec, digest_size=8).hexdigest()
+        if actions or ignore:
+            spec = json.dumps([sorted((actions or {}).items()), sorted(ignore)]).encode("utf-8", "surrogatepass")
+            name += "-a" + hashlib.blake2b(spec, digest_size=8).hexdigest()
+        self.root = Path(folder) / name
+        self.rebuilt: list[str] = []  # shards found corrupt and removed, for reports and tests
+
+    def load(self, keys: pl.Series) -> pl.DataFrame:
+        """Cached segmentations of ``keys`` (``key`` and the segment columns; misses absent)."""
+        from mechanism.core.cachefile import read_checked
+
+        frames = []
+        if self.root.is_dir():
+            wanted = keys.implode()
+            for path in sorted(self.root.glob("*.parquet")):
+                data = read_checked(path, {"format": self.FORMAT})
+                if data is None:
+                    if not path.exists():  # it was corrupt and is gone now
+                        self.rebuilt.append(path.stem)
+                    continue
+                try:
+                    from mechanism.core.cachefile import check_parquet_depth
+
+                    check_parquet_depth(data, name=path.name, max_depth=4)  # a crafted schema must not crash polars
+                    shard = pl.read_parquet(io.BytesIO(data))
+                    shard = shard.select(self._schema().keys()).cast(self._schema())
+                except Exception:  # noqa: BLE001 - any unreadable shard is rebuilt, whatever polars raises
+                    from mechanism.core.cachefile import discard
+
+                    discard(path)
+                    self.rebuilt.append(path.stem)
+                    continue
+                frames.append(shard.filter(pl.col("key").is_in(wanted)))
+        if not frames:
+            return pl.DataFrame(schema=self._schema())
+        return pl.concat(frames).unique("key", keep="first", maintain_order=True)
+
+    def store(self, table: pl.DataFrame) -> None:
+        """Write one shard of segmentations (``key`` plus the segment columns)."""
+        from mechanism.core.cachefile import digest, write_checked
+
+        if table.height == 0:
+            return
+        buf = io.BytesIO()
+        table.select(self._schema().keys()).write_parquet(buf, statistics=False)
+        data = buf.getvalue()
+        write_checked(self.root / f"{digest(data)[:24]}.parquet", data,
+                      {"format": self.FORMAT, "rows": table.height})
+
+    @staticmethod
+    def _schema() -> dict[str, pl.DataType]:
+        return {"key": pl.String, **{c: pl.String for c in _STRING_COLUMNS},
+                **{name: pl.Float64 for name in _SEGMENT_COLUMNS[len(_STRING_COLUMNS):]}}
+
+
+@functools.lru_cache(maxsize=1)
+def segmenter_id() -> str:
+    """Digest of this module's source and of :mod:`mechanism.core.failures`, :mod:`mechanism.core.actions`
+    and :mod:`mechanism.core.patterns`: cached segmentations are valid only for the code that made them."""
+    from mechanism.core import failures  # the failure reading is part of what a segmentation says
+    from mechanism.core.cachefile import code_id  # the one code digest of the toolkit's caches
+
+    from mechanism.core import actions, patterns  # so are the reading of generic tools and the pattern engine
+
+    return code_id([Path(__file__), Path(failures.__file__), Path(actions.__file__), Path(patterns.__file__)])

@@ -1,0 +1,483 @@
+"""The strategy space: trajectories -> move tokens and masked renderings -> joined space ->
+strategies, saved without pickle and applied to new checkpoints without refitting.
+
+A thin scikit-learn estimator (as ``KMeans`` over ``cluster/_kmeans.py``): ``__init__`` stores
+parameters, declared with their constraints in :mod:`mechanism.analysis._strategies.params`; ``fit``
+orchestrates private modules, each with one job: :mod:`~mechanism.analysis._strategies.features` (move
+tokens as presence columns, the joined space), :mod:`~mechanism.analysis._strategies.reduce` (UMAP and
+its disk cache), :mod:`~mechanism.analysis._strategies.clustering` (the three clusterers, k by
+silhouette, renumbering, the outlier threshold), :mod:`~mechanism.analysis._strategies.stability`
+(bootstrap over questions, seed agreement, the resolution sweep, all on clones),
+:mod:`~mechanism.analysis._strategies.describe` (the description table, computed once per fit),
+:mod:`~mechanism.analysis._strategies.fitcache` (the fit cache) and
+:mod:`~mechanism.analysis._strategies.persist` (save and load). The estimator never changes its own
+parameters; learned state (trailing underscore) is set only by ``fit`` (and ``load``).
+
+Pipeline (DESIGN.md section 5):
+
+1. :func:`mechanism.analysis.segmentation.render` describes every call by the tool-agnostic move
+   grammar (tool, where its values came from, relation to earlier calls, failure and retry)
+   and gives each trajectory its move tokens (:func:`~mechanism.analysis.segmentation.move_tokens`)
+   and a rendering with the question's content masked.
+2. Each token is a presence column (weight 1, none set by hand; the 512 most frequent
+   tokens get one, rarer ones count together); distinct renderings are embedded once
+   (:mod:`mechanism.analysis.embed`) and joined, times ``embedding_weight``.
+3. Identical joined rows are collapsed and carry their count as a weight.
+4. Clustering, by default average-linkage agglomerative clustering cut at ``resolution``
+   (groups join while they differ on average by fewer than ``resolution**2`` tokens), then
+   every group under ``min_share`` of the trajectories joins its nearest group (never across
+   calling tools or not): the number of strategies follows from these two stated criteria,
+   chosen once for all planted worlds by leaving one world out
+   (``benchmarks/bench_strategies_worlds.py --lowo``, ``--min-share-lowo``). The tree is cut
+   within each tool plan, the tools the question decides read as one mark
+   (:func:`~mechanism.analysis._strategies.features.task_tools`), and strategies of one plan used on
+   disjoint questions are one (:mod:`mechanism.analysis._strategies.tasks`).
+   Alternatives: ``method="kmeans"`` (count weighted, k by the highest count-weighted
+   silhouette over ``k_range``) and ``method="hdbscan"`` (outliers -1).
+5. Strategies are numbered by descending size, ties broken by their medoid's rendering, so
+   the same input gives the same ids.
+6. Every fit reports each strategy's stability over bootstrap resamples of questions
+   (``stability_``) and the agreement with a fit under the next seed (``seed_agreement_``);
+   :meth:`StrategySpace.sweep` shows how strategies merge and split over ``resolution``.
+
+Why clustering happens in the joined space and UMAP (fixed ``random_state``) serves the map
+and, on request (``cluster_on="umap"``), the clustering: UMAP scales every point's
+neighbourhood to its own nearest neighbour, so a distinct rendering far from the rest (the
+no-search episodes, say) is glued to whatever lies nearest.
+
+Caching (``cache_dir``) and deduplication keep the fixed cost low: identical trajectories
+are segmented once, the joined space is built from the distinct (rendering, move tokens)
+pairs rather than from every row, and a refit on known content is read back whole
+(``benchmarks/results/strategies.md``).
+
+New trajectories are assigned to the strategy of their nearest training row in the joined
+space (a rendering seen at fit gets exactly its fit label); rows farther from that strategy's
+medoid than ``threshold_`` get -1. The threshold is calibrated on the fit's own distances: the
+99th percentile of the fitted trajectories' distances to their strategy's medoid (at least
+``resolution``), so that it can fire on an agent unlike the fitted one (issue 19: a saved space
+applied to another agent reported no outliers under the earlier nearest-row rule while many of
+the rows it put in a one-call strategy made two or three calls).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from sklearn.base import BaseEstimator
+
+from mechanism.analysis._strategies import describe as _describe, persist, stability
+from mechanism.analysis._strategies.clustering import (OUTLIER_QUANTILE, assign_table, medoid_rows, neighbours,  # noqa: F401
+                                              umap_settings,
+                                              weighted_silhouette)
+from mechanism.analysis._strategies.describe import c_tf_idf_keywords  # noqa: F401  (public here since 0.1)
+from mechanism.analysis._strategies.description import (MAX_SHOWN_CHARS, member_examples,  # noqa: F401  (public here: the report's explorer)
+                                                pick_members)
+from mechanism.analysis._strategies.features import (FitRows, distinct_rows, embed_join, fit_vocabulary, task_plan, task_tools,
+                                            tool_plan)
+from mechanism.analysis._strategies.fitcache import fit_cached
+from mechanism.analysis._strategies.labels import display_names, strategy_label  # noqa: F401  (public here)
+from mechanism.analysis._strategies.params import (CONSTRAINTS, ClusterOn, Families, Linkage, Method, Plans, check, model_params,
+                                          resolve_seed)
+from mechanism.analysis._strategies.persist import FORMAT_VERSION  # noqa: F401  (the saved format's version, public)
+from mechanism.analysis._strategies.reduce import interpolate, map_coordinates
+from mechanism.analysis.embed import TextEmbedder, make_embedder
+from mechanism.core.errors import InputError, MechanismError
+from mechanism.core.options import RandomState
+from mechanism.core.schema import validate
+from mechanism.analysis.segmentation import ActionField, Retries, action_tools, render
+
+@dataclass
+class Placement:
+    """Where a fitted space puts each row of a table, from one embedding pass
+    (:meth:`StrategySpace.place`).
+
+    ``assigned`` is :meth:`StrategySpace.assign`'s table; ``coordinates`` the rows' positions in
+    the space the strategies live in; ``map_xy`` their 2-D strategy-map positions (or ``None``).
+    """
+
+    assigned: pl.DataFrame
+    coordinates: np.ndarray
+    map_xy: np.ndarray | None
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self.assigned["strategy"].to_numpy()
+
+
+class StrategySpace(BaseEstimator):
+    """Find an agent's strategies: a scikit-learn-style estimator over trajectory tables.
+
+    Parameters
+    ----------
+    embedder
+        ``None`` (each distinct step embedded once by all-MiniLM-L6-v2, renderings composed from
+        their steps), a sentence-transformers model name or path (whole renderings), ``"hashing-<n>"``,
+        or an object with ``model_id`` and ``embed(texts)``.
+    embedding_weight, structure_weight
+        Multipliers of the (unit-length) embedding and of the move-token columns.
+    method, linkage
+        ``"agglomerative"`` (the tree cut at ``resolution``, ``linkage`` ``"average"``,
+        ``"complete"`` or ``"single"``), ``"kmeans"`` or ``"hdbscan"``.
+    resolution
+        Where the tree is cut: groups whose ``linkage`` distance (square roots of numbers of
+        differing move tokens) is below it are one strategy.
+    min_share
+        Smallest share of trajectories a strategy holds (agglomerative); smaller groups join
+        the group nearest on average (under ``plans="apart"`` never across calling tools or not).
+    k_range, min_cluster_size
+        Numbers of strategies k-means tries (smallest, largest); HDBSCAN's smallest strategy
+        in trajectories (default: 1 % of them, at least 5).
+    cluster_on, n_components, n_neighbors, min_dist, max_umap_points, outlier_factor
+        ``"features"`` (the joined space) or ``"umap"`` (its UMAP reduction, with these
+        settings; rows repeated by count up to ``max_umap_points``); ``outlier_factor`` is
+        unused (the outlier threshold is :attr:`threshold_`), kept so that old scripts load.
+    n_bootstrap
+        Resamples of questions behind ``stability_`` (0: none).
+    random_state
+        An integer in ``[0, 2**32)`` (same input, same strategies), a numpy Generator or
+        ``None`` (fresh entropy): seeds UMAP, k-means and the bootstrap (the fit's seed: ``seed_``).
+    retries
+        ``"merge"``: a failed call and the retries of its tool after it are one attempt of a
+        move (failure and retry rates are execution: :meth:`execution`); ``"keep"``: every call
+        is a move of its own, failures and retries marked (for studies of recovery).
+    families
+        ``"keep"``: the cut alone. ``"merge"``: strategies one inserted step apart are one family
+        unless the arms take it at different rates (:mod:`mechanism.analysis._strategies.families`).
+    plans
+        ``"apart"``: the tree is cut within each tool plan (:func:`tool_plan`, the question's
+        tools one mark; ``min_share`` alone joins a rare plan to another); ``"mixed"``: one tree.
+    error_pattern
+        A regular expression (case-insensitive) for your environment's failure messages.
+    action_field, ignore_tools
+        ``"auto"``: a generic tool (``bash(command=)``, ``computer(action=)``) is read as verb +
+        object (:mod:`mechanism.core.actions`), or ``{tool: field}``, or ``None`` (by name); tools or
+        verbs left out of every trajectory (bookkeeping: ``think``, ``screenshot``).
+    by
+        A column of declared task kinds (``"category"``): strategies are found within each kind,
+        never across; a kind unseen at fit is an outlier (-1) on ``transform``.
+    cache_dir
+        Folder of the caches (``None``: none): ``embeddings/``, ``segments/``, ``fits/`` and
+        ``reductions/`` (UMAP), :mod:`mechanism.core.cachefile` entries; a fit on a table seen before
+        reads everything from them (nothing segmented, embedded or clustered, no model loaded).
+    progress
+        Show progress bars (``None``: only on a terminal).
+
+    Attributes
+    ----------
+    labels_, strategies_ : numpy.ndarray, polars.DataFrame
+        Strategy of each fitted row (``n_strategies_`` of them); what :meth:`describe` returns.
+    train_features_, train_labels_, train_counts_, train_plans_ : numpy.ndarray, list
+        The distinct training rows of the joined space, their strategies, counts and plans.
+    threshold_ : float
+        Distance to its strategy's medoid beyond which a new row is an outlier (the weighted
+        99th percentile of the fitted members' own, at least ``resolution``).
+    vocabulary_, kinds_ : list of str
+        The move tokens with a column of their own; the kinds of ``by`` (none without it).
+    stability_, seed_agreement_ : polars.DataFrame, float
+        ``strategy, stability`` (mean best Jaccard over ``n_bootstrap`` question resamples);
+        adjusted Rand index with the fit under the next seed.
+    names_, seed_, action_tools_ : dict, int, dict
+        Names given with :meth:`rename`; the fit's integer seed (``random_state`` when an int);
+        the generic tools read as verbs, ``{tool: field}`` (new runs are read the same way).
+
+    Examples
+    --------
+    >>> from mechanism.datasets.simulation import simulate
+    >>> runs = simulate(n_questions=20, n_samples=4, random_state=0, progress=False).runs
+    >>> space = StrategySpace(embedder="hashing-64", progress=False).fit(runs)
+    >>> bool((space.transform(runs) == space.labels_).all())
+    True
+    """
+
+    def __init__(self, *, embedder: "str | TextEmbedder | None" = None, embedding_weight: float = 0.3,
+                 structure_weight: float = 1.0, method: Method = "agglomerative", resolution: float = 1.5,
+                 linkage: Linkage = "average", min_share: float = 0.07,
+                 k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
+                 cluster_on: ClusterOn = "features", n_components: int = 5, n_neighbors: int = 15,
+                 min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
+                 n_bootstrap: int = 20, random_state: RandomState = 0, retries: Retries = "merge",
+                 families: Families = "keep", plans: Plans = "apart", error_pattern: str | None = None,
+                 action_field: ActionField = "auto", ignore_tools: "Sequence[str] | None" = None,
+                 by: str | None = None, cache_dir: str | os.PathLike | None = None,
+                 progress: bool | None = None) -> None:
+        self.embedder, self.embedding_weight, self.structure_weight, self.method = (embedder, embedding_weight,
+                                                                                   structure_weight, method)
+        self.resolution, self.linkage, self.min_share, self.k_range = resolution, linkage, min_share, k_range
+        self.min_cluster_size = min_cluster_size
+        self.cluster_on, self.n_components, self.n_neighbors = cluster_on, n_components, n_neighbors
+        self.min_dist, self.max_umap_points, self.outlier_factor = min_dist, max_umap_points, outlier_factor
+        self.n_bootstrap, self.random_state = n_bootstrap, random_state
+        self.retries, self.families, self.plans = retries, families, plans
+        self.error_pattern, self.action_field, self.ignore_tools = error_pattern, action_field, ignore_tools
+        self.by, self.cache_dir, self.progress = by, cache_dir, progress
+
+    _parameter_constraints = CONSTRAINTS  # name -> check, as scikit-learn declares them
+
+    def __sklearn_clone__(self) -> "StrategySpace":  # parameters only: an embedder object is shared
+        return type(self)(**self.get_params(deep=False))
+
+    def _cache_path(self, kind: str) -> Path | None:
+        return None if self.cache_dir is None else Path(self.cache_dir) / kind
+
+    def _embedder(self) -> TextEmbedder:
+        if getattr(self, "_embedder_obj", None) is None:  # a handle on the model, made once
+            self._embedder_obj = make_embedder(self.embedder, cache_dir=self._cache_path("embeddings"),
+                                               progress=self.progress)
+        return self._embedder_obj
+
+    def _render(self, runs: pl.DataFrame) -> pl.DataFrame:
+        # a fitted space reads new runs' generic tools as it read the fitted ones
+        actions = getattr(self, "action_tools_", None)
+        return render(runs, cache_dir=self._cache_path("segments"), error_pattern=self.error_pattern,
+                      retries=self.retries, action_field=self.action_field if actions is None else actions,
+                      ignore_tools=self.ignore_tools)
+
+    def _features(self, traj: pl.DataFrame, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        return embed_join(traj, self._embedder(), self.vocabulary_, dim=self.embedding_dim_ if dim is None else dim,
+                          n_groups=len(self.kinds_),
+                          structure_weight=self.structure_weight, embedding_weight=self.embedding_weight)
+
+    def fit(self, runs: pl.DataFrame, y: Any = None) -> "StrategySpace":
+        """Find the strategies of ``runs`` (a canonical trajectory table); returns ``self``, fitted."""
+        check(self.get_params(deep=False))
+        validate(runs, source="runs")
+        if runs.height == 0:
+            raise InputError("cannot fit a strategy space on an empty table", source="runs")
+        for attr in ("_embedder_obj", "silhouette_", "train_space_", "map_coords_", "action_tools_"):
+            self.__dict__.pop(attr, None)
+        self.action_tools_, self.kinds_ = action_tools(runs, self.action_field), declared_kinds(runs, self.by)
+        self.seed_ = resolve_seed(self.random_state)
+        work = self.__sklearn_clone__().set_params(random_state=self.seed_)  # what the private modules read
+        self.embedding_model_ = self._embedder().model_id
+        traj = self._render(runs)
+        self.vocabulary_ = fit_vocabulary(traj["tokens"].to_list())
+        pair_rows, pair_of_row = self._features(with_kinds(traj, runs, self.by, self.kinds_), dim=-1)
+        self.embedding_dim_ = int(pair_rows.shape[1] - len(self.vocabulary_) - 1 - len(self.kinds_))
+        uniq, inverse, first = distinct_rows(pair_rows, pair_of_row)
+        rows = _fit_rows(runs, traj, uniq, inverse, first, by=self.by)
+        self.train_features_, self.train_counts_ = uniq, rows.counts
+        self.train_renderings_, self.train_moves_, self.train_plans_ = rows.renderings, rows.moves, rows.plans
+        fitted, self.fit_cache_rebuilt_ = fit_cached(
+            work, rows, folder=self._cache_path("fits"), params=model_params(self.get_params(), self.seed_),
+            model=self.embedding_model_, vocabulary=self.vocabulary_)
+        self.train_labels_ = labels = fitted["labels"]
+        self.threshold_, self.threshold_rule_ = fitted["threshold"], "medoid"
+        for key in ("train_space", "silhouette"):  # UMAP clustering, k-means
+            if fitted.get(key) is not None:
+                setattr(self, f"{key}_", fitted[key])
+        self.labels_, self.n_strategies_ = labels[inverse], int(labels.max() + 1) if (labels >= 0).any() else 0
+        self.stability_ = _describe.stability_table(fitted["stability"], labels)
+        self.seed_agreement_, self.names_ = float(fitted["seed_agreement"]), {}
+        self.strategies_ = _describe.table(runs, traj, self.labels_, fitted["summaries"], self.stability_, fitted[
+            "optional_steps"], seed=self.seed_, task_variants=fitted["task_variants"])
+        self._example_pool = _describe.example_pool(runs, traj["moves"].to_list(), self.labels_, self.strategies_)
+        self.medoids_, self._nn = medoid_rows(uniq, self.train_counts_, labels), neighbours(uniq)
+        return self
+
+    def fit_transform(self, runs: pl.DataFrame, y: Any = None) -> np.ndarray:
+        """Fit and return the strategy of each row (-1: outlier)."""
+        return self.fit(runs).labels_.copy()
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "train_features_"):
+            raise MechanismError("this StrategySpace is not fitted yet: call `fit` or `StrategySpace.load`")
+
+    def _nearest(self, runs: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+        self._check_fitted()
+        validate(runs, source="runs", required=("arm", "question_id", "sample_id", "question",
+                                                "answer", "n_rounds", "steps"))
+        traj = self._render(runs)
+        pairs, inverse = self._features(with_kinds(traj, runs, self.by, self.kinds_))
+        if not len(pairs):
+            return traj, pairs[inverse], np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
+        # Neighbours of each distinct pair once; each query is answered independently, so
+        # gathering them per row equals querying every row.
+        dist, idx = self._nn.kneighbors(pairs)
+        return traj, pairs[inverse], dist[inverse], idx[inverse]
+
+    def place(self, runs: pl.DataFrame, *, map_xy: bool = True) -> Placement:
+        """Labels (the :meth:`assign` table), :meth:`coordinates` and, with ``map_xy``, strategy-map
+        positions of ``runs``, from one rendering and embedding of each row (a report needs all
+        three, and embedding dominates the cost)."""
+        traj, x, dist, idx = self._nearest(runs)
+        assigned = assign_table(traj, x, dist, idx, train_labels=self.train_labels_, features=self.train_features_,
+                                medoids=self.medoids_, threshold=self.threshold_, rule=self.threshold_rule_)
+        coords = interpolate(self.train_space_, dist, idx) if self.cluster_on == "umap" else x.astype(np.float64)
+        return Placement(assigned, coords, interpolate(self.map_coordinates(), dist, idx) if map_xy else None)
+
+    def assign(self, runs: pl.DataFrame) -> pl.DataFrame:
+        """Strategy of each row of ``runs``: ``arm, question_id, sample_id, strategy`` (-1: outlier),
+        ``distance`` (to the nearest training row), ``medoid_distance`` (to its strategy's medoid),
+        ``outlier`` (beyond ``threshold_``; a row seen at fit never is), ``rendering``, ``moves``
+        (:func:`mechanism.analysis._strategies.clustering.assign_table` states the rule)."""
+        return self.place(runs, map_xy=False).assigned
+
+    def transform(self, runs: pl.DataFrame) -> np.ndarray:
+        """Strategy id of each row of ``runs`` (-1: outlier), without refitting."""
+        return self.assign(runs)["strategy"].to_numpy()
+
+    predict = transform
+
+    def coordinates(self, runs: pl.DataFrame) -> np.ndarray:
+        """Each row's position in the space the strategies live in: the joined space itself with
+        ``cluster_on="features"`` (exact for any row); with ``"umap"``, a seen row's fitted UMAP
+        coordinates, others the inverse-distance-weighted mean of their nearest training rows'."""
+        return self.place(runs, map_xy=False).coordinates
+
+    def map_coordinates(self, runs: pl.DataFrame | None = None, *, compute: bool = True) -> np.ndarray | None:
+        """2-D UMAP coordinates for the strategy map: of each row of ``runs``, or of the distinct
+        training rows when ``runs`` is None; computed once per process (seeded, cached on disk),
+        never stored on the estimator. ``compute=False``: only one already made (else ``None``)."""
+        self._check_fitted()
+        if runs is not None:
+            return self.place(runs).map_xy
+        saved = getattr(self, "map_coords_", None)  # a loaded space's saved map
+        if saved is not None:
+            return saved.astype(np.float64)
+        xy = map_coordinates(self.train_features_, self.train_counts_, compute=compute,
+                             **umap_settings(self, seed=self.seed_))
+        return None if xy is None else xy.astype(np.float64)
+
+    def examples(self, strategy: int, *, n: int = 5, arm: str | None = None,
+                 runs: pl.DataFrame | None = None) -> pl.DataFrame:
+        """``n`` unmasked member transcripts of ``strategy`` (-1: outliers), typical and atypical
+        alternating, spread over arms, outcomes and questions (deterministic); only ``arm``'s with
+        ``arm``; taken from ``runs`` (assigned without refitting; needed after :meth:`load`) instead
+        of the fitted table. Canonical rows plus ``strategy``, ``kind``, ``moves``, ``calls``
+        (:func:`mechanism.analysis._strategies.description.choose_members` states the rule)."""
+        self._check_fitted()
+        return _describe.examples(getattr(self, "_example_pool", None), self.strategies_, strategy, n=n, arm=arm,
+                                  runs=runs, assigned=None if runs is None else self.assign(runs))
+
+    def sweep(self, resolutions: "Sequence[float] | None" = None) -> pl.DataFrame:
+        """How the strategies merge and split as ``resolution`` varies (agglomerative only): the
+        table of :func:`mechanism.analysis._strategies.stability.sweep`, made on clones (nothing changes here)."""
+        self._check_fitted()
+        return stability.sweep(self, resolutions)
+
+    def rename(self, names: "dict[int, str]") -> "StrategySpace":
+        """Give strategies names of your own (kept by :meth:`save`, shown by :meth:`describe` and
+        every table and figure built from it); unnamed ones keep their built name. Returns ``self``."""
+        self._check_fitted()
+        self.names_, self.strategies_ = _describe.renamed(self.strategies_, self.names_, names)
+        return self
+
+    def association(self, runs: pl.DataFrame, *, by: str = "category", n_boot: int = 200,
+                    level: float = 0.95) -> pl.DataFrame:
+        """How far strategies track a property of the question (``by``: ``"category"``, ``"question_id"``):
+        ``strategy, <by>, n, share, cramers_v, ci_low, ci_high`` (bias-corrected Cramér's V, bootstrap
+        interval over questions; :mod:`mechanism.analysis._strategies.association`)."""
+        from mechanism.analysis._strategies.association import association_of
+
+        return association_of(self.transform, runs, by=by, n_boot=n_boot, level=level, random_state=self.seed_)
+
+    def execution(self) -> pl.DataFrame:
+        """How often each strategy's members fail a call and retry, per arm of the fitted table
+        (execution, not strategy): ``strategy, name, arm, n, failure_rate, failure_ci_low,
+        failure_ci_high, retry_rate, retry_ci_low, retry_ci_high`` (questions weighted equally)."""
+        self._check_fitted()
+        return _describe.execution(self.strategies_)
+
+    def describe(self) -> pl.DataFrame:
+        """One row per strategy (-1 first when HDBSCAN left outliers), computed once at fit; the
+        columns (name, fidelity, size, shares, success per arm, ...): :mod:`mechanism.analysis._strategies.describe`."""
+        self._check_fitted()
+        return self.strategies_.clone()
+
+    def set_params(self, **params: Any) -> "StrategySpace":
+        """Set constructor parameters (scikit-learn convention); refit afterwards."""
+        unknown = sorted(set(params) - set(self.get_params(deep=False)))
+        if unknown:
+            raise MechanismError(f"unknown parameter `{unknown[0]}` for StrategySpace")
+        return super().set_params(**params)
+
+    def save(self, folder: str | os.PathLike) -> Path:
+        """Write the fitted space to ``folder`` (JSON, ``.npy`` and parquet; no pickle); returns it."""
+        self._check_fitted()
+        return persist.save(self, folder, params=model_params(self.get_params(deep=False), self.seed_),
+                            map_coords=self.map_coordinates(compute=False))
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike, *, embedder: "str | TextEmbedder | None" = None,
+             cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> "StrategySpace":
+        """Read a space written by :meth:`save`, every file checked as untrusted input and nothing
+        executed (:mod:`mechanism.analysis._strategies.persist`; one-line :class:`InputError` naming file and
+        field). ``embedder`` defaults to the model recorded at fit (another ``model_id`` is refused)."""
+        return persist.load(cls, folder, embedder=embedder, cache_dir=cache_dir, progress=progress)
+
+
+def declared_kinds(runs: pl.DataFrame, by: str | None) -> list[str]:
+    """The distinct values of column ``by`` (sorted; a null reads as ``""``), or none."""
+    if by is None:
+        return []
+    if not isinstance(by, str) or by not in runs.columns:
+        raise InputError(f"`by` must name a column of the runs, got {str(by)[:60]!r}", field="by")
+    return sorted(set(kind_of_rows(runs, by)))
+
+
+def kind_of_rows(runs: pl.DataFrame, by: str) -> list[str]:
+    """Each row's declared kind: column ``by`` as text, a null read as ``""``."""
+    return runs[by].cast(pl.String).fill_null("").to_list()
+
+
+def with_kinds(traj: pl.DataFrame, runs: pl.DataFrame, by: str | None, kinds: Sequence[str]) -> pl.DataFrame:
+    """``traj`` with each row's declared kind (``by=``) in its tokens as ``G:<index>``, ``G:?``
+    for a kind not among ``kinds`` (:func:`mechanism.analysis._strategies.features.group_block`)."""
+    if by is None:
+        return traj
+    if by not in runs.columns:
+        raise InputError(f"the space was fitted by `{by}`, which these runs lack", field="by")
+    index = {k: i for i, k in enumerate(kinds)}
+    marks = [f" G:{index.get(k, '?')}" for k in kind_of_rows(runs, by)]
+    return traj.with_columns(pl.Series("tokens", [t + m for t, m in zip(traj["tokens"].to_list(), marks)]))
+
+
+def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse: np.ndarray,
+              first: np.ndarray, *, by: str | None = None) -> FitRows:
+    """What the fit clusters (:class:`~mechanism.analysis._strategies.features.FitRows`) from the rendered
+    table, its distinct rows, each row's distinct row and the first row holding each."""
+    from mechanism.analysis._strategies.description import step_labels
+
+    moves = [str(m) for m in traj["moves"].gather(first).to_list()]
+    arm_codes = np.unique(runs["arm"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
+    arm_counts = np.zeros((len(uniq), int(arm_codes.max()) + 1), dtype=np.int64)
+    np.add.at(arm_counts, (inverse, arm_codes), 1)
+    tools = traj["tools"].gather(first).to_list()
+    questions = np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
+    task = task_tools(traj["tools"].to_list(), questions)
+    plans = [tool_plan(t) for t in tools]
+    cut_plans = [task_plan(plan, task) for plan in plans]
+    if by is not None:  # a plan is a plan of its kind: no cut, join or task test crosses kinds
+        kind_of = kind_of_rows(runs, by)
+        kinds = [kind_of[i] for i in first]
+        plans, cut_plans = ([f"[{k}] {p}" if p else p for k, p in zip(kinds, ps)] for ps in (plans, cut_plans))
+    return FitRows(
+        plans=cut_plans, tool_plans=plans, task=task, features=uniq,
+        counts=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
+        renderings=[str(r) for r in traj["rendering"].gather(first).to_list()], moves=moves,
+        questions=questions, row_of=inverse, arm_counts=arm_counts,
+        steps=[tuple(step_labels(m.split(" > "), [t for t in (tl or "").split(" > ") if t]))
+               for m, tl in zip(moves, tools)])
+
+
+def fit_and_place(fit_rows: pl.DataFrame, runs: pl.DataFrame, *, map_xy: bool = True,
+                  **params: Any) -> tuple[StrategySpace, Placement]:
+    """Fit a :class:`StrategySpace` on ``fit_rows`` and :meth:`~StrategySpace.place` ``runs``
+    (which may contain them), embedding every distinct trajectory once: without a ``cache_dir``
+    in ``params``, a temporary one carries the fit's embeddings over to the placement and is
+    removed afterwards (the returned space then has no cache)."""
+    if params.get("cache_dir") is not None:
+        space = StrategySpace(**params).fit(fit_rows)
+        return space, space.place(runs, map_xy=map_xy)
+    with tempfile.TemporaryDirectory(prefix="mechanism-cache-") as tmp:
+        space = StrategySpace(**{**params, "cache_dir": tmp}).fit(fit_rows)
+        placement = space.place(runs, map_xy=map_xy)
+    # the space is handed over without the removed folder (its embedder pointed there)
+    space.set_params(cache_dir=None).__dict__.pop("_embedder_obj", None)
+    return space, placement

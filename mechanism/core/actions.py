@@ -1,0 +1,332 @@
+"""Moves from any action interface: a generic tool read as verb + object.
+
+Many agents act through one tool whose argument names the action: ``computer(action=
+"left_click", coordinate=[..])`` (computer use), ``bash(command="grep -n foo src")`` (the
+program is the verb), ``execute(code=...)``, a text game's ``act(command="go north")``,
+request tools such as ``http_get(url)`` or ``request(method, url)`` (method and resource
+are the verb, ids in the path the object). Read by tool name alone, every such trajectory is
+``act > act > act`` and every strategy collapses into one. So a call of a generic tool is
+read as the call of a tool named by its *verb*, with the rest of the argument as the
+object, and the move grammar (:mod:`mechanism.analysis.segmentation`) applies to it unchanged.
+
+Which tools are generic is decided from the table, never from a list of tool names
+(:func:`detect_action_tools`): a tool whose calls carry an action field (``action``,
+``command``, ``cmd``, ``code``, ``method``, ``url`` ...; or its whole text argument) is
+generic when the verbs that field starts with form a small vocabulary shared across
+questions: the verbs met in at least :data:`MIN_VERB_QUESTIONS` questions cover at least
+:data:`MIN_VERB_COVERAGE` of the tool's calls, with at least two such verbs. A search query's
+first word is an entity of its question, and a tool named like a search is never generic; ``go``, ``take``,
+``grep``, ``left_click`` recur on every question. Verbs that occur only on a question or two
+are folded into ``other`` so that the vocabulary a strategy is built from stays shared.
+
+``action_field=`` of :class:`~mechanism.StrategySpace` and :func:`mechanism.analysis.segmentation.render`
+sets the reading by hand (``{"bash": "command"}``) or turns it off (``None``).
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, Union
+
+# How generic tools are read: detected ("auto"), named ({tool: field}) or not at all (None).
+ActionField = Union[Literal["auto"], Mapping[str, str], None]
+
+__all__ = ["ACTION_FIELDS", "GENERIC_TOOL", "ActionField", "check_action_field", "detect_action_tools", "mend_typos",
+           "one_typo_apart", "read_action", "tool_name", "verb_object"]
+
+# Argument names that carry the action of a generic tool, in the order they are tried. A
+# request's `url`/`path` comes after `method` so that `request(method, url)` is read by both.
+ACTION_FIELDS = ("action", "command", "cmd", "code", "method", "operation", "op", "url", "path", "endpoint",
+                 "input", "keys", "text")
+# Fields whose value is what an agent asks about, never an action (a search query's first word
+# is an entity of the question).
+_CONTENT_FIELDS = frozenset({"query", "q", "question", "search", "search_query", "prompt", "message", "content"})
+# The tool a reader gives actions written without one (ReAct's `Action: go north`).
+GENERIC_TOOL = "act"
+MIN_VERB_QUESTIONS = 3  # a verb is a verb when agents use it on several questions
+MIN_VERB_COVERAGE = 0.8  # of the tool's calls whose verb is such a shared one
+MAX_VERBS = 40  # a vocabulary larger than this is free text, not actions
+MIN_TOOL_SHARE = 0.2  # a generic tool carries a real part of the calls
+MAX_VERB_CHARS = 40
+TEXT_FIELD = "*"  # the call's whole text argument (no JSON fields): `act[go north]`, `Action: go north`
+
+# Programs whose first word after them is the command (`git diff`, `pip install`).
+_SUBCOMMAND_PROGRAMS = frozenset({"git", "pip", "pip3", "npm", "yarn", "pnpm", "cargo", "go", "docker", "kubectl",
+                                  "apt", "apt-get", "conda", "uv", "poetry", "gh", "brew", "systemctl", "make"})
+_SHELL_PREFIXES = frozenset({"sudo", "env", "time", "nohup", "timeout", "exec", "command"})
+# `python3.11`, `pip3`, `node18` are one program whatever version the agent typed
+_VERSIONED = re.compile(r"^(python|pip|perl|ruby|node|php|lua|java|gcc|clang)[0-9.]+$")
+_SHELL_SETUP = frozenset({"cd", "export", "source", ".", "set", "pushd", "popd", "true"})
+_SHELL_SPLIT = re.compile(r"&&|\|\||;|\||\n")
+# A tool named like a search takes a query, whose first word is content however often it recurs
+# (the move grammar reads such calls as lookups).
+RETRIEVAL_TOOL = re.compile(r"search|retriev|wiki|bm25|web|browse|google|bing|lookup_doc")
+_VERB = re.compile(r"[a-z][a-z0-9_+.\-]*")
+_CALL = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
+_URL = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://[^/\s]*)?(/[^\s?#]*)?", re.I)
+_ID_SEGMENT = re.compile(r"\d|^[0-9a-f\-]{12,}$|^.{25,}$", re.I)
+_HTTP_METHODS = frozenset({"get", "post", "put", "patch", "delete", "head", "options"})
+
+
+_TOOL_NAME = re.compile(r"[^a-z0-9_.]+")
+MAX_TOOL_CHARS = 200
+
+
+def tool_name(tool: str | None) -> str:
+    """A tool's name as read: lower case, runs of other characters as ``_``, never truncated
+    (only bounded at 200 characters against untrusted input).
+
+    Examples
+    --------
+    >>> tool_name("update_reservation_flights")
+    'update_reservation_flights'
+    >>> tool_name("Search Wikipedia")
+    'search_wikipedia'
+    """
+    label = _TOOL_NAME.sub("_", (tool or "tool")[:MAX_TOOL_CHARS].lower()).strip("_.")
+    return label or "tool"
+
+
+def _parse(arguments: str | None) -> dict[str, Any] | None:
+    if not arguments:
+        return None
+    text = arguments.lstrip()
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(arguments[:20_000])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _shell_verb(command: str) -> tuple[str, str]:
+    """(program, rest) of a shell command line: set-up segments (``cd x &&``) and prefixes
+    (``sudo``, ``VAR=1``) skipped, ``python -m pytest`` read as ``pytest``, a program with
+    subcommands as ``git diff``."""
+    for segment in _SHELL_SPLIT.split(command[:2_000]):
+        try:
+            words = shlex.split(segment, posix=True)
+        except ValueError:  # an unclosed quote: the words as written
+            words = segment.split()
+        while words and (words[0] in _SHELL_PREFIXES or re.match(r"^[A-Za-z_]\w*=", words[0])):
+            words = words[1:]
+        if not words or words[0] in _SHELL_SETUP:
+            continue
+        program = _VERSIONED.sub(r"\1", words[0].rsplit("/", 1)[-1].lower())
+        rest = words[1:]
+        if program == "python" and len(rest) >= 2 and rest[0] == "-m":
+            program, rest = rest[1].lower(), rest[2:]
+        elif program in _SUBCOMMAND_PROGRAMS and rest and _VERB.fullmatch(rest[0].lower()):
+            program, rest = f"{program} {rest[0].lower()}", rest[1:]
+        return program, " ".join(rest)
+    return "", command
+
+
+def _request_verb(url: str, method: str | None) -> tuple[str, str]:
+    """(method + resource, ids) of a request: path segments holding digits or long codes are
+    the object (``/patients/123/labs`` -> ``get patients/labs``, object ``123``)."""
+    m = _URL.match(url.strip())
+    path = (m.group(1) if m else None) or ""
+    resource, ids = [], []
+    for seg in (s for s in path.split("/") if s):
+        if _ID_SEGMENT.search(seg):
+            ids.append(seg)
+        else:
+            resource.append(seg.lower())
+    query = url.split("?", 1)[1] if "?" in url else ""
+    verb = " ".join(v for v in ((method or "").lower(), "/".join(resource[-3:])) if v)
+    return verb, " ".join(ids + ([query] if query else []))
+
+
+def verb_object(tool: str, field: str, arguments: str | None, query: str | None) -> tuple[str, str, dict[str, Any]]:
+    """(verb, object, other fields) of one call of a generic tool read through ``field``.
+
+    Examples
+    --------
+    >>> verb_object("bash", "command", '{"command": "cd repo && grep -n foo src/a.py"}', None)[:2]
+    ('grep', '-n foo src/a.py')
+    >>> verb_object("bash", "command", '{"command": "python3.11 -m pytest -x tests"}', None)[:2]
+    ('pytest', '-x tests')
+    >>> verb_object("computer", "action", '{"action": "left_click", "coordinate": [10, 20]}', None)
+    ('left_click', '', {'coordinate': [10, 20]})
+    >>> verb_object("act", "*", None, "go north")[:2]
+    ('go', 'north')
+    >>> verb_object("request", "method", '{"method": "GET", "url": "https://x.org/api/patients/123/labs"}', None)[:2]
+    ('get api/patients/labs', '123')
+    >>> verb_object("http_get", "url", '{"url": "/orders/W1?full=1"}', None)[:2]
+    ('http_get orders', 'W1 full=1')
+    """
+    parsed = _parse(arguments)
+    if field == TEXT_FIELD or parsed is None:
+        text = (query if query is not None else arguments) or ""
+        if parsed is not None and field != TEXT_FIELD:
+            text = str(parsed.get(field, text))
+        rest_fields: dict[str, Any] = {}
+    else:
+        raw = parsed.get(field)
+        text = raw if isinstance(raw, str) else json.dumps(raw) if raw is not None else ""
+        rest_fields = {k: v for k, v in parsed.items() if k != field}
+    text = text.strip()
+    if field == "method" and parsed is not None:
+        url = next((str(parsed[k]) for k in ("url", "path", "endpoint") if k in parsed), "")
+        verb, obj = _request_verb(url, text)
+        rest_fields = {k: v for k, v in rest_fields.items() if k not in ("url", "path", "endpoint")}
+        return verb[:MAX_VERB_CHARS], obj, rest_fields
+    if field in ("url", "path", "endpoint"):
+        method = tool if any(tool.lower().endswith(m) or tool.lower().startswith(m) for m in _HTTP_METHODS) else None
+        verb, obj = _request_verb(text, method)
+        return verb[:MAX_VERB_CHARS], obj, rest_fields
+    if field in ("command", "cmd") or (field == TEXT_FIELD and tool in ("bash", "shell", "terminal", "sh")):
+        program, rest = _shell_verb(text)
+        if program:
+            return program[:MAX_VERB_CHARS], rest, rest_fields
+    if field == "code":
+        call = _CALL.search(text)
+        verb = call.group(1).rsplit(".", 1)[-1].lower() if call else "code"
+        return verb[:MAX_VERB_CHARS], text, rest_fields
+    head, _, rest = text.partition(" ")
+    return head.lower()[:MAX_VERB_CHARS], rest.strip(), rest_fields
+
+
+def _candidate_fields(parsed: dict[str, Any] | None) -> list[str]:
+    if parsed is None:
+        return [TEXT_FIELD]
+    return [f for f in ACTION_FIELDS if isinstance(parsed.get(f), str) and parsed.get(f) and f not in _CONTENT_FIELDS]
+
+
+def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None] | None],
+                        questions: Iterable[Any]) -> dict[str, str]:
+    """The generic tools of a table and the field each is read through (module docstring).
+
+    ``steps_by_row`` holds each trajectory's steps (``tool``, ``arguments``, ``query``), and
+    ``questions`` each trajectory's question identity. Returns ``{tool: field}`` (``"*"``: the
+    whole text argument); empty when no tool is generic. Linear in the calls; memory bounded
+    by the distinct (tool, field, verb) triples.
+
+    Examples
+    --------
+    >>> rows = [[{"tool": "act", "arguments": None, "query": q}] for q in ("go north", "take key", "go west")]
+    >>> detect_action_tools(rows * 3, range(9))
+    {'act': '*'}
+    >>> rows = [[{"tool": "search", "arguments": None, "query": q}] for q in ("Jaws film", "Paris", "Obama")]
+    >>> detect_action_tools(rows * 3, range(9))
+    {}
+    """
+    calls: Counter[str] = Counter()
+    names: dict[Any, str] = {}
+    verb_questions: dict[tuple[str, str], dict[str, set[Any]]] = defaultdict(dict)
+    verb_calls: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    field_calls: Counter[tuple[str, str]] = Counter()
+    for steps, question in zip(steps_by_row, questions):
+        for step in steps or ():
+            if not step:
+                continue
+            raw_tool = step.get("tool")
+            tool = names.get(raw_tool) or names.setdefault(raw_tool, tool_name(raw_tool))
+            calls[tool] += 1
+            if RETRIEVAL_TOOL.search(tool):  # never generic (below): nothing to count
+                continue
+            parsed = _parse(step.get("arguments"))
+            if parsed is not None and len(parsed) == 1 and any(k in _CONTENT_FIELDS for k in parsed):
+                if tool != GENERIC_TOOL:  # a query is content; a reader's generic tool holds the action there
+                    continue
+                parsed = None
+            for field in _candidate_fields(parsed):
+                verb = verb_object(tool, field, step.get("arguments"), step.get("query"))[0]
+                if not verb or not _VERB.match(verb):
+                    continue
+                key = (tool, field)
+                field_calls[key] += 1
+                qs = verb_questions[key].get(verb)
+                if qs is None:
+                    if len(verb_questions[key]) > 4 * MAX_VERBS + 100:  # free text: stop tracking new verbs
+                        continue
+                    qs = verb_questions[key][verb] = set()
+                if len(qs) < MIN_VERB_QUESTIONS:
+                    qs.add(question)
+                verb_calls[key][verb] += 1
+    total = sum(calls.values())
+    out: dict[str, str] = {}
+    for tool, n in calls.most_common():
+        if total == 0 or n < MIN_TOOL_SHARE * total or RETRIEVAL_TOOL.search(tool):
+            continue
+        for field in (*ACTION_FIELDS, TEXT_FIELD):
+            key = (tool, field)
+            if field_calls[key] < 0.9 * n:
+                continue
+            shared = [v for v, qs in verb_questions[key].items() if len(qs) >= MIN_VERB_QUESTIONS]
+            covered = sum(verb_calls[key][v] for v in shared)
+            if 2 <= len(shared) <= MAX_VERBS and covered >= MIN_VERB_COVERAGE * n:
+                out[tool] = field
+                break
+    return out
+
+
+def check_action_field(value: Any) -> None:
+    """A one-line error naming ``action_field`` unless it is ``"auto"``, ``None`` or a mapping
+    of tool names to field names."""
+    from mechanism.core.errors import InputError
+
+    if value is None or value == "auto":
+        return
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) and k and v
+                                                 for k, v in value.items()):
+        raise InputError("`action_field` must be 'auto', None or a mapping {tool: field}, got "
+                         f"{str(value)[:60]!r}", field="action_field")
+
+
+def read_action(step: Mapping[str, Any], field: str) -> dict[str, Any]:
+    """``step`` with its generic tool replaced by its verb and its arguments by the object
+    (the other argument fields kept as they were)."""
+    tool = tool_name(step.get("tool"))
+    verb, obj, rest = verb_object(tool, field, step.get("arguments"), step.get("query"))
+    verb = verb or tool
+    arguments = json.dumps({"object": obj, **rest}, ensure_ascii=False, default=str) if (obj or rest) else None
+    # `via`: the tool that ran the call (whether an empty result is a failure depends on it)
+    return {**step, "tool": verb, "arguments": arguments, "query": obj or None, "via": tool}
+
+
+def one_typo_apart(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by exactly one typing slip: a character inserted, dropped,
+    replaced, or two neighbours swapped (optimal string alignment distance 1).
+
+    Examples
+    --------
+    >>> one_typo_apart("pytohn", "python"), one_typo_apart("gerp", "grep"), one_typo_apart("cta", "cat")
+    (True, True, True)
+    >>> one_typo_apart("find_user_id_by_email", "find_user_id_by_name_zip"), one_typo_apart("ls", "ls")
+    (False, False)
+    """
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = next((k for k, (x, y) in enumerate(zip(short, long_)) if x != y), len(short))
+    return short[i:] == long_[i + 1:]
+
+
+def mend_typos(steps: list[dict[str, Any]], raw_tools: Sequence[str], failed: Sequence[bool]) -> list[dict[str, Any]]:
+    """``steps`` with a failed call of a generic tool whose verb is one typing slip from the
+    next call's verb (``gerp`` then ``grep``: "command not found") read as that verb, so that
+    the pair is one attempt of one move like any failed call and its retry; ``raw_tools`` are
+    the calls' tools before they were read as verbs.
+
+    Examples
+    --------
+    >>> steps = [{"tool": "pytohn"}, {"tool": "python"}, {"tool": "cat"}]
+    >>> [s["tool"] for s in mend_typos(steps, ["bash"] * 3, [True, False, False])]
+    ['python', 'python', 'cat']
+    """
+    out = list(steps)
+    for i in range(len(out) - 2, -1, -1):  # from the end: a run of slips all reads as the call that worked
+        if failed[i] and raw_tools[i] == raw_tools[i + 1] and one_typo_apart(str(out[i].get("tool")),
+                                                                              str(out[i + 1].get("tool"))):
+            out[i] = {**out[i], "tool": out[i + 1].get("tool")}
+    return out

@@ -1,0 +1,140 @@
+"""Planted worlds for validating strategy discovery, written independently of the move grammar.
+
+Each world is a generator of trajectories in its own native file format together with the
+strategy that was planted in every trajectory (the truth). They are deliberately unlike the
+built-in simulator (:mod:`mechanism.datasets.simulation`): other strategy families, other tools, call
+counts that overlap between strategies, so a method tuned to one world is tested on the others.
+
+- :func:`multihop`: a multi-hop search agent (Search-R1 tags, or ReAct text with
+  ``react=True``) with six strategies: one search, a bridge chain, a chain that checks the
+  answer it found, verbatim repeats, rewordings, parallel decomposition.
+- :func:`service`: a customer-service agent in OpenAI ``tool_calls`` format with JSON
+  arguments carrying user ids, order ids and e-mails; lookup and state-changing tools, error
+  observations and retries; six strategies.
+- :func:`webshop`: a web-shopping agent (ReAct actions inside chat messages; search, click,
+  back, select, reviews, buy) with seven strategies, failed actions retried inside most of
+  them, an optional step inside two, and the rl arm differing from base only in its mixture.
+- :func:`analyst`: a data-analyst agent (OpenAI ``tool_calls``; list_tables, describe_table,
+  sample_rows, run_sql, run_python) with seven strategies, failed calls fixed and retried inside
+  every one that calls a tool, optional steps inside two; rl differs from base only in its mixture.
+- :func:`coder`: a software-engineering agent fixing reported bugs in a repository (OpenAI
+  ``tool_calls``; search_code, open_file, edit_file, run_tests, run_shell, submit) with seven
+  strategies (edit blind, reproduce first, search-driven, regression test first, shell
+  exploration, git history, give up), failed calls retried by the same tool inside every one
+  that calls a tool, optional steps at fixed rates; rl differs from base only in its mixture.
+  A held-out world, written without reference to segmentation or clustering.
+- :func:`browser`: a web-navigation agent on an internal GitLab and web shop (WebArena-like;
+  OpenAI ``tool_calls``; goto, click, type, scroll, read_page, go_back) with six strategies
+  (answer from memory, site search, menu navigation, direct URL, scroll and scan, filter and
+  sort), execution failures retried by the same tool inside every one that calls a tool,
+  optional steps at fixed rates; rl differs from base only in its mixture. A held-out world,
+  written without reference to segmentation or clustering.
+- :func:`assistant`: a personal-assistant agent with e-mail, calendar and contacts tools (ATIF
+  v1.4 documents; search_email, read_email, send_email, list_events, create_event,
+  find_contact) with six strategies (no tools, act directly, calendar first, contact first,
+  thread first, full diligence), execution failures retried by the same tool inside every one
+  that calls a tool, optional steps at fixed rates; rl differs from base only in its mixture.
+  A held-out world, written without reference to segmentation or clustering.
+- :func:`travel`: a travel-booking agent (tau-bench airline / hotel-like; OpenAI
+  ``tool_calls``; get_user, get_reservation, search_flights, search_hotels, book,
+  change_reservation, cancel_reservation) on four kinds of request (change a flight date, book
+  a hotel, cancel a trip, add a hotel to a booking) with seven strategies (no tools, act at
+  once, profile first, reservation first, broad search, survey of the user's trips, verify
+  after acting), execution failures retried by the same tool inside every one that calls a
+  tool, optional steps at fixed rates; rl differs from base only in its mixture. A held-out
+  world, written without reference to segmentation or clustering.
+- :func:`gui`: a mobile-phone GUI agent (AndroidWorld-like; ReAct text; open_app, tap, type,
+  swipe, back, home, read_screen, search_settings) on four kinds of phone task (a setting
+  toggled, a message sent, a list item added, an alarm set) with seven strategies (ask the
+  user, open the app directly, explore by swiping, settings search, read the screen before
+  every action, go home and reopen, the notification shade), execution failures retried by the
+  same action inside every one that acts, optional steps at fixed rates; rl differs from base
+  only in its mixture. A held-out world, written without reference to segmentation or
+  clustering.
+- :func:`research`: a quantitative research agent answering numeric questions (growth rates,
+  counts, unit conversions) in ReAct text transcripts (Search, Lookup, Calculate, Python,
+  Paper) with seven strategies (answer from memory, search then compute, search and look up,
+  paper database first, fetch then Python, double-check two ways, a search chain), execution
+  failures retried by the same tool inside every one that calls a tool, optional steps at
+  fixed rates; rl differs from base only in its mixture. A held-out world, written without
+  reference to segmentation or clustering.
+- :func:`sre`: an on-call SRE / incident-response agent (OpenAI ``tool_calls``; list_alerts,
+  query_metrics, search_logs, get_deploys, describe_pod, rollback, restart, scale, post_status)
+  on latency, error-rate and capacity incidents with seven strategies (advice without tools,
+  blind restart, metrics then act, log deep dive, recent-deploy rollback, pod triage, escalate
+  only), execution failures retried by the same tool inside every one that calls a tool,
+  optional steps at fixed rates, the mixture tilted mildly by the kind of incident for two
+  strategies; rl differs from base only in its mixture. A held-out world, written without
+  reference to segmentation or clustering.
+- :func:`sheet`: a spreadsheet / office agent (ATIF v1.4 documents; list_sheets, read_range,
+  find, write_range, set_formula, sort, filter, create_chart, run_macro) on lookups, computed
+  columns, #REF! fixes and charts with seven strategies (answer from the prompt, read every
+  sheet, find then read, helper formulas, a macro, sort / filter then read the top, read in
+  small windows), execution failures retried by the same tool inside every one that calls a
+  tool, optional steps at fixed rates, a finishing step set by the kind of task; rl differs
+  from base only in its mixture. A held-out world, written without reference to segmentation
+  or clustering.
+- :func:`toolbench`: a ToolBench / RapidAPI-style API-calling agent (OpenAI ``tool_calls``;
+  fourteen tools from weather, geo, finance, travel, news and utility APIs) on single, chained
+  and comparison requests with seven strategies (answer from memory, one call, resolve-and-feed
+  chain, fan-out, over-call, verify with another API, give up after errors), execution failures
+  retried by the same tool inside every one that calls a tool and does not give up, optional
+  steps at fixed rates, the mixture tilted mildly towards fan-out on comparison requests; rl
+  differs from base only in its mixture. A held-out world, written without reference to
+  segmentation or clustering.
+
+- :func:`terminal`: a terminal agent with ONE tool, ``bash(command)`` (OpenAI ``tool_calls``;
+  the program is the verb: ls, find, cat, grep, sed, python3, perl, pytest, git, pip) fixing a
+  failing test or a crashing command, with seven strategies (explore then edit, grep-driven
+  localisation, reproduce first, blind edits retried after failing checks, read many files,
+  git history, set up the environment first), failed commands (``bash: gerp: command not
+  found``, ``No such file or directory``, a non-zero ``[exit code: N]``) followed by the
+  corrected command, optional steps at fixed rates; rl differs from base only in its mixture.
+  A held-out world, written without reference to segmentation or clustering.
+- :func:`computer`: a computer-use agent with ONE tool, ``computer`` whose ``action`` names the
+  action (ATIF v1.4; screenshot, left_click, mouse_move, type, key, scroll, wait; Anthropic
+  computer-use style) on desktop applications, with seven strategies (keyboard shortcuts, menu
+  navigation, the application's command search, exploring wrong menus first, toolbar tooltips,
+  a screenshot after every action, blind with waits), actions that had no effect answered by
+  one fixed text (:data:`mechanism.datasets.worlds.computer.NOTHING`) and made again corrected, optional
+  steps at fixed rates; rl differs from base only in its mixture. A held-out world, written
+  without reference to segmentation or clustering.
+
+:func:`as_generic_action` re-logs any world's episodes through one generic tool
+(``act(command="search Paris")``, ``act(command="get_order_details W1")``) with the same truth:
+``openai`` and ``atif`` worlds in their own format, any other as OpenAI ``tool_calls``.
+
+Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
+:class:`~mechanism.datasets.simulation.Simulation` is: ``world.runs`` (read back from the native records
+with ``mechanism.read``), ``world.truth`` (``arm, question_id, sample_id, strategy``),
+``world.planted`` (the expected values) and ``world.labels_for(runs)`` (:func:`join_truth`);
+``world.write(folder)`` writes the native file that ``mechanism.read`` takes. Generators take
+``random_state`` (int, numpy Generator or None; ``seed=`` is a deprecated alias).
+"""
+from __future__ import annotations
+
+from mechanism.datasets.worlds._base import (TRUTH_KEYS, PlantedWorld, TruthJoin, World, chat_world, join_truth, mixture_planted,
+                                    random_state_from)
+from mechanism.datasets.worlds.analyst import analyst
+from mechanism.datasets.worlds.assistant import assistant
+from mechanism.datasets.worlds.browser import browser
+from mechanism.datasets.worlds.coder import coder
+from mechanism.datasets.worlds.computer import computer
+from mechanism.datasets.worlds.generic import as_generic_action
+from mechanism.datasets.worlds.gui import gui
+from mechanism.datasets.worlds.multihop import multihop
+from mechanism.datasets.worlds.research import research
+from mechanism.datasets.worlds.service import service
+from mechanism.datasets.worlds.sheet import sheet
+from mechanism.datasets.worlds.sre import sre
+from mechanism.datasets.worlds.terminal import terminal
+from mechanism.datasets.worlds.toolbench import toolbench
+from mechanism.datasets.worlds.travel import travel
+from mechanism.datasets.worlds.webshop import webshop
+
+WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
+          "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer")
+
+__all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "coder", "computer", "PlantedWorld",
+           "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "mixture_planted", "random_state_from",
+           "multihop", "research", "service", "sheet", "sre", "terminal", "toolbench", "travel", "webshop", "WORLDS"]
