@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from mechanism.analysis.parallel import strategy_shares
-from mechanism.report import write_strategies
+from mechanism.report import analyse_strategies, write_strategies
 from mechanism.analysis.strategy_space import StrategySpace
 
 from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
@@ -30,8 +30,8 @@ def simulated(out: Path, *, embedder: str | None, seed: int) -> str:
 
     sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     space = StrategySpace(embedder=embedder, random_state=seed, progress=None).fit(sim.runs)
-    text = write_strategies(space, sim.runs, out, arms=["base", "rl", "sft"], title="Simulated default",
-                            random_state=seed).text
+    found = analyse_strategies(space, sim.runs, random_state=seed)
+    text = write_strategies(found, sim.runs, out, arms=["base", "rl", "sft"], title="Simulated default").text
     keys = ["arm", "question_id", "sample_id"]
     truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
     fresh = simulate(n_questions=100, n_samples=16, random_state=seed + 1, progress=None)
@@ -53,9 +53,9 @@ def fireact(out: Path, path: Path, *, embedder: str | None, seed: int) -> str:
     arms = [a for a in ("llama-2-7b", "llama-2-13b", "gpt-3.5-turbo") if a in runs["arm"].to_list()]
     arms += sorted(set(runs["arm"].to_list()) - set(arms))
     space = StrategySpace(embedder=embedder, random_state=seed, progress=None).fit(runs)
-    described = space.describe()
-    text = write_strategies(space, runs, out, arms=arms, title="FireAct HotpotQA agents", described=described,
-                            random_state=seed).text
+    found = analyse_strategies(space, runs, random_state=seed)
+    described = found.described
+    text = write_strategies(found, runs, out, arms=arms, title="FireAct HotpotQA agents").text
     no_search = described.filter(pl.col("no_search_share") == 1.0)["strategy"].to_list()
     # compared between agents, so questions weigh equally within each (FireAct has one sample per question)
     shares = strategy_shares(runs.select("arm", "question_id").with_columns(strategy=pl.Series(space.labels_)),

@@ -35,10 +35,10 @@ _EXPORTS = {
     "segment": "mechanism.analysis.segmentation", "render": "mechanism.analysis.segmentation",
     "StrategySpace": "mechanism.analysis.strategy_space",
     "reweighting": "mechanism.analysis.compare", "Reweighting": "mechanism.analysis.compare",
-    "compare_arms": "mechanism.analysis.compare", "kitagawa_split": "mechanism.analysis.compare",
+    "compare_arms": "mechanism.analysis.compare", "Comparison": "mechanism.analysis.compare",
+    "kitagawa_split": "mechanism.analysis.compare",
     "js_divergence": "mechanism.analysis.compare",
     "integration": "mechanism.analysis.information", "Integration": "mechanism.analysis.information",
-    "integration_verdict": "mechanism.analysis.information",
     "paper_style": "mechanism.plots.style",
     "ReadWarning": "mechanism.core.errors", "extract_answer": "mechanism.readers._answer",
     "track": "mechanism.analysis.checkpoints", "Track": "mechanism.analysis.checkpoints", "training_run": "mechanism.datasets.simulation",
@@ -87,18 +87,18 @@ __all__ = [
     # strategies
     "segment", "render", "StrategySpace",
     # reweighting and information integration
-    "reweighting", "Reweighting", "compare_arms", "kitagawa_split", "js_divergence",
-    "integration", "Integration", "integration_verdict",
+    "reweighting", "Reweighting", "compare_arms", "Comparison", "kitagawa_split", "js_divergence",
+    "integration", "Integration",
     # plot
     "plots", "paper_style",
-    # reading real logs (issue 11)
+    # reading real logs
     "ReadWarning", "extract_answer",
-    # real agents as they ran (issue 18): failed calls, comparisons on shared questions
+    # real agents as they ran: failed calls, comparisons on shared questions
     "ComparisonWarning", "is_failure", "shared_questions",
     # checkpoint series, the result protocol and the report layer
     "track", "Track", "training_run", "Summary", "report", "simulation",
     # shards in worker processes (mechanism.analysis.parallel)
     "read_shards", "scan_shards", "render_shards", "assign_shards", "strategy_shares",
-    # the reference study reproduced on a planted world (issue 20)
+    # the reference study reproduced on a planted world
     "reproduce_study", "Reproduction",
 ]

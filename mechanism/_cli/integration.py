@@ -2,18 +2,24 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import polars as pl
 
-from mechanism.core.options import Weighting, choices
 from mechanism._cli._common import (
-    add_shared_argument, check_shared_questions,
+    add_bootstrap_arguments,
+    add_embedding_arguments,
+    add_input_arguments,
+    add_output_argument,
+    add_shared_argument,
     atomic_output,
-    add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
-    read_inputs, require_two_arms, terminal_safe,
+    check_shared_questions,
+    progress_flag,
+    read_inputs,
+    require_two_arms,
+    terminal_safe,
 )
+from mechanism.core.options import Weighting, choices
 
 HELP = ("retrieval, integration and parametric rates per arm, the exact split of accuracy differences "
         "into retrieval and integration parts, and follow-up queries built on observations; with strategy "
@@ -50,18 +56,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the analysis layer loads when the command runs, so `mechanism --help` stays quick
+    from mechanism.analysis.labels import labels_from_space, read_labels
+
     runs = read_inputs(args)
     check_shared_questions(args, runs, what="integration")  # the check is here; the library is told it was made
     if args.base is not None or args.treated:  # rates per arm make sense for one agent; a split does not
         require_two_arms(runs, "integration", hint="without --base and --treated it reports one arm's rates")
     labels = names = None
     if args.labels is not None:
-        from mechanism._cli.reweighting import read_labels
-
         labels = read_labels(runs, args.labels, column=args.label_column)
     elif args.space is not None:
-        from mechanism._cli.reweighting import labels_from_space
-
         labels, _, names = labels_from_space(runs, args.space, cache_dir=args.cache_dir,
                                              progress=progress_flag(args))
     with atomic_output(args.out) as out:

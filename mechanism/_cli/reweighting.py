@@ -2,21 +2,24 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from mechanism._cli._common import (
-    add_shared_argument, check_shared_questions,
+    add_bootstrap_arguments,
+    add_embedding_arguments,
+    add_input_arguments,
+    add_output_argument,
+    add_shared_argument,
     atomic_output,
-    add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
-    read_inputs, require_two_arms, terminal_safe,
+    check_shared_questions,
+    progress_flag,
+    read_inputs,
+    require_two_arms,
+    terminal_safe,
 )
-
-from mechanism.core.errors import InputError
 
 HELP = ("split accuracy differences into strategy reweighting (composition) and execution (within), "
         "with shares, JS divergence, a permutation test, alignment and query overlap")
@@ -45,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the analysis layer loads when the command runs, so `mechanism --help` stays quick
+    from mechanism.analysis.labels import labels_from_space, read_labels, rounds_labels
+
     runs = read_inputs(args)
     check_shared_questions(args, runs, what="reweighting")  # the check is here; the library is told it was made
     require_two_arms(runs, "reweighting")
@@ -70,46 +76,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_labels(runs: pl.DataFrame, path: str | Path, *, column: str = "strategy") -> np.ndarray:
-    """Strategy labels for the rows of ``runs`` from a parquet, CSV or JSONL table keyed by
-    ``arm, question_id, sample_id``."""
-    from mechanism.analysis.compare import labels_from_table
-
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("labels file not found", source=str(path))
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".parquet":
-            from mechanism.core.cachefile import check_parquet_depth
-
-            try:  # a crafted schema nested 1,000 deep would crash polars: refused from the footer
-                check_parquet_depth(path, name=path.name)
-            except ValueError as exc:
-                raise InputError(str(exc), source=str(path), field="schema") from None
-            table = pl.read_parquet(path)
-        elif suffix == ".csv":
-            table = pl.read_csv(path, schema_overrides={"question_id": pl.String})
-        elif suffix in (".jsonl", ".ndjson"):
-            table = pl.read_ndjson(path)
-        else:
-            raise InputError(f"unknown labels file type {suffix!r} (use .parquet, .csv or .jsonl)", source=str(path))
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise InputError(f"cannot read labels: {' '.join(str(exc).split())[:300]}", source=str(path)) from None
-    return labels_from_table(runs, table, column=column, source=str(path))
-
-
-def labels_from_space(runs: pl.DataFrame, folder: str | Path, *, cache_dir: str | Path | None = None,
-                      progress: bool | None = None) -> tuple[np.ndarray, np.ndarray | None, dict[int, str]]:
-    """Labels, coordinates and strategy display names from a saved StrategySpace, embedding
-    every trajectory once."""
-    from mechanism.analysis.strategy_space import StrategySpace, display_names
-
-    space = StrategySpace.load(folder, cache_dir=cache_dir, progress=progress)
-    placement = space.place(runs, map_xy=False)
-    return placement.labels, placement.coordinates, display_names(space.describe())
-
-
 def write_outputs(runs: pl.DataFrame, labels: Any, out: str | Path, *, figures: bool = True,
                   label_source: str | None = None, names: dict[Any, str] | None = None,
                   **options) -> tuple[list[Path], str]:
@@ -122,9 +88,3 @@ def write_outputs(runs: pl.DataFrame, labels: Any, out: str | Path, *, figures: 
                                 label_source=label_source, names=names)
     return section.written, section.text
 
-
-def rounds_labels(runs: pl.DataFrame, *, cap: int = 5) -> np.ndarray:
-    """:func:`mechanism.report.rounds_labels`."""
-    from mechanism.report.reweighting import rounds_labels as labels
-
-    return labels(runs, cap=cap)

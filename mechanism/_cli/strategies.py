@@ -17,9 +17,8 @@ import polars as pl
 from mechanism._cli._common import (
     add_embedding_arguments, add_input_arguments, atomic_output, progress_flag, read_inputs, terminal_safe,
 )
+from mechanism.analysis.strategy_params import bounds, choices
 from mechanism.core.errors import InputError
-from mechanism.core.options import choices
-from mechanism.analysis.segmentation import Retries
 
 HELP = "find tool-use strategies (fit a strategy space) or assign new runs to saved ones (apply)"
 
@@ -39,13 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--embedder", default=None,
                      help="sentence-transformers model name or path, hashing-<n> or composed[:<model>] "
                           "(default composed: each distinct step embedded once by all-MiniLM-L6-v2)")
-    fit.add_argument("--method", default="agglomerative", choices=("agglomerative", "kmeans", "hdbscan"))
+    fit.add_argument("--method", default="agglomerative", choices=choices("method"))
     fit.add_argument("--resolution", type=float, default=None,
-                     help="groups join while their mean distance is below this (agglomerative; "
-                          "default: StrategySpace's, chosen once for all planted worlds)")
+                     help=f"groups join while their mean distance is below this, in {bounds('resolution')} "
+                          "(agglomerative; default: StrategySpace's, chosen once for all planted worlds)")
     fit.add_argument("--min-share", type=float, default=None,
-                     help="smallest share of the trajectories a strategy holds (default: StrategySpace's)")
-    fit.add_argument("--retries", default="merge", choices=choices(Retries),
+                     help=f"smallest share of the trajectories a strategy holds, in {bounds('min_share')} "
+                          "(default: StrategySpace's)")
+    fit.add_argument("--retries", default="merge", choices=choices("retries"),
                      help="a failed call and its retry: one attempt of a move (merge, default; failure and "
                           "retry rates are reported per strategy) or moves of their own (keep)")
     _input_args(fit)

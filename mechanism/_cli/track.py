@@ -2,14 +2,19 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from mechanism._cli._common import (
-    add_shared_argument, check_shared_questions,
+    add_bootstrap_arguments,
+    add_embedding_arguments,
+    add_input_arguments,
+    add_output_argument,
+    add_shared_argument,
     atomic_output,
-    add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, progress_flag,
-    read_inputs, terminal_safe,
+    check_shared_questions,
+    progress_flag,
+    read_inputs,
+    terminal_safe,
 )
 
 HELP = ("follow a series of checkpoints: strategy shares with intervals, PASS@(k,T), the composition/within "
@@ -43,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mechanism.analysis.checkpoints import track
-    from mechanism._cli.reweighting import read_labels
+    from mechanism.analysis.labels import read_labels
     from mechanism.report.track import write_track
 
     runs = read_inputs(args)

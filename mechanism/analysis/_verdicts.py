@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.core.errors import InputError
-
+from mechanism.core.text import estimate_text, interval_text
 
 #: What a clause says in place of a direction when its interval contains 0.
 NOT_DISTINGUISHABLE = "not distinguishable from 0"
@@ -52,21 +52,18 @@ def reweighting_verdict(rw: Any) -> str:
 
 def reweighting_lines(rw: Any, *, indent: str = "") -> list[str]:
     """The findings of one :class:`~mechanism.analysis.compare.Reweighting`, one statement per line."""
-    def iv(pair: tuple[float, float]) -> str:
-        return f"[{pair[0]:+.3f}, {pair[1]:+.3f}]"
-
     sub = indent + "  "
     detectable = rw.detectable
     lines = [f"{indent}{rw.treated} vs {rw.base} ({rw.n_questions} questions, {rw.n_base} + {rw.n_treated} "
              "trajectories; " + ("questions weigh equally within each arm):" if rw.weighting == "question"
                                  else "TRAJECTORY-POOLED on request: questions with more samples weigh more):"),
              f"{sub}accuracy {rw.accuracy_base:.3f} -> {rw.accuracy_treated:.3f}; "
-             f"difference {qualified(f'{rw.total:+.3f} {iv(rw.total_ci)}', *rw.total_ci)} = composition "
-             f"{qualified(f'{rw.composition:+.3f} {iv(rw.composition_ci)}', *rw.composition_ci)} + within "
-             f"{qualified(f'{rw.within:+.3f} {iv(rw.within_ci)}', *rw.within_ci)}"]
+             f"difference {qualified(f'{rw.total:+.3f}{interval_text(*rw.total_ci)}', *rw.total_ci)} = composition "
+             f"{qualified(f'{rw.composition:+.3f}{interval_text(*rw.composition_ci)}', *rw.composition_ci)} + within "
+             f"{qualified(f'{rw.within:+.3f}{interval_text(*rw.within_ci)}', *rw.within_ci)}"]
     if rw.one_arm_mass and math.isfinite(rw.composition_bounds[0]):
         lines.append(f"{sub}without a model of the one-arm cells ({', '.join(f'{100 * v:.1f}% of {k}' for k, v in rw.one_arm_mass.items())}): "
-                     f"composition {iv(rw.composition_bounds)}, within {iv(rw.within_bounds)}")
+                     f"composition{interval_text(*rw.composition_bounds)}, within{interval_text(*rw.within_bounds)}")
     if detectable:
         lines.append(f"{sub}smallest effect this design detects (power 0.8): "
                      + ", ".join(f"{name} {detectable[name]:.3f}" for name in ("total", "composition", "within")
@@ -79,7 +76,7 @@ def reweighting_lines(rw: Any, *, indent: str = "") -> list[str]:
                  "identical policies give with this design)" if corrected else " (plug-in, not bias-corrected)")
               + (f"; within-question permutation p = {rw.permutation_p:.4f}" if rw.n_permutations else ""),
               f"{sub}success alignment (log share ratio vs base success) "
-              + (qualified(f"{rw.success_alignment:+.2f} {iv(rw.success_alignment_ci)}", *rw.success_alignment_ci)
+              + (qualified(f"{rw.success_alignment:+.2f}{interval_text(*rw.success_alignment_ci)}", *rw.success_alignment_ci)
                  if np.isfinite(rw.success_alignment)
                  else "n/a (fewer than 3 strategies used by both arms)")
               + f"; treated mass in strategies base uses {rw.shared_mass:.3f} "
@@ -108,6 +105,24 @@ def reweighting_lines(rw: Any, *, indent: str = "") -> list[str]:
     return lines
 
 
+def comparison_verdict(comparison: Any) -> str:
+    """One line per :class:`~mechanism.analysis.compare.Comparison`: each treated arm's
+    :func:`reweighting_verdict`, named, at the level its intervals were made at."""
+    level = "" if comparison.ci_level is None else f" (intervals at {comparison.ci_level:g})"
+    return "; ".join(f"{rw.treated} vs {rw.base}{level}: {reweighting_verdict(rw)}" for rw in comparison.reweightings)
+
+
+def comparison_lines(comparison: Any) -> list[str]:
+    """The findings of every comparison, the level first (the intervals widen with the arms)."""
+    lines = []
+    if comparison.ci_level is not None and comparison.ci is not None and comparison.ci_level != comparison.ci:
+        lines.append(f"{len(comparison.treated)} comparisons held together at {comparison.ci:g}: each interval at "
+                     f"{comparison.ci_level:g} (Bonferroni)")
+    for rw in comparison.reweightings:
+        lines += [line.strip() for line in reweighting_lines(rw)]
+    return lines
+
+
 # ----------------------------------------------------------------------------- integration
 def integration_title(res: Any) -> str:
     level = "" if res.ci is None else f"; {int(round(res.ci * 100))}% bootstrap intervals over questions"
@@ -119,10 +134,7 @@ def integration_title(res: Any) -> str:
 def integration_lines(res: Any, *, indent: str = "") -> list[str]:
     """The findings of one :class:`~mechanism.analysis.information.Integration`, one statement per line."""
     def iv(r: dict, name: str) -> str:
-        v, lo, hi = r[name], r[f"{name}_ci_low"], r[f"{name}_ci_high"]
-        if v is None:
-            return "n/a"
-        return f"{v:.3f}" + ("" if lo is None else f" [{lo:.3f}, {hi:.3f}]")
+        return estimate_text(r[name], r[f"{name}_ci_low"], r[f"{name}_ci_high"])
 
     lines = []
     for r in res.per_arm.iter_rows(named=True):
@@ -175,11 +187,8 @@ def integration_verdict(result: Any, treated: str | None = None) -> str:
                          field="treated")
     q = {r["quantity"]: r for r in result.shift.filter(pl.col("treated") == treated).iter_rows(named=True)}
 
-    def iv(name: str, scale: float = 1.0, fmt: str = "+.2f") -> str:
-        lo, hi = q[name]["ci_low"], q[name]["ci_high"]
-        if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
-            return ""
-        return f" [{scale * lo:{fmt}}, {scale * hi:{fmt}}]"
+    def iv(name: str, scale: float = 1.0, digits: int = 2) -> str:
+        return interval_text(q[name]["ci_low"], q[name]["ci_high"], digits=digits, scale=scale)
 
     def part(name: str, label: str) -> str:
         row = q[name]
@@ -188,7 +197,7 @@ def integration_verdict(result: Any, treated: str | None = None) -> str:
     moved_row = q["mass_moved_above"]
     moved = 100 * moved_row["estimate"]
     levels = (f"{100 * q['mass_above_base']['estimate']:.0f}% -> {100 * q['mass_above_treated']['estimate']:.0f}%"
-              f"{iv('mass_moved_above', 100, '+.0f')}")
+              f"{iv('mass_moved_above', 100, 0)}")
     align = q["alignment_integration"]
     # Gatekeeping: under identical policies the mass moved's own interval states a direction in
     # 0.09 of 200 data sets (bench_coverage.verdict_null; choosing the set on other questions than

@@ -50,12 +50,13 @@ import polars as pl
 from scipy.stats import binomtest
 
 from mechanism.core.errors import InputError
-from mechanism.core.options import RandomState, as_generator, check_ci, check_choice
+from mechanism.core.options import RandomState, check_choice, check_ci, check_seed
 from mechanism.analysis.passkt import (DEFAULT_T, PassEstimate, TSource, default_k, depth_notes, estimate_pass, ratio_table,
                               small_sample_note, summary_table, within_t_shares)
 from mechanism.core.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 from mechanism.core.results import Result
 from mechanism.core.schema import shared_questions
+from mechanism.core.text import interval_text
 
 STATUSES = ("both", "gained", "lost", "neither")
 
@@ -165,13 +166,13 @@ class Boundary(Result):
         return bool(self.tests["expansion"].any())
 
     def tables(self) -> dict[str, pl.DataFrame]:
-        """Every table by a file-friendly name."""
-        return {"boundary_problems": self.problems, "boundary_sets": self.sets,
-                "boundary_tests": self.tests, "boundary_split": self.split,
-                "pass_curves": self.curves, "gap": self.gap, "marginal_k": self.marginal_k,
-                "marginal_t": self.marginal_t, "saturation": self.saturation,
+        """Every table by a file-friendly name: ``estimates`` (:meth:`to_frame`), then each
+        attribute's table by the attribute's name."""
+        return {"estimates": self.to_frame(), "problems": self.problems, "sets": self.sets,
+                "tests": self.tests, "split": self.split, "curves": self.curves, "gap": self.gap,
+                "marginal_k": self.marginal_k, "marginal_t": self.marginal_t, "saturation": self.saturation,
                 "crossings": self.crossings,
-                **({"boundary_by_category": self.by_category} if self.by_category is not None else {})}
+                **({"by_category": self.by_category} if self.by_category is not None else {})}
 
     def _summary_text(self) -> str:
         """A few plain-text lines stating the findings, with their uncertainty."""
@@ -193,7 +194,7 @@ class Boundary(Result):
                 lines.append(f"  episodes with at most T rounds, {arm}: " + ", ".join(
                     f"T={tv} {share[(arm, tv)]:.2f}" for tv in self.t if (arm, tv) in share))
         def iv(row: dict) -> str:  # the interval, when one was asked for
-            return "" if row["ci_low"] is None else f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+            return interval_text(row["ci_low"], row["ci_high"])
 
         for row in self.split.filter(pl.col("component") == "total").iter_rows(named=True):
             lines.append(f"  T={row['t']}: PASS@(1,T) difference {row['value']:+.3f}{iv(row)}"
@@ -227,7 +228,7 @@ class Boundary(Result):
         return [line.strip() for line in self._summary_text().split("\n")[1:]]
 
     def _summary_tables(self) -> dict[str, pl.DataFrame]:
-        return {"boundary_tests": self.tests.drop("expansion", "contraction"), "boundary_split": self.split}
+        return {"tests": self.tests.drop("expansion", "contraction"), "split": self.split}
 
     def _headline(self) -> str:
         row = self.tests.sort("t").row(-1, named=True) if self.tests.height else None
@@ -235,12 +236,12 @@ class Boundary(Result):
         return f"{self.treated} vs {self.base}, {self.problems['question_id'].n_unique()} problems{where}"
 
     key_columns: ClassVar[dict[str, pl.DataType]] = {
-        "base": pl.String(), "treated": pl.String(), "t": pl.Int64(), "k": pl.Int64()}
+        "base": pl.String(), "treated": pl.String(), "t": pl.Int64(), "k": pl.Int64(), "component": pl.String()}
 
     def _estimates(self) -> pl.DataFrame:
-        """The PASS@(1,T) split (quantities ``pass1_<component>``, with ``detectable``) and the
-        gap per k (``gap``), treated - base, per T."""
-        split = self.split.select(pl.concat_str(pl.lit("pass1_"), pl.col("component")).alias("quantity"),
+        """The PASS@(1,T) difference split into its ``component`` (quantity ``pass1``, with
+        ``detectable``) and the gap per k (``gap``), treated - base, per T."""
+        split = self.split.select(pl.lit("pass1").alias("quantity"), "component",
                                   "t", pl.lit(1, pl.Int64).alias("k"), pl.col("value").alias("estimate"),
                                   "ci_low", "ci_high", "detectable")
         gap = self.gap.select(pl.lit("gap").alias("quantity"), "t", "k", pl.col("gap").alias("estimate"),
@@ -340,47 +341,15 @@ def boundary(
     InputError
         An arm is missing, the arms share no problem, or k exceeds some problem's n.
     """
-    if base == treated:
-        raise InputError("`base` and `treated` must name different arms", field="treated")
-    ci = check_ci(ci)
-    check_choice(t_source, TSource, field="t_source")
-    as_generator(random_state)  # the type check (int >= 0, Generator or None); the draws come from one seed
-    if not 0.0 < alpha < 1.0:
-        raise InputError(f"`alpha` must be in (0, 1), got {alpha}", field="alpha")
-    if isinstance(n_permutations, bool) or not isinstance(n_permutations, (int, np.integer)) or n_permutations < 1:
-        raise InputError(f"`n_permutations` must be a positive integer, got {n_permutations!r}",
-                         field="n_permutations")
-    if "arm" not in runs.columns:
-        raise InputError("missing required column `arm`", field="arm")
-    arms = set(runs["arm"].unique().to_list())
-    for name, arm in (("base", base), ("treated", treated)):
-        if arm not in arms:
-            raise InputError(f"`{name}` arm {arm!r} is not in the runs (arms: {sorted(map(str, arms))})",
-                             field=name)
+    ci = _check_options(runs, base=base, treated=treated, ci=ci, t_source=t_source, random_state=random_state,
+                        alpha=alpha, n_permutations=n_permutations)
     seed = resolve_seed(random_state)
     if by is not None:
-        from mechanism.core.results import by_category
-
-        opts = dict(base=base, treated=treated, t=t, ci=ci, n_boot=n_boot, random_state=seed, alpha=alpha,
-                    tol=tol, t_source=t_source, n_permutations=n_permutations, allow_few_shared=allow_few_shared)
-        pooled = boundary(runs, k=k, **opts)
-        pooled.by_category, notes = by_category(
-            runs, by, pooled, lambda mask: boundary(runs.filter(pl.Series(mask)), k=pooled.k, **opts))
-        pooled.notes.extend(notes)
-        return pooled
+        return _boundary_by_category(runs, by, k=k, base=base, treated=treated, t=t, ci=ci, n_boot=n_boot,
+                                     random_state=seed, alpha=alpha, tol=tol, t_source=t_source,
+                                     n_permutations=n_permutations, allow_few_shared=allow_few_shared)
     # after the task-type split: its pooled call checks the pooled runs once, each category its own
-    shared_questions(runs, [base, treated], what="boundary", allow_few=allow_few_shared)
-    both = runs.filter(pl.col("arm").is_in([base, treated]))
-    qsets = {a: set(both.filter(pl.col("arm") == a)["question_id"].unique().to_list()) for a in (base, treated)}
-    shared = qsets[base] & qsets[treated]
-    if not shared:
-        raise InputError(f"arms {base!r} and {treated!r} share no `question_id`", field="question_id")
-    notes = []
-    for arm, other in ((base, treated), (treated, base)):
-        only = len(qsets[arm] - qsets[other])
-        if only:
-            notes.append(f"{only} problem(s) answered only by {arm!r} are left out of the comparison")
-    both = both.filter(pl.col("question_id").is_in(sorted(shared)))
+    both, notes = _shared_runs(runs, base, treated, allow_few_shared)
 
     if k is None:
         k = default_k(both, t, t_source=t_source)
@@ -395,53 +364,13 @@ def boundary(
 
     judged = _judged_successes(both, est, rows_b, rows_t, base, treated)
     problems, tests = _discordant(est, rows_b, rows_t, qids, alpha, judged, int(n_permutations))
-    if not np.array_equal(est.n[rows_b], est.n[rows_t]):
-        # B_T grows with n: an arm sampled more often solves more problems at least once
-        notes.append(f"the arms have different numbers of samples per problem ({base!r}: "
-                     f"{int(est.n[rows_b].min())}-{int(est.n[rows_b].max())}, {treated!r}: "
-                     f"{int(est.n[rows_t].min())}-{int(est.n[rows_t].max())}); solved sets are compared at a "
-                     "common budget of min(n_base, n_treated) samples per problem, the larger arm judged on one "
-                     "fixed subset of its samples per problem (the same at every T, chosen by a hash of question "
-                     "and sample id, no seed; expected counts from the unbiased estimator beside them); the test "
-                     "permutes arm labels within questions and does not depend on that subset")
-    truncation = est.t_source == "truncation"
-    where = " within T rounds used" if truncation else ""
-    if int(est.n.max()) < 2:
-        # one try per problem: "solved" is "solved on that try", so a significant difference
-        # in solved sets is a difference in success rates, not evidence about the boundary
-        tests = tests.with_columns(
-            verdict=pl.when(pl.col("expansion")).then(pl.lit(f"more solved on their one try{where}"))
-            .when(pl.col("contraction")).then(pl.lit(f"fewer solved on their one try{where}"))
-            .otherwise(pl.lit("no significant change")),
-            expansion=pl.lit(False), contraction=pl.lit(False))
-        notes.append("one sample per problem: solved sets are solved-once sets, not capability "
-                     "boundaries; the exact test compares success rates (McNemar)")
-    else:
-        budget = pl.when(pl.col("budget_min") == pl.col("budget_max")).then(
-            pl.format("{} samples", pl.col("budget_min"))).otherwise(
-            pl.format("{}-{} samples (common n per problem)", pl.col("budget_min"), pl.col("budget_max")))
-        tests = tests.with_columns(
-            verdict=pl.when(pl.col("expansion")).then(
-                pl.format("more problems solved at least once in {}{}", budget, pl.lit(where)))
-            .when(pl.col("contraction")).then(
-                pl.format("fewer problems solved at least once in {}{}", budget, pl.lit(where)))
-            .otherwise(pl.lit("no significant change")))
-        if truncation and tests["contraction"].any():
-            notes.append("fewer problems solved within T rounds used can mean the treated arm uses more "
-                         "rounds, not that it lost ability: compare the shares of episodes with at most T "
-                         "rounds, and run per-T caps (`t_cap`) for a budget claim")
+    notes.extend(_unequal_samples_note(est, rows_b, rows_t, base, treated))
+    tests = _name_verdicts(tests, est, notes)
     notes.extend(depth_notes(both, ts, est.t_source))
     split = _split(est, rows_b, problems, ci, n_boot, seed)
     curves = summary_table(est, ci=ci)
     notes.extend(small_sample_note(curves))
-    sets = (problems.unpivot(index=["question_id", "t"], on=["base_solved", "treated_solved"],
-                             variable_name="which", value_name="solved")
-            .with_columns(arm=pl.when(pl.col("which") == "base_solved").then(pl.lit(base)).otherwise(pl.lit(treated)))
-            .group_by("arm", "t").agg(n_problems=pl.len(), n_solved=pl.col("solved").sum())
-            .with_columns(pl.col("n_problems", "n_solved").cast(pl.Int64),
-                          share=pl.col("n_solved") / pl.col("n_problems")))
-    sets = (sets.join(within_t_shares(both, ts), on=["arm", "t"], how="left")
-            .sort(pl.col("arm") != base, "t"))
+    sets = _solved_sets(problems, both, ts, base, treated)
 
     gap = _gap(est, g_base, g_treat, ci)
     marginal_k, marginal_t = _marginals(est, ci)
@@ -451,6 +380,112 @@ def boundary(
                     problems=problems, sets=sets, tests=tests, split=split, curves=curves, gap=gap,
                     marginal_k=marginal_k, marginal_t=marginal_t, saturation=saturation,
                     crossings=crossings, notes=notes)
+
+
+def _check_options(runs: pl.DataFrame, *, base: str, treated: str, ci: float | None, t_source: str,
+                   random_state: RandomState, alpha: float, n_permutations: int) -> float | None:
+    """The options of :func:`boundary` checked (each error names its parameter); the checked ``ci``."""
+    if base == treated:
+        raise InputError("`base` and `treated` must name different arms", field="treated")
+    ci = check_ci(ci)
+    check_choice(t_source, TSource, field="t_source")
+    check_seed(random_state)  # one-line error for anything but a seed; the draws come from one seed
+    if not 0.0 < alpha < 1.0:
+        raise InputError(f"`alpha` must be in (0, 1), got {alpha}", field="alpha")
+    if isinstance(n_permutations, bool) or not isinstance(n_permutations, (int, np.integer)) or n_permutations < 1:
+        raise InputError(f"`n_permutations` must be a positive integer, got {n_permutations!r}",
+                         field="n_permutations")
+    if "arm" not in runs.columns:
+        raise InputError("missing required column `arm`", field="arm")
+    arms = set(runs["arm"].unique().to_list())
+    for name, arm in (("base", base), ("treated", treated)):
+        if arm not in arms:
+            raise InputError(f"`{name}` arm {arm!r} is not in the runs (arms: {sorted(map(str, arms))})",
+                             field=name)
+    return ci
+
+
+def _boundary_by_category(runs: pl.DataFrame, by: str, *, k: Iterable[int] | None, **opts: Any) -> Boundary:
+    """The pooled boundary with each category's headline table beside it (``by_category``)."""
+    from mechanism.core.results import by_category
+
+    pooled = boundary(runs, k=k, **opts)
+    pooled.by_category, notes = by_category(
+        runs, by, pooled, lambda mask: boundary(runs.filter(pl.Series(mask)), k=pooled.k, **opts))
+    pooled.notes.extend(notes)
+    return pooled
+
+
+def _shared_runs(runs: pl.DataFrame, base: str, treated: str, allow_few_shared: bool) -> tuple[pl.DataFrame, list[str]]:
+    """The two arms' runs on the questions both answered, and a note per arm on those it alone answered."""
+    shared_questions(runs, [base, treated], what="boundary", allow_few=allow_few_shared)
+    both = runs.filter(pl.col("arm").is_in([base, treated]))
+    qsets = {a: set(both.filter(pl.col("arm") == a)["question_id"].unique().to_list()) for a in (base, treated)}
+    shared = qsets[base] & qsets[treated]
+    if not shared:
+        raise InputError(f"arms {base!r} and {treated!r} share no `question_id`", field="question_id")
+    notes = []
+    for arm, other in ((base, treated), (treated, base)):
+        only = len(qsets[arm] - qsets[other])
+        if only:
+            notes.append(f"{only} problem(s) answered only by {arm!r} are left out of the comparison")
+    return both.filter(pl.col("question_id").is_in(sorted(shared))), notes
+
+
+def _unequal_samples_note(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, base: str,
+                          treated: str) -> list[str]:
+    if np.array_equal(est.n[rows_b], est.n[rows_t]):
+        return []
+    # B_T grows with n: an arm sampled more often solves more problems at least once
+    return [f"the arms have different numbers of samples per problem ({base!r}: "
+            f"{int(est.n[rows_b].min())}-{int(est.n[rows_b].max())}, {treated!r}: "
+            f"{int(est.n[rows_t].min())}-{int(est.n[rows_t].max())}); solved sets are compared at a "
+            "common budget of min(n_base, n_treated) samples per problem, the larger arm judged on one "
+            "fixed subset of its samples per problem (the same at every T, chosen by a hash of question "
+            "and sample id, no seed; expected counts from the unbiased estimator beside them); the test "
+            "permutes arm labels within questions and does not depend on that subset"]
+
+
+def _name_verdicts(tests: pl.DataFrame, est: PassEstimate, notes: list[str]) -> pl.DataFrame:
+    """``tests`` with its ``verdict`` in words; the notes that qualify it are appended to ``notes``."""
+    truncation = est.t_source == "truncation"
+    where = " within T rounds used" if truncation else ""
+    if int(est.n.max()) < 2:
+        # one try per problem: "solved" is "solved on that try", so a significant difference
+        # in solved sets is a difference in success rates, not evidence about the boundary
+        notes.append("one sample per problem: solved sets are solved-once sets, not capability "
+                     "boundaries; the exact test compares success rates (McNemar)")
+        return tests.with_columns(
+            verdict=pl.when(pl.col("expansion")).then(pl.lit(f"more solved on their one try{where}"))
+            .when(pl.col("contraction")).then(pl.lit(f"fewer solved on their one try{where}"))
+            .otherwise(pl.lit("no significant change")),
+            expansion=pl.lit(False), contraction=pl.lit(False))
+    budget = pl.when(pl.col("budget_min") == pl.col("budget_max")).then(
+        pl.format("{} samples", pl.col("budget_min"))).otherwise(
+        pl.format("{}-{} samples (common n per problem)", pl.col("budget_min"), pl.col("budget_max")))
+    tests = tests.with_columns(
+        verdict=pl.when(pl.col("expansion")).then(
+            pl.format("more problems solved at least once in {}{}", budget, pl.lit(where)))
+        .when(pl.col("contraction")).then(
+            pl.format("fewer problems solved at least once in {}{}", budget, pl.lit(where)))
+        .otherwise(pl.lit("no significant change")))
+    if truncation and tests["contraction"].any():
+        notes.append("fewer problems solved within T rounds used can mean the treated arm uses more "
+                     "rounds, not that it lost ability: compare the shares of episodes with at most T "
+                     "rounds, and run per-T caps (`t_cap`) for a budget claim")
+    return tests
+
+
+def _solved_sets(problems: pl.DataFrame, both: pl.DataFrame, ts: list[int], base: str, treated: str) -> pl.DataFrame:
+    """Size of ``B_T`` per arm and T at the common budget, with the share of episodes within T."""
+    sets = (problems.unpivot(index=["question_id", "t"], on=["base_solved", "treated_solved"],
+                             variable_name="which", value_name="solved")
+            .with_columns(arm=pl.when(pl.col("which") == "base_solved").then(pl.lit(base)).otherwise(pl.lit(treated)))
+            .group_by("arm", "t").agg(n_problems=pl.len(), n_solved=pl.col("solved").sum())
+            .with_columns(pl.col("n_problems", "n_solved").cast(pl.Int64),
+                          share=pl.col("n_solved") / pl.col("n_problems")))
+    return (sets.join(within_t_shares(both, ts), on=["arm", "t"], how="left")
+            .sort(pl.col("arm") != base, "t"))
 
 
 def solved_probability(n: np.ndarray, c: np.ndarray, m: np.ndarray) -> np.ndarray:

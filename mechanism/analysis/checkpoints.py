@@ -32,10 +32,13 @@ import polars as pl
 
 from mechanism.core.errors import InputError
 from mechanism.core.names import natural_key
-from mechanism.core.options import RandomState, as_generator, check_ci, check_choice
-from mechanism.analysis.passkt import TSource
-from mechanism.core.results import Result
+from mechanism.core.options import RandomState, check_choice, check_ci, check_seed
+from mechanism.analysis.compare import reweighting
+from mechanism.analysis.passkt import TSource, default_k, pass_at_kt, small_sample_note
+from mechanism.core.resample import percentile_interval, question_bootstrap_weights, question_mean, resolve_seed, stream
+from mechanism.core.results import Result, by_category
 from mechanism.core.schema import shared_questions
+from mechanism.core.text import interval_text
 from mechanism.analysis.shares import weighted_shares
 
 __all__ = ["Track", "track", "natural_key", "order_checkpoints", "weighted_shares"]
@@ -138,27 +141,31 @@ class Track(Result):
     by_category: pl.DataFrame | None = None
 
     def tables(self) -> dict[str, pl.DataFrame]:
-        """Every table by a file-friendly name."""
-        out = {"track_shares": self.shares, "track_passkt": self.passkt, "track_split": self.split,
-               "track_divergence": self.divergence, "track_accuracy": self.accuracy}
+        """Every table by a file-friendly name: ``estimates`` (:meth:`to_frame`), then each
+        attribute's table by the attribute's name."""
+        out = {"estimates": self.to_frame(), "shares": self.shares, "passkt": self.passkt, "split": self.split,
+               "divergence": self.divergence, "accuracy": self.accuracy}
         if self.by_category is not None:
-            out["track_by_category"] = self.by_category
+            out["by_category"] = self.by_category
         return out
 
     key_columns: ClassVar[dict[str, pl.DataType]] = {
-        "checkpoint": pl.String(), "step": pl.Float64(), "order": pl.Int64(), "strategy": pl.Int64(),
-        "k": pl.Int64(), "t": pl.Int64()}
+        "checkpoint": pl.String(), "step": pl.Float64(), "order": pl.Int64(), "base": pl.String(),
+        "treated": pl.String(), "strategy": pl.Int64(), "k": pl.Int64(), "t": pl.Int64()}
 
     def _estimates(self) -> pl.DataFrame:
-        """Per checkpoint: ``accuracy``, ``split_<part>`` and ``js_divergence_bits`` against the
-        base, ``share`` per ``strategy`` and ``pass_at_kt`` per ``k`` and ``t``, in training order."""
+        """Per checkpoint: ``accuracy``; against the base (``base``, ``treated`` the checkpoint)
+        the accuracy change ``total`` and its parts ``composition`` and ``within`` (as
+        :func:`mechanism.reweighting` names them) and ``js_divergence_bits``; ``share`` per
+        ``strategy`` and ``pass_at_kt`` per ``k`` and ``t``; in training order."""
         key = ["checkpoint", "step", "order"]
+        pair = [pl.lit(self.base).alias("base"), pl.col("checkpoint").alias("treated")]
         parts = [
             self.accuracy.select(*key, pl.lit("accuracy").alias("quantity"), pl.col("accuracy").alias("estimate"),
                                  "ci_low", "ci_high"),
-            self.split.select(*key, pl.concat_str(pl.lit("split_"), "part").alias("quantity"), "estimate",
+            self.split.select(*key, *pair, pl.col("part").alias("quantity"), "estimate",
                               "ci_low", "ci_high", "detectable"),
-            self.divergence.select(*key, pl.lit("js_divergence_bits").alias("quantity"),
+            self.divergence.select(*key, *pair, pl.lit("js_divergence_bits").alias("quantity"),
                                    pl.col("js_divergence").alias("estimate"), "ci_low", "ci_high"),
             self.shares.select(*key, "strategy", pl.lit("share").alias("quantity"),
                                pl.col("share").alias("estimate"), "ci_low", "ci_high"),
@@ -178,9 +185,8 @@ class Track(Result):
         from mechanism.analysis._verdicts import qualified
 
         def iv(row: dict) -> str:
-            lo, hi = row["ci_low"], row["ci_high"]
-            return qualified(f"{row['estimate']:+.3f}" + ("" if lo is None or hi is None else f" [{lo:+.3f}, {hi:+.3f}]"),
-                             lo, hi)
+            return qualified(f"{row['estimate']:+.3f}" + interval_text(row["ci_low"], row["ci_high"]),
+                             row["ci_low"], row["ci_high"])
 
         return (f"{last} vs {self.base}: accuracy change {iv(part['total'])} = composition (reweighting) "
                 f"{iv(part['composition'])} + within-strategy execution {iv(part['within'])}; "
@@ -198,8 +204,7 @@ class Track(Result):
 
     def _summary_lines(self) -> list[str]:
         def iv(row: dict, name: str = "estimate") -> str:
-            lo, hi = row["ci_low"], row["ci_high"]
-            return f"{row[name]:+.3f}" + ("" if lo is None or hi is None else f" [{lo:+.3f}, {hi:+.3f}]")
+            return f"{row[name]:+.3f}" + interval_text(row["ci_low"], row["ci_high"])
 
         split = {(r["checkpoint"], r["part"]): r for r in self.split.iter_rows(named=True)}
         js = {r["checkpoint"]: r for r in self.divergence.iter_rows(named=True)}
@@ -289,34 +294,16 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
     >>> bool((tr.split.filter(pl.col("part") == "total")["estimate"].abs() < 1).all())
     True
     """
-    from mechanism.analysis.compare import reweighting
-    from mechanism.analysis.passkt import pass_at_kt
-    from mechanism.core.resample import percentile_interval, question_bootstrap_weights, question_mean, resolve_seed, stream
-
     if runs.height == 0:
         raise InputError("no trajectories in the input", field="runs")
     ci = check_ci(ci)
     check_choice(t_source, TSource, field="t_source")
-    as_generator(random_state)  # the type check (int >= 0, Generator or None); the draws come from one seed
+    check_seed(random_state)  # one-line error for anything but a seed; the draws come from one seed
     if by is not None:
-        from mechanism.core.resample import resolve_seed as _resolve_seed
-        from mechanism.core.results import by_category
-
-        if labels is None and space is None:
-            raise InputError("`by` needs `labels` or a fitted `space`: every category must be read in one "
-                             "strategy space", field="by")
-        lab_all = None if labels is None else np.asarray(labels.to_numpy() if isinstance(labels, pl.Series)
-                                                           else labels)
-        opts = dict(space=space, order=order, step=step, base=base, fit_on=fit_on, k=k, t=t, ci=ci,
-                    n_boot=n_boot, random_state=_resolve_seed(random_state), t_source=t_source,
-                    embedder=embedder, cache_dir=cache_dir, progress=progress)
-        pooled = track(runs, labels=lab_all, **opts)
-        opts["k"] = sorted(pooled.passkt["k"].unique().to_list())  # the pooled grid in every category
-        table, extra = by_category(runs, by, pooled, lambda mask: track(
-            runs.filter(pl.Series(mask)), labels=None if lab_all is None else lab_all[mask], **opts))
-        pooled.by_category = table
-        pooled.notes.extend(extra)
-        return pooled
+        return _track_by_category(runs, by, labels=labels, space=space, order=order, step=step, base=base,
+                                  fit_on=fit_on, k=k, t=t, ci=ci, n_boot=n_boot,
+                                  random_state=resolve_seed(random_state), t_source=t_source, embedder=embedder,
+                                  cache_dir=cache_dir, progress=progress)
     names, steps = order_checkpoints(runs, order=order, step=step)
     if len(names) < 2:
         raise InputError(f"a series needs at least two checkpoints, got {names}", field="arm")
@@ -327,58 +314,105 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
     shared_questions(runs, names, what="track", compared="each split against the base compares on the questions "
                      "both answered, while accuracy and PASS@(k,T) per checkpoint use all of its questions")
     seed = resolve_seed(random_state)  # once: every stage below derives its stream from it
-    notes: list[str] = []
-    strategy_names: dict[int, str] = {}
+    codes, strategy_names, note = _strategy_codes(
+        runs, labels=labels, space=space, names=names, base=base, fit_on=fit_on, seed=seed,
+        seeded=isinstance(random_state, (int, np.integer)), embedder=embedder, cache_dir=cache_dir,
+        progress=progress)
+    notes: list[str] = [note]
+    series = _Series(names=names, step_of=dict(zip(names, steps)), order_of={n: i for i, n in enumerate(names)})
+    shares, accuracy = _shares_and_accuracy(runs, codes, series, strategy_names, ci=ci, n_boot=n_boot, seed=seed)
+    split, divergence = _split_and_divergence(runs, codes, series, base, notes, ci=ci, n_boot=n_boot, seed=seed)
+    passkt = _track_passkt(runs, series, notes, k=k, t=t, ci=ci, n_boot=n_boot, seed=seed, t_source=t_source)
+    return Track(checkpoints=names, steps=steps, base=base, shares=shares, passkt=passkt, split=split,
+                 divergence=divergence, accuracy=accuracy, names=strategy_names, ci=ci, notes=notes)
+
+
+@dataclass(frozen=True)
+class _Series:
+    """The checkpoints in training order, each one's step and position."""
+
+    names: list[str]
+    step_of: dict[str, float | None]
+    order_of: dict[str, int]
+
+    def key(self, name: str) -> tuple[str, float | None, int]:
+        """The key columns ``checkpoint, step, order`` of checkpoint ``name``."""
+        return name, self.step_of[name], self.order_of[name]
+
+
+_KEY_SCHEMA = {"checkpoint": pl.String, "step": pl.Float64, "order": pl.Int64}
+
+
+def _track_by_category(runs: pl.DataFrame, by: str, *, labels: Any, space: Any, k: Sequence[int] | None,
+                       **opts: Any) -> Track:
+    """The pooled series with each category's long table beside it (``by_category``)."""
+    if labels is None and space is None:
+        raise InputError("`by` needs `labels` or a fitted `space`: every category must be read in one "
+                         "strategy space", field="by")
+    lab_all = None if labels is None else np.asarray(labels.to_numpy() if isinstance(labels, pl.Series)
+                                                       else labels)
+    opts["space"] = space
+    pooled = track(runs, labels=lab_all, k=k, **opts)
+    opts["k"] = sorted(pooled.passkt["k"].unique().to_list())  # the pooled grid in every category
+    table, extra = by_category(runs, by, pooled, lambda mask: track(
+        runs.filter(pl.Series(mask)), labels=None if lab_all is None else lab_all[mask], **opts))
+    pooled.by_category = table
+    pooled.notes.extend(extra)
+    return pooled
+
+
+def _strategy_codes(runs: pl.DataFrame, *, labels: Any, space: Any, names: list[str], base: str,
+                    fit_on: str | None, seed: int, seeded: bool, embedder: Any, cache_dir: str | Path | None,
+                    progress: bool | None) -> tuple[np.ndarray, dict[int, str], str]:
+    """One integer strategy per row of ``runs`` (from ``labels``, a space, or one fitted here),
+    the strategies' display names, and the note saying where they came from."""
     if labels is not None:
         lab = np.asarray(labels.to_numpy() if isinstance(labels, pl.Series) else labels)
         if len(lab) != runs.height:
             raise InputError(f"`labels` has {len(lab)} entries for {runs.height} rows", field="labels")
-        notes.append("strategies: the labels given")
-    else:
-        from mechanism.analysis.strategy_space import StrategySpace, display_names, fit_and_place
-
-        if space is None:
-            fit_on = names[-1] if fit_on is None else fit_on
-            if fit_on not in names:
-                raise InputError(f"`fit_on` checkpoint {fit_on!r} is not in the series {names}", field="fit_on")
-            space_seed = seed if isinstance(random_state, (int, np.integer)) else seed % 2**32
-            space, placement = fit_and_place(runs.filter(pl.col("arm").is_in([base, fit_on])), runs, map_xy=False,
-                                             embedder=embedder, random_state=space_seed, cache_dir=cache_dir,
-                                             progress=progress)
-            notes.append(f"strategies: a space fitted on {base} and {fit_on}, every checkpoint assigned to it")
-        else:
-            if isinstance(space, (str, Path)):
-                where = space
-                space = StrategySpace.load(where, cache_dir=cache_dir, progress=progress)
-                notes.append(f"strategies: the saved space {where}, applied without refitting")
-            else:
-                notes.append("strategies: the given space, applied without refitting")
-            placement = space.place(runs, map_xy=False)
-        lab = placement.labels
-        strategy_names = display_names(space.describe())
-    if labels is not None:
         uniq = sorted(set(lab.tolist()), key=lambda v: (str(type(v)), v))
         if all(isinstance(v, (int, np.integer)) for v in uniq):
-            codes = np.asarray(lab, dtype=np.int64)
-        else:  # string labels: numbered in sorted order, named by the label itself
-            index = {v: i for i, v in enumerate(uniq)}
-            codes = np.array([index[v] for v in lab.tolist()], dtype=np.int64)
-            strategy_names = {i: f"S{i} {v}" for v, i in index.items()}
-    else:
-        codes = np.asarray(lab, dtype=np.int64)
+            return np.asarray(lab, dtype=np.int64), {}, "strategies: the labels given"
+        # string labels: numbered in sorted order, named by the label itself
+        index = {v: i for i, v in enumerate(uniq)}
+        codes = np.array([index[v] for v in lab.tolist()], dtype=np.int64)
+        return codes, {i: f"S{i} {v}" for v, i in index.items()}, "strategies: the labels given"
+    # the strategy space pulls in the embedding stack: imported only when no labels are given
+    from mechanism.analysis.strategy_space import StrategySpace, display_names, fit_and_place
 
+    if space is None:
+        fit_on = names[-1] if fit_on is None else fit_on
+        if fit_on not in names:
+            raise InputError(f"`fit_on` checkpoint {fit_on!r} is not in the series {names}", field="fit_on")
+        space_seed = seed if seeded else seed % 2**32
+        space, placement = fit_and_place(runs.filter(pl.col("arm").is_in([base, fit_on])), runs, map_xy=False,
+                                         embedder=embedder, random_state=space_seed, cache_dir=cache_dir,
+                                         progress=progress)
+        note = f"strategies: a space fitted on {base} and {fit_on}, every checkpoint assigned to it"
+    else:
+        if isinstance(space, (str, Path)):
+            where = space
+            space = StrategySpace.load(where, cache_dir=cache_dir, progress=progress)
+            note = f"strategies: the saved space {where}, applied without refitting"
+        else:
+            note = "strategies: the given space, applied without refitting"
+        placement = space.place(runs, map_xy=False)
+    return np.asarray(placement.labels, dtype=np.int64), display_names(space.describe()), note
+
+
+def _shares_and_accuracy(runs: pl.DataFrame, codes: np.ndarray, series: _Series, strategy_names: dict[int, str],
+                         *, ci: float | None, n_boot: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per checkpoint: strategy shares and accuracy, questions weighing equally, with intervals
+    from the ``"bootstrap"`` stream over the series' questions."""
     qids, q_idx = np.unique(runs["question_id"].to_numpy().astype(str), return_inverse=True)
     strata, s_idx = np.unique(codes, return_inverse=True)
     arm_col = runs["arm"].to_numpy()
     n_q, n_s = len(qids), len(strata)
     weights = (question_bootstrap_weights(n_q, n_boot, stream(seed, "bootstrap"))
                if ci is not None and n_boot > 0 else None)
-    step_of = dict(zip(names, steps))
-    order_of = {n: i for i, n in enumerate(names)}
     correct = runs["correct"].to_numpy().astype(float)
-
     share_rows, acc_rows = [], []
-    for name in names:
+    for name in series.names:
         rows = arm_col == name
         point = weighted_shares(q_idx[rows], s_idx[rows], n_q, n_s)
         lo = hi = [None] * n_s
@@ -386,50 +420,60 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
             reps = weighted_shares(q_idx[rows], s_idx[rows], n_q, n_s, weights=weights)
             lo, hi = (v.tolist() for v in percentile_interval(reps, ci))
         for j, s in enumerate(strata.tolist()):
-            share_rows.append((name, step_of[name], order_of[name], int(s), strategy_names.get(int(s), f"S{s}"),
+            share_rows.append((*series.key(name), int(s), strategy_names.get(int(s), f"S{s}"),
                                float(point[j]), lo[j], hi[j]))
-        # accuracy, questions weighing equally
         a_mean, a_lo, a_hi, a_questions = question_mean(q_idx[rows], correct[rows], n_q, weights=weights, level=ci)
-        acc_rows.append((name, step_of[name], order_of[name], int(rows.sum()), a_questions, a_mean, a_lo, a_hi))
-    key_schema = {"checkpoint": pl.String, "step": pl.Float64, "order": pl.Int64}
+        acc_rows.append((*series.key(name), int(rows.sum()), a_questions, a_mean, a_lo, a_hi))
     shares = pl.DataFrame(share_rows, orient="row", schema={
-        **key_schema, "strategy": pl.Int64, "name": pl.String, "share": pl.Float64,
+        **_KEY_SCHEMA, "strategy": pl.Int64, "name": pl.String, "share": pl.Float64,
         "ci_low": pl.Float64, "ci_high": pl.Float64})
     accuracy = pl.DataFrame(acc_rows, orient="row", schema={
-        **key_schema, "n": pl.Int64, "n_questions": pl.Int64, "accuracy": pl.Float64,
+        **_KEY_SCHEMA, "n": pl.Int64, "n_questions": pl.Int64, "accuracy": pl.Float64,
         "ci_low": pl.Float64, "ci_high": pl.Float64})
+    return shares, accuracy
 
+
+def _split_and_divergence(runs: pl.DataFrame, codes: np.ndarray, series: _Series, base: str, notes: list[str],
+                          *, ci: float | None, n_boot: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per checkpoint against ``base``: the reweighting split and the JS divergence; the small-sample
+    notes of each comparison are appended to ``notes``."""
+    arm_col = runs["arm"].to_numpy()
     split_rows, js_rows = [], []
-    for name in names:
+    for name in series.names:
         if name == base:  # the base against itself: zero by definition, exactly
-            split_rows += [(name, step_of[name], order_of[name], part, 0.0, 0.0, 0.0, None)
+            split_rows += [(*series.key(name), part, 0.0, 0.0, 0.0, None)
                            for part in ("total", "composition", "within")]
-            js_rows.append((name, step_of[name], order_of[name], 0.0, 0.0, 0.0))
+            js_rows.append((*series.key(name), 0.0, 0.0, 0.0))
             continue
         pair = (arm_col == name) | (arm_col == base)
         rw = reweighting(runs.filter(pl.Series(pair)), codes[pair], base=base, treated=name, ci=ci,
                          n_boot=n_boot, random_state=seed, n_permutations=0,
-                         allow_few_shared=True)  # the series was checked (and warned of) above
+                         allow_few_shared=True)  # the series was checked (and warned of) by the caller
         notes.extend(f"{name} vs {base}: {n}" for n in rw.notes if n.startswith(("small sample", "one sample")))
         for part in ("total", "composition", "within"):
             lo, hi = getattr(rw, f"{part}_ci") if ci is not None else (None, None)
-            split_rows.append((name, step_of[name], order_of[name], part, float(getattr(rw, part)),
+            split_rows.append((*series.key(name), part, float(getattr(rw, part)),
                                _finite(lo), _finite(hi), _finite(rw.detectable.get(part))))
         lo, hi = rw.js_divergence_ci if ci is not None else (None, None)
-        js_rows.append((name, step_of[name], order_of[name], float(rw.js_divergence), _finite(lo), _finite(hi)))
+        js_rows.append((*series.key(name), float(rw.js_divergence), _finite(lo), _finite(hi)))
     split = pl.DataFrame(split_rows, orient="row", schema={
-        **key_schema, "part": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+        **_KEY_SCHEMA, "part": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
         "detectable": pl.Float64})
     divergence = pl.DataFrame(js_rows, orient="row", schema={
-        **key_schema, "js_divergence": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})
+        **_KEY_SCHEMA, "js_divergence": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})
+    return split, divergence
 
+
+def _track_passkt(runs: pl.DataFrame, series: _Series, notes: list[str], *, k: Sequence[int] | None,
+                  t: Sequence[int], ci: float | None, n_boot: int, seed: int, t_source: str) -> pl.DataFrame:
+    """PASS@(k,T) per checkpoint in training order; how T was counted and small samples go to ``notes``."""
     ks = list(k) if k else _default_track_k(runs, t, t_source)
     # percentile intervals: paired with the accuracy column's replicates (a note says when few problems)
     curves = pass_at_kt(runs, k=ks, t=t, ci=ci, n_boot=n_boot, random_state=seed, t_source=t_source,
                         interval="percentile")
     passkt = (curves.rename({"arm": "checkpoint"})
-              .with_columns(pl.col("checkpoint").replace_strict(step_of, return_dtype=pl.Float64).alias("step"),
-                            pl.col("checkpoint").replace_strict(order_of, return_dtype=pl.Int64).alias("order"))
+              .with_columns(pl.col("checkpoint").replace_strict(series.step_of, return_dtype=pl.Float64).alias("step"),
+                            pl.col("checkpoint").replace_strict(series.order_of, return_dtype=pl.Int64).alias("order"))
               .select("checkpoint", "step", "order", "k", "t", "pass_at_kt",
                       *[c for c in ("ci_low", "ci_high") if c in curves.columns], "t_source")
               .sort("order", "k", "t"))
@@ -437,16 +481,11 @@ def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: S
         notes.append("T by truncation: an episode counts for T if it is correct and used at most T rounds "
                      "(the rounds it happened to use, not a budget)")
     if ci is not None:
-        from mechanism.analysis.passkt import small_sample_note
-
         notes.extend(small_sample_note(curves))
-    return Track(checkpoints=names, steps=steps, base=base, shares=shares, passkt=passkt, split=split,
-                 divergence=divergence, accuracy=accuracy, names=strategy_names, ci=ci, notes=notes)
+    return passkt
 
 
 def _default_track_k(runs: pl.DataFrame, t: Sequence[int], t_source: str) -> list[int]:
-    from mechanism.analysis.passkt import default_k
-
     grid = default_k(runs, t, t_source=t_source)
     return sorted({grid[0], grid[-1]})
 

@@ -100,6 +100,8 @@ Conventions (stated once, used everywhere below):
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -108,22 +110,31 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import polars as pl
 
+from mechanism.analysis._verdicts import comparison_lines, comparison_verdict, reweighting_lines, reweighting_verdict
+from mechanism.analysis.arms import OUTLIER, check_counts, check_labels, check_pair, is_outlier
 from mechanism.core.errors import InputError
-from mechanism.core.options import RandomState, Weighting, as_generator, check_ci, check_choice, choices
-from mechanism.core.deprecation import warn as _deprecation
-from mechanism.analysis._verdicts import reweighting_lines, reweighting_verdict
-from mechanism.core.results import SHARED_COLUMNS, Result
-from mechanism.core.resample import (split_interval, bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
-                                question_weighted, resolve_seed, simultaneous_band, stream)
+from mechanism.core.options import RandomState, Weighting, check_choice, check_ci, check_seed, choices
+from mechanism.core.resample import (
+    bonferroni_level,
+    detectable_effect,
+    percentile_interval,
+    question_bootstrap_weights,
+    question_weighted,
+    resolve_seed,
+    simultaneous_band,
+    split_interval,
+    stream,
+)
+from mechanism.core.results import Result, by_category
 from mechanism.core.schema import KEY_COLUMNS, shared_questions, validate
 
 __all__ = [
-    "Reweighting", "reweighting", "compare_arms", "kitagawa_split", "within_question_split", "js_divergence",
+    "Reweighting", "reweighting", "Comparison", "compare_arms", "kitagawa_split", "within_question_split",
+    "js_divergence",
     "weighted_correlation", "query_sequence_keys", "labels_from_table", "permutation_test", "stream",
     "OUTLIER",
 ]
 
-OUTLIER = -1
 _SEP = "\x1f"  # joins the queries of one trajectory; cannot occur in normalised text
 
 
@@ -389,35 +400,6 @@ def labels_from_table(runs: pl.DataFrame, table: pl.DataFrame, *, column: str = 
     return joined[column].to_numpy()
 
 
-def _check_labels(runs: pl.DataFrame, labels: Any) -> np.ndarray:
-    if isinstance(labels, pl.Series):
-        values = labels.to_numpy()
-    else:
-        values = np.asarray(labels)
-    if values.ndim != 1 or values.shape[0] != runs.height:
-        raise InputError(f"`labels` must hold one label per row of `runs` ({runs.height}), "
-                         f"got shape {values.shape}", field="labels")
-    if values.dtype.kind in "fc":
-        if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
-            raise InputError("`labels` must be integers or strings (found a non-integer float or NaN)",
-                             field="labels")
-        values = values.astype(np.int64)
-    elif values.dtype.kind == "O":
-        if any(v is None for v in values):
-            raise InputError("`labels` holds a null label", field="labels")
-        if not all(isinstance(v, (str, int, np.integer)) for v in values):
-            raise InputError("`labels` must be integers or strings (found a nested or other value)",
-                             field="labels")
-        values = values.astype(str)
-    elif values.dtype.kind == "b":
-        values = values.astype(np.int64)
-    return values
-
-
-def _is_outlier(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and int(value) == OUTLIER
-
-
 # ----------------------------------------------------------------------------- queries
 def query_sequence_keys(runs: pl.DataFrame) -> pl.Series:
     """One text key per trajectory: its queries, lower-cased and white-space-collapsed, in order.
@@ -554,7 +536,9 @@ class Reweighting(Result):
         if self.neighbours is not None:
             for row in self.neighbours.iter_rows(named=True):
                 add(row["quantity"], row["estimate"], (row["ci_low"], row["ci_high"]))
-        frame = pl.DataFrame(rows, schema={"arm": pl.String, **SHARED_COLUMNS}, orient="row")
+        frame = pl.DataFrame(rows, schema={"arm": pl.String, "quantity": pl.String, "estimate": pl.Float64,
+                                           "ci_low": pl.Float64, "ci_high": pl.Float64, "detectable": pl.Float64},
+                             orient="row")
         return frame.with_columns(base=pl.lit(self.base), treated=pl.lit(self.treated),
                                   weighting=pl.lit(self.weighting), strata=pl.lit(self.strata))
 
@@ -591,9 +575,9 @@ class Reweighting(Result):
     # -- the result protocol (mechanism.core.results): summary(), tables(), a one-line repr
     def tables(self) -> dict[str, pl.DataFrame]:
         """Every table by a file-friendly name."""
-        out = {"reweighting_summary": self.to_frame(), "strategies": self.strategies}
+        out = {"estimates": self.to_frame(), "strategies": self.strategies}
         if self.by_category is not None:
-            out["reweighting_by_category"] = self.by_category
+            out["by_category"] = self.by_category
         out.update({n: t for n, t in (("query_sequences", self.query_sequences),
                                       ("neighbours", self.neighbours)) if t is not None})
         return out
@@ -696,43 +680,104 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
     (0.5, 0.5)
     """
     validate(runs, required=("arm", "question_id", "correct"))
-    values = _check_labels(runs, labels)
+    values = check_labels(runs, labels)
     check_choice(weighting, Weighting, field="weighting")
     check_choice(strata, Strata, field="strata")
     ci = check_ci(ci)
-    as_generator(random_state)  # the type check (int >= 0, Generator or None); the draws come from one seed
-    arms = set(runs["arm"].unique().to_list())
-    for name, arm in (("base", base), ("treated", treated)):
-        if arm not in arms:
-            raise InputError(f"arm {arm!r} given as `{name}` is not in `runs` (arms: {sorted(arms)})",
-                             field=name)
-    if base == treated:
-        raise InputError("`base` and `treated` must be different arms", field="treated")
-    if n_boot < 0 or n_permutations < 0:
-        raise InputError(f"`n_boot` and `n_permutations` must be >= 0, got {n_boot} and {n_permutations}",
-                         field="n_boot" if n_boot < 0 else "n_permutations")
-    if coordinates is not None:
-        coordinates = np.asarray(coordinates, dtype=float)
-        if coordinates.ndim != 2 or coordinates.shape[0] != runs.height:
-            raise InputError(f"`coordinates` must have shape (n_rows={runs.height}, d), "
-                             f"got {coordinates.shape}", field="coordinates")
+    check_seed(random_state)  # one-line error for anything but a seed; the draws come from one seed
+    check_pair(runs["arm"].unique().to_list(), base, [treated])
+    check_counts(n_boot=n_boot, n_permutations=n_permutations)
+    coordinates = _check_coordinates(runs, coordinates)
     seed = resolve_seed(random_state)  # one seed for every stage: paired intervals
+    opts = dict(base=base, treated=treated, ci=ci, n_boot=n_boot, random_state=seed,
+                n_permutations=n_permutations, progress=progress, weighting=weighting, strata=strata,
+                allow_few_shared=allow_few_shared)
     if by is not None:
-        import dataclasses
-
-        from mechanism.core.results import by_category
-
-        opts = dict(base=base, treated=treated, ci=ci, n_boot=n_boot, random_state=seed,
-                    n_permutations=n_permutations, progress=progress, weighting=weighting, strata=strata,
-                    allow_few_shared=allow_few_shared)
-        pooled = reweighting(runs, values, coordinates=coordinates, **opts)
-        table, extra = by_category(runs, by, pooled, lambda mask: reweighting(
-            runs.filter(pl.Series(mask)), values[mask],
-            coordinates=None if coordinates is None else coordinates[mask], **opts))
-        return dataclasses.replace(pooled, by_category=table, notes=pooled.notes + tuple(extra))
+        return _reweighting_by_category(runs, values, coordinates, by, opts)
     # after the task-type split: its pooled call checks the pooled runs once, each category its own
     shared_questions(runs, [base, treated], what="reweighting", allow_few=allow_few_shared)
+    pair = _pair_rows(runs, values, base, treated)
+    notes = [*pair.notes, *design_notes(pair.counts.sum(axis=-1), base, treated, weighting)]
+    point, reps, weights = _split_replicates(pair, weighting, strata, ci, n_boot, seed, notes)
+    strategies_table = _strategies_with_bands(pair, point, reps, ci, notes)
+    js, js_ci, perm_p, null = _js_and_permutations(pair, point, reps, ci, n_permutations, seed, progress, weighting,
+                                                   notes)
+    query_table, neighbours = _sequences_and_neighbours(pair, coordinates, ci, n_boot, seed, weighting, weights,
+                                                        notes)
+    notes.extend(small_sample_notes(pair.n_q, pair.counts.sum(axis=-1)))
+    interval = functools.partial(_interval, point, reps, level=ci, n_q=pair.n_q)
+    total_ci, comp_ci, within_ci = interval("total"), interval("composition_total"), interval("within_total")
+    detectable = {}
+    if ci is not None:
+        detectable = {name: float(detectable_effect(*iv, ci)) for name, iv in
+                      (("total", total_ci), ("composition", comp_ci), ("within", within_ci))}
+    return Reweighting(
+        base=base, treated=treated, ci=ci, n_questions=pair.n_q,
+        n_base=int((~pair.is_t).sum()), n_treated=int(pair.is_t.sum()),
+        accuracy_base=float(point["accuracy_base"]), accuracy_treated=float(point["accuracy_treated"]),
+        total=float(point["total"]), composition=float(point["composition_total"]),
+        within=float(point["within_total"]),
+        total_ci=total_ci, composition_ci=comp_ci, within_ci=within_ci,
+        js_divergence=js, js_divergence_ci=js_ci,
+        permutation_p=float(perm_p), n_permutations=int(n_permutations),
+        success_alignment=float(point["alignment"]), success_alignment_ci=interval("alignment"),
+        shared_mass=float(point["shared_mass"]), shared_mass_ci=interval("shared_mass"),
+        strategies=strategies_table, query_sequences=query_table, neighbours=neighbours,
+        notes=tuple(notes), replicates=reps, weighting=weighting, js_divergence_plugin=float(point["js"]),
+        js_null_mean=float(null.mean()) if null.size else math.nan, detectable=detectable,
+        strategy_ci=ci, strata=strata, **_bounds(point, reps, ci, pair.n_q, base, treated),
+    )
 
+
+# ----------------------------------------------------------------------------- reweighting's stages
+def _check_coordinates(runs: pl.DataFrame, coordinates: np.ndarray | None) -> np.ndarray | None:
+    if coordinates is None:
+        return None
+    coordinates = np.asarray(coordinates, dtype=float)
+    if coordinates.ndim != 2 or coordinates.shape[0] != runs.height:
+        raise InputError(f"`coordinates` must have shape (n_rows={runs.height}, d), "
+                         f"got {coordinates.shape}", field="coordinates")
+    return coordinates
+
+
+def _reweighting_by_category(runs: pl.DataFrame, values: np.ndarray, coordinates: np.ndarray | None, by: str,
+                             opts: dict[str, Any]) -> Reweighting:
+    """The pooled result with each category's long table beside it (same seed)."""
+    pooled = reweighting(runs, values, coordinates=coordinates, **opts)
+    table, extra = by_category(runs, by, pooled, lambda mask: reweighting(
+        runs.filter(pl.Series(mask)), values[mask],
+        coordinates=None if coordinates is None else coordinates[mask], **opts))
+    return dataclasses.replace(pooled, by_category=table, notes=pooled.notes + tuple(extra))
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """The rows of one base/treated pair on the questions both answered, as indices and tallies."""
+
+    base: str
+    treated: str
+    frame: pl.DataFrame        # the pair's rows of runs
+    rows: np.ndarray           # their positions in runs
+    strategies: np.ndarray     # the distinct labels
+    label_idx: np.ndarray      # per row: index into strategies
+    q_idx: np.ndarray          # per row: index of its question
+    is_t: np.ndarray           # per row: treated or base
+    counts: np.ndarray         # (2, Q, S) trajectories per arm, question, strategy (arm 0 = base)
+    wins: np.ndarray           # (2, Q, S) successes
+    notes: tuple[str, ...]     # the questions left out
+
+    @property
+    def n_q(self) -> int:
+        return int(self.counts.shape[1])
+
+    @property
+    def outlier(self) -> np.ndarray:
+        return np.array([is_outlier(s) for s in self.strategies], dtype=bool)
+
+
+def _pair_rows(runs: pl.DataFrame, values: np.ndarray, base: str, treated: str) -> _Pair:
+    """The pair's rows on its shared questions and their per (arm, question, strategy) tallies:
+    every statistic of the comparison is a function of these."""
     notes: list[str] = []
     in_pair = (runs["arm"] == base) | (runs["arm"] == treated)
     pair = runs.with_columns(pl.Series("_row", np.arange(runs.height))).filter(in_pair)
@@ -746,120 +791,130 @@ def reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: str, ci:
                      f"({len(qb - qt)} base-only, {len(qt - qb)} treated-only)")
     pair = pair.filter(pl.col("question_id").is_in(common))
     rows = pair["_row"].to_numpy()
-    pair_labels = values[rows]
-    strategies, label_idx = np.unique(pair_labels, return_inverse=True)
+    strategies, label_idx = np.unique(values[rows], return_inverse=True)
     q_index = {q: i for i, q in enumerate(common)}
     q_idx = np.fromiter((q_index[q] for q in pair["question_id"].to_list()), dtype=np.int64, count=pair.height)
     is_t = (pair["arm"] == treated).to_numpy()
     correct = pair["correct"].to_numpy().astype(float)
-    n_q, n_s = len(common), len(strategies)
-
-    # per (arm, question, strategy) counts: every statistic below is a function of these
-    counts = np.zeros((2, n_q, n_s))
-    wins = np.zeros((2, n_q, n_s))
+    counts = np.zeros((2, len(common), len(strategies)))
+    wins = np.zeros((2, len(common), len(strategies)))
     np.add.at(counts, (is_t.astype(int), q_idx, label_idx), 1.0)
     np.add.at(wins, (is_t.astype(int), q_idx, label_idx), correct)
-    notes.extend(design_notes(counts.sum(axis=-1), base, treated, weighting))
-    wn, wc = weighted_tallies(counts, wins, weighting)
+    return _Pair(base=base, treated=treated, frame=pair, rows=rows, strategies=strategies, label_idx=label_idx,
+                 q_idx=q_idx, is_t=is_t, counts=counts, wins=wins, notes=tuple(notes))
 
-    outlier = np.array([_is_outlier(s) for s in strategies], dtype=bool)
-    point = _statistics(wn.sum(axis=1)[None], wc.sum(axis=1)[None], outlier)
+
+def _split_replicates(pair: _Pair, weighting: Weighting, strata: Strata, ci: float | None, n_boot: int,
+                      seed: int | None, notes: list[str]
+                      ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray | None]:
+    """The share statistics and the split, at the point and in every bootstrap replicate.
+
+    Returns the point values, the replicates (empty without a bootstrap) and the question draws
+    ``(n_boot, Q)``, drawn once: the split, the query sequences and the neighbours share them.
+    """
+    wn, wc = weighted_tallies(pair.counts, pair.wins, weighting)
+    point = _statistics(wn.sum(axis=1)[None], wc.sum(axis=1)[None], pair.outlier)
     point = {k: v[0] for k, v in point.items()}
-
     reps: dict[str, np.ndarray] = {}
-    weights = None  # drawn once: the split, the query sequences and the neighbours share them
+    weights = None
     if ci is not None and n_boot > 0:
-        weights = question_bootstrap_weights(n_q, n_boot, stream(seed, "bootstrap")).astype(float)
-        reps = _statistics(np.einsum("bq,aqs->bas", weights, wn), np.einsum("bq,aqs->bas", weights, wc), outlier)
-    if strata == "question":
-        rates = cell_rates(counts, wins)  # the within-arm model of the cells one arm never used
-        point.update({k: v[0] for k, v in within_question_split(wn, wc, np.ones((1, n_q)), rates=rates).items()})
-        if reps:
-            reps.update(within_question_split(wn, wc, weights, rates=rates))
-        notes.append("composition and within are computed on question x strategy strata: a strategy used on "
-                     "easier questions counts as composition, not execution")
-        notes.append(one_arm_note(float(point["one_arm_mass_base"]), float(point["one_arm_mass_treated"]),
-                                  base, treated, (float(point["composition_low_total"]),
-                                                  float(point["composition_high_total"]))))
-    else:
+        weights = question_bootstrap_weights(pair.n_q, n_boot, stream(seed, "bootstrap")).astype(float)
+        reps = _statistics(np.einsum("bq,aqs->bas", weights, wn), np.einsum("bq,aqs->bas", weights, wc),
+                           pair.outlier)
+    if strata == "pooled":
         notes.append("composition and within pool each strategy's success over questions "
                      "(strata='pooled'): within then also holds the change in which questions each strategy "
                      "is used on")
-    n_used = int(((counts[0].sum(axis=0) > 0) | (counts[1].sum(axis=0) > 0)).sum())
-    strategy_ci = ci  # per-strategy rows hold together at ci: simultaneous bands, not separate intervals
+        return point, reps, weights
+    rates = cell_rates(pair.counts, pair.wins)  # the within-arm model of the cells one arm never used
+    point.update({k: v[0] for k, v in within_question_split(wn, wc, np.ones((1, pair.n_q)), rates=rates).items()})
+    if reps:
+        reps.update(within_question_split(wn, wc, weights, rates=rates))
+    notes.append("composition and within are computed on question x strategy strata: a strategy used on "
+                 "easier questions counts as composition, not execution")
+    notes.append(one_arm_note(float(point["one_arm_mass_base"]), float(point["one_arm_mass_treated"]),
+                              pair.base, pair.treated, (float(point["composition_low_total"]),
+                                              float(point["composition_high_total"]))))
+    return point, reps, weights
 
-    def interval(name: str, axis_values: bool = False, level: float | None = ci) -> Any:
-        if not reps:
-            shape = np.shape(point[name])
-            nan = np.full(shape, np.nan)
-            return (nan, nan) if axis_values else (math.nan, math.nan)
-        if name in SPLIT_PARTS:  # every split part: one small-sample interval rule (resample.split_interval)
-            lo, hi = split_interval(point[name], reps[name], level, n_q)
-        else:
-            lo, hi = percentile_interval(reps[name], level)
-        return (lo, hi) if axis_values else (float(lo), float(hi))
 
-    bands = strategy_bands(point, reps, ci, families=STRATEGY_FAMILIES, n_questions=n_q)
-    strategies_table = _strategy_table(strategies, counts, point, lambda name: bands[name], strategy_ci)
+def _interval(point: dict[str, np.ndarray], reps: dict[str, np.ndarray], name: str, *, level: float | None,
+              n_q: int) -> tuple[float, float]:
+    """The interval of one statistic: the split's parts by the small-sample rule
+    (``resample.split_interval``), every other one by percentiles; NaN without replicates."""
+    if not reps:
+        return math.nan, math.nan
+    if name in SPLIT_PARTS:
+        lo, hi = split_interval(point[name], reps[name], level, n_q)
+    else:
+        lo, hi = percentile_interval(reps[name], level)
+    return float(lo), float(hi)
+
+
+def _strategies_with_bands(pair: _Pair, point: dict[str, np.ndarray], reps: dict[str, np.ndarray],
+                           ci: float | None, notes: list[str]) -> pl.DataFrame:
+    """The per-strategy table; its rows hold together at ``ci`` (simultaneous bands, not separate
+    intervals)."""
+    bands = strategy_bands(point, reps, ci, families=STRATEGY_FAMILIES, n_questions=pair.n_q)
+    table = _strategy_table(pair.strategies, pair.counts, point, lambda name: bands[name], ci)
+    n_used = int(((pair.counts[0].sum(axis=0) > 0) | (pair.counts[1].sum(axis=0) > 0)).sum())
     if reps and n_used > 1:
         notes.append(f"per-strategy intervals are simultaneous bands (max-|t| bootstrap) at {ci:g} over the "
                      f"{n_used} strategies: each of share_base, share_treated, success_base and success_treated "
                      "holds together over the strategies, and composition and within hold together as one family")
+    return table
 
+
+def _js_and_permutations(pair: _Pair, point: dict[str, np.ndarray], reps: dict[str, np.ndarray],
+                         ci: float | None, n_permutations: int, seed: int | None, progress: bool | None,
+                         weighting: Weighting, notes: list[str]
+                         ) -> tuple[float, tuple[float, float], float, np.ndarray]:
+    """The bias-corrected JS divergence, its interval, the permutation p-value and the null."""
     perm_p, null = math.nan, np.empty(0)
     if n_permutations > 0:
-        observed, null = _permutation_null(q_idx, label_idx, is_t, n_permutations=n_permutations,
+        observed, null = _permutation_null(pair.q_idx, pair.label_idx, pair.is_t, n_permutations=n_permutations,
                                            random_state=seed, progress=progress, weighting=weighting)
         perm_p = _permutation_p(observed, null)
-    js_plugin = float(point["js"])
-    js, js_ci = _js_calibrated(js_plugin, reps.get("js"), null, ci)
+    js, js_ci = _js_calibrated(float(point["js"]), reps.get("js"), null, ci)
     if null.size == 0:
         notes.append("JS divergence not bias-corrected (no permutations): the plug-in value is above 0 "
                      "even for identical policies")
+    return js, js_ci, perm_p, null
 
+
+def _sequences_and_neighbours(pair: _Pair, coordinates: np.ndarray | None, ci: float | None, n_boot: int,
+                              seed: int | None, weighting: Weighting, weights: np.ndarray | None,
+                              notes: list[str]) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    """The query-sequence table (with ``steps``) and the nearest-neighbour distances (with
+    ``coordinates``), on the split's question draws."""
     query_table = None
-    if "steps" in pair.columns:
-        query_table = _query_sequences(pair, base, treated, q_idx, n_q, ci, n_boot, seed, weighting,
-                                       weights=weights)
+    if "steps" in pair.frame.columns:
+        query_table = _query_sequences(pair.frame, pair.base, pair.treated, pair.q_idx, pair.n_q, ci, n_boot, seed,
+                                       weighting, weights=weights)
     else:
         notes.append("no `steps` column: query-sequence statistics skipped")
-
     neighbours = None
     if coordinates is not None:
-        neighbours = _neighbour_distances(coordinates[rows], is_t, q_idx, n_q, ci, n_boot, seed, weights=weights)
+        neighbours = _neighbour_distances(coordinates[pair.rows], pair.is_t, pair.q_idx, pair.n_q, ci, n_boot,
+                                          seed, weights=weights)
+    return query_table, neighbours
 
-    total_ci, comp_ci, within_ci = interval("total"), interval("composition_total"), interval("within_total")
-    bounds: dict[str, Any] = {}
-    if "composition_low_total" in point:
-        bounds["composition_bounds"] = (float(point["composition_low_total"]), float(point["composition_high_total"]))
-        bounds["within_bounds"] = (float(point["within_low_total"]), float(point["within_high_total"]))
-        bounds["one_arm_mass"] = {base: float(point["one_arm_mass_base"]),
-                                  treated: float(point["one_arm_mass_treated"])}
-        if reps:  # each bound's own interval (split rule): the outer ends hold the bounds' range
-            bounds["bounds_ci"] = {f"{part}_{end}": tuple(float(v) for v in split_interval(
-                point[f"{part}_{end}_total"], reps[f"{part}_{end}_total"], ci, n_q))
-                for part in ("composition", "within") for end in ("low", "high")}
-    notes.extend(small_sample_notes(n_q, counts.sum(axis=-1)))
-    detectable = {}
-    if ci is not None:
-        detectable = {name: float(detectable_effect(*iv, ci)) for name, iv in
-                      (("total", total_ci), ("composition", comp_ci), ("within", within_ci))}
-    return Reweighting(
-        base=base, treated=treated, ci=ci, n_questions=n_q,
-        n_base=int((~is_t).sum()), n_treated=int(is_t.sum()),
-        accuracy_base=float(point["accuracy_base"]), accuracy_treated=float(point["accuracy_treated"]),
-        total=float(point["total"]), composition=float(point["composition_total"]),
-        within=float(point["within_total"]),
-        total_ci=total_ci, composition_ci=comp_ci, within_ci=within_ci,
-        js_divergence=js, js_divergence_ci=js_ci,
-        permutation_p=float(perm_p), n_permutations=int(n_permutations),
-        success_alignment=float(point["alignment"]), success_alignment_ci=interval("alignment"),
-        shared_mass=float(point["shared_mass"]), shared_mass_ci=interval("shared_mass"),
-        strategies=strategies_table, query_sequences=query_table, neighbours=neighbours,
-        notes=tuple(notes), replicates=reps, weighting=weighting, js_divergence_plugin=js_plugin,
-        js_null_mean=float(null.mean()) if null.size else math.nan, detectable=detectable,
-        strategy_ci=strategy_ci, strata=strata, **bounds,
-    )
+
+def _bounds(point: dict[str, np.ndarray], reps: dict[str, np.ndarray], ci: float | None, n_q: int, base: str,
+            treated: str) -> dict[str, Any]:
+    """The assumption-free bounds of the split (question x strategy strata only), each with its
+    own interval by the split's rule (the outer ends hold the bounds' range), and the one-arm mass."""
+    if "composition_low_total" not in point:
+        return {}
+    bounds: dict[str, Any] = {
+        "composition_bounds": (float(point["composition_low_total"]), float(point["composition_high_total"])),
+        "within_bounds": (float(point["within_low_total"]), float(point["within_high_total"])),
+        "one_arm_mass": {base: float(point["one_arm_mass_base"]), treated: float(point["one_arm_mass_treated"])}}
+    if reps:
+        bounds["bounds_ci"] = {f"{part}_{end}": tuple(float(v) for v in split_interval(
+            point[f"{part}_{end}_total"], reps[f"{part}_{end}_total"], ci, n_q))
+            for part in ("composition", "within") for end in ("low", "high")}
+    return bounds
 
 
 #: The split's parts: their intervals follow one small-sample rule (``resample.split_interval``).
@@ -1347,9 +1402,9 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequenc
                  random_state: RandomState = 0,
                  n_permutations: int = 1000, coordinates: np.ndarray | None = None,
                  progress: bool | None = False, weighting: Weighting = "question",
-                 others: Sequence[str] | None = None, strata: Strata = "question",
-                 adjust: Adjust = "bonferroni") -> pl.DataFrame:
-    """:func:`reweighting` of every arm in ``others`` against ``base``, as one long table.
+                 strata: Strata = "question",
+                 adjust: Adjust = "bonferroni") -> Comparison:
+    """:func:`reweighting` of every arm in ``treated`` against ``base``, as one result.
 
     Parameters
     ----------
@@ -1358,8 +1413,6 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequenc
     weighting
         As in :func:`reweighting`. The other options are those of :func:`reweighting`; one
         seed is resolved once, so every arm is compared on the same question resamples.
-    others
-        Deprecated name of ``treated``.
     strata
         As in :func:`reweighting`.
     adjust
@@ -1370,30 +1423,74 @@ def compare_arms(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequenc
 
     Returns
     -------
-    polars.DataFrame
-        The rows of each :meth:`Reweighting.to_frame` (``base, treated, arm, weighting, strata,
-        quantity, estimate, ci_low, ci_high, detectable``) and ``ci_level``, the level each
-        interval was made at.
+    Comparison
+        Its ``to_frame()`` is one long table: the rows of each :meth:`Reweighting.to_frame`, with
+        ``ci_level``, the level each interval was made at, among the key columns; each
+        :class:`Reweighting` is in ``reweightings``.
     """
     validate(runs, required=("arm",))
-    if others is not None:
-        _deprecation("compare_arms(others=...)")
-    others = treated if treated is not None else others
+    others = treated
     if others is None:
         others = [a for a in runs["arm"].unique(maintain_order=True).to_list() if a != base]
     check_choice(adjust, Adjust, field="adjust")
-    frames = []
     seed = resolve_seed(random_state)
     others = list(others)
     level = bonferroni_level(ci, len(others)) if adjust == "bonferroni" else ci
-    for arm in others:
-        rw = reweighting(runs, labels, base=base, treated=arm, ci=level, n_boot=n_boot,
-                         random_state=seed, n_permutations=n_permutations,
-                         coordinates=coordinates, progress=progress, weighting=weighting, strata=strata)
-        frames.append(rw.to_frame().with_columns(pl.lit(level, dtype=pl.Float64).alias("ci_level")))
-    if not frames:
-        raise InputError(f"no arm to compare with {base!r}", field="others")
-    return pl.concat(frames)
+    results = tuple(reweighting(runs, labels, base=base, treated=arm, ci=level, n_boot=n_boot,
+                                random_state=seed, n_permutations=n_permutations, coordinates=coordinates,
+                                progress=progress, weighting=weighting, strata=strata) for arm in others)
+    if not results:
+        raise InputError(f"no arm to compare with {base!r}", field="treated")
+    return Comparison(base=base, treated=tuple(others), ci=ci, ci_level=level, adjust=adjust, reweightings=results)
+
+
+@dataclass(frozen=True, repr=False)
+class Comparison(Result):
+    """Result of :func:`compare_arms`: one :class:`Reweighting` per treated arm against ``base``.
+
+    ``ci`` is the level asked for the family of comparisons; ``ci_level`` the level each
+    comparison's intervals were made at (``1 - (1 - ci) / m`` over m treated arms with
+    ``adjust="bonferroni"``, ``ci`` itself with ``adjust="none"``).
+    """
+
+    base: str
+    treated: tuple[str, ...]
+    ci: float | None
+    ci_level: float | None
+    adjust: Adjust
+    reweightings: tuple[Reweighting, ...]
+
+    key_columns: ClassVar[dict[str, pl.DataType]] = {**Reweighting.key_columns, "ci_level": pl.Float64()}
+
+    def _estimates(self) -> pl.DataFrame:
+        """The rows of every :meth:`Reweighting.to_frame`, with the level they were made at."""
+        return pl.concat([rw.to_frame() for rw in self.reweightings]).with_columns(
+            pl.lit(self.ci_level, dtype=pl.Float64).alias("ci_level"))
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Every table by a file-friendly name: the long table and each comparison's strategies."""
+        strategies = pl.concat([rw.strategies.select(pl.lit(rw.base).alias("base"), pl.lit(rw.treated).alias("treated"),
+                                                     pl.all()) for rw in self.reweightings], how="diagonal_relaxed")
+        return {"estimates": self.to_frame(), "strategies": strategies}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict: the levels and each comparison's :meth:`Reweighting.to_dict`."""
+        return {"base": self.base, "treated": list(self.treated), "ci": self.ci, "ci_level": self.ci_level,
+                "adjust": self.adjust, "comparisons": [rw.to_dict() for rw in self.reweightings]}
+
+    def verdict(self) -> str:
+        """One line: each treated arm's accuracy change split into composition and within."""
+        return comparison_verdict(self)
+
+    def _summary_title(self) -> str:
+        return f"Comparison: {', '.join(self.treated)} vs {self.base}"
+
+    def _summary_lines(self) -> list[str]:
+        return comparison_lines(self)
+
+    def _headline(self) -> str:
+        level = "" if self.ci_level is None else f", intervals at {self.ci_level:g}"
+        return f"{len(self.treated)} arm{'s' if len(self.treated) != 1 else ''} against {self.base}{level}"
 
 
 def reweightings(runs: pl.DataFrame, labels: Any, *, base: str, others: Iterable[str],

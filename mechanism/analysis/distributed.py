@@ -33,18 +33,26 @@ from typing import Any
 
 import polars as pl
 
-from mechanism.core.errors import MechanismError, ReadReport, SkippedRecord
 from mechanism.analysis.parallel import (
-    _ReadArgs, _Task, _assign_task, _collect, _load_space, _read_args, shard_paths, space_digest, space_files,
+    _assign_task,
+    _collect,
+    _load_space,
+    _read_args,
+    _ReadArgs,
+    _Task,
+    shard_paths,
+    space_digest,
+    space_files,
 )
+from mechanism.core.errors import MechanismError, ReadReport, SkippedRecord
 
 __all__ = ["assign_shards_ray"]
 
 
 def _require_ray() -> Any:
     try:
-        import ray
-        import ray.data  # noqa: F401
+        import ray  # noqa: PLC0415 - ray: the optional [ray] extra
+        import ray.data  # noqa: PLC0415 - ray: the optional [ray] extra
     except ImportError:
         raise MechanismError('the Ray path needs Ray: pip install "mechanism[ray]"') from None
     return ray

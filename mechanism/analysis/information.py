@@ -74,6 +74,7 @@ split totals) are single intervals at ``ci``.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from bisect import bisect_right
@@ -85,22 +86,42 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import polars as pl
 
-from mechanism.core.deprecation import alias
 from mechanism.analysis._verdicts import integration_lines, integration_title
 from mechanism.analysis._verdicts import integration_verdict as integration_verdict_line
-from mechanism.analysis.compare import (OUTLIER, WEIGHTINGS, Strata, kitagawa_split, one_arm_note, small_sample_notes,
-                               weighted_correlation, weighted_tallies)
+from mechanism.analysis.arms import check_arm, check_counts, check_labels, check_pair, is_outlier
+from mechanism.analysis.compare import (
+    WEIGHTINGS,
+    Strata,
+    kitagawa_split,
+    one_arm_note,
+    small_sample_notes,
+    weighted_correlation,
+    weighted_tallies,
+)
 from mechanism.core.errors import InputError
-from mechanism.core.options import RandomState, Weighting, as_generator, check_ci, check_choice
-from mechanism.core.resample import (split_interval, bonferroni_level, detectable_effect, percentile_interval, question_bootstrap_weights,
-                                simultaneous_band, stream)
-from mechanism.core.results import SHARED_COLUMNS, Result
+from mechanism.core.options import RandomState, Weighting, check_choice, check_ci, check_seed
+from mechanism.core.resample import (
+    bonferroni_level,
+    detectable_effect,
+    percentile_interval,
+    question_bootstrap_weights,
+    simultaneous_band,
+    split_interval,
+    stream,
+)
+from mechanism.core.results import Result, by_category
 from mechanism.core.schema import shared_questions, validate
 from mechanism.core.scoring import STOPWORDS as _STOPWORDS
 from mechanism.core.scoring import (  # noqa: F401  (the retrieval check's text rule lives in scoring; named here too)
-    UNRETRIEVABLE_ANSWERS, contains_answer, gold_in_observations, normalize_answer, retrievable, retrieval_normalize)
+    UNRETRIEVABLE_ANSWERS,
+    contains_answer,
+    gold_in_observations,
+    normalize_answer,
+    retrievable,
+    retrieval_normalize,
+)
 
-__all__ = ["Integration", "integration", "verdict", "integration_verdict", "retrieval_flags", "retrievable",
+__all__ = ["Integration", "integration", "retrieval_flags", "retrievable",
            "retrievable_flags", "retrieval_status", "retrieval_normalize", "RETRIEVAL_STATUS", "question_strata_split",
            "gold_in_observations", "followup_entity_flags", "content_tokens", "token_logprobs",
            "render_segments", "LOGPROBS_DTYPE", "UNRETRIEVABLE_ANSWERS", "WEIGHTINGS"]
@@ -289,31 +310,34 @@ class Integration(Result):
     by_category: pl.DataFrame | None = None
 
     key_columns: ClassVar[dict[str, pl.DataType]] = {
-        "arm": pl.String(), "base": pl.String(), "segment": pl.String(), "weighting": pl.String(),
-        "strata": pl.String()}
+        "base": pl.String(), "treated": pl.String(), "arm": pl.String(), "segment": pl.String(),
+        "part": pl.String(), "weighting": pl.String(), "strata": pl.String()}
 
     def _estimates(self) -> pl.DataFrame:
-        """The per-arm rates (``base`` null), the splits and shifts of each treated ``arm``
-        against ``base`` (quantities ``split_<part>``, ``shift_<quantity>``, with ``detectable``)
-        and the perplexities (``segment``)."""
+        """One row per headline quantity. Per-arm rates and perplexities name their ``arm``
+        (``base`` and ``treated`` null) and ``segment``; a comparison names its ``base`` and
+        ``treated``: the split as quantity ``split`` with its ``part``, the shift's quantities
+        by name (one per arm, such as ``mass_above``, with its ``arm``), with ``detectable``."""
         rows = []
         for row in self.per_arm.iter_rows(named=True):
             for q in ("accuracy", "retrieval_rate", "integration_rate", "parametric_rate",
                       "followup_from_observation"):
-                rows.append((row["arm"], None, None, q, row[q], row[f"{q}_ci_low"], row[f"{q}_ci_high"], None))
-        for name, table in (("split", self.split), ("shift", self.shift)):
-            if table is None:
-                continue
-            label = "part" if name == "split" else "quantity"
-            for row in table.iter_rows(named=True):
-                rows.append((row["treated"], row["base"], None, f"{name}_{row[label]}", row["estimate"],
-                             row["ci_low"], row["ci_high"], row.get("detectable_effect")))
-        if self.perplexity is not None:
-            for row in self.perplexity.iter_rows(named=True):
-                rows.append((row["arm"], None, row["segment"], "perplexity", row["perplexity"],
-                             row["perplexity_ci_low"], row["perplexity_ci_high"], None))
-        frame = pl.DataFrame(rows, schema={"arm": pl.String, "base": pl.String, "segment": pl.String,
-                                           **SHARED_COLUMNS}, orient="row")
+                rows.append((None, None, row["arm"], None, None, q, row[q], row[f"{q}_ci_low"],
+                             row[f"{q}_ci_high"], None))
+        for row in (self.split.iter_rows(named=True) if self.split is not None else ()):
+            rows.append((row["base"], row["treated"], None, None, row["part"], "split", row["estimate"],
+                         row["ci_low"], row["ci_high"], row["detectable_effect"]))
+        for row in (self.shift.iter_rows(named=True) if self.shift is not None else ()):
+            quantity, arm = _per_arm_quantity(row["quantity"], row["base"], row["treated"])
+            rows.append((row["base"], row["treated"], arm, None, None, quantity, row["estimate"], row["ci_low"],
+                         row["ci_high"], row["detectable_effect"]))
+        for row in (self.perplexity.iter_rows(named=True) if self.perplexity is not None else ()):
+            rows.append((None, None, row["arm"], row["segment"], None, "perplexity", row["perplexity"],
+                         row["perplexity_ci_low"], row["perplexity_ci_high"], None))
+        schema = {"base": pl.String, "treated": pl.String, "arm": pl.String, "segment": pl.String, "part": pl.String,
+                  "quantity": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+                  "detectable": pl.Float64}
+        frame = pl.DataFrame(rows, schema=schema, orient="row")
         return frame.with_columns(weighting=pl.lit(self.weighting), strata=pl.lit(self.strata))
 
     def verdict(self, treated: str | None = None) -> str:
@@ -354,12 +378,13 @@ class Integration(Result):
     # -- the result protocol (mechanism.core.results): summary(), tables(), a one-line repr
     def tables(self) -> dict[str, pl.DataFrame]:
         """Every table by a file-friendly name."""
-        return {n: t for n, t in (("per_arm", self.per_arm), ("split", self.split), ("perplexity", self.perplexity),
+        return {n: t for n, t in (("estimates", self.to_frame()), ("per_arm", self.per_arm), ("split", self.split),
+                                  ("perplexity", self.perplexity),
                                   ("per_trajectory", self.per_trajectory), ("by_strategy", self.by_strategy),
                                   ("shift", self.shift), ("strategy_shift", self.strategy_shift),
                                   ("perplexity_by_strategy", self.perplexity_by_strategy),
                                   ("split_sensitivity", self.split_sensitivity),
-                                  ("integration_by_category", self.by_category)) if t is not None}
+                                  ("by_category", self.by_category)) if t is not None}
 
     def _summary_title(self) -> str:
         return integration_title(self)
@@ -370,6 +395,21 @@ class Integration(Result):
     def _headline(self) -> str:
         return f"{len(self.arms)} arms against {self.base}, {self.per_trajectory.height} trajectories"
 
+
+
+def _per_arm_quantity(quantity: str, base: str, treated: str) -> tuple[str, str | None]:
+    """A shift quantity held once per arm (``mass_above_base``) as its name and the arm it
+    describes (``mass_above``, ``base``); any other quantity as it is, with no arm."""
+    for name in PER_ARM_SHIFT:
+        if quantity == f"{name}_base":
+            return name, base
+        if quantity == f"{name}_treated":
+            return name, treated
+    return quantity, None
+
+
+#: Shift quantities held once per arm of the pair (``<name>_base``, ``<name>_treated`` in ``shift``).
+PER_ARM_SHIFT = ("mass_above", "one_arm_mass")
 
 
 def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: str | None = None,
@@ -472,19 +512,94 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     totals are one interval each, at ``ci``. With few replicates the bands' critical value
     rests on few of them: a note says so.
     """
-    from mechanism.analysis.compare import _check_labels
-
     validate(runs)
     check_choice(strata, Strata, field="strata")
     check_choice(weighting, Weighting, field="weighting")
     ci = check_ci(ci)
-    as_generator(random_state)  # the type check (int >= 0, Generator or None); the draws come from one seed
-    if evidence is not None:
-        if evidence not in runs.columns:
-            raise InputError(f"no column `{evidence}` for the evidence of retrieval", field=evidence)
-        if runs.schema[evidence] != pl.Boolean:
-            raise InputError(f"column `{evidence}` has type {runs.schema[evidence]}, expected a boolean",
-                             field=evidence)
+    check_seed(random_state)  # one-line error for anything but a seed; the draws come from one seed
+    _check_evidence(runs, evidence)
+    arms, base, treated_list = _resolve_arms(runs, arms, base, treated)
+    check_counts(n_boot=n_boot)
+    if logprobs_column is not None and model_path is not None:
+        raise InputError("give `logprobs_column` or `model_path`, not both", field="model_path")
+    if logprobs_column is not None:
+        _check_logprobs(runs, logprobs_column)
+    values = check_labels(runs, labels) if labels is not None else None
+    if by is not None:
+        opts = dict(arms=arms, base=base, treated=treated_list, ci=ci, n_boot=n_boot, random_state=random_state,
+                    weighting=weighting, logprobs_column=logprobs_column, model_path=model_path,
+                    progress=progress, evidence=evidence, strata=strata, allow_few_shared=allow_few_shared)
+        return _integration_by_category(runs, values, by, opts)
+    for arm in treated_list:
+        shared_questions(runs, [base, arm], what="integration", allow_few=allow_few_shared,
+                         compared="the split compares on the shared "
+                         "questions, the rates per arm use all of each arm's questions")
+    keep = runs["arm"].is_in(arms).to_numpy()
+    runs = runs.filter(pl.Series(keep))
+    if values is not None:
+        values = values[keep]
+    if model_path is not None:
+        logprobs_column = "_base_model_logprobs"
+        runs = runs.with_columns(token_logprobs(runs, model_path, progress=progress).alias(logprobs_column))
+    status = retrieval_status(runs, evidence=evidence, progress=progress)
+    n_follow, n_hits = followup_entity_flags(runs)
+    notes = _retrieval_notes(runs, status, weighting=weighting, evidence=evidence, strata=strata)
+    design = _Design.of(runs, arms, values, status, weighting=weighting, ci=ci, n_boot=n_boot,
+                        random_state=random_state)
+    per_traj = _per_trajectory(runs, status, n_follow, n_hits, design, labelled=values is not None)
+    per_arm = _per_arm(design, status, n_follow, n_hits, ci)
+    rules = {"text": status, "text_not_retrievable_as_not_retrieved": np.where(status == 2, 0, status),
+             "squad_reading": retrieval_status(runs, evidence=evidence, rule="squad")}
+    pairs = [_pair_tables(design, base, arm, rules, strata=strata, weighting=weighting, ci=ci,
+                          labelled=values is not None) for arm in treated_list]
+    for pair in pairs:
+        notes.extend(pair.notes)
+    by_strategy = None
+    strategy_ci = bonferroni_level(ci, design.n_s)  # perplexity_by_strategy (percentile intervals, Bonferroni)
+    if values is not None:
+        by_strategy = _by_strategy(design.N, design.C, design.a_idx, design.q_idx, design.s_idx, status, arms,
+                                   design.strategies, design.weights, ci)
+        if design.weights is not None and design.n_s > 1:
+            levels = [pair.level for pair in pairs if pair.level is not _NO_LEVEL]
+            notes.append(_multiplicity_note(design.n_s, strategy_ci, ci, n_boot,
+                                            fewer=any(level != strategy_ci for level in levels),
+                                            perplexity=logprobs_column is not None or model_path is not None))
+    perplexity = perplexity_by_strategy = None
+    if logprobs_column is not None:
+        perplexity = _perplexity(runs, logprobs_column, arms, design.a_idx, design.q_idx, design.n_q, design.row_w,
+                                 design.weights, ci)
+        if values is not None:
+            perplexity_by_strategy = _perplexity(runs, logprobs_column, arms, design.a_idx, design.q_idx, design.n_q,
+                                                 design.row_w, design.weights, strategy_ci, strategy=design.s_idx,
+                                                 strategies=design.strategies)
+    return Integration(base=base, arms=tuple(arms), ci=ci, per_trajectory=per_traj, per_arm=per_arm,
+                       split=_stack([p.split for p in pairs], SPLIT_SCHEMA), perplexity=perplexity,
+                       notes=tuple(notes), treated=tuple(treated_list), weighting=weighting,
+                       by_strategy=by_strategy, shift=_stack([p.shift for p in pairs], SHIFT_SCHEMA),
+                       strategy_shift=pl.concat([p.strategy_shift for p in pairs if p.strategy_shift is not None])
+                       if values is not None and pairs else None,
+                       perplexity_by_strategy=perplexity_by_strategy,
+                       split_sensitivity=_stack([p.sensitivity for p in pairs], SENSITIVITY_SCHEMA), strata=strata)
+
+
+# ----------------------------------------------------------------------------- integration's stages
+def _check_evidence(runs: pl.DataFrame, evidence: str | None) -> None:
+    if evidence is None:
+        return
+    if evidence not in runs.columns:
+        raise InputError(f"no column `{evidence}` for the evidence of retrieval", field=evidence)
+    if runs.schema[evidence] != pl.Boolean:
+        raise InputError(f"column `{evidence}` has type {runs.schema[evidence]}, expected a boolean",
+                         field=evidence)
+
+
+def _resolve_arms(runs: pl.DataFrame, arms: Sequence[str] | None, base: str | None,
+                  treated: str | Sequence[str] | None) -> tuple[list[str], str, list[str]]:
+    """The arms reported, the base and the treated arms, from what the caller named.
+
+    ``arms`` defaults to ``base`` and ``treated`` when given, else every arm in order of
+    appearance; ``base`` to the first of ``arms``; ``treated`` to every other arm.
+    """
     present = runs["arm"].unique(maintain_order=True).to_list()
     treated_list = None
     if treated is not None:
@@ -499,60 +614,28 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
             arms = present
     arms = list(dict.fromkeys(arms))  # an arm named twice counts once
     for arm in arms:
-        if arm not in present:
-            raise InputError(f"arm {arm!r} is not in `runs` (arms: {sorted(present)})", field="arms")
+        check_arm(arm, present, field="arms")
     if not arms:
         raise InputError("no arm to report", field="arms")
     base = arms[0] if base is None else base
-    if base not in arms:
-        raise InputError(f"`base` {base!r} is not among `arms` {arms}", field="base")
     if treated_list is None:
         treated_list = [a for a in arms if a != base]
-    for arm in treated_list:
-        if arm not in arms:
-            raise InputError(f"`treated` arm {arm!r} is not among `arms` {arms}", field="treated")
-        if arm == base:
-            raise InputError("`base` and `treated` must be different arms", field="treated")
-    if n_boot < 0:
-        raise InputError(f"`n_boot` must be >= 0, got {n_boot}", field="n_boot")
-    if logprobs_column is not None and model_path is not None:
-        raise InputError("give `logprobs_column` or `model_path`, not both", field="model_path")
-    if logprobs_column is not None:
-        _check_logprobs(runs, logprobs_column)
-    values = _check_labels(runs, labels) if labels is not None else None
-    if by is not None:
-        import dataclasses
+    check_pair(arms, base, treated_list, where="`arms`")
+    return arms, base, treated_list
 
-        from mechanism.core.results import by_category
 
-        opts = dict(arms=arms, base=base, treated=treated_list, ci=ci, n_boot=n_boot, random_state=random_state,
-                    weighting=weighting, logprobs_column=logprobs_column, model_path=model_path,
-                    progress=progress, evidence=evidence, strata=strata, allow_few_shared=allow_few_shared)
-        pooled = integration(runs, labels=values, **opts)
-        table, extra = by_category(runs, by, pooled, lambda mask: integration(
-            runs.filter(pl.Series(mask)), labels=None if values is None else values[mask], **opts))
-        return dataclasses.replace(pooled, by_category=table, notes=pooled.notes + tuple(extra))
+def _integration_by_category(runs: pl.DataFrame, values: np.ndarray | None, by: str,
+                             opts: dict[str, Any]) -> Integration:
+    """The pooled result with each category's long table beside it (same seed)."""
+    pooled = integration(runs, labels=values, **opts)
+    table, extra = by_category(runs, by, pooled, lambda mask: integration(
+        runs.filter(pl.Series(mask)), labels=None if values is None else values[mask], **opts))
+    return dataclasses.replace(pooled, by_category=table, notes=pooled.notes + tuple(extra))
 
-    for arm in treated_list:
-        shared_questions(runs, [base, arm], what="integration", allow_few=allow_few_shared,
-                         compared="the split compares on the shared "
-                         "questions, the rates per arm use all of each arm's questions")
-    keep = runs["arm"].is_in(arms).to_numpy()
-    runs = runs.filter(pl.Series(keep))
-    if values is not None:
-        values = values[keep]
-    if model_path is not None:
-        logprobs_column = "_base_model_logprobs"
-        runs = runs.with_columns(token_logprobs(runs, model_path, progress=progress).alias(logprobs_column))
-    status = retrieval_status(runs, evidence=evidence, progress=progress)
-    retrieved = status == 1
-    n_follow, n_hits = followup_entity_flags(runs)
-    per_traj = runs.select("arm", "question_id", "sample_id").with_columns(
-        pl.Series("retrieved", retrieved),
-        pl.Series("retrieval_status", np.asarray(RETRIEVAL_STATUS, dtype=object)[status].tolist(), dtype=pl.String),
-        runs["correct"],
-        pl.Series("n_followup", n_follow), pl.Series("n_followup_from_observation", n_hits))
 
+def _retrieval_notes(runs: pl.DataFrame, status: np.ndarray, *, weighting: Weighting, evidence: str | None,
+                     strata: Strata) -> list[str]:
+    """What the weighting, the not-retrievable stratum, the evidence column and the strata mean here."""
     notes: list[str] = []
     if weighting == "trajectory":
         notes.append("weighting: pooled over trajectories (ratio of sums), not questions weighing equally; "
@@ -572,198 +655,274 @@ def integration(runs: pl.DataFrame, *, arms: Sequence[str] | None = None, base: 
     notes.append("splits are computed within questions (question x strategy strata with labels)" if strata == "question"
                  else "splits pool each stratum over questions (strata='pooled'): they also hold the change in which "
                       "questions each stratum is reached on")
+    return notes
 
-    questions = sorted(set(runs["question_id"].to_list()))
-    q_index = {q: i for i, q in enumerate(questions)}
-    q_idx = np.fromiter((q_index[q] for q in runs["question_id"].to_list()), dtype=np.int64,
-                        count=runs.height)
-    n_q, n_a = len(questions), len(arms)
-    a_index = {a: i for i, a in enumerate(arms)}
-    a_idx = np.fromiter((a_index[a] for a in runs["arm"].to_list()), dtype=np.int64, count=runs.height)
-    if values is not None:
-        strategies, s_idx = np.unique(values, return_inverse=True)
-        s_idx = s_idx.reshape(-1)
-        per_traj = per_traj.with_columns(pl.Series("strategy", strategies[s_idx].tolist()))
-    else:
-        strategies, s_idx = np.array([0]), np.zeros(runs.height, dtype=np.int64)
-    n_s = len(strategies)
-    outlier = np.array([isinstance(s, (int, np.integer)) and int(s) == OUTLIER for s in strategies.tolist()])
-    correct = runs["correct"].to_numpy().astype(bool)
 
-    # Tallies per (arm, question, strategy, retrieval status): every statistic is a function of them.
-    def tallies(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        flat = ((a_idx * n_q + q_idx) * n_s + s_idx) * K + codes
+@dataclass(frozen=True)
+class _Design:
+    """Every row as (arm, question, strategy) indices, the tallies over them and the question draws."""
+
+    arms: tuple[str, ...]
+    q_idx: np.ndarray
+    a_idx: np.ndarray
+    s_idx: np.ndarray
+    strategies: np.ndarray
+    outlier: np.ndarray
+    correct: np.ndarray
+    samples: np.ndarray          # (A, Q) trajectories per arm and question
+    row_w: np.ndarray            # per row: its weight under the weighting
+    weights: np.ndarray | None   # (n_boot, Q) question draws, None without a bootstrap
+    weighting: Weighting
+    N: np.ndarray                # (A, Q, S, K) weighted trajectories by retrieval status
+    C: np.ndarray                # (A, Q, S, K) weighted successes
+
+    @property
+    def n_q(self) -> int:
+        return int(self.samples.shape[1])
+
+    @property
+    def n_a(self) -> int:
+        return len(self.arms)
+
+    @property
+    def n_s(self) -> int:
+        return len(self.strategies)
+
+    @classmethod
+    def of(cls, runs: pl.DataFrame, arms: Sequence[str], values: np.ndarray | None, status: np.ndarray, *,
+           weighting: Weighting, ci: float | None, n_boot: int, random_state: RandomState) -> _Design:
+        questions = sorted(set(runs["question_id"].to_list()))
+        q_index = {q: i for i, q in enumerate(questions)}
+        q_idx = np.fromiter((q_index[q] for q in runs["question_id"].to_list()), dtype=np.int64, count=runs.height)
+        n_q, n_a = len(questions), len(arms)
+        a_index = {a: i for i, a in enumerate(arms)}
+        a_idx = np.fromiter((a_index[a] for a in runs["arm"].to_list()), dtype=np.int64, count=runs.height)
+        if values is not None:
+            strategies, s_idx = np.unique(values, return_inverse=True)
+            s_idx = s_idx.reshape(-1)
+        else:
+            strategies, s_idx = np.array([0]), np.zeros(runs.height, dtype=np.int64)
+        outlier = np.array([is_outlier(s) for s in strategies.tolist()])
+        samples = np.bincount(a_idx * n_q + q_idx, minlength=n_a * n_q).astype(float).reshape(n_a, n_q)
+        row_w = 1.0 / samples[a_idx, q_idx] if weighting == "question" else np.ones(runs.height)
+        weights = (question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
+                   if ci is not None and n_boot > 0 else None)
+        empty = np.zeros(0)
+        design = cls(arms=tuple(arms), q_idx=q_idx, a_idx=a_idx, s_idx=s_idx, strategies=strategies,
+                     outlier=outlier, correct=runs["correct"].to_numpy().astype(bool), samples=samples,
+                     row_w=row_w, weights=weights, weighting=weighting, N=empty, C=empty)
+        n, c = design.tallies(status)
+        return dataclasses.replace(design, N=n, C=c)
+
+    def tallies(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Weighted tallies per (arm, question, strategy, retrieval status): every statistic is a
+        function of them."""
+        n_a, n_q, n_s = self.n_a, self.n_q, self.n_s
+        flat = ((self.a_idx * n_q + self.q_idx) * n_s + self.s_idx) * K + codes
         size = n_a * n_q * n_s * K
         n_ = np.bincount(flat, minlength=size).astype(float).reshape(n_a, n_q, n_s * K)
-        c_ = np.bincount(flat, weights=correct.astype(float), minlength=size).reshape(n_a, n_q, n_s * K)
-        n_, c_ = weighted_tallies(n_, c_, weighting)
+        c_ = np.bincount(flat, weights=self.correct.astype(float), minlength=size).reshape(n_a, n_q, n_s * K)
+        n_, c_ = weighted_tallies(n_, c_, self.weighting)
         return n_.reshape(n_a, n_q, n_s, K), c_.reshape(n_a, n_q, n_s, K)
 
-    samples = np.bincount(a_idx * n_q + q_idx, minlength=n_a * n_q).astype(float).reshape(n_a, n_q)
-    N, C = tallies(status)
-    row_w = 1.0 / samples[a_idx, q_idx] if weighting == "question" else np.ones(runs.height)
-    weights = (question_bootstrap_weights(n_q, n_boot, stream(random_state, "bootstrap")).astype(float)
-               if ci is not None and n_boot > 0 else None)
 
-    def interval(reps: np.ndarray | None, level: float | None = ci) -> tuple[Any, Any]:
-        if reps is None:
-            return math.nan, math.nan
-        return percentile_interval(reps, level)
+def _per_trajectory(runs: pl.DataFrame, status: np.ndarray, n_follow: np.ndarray, n_hits: np.ndarray,
+                    design: _Design, *, labelled: bool) -> pl.DataFrame:
+    per_traj = runs.select("arm", "question_id", "sample_id").with_columns(
+        pl.Series("retrieved", status == 1),
+        pl.Series("retrieval_status", np.asarray(RETRIEVAL_STATUS, dtype=object)[status].tolist(), dtype=pl.String),
+        runs["correct"],
+        pl.Series("n_followup", n_follow), pl.Series("n_followup_from_observation", n_hits))
+    if labelled:
+        per_traj = per_traj.with_columns(pl.Series("strategy", design.strategies[design.s_idx].tolist()))
+    return per_traj
 
-    def part_interval(estimate: float, reps: np.ndarray | None, n_questions: int) -> tuple[Any, Any]:
-        # every part of a split: one small-sample interval rule, as in compare (resample.split_interval)
-        if reps is None:
-            return math.nan, math.nan
-        return split_interval(estimate, reps, ci, n_questions)
 
-    # --- per arm
-    aq = a_idx * n_q + q_idx
+def _per_arm(design: _Design, status: np.ndarray, n_follow: np.ndarray, n_hits: np.ndarray,
+             ci: float | None) -> pl.DataFrame:
+    """Per arm: counts and rates over all of the arm's questions, with percentile intervals."""
+    n_a, n_q = design.n_a, design.n_q
+    N, C, weights = design.N, design.C, design.weights
+    aq = design.a_idx * n_q + design.q_idx
     per_q = {
         "n": N.sum(axis=(2, 3)), "ret": N[..., 1].sum(axis=2), "cor": C.sum(axis=(2, 3)),
         "cor_ret": C[..., 1].sum(axis=2), "unr": N[..., 2].sum(axis=2), "cor_unr": C[..., 2].sum(axis=2),
-        "follow": np.bincount(aq, weights=row_w * n_follow, minlength=n_a * n_q).reshape(n_a, n_q),
-        "hits": np.bincount(aq, weights=row_w * n_hits, minlength=n_a * n_q).reshape(n_a, n_q),
+        "follow": np.bincount(aq, weights=design.row_w * n_follow, minlength=n_a * n_q).reshape(n_a, n_q),
+        "hits": np.bincount(aq, weights=design.row_w * n_hits, minlength=n_a * n_q).reshape(n_a, n_q),
     }
     point = _arm_rates({k: v.sum(axis=1) for k, v in per_q.items()})
     reps = _arm_rates({k: np.einsum("bq,aq->ba", weights, v) for k, v in per_q.items()}) \
         if weights is not None else None
-    per_arm_rows = []
-    for a, arm in enumerate(arms):
-        m = a_idx == a
-        row: dict[str, Any] = {"arm": arm, "n": int(m.sum()), "n_questions": int((samples[a] > 0).sum()),
-                               "n_retrieved": int(retrieved[m].sum()),
+    rows = []
+    for a, arm in enumerate(design.arms):
+        m = design.a_idx == a
+        row: dict[str, Any] = {"arm": arm, "n": int(m.sum()), "n_questions": int((design.samples[a] > 0).sum()),
+                               "n_retrieved": int((status[m] == 1).sum()),
                                "n_not_retrievable": int((status[m] == 2).sum()), "n_followup": int(n_follow[m].sum())}
         for name, value in point.items():
             row[name] = float(value[a])
             lo, hi = (percentile_interval(reps[name][:, a], ci) if reps is not None else (math.nan, math.nan))
             row[f"{name}_ci_low"], row[f"{name}_ci_high"] = float(lo), float(hi)
-        per_arm_rows.append(row)
-    per_arm = pl.DataFrame(per_arm_rows).with_columns(pl.col(pl.Float64).fill_nan(None))
+        rows.append(row)
+    return pl.DataFrame(rows).with_columns(pl.col(pl.Float64).fill_nan(None))
 
-    # --- pairs: the split over arms, and with labels the nested split and the shift
-    sensitivity_rules = {"text": status}
-    sensitivity_rules["text_not_retrievable_as_not_retrieved"] = np.where(status == 2, 0, status)
-    sensitivity_rules["squad_reading"] = retrieval_status(runs, evidence=evidence, rule="squad")
-    sensitivity_rows: list[tuple] = []
-    split_rows: list[tuple] = []
-    shift_rows: list[tuple] = []
-    strategy_frames: list[pl.DataFrame] = []
-    levels: list[float | None] = []  # per-strategy interval levels (Bonferroni), for the note
-    for arm in treated_list:
-        b, t = a_index[base], a_index[arm]
-        common = (samples[b] > 0) & (samples[t] > 0)
-        if not common.any():
-            raise InputError(f"arms {base!r} and {arm!r} share no `question_id`", field="question_id")
-        either = int(((samples[b] > 0) | (samples[t] > 0)).sum())
-        if common.sum() < either:
-            notes.append(f"{arm} vs {base}: {either - int(common.sum())} question(s) answered by only one "
-                         "arm were left out of the split")
-        pair_n = N[[b, t]] * common[None, :, None, None]
-        # the cell model weighs its ridge against raw counts: undo the question weighting for it
-        pair_samples = samples[[b, t]] * common[None, :] if weighting == "question" else None
-        pair_c = C[[b, t]] * common[None, :, None, None]
-        pt_n, pt_c = pair_n.sum(axis=1)[None], pair_c.sum(axis=1)[None]  # (1, 2, S, K)
-        stats = _pair_statistics(pt_n, pt_c, outlier)
-        rstats = None
-        if weights is not None:
-            # the above-average set is fixed from the point estimate: the mass moved is then a
-            # smooth statistic whose estimate sits inside its own interval
-            rstats = _pair_statistics(_replicate(weights, pair_n),
-                                      _replicate(weights, pair_c), outlier, above=stats["above"][0])
-        if strata == "question":  # the splits on question (x strategy) strata replace the pooled ones
-            stats.update(question_strata_split(pair_n, pair_c, np.ones((1, n_q)), samples=pair_samples))
-            if rstats is not None:
-                rstats.update(question_strata_split(pair_n, pair_c, weights, samples=pair_samples))
-        n_common = int(common.sum())
-        for alt_name, alt_codes in sensitivity_rules.items():
-            an, ac = tallies(alt_codes)
-            an, ac = an[[b, t]] * common[None, :, None, None], ac[[b, t]] * common[None, :, None, None]
-            alt = (question_strata_split(an, ac, np.ones((1, n_q)), samples=pair_samples) if strata == "question"
-                   else _pair_statistics(an.sum(axis=1)[None], ac.sum(axis=1)[None], outlier))
-            alt_r = None
-            if weights is not None:
-                alt_r = (question_strata_split(an, ac, weights, samples=pair_samples) if strata == "question"
-                         else _pair_statistics(_replicate(weights, an), _replicate(weights, ac), outlier))
-            for part in ARM_PARTS:
-                lo, hi = part_interval(float(alt[f"arm_{part}"][0]), alt_r[f"arm_{part}"] if alt_r else None,
-                                       n_common)
-                sensitivity_rows.append((base, arm, alt_name, n_common, part, float(alt[f"arm_{part}"][0]),
-                                         float(lo), float(hi)))
-        for part in ARM_PARTS + (("question_mix",) if weighting == "trajectory" and strata == "question" else ()):
-            est = float(stats[f"arm_{part}"][0])
-            lo, hi = part_interval(est, rstats[f"arm_{part}"] if rstats else None, n_common)
-            split_rows.append((base, arm, n_common, part, est, float(lo), float(hi),
-                               detectable_effect(float(lo), float(hi), ci)))
-        if values is None:
-            continue
-        if strata == "question":
-            notes.append(f"{arm} vs {base}: " + one_arm_note(
-                float(stats["one_arm_mass_base"][0]), float(stats["one_arm_mass_treated"][0]), base, arm,
-                (float(stats["composition_low"][0]), float(stats["composition_high"][0])),
-                what="the nested split's composition"))
-        notes.extend(f"{arm} vs {base}: {n}" for n in small_sample_notes(n_common, samples[[b, t]][:, common]))
-        for quantity in SHIFT_QUANTITIES:
-            if quantity not in stats:  # the bounds exist on question x strategy strata only
-                continue
-            est = float(stats[quantity][0])
-            lo, hi = (part_interval(est, rstats[quantity] if rstats else None, n_common)
-                      if quantity in DECOMPOSITION + BOUNDS else interval(rstats[quantity] if rstats else None))
-            shift_rows.append((base, arm, n_common, quantity, est, float(lo), float(hi),
-                               detectable_effect(float(lo), float(hi), ci) if quantity in DECOMPOSITION else math.nan))
-        cols: dict[str, Any] = {"base": [base] * n_s, "treated": [arm] * n_s, "strategy": strategies.tolist()}
-        # simultaneous bands: each level column over the strategies, and every difference column
-        # (share change and the nested split's parts) together as one family
-        level = ci
-        used = ((pair_n[0] + pair_n[1]).sum(axis=(0, 2)) > 0)
-        families = [(name,) for name in SHIFT_LEVEL_COLUMNS] + [SHIFT_DIFFERENCE_COLUMNS]
-        for family in families:
-            est = np.stack([np.where(used, np.asarray(stats[STRATEGY_SHIFT_COLUMNS[n]][0], dtype=float), np.nan)
-                            for n in family])
-            if rstats is not None and ci is not None:
-                rep_ = np.stack([np.where(used, np.asarray(rstats[STRATEGY_SHIFT_COLUMNS[n]], dtype=float), np.nan)
-                                 for n in family], axis=1)
-                lo, hi, _ = simultaneous_band(est, rep_, ci, n_questions=n_common)
-            else:
-                lo = hi = np.full(est.shape, np.nan)
-            for i, name in enumerate(family):
-                cols[name] = np.asarray(stats[STRATEGY_SHIFT_COLUMNS[name]][0], dtype=float)
-                cols[f"{name}_ci_low"], cols[f"{name}_ci_high"] = lo[i], hi[i]
-        cols = {k: cols[k] for k in ["base", "treated", "strategy"] + [
-            c for name in STRATEGY_SHIFT_COLUMNS for c in (name, f"{name}_ci_low", f"{name}_ci_high")]}
-        cols["above_average"] = stats["above"][0]
-        cols["ci_level"] = np.full(n_s, math.nan if level is None or rstats is None else level)
+
+#: A pair whose per-strategy bands were not made (no labels, or no bootstrap).
+_NO_LEVEL = object()
+
+
+@dataclass(frozen=True)
+class _PairTables:
+    """The rows one base/treated pair adds to the split, sensitivity, shift and strategy tables."""
+
+    split: list[tuple]
+    sensitivity: list[tuple]
+    shift: list[tuple]
+    strategy_shift: pl.DataFrame | None
+    notes: list[str]
+    level: Any = _NO_LEVEL
+
+
+def _stack(rows: list[list[tuple]], schema: dict[str, pl.DataType]) -> pl.DataFrame | None:
+    """One table of every pair's rows; undefined values (no interval without a bootstrap, an
+    alignment over < 3 strategies) are null."""
+    flat = [row for part in rows for row in part]
+    if not flat:
+        return None
+    return pl.DataFrame(flat, schema=schema, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
+
+
+def _part_interval(estimate: float, reps: np.ndarray | None, ci: float | None, n_questions: int) -> tuple[Any, Any]:
+    """Every part of a split: one small-sample interval rule, as in compare (``resample.split_interval``)."""
+    if reps is None:
+        return math.nan, math.nan
+    return split_interval(estimate, reps, ci, n_questions)
+
+
+def _pair_tables(design: _Design, base: str, arm: str, rules: dict[str, np.ndarray], *, strata: Strata,
+                 weighting: Weighting, ci: float | None, labelled: bool) -> _PairTables:
+    """The split of ``arm`` against ``base`` on their shared questions, its sensitivity to the
+    retrieval rule and, with labels, the shift and the per-strategy nested split."""
+    b, t = design.arms.index(base), design.arms.index(arm)
+    samples = design.samples
+    common = (samples[b] > 0) & (samples[t] > 0)
+    if not common.any():
+        raise InputError(f"arms {base!r} and {arm!r} share no `question_id`", field="question_id")
+    notes = []
+    either = int(((samples[b] > 0) | (samples[t] > 0)).sum())
+    if common.sum() < either:
+        notes.append(f"{arm} vs {base}: {either - int(common.sum())} question(s) answered by only one "
+                     "arm were left out of the split")
+    n_common = int(common.sum())
+    # the cell model weighs its ridge against raw counts: undo the question weighting for it
+    pair_samples = samples[[b, t]] * common[None, :] if weighting == "question" else None
+    pair_n = design.N[[b, t]] * common[None, :, None, None]
+    pair_c = design.C[[b, t]] * common[None, :, None, None]
+    stats, rstats = _pair_replicates(design, pair_n, pair_c, pair_samples, strata)
+    sensitivity = _sensitivity_rows(design, b, t, common, rules, pair_samples, base, arm, strata, ci)
+    split = []
+    for part in ARM_PARTS + (("question_mix",) if weighting == "trajectory" and strata == "question" else ()):
+        est = float(stats[f"arm_{part}"][0])
+        lo, hi = _part_interval(est, rstats[f"arm_{part}"] if rstats else None, ci, n_common)
+        split.append((base, arm, n_common, part, est, float(lo), float(hi),
+                      detectable_effect(float(lo), float(hi), ci)))
+    if not labelled:
+        return _PairTables(split=split, sensitivity=sensitivity, shift=[], strategy_shift=None, notes=notes)
+    if strata == "question":
+        notes.append(f"{arm} vs {base}: " + one_arm_note(
+            float(stats["one_arm_mass_base"][0]), float(stats["one_arm_mass_treated"][0]), base, arm,
+            (float(stats["composition_low"][0]), float(stats["composition_high"][0])),
+            what="the nested split's composition"))
+    notes.extend(f"{arm} vs {base}: {n}" for n in small_sample_notes(n_common, samples[[b, t]][:, common]))
+    shift = _shift_rows(stats, rstats, base, arm, n_common, ci)
+    table = _strategy_shift(design, stats, rstats, pair_n, base, arm, n_common, ci)
+    return _PairTables(split=split, sensitivity=sensitivity, shift=shift, strategy_shift=table, notes=notes,
+                       level=ci if rstats is not None else _NO_LEVEL)
+
+
+def _pair_replicates(design: _Design, pair_n: np.ndarray, pair_c: np.ndarray, pair_samples: np.ndarray | None,
+                     strata: Strata) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    """Every statistic of the pair at the point and in each bootstrap replicate (``None`` without one)."""
+    weights = design.weights
+    stats = _pair_statistics(pair_n.sum(axis=1)[None], pair_c.sum(axis=1)[None], design.outlier)
+    rstats = None
+    if weights is not None:
+        # the above-average set is fixed from the point estimate: the mass moved is then a
+        # smooth statistic whose estimate sits inside its own interval
+        rstats = _pair_statistics(_replicate(weights, pair_n), _replicate(weights, pair_c), design.outlier,
+                                  above=stats["above"][0])
+    if strata == "question":  # the splits on question (x strategy) strata replace the pooled ones
+        stats.update(question_strata_split(pair_n, pair_c, np.ones((1, design.n_q)), samples=pair_samples))
         if rstats is not None:
-            levels.append(level)
-        strategy_frames.append(pl.DataFrame(cols).with_columns(pl.col(pl.Float64).fill_nan(None)))
-    # undefined values (no interval without a bootstrap, an alignment over < 3 strategies) are null
-    split = pl.DataFrame(split_rows, schema=SPLIT_SCHEMA, orient="row").with_columns(
-        pl.col(pl.Float64).fill_nan(None)) if split_rows else None
-    shift = pl.DataFrame(shift_rows, schema=SHIFT_SCHEMA, orient="row").with_columns(
-        pl.col(pl.Float64).fill_nan(None)) if shift_rows else None
-    strategy_shift = pl.concat(strategy_frames) if strategy_frames else None
-    split_sensitivity = pl.DataFrame(sensitivity_rows, schema=SENSITIVITY_SCHEMA, orient="row").with_columns(
-        pl.col(pl.Float64).fill_nan(None)) if sensitivity_rows else None
+            rstats.update(question_strata_split(pair_n, pair_c, weights, samples=pair_samples))
+    return stats, rstats
 
-    by_strategy = None
-    strategy_ci = bonferroni_level(ci, n_s)  # perplexity_by_strategy (percentile intervals, Bonferroni)
-    if values is not None:
-        by_strategy = _by_strategy(N, C, a_idx, q_idx, s_idx, status, arms, strategies, weights, ci)
-        if weights is not None and n_s > 1:
-            notes.append(_multiplicity_note(n_s, strategy_ci, ci, n_boot,
-                                            fewer=any(level != strategy_ci for level in levels),
-                                            perplexity=logprobs_column is not None or model_path is not None))
 
-    perplexity = perplexity_by_strategy = None
-    if logprobs_column is not None:
-        perplexity = _perplexity(runs, logprobs_column, arms, a_idx, q_idx, n_q, row_w, weights, ci)
-        if values is not None:
-            perplexity_by_strategy = _perplexity(runs, logprobs_column, arms, a_idx, q_idx, n_q, row_w, weights,
-                                                 strategy_ci, strategy=s_idx, strategies=strategies)
-    return Integration(base=base, arms=tuple(arms), ci=ci, per_trajectory=per_traj, per_arm=per_arm,
-                       split=split, perplexity=perplexity, notes=tuple(notes), treated=tuple(treated_list),
-                       weighting=weighting, by_strategy=by_strategy, shift=shift,
-                       strategy_shift=strategy_shift, perplexity_by_strategy=perplexity_by_strategy,
-                       split_sensitivity=split_sensitivity, strata=strata)
+def _sensitivity_rows(design: _Design, b: int, t: int, common: np.ndarray, rules: dict[str, np.ndarray],
+                      pair_samples: np.ndarray | None, base: str, arm: str, strata: Strata,
+                      ci: float | None) -> list[tuple]:
+    """The per-arm split under each retrieval rule, on the same question draws."""
+    weights, n_common, rows = design.weights, int(common.sum()), []
+    for alt_name, alt_codes in rules.items():
+        an, ac = design.tallies(alt_codes)
+        an, ac = an[[b, t]] * common[None, :, None, None], ac[[b, t]] * common[None, :, None, None]
+        alt = (question_strata_split(an, ac, np.ones((1, design.n_q)), samples=pair_samples) if strata == "question"
+               else _pair_statistics(an.sum(axis=1)[None], ac.sum(axis=1)[None], design.outlier))
+        alt_r = None
+        if weights is not None:
+            alt_r = (question_strata_split(an, ac, weights, samples=pair_samples) if strata == "question"
+                     else _pair_statistics(_replicate(weights, an), _replicate(weights, ac), design.outlier))
+        for part in ARM_PARTS:
+            lo, hi = _part_interval(float(alt[f"arm_{part}"][0]), alt_r[f"arm_{part}"] if alt_r else None, ci,
+                                    n_common)
+            rows.append((base, arm, alt_name, n_common, part, float(alt[f"arm_{part}"][0]), float(lo), float(hi)))
+    return rows
+
+
+def _shift_rows(stats: dict[str, np.ndarray], rstats: dict[str, np.ndarray] | None, base: str, arm: str,
+                n_common: int, ci: float | None) -> list[tuple]:
+    """The shift's quantities: the split's parts and bounds by the split's rule, the rest by percentiles."""
+    rows = []
+    for quantity in SHIFT_QUANTITIES:
+        if quantity not in stats:  # the bounds exist on question x strategy strata only
+            continue
+        est = float(stats[quantity][0])
+        reps = rstats[quantity] if rstats else None
+        if quantity in DECOMPOSITION + BOUNDS:
+            lo, hi = _part_interval(est, reps, ci, n_common)
+        else:
+            lo, hi = (math.nan, math.nan) if reps is None else percentile_interval(reps, ci)
+        rows.append((base, arm, n_common, quantity, est, float(lo), float(hi),
+                     detectable_effect(float(lo), float(hi), ci) if quantity in DECOMPOSITION else math.nan))
+    return rows
+
+
+def _strategy_shift(design: _Design, stats: dict[str, np.ndarray], rstats: dict[str, np.ndarray] | None,
+                    pair_n: np.ndarray, base: str, arm: str, n_common: int, ci: float | None) -> pl.DataFrame:
+    """Per strategy: the share change, the base rates and the nested split's parts, with
+    simultaneous bands: each level column over the strategies, and every difference column
+    (share change and the nested split's parts) together as one family."""
+    n_s = design.n_s
+    cols: dict[str, Any] = {"base": [base] * n_s, "treated": [arm] * n_s, "strategy": design.strategies.tolist()}
+    used = ((pair_n[0] + pair_n[1]).sum(axis=(0, 2)) > 0)
+    families = [(name,) for name in SHIFT_LEVEL_COLUMNS] + [SHIFT_DIFFERENCE_COLUMNS]
+    for family in families:
+        est = np.stack([np.where(used, np.asarray(stats[STRATEGY_SHIFT_COLUMNS[n]][0], dtype=float), np.nan)
+                        for n in family])
+        if rstats is not None and ci is not None:
+            rep_ = np.stack([np.where(used, np.asarray(rstats[STRATEGY_SHIFT_COLUMNS[n]], dtype=float), np.nan)
+                             for n in family], axis=1)
+            lo, hi, _ = simultaneous_band(est, rep_, ci, n_questions=n_common)
+        else:
+            lo = hi = np.full(est.shape, np.nan)
+        for i, name in enumerate(family):
+            cols[name] = np.asarray(stats[STRATEGY_SHIFT_COLUMNS[name]][0], dtype=float)
+            cols[f"{name}_ci_low"], cols[f"{name}_ci_high"] = lo[i], hi[i]
+    cols = {k: cols[k] for k in ["base", "treated", "strategy"] + [
+        c for name in STRATEGY_SHIFT_COLUMNS for c in (name, f"{name}_ci_low", f"{name}_ci_high")]}
+    cols["above_average"] = stats["above"][0]
+    cols["ci_level"] = np.full(n_s, math.nan if ci is None or rstats is None else ci)
+    return pl.DataFrame(cols).with_columns(pl.col(pl.Float64).fill_nan(None))
 
 
 K = len(RETRIEVAL_STATUS)  # retrieval strata: not retrieved, retrieved, not retrievable by text
@@ -1083,15 +1242,6 @@ def _by_strategy(N: np.ndarray, C: np.ndarray, a_idx: np.ndarray, q_idx: np.ndar
             cols[f"{name}_ci_low"] = cols[f"{name}_ci_high"] = np.full(n_a * n_s, np.nan)
     cols["ci_level"] = np.full(n_a * n_s, math.nan if reps is None or ci is None else ci)
     return pl.DataFrame(cols).with_columns(pl.col(pl.Float64).fill_nan(None))
-
-
-def _verdict(result: Integration, treated: str | None = None) -> str:
-    return result.verdict(treated)
-
-
-# Deprecated spellings of Integration.verdict() (mechanism.core.deprecation lists every shim).
-verdict = alias(_verdict, "mechanism.analysis.information.verdict(result)")
-integration_verdict = alias(_verdict, "mechanism.integration_verdict(result)")
 
 
 # ----------------------------------------------------------------------------- base-model scoring

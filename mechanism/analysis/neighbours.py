@@ -31,11 +31,11 @@ class NeighbourSearch:
         self.points = points
         self.exact = len(points) <= EXACT_LIMIT
         if self.exact:
-            from sklearn.neighbors import NearestNeighbors
+            from sklearn.neighbors import NearestNeighbors  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
             self.index = NearestNeighbors(n_neighbors=min(2, len(points)), algorithm="brute").fit(points)
         else:
-            from pynndescent import NNDescent
+            from pynndescent import NNDescent  # noqa: PLC0415 - pynndescent (numba): seconds to import, only above EXACT_LIMIT points
 
             seed = 0 if random_state is None else int(random_state)
             self.index = NNDescent(points, n_neighbors=15, random_state=seed, n_jobs=1)

@@ -51,8 +51,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from mechanism.analysis.segmentation import render
+from mechanism.analysis.shares import strategy_shares
 from mechanism.core.errors import InputError, ReadReport, ReadWarning, SkippedRecord
-from mechanism.analysis.shares import strategy_shares  # noqa: F401  (the shares of assigned shards; one implementation)
+from mechanism.core.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, validate
+from mechanism.readers import FORMATS, check_read_options, input_paths, read
 
 __all__ = ["shard_paths", "read_shards", "scan_shards", "render_shards", "assign_shards", "strategy_shares",
            "space_files", "space_digest", "read_option_names", "RUN_COLUMNS", "PARTS"]
@@ -68,8 +71,6 @@ _ASSIGN_COLUMNS = ("arm", "question_id", "sample_id", "strategy", "distance", "o
 def shard_paths(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
     """The shard files of a folder (its trajectory files, sorted by name) or a list of paths,
     exactly as :func:`mechanism.read` would visit them."""
-    from mechanism.readers import input_paths
-
     return input_paths(path_or_paths)
 
 
@@ -120,8 +121,6 @@ def read_option_names() -> tuple[str, ...]:
     passes to each shard's read, with the same names and meanings (all but ``report`` and
     ``progress``): ``arm``, ``columns``, ``errors``, ``where``, ``answer_pattern``,
     ``scorer``, ``unanswered``, ``round_tools`` and any that :func:`mechanism.read` gains."""
-    from mechanism.readers import read
-
     return tuple(name for name, p in inspect.signature(read).parameters.items()
                  if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in _NOT_SHARD_OPTIONS)
 
@@ -142,8 +141,6 @@ class _ReadArgs:
 def _read_args(format: str, options: Mapping[str, Any]) -> _ReadArgs:
     """``format`` and ``options`` checked once, before any worker starts, with the reader's
     own checks and one-line errors that name the option."""
-    from mechanism.readers import FORMATS, check_read_options, read
-
     names = read_option_names()
     for name in options:
         if name not in names:
@@ -174,7 +171,7 @@ def _check_picklable(read_args: _ReadArgs) -> None:
     for name, value in read_args.options.items():
         try:
             pickle.dumps(value)
-        except Exception:  # lambdas and local functions; pickle raises several types
+        except Exception:  # noqa: BLE001 - lambdas and local functions: pickle raises several types
             raise InputError(f"`{name}` cannot be sent to worker processes (a {type(value).__name__} that does "
                              "not pickle, such as a lambda or a local function): define it at module level, "
                              "or use n_jobs=1", field=name) from None
@@ -197,11 +194,8 @@ class _Task:
 def _read_one(task: _Task) -> tuple[pl.DataFrame, ReadReport]:
     """One shard through :func:`mechanism.read`; its :class:`ReadWarning` messages stay in the
     report (the caller warns once, for every shard, in its own process)."""
-    from mechanism.readers import read
-
     a = task.read
     if a.format == PARTS:  # our own parts: canonical tables, read whole and checked again
-        from mechanism.core.schema import validate
 
         table = validate(pl.read_parquet(task.path), source=task.path)
         if a.options.get("arm") is not None:
@@ -227,8 +221,6 @@ def _part_path(out: str | os.PathLike, index: int) -> Path:
 
 
 def _render_task(task: _Task) -> tuple[pl.DataFrame, ReadReport]:
-    from mechanism.analysis.segmentation import render
-
     table, rep = _read_one(task)
     return render(table, cache_dir=task.cache_dir), rep
 
@@ -248,7 +240,7 @@ def _load_space(task: _Task) -> Any:
     """The task's saved space, loaded (and its files read and hashed) once per process: the
     caller hashed the files once (``task.space_key``); a worker that already holds a space
     under that key reads nothing."""
-    from mechanism.analysis.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import StrategySpace  # noqa: PLC0415 - strategy_space loads scikit-learn and scipy; only assign_shards needs it
 
     key = f"{task.space_key}:{task.cache_dir}"
     if key in _SPACES:
@@ -404,8 +396,6 @@ def scan_shards(folder: str | os.PathLike) -> pl.LazyFrame:
 
 def _canonical_order(names: Any) -> list[str]:
     """Column names in the canonical table's order (the others after them, as they come)."""
-    from mechanism.core.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
-
     names = list(dict.fromkeys(names))
     known = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in names]
     return known + [c for c in names if c not in known]

@@ -31,9 +31,9 @@ import numpy as np
 import polars as pl
 
 from mechanism.core.errors import InputError
+from mechanism.core.options import RandomState, check_choice, check_ci, check_seed
 from mechanism.core.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
-from mechanism.core.options import RandomState, as_generator, check_ci, check_choice
-from mechanism.core.results import Result
+from mechanism.core.results import Result, TableResult
 from mechanism.core.schema import check_unique_keys, validate
 
 DEFAULT_K: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
@@ -137,7 +137,7 @@ class PassEstimate(Result):
     key_columns: ClassVar[dict[str, pl.DataType]] = {"metric": pl.String(), "k": pl.Int64(), "t": pl.Int64()}
 
     def _keys(self) -> dict[str, pl.DataType | None]:
-        return {**{name: None for name in self.by}, **self.key_columns}
+        return {**dict.fromkeys(self.by), **self.key_columns}
 
     def curves(self) -> pl.DataFrame:
         """The table :func:`pass_at_kt` returns for this estimate."""
@@ -151,13 +151,13 @@ class PassEstimate(Result):
                              *[c for c in ("ci_low", "ci_high") if c in curves.columns])
 
     def tables(self) -> dict[str, pl.DataFrame]:
-        """``pass_at_kt`` (the curves) and ``pass_at_kt_per_problem``."""
+        """``estimates`` (:meth:`to_frame`), ``curves`` and ``per_problem``."""
         n_p, n_t, n_k = self.values.shape
         per_problem = self.problems[np.repeat(np.arange(n_p), n_t * n_k)].with_columns(
             pl.Series("t", np.tile(np.repeat(self.t, n_k), n_p), dtype=pl.Int64),
             pl.Series("k", np.tile(self.k, n_p * n_t), dtype=pl.Int64),
             pl.Series("pass_at_kt", self.values.reshape(-1), dtype=pl.Float64))
-        return {"pass_at_kt": self.curves(), "pass_at_kt_per_problem": per_problem}
+        return {"estimates": self.to_frame(), "curves": self.curves(), "per_problem": per_problem}
 
     def to_dict(self) -> dict:
         """JSON-ready dict: the grids, the settings and the curves as a list of rows."""
@@ -250,10 +250,10 @@ def pass_at_kt(
     Returns
     -------
     PassTable
-        A ``polars.DataFrame`` (with ``notes``, ``summary()`` and ``to_frame()``, see
-        :class:`PassTable`): the ``by`` columns, then ``k``, ``t``, ``pass_at_kt`` (the value of ``metric``),
-        ``ci_low``, ``ci_high`` and ``interval`` (the method; left out when ``ci=None``),
-        ``n_problems``, ``t_source`` and ``metric``; sorted by group, k, t.
+        A ``polars.DataFrame`` that is also a result (``notes``, ``summary()``, ``tables()`` and
+        the long ``to_frame()``, see :class:`PassTable`): the ``by`` columns, then ``k``, ``t``,
+        ``pass_at_kt`` (the value of ``metric``), ``ci_low``, ``ci_high`` and ``interval`` (the
+        method; left out when ``ci=None``), ``n_problems``, ``t_source`` and ``metric``; sorted by group, k, t.
 
     Raises
     ------
@@ -281,13 +281,17 @@ def pass_at_kt(
     if est.t_source == "truncation":
         notes.append("T by truncation: an episode counts for T if it is correct and used at most T rounds "
                      "(the rounds it happened to use, not a budget)")
-    return PassTable.with_notes(table, notes)
+    return PassTable.with_notes(table, notes, by=est.by)
 
 
-class PassTable(pl.DataFrame):
+class PassTable(TableResult):
     """What :func:`pass_at_kt` returns: a ``polars.DataFrame`` (every DataFrame method and
-    ``isinstance(x, pl.DataFrame)`` hold; derived frames are plain DataFrames) that also carries
-    ``notes`` (small samples, how T was counted), ``summary()`` and ``to_frame()``.
+    ``isinstance(x, pl.DataFrame)`` hold; derived frames are plain DataFrames, and it prints as
+    the table it is) that is also a :class:`~mechanism.core.results.Result`
+    (:class:`~mechanism.core.results.TableResult`): ``notes`` (small samples, how T was counted),
+    ``summary()``, ``verdict()``, ``tables()``, ``to_dict()`` and ``to_frame()``, the long form of
+    the shared schema (keys ``by`` columns, ``metric``, ``k``, ``t``; quantity ``pass_at_kt``).
+    ``pl.DataFrame(table)`` is the wide table as a plain frame.
 
     Examples
     --------
@@ -296,44 +300,71 @@ class PassTable(pl.DataFrame):
     >>> table = pass_at_kt(runs, k=[1], t=[1], ci=None)
     >>> isinstance(table, pl.DataFrame), table.notes[-1][:29]
     (True, 'T by truncation: an episode c')
-    >>> type(table.to_frame()).__name__
-    'DataFrame'
+    >>> table.to_frame().columns
+    ['arm', 'metric', 'k', 't', 'detectable', 'quantity', 'estimate', 'ci_low', 'ci_high']
+    >>> type(pl.DataFrame(table)).__name__, sorted(table.tables())
+    ('DataFrame', ['curves', 'estimates'])
     """
 
-    notes: tuple[str, ...] = ()
+    #: The key columns before ``metric, k, t`` (None: every column that is not a value).
+    by: tuple[str, ...] | None = None
+
+    key_columns: ClassVar[dict[str, pl.DataType]] = {"metric": pl.String(), "k": pl.Int64(), "t": pl.Int64()}
+    value_column: ClassVar[str] = "pass_at_kt"
+    quantity: ClassVar[str] = "pass_at_kt"
+    table_name: ClassVar[str] = "curves"
 
     @classmethod
-    def with_notes(cls, frame: pl.DataFrame, notes: Iterable[str]) -> "PassTable":
-        """``frame`` as a :class:`PassTable` holding ``notes``."""
-        out = cls(frame)
-        out.notes = tuple(notes)
+    def with_notes(cls, frame: pl.DataFrame, notes: Iterable[str] = (), *,
+                   by: Sequence[str] | None = None) -> PassTable:
+        """``frame`` as a :class:`PassTable` holding ``notes``; ``by`` its key columns (default:
+        every column that is not a value)."""
+        out = super().with_notes(frame, notes)
+        out.by = None if by is None else tuple(by)
         return out
 
-    def to_frame(self) -> pl.DataFrame:
-        """The table as a plain ``polars.DataFrame``."""
-        return pl.DataFrame(self)
+    def _by(self) -> list[str]:
+        if self.by is not None:
+            return list(self.by)
+        return [c for c in self.columns if c not in _VALUE_COLUMNS]
 
-    def tables(self) -> dict[str, pl.DataFrame]:
-        """The one table, by a file-friendly name."""
-        return {"pass_at_kt": self.to_frame()}
+    def _keys(self) -> dict[str, pl.DataType | None]:
+        return {**dict.fromkeys(self._by()), **self.key_columns}
 
-    def summary(self):  # -> mechanism.core.results.Summary
-        """The curves in words: one line per curve at its largest k, and the notes."""
-        from mechanism.core.results import Summary
+    def _wide(self) -> pl.DataFrame:
+        """The curves, with ``metric`` (``pass@k`` unless the table names it)."""
+        frame = pl.DataFrame(self)
+        return frame if "metric" in frame.columns else frame.with_columns(metric=pl.lit("pass@k"))
 
-        frame = self.to_frame()
+    def verdict(self) -> str:
+        """One line: each curve's value at the largest k and T, with its interval."""
+        if not {"k", "t", "pass_at_kt"} <= set(self.columns) or self.height == 0:
+            return "PASS@(k,T): no curves"
+        k_max, t_max = int(self["k"].max()), int(self["t"].max())
+        name = "pass^k" if "metric" in self.columns and self["metric"][0] == "pass^k" else "PASS"
+        parts = []
+        for row in self.filter((pl.col("k") == k_max) & (pl.col("t") == t_max)).iter_rows(named=True):
+            text = f"{', '.join(str(row[c]) for c in self._by()) or 'all'} {row['pass_at_kt']:.3f}"
+            if row.get("ci_low") is not None:
+                text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+            parts.append(text)
+        return f"{name}@({k_max},{t_max}): " + "; ".join(parts)
+
+    def _summary_title(self) -> str:
+        return "PASS@(k,T)"
+
+    def _summary_lines(self) -> list[str]:
+        """One line per curve at its largest k, and the notes."""
         lines = []
-        if {"k", "t", "pass_at_kt"} <= set(frame.columns) and frame.height:
-            keys = [c for c in frame.columns if c not in _VALUE_COLUMNS]
-            top = frame.filter(pl.col("k") == pl.col("k").max())
-            for row in top.iter_rows(named=True):
+        if {"k", "t", "pass_at_kt"} <= set(self.columns) and self.height:
+            keys = self._by()
+            for row in self.filter(pl.col("k") == pl.col("k").max()).iter_rows(named=True):
                 who = ", ".join(f"{key} {row[key]}" for key in keys) or "all"
                 text = f"{who}: {row.get('metric', 'pass@k')} at k={row['k']}, T={row['t']} {row['pass_at_kt']:.3f}"
                 if row.get("ci_low") is not None:
                     text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
                 lines.append(text)
-        lines += [f"note: {n}" for n in self.notes]
-        return Summary("PASS@(k,T)", lines=lines, tables=self.tables())
+        return lines + super()._summary_lines()
 
 
 _VALUE_COLUMNS = frozenset({"k", "t", "pass_at_kt", "ci_low", "ci_high", "interval", "n_problems", "t_source",
@@ -369,7 +400,7 @@ def pass_at_kt_per_problem(
     by: Sequence[str] = ("arm",),
     t_source: TSource = "auto",
     metric: Metric = "pass@k",
-) -> pl.DataFrame:
+) -> PassTable:
     """PASS@(k,T) (or pass^k) of every problem.
 
     Parameters
@@ -379,17 +410,18 @@ def pass_at_kt_per_problem(
 
     Returns
     -------
-    polars.DataFrame
-        The ``by`` columns, ``question_id``, ``n`` (samples counted at that depth), ``t``,
-        ``c`` (successes within T), ``k``, ``pass_at_kt``, ``t_source`` and ``metric``; one
-        row per problem, T and k.
+    PassTable
+        A ``polars.DataFrame`` (and a result, as :func:`pass_at_kt`'s, keyed by the ``by``
+        columns and ``question_id``): the ``by`` columns, ``question_id``, ``n`` (samples
+        counted at that depth), ``t``, ``c`` (successes within T), ``k``, ``pass_at_kt``,
+        ``t_source`` and ``metric``; one row per problem, T and k.
     """
     est = estimate_pass(runs, k, t, ci=None, by=by, t_source=t_source, metric=metric)
     n_p, n_t, n_k = est.values.shape
     idx_p = np.repeat(np.arange(n_p), n_t * n_k)
     idx_t = np.tile(np.repeat(np.arange(n_t), n_k), n_p)
     idx_k = np.tile(np.arange(n_k), n_p * n_t)
-    return est.problems[idx_p].with_columns(
+    table = est.problems[idx_p].with_columns(
         pl.Series("n", est.n[idx_p, idx_t], dtype=pl.Int64),
         pl.Series("t", est.t[idx_t], dtype=pl.Int64),
         pl.Series("c", est.c[idx_p, idx_t], dtype=pl.Int64),
@@ -398,6 +430,7 @@ def pass_at_kt_per_problem(
         pl.Series("t_source", [est.t_source] * idx_p.size, dtype=pl.String),
         pl.Series("metric", [est.metric] * idx_p.size, dtype=pl.String),
     )
+    return PassTable.with_notes(table, (), by=[*by, "question_id"])
 
 
 CONSISTENCY = ("all", "none", "some")
@@ -434,11 +467,11 @@ class Consistency(Result):
     key_columns: ClassVar[dict[str, pl.DataType]] = {"t": pl.Int64()}
 
     def _keys(self) -> dict[str, pl.DataType | None]:
-        return {**{name: None for name in self.by}, **self.key_columns}
+        return {**dict.fromkeys(self.by), **self.key_columns}
 
     def tables(self) -> dict[str, pl.DataFrame]:
-        """``consistency`` (per task) and ``consistency_summary`` (per group)."""
-        return {"consistency": self.per_task, "consistency_summary": self.by_arm}
+        """``estimates`` (:meth:`to_frame`), ``per_task`` and ``by_arm`` (per group)."""
+        return {"estimates": self.to_frame(), "per_task": self.per_task, "by_arm": self.by_arm}
 
     def _estimates(self) -> pl.DataFrame:
         """Per group: the shares of tasks solved in all, none and some trials, and the success
@@ -460,9 +493,9 @@ class Consistency(Result):
         return "tasks solved in some trials only (inconsistent): " + "; ".join(parts)
 
     def to_dict(self) -> dict:
-        """JSON-ready dict of both tables."""
+        """JSON-ready dict of the settings and the ``per_task`` and ``by_arm`` tables."""
         return {"by": list(self.by), "t": self.t, "ci": self.ci,
-                **{name: table.to_dicts() for name, table in self.tables().items()}}
+                "per_task": self.per_task.to_dicts(), "by_arm": self.by_arm.to_dicts()}
 
     def _summary_title(self) -> str:
         within = "" if self.t is None else f" within T = {self.t} rounds"
@@ -480,7 +513,7 @@ class Consistency(Result):
         return lines
 
     def _summary_tables(self) -> dict[str, pl.DataFrame]:
-        return {"consistency_summary": self.by_arm}
+        return {"by_arm": self.by_arm}
 
     def _headline(self) -> str:
         return f"{self.by_arm.height} group(s), {self.per_task.height} tasks"
@@ -530,7 +563,7 @@ def consistency(
     """
     by = list(by)
     ci = check_ci(ci)
-    as_generator(random_state)  # the type check; the draws come from one seed
+    check_seed(random_state)  # one-line error for anything but a seed; the draws come from one seed
     if t is None:
         validate(runs, required=list(dict.fromkeys([*by, "question_id", "correct"])))
         per_task = (runs.group_by([*by, "question_id"])
@@ -740,7 +773,7 @@ def wilson_interval(est: PassEstimate, ci: float) -> tuple[np.ndarray, np.ndarra
 def _group_moments(est: PassEstimate, ci: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per group: problems P, the mean and variance (divisor P - 1) of the per-problem values
     (flattened over T and k), and ``t_{P-1, (1+ci)/2}``."""
-    from scipy.stats import t as student
+    from scipy.stats import t as student  # noqa: PLC0415 - scipy: loaded by the t interval that uses it, not at import
 
     n_g = est.estimate.shape[0]
     flat = est.values.reshape(est.values.shape[0], -1)
@@ -779,7 +812,7 @@ def estimate_pass(
     check_choice(t_source, TSource, field="t_source")
     check_choice(metric, Metric, field="metric")
     ci = check_ci(ci)
-    as_generator(random_state)  # the type check (int >= 0, Generator or None); the draws come from one seed
+    check_seed(random_state)  # one-line error for anything but a seed; the draws come from one seed
     if ci is not None and n_boot < 1:
         raise InputError(f"`n_boot` must be at least 1, got {n_boot}", field="n_boot")
     source = _resolve_source(runs, t_source)

@@ -12,7 +12,6 @@ split, an interval that contains the planted value.
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -20,12 +19,23 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
+from mechanism.analysis.boundaries import boundary
+from mechanism.analysis.compare import reweighting
+from mechanism.analysis.passkt import pass_at_kt
 from mechanism.core.options import RandomState
+from mechanism.core.resample import resolve_seed
 from mechanism.core.results import Result, frame_to_html, frame_to_markdown
+from mechanism.core.text import md_escape
 
-_MARKUP = re.compile(r"([\\`*_\[\]<>|#])")
 COMPOSITIONAL = "bridge"
 SIMPLER = "comparison"
+#: The study's names of the quantities that are not PASS@(k,T), and their names in ``to_frame()``
+#: (:func:`mechanism.reweighting`'s where it computes the same thing).
+_QUANTITY = {"boundary p (permutation)": "p_value", "boundary p (exact, discordant)": "p_discordant",
+             "unique query sequences / problem": "unique_query_sequences",
+             "overlap with base": "query_overlap_with_base"}
+#: Quantities of one arm (the others compare a treated arm with the base).
+_PER_ARM = frozenset({"unique query sequences / problem"})
 
 
 @dataclass(repr=False)
@@ -44,20 +54,35 @@ class Reproduction(Result):
     findings: pl.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
 
-    key_columns: ClassVar[dict[str, pl.DataType]] = {"arm": pl.String(), "category": pl.String()}
+    key_columns: ClassVar[dict[str, pl.DataType]] = {
+        "base": pl.String(), "treated": pl.String(), "arm": pl.String(), "category": pl.String(),
+        "k": pl.Int64(), "t": pl.Int64()}
     extra_columns: ClassVar[dict[str, pl.DataType]] = {"planted": pl.Float64()}
 
     def _estimates(self) -> pl.DataFrame:
-        """The study's table with the planted value beside each estimate."""
-        return self.table
+        """The study's table with the planted value beside each estimate, in the shared schema:
+        a comparison of a treated arm with the base has ``base``/``treated`` (``arm`` null), a
+        per-arm estimate ``arm``; PASS@(k,T) is quantity ``pass_at_kt`` with ``k`` and ``t``."""
+        pass_kt = pl.col("quantity").str.extract_groups(r"^PASS@\((?P<k>\d+),(?P<t>\d+)\)$")
+        per_arm = pl.col("quantity").str.starts_with("PASS@") | pl.col("quantity").is_in(list(_PER_ARM))
+        return (self.table.with_columns(pass_kt.alias("_kt"))
+                .with_columns(base=pl.when(per_arm).then(None).otherwise(pl.lit(self.meta.get("base"))),
+                              treated=pl.when(per_arm).then(None).otherwise(pl.col("arm")),
+                              arm=pl.when(per_arm).then(pl.col("arm")),
+                              k=pl.col("_kt").struct.field("k").cast(pl.Int64),
+                              t=pl.col("_kt").struct.field("t").cast(pl.Int64),
+                              quantity=pl.when(pl.col("_kt").struct.field("k").is_not_null())
+                              .then(pl.lit("pass_at_kt")).otherwise(pl.col("quantity").replace(_QUANTITY)))
+                .drop("_kt"))
 
     def verdict(self) -> str:
         """One line: how many of the study's findings the planted world recovered."""
         return self._headline()
 
     def tables(self) -> dict[str, pl.DataFrame]:
-        """``study_table`` and ``study_findings``."""
-        return {"study_table": self.table, "study_findings": self.findings}
+        """``estimates`` (:meth:`to_frame`), ``table`` (the study's table as read, quantities
+        named as the study names them) and ``findings``."""
+        return {"estimates": self.to_frame(), "table": self.table, "findings": self.findings}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the table's rows, the findings and the settings."""
@@ -101,7 +126,7 @@ class Reproduction(Result):
     def as_markdown(self) -> str:
         """The findings as a list, then the table (Markdown)."""
         # arm names come from the input: markup characters are escaped as the Summary does
-        items = ["- " + _MARKUP.sub(r"\\\1", line) for line in self.lines()]
+        items = ["- " + md_escape(line) for line in self.lines()]
         return "\n".join(items + ["", frame_to_markdown(self.display(), max_rows=None)])
 
     def as_html(self) -> str:
@@ -147,18 +172,34 @@ def reproduce_study(runs: pl.DataFrame, planted: Mapping[str, Any], labels: np.n
     -------
     Reproduction
     """
-    from mechanism.analysis.boundaries import boundary
-    from mechanism.analysis.compare import reweighting
-    from mechanism.analysis.passkt import pass_at_kt
-    from mechanism.core.resample import resolve_seed
-
     random_state = resolve_seed(random_state)
     t_max = int(planted["t_cap"] if t_max is None else t_max)
-    arms = [base, *treated]
     ks = [k for k in ks if k <= int(planted["n_samples"])]
-    want = {(r["arm"], r["category"], r["k"], r["t"]): r["pass_at_kt"] for r in planted["pass_at_kt"]}
     cats = [c for c in (COMPOSITIONAL, SIMPLER) if c in set(runs["category"].drop_nulls().to_list())]
-    labels = np.asarray(labels)
+    opts = {"n_boot": n_boot, "random_state": random_state}
+    rows, tests = _category_rows(runs, planted, base=base, treated=treated, cats=cats, ks=ks, t_max=t_max, **opts)
+    split_rows, splits = _reweighting_rows(runs, planted, np.asarray(labels), base=base, treated=treated, **opts)
+    table = pl.DataFrame(rows + split_rows, schema=_TABLE_SCHEMA)
+    findings = _findings(table, tests, splits, planted, base=base, treated=treated, rl=rl, sft=sft, cats=cats,
+                         ks=ks, t_max=t_max)
+    frame = pl.DataFrame({"finding": [f[0] for f in findings], "recovered": [bool(f[1]) for f in findings],
+                          "evidence": [f[2] for f in findings]},
+                         schema={"finding": pl.String, "recovered": pl.Boolean, "evidence": pl.String})
+    return Reproduction(table, frame, {"base": base, "treated": list(treated), "t_max": t_max, "ks": ks,
+                                       "categories": cats})
+
+
+_TABLE_SCHEMA = {"quantity": pl.String, "arm": pl.String, "category": pl.String, "estimate": pl.Float64,
+                 "ci_low": pl.Float64, "ci_high": pl.Float64, "planted": pl.Float64}
+
+
+def _category_rows(runs: pl.DataFrame, planted: Mapping[str, Any], *, base: str, treated: Sequence[str],
+                   cats: list[str], ks: list[int], t_max: int, n_boot: int,
+                   random_state: int) -> tuple[list[dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
+    """Per category and pooled: PASS@(k,T) per arm, and each treated arm's boundary test against
+    ``base``; the rows of the table and each (arm, category)'s test row."""
+    arms = [base, *treated]
+    want = {(r["arm"], r["category"], r["k"], r["t"]): r["pass_at_kt"] for r in planted["pass_at_kt"]}
     rows: list[dict[str, Any]] = []
     tests: dict[tuple[str, str], dict[str, Any]] = {}
     for cat in [*cats, "all"]:
@@ -177,6 +218,15 @@ def reproduce_study(runs: pl.DataFrame, planted: Mapping[str, Any], labels: np.n
             rows.append(_row("lost", arm, cat, row["lost"], planted=exp.get("lost")))
             rows.append(_row("boundary p (permutation)", arm, cat, row["p_value"]))
             rows.append(_row("boundary p (exact, discordant)", arm, cat, row["p_discordant"]))
+    return rows, tests
+
+
+def _reweighting_rows(runs: pl.DataFrame, planted: Mapping[str, Any], labels: np.ndarray, *, base: str,
+                      treated: Sequence[str], n_boot: int,
+                      random_state: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Pooled over categories, per treated arm against ``base``: query diversity and overlap, and
+    the composition / within split; the rows of the table and each arm's reweighting."""
+    rows: list[dict[str, Any]] = []
     splits: dict[str, Any] = {}
     for arm in treated:
         rw = reweighting(runs, labels, base=base, treated=arm, n_boot=n_boot, random_state=random_state)
@@ -194,10 +244,13 @@ def reproduce_study(runs: pl.DataFrame, planted: Mapping[str, Any], labels: np.n
             lo, hi = getattr(rw, f"{part}_ci")
             rows.append(_row(part, arm, "all", getattr(rw, part), lo, hi, want_split.get(part)))
         splits[arm] = rw
-    table = pl.DataFrame(rows, schema={"quantity": pl.String, "arm": pl.String, "category": pl.String,
-                                       "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-                                       "planted": pl.Float64})
+    return rows, splits
 
+
+def _findings(table: pl.DataFrame, tests: dict[tuple[str, str], dict[str, Any]], splits: dict[str, Any],
+              planted: Mapping[str, Any], *, base: str, treated: Sequence[str], rl: str, sft: str, cats: list[str],
+              ks: list[int], t_max: int) -> list[tuple[str, bool, str]]:
+    """One (finding, recovered, evidence) per finding of the study the runs can speak to."""
     def get(quantity: str, arm: str, cat: str = "all", col: str = "estimate") -> float:
         hit = table.filter((pl.col("quantity") == quantity) & (pl.col("arm") == arm) & (pl.col("category") == cat))
         return float(hit[col][0]) if hit.height else float("nan")
@@ -247,11 +300,7 @@ def reproduce_study(runs: pl.DataFrame, planted: Mapping[str, Any], labels: np.n
                          f"contains the planted {pw:+.3f}", ok,
                          f"composition {rw.composition:+.3f} [{c_lo:+.3f}, {c_hi:+.3f}] (planted {pc:+.3f}), within "
                          f"{rw.within:+.3f} [{w_lo:+.3f}, {w_hi:+.3f}]"))
-    frame = pl.DataFrame({"finding": [f[0] for f in findings], "recovered": [bool(f[1]) for f in findings],
-                          "evidence": [f[2] for f in findings]},
-                         schema={"finding": pl.String, "recovered": pl.Boolean, "evidence": pl.String})
-    return Reproduction(table, frame, {"base": base, "treated": list(treated), "t_max": t_max, "ks": ks,
-                                       "categories": cats})
+    return findings
 
 
 def _half_width(table: pl.DataFrame, arm: str) -> float:

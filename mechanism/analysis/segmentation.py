@@ -1,7 +1,7 @@
 """The move grammar: every tool call of any agent described by what all formats have (tool
 name, arguments, observation, order), with the question's content masked.
 
-A strategy is how an agent uses its tools, not what it asks about (DESIGN.md section 5):
+A strategy is how an agent uses its tools, not what it asks about (docs/methods.md):
 raw transcripts cluster by entity names. So a call is described by
 
 tool
@@ -28,8 +28,7 @@ failed, after_error
 Failures and retries (``retries=``): by default (``"merge"``) a failed call and the calls of
 the same tool that follow it until one goes through are one *attempt* of that move, read as
 the move the last of them made, and a failed call nobody retried is read as the move it
-attempted. How often an agent fails and retries is execution, not strategy (DESIGN.md
-section 5): it is kept per call (``failed``, ``retried``) and per trajectory (``n_failed``,
+attempted. How often an agent fails and retries is execution, not strategy: it is kept per call (``failed``, ``retried``) and per trajectory (``n_failed``,
 ``n_retries``) and reported per strategy and arm, never in the move tokens or the rendering
 that define strategies. ``retries="keep"`` keeps every call a move of its own, failure
 (``!``) and retry (``after error``) marked, for studies of recovery behaviour.
@@ -72,8 +71,29 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from mechanism.core.actions import (RETRIEVAL_TOOL, ActionField, check_action_field, detect_action_tools, mend_typos,
-                               read_action, tool_name)
+# the failure reading, the reading of generic tools and the pattern engine are part of what a
+# segmentation says: their source goes into segmenter_id
+from mechanism.core import actions as actions_module
+from mechanism.core import failures as failures_module
+from mechanism.core import patterns as patterns_module
+from mechanism.core.actions import (
+    RETRIEVAL_TOOL,
+    ActionField,
+    check_action_field,
+    detect_action_tools,
+    mend_typos,
+    read_action,
+    tool_name,
+)
+from mechanism.core.cachefile import (
+    check_parquet_depth,
+    code_id,
+    digest,
+    discard,
+    read_checked,
+    write_checked,
+)
+from mechanism.core.errors import InputError
 from mechanism.core.failures import compile_error_pattern, is_failure
 from mechanism.core.schema import validate
 
@@ -114,7 +134,7 @@ _RETRIEVAL = RETRIEVAL_TOOL
 def _stop_words() -> frozenset[str]:
     # Imported on first use: scikit-learn costs ~0.3 s to import, and a fit whose
     # segmentations all come from the cache never tokenizes anything.
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     return frozenset(ENGLISH_STOP_WORDS)
 
@@ -145,12 +165,10 @@ content_tokens = atoms  # the name earlier versions used
 def check_retries(retries: Any) -> None:
     """A one-line error naming ``retries`` when it is not one of :data:`RETRIES`."""
     if retries not in RETRIES:
-        from mechanism.core.errors import InputError
-
         raise InputError(f"`retries` must be 'merge' or 'keep', got {str(retries)[:40]!r}", field="retries")
 
 
-def is_error(observation: str | None, error_pattern: "str | re.Pattern[str] | None" = None) -> bool:
+def is_error(observation: str | None, error_pattern: str | re.Pattern[str] | None = None) -> bool:
     """Whether a tool's result reports a failed call (:func:`mechanism.core.failures.is_failure`:
     Wikipedia ReAct's "Could not find", tool errors, error objects, missing ids and files,
     code that could not run), or matches ``error_pattern``.
@@ -285,15 +303,15 @@ def _search_move(relation: str, sources: set[str]) -> str:
     return "parallel_lookup" if "user" in sources else "new_lookup"
 
 
-def _failed(step: Mapping[str, Any], error_pattern: "re.Pattern[str] | None") -> bool:
+def _failed(step: Mapping[str, Any], error_pattern: re.Pattern[str] | None) -> bool:
     # the default reading, or the read's own verdict (`failed`, written when `mx.read` had an `error_pattern`)
     tool = step.get("via") or step.get("tool")  # a generic tool's call is judged as that tool's
     return is_failure(step.get("observation"), error_pattern, tool=tool) or step.get("failed") is True
 
 
 def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict] | None,
-                 memo: _Memo | None = None, error_pattern: "re.Pattern[str] | None" = None,
-                 retries: str = "merge", actions: "Mapping[str, str] | None" = None,
+                 memo: _Memo | None = None, error_pattern: re.Pattern[str] | None = None,
+                 retries: str = "merge", actions: Mapping[str, str] | None = None,
                  ignore: frozenset[str] = frozenset(),
                  ) -> tuple[list[_Step], _Step, dict[str, float], str]:
     """Moves (every call), final move, descriptive features and rendering of one trajectory;
@@ -499,8 +517,8 @@ def row_keys(runs: pl.DataFrame) -> pl.Series:
 
 
 def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
-                      error_pattern: "re.Pattern[str] | None" = None, retries: str = "merge",
-                      actions: "Mapping[str, str] | None" = None, ignore: frozenset[str] = frozenset(),
+                      error_pattern: re.Pattern[str] | None = None, retries: str = "merge",
+                      actions: Mapping[str, str] | None = None, ignore: frozenset[str] = frozenset(),
                       ) -> tuple[pl.DataFrame, list[list[_Step]] | None]:
     """Segment each distinct row of ``runs`` once.
 
@@ -532,8 +550,8 @@ def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
             all_moves.append([*moves, final])
     table = pl.DataFrame({"key": keys.gather(idx), "rendering": renderings, "moves": sequences,
                           "tools": tools, "tokens": tokens, **feats},
-                         schema={"key": pl.String, **{c: pl.String for c in _STRING_COLUMNS},
-                                 **{name: pl.Float64 for name in feats}})
+                         schema={"key": pl.String, **dict.fromkeys(_STRING_COLUMNS, pl.String),
+                                 **dict.fromkeys(feats, pl.Float64)})
     return table, all_moves
 
 
@@ -573,7 +591,7 @@ def action_tools(runs: pl.DataFrame, action_field: ActionField = "auto", *, keys
     return detect_action_tools(distinct["steps"].to_list(), distinct["question_id"].to_list())
 
 
-def ignored_tools(ignore_tools: "Sequence[str] | None") -> frozenset[str]:
+def ignored_tools(ignore_tools: Sequence[str] | None) -> frozenset[str]:
     """The normalised names of ``ignore_tools`` (a list of tool names or verbs; ``None``: none),
     or a one-line error naming ``ignore_tools``.
 
@@ -585,16 +603,14 @@ def ignored_tools(ignore_tools: "Sequence[str] | None") -> frozenset[str]:
     if ignore_tools is None:
         return frozenset()
     if isinstance(ignore_tools, str) or not all(isinstance(t, str) and t for t in ignore_tools):
-        from mechanism.core.errors import InputError
-
         raise InputError(f"`ignore_tools` must be a list of tool names, got {str(ignore_tools)[:60]!r}",
                          field="ignore_tools")
     return frozenset(tool_name(t) for t in ignore_tools)
 
 
-def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None,
+def segment_all(runs: pl.DataFrame, *, error_pattern: str | re.Pattern[str] | None = None,
                 retries: Retries = "merge", action_field: ActionField = "auto",
-                ignore_tools: "Sequence[str] | None" = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+                ignore_tools: Sequence[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Moves (one row per tool call plus the final answer) and per-trajectory renderings.
 
     Identical rows (same question, answer and steps, see :func:`row_keys`) are segmented
@@ -654,9 +670,9 @@ def segment_all(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | N
     return moves_df, _trajectories(runs, keys, table)
 
 
-def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None" = None,
+def segment(runs: pl.DataFrame, *, error_pattern: str | re.Pattern[str] | None = None,
             retries: Retries = "merge", action_field: ActionField = "auto",
-            ignore_tools: "Sequence[str] | None" = None) -> pl.DataFrame:
+            ignore_tools: Sequence[str] | None = None) -> pl.DataFrame:
     """One row per move: every tool call, then the final answer.
 
     Columns: ``arm, question_id, sample_id, step`` (0-based; the final answer is the last),
@@ -693,8 +709,8 @@ def segment(runs: pl.DataFrame, *, error_pattern: "str | re.Pattern[str] | None"
 
 
 def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
-           error_pattern: "str | re.Pattern[str] | None" = None, retries: Retries = "merge",
-           action_field: ActionField = "auto", ignore_tools: "Sequence[str] | None" = None) -> pl.DataFrame:
+           error_pattern: str | re.Pattern[str] | None = None, retries: Retries = "merge",
+           action_field: ActionField = "auto", ignore_tools: Sequence[str] | None = None) -> pl.DataFrame:
     """One row per trajectory: its masked rendering, move sequence and structural features.
 
     Columns: ``arm, question_id, sample_id``, ``rendering`` (text for the embedder, no
@@ -764,8 +780,8 @@ class SegmentCache:
 
     FORMAT = 3
 
-    def __init__(self, folder: str | os.PathLike, *, error_pattern: "re.Pattern[str] | None" = None,
-                 retries: str = "merge", actions: "Mapping[str, str] | None" = None,
+    def __init__(self, folder: str | os.PathLike, *, error_pattern: re.Pattern[str] | None = None,
+                 retries: str = "merge", actions: Mapping[str, str] | None = None,
                  ignore: frozenset[str] = frozenset()) -> None:
         name = segmenter_id() + ("" if retries == "merge" else f"-{retries}")
         if error_pattern is not None:
@@ -779,8 +795,6 @@ class SegmentCache:
 
     def load(self, keys: pl.Series) -> pl.DataFrame:
         """Cached segmentations of ``keys`` (``key`` and the segment columns; misses absent)."""
-        from mechanism.core.cachefile import read_checked
-
         frames = []
         if self.root.is_dir():
             wanted = keys.implode()
@@ -791,14 +805,10 @@ class SegmentCache:
                         self.rebuilt.append(path.stem)
                     continue
                 try:
-                    from mechanism.core.cachefile import check_parquet_depth
-
                     check_parquet_depth(data, name=path.name, max_depth=4)  # a crafted schema must not crash polars
                     shard = pl.read_parquet(io.BytesIO(data))
                     shard = shard.select(self._schema().keys()).cast(self._schema())
                 except Exception:  # noqa: BLE001 - any unreadable shard is rebuilt, whatever polars raises
-                    from mechanism.core.cachefile import discard
-
                     discard(path)
                     self.rebuilt.append(path.stem)
                     continue
@@ -809,8 +819,6 @@ class SegmentCache:
 
     def store(self, table: pl.DataFrame) -> None:
         """Write one shard of segmentations (``key`` plus the segment columns)."""
-        from mechanism.core.cachefile import digest, write_checked
-
         if table.height == 0:
             return
         buf = io.BytesIO()
@@ -821,17 +829,13 @@ class SegmentCache:
 
     @staticmethod
     def _schema() -> dict[str, pl.DataType]:
-        return {"key": pl.String, **{c: pl.String for c in _STRING_COLUMNS},
-                **{name: pl.Float64 for name in _SEGMENT_COLUMNS[len(_STRING_COLUMNS):]}}
+        return {"key": pl.String, **dict.fromkeys(_STRING_COLUMNS, pl.String),
+                **dict.fromkeys(_SEGMENT_COLUMNS[len(_STRING_COLUMNS):], pl.Float64)}
 
 
 @functools.lru_cache(maxsize=1)
 def segmenter_id() -> str:
     """Digest of this module's source and of :mod:`mechanism.core.failures`, :mod:`mechanism.core.actions`
     and :mod:`mechanism.core.patterns`: cached segmentations are valid only for the code that made them."""
-    from mechanism.core import failures  # the failure reading is part of what a segmentation says
-    from mechanism.core.cachefile import code_id  # the one code digest of the toolkit's caches
-
-    from mechanism.core import actions, patterns  # so are the reading of generic tools and the pattern engine
-
-    return code_id([Path(__file__), Path(failures.__file__), Path(actions.__file__), Path(patterns.__file__)])
+    return code_id([Path(__file__), Path(failures_module.__file__), Path(actions_module.__file__),
+                    Path(patterns_module.__file__)])

@@ -10,18 +10,27 @@ the report.
 - :func:`weighted_shares`: the arrays (question and strategy codes in, one share vector per
   bootstrap replicate out), for callers that draw their own resamples;
 - :func:`strategy_shares`: the table ``arm, strategy, n, share, ci_low, ci_high`` from one
-  row per trajectory.
+  row per trajectory, as a :class:`ShareTable` (a DataFrame that is also a result).
 """
 from __future__ import annotations
+
+from typing import ClassVar
 
 import numpy as np
 import polars as pl
 
 from mechanism.core.errors import InputError
 from mechanism.core.options import RandomState, check_ci
-from mechanism.core.resample import percentile_interval, question_bootstrap_weights, question_weighted, resolve_seed, stream
+from mechanism.core.resample import (
+    percentile_interval,
+    question_bootstrap_weights,
+    question_weighted,
+    resolve_seed,
+    stream,
+)
+from mechanism.core.results import TableResult
 
-__all__ = ["weighted_shares", "strategy_shares"]
+__all__ = ["weighted_shares", "strategy_shares", "ShareTable"]
 
 
 def weighted_shares(q_idx: np.ndarray, s_idx: np.ndarray, n_questions: int, n_strata: int, *,
@@ -62,7 +71,7 @@ def weighted_shares(q_idx: np.ndarray, s_idx: np.ndarray, n_questions: int, n_st
 
 
 def strategy_shares(assigned: pl.DataFrame | pl.LazyFrame, *, ci: float | None = 0.95, n_boot: int = 1000,
-                    random_state: RandomState = 0) -> pl.DataFrame:
+                    random_state: RandomState = 0) -> ShareTable:
     """Each arm's share of each strategy, questions weighted equally within the arm.
 
     Parameters
@@ -79,15 +88,20 @@ def strategy_shares(assigned: pl.DataFrame | pl.LazyFrame, *, ci: float | None =
 
     Returns
     -------
-    polars.DataFrame
-        ``arm, strategy, n`` (trajectories), ``share``, ``ci_low``, ``ci_high``; shares of
-        one arm sum to 1.
+    ShareTable
+        A ``polars.DataFrame`` ``arm, strategy, n`` (trajectories), ``share``, ``ci_low``,
+        ``ci_high`` (NaN without intervals); shares of one arm sum to 1. It is also a result:
+        ``to_frame()`` is ``arm, strategy, n, detectable, quantity, estimate, ci_low, ci_high``
+        (quantity ``share``).
 
     Examples
     --------
     >>> t = pl.DataFrame({"arm": ["a"] * 4, "question_id": ["q1", "q1", "q1", "q2"], "strategy": [0, 0, 1, 1]})
-    >>> strategy_shares(t, ci=None)["share"].to_list()   # q1: 2/3, 1/3; q2: 0, 1 -> means over questions
+    >>> shares = strategy_shares(t, ci=None)
+    >>> shares["share"].to_list()   # q1: 2/3, 1/3; q2: 0, 1 -> means over questions
     [0.3333333333333333, 0.6666666666666666]
+    >>> shares.verdict()
+    'largest share per arm: a strategy 1 0.667'
     """
     if not isinstance(assigned, (pl.DataFrame, pl.LazyFrame)):
         raise InputError("`assigned` must be a polars DataFrame or LazyFrame", field="assigned")
@@ -109,5 +123,50 @@ def strategy_shares(assigned: pl.DataFrame | pl.LazyFrame, *, ci: float | None =
             lo, hi = percentile_interval(weighted_shares(q_idx, s_idx, n_q, len(strategies), weights=w), ci)
         for j, s in enumerate(strategies):
             out.append((arm, int(s), int(n[j]), float(share[j]), float(lo[j]), float(hi[j])))
-    return pl.DataFrame(out, schema={"arm": pl.String, "strategy": pl.Int64, "n": pl.Int64, "share": pl.Float64,
-                                     "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")
+    return ShareTable(out, schema={"arm": pl.String, "strategy": pl.Int64, "n": pl.Int64, "share": pl.Float64,
+                                   "ci_low": pl.Float64, "ci_high": pl.Float64}, orient="row")
+
+
+class ShareTable(TableResult):
+    """What :func:`strategy_shares` returns: the wide table ``arm, strategy, n, share, ci_low,
+    ci_high`` (a ``polars.DataFrame``) that is also a :class:`~mechanism.core.results.Result`
+    (:class:`~mechanism.core.results.TableResult`): ``to_frame()`` has keys ``arm, strategy``,
+    then ``n`` (trajectories), then the shared columns with quantity ``share`` (an interval not
+    computed is null there); ``tables()`` holds ``estimates`` and ``shares``.
+    """
+
+    key_columns: ClassVar[dict[str, pl.DataType]] = {"arm": pl.String(), "strategy": pl.Int64()}
+    extra_columns: ClassVar[dict[str, pl.DataType]] = {"n": pl.Int64()}
+    value_column: ClassVar[str] = "share"
+    quantity: ClassVar[str] = "share"
+    table_name: ClassVar[str] = "shares"
+
+    def _wide(self) -> pl.DataFrame:
+        """The shares, NaN intervals (none computed) as nulls, as every result spells them."""
+        return pl.DataFrame(self).with_columns(pl.col("ci_low", "ci_high").fill_nan(None))
+
+    def _largest(self) -> list[str]:
+        """Each arm's largest strategy share (outliers, strategy -1, left out), with its interval."""
+        largest = (self._wide().filter(pl.col("strategy") >= 0)
+                   .sort(["share", "strategy"], descending=[True, False])
+                   .unique("arm", keep="first", maintain_order=True).sort("arm"))
+        parts = []
+        for row in largest.iter_rows(named=True):
+            text = f"{row['arm']} strategy {row['strategy']} {row['share']:.3f}"
+            if row["ci_low"] is not None:
+                text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+            parts.append(text)
+        return parts
+
+    def verdict(self) -> str:
+        """One line: each arm's largest strategy share, with its interval."""
+        if self.height == 0:
+            return "strategy shares: no trajectories"
+        return "largest share per arm: " + "; ".join(self._largest())
+
+    def _summary_title(self) -> str:
+        return "Strategy shares (questions weighted equally within an arm)"
+
+    def _summary_lines(self) -> list[str]:
+        """Each arm's largest share, and the notes."""
+        return [f"largest share: {part}" for part in self._largest()] + super()._summary_lines()

@@ -69,28 +69,51 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 
-from mechanism.analysis._strategies import describe as _describe, persist, stability
-from mechanism.analysis._strategies.clustering import (OUTLIER_QUANTILE, assign_table, medoid_rows, neighbours,  # noqa: F401
-                                              umap_settings,
-                                              weighted_silhouette)
+from mechanism.analysis._strategies import describe as _describe
+from mechanism.analysis._strategies import persist, stability
+from mechanism.analysis._strategies.association import association_of
+from mechanism.analysis._strategies.clustering import (  # noqa: F401
+    OUTLIER_QUANTILE,
+    assign_table,
+    medoid_rows,
+    neighbours,
+    umap_settings,
+    weighted_silhouette,
+)
 from mechanism.analysis._strategies.describe import c_tf_idf_keywords  # noqa: F401  (public here since 0.1)
-from mechanism.analysis._strategies.description import (MAX_SHOWN_CHARS, member_examples,  # noqa: F401  (public here: the report's explorer)
-                                                pick_members)
-from mechanism.analysis._strategies.features import (FitRows, distinct_rows, embed_join, fit_vocabulary, task_plan, task_tools,
-                                            tool_plan)
+from mechanism.analysis._strategies.description import MAX_SHOWN_CHARS, member_examples, pick_members  # noqa: F401  (public here: the report's explorer)
+from mechanism.analysis._strategies.features import (
+    FitRows,
+    distinct_rows,
+    embed_join,
+    fit_vocabulary,
+    task_plan,
+    task_tools,
+    tool_plan,
+)
 from mechanism.analysis._strategies.fitcache import fit_cached
 from mechanism.analysis._strategies.labels import display_names, strategy_label  # noqa: F401  (public here)
-from mechanism.analysis._strategies.params import (CONSTRAINTS, ClusterOn, Families, Linkage, Method, Plans, check, model_params,
-                                          resolve_seed)
+from mechanism.analysis._strategies.params import (
+    CONSTRAINTS,
+    ClusterOn,
+    Families,
+    Linkage,
+    Method,
+    Plans,
+    check,
+    model_params,
+)
 from mechanism.analysis._strategies.persist import FORMAT_VERSION  # noqa: F401  (the saved format's version, public)
 from mechanism.analysis._strategies.reduce import interpolate, map_coordinates
 from mechanism.analysis.embed import TextEmbedder, make_embedder
+from mechanism.analysis.segmentation import ActionField, Retries, action_tools, render
 from mechanism.core.errors import InputError, MechanismError
 from mechanism.core.options import RandomState
+from mechanism.core.resample import resolve_seed
 from mechanism.core.schema import validate
-from mechanism.analysis.segmentation import ActionField, Retries, action_tools, render
+
 
 @dataclass
 class Placement:
@@ -133,15 +156,15 @@ class StrategySpace(BaseEstimator):
     k_range, min_cluster_size
         Numbers of strategies k-means tries (smallest, largest); HDBSCAN's smallest strategy
         in trajectories (default: 1 % of them, at least 5).
-    cluster_on, n_components, n_neighbors, min_dist, max_umap_points, outlier_factor
+    cluster_on, n_components, n_neighbors, min_dist, max_umap_points
         ``"features"`` (the joined space) or ``"umap"`` (its UMAP reduction, with these
-        settings; rows repeated by count up to ``max_umap_points``); ``outlier_factor`` is
-        unused (the outlier threshold is :attr:`threshold_`), kept so that old scripts load.
+        settings; rows repeated by count up to ``max_umap_points``).
     n_bootstrap
         Resamples of questions behind ``stability_`` (0: none).
     random_state
-        An integer in ``[0, 2**32)`` (same input, same strategies), a numpy Generator or
-        ``None`` (fresh entropy): seeds UMAP, k-means and the bootstrap (the fit's seed: ``seed_``).
+        A non-negative integer (same input, same strategies), a numpy Generator or ``None``
+        (fresh entropy): seeds UMAP, k-means and the bootstrap (the fit's seed: ``seed_``;
+        :func:`mechanism.core.resample.library_seed` hands UMAP and scikit-learn a 32-bit one).
     retries
         ``"merge"``: a failed call and the retries of its tool after it are one attempt of a
         move (failure and retry rates are execution: :meth:`execution`); ``"keep"``: every call
@@ -195,15 +218,14 @@ class StrategySpace(BaseEstimator):
     True
     """
 
-    def __init__(self, *, embedder: "str | TextEmbedder | None" = None, embedding_weight: float = 0.3,
+    def __init__(self, *, embedder: str | TextEmbedder | None = None, embedding_weight: float = 0.3,
                  structure_weight: float = 1.0, method: Method = "agglomerative", resolution: float = 1.5,
                  linkage: Linkage = "average", min_share: float = 0.07,
                  k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
                  cluster_on: ClusterOn = "features", n_components: int = 5, n_neighbors: int = 15,
-                 min_dist: float = 0.0, max_umap_points: int = 3000, outlier_factor: float = 3.0,
-                 n_bootstrap: int = 20, random_state: RandomState = 0, retries: Retries = "merge",
+                 min_dist: float = 0.0, max_umap_points: int = 3000, n_bootstrap: int = 20, random_state: RandomState = 0, retries: Retries = "merge",
                  families: Families = "keep", plans: Plans = "apart", error_pattern: str | None = None,
-                 action_field: ActionField = "auto", ignore_tools: "Sequence[str] | None" = None,
+                 action_field: ActionField = "auto", ignore_tools: Sequence[str] | None = None,
                  by: str | None = None, cache_dir: str | os.PathLike | None = None,
                  progress: bool | None = None) -> None:
         self.embedder, self.embedding_weight, self.structure_weight, self.method = (embedder, embedding_weight,
@@ -211,15 +233,18 @@ class StrategySpace(BaseEstimator):
         self.resolution, self.linkage, self.min_share, self.k_range = resolution, linkage, min_share, k_range
         self.min_cluster_size = min_cluster_size
         self.cluster_on, self.n_components, self.n_neighbors = cluster_on, n_components, n_neighbors
-        self.min_dist, self.max_umap_points, self.outlier_factor = min_dist, max_umap_points, outlier_factor
+        self.min_dist, self.max_umap_points = min_dist, max_umap_points
         self.n_bootstrap, self.random_state = n_bootstrap, random_state
         self.retries, self.families, self.plans = retries, families, plans
         self.error_pattern, self.action_field, self.ignore_tools = error_pattern, action_field, ignore_tools
         self.by, self.cache_dir, self.progress = by, cache_dir, progress
 
-    _parameter_constraints = CONSTRAINTS  # name -> check, as scikit-learn declares them
+    _parameter_constraints = CONSTRAINTS  # the one table (scikit-learn's constraint types)
 
-    def __sklearn_clone__(self) -> "StrategySpace":  # parameters only: an embedder object is shared
+    def _validate_params(self) -> None:  # the table, with the toolkit's one-line errors
+        check(self.get_params(deep=False))
+
+    def __sklearn_clone__(self) -> StrategySpace:  # parameters only: an embedder object is shared
         return type(self)(**self.get_params(deep=False))
 
     def _cache_path(self, kind: str) -> Path | None:
@@ -243,9 +268,9 @@ class StrategySpace(BaseEstimator):
                           n_groups=len(self.kinds_),
                           structure_weight=self.structure_weight, embedding_weight=self.embedding_weight)
 
-    def fit(self, runs: pl.DataFrame, y: Any = None) -> "StrategySpace":
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, runs: pl.DataFrame, y: Any = None) -> StrategySpace:
         """Find the strategies of ``runs`` (a canonical trajectory table); returns ``self``, fitted."""
-        check(self.get_params(deep=False))
         validate(runs, source="runs")
         if runs.height == 0:
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
@@ -277,8 +302,20 @@ class StrategySpace(BaseEstimator):
         self.strategies_ = _describe.table(runs, traj, self.labels_, fitted["summaries"], self.stability_, fitted[
             "optional_steps"], seed=self.seed_, task_variants=fitted["task_variants"])
         self._example_pool = _describe.example_pool(runs, traj["moves"].to_list(), self.labels_, self.strategies_)
-        self.medoids_, self._nn = medoid_rows(uniq, self.train_counts_, labels), neighbours(uniq)
+        return self._index()
+
+    def _index(self) -> StrategySpace:  # what assigning reads, derived from the fitted state
+        self.medoids_ = medoid_rows(self.train_features_, self.train_counts_, self.train_labels_)
+        self._nn = neighbours(self.train_features_)
         return self
+
+    @classmethod
+    def _restore(cls, params: dict[str, Any], state: dict[str, Any]) -> StrategySpace:
+        """A fitted space from its parameters and its fitted state (:data:`FITTED_STATE`: what
+        :meth:`save` wrote, read back by :meth:`load`); the seed and the index are derived."""
+        space = cls(**params)
+        space.__dict__.update(_fitted_state(state), seed_=int(space.random_state))
+        return space._index()
 
     def fit_transform(self, runs: pl.DataFrame, y: Any = None) -> np.ndarray:
         """Fit and return the strategy of each row (-1: outlier)."""
@@ -288,24 +325,11 @@ class StrategySpace(BaseEstimator):
         if not hasattr(self, "train_features_"):
             raise MechanismError("this StrategySpace is not fitted yet: call `fit` or `StrategySpace.load`")
 
-    def _nearest(self, runs: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
-        self._check_fitted()
-        validate(runs, source="runs", required=("arm", "question_id", "sample_id", "question",
-                                                "answer", "n_rounds", "steps"))
-        traj = self._render(runs)
-        pairs, inverse = self._features(with_kinds(traj, runs, self.by, self.kinds_))
-        if not len(pairs):
-            return traj, pairs[inverse], np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
-        # Neighbours of each distinct pair once; each query is answered independently, so
-        # gathering them per row equals querying every row.
-        dist, idx = self._nn.kneighbors(pairs)
-        return traj, pairs[inverse], dist[inverse], idx[inverse]
-
     def place(self, runs: pl.DataFrame, *, map_xy: bool = True) -> Placement:
         """Labels (the :meth:`assign` table), :meth:`coordinates` and, with ``map_xy``, strategy-map
         positions of ``runs``, from one rendering and embedding of each row (a report needs all
         three, and embedding dominates the cost)."""
-        traj, x, dist, idx = self._nearest(runs)
+        traj, x, dist, idx = _nearest(self, runs)
         assigned = assign_table(traj, x, dist, idx, train_labels=self.train_labels_, features=self.train_features_,
                                 medoids=self.medoids_, threshold=self.threshold_, rule=self.threshold_rule_)
         coords = interpolate(self.train_space_, dist, idx) if self.cluster_on == "umap" else x.astype(np.float64)
@@ -355,13 +379,13 @@ class StrategySpace(BaseEstimator):
         return _describe.examples(getattr(self, "_example_pool", None), self.strategies_, strategy, n=n, arm=arm,
                                   runs=runs, assigned=None if runs is None else self.assign(runs))
 
-    def sweep(self, resolutions: "Sequence[float] | None" = None) -> pl.DataFrame:
+    def sweep(self, resolutions: Sequence[float] | None = None) -> pl.DataFrame:
         """How the strategies merge and split as ``resolution`` varies (agglomerative only): the
         table of :func:`mechanism.analysis._strategies.stability.sweep`, made on clones (nothing changes here)."""
         self._check_fitted()
         return stability.sweep(self, resolutions)
 
-    def rename(self, names: "dict[int, str]") -> "StrategySpace":
+    def rename(self, names: dict[int, str]) -> StrategySpace:
         """Give strategies names of your own (kept by :meth:`save`, shown by :meth:`describe` and
         every table and figure built from it); unnamed ones keep their built name. Returns ``self``."""
         self._check_fitted()
@@ -373,8 +397,6 @@ class StrategySpace(BaseEstimator):
         """How far strategies track a property of the question (``by``: ``"category"``, ``"question_id"``):
         ``strategy, <by>, n, share, cramers_v, ci_low, ci_high`` (bias-corrected Cramér's V, bootstrap
         interval over questions; :mod:`mechanism.analysis._strategies.association`)."""
-        from mechanism.analysis._strategies.association import association_of
-
         return association_of(self.transform, runs, by=by, n_boot=n_boot, level=level, random_state=self.seed_)
 
     def execution(self) -> pl.DataFrame:
@@ -390,11 +412,12 @@ class StrategySpace(BaseEstimator):
         self._check_fitted()
         return self.strategies_.clone()
 
-    def set_params(self, **params: Any) -> "StrategySpace":
-        """Set constructor parameters (scikit-learn convention); refit afterwards."""
+    def set_params(self, **params: Any) -> StrategySpace:
+        """Set constructor parameters (scikit-learn convention; checked against the table); refit afterwards."""
         unknown = sorted(set(params) - set(self.get_params(deep=False)))
         if unknown:
             raise MechanismError(f"unknown parameter `{unknown[0]}` for StrategySpace")
+        check(params)
         return super().set_params(**params)
 
     def save(self, folder: str | os.PathLike) -> Path:
@@ -404,12 +427,44 @@ class StrategySpace(BaseEstimator):
                             map_coords=self.map_coordinates(compute=False))
 
     @classmethod
-    def load(cls, folder: str | os.PathLike, *, embedder: "str | TextEmbedder | None" = None,
-             cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> "StrategySpace":
+    def load(cls, folder: str | os.PathLike, *, embedder: str | TextEmbedder | None = None,
+             cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> StrategySpace:
         """Read a space written by :meth:`save`, every file checked as untrusted input and nothing
         executed (:mod:`mechanism.analysis._strategies.persist`; one-line :class:`InputError` naming file and
         field). ``embedder`` defaults to the model recorded at fit (another ``model_id`` is refused)."""
-        return persist.load(cls, folder, embedder=embedder, cache_dir=cache_dir, progress=progress)
+        return persist.load(cls._restore, folder, embedder=embedder, cache_dir=cache_dir, progress=progress)
+
+
+#: Everything a fit learns that a saved space keeps (``train_space_`` with ``cluster_on="umap"``,
+#: ``map_coords_`` when a map was drawn): :meth:`StrategySpace._restore` takes exactly these.
+FITTED_STATE = ("train_features_", "train_labels_", "train_counts_", "labels_", "train_space_", "map_coords_",
+                "strategies_", "stability_", "train_renderings_", "train_moves_", "train_plans_", "embedding_model_",
+                "embedding_dim_", "vocabulary_", "threshold_", "threshold_rule_", "n_strategies_", "names_",
+                "seed_agreement_", "action_tools_", "kinds_")
+_OPTIONAL_STATE = {"train_space_", "map_coords_"}
+
+
+def _fitted_state(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` when it holds exactly :data:`FITTED_STATE` (the optional entries aside)."""
+    odd = sorted((set(state) - set(FITTED_STATE)) | (set(FITTED_STATE) - set(state) - _OPTIONAL_STATE))
+    if odd:
+        raise MechanismError(f"a fitted StrategySpace's state has no or an unknown `{odd[0]}`")
+    return state
+
+
+def _nearest(space: StrategySpace, runs: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    """The rendered ``runs``, their joined rows and each one's nearest training rows (distances, indices)."""
+    space._check_fitted()
+    validate(runs, source="runs", required=("arm", "question_id", "sample_id", "question",
+                                            "answer", "n_rounds", "steps"))
+    traj = space._render(runs)
+    pairs, inverse = space._features(with_kinds(traj, runs, space.by, space.kinds_))
+    if not len(pairs):
+        return traj, pairs[inverse], np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
+    # Neighbours of each distinct pair once; each query is answered independently, so
+    # gathering them per row equals querying every row.
+    dist, idx = space._nn.kneighbors(pairs)
+    return traj, pairs[inverse], dist[inverse], idx[inverse]
 
 
 def declared_kinds(runs: pl.DataFrame, by: str | None) -> list[str]:

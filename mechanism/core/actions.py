@@ -29,10 +29,12 @@ import re
 import shlex
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, Union
+from typing import Any, Literal
+
+from mechanism.core.errors import InputError
 
 # How generic tools are read: detected ("auto"), named ({tool: field}) or not at all (None).
-ActionField = Union[Literal["auto"], Mapping[str, str], None]
+ActionField = Literal["auto"] | Mapping[str, str] | None
 
 __all__ = ["ACTION_FIELDS", "GENERIC_TOOL", "ActionField", "check_action_field", "detect_action_tools", "mend_typos",
            "one_typo_apart", "read_action", "tool_name", "verb_object"]
@@ -269,8 +271,6 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
 def check_action_field(value: Any) -> None:
     """A one-line error naming ``action_field`` unless it is ``"auto"``, ``None`` or a mapping
     of tool names to field names."""
-    from mechanism.core.errors import InputError
-
     if value is None or value == "auto":
         return
     if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) and k and v

@@ -80,7 +80,7 @@ def digest(data: bytes, *, algorithm: str = "blake2b") -> str:
     return hashlib.blake2b(data, digest_size=32).hexdigest()
 
 
-def code_id(paths: "Iterable[Path]") -> str:
+def code_id(paths: Iterable[Path]) -> str:
     """Digest of source files (16 hex digits): a cache entry is valid only for the code that
     made it. The one code digest of the toolkit (segmentations and fitted clusterings)."""
     return digest(b"\0".join(Path(p).read_bytes() for p in paths))[:16]
@@ -294,7 +294,7 @@ def write_array(path: Path, arr: np.ndarray, meta: dict[str, Any] | None = None,
     write_checked(path, buf.getvalue(), meta, side=side)
 
 
-def read_array(path: Path, meta: dict[str, Any] | None = None, *, dtype: "np.dtype | type",
+def read_array(path: Path, meta: dict[str, Any] | None = None, *, dtype: np.dtype | type,
                shape: tuple[int, ...] | None = None, side: Path | None = None,
                ) -> tuple[np.ndarray, dict[str, Any]] | None:
     """An array written by :func:`write_array`, with its sidecar's fields, when the entry is whole
@@ -422,12 +422,12 @@ def load_json_small(path: Path, *, max_bytes: int = SIDECAR_MAX_BYTES, folder: P
 PARQUET_MAX_DEPTH = 32  # the canonical table nests 3 levels (steps: list of struct); chat logs a few more
 
 
-def check_parquet_depth(source: "Path | bytes", *, max_depth: int = PARQUET_MAX_DEPTH, name: str = "file") -> None:
+def check_parquet_depth(source: Path | bytes, *, max_depth: int = PARQUET_MAX_DEPTH, name: str = "file") -> None:
     """Refuse (one-line :class:`ValueError`) a parquet file whose schema nests more than
     ``max_depth`` levels of lists and structs, from its footer alone: a file of lists nested
     1,000 deep crashes the reader (a segfault, no message) and 300 levels take 700 MB."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # noqa: PLC0415 - pyarrow: only when a parquet file is checked; the core layer imports light
+    import pyarrow.parquet as pq  # noqa: PLC0415 - pyarrow: only when a parquet file is checked; the core layer imports light
 
     try:
         handle = pq.ParquetFile(pa.BufferReader(source) if isinstance(source, bytes) else str(source))
@@ -448,7 +448,7 @@ def check_parquet_depth(source: "Path | bytes", *, max_depth: int = PARQUET_MAX_
 NPY_MAX_BYTES = 4 * 2**30  # one saved or cached array; a larger file is refused before it is read
 
 
-def load_npy(source: "Path | bytes", *, dtype: "np.dtype | type | None" = None, ndim: int | None = None,
+def load_npy(source: Path | bytes, *, dtype: np.dtype | type | None = None, ndim: int | None = None,
              max_bytes: int = NPY_MAX_BYTES, folder: Path | None = None) -> np.ndarray:
     """A ``.npy`` array whose header is checked before anything is allocated.
 
@@ -475,7 +475,7 @@ def load_npy(source: "Path | bytes", *, dtype: "np.dtype | type | None" = None, 
             shape, fortran, have = np.lib.format.read_array_header_2_0(fh)
         else:
             raise ValueError(f"unknown .npy version {version}")
-    except Exception as exc:  # numpy's header parser raises many types (tokenize, syntax, EOF) on junk
+    except Exception as exc:  # noqa: BLE001 - numpy's header parser raises many types (tokenize, syntax, EOF) on junk
         reason = " ".join(str(exc).split())[:120]
         raise ValueError(f"bad .npy header ({type(exc).__name__}: {reason})") from None
     if have.hasobject:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
 MESSAGE_MAX = 2000  # characters of an error line: two 100k-character names must not make a 200 KB line
 
 
@@ -123,7 +122,7 @@ class ReadReport:
     # empty file), each with why; they hold no records, so they are not counted in rows_in
     skipped_files: list[SkippedRecord] = field(default_factory=list)
 
-    def merge(self, other: "ReadReport") -> None:
+    def merge(self, other: ReadReport) -> None:
         self.rows_in += other.rows_in
         self.rows_kept += other.rows_kept
         self.rows_filtered += other.rows_filtered

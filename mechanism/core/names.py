@@ -18,6 +18,8 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING
 
+from mechanism.core.errors import InputError
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -68,7 +70,7 @@ def safe_filename(name: str, *, max_length: int = 80) -> str:
     return f"{cut}-{_short_hash(name)}"
 
 
-def file_stems(names: "list[str] | tuple[str, ...]", *, max_length: int = 80) -> dict[str, str]:
+def file_stems(names: list[str] | tuple[str, ...], *, max_length: int = 80) -> dict[str, str]:
     """A file stem for each distinct name, distinct between names: :func:`safe_filename`, and
     where two names would share a stem (``"x y"`` and ``"x_y"``, ``"ｒｌ"`` and ``"rl"``) each
     of them ends in a short hash of the name itself.
@@ -89,14 +91,13 @@ def file_stems(names: "list[str] | tuple[str, ...]", *, max_length: int = 80) ->
             stem = f"{safe_filename(n, max_length=max_length - 9)}-{_short_hash(n)}"
         out[n] = stem
     if len({v.casefold() for v in out.values()}) < len(out):  # two 32-bit hashes alike: never silently
-        from mechanism.core.errors import InputError
 
         raise InputError(f"names {[display_name(n, mathtext=False) for n in sorted(distinct)[:4]]} give clashing "
                          "file names even with their hashes: rename one", field="arm")
     return out
 
 
-def pair_folders(others: "list[str] | tuple[str, ...]", base: str) -> dict[str, str]:
+def pair_folders(others: list[str] | tuple[str, ...], base: str) -> dict[str, str]:
     """The output folder ``<arm>_vs_<base>`` of each compared arm, distinct for distinct arms
     (:func:`file_stems` over the arms and the base)."""
     stems = file_stems([*others, base])
@@ -251,10 +252,10 @@ def escape_formula(cell: str) -> str:
     return cell
 
 
-def csv_safe(frame: "pl.DataFrame") -> "pl.DataFrame":
+def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` with :func:`escape_formula` applied to every text cell and column name (one
     vectorised pass per text column): what every CSV writer of the toolkit writes."""
-    import polars as pl
+    import polars as pl  # noqa: PLC0415 - polars: a quarter second to import; this module is otherwise standard library
 
     text = [c for c, t in frame.schema.items() if t in (pl.String, pl.Categorical) or isinstance(t, pl.Enum)]
     if text:
@@ -266,7 +267,7 @@ def csv_safe(frame: "pl.DataFrame") -> "pl.DataFrame":
     return frame.rename(renamed) if renamed else frame
 
 
-def write_csv(frame: "pl.DataFrame", path: "str | os.PathLike[str]") -> None:
+def write_csv(frame: pl.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write ``frame`` as CSV with every text cell made formula-safe (:func:`csv_safe`): the one
     CSV writer of the toolkit, since arm, question and strategy names come from the input."""
     csv_safe(frame).write_csv(path)

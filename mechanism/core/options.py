@@ -2,8 +2,9 @@
 
 Every option of the toolkit follows the same rule, wherever it appears (library and CLI):
 
-- ``random_state``: ``int``, :class:`numpy.random.Generator` or ``None`` (fresh entropy), as in
-  scikit-learn and numpy; :func:`as_generator` turns any of them into a Generator.
+- ``random_state``: a non-negative ``int`` (any size), :class:`numpy.random.Generator` or ``None``
+  (fresh entropy), as in numpy; :func:`check_seed` checks it, :func:`as_generator` turns it into a
+  Generator and :func:`mechanism.core.resample.resolve_seed` into one integer.
 - ``ci``: ``float`` in (0, 1), or ``None`` for no interval; :func:`check_ci`.
 - a fixed set of choices: a ``Literal`` type, checked by :func:`check_choice`, whose error
   names the field; the CLI offers the same choices through :func:`choices`.
@@ -77,8 +78,30 @@ def check_ci(ci: Any, *, field: str = "ci") -> float | None:
     return float(ci)
 
 
+def check_seed(random_state: Any, *, field: str = "random_state") -> RandomState:
+    """``random_state`` when it is a seed: a non-negative int of any size (numpy's
+    :class:`~numpy.random.SeedSequence` takes them all), a :class:`numpy.random.Generator` or
+    ``None``; anything else a one-line :class:`InputError` naming ``field``. Every function taking
+    ``random_state`` checks it here, so every one accepts the same range.
+
+    >>> check_seed(2**33) == 2**33
+    True
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    mechanism.core.errors.InputError: `random_state` must be a non-negative int, a numpy Generator or None; got '-1'
+    """
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)) \
+            or random_state < 0:
+        raise InputError(f"`{field}` must be a non-negative int, a numpy Generator or None; "
+                         f"got {str(random_state)[:40]!r}", field=field)
+    return int(random_state)
+
+
 def as_generator(random_state: Any, *, field: str = "random_state") -> np.random.Generator:
-    """A :class:`numpy.random.Generator` from ``random_state`` (int, Generator or None).
+    """A :class:`numpy.random.Generator` from ``random_state`` (checked by :func:`check_seed`).
 
     An int gives the same draws every time; a Generator is used as it is (its state advances);
     ``None`` draws fresh entropy.
@@ -86,10 +109,4 @@ def as_generator(random_state: Any, *, field: str = "random_state") -> np.random
     >>> bool(as_generator(0).integers(10) == as_generator(0).integers(10))
     True
     """
-    if random_state is None or isinstance(random_state, np.random.Generator):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)) \
-            or random_state < 0:
-        raise InputError(f"`{field}` must be a non-negative int, a numpy Generator or None; "
-                         f"got {str(random_state)[:40]!r}", field=field)
-    return np.random.default_rng(int(random_state))
+    return np.random.default_rng(check_seed(random_state, field=field))

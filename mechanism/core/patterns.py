@@ -82,8 +82,8 @@ class LinearPattern:
         return f"LinearPattern({self.pattern!r})"
 
 
-def compile_linear(pattern: "str | re.Pattern[str] | None", *, option: str, ignore_case: bool = False,
-                   multiline: bool = False, dot_all: bool = False) -> "LinearPattern | re.Pattern[str] | None":
+def compile_linear(pattern: str | re.Pattern[str] | None, *, option: str, ignore_case: bool = False,
+                   multiline: bool = False, dot_all: bool = False) -> LinearPattern | re.Pattern[str] | None:
     """``pattern`` compiled by RE2, or a one-line :class:`InputError` naming ``option``.
 
     Parameters
@@ -116,7 +116,7 @@ def compile_linear(pattern: "str | re.Pattern[str] | None", *, option: str, igno
     except UnicodeEncodeError:
         raise InputError(f"`{option}` holds a lone surrogate character, which no engine can match",
                          field=option) from None
-    import re2
+    import re2  # noqa: PLC0415 - google-re2: only when a pattern option is given
 
     options = re2.Options()
     options.case_sensitive = not ignore_case

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+import time
+import warnings
+from collections.abc import Callable, Iterable
 from typing import TypeVar
-
 
 T = TypeVar("T")
 
@@ -20,7 +21,7 @@ def progress(iterable: Iterable[T], *, enabled: bool | None = True, desc: str | 
         return iterable
     # tqdm's text bar, imported only when shown: tqdm.auto warns on import in a notebook without
     # ipywidgets, which would print unasked
-    from tqdm import tqdm
+    from tqdm import tqdm  # noqa: PLC0415 - tqdm: only when a bar is shown (tqdm.auto warns on import in some notebooks)
 
     return tqdm(iterable, desc=desc, total=total, leave=False, file=sys.stderr)
 
@@ -32,12 +33,11 @@ def import_tqdm_quietly() -> None:
     notebook without ipywidgets that prints a ``TqdmWarning`` to stderr, which the library must
     not do unasked. Importing it once here, inside a local filter, leaves nothing to warn later.
     """
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import tqdm.auto  # noqa: F401
-        import tqdm.autonotebook  # noqa: F401
+        # imported for their side effect, under the filter: later imports find them loaded and do not warn
+        import tqdm.auto  # noqa: PLC0415 - tqdm: imported here, under the warning filter, on purpose
+        import tqdm.autonotebook  # noqa: F401, PLC0415 - as above; the name itself is unused
 
 
 
@@ -50,9 +50,7 @@ class StageClock:
     ['read']
     """
 
-    def __init__(self, echo=None) -> None:  # noqa: ANN001 - a callable taking one line
-        import time
-
+    def __init__(self, echo: Callable[[str], None] | None = None) -> None:
         self._now = time.perf_counter
         self._echo = echo or (lambda line: None)
         self.seconds: dict[str, float] = {}

@@ -8,6 +8,8 @@ import warnings
 
 import numpy as np
 
+from mechanism.core.options import check_seed
+
 
 def question_bootstrap_weights(n_questions: int, n_boot: int, random_state: int | np.random.Generator | None = 0) -> np.ndarray:
     """How often each question is drawn in each bootstrap replicate.
@@ -194,23 +196,37 @@ def resolve_seed(random_state: int | np.random.Generator | np.random.SeedSequenc
     """One integer seed for a whole analysis, whatever ``random_state`` was given.
 
     The random-stream policy of the toolkit: an entry point (``reweighting``, ``boundary``,
-    ...) turns its ``random_state`` into one integer here, once, and every stage derives its
-    own stream from that integer with :func:`stream`. Stages that resample questions then
-    draw the *same* question resamples (their intervals are paired), whether the caller
-    passed an int, a ``numpy.random.Generator`` (one integer is drawn from it, so the
-    generator advances once per call) or ``None`` (fresh entropy, drawn once).
+    ``StrategySpace.fit``, ...) turns its ``random_state`` into one integer here, once, and every
+    stage derives its own stream from that integer with :func:`stream`. Stages that resample
+    questions then draw the *same* question resamples (their intervals are paired), whether the
+    caller passed an int (kept as it is, any size), a ``numpy.random.Generator`` (one integer is
+    drawn from it, so the generator advances once per call) or ``None`` (fresh entropy, drawn
+    once). Anything else is the one-line error of :func:`mechanism.core.options.check_seed`.
+
+    >>> resolve_seed(2**33) == 2**33
+    True
     """
-    if isinstance(random_state, (bool, np.bool_)):
-        raise ValueError("`random_state` must be an int, a numpy Generator or None, not a bool")
-    if isinstance(random_state, (int, np.integer)):
-        return int(random_state)
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**63 - 1))
     if isinstance(random_state, np.random.SeedSequence):
         return int(random_state.generate_state(2, np.uint64)[0] >> np.uint64(1))
-    if random_state is None:
-        return int(np.random.SeedSequence().generate_state(2, np.uint64)[0] >> np.uint64(1))
-    raise ValueError(f"`random_state` must be an int, a numpy Generator or None, got {type(random_state).__name__}")
+    random_state = check_seed(random_state)
+    if isinstance(random_state, int):
+        return random_state
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    return int(np.random.SeedSequence().generate_state(2, np.uint64)[0] >> np.uint64(1))
+
+
+def library_seed(seed: int) -> int:
+    """The seed handed to a library that takes only ``[0, 2**32)`` (scikit-learn, UMAP): ``seed``
+    itself when it fits, else one derived from it by :class:`numpy.random.SeedSequence` (the same
+    seed always gives the same one), so a larger seed is never refused.
+
+    >>> library_seed(7), library_seed(2**33) == library_seed(2**33) < 2**32
+    (7, True)
+    """
+    if 0 <= seed < 2**32:
+        return int(seed)
+    return int(np.random.SeedSequence(seed).generate_state(1, np.uint32)[0])
 
 
 def stream(random_state: int | np.random.Generator | None, purpose: str) -> np.random.Generator:

@@ -3,20 +3,31 @@
 Every analysis result (:class:`~mechanism.analysis.boundaries.Boundary`,
 :class:`~mechanism.analysis.compare.Reweighting`, :class:`~mechanism.analysis.information.Integration`,
 :class:`~mechanism.analysis.checkpoints.Track`, :class:`~mechanism.analysis.passkt.Consistency`,
-:class:`~mechanism.analysis.passkt.PassEstimate`, ...) derives from :class:`Result` and offers the same
-things:
+:class:`~mechanism.analysis.passkt.PassEstimate`, :class:`~mechanism.analysis.passkt.PassTable`, ...)
+derives from :class:`Result` and offers the same things:
 
-- ``to_frame()``: one long polars table of the headline estimates, always with the same
-  schema: the result's declared key columns (the class attribute ``key_columns``, e.g.
-  ``base, treated, weighting`` or ``checkpoint, k, t``), then the shared columns
-  ``quantity, estimate, ci_low, ci_high, detectable`` (:data:`SHARED_COLUMNS`, the same names
-  and dtypes in every result). A key is a column, never part of a quantity's name;
+- ``to_frame()``: one long polars table of the headline estimates;
 - ``summary()`` returns a :class:`Summary`: it prints as plain text and renders as Markdown,
   HTML and LaTeX (in a notebook it shows as an HTML table of its findings);
 - ``verdict()`` the finding in one line;
 - ``tables()`` every table by a file-friendly name;
 - ``to_dict()`` a JSON-ready dict;
 - a one-line ``repr`` that says what the object is, not every table it holds.
+
+Conventions, the same in every result:
+
+- **Columns.** ``to_frame()`` has the result's declared key columns first (the class attribute
+  ``key_columns``, e.g. ``base, treated, weighting`` or ``checkpoint, k, t``), then any further
+  column the result declares (``extra_columns``, e.g. ``planted``, ``ci_level``), then the
+  shared columns :data:`SHARED_COLUMNS` (the same names and dtypes everywhere), so every
+  ``to_frame()`` ends in exactly ``quantity, estimate, ci_low, ci_high``:
+  ``..., detectable, quantity, estimate, ci_low, ci_high``.
+- **Pairs.** A result that compares two arms names them ``base`` and ``treated`` (key columns
+  of those names; a difference is treated - base).
+- **Tables.** ``tables()`` always holds ``"estimates"`` (``to_frame()``); its other names are
+  plain snake_case without the result's name as a prefix (``tests``, ``split``, ``by_category``).
+- **Quantities.** A key is a column, never part of a quantity's name: ``pass1`` with the arm
+  in ``arm``, not ``pass1_base``; ``pass_at_kt`` with ``k`` and ``t`` columns, not ``PASS@(1,5)``.
 
 Text in a result comes from the input (arm names, strategy keywords, answers), so every
 renderer escapes it for its target: HTML entities, LaTeX specials, Markdown table pipes.
@@ -39,18 +50,24 @@ import html
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import polars as pl
 
-__all__ = ["Summary", "Result", "SHARED_COLUMNS", "conform_frame", "frame_to_markdown", "frame_to_html",
-           "frame_to_latex", "latex_escape"]
+from mechanism.core.errors import InputError
+from mechanism.core.names import escape_control
+from mechanism.core.text import md_escape, md_table
 
-#: The columns every ``to_frame()`` ends with, and their dtypes. ``detectable`` is the smallest
-#: true effect the design detects with probability 0.8 at the interval's level
+__all__ = ["Summary", "Result", "TableResult", "SHARED_COLUMNS", "VALUE_COLUMNS", "conform_frame",
+           "frame_to_markdown", "frame_to_html", "frame_to_latex", "latex_escape"]
+
+#: The columns every ``to_frame()`` ends with, in order, and their dtypes. ``detectable`` is the
+#: smallest true effect the design detects with probability 0.8 at the interval's level
 #: (:func:`mechanism.core.resample.detectable_effect`), null where the result does not compute one.
-SHARED_COLUMNS: dict[str, pl.DataType] = {"quantity": pl.String(), "estimate": pl.Float64(), "ci_low": pl.Float64(),
-                                          "ci_high": pl.Float64(), "detectable": pl.Float64()}
+SHARED_COLUMNS: dict[str, pl.DataType] = {"detectable": pl.Float64(), "quantity": pl.String(),
+                                          "estimate": pl.Float64(), "ci_low": pl.Float64(), "ci_high": pl.Float64()}
+#: The last four columns of every ``to_frame()``.
+VALUE_COLUMNS: tuple[str, ...] = ("quantity", "estimate", "ci_low", "ci_high")
 
 
 def _cell(value: Any, digits: int = 3) -> str:
@@ -77,15 +94,9 @@ def _rows(frame: pl.DataFrame, max_rows: int | None) -> tuple[list[list[str]], i
 
 
 def frame_to_markdown(frame: pl.DataFrame, *, max_rows: int | None = 50) -> str:
-    """A GitHub-flavoured Markdown table of ``frame`` (pipes and newlines in cells escaped)."""
-    def esc(text: str) -> str:
-        return (text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "\\<").replace(">", "\\>")
-                .replace("\n", " ").replace("\r", " "))
-
+    """A GitHub-flavoured Markdown table of ``frame``, every cell through :func:`mechanism.core.text.md_escape`."""
     rows, hidden = _rows(frame, max_rows)
-    lines = ["| " + " | ".join(esc(c) for c in frame.columns) + " |",
-             "|" + "|".join("---" for _ in frame.columns) + "|"]
-    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    lines = [md_table(frame.columns, rows)]
     if hidden:
         lines.append(f"\n({hidden} more rows)")
     return "\n".join(lines)
@@ -118,8 +129,6 @@ def latex_escape(text: str) -> str:
     >>> latex_escape("rl\x1b[1m")
     'rl\\textbackslash{}x1b[1m'
     """
-    from mechanism.core.names import escape_control
-
     text = escape_control(str(text))
     return _LATEX_RE.sub(lambda m: _LATEX_SPECIALS[m.group(0)], text)
 
@@ -205,13 +214,10 @@ class Summary:
     # -- renderings
     def as_markdown(self, *, max_rows: int | None = 50) -> str:
         """Markdown: the title as a heading, findings as a list, then each table."""
-        def esc(text: str) -> str:
-            return re.sub(r"([\\`*_\[\]<>|#])", r"\\\1", text.strip())
-
-        parts = [f"**{esc(self.title)}**", ""]
-        parts += [f"- {esc(line)}" for line in self.lines if line.strip()]
+        parts = [f"**{md_escape(self.title)}**", ""]
+        parts += [f"- {md_escape(line)}" for line in self.lines if line.strip()]
         for name, table in self.tables.items():
-            parts += ["", f"*{esc(name)}*", "", frame_to_markdown(table, max_rows=max_rows)]
+            parts += ["", f"*{md_escape(name)}*", "", frame_to_markdown(table, max_rows=max_rows)]
         return "\n".join(parts)
 
     def as_html(self, *, max_rows: int | None = 50) -> str:
@@ -244,7 +250,7 @@ class Summary:
 
 def conform_frame(frame: pl.DataFrame, keys: Mapping[str, pl.DataType | None], *,
                   extra: Mapping[str, pl.DataType | None] | None = None) -> pl.DataFrame:
-    """``frame`` in the shared schema: ``keys``, then :data:`SHARED_COLUMNS`, then ``extra``.
+    """``frame`` in the shared schema: ``keys``, then ``extra``, then :data:`SHARED_COLUMNS`.
 
     A key or shared column the frame lacks is added as nulls of its dtype; a dtype of ``None``
     keeps the frame's own (keys taken from the input, such as ``by`` columns). A column that is
@@ -252,10 +258,10 @@ def conform_frame(frame: pl.DataFrame, keys: Mapping[str, pl.DataType | None], *
 
     >>> conform_frame(pl.DataFrame({"arm": ["a"], "quantity": ["accuracy"], "estimate": [0.5]}),
     ...               {"arm": pl.String}).columns
-    ['arm', 'quantity', 'estimate', 'ci_low', 'ci_high', 'detectable']
+    ['arm', 'detectable', 'quantity', 'estimate', 'ci_low', 'ci_high']
     """
     extra = dict(extra or {})
-    declared = {**keys, **SHARED_COLUMNS, **extra}
+    declared = {**keys, **extra, **SHARED_COLUMNS}
     unknown = [c for c in frame.columns if c not in declared]
     if unknown:
         raise TypeError(f"columns {unknown} are not declared key columns of this result")
@@ -281,7 +287,7 @@ class Result:
 
     #: Key columns of ``to_frame()``, before the shared ones: name -> dtype.
     key_columns: ClassVar[Mapping[str, pl.DataType | None]] = {}
-    #: Further columns some results carry after the shared ones (e.g. a planted value).
+    #: Further columns some results carry between the keys and the shared ones (e.g. a planted value).
     extra_columns: ClassVar[Mapping[str, pl.DataType | None]] = {}
 
     def _keys(self) -> Mapping[str, pl.DataType | None]:
@@ -293,8 +299,8 @@ class Result:
         raise NotImplementedError
 
     def to_frame(self) -> pl.DataFrame:
-        """Long table of the headline estimates: the key columns, then
-        ``quantity, estimate, ci_low, ci_high, detectable``."""
+        """Long table of the headline estimates: the key columns, any extra ones, then
+        ``detectable, quantity, estimate, ci_low, ci_high``."""
         return conform_frame(self._estimates(), self._keys(), extra=self.extra_columns)
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -334,6 +340,85 @@ class Result:
         return f"<{type(self).__name__}{': ' + head if head else ''}>"
 
 
+_T = TypeVar("_T", bound="TableResult")
+
+
+class TableResult(pl.DataFrame, Result):
+    """A result that is its own wide table: a ``polars.DataFrame`` (every DataFrame method and
+    ``isinstance(x, pl.DataFrame)`` hold, and it prints as the table it is) that is also a
+    :class:`Result`, for functions whose callers index the table they return.
+
+    A subclass declares ``value_column`` (the wide column that is ``estimate`` in
+    ``to_frame()``), ``quantity`` (its name there), ``table_name`` (the wide table's name in
+    ``tables()``) and ``key_columns``, and implements ``verdict()``. ``notes`` hold what the
+    caller should know (small samples, how something was counted); ``pl.DataFrame(table)`` is
+    the wide table as a plain frame.
+
+    Examples
+    --------
+    >>> class Means(TableResult):
+    ...     key_columns = {"arm": pl.String()}
+    ...     value_column, quantity, table_name = "mean", "mean", "means"
+    >>> means = Means.with_notes(pl.DataFrame({"arm": ["a"], "mean": [0.5]}), ["one sample"])
+    >>> isinstance(means, pl.DataFrame), means.notes, means["mean"].to_list()
+    (True, ('one sample',), [0.5])
+    >>> means.to_frame().columns
+    ['arm', 'detectable', 'quantity', 'estimate', 'ci_low', 'ci_high']
+    >>> sorted(means.tables()), means.to_dict()
+    (['estimates', 'means'], {'notes': ['one sample'], 'mean': [{'arm': 'a', 'mean': 0.5}]})
+    """
+
+    notes: tuple[str, ...] = ()
+    #: The wide column whose values are ``estimate`` in ``to_frame()``.
+    value_column: ClassVar[str] = "estimate"
+    #: The ``quantity`` of every row of ``to_frame()``.
+    quantity: ClassVar[str] = "estimate"
+    #: The wide table's name in ``tables()`` and ``summary()``.
+    table_name: ClassVar[str] = "table"
+
+    @classmethod
+    def with_notes(cls: type[_T], frame: pl.DataFrame, notes: Iterable[str] = ()) -> _T:
+        """``frame`` as this result, holding ``notes``."""
+        out = cls(frame)
+        out.notes = tuple(notes)
+        return out
+
+    def _wide(self) -> pl.DataFrame:
+        """The wide table ``to_frame()`` is read from (a subclass may fill in a key it implies)."""
+        return pl.DataFrame(self)
+
+    def _estimates(self) -> pl.DataFrame:
+        """One row per row of the wide table: its keys, ``value_column`` as ``estimate``, its interval."""
+        frame = self._wide()
+        keep = [c for c in (*self._keys(), *self.extra_columns, "detectable") if c in frame.columns]
+        return frame.select(*keep, pl.lit(self.quantity).alias("quantity"), pl.col(self.value_column).alias("estimate"),
+                            *[c for c in ("ci_low", "ci_high") if c in frame.columns])
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """``estimates`` (:meth:`to_frame`) and the wide table as a plain DataFrame (``table_name``)."""
+        return {"estimates": self.to_frame(), self.table_name: pl.DataFrame(self)}
+
+    def to_dict(self, *, as_series: bool | None = None) -> dict[str, Any]:
+        """JSON-ready dict: the notes and the wide table as a list of rows (under ``value_column``).
+
+        With ``as_series`` given, polars' own ``DataFrame.to_dict`` (column name -> values).
+        """
+        if as_series is not None:
+            return pl.DataFrame.to_dict(self, as_series=as_series)
+        return {"notes": list(self.notes), self.value_column: pl.DataFrame(self).to_dicts()}
+
+    def _summary_lines(self) -> list[str]:
+        return [f"note: {n}" for n in self.notes]
+
+    def _summary_tables(self) -> dict[str, pl.DataFrame]:
+        return {self.table_name: pl.DataFrame(self)}
+
+    def _headline(self) -> str:
+        return f"{self.height} rows"
+
+    __repr__ = pl.DataFrame.__repr__  # prints as the table it is, as a DataFrame does
+
+
 #: The ``category`` value of the pooled rows in a ``by_category`` table.
 POOLED_CATEGORY = "all"
 
@@ -362,8 +447,6 @@ def by_category(runs: pl.DataFrame, by: str, pooled: Any, compute: Any) -> tuple
     -------
     table, notes
     """
-    from mechanism.core.errors import InputError
-
     if by not in runs.columns:
         raise InputError(f"no column `{by}` to split results by (columns: {', '.join(runs.columns)})", field=by)
     values = runs[by].cast(pl.String).fill_null("(missing)")

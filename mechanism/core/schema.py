@@ -1,16 +1,17 @@
-"""The canonical trajectory table: one row per trajectory (DESIGN.md section 3).
+"""The canonical trajectory table: one row per trajectory (its columns: docs/reading.md).
 
 Stages meet only through this table, so it is defined once here, with a validator that
 says exactly what is wrong.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
 
-from mechanism.core.errors import InputError
+from mechanism.core.errors import ComparisonWarning, InputError
 
 # `user`: what the user (real or simulated) said since the previous call, in conversations;
 # null where the source has no user turns there. Tables written before it existed still read
@@ -19,7 +20,7 @@ from mechanism.core.errors import InputError
 # an `error_pattern` (mechanism.readers); the move grammar counts a call it marks as failed.
 STEP_FIELDS = ("thought", "tool", "arguments", "query", "observation", "user")
 
-STEP_DTYPE = pl.Struct({name: pl.String for name in STEP_FIELDS})
+STEP_DTYPE = pl.Struct(dict.fromkeys(STEP_FIELDS, pl.String))
 
 REQUIRED_COLUMNS: dict[str, pl.DataType] = {
     "arm": pl.String,
@@ -222,10 +223,6 @@ def shared_questions(runs: pl.DataFrame, arms: Iterable[str], *, what: str = "co
     >>> str(caught[0].message)
     "reweighting: arms 'a', 'b' share 1 of 2 questions; compared on those 1"
     """
-    import warnings
-
-    from mechanism.core.errors import ComparisonWarning
-
     arms = list(dict.fromkeys(arms))
     shared, total = count_shared(runs, arms)
     if not allow_few and shared > 0:  # none shared: the comparison itself refuses, with its own error

@@ -13,12 +13,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import Bbox
 
+from mechanism.analysis.compare import OUTLIER, Reweighting
 from mechanism.core.errors import InputError
 from mechanism.core.names import display_name
-from mechanism.plots.style import arm_colors, arm_label, paper_style
 from mechanism.core.resample import percentile_interval
-from mechanism.analysis.compare import OUTLIER, Reweighting
+from mechanism.plots.style import arm_colors, arm_label, paper_style
 
 POSITIVE = "#009E73"
 NEGATIVE = "#D55E00"
@@ -45,6 +46,60 @@ def _as_list(results: Reweighting | Sequence[Reweighting]) -> list[Reweighting]:
     if len(bases) > 1:
         raise InputError(f"results compare against different base arms {sorted(bases)}", field="results")
     return out
+
+
+def _share_panel(ax: Any, rw: Reweighting, base: str, colors: Mapping[str, str], *, label_top: int,
+                 names: Mapping[Any, str] | None, keyed: dict[Any, str]) -> tuple[list, list]:
+    """One treated arm's panel of :func:`plot_share_success`: whiskers, markers and arrows; returns
+    the labels to place and the markers they must avoid (strategies named by a short id go in ``keyed``)."""
+    t = rw.strategies
+    sb, st = t["share_base"].to_numpy(), t["share_treated"].to_numpy()
+    rb = t["success_base"].fill_null(np.nan).to_numpy()
+    rt = t["success_treated"].fill_null(np.nan).to_numpy()
+    x_max = float(np.nanmax(np.r_[sb, st, t["share_treated_ci_high"].fill_null(0).to_numpy(),
+                                  t["share_base_ci_high"].fill_null(0).to_numpy()]))
+    ax.set_xlim(-0.01, min(1.02, x_max * 1.15 + 0.03))
+    for arm, share, rate, prefix, filled in ((base, sb, rb, "share_base", False),
+                                             (rw.treated, st, rt, "share_treated", True)):
+        ok = share > 0
+        rate_key = "success_base" if prefix == "share_base" else "success_treated"
+        xerr = np.vstack([share - t[f"{prefix}_ci_low"].fill_null(np.nan).to_numpy(),
+                          t[f"{prefix}_ci_high"].fill_null(np.nan).to_numpy() - share])
+        yerr = np.vstack([rate - t[f"{rate_key}_ci_low"].fill_null(np.nan).to_numpy(),
+                          t[f"{rate_key}_ci_high"].fill_null(np.nan).to_numpy() - rate])
+        ax.errorbar(share[ok], rate[ok], xerr=np.clip(xerr[:, ok], 0, None),
+                    yerr=np.clip(yerr[:, ok], 0, None), fmt="none",
+                    ecolor=colors[arm], elinewidth=0.6, alpha=0.45, capsize=0, zorder=2)
+        ax.scatter(share[ok], rate[ok], s=30 + 900 * share[ok],
+                   facecolors=colors[arm] if filled else "white", edgecolors=colors[arm],
+                   linewidths=1.2, alpha=0.9 if filled else 1.0, zorder=3)
+    both = (sb > 0) & (st > 0)
+    for i in np.flatnonzero(both):
+        ax.annotate("", xy=(st[i], rt[i]), xytext=(sb[i], rb[i]), zorder=4,
+                    arrowprops={"arrowstyle": "-|>", "color": "0.25", "lw": 0.9,
+                                "shrinkA": 4, "shrinkB": 5, "mutation_scale": 8})
+    moved = np.abs(st - sb)
+    labels = []
+    for i in np.argsort(-moved, kind="stable")[:label_top]:
+        x, y = (st[i], rt[i]) if st[i] > 0 else (sb[i], rb[i])
+        if not np.isfinite(y):
+            continue
+        value = t["strategy"][int(i)]
+        name = _short_id(value, names)
+        if names is not None and value in names:
+            keyed[value] = text_label(value, names=names, max_length=60)
+        if sb[i] == 0:
+            name += " (new)"
+        elif st[i] == 0:
+            name += " (dropped)"
+        labels.append((float(x), float(y), name))
+    markers = [(float(xx), float(yy), 30 + 900 * float(xx)) for share, rate in ((sb, rb), (st, rt))
+               for xx, yy in zip(share, rate) if xx > 0 and np.isfinite(yy)]
+    ax.set_title(f"{arm_label(base)} \u2192 {arm_label(rw.treated)}\n"
+                 f"\u0394acc {rw.total:+.3f} = {rw.composition:+.3f} composition "
+                 f"{rw.within:+.3f} within", fontsize=8.5)
+    ax.set_xlabel("share of trajectories")
+    return labels, markers
 
 
 def plot_share_success(results: Reweighting | Sequence[Reweighting], *, title: str | None = None,
@@ -82,54 +137,8 @@ def plot_share_success(results: Reweighting | Sequence[Reweighting], *, title: s
         ax_labels: list[tuple[Any, list, list]] = []
         keyed: dict[Any, str] = {}  # strategies named on the plot by a short id, spelled out below
         for ax, rw in zip(axes[0], results):
-            t = rw.strategies
-            sb, st = t["share_base"].to_numpy(), t["share_treated"].to_numpy()
-            rb = t["success_base"].fill_null(np.nan).to_numpy()
-            rt = t["success_treated"].fill_null(np.nan).to_numpy()
-            x_max = float(np.nanmax(np.r_[sb, st, t["share_treated_ci_high"].fill_null(0).to_numpy(),
-                                          t["share_base_ci_high"].fill_null(0).to_numpy()]))
-            ax.set_xlim(-0.01, min(1.02, x_max * 1.15 + 0.03))
-            for arm, share, rate, prefix, filled in ((base, sb, rb, "share_base", False),
-                                                     (rw.treated, st, rt, "share_treated", True)):
-                ok = share > 0
-                rate_key = "success_base" if prefix == "share_base" else "success_treated"
-                xerr = np.vstack([share - t[f"{prefix}_ci_low"].fill_null(np.nan).to_numpy(),
-                                  t[f"{prefix}_ci_high"].fill_null(np.nan).to_numpy() - share])
-                yerr = np.vstack([rate - t[f"{rate_key}_ci_low"].fill_null(np.nan).to_numpy(),
-                                  t[f"{rate_key}_ci_high"].fill_null(np.nan).to_numpy() - rate])
-                ax.errorbar(share[ok], rate[ok], xerr=np.clip(xerr[:, ok], 0, None),
-                            yerr=np.clip(yerr[:, ok], 0, None), fmt="none",
-                            ecolor=colors[arm], elinewidth=0.6, alpha=0.45, capsize=0, zorder=2)
-                ax.scatter(share[ok], rate[ok], s=30 + 900 * share[ok],
-                           facecolors=colors[arm] if filled else "white", edgecolors=colors[arm],
-                           linewidths=1.2, alpha=0.9 if filled else 1.0, zorder=3)
-            both = (sb > 0) & (st > 0)
-            for i in np.flatnonzero(both):
-                ax.annotate("", xy=(st[i], rt[i]), xytext=(sb[i], rb[i]), zorder=4,
-                            arrowprops={"arrowstyle": "-|>", "color": "0.25", "lw": 0.9,
-                                        "shrinkA": 4, "shrinkB": 5, "mutation_scale": 8})
-            moved = np.abs(st - sb)
-            labels = []
-            for i in np.argsort(-moved, kind="stable")[:label_top]:
-                x, y = (st[i], rt[i]) if st[i] > 0 else (sb[i], rb[i])
-                if not np.isfinite(y):
-                    continue
-                value = t["strategy"][int(i)]
-                name = _short_id(value, names)
-                if names is not None and value in names:
-                    keyed[value] = text_label(value, names=names, max_length=60)
-                if sb[i] == 0:
-                    name += " (new)"
-                elif st[i] == 0:
-                    name += " (dropped)"
-                labels.append((float(x), float(y), name))
-            markers = [(float(xx), float(yy), 30 + 900 * float(xx)) for share, rate in ((sb, rb), (st, rt))
-                       for xx, yy in zip(share, rate) if xx > 0 and np.isfinite(yy)]
+            labels, markers = _share_panel(ax, rw, base, colors, label_top=label_top, names=names, keyed=keyed)
             ax_labels.append((ax, labels, markers))
-            ax.set_title(f"{arm_label(base)} \u2192 {arm_label(rw.treated)}\n"
-                         f"\u0394acc {rw.total:+.3f} = {rw.composition:+.3f} composition "
-                         f"{rw.within:+.3f} within", fontsize=8.5)
-            ax.set_xlabel("share of trajectories")
         axes[0, 0].set_ylabel("success rate within strategy")
         axes[0, 0].set_ylim(-0.03, 1.05)
         handles = [Line2D([], [], marker="o", linestyle="", markerfacecolor="white",
@@ -176,8 +185,6 @@ def _place_labels(fig: Figure, ax: Any, labels: list[tuple[float, float, str]],
     until its box clears the markers (``(x, y, area in pt^2)``) and the labels already
     placed; a leader line joins a displaced label to its point.
     """
-    from matplotlib.transforms import Bbox
-
     renderer = fig.canvas.get_renderer()
     scale = fig.dpi / 72.0
     obstacles = []

@@ -16,7 +16,6 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from mechanism.core.deprecation import deprecated
 from mechanism.plots.style import STRATEGY_PALETTE, arm_colors, arm_label, display_name, paper_style
 from mechanism.analysis.strategy_space import strategy_label
 
@@ -304,12 +303,6 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
         if caption:
             ax.set_title("Strategy shares per arm")
     return fig
-
-
-def strategy_shares(*args, **kwargs) -> Figure:
-    """Deprecated name of :func:`plot_strategy_shares`."""
-    deprecated("`mechanism.plots.strategy_shares`", "use `mechanism.plots.plot_strategy_shares`")
-    return plot_strategy_shares(*args, **kwargs)
 
 
 def strategy_table(space: StrategySpace, *, top: int = 12, described: pl.DataFrame | None = None,

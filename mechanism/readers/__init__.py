@@ -1,8 +1,8 @@
 """Read trajectory files of any supported format into the canonical table.
 
 One module per format (``canonical``, ``searchr1``, ``openai``, ``react``, ``atif``,
-``fireact``, ``inspect`` in ``inspectlog``), each with ``detect(record, fields)`` and ``parse(record, fields)``; this module
-finds the files, detects formats, and turns parsed records into validated rows::
+``fireact``, ``inspect`` in ``inspectlog``), each with ``detect(record, fields)`` and
+``parse(record, fields)``; this module finds the files, detects formats, and turns parsed records into validated rows::
 
     from mechanism.readers import read
     runs, report = read(["base.searchr1.jsonl", "rl.searchr1.jsonl"], report=True)
@@ -21,19 +21,29 @@ from typing import Any, Literal, NamedTuple
 import polars as pl
 
 from mechanism.core.errors import InputError, ReadReport, ReadWarning, SkippedRecord
-from mechanism.core.progress import progress as _progress
-from mechanism.readers import atif, canonical, fireact, inspectlog, openai, react, searchr1
 from mechanism.core.names import safe_filename
 from mechanism.core.options import check_choice
+from mechanism.core.progress import progress as _progress
+from mechanism.core.schema import validate
+from mechanism.readers import atif, canonical, fireact, inspectlog, openai, react, searchr1
 from mechanism.readers._answer import compile_answer_pattern
 from mechanism.readers._build import SCORERS, Columns, ReadOptions, Tally, build_row
-from mechanism.readers._fields import FieldMap, _get_path, _MISSING
-from mechanism.readers._where import prepare_sql
+from mechanism.readers._fields import _MISSING, FieldMap, _get_path
 from mechanism.readers._io import (
-    EmptyInput, check_nonempty, container, folder_files, frame_records, iter_jsonl, json_records, load_json,
-    read_csv, read_parquet, unwrap, check_surrogates,
+    EmptyInput,
+    check_nonempty,
+    check_surrogates,
+    container,
+    folder_files,
+    frame_records,
+    iter_jsonl,
+    json_records,
+    load_json,
+    read_csv,
+    read_parquet,
+    unwrap,
 )
-from mechanism.core.schema import validate
+from mechanism.readers._where import prepare_sql
 
 __all__ = ["read", "detect_format", "check_read_options", "input_paths", "ReadSettings", "FORMATS", "SCORERS"]
 
@@ -199,19 +209,19 @@ class ReadSettings(NamedTuple):
 
     fields: FieldMap               # the field names (``columns``) with the answer pattern and multi_action
     options: ReadOptions           # scorer, unanswered, round_tools, question_key, error_pattern
-    where: "_Where | None"         # the record filter, or None
+    where: _Where | None         # the record filter, or None
 
 
 def check_read_options(format: str = "auto", *, arm: str | None = None, columns: Mapping[str, str] | None = None,
-                       errors: Errors = "raise", where: "str | pl.Expr | None" = None,
-                       answer_pattern: "str | re.Pattern[str] | None" = None,
-                       scorer: "str | Callable[[str, list[str]], bool]" = "em",
+                       errors: Errors = "raise", where: str | pl.Expr | None = None,
+                       answer_pattern: str | re.Pattern[str] | None = None,
+                       scorer: str | Callable[[str, list[str]], bool] = "em",
                        unanswered: Unanswered = "fail",
-                       round_tools: "str | Collection[str] | None" = None,
-                       error_pattern: "str | re.Pattern[str] | None" = None,
+                       round_tools: str | Collection[str] | None = None,
+                       error_pattern: str | re.Pattern[str] | None = None,
                        multi_action: MultiAction = "first",
                        duplicates: Duplicates = "keep",
-                       question_key: "str | re.Pattern[str] | None" = None) -> ReadSettings:
+                       question_key: str | re.Pattern[str] | None = None) -> ReadSettings:
     """Check :func:`read`'s options (the same names, defaults and meanings) before any file is read.
 
     :func:`read` calls it, and so do the shard functions of :mod:`mechanism.analysis.parallel` once
@@ -244,15 +254,15 @@ def check_read_options(format: str = "auto", *, arm: str | None = None, columns:
 
 def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None,
          columns: Mapping[str, str] | None = None, errors: Errors = "raise",
-         report: bool = False, progress: bool | None = False, where: "str | pl.Expr | None" = None,
-         answer_pattern: "str | re.Pattern[str] | None" = None,
-         scorer: "str | Callable[[str, list[str]], bool]" = "em",
+         report: bool = False, progress: bool | None = False, where: str | pl.Expr | None = None,
+         answer_pattern: str | re.Pattern[str] | None = None,
+         scorer: str | Callable[[str, list[str]], bool] = "em",
          unanswered: Unanswered = "fail",
-         round_tools: "str | Collection[str] | None" = None,
-         error_pattern: "str | re.Pattern[str] | None" = None,
+         round_tools: str | Collection[str] | None = None,
+         error_pattern: str | re.Pattern[str] | None = None,
          multi_action: MultiAction = "first",
          duplicates: Duplicates = "keep",
-         question_key: "str | re.Pattern[str] | None" = None) -> pl.DataFrame | tuple[pl.DataFrame, ReadReport]:
+         question_key: str | re.Pattern[str] | None = None) -> pl.DataFrame | tuple[pl.DataFrame, ReadReport]:
     """Read trajectory files into the canonical table (one row per trajectory).
 
     Parameters
@@ -358,69 +368,8 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
     tally = Tally(scorer_name=options.scorer_name)
     rows = Columns()
     for path in input_paths(path_or_paths, skipped=rep.skipped_files if errors == "skip" else None):
-        src = None
-        if format == "inspect" or (format == "auto" and inspectlog.is_inspect_log(path)):
-            src_name, fmt, records = str(path), "inspect", inspectlog.records(path)
-        else:
-            try:
-                src = _Source(path, fields)
-            except EmptyInput as empty:  # no record to read, said either way
-                if errors == "raise":
-                    raise
-                rep.skipped_files.append(SkippedRecord(str(path), None, None, empty.reason))
-                continue
-            src_name = src.name
-            fmt = src.detect() if format == "auto" else format
-            records = src.records(fmt)
-        rep.formats[src_name] = fmt
-        module = _MODULES[fmt]
-        stem_arm = safe_filename(path.stem)
-        if filt is not None:
-            records = filt.apply(records, src_name, rep)
-        layout = _Layout(fields)
-        for line, record in _progress(records, enabled=progress, desc=path.name):
-            rep.rows_in += 1
-            try:
-                if isinstance(record, InputError):
-                    raise record
-                if not isinstance(record, Mapping):
-                    raise InputError(f"a record must be a JSON object, got {type(record).__name__}")
-                present = layout.check(record)
-                try:
-                    parsed = module.parse(record, fields)
-                except InputError as exc:
-                    raise _mixed_format(exc, record, fields, fmt) from None
-                if fmt == "canonical" and not parsed["steps"] and "n_rounds" not in parsed:
-                    other = _other_format(record, fields, fmt)
-                    if other is not None:
-                        raise InputError(f"this record looks like {other}, not canonical (no `steps` and no "
-                                         "`n_rounds`): mixed formats in one file; read them as separate files "
-                                         "or pick `format=`", field="format")
-                row = build_row(record, parsed, fields, fmt=fmt, source=src_name, line=line, arm=arm,
-                                stem_arm=stem_arm, tally=tally, options=options)
-                layout.keep(present)
-            except InputError as exc:
-                bad = exc if exc.source is not None else InputError(exc.reason, source=src_name, line=line,
-                                                                      field=exc.field)
-                if errors == "raise":
-                    # a duplicate key among the rows before this one is the first bad record
-                    _assign_samples(rows.keys_frame(), errors, ReadReport())
-                    raise bad from None
-                rep.skipped.append(SkippedRecord(src_name, bad.line, bad.field, bad.reason))
-                continue
-            except RecursionError:
-                bad = InputError("record nested too deeply", source=src_name, line=line)
-                if errors == "raise":
-                    _assign_samples(rows.keys_frame(), errors, ReadReport())
-                    raise bad from None
-                rep.skipped.append(SkippedRecord(src_name, line, None, bad.reason))
-                continue
-            row["_source"], row["_line"] = src_name, line
-            rows.append(row)
-        if src is not None and src.blank:  # the same rule for JSONL and CSV: not records, but said
-            shown = ", ".join(map(str, src.blank[:5])) + (", ..." if len(src.blank) > 5 else "")
-            rep.notes.append(f"{src_name}: {len(src.blank)} blank line{'s' if len(src.blank) > 1 else ''} "
-                             f"(no record) left out: line {shown}")
+        _read_file(path, rows, rep, tally, format=format, fields=fields, options=options, filt=filt, arm=arm,
+                   errors=errors, progress=progress)
     missing = fields.unmatched() if rep.rows_in > len(rep.skipped) else []
     if missing:  # a misspelt field or path would otherwise be ignored without a word
         name = missing[0]
@@ -439,6 +388,82 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
         warnings.warn(message, ReadWarning, stacklevel=2)
     table = validate(frame.drop("_source", "_line"), source="read")
     return (table, rep) if report else table
+
+
+def _open_file(path: Path, format: str, fields: FieldMap, errors: Errors,
+               rep: ReadReport) -> tuple[_Source | None, str, str, Iterable[Any]] | None:
+    """(source, its name, its format, its records) of one input file; None for a file with no
+    record to read, listed under ``errors="skip"``."""
+    if format == "inspect" or (format == "auto" and inspectlog.is_inspect_log(path)):
+        return None, str(path), "inspect", inspectlog.records(path)
+    try:
+        src = _Source(path, fields)
+    except EmptyInput as empty:  # no record to read, said either way
+        if errors == "raise":
+            raise
+        rep.skipped_files.append(SkippedRecord(str(path), None, None, empty.reason))
+        return None
+    fmt = src.detect() if format == "auto" else format
+    return src, src.name, fmt, src.records(fmt)
+
+
+def _read_file(path: Path, rows: Columns, rep: ReadReport, tally: Tally, *, format: str, fields: FieldMap,
+               options: ReadOptions, filt: _Where | None, arm: str | None, errors: Errors,
+               progress: bool | None) -> None:
+    """Every record of one file into ``rows``; bad records raised or listed in ``rep``."""
+    opened = _open_file(path, format, fields, errors, rep)
+    if opened is None:
+        return
+    src, src_name, fmt, records = opened
+    rep.formats[src_name] = fmt
+    module = _MODULES[fmt]
+    stem_arm = safe_filename(path.stem)
+    if filt is not None:
+        records = filt.apply(records, src_name, rep)
+    layout = _Layout(fields)
+    for line, record in _progress(records, enabled=progress, desc=path.name):
+        rep.rows_in += 1
+        try:
+            if isinstance(record, InputError):
+                raise record
+            if not isinstance(record, Mapping):
+                raise InputError(f"a record must be a JSON object, got {type(record).__name__}")
+            present = layout.check(record)
+            try:
+                parsed = module.parse(record, fields)
+            except InputError as exc:
+                raise _mixed_format(exc, record, fields, fmt) from None
+            if fmt == "canonical" and not parsed["steps"] and "n_rounds" not in parsed:
+                other = _other_format(record, fields, fmt)
+                if other is not None:
+                    raise InputError(f"this record looks like {other}, not canonical (no `steps` and no "
+                                     "`n_rounds`): mixed formats in one file; read them as separate files "
+                                     "or pick `format=`", field="format")
+            row = build_row(record, parsed, fields, fmt=fmt, source=src_name, line=line, arm=arm,
+                            stem_arm=stem_arm, tally=tally, options=options)
+            layout.keep(present)
+        except InputError as exc:
+            bad = exc if exc.source is not None else InputError(exc.reason, source=src_name, line=line,
+                                                                  field=exc.field)
+            if errors == "raise":
+                # a duplicate key among the rows before this one is the first bad record
+                _assign_samples(rows.keys_frame(), errors, ReadReport())
+                raise bad from None
+            rep.skipped.append(SkippedRecord(src_name, bad.line, bad.field, bad.reason))
+            continue
+        except RecursionError:
+            bad = InputError("record nested too deeply", source=src_name, line=line)
+            if errors == "raise":
+                _assign_samples(rows.keys_frame(), errors, ReadReport())
+                raise bad from None
+            rep.skipped.append(SkippedRecord(src_name, line, None, bad.reason))
+            continue
+        row["_source"], row["_line"] = src_name, line
+        rows.append(row)
+    if src is not None and src.blank:  # the same rule for JSONL and CSV: not records, but said
+        shown = ", ".join(map(str, src.blank[:5])) + (", ..." if len(src.blank) > 5 else "")
+        rep.notes.append(f"{src_name}: {len(src.blank)} blank line{'s' if len(src.blank) > 1 else ''} "
+                         f"(no record) left out: line {shown}")
 
 
 def _other_format(record: Mapping[str, Any], fields: FieldMap, fmt: str) -> str | None:
@@ -474,7 +499,7 @@ class _Where:
         self.names = expr.meta.root_names()
 
     @classmethod
-    def make(cls, where: "str | pl.Expr | None") -> "_Where | None":
+    def make(cls, where: str | pl.Expr | None) -> _Where | None:
         if where is None:
             return None
         if isinstance(where, pl.Expr):
@@ -485,7 +510,7 @@ class _Where:
         sql = prepare_sql(where)
         try:
             expr = pl.sql_expr(sql)
-        except Exception as exc:  # polars raises several types for bad SQL
+        except Exception as exc:  # noqa: BLE001 - polars raises several types for bad SQL
             reason = " ".join(str(exc).split())[:200]
             raise InputError(f"`where` is not a valid filter ({reason})", field="where") from None
         return cls(expr, repr(where))
@@ -504,7 +529,7 @@ class _Where:
                 values.append(None if value is _MISSING else value)
             try:
                 data[name] = pl.Series(name, values, strict=False)
-            except Exception:  # values of kinds polars cannot put in one column: compare as text
+            except Exception:  # noqa: BLE001 - values of kinds polars cannot put in one column: compare as text
                 data[name] = pl.Series(name, [None if v is None else str(v) for v in values])
         try:
             frame = pl.DataFrame(data) if data else pl.DataFrame({"_": [0] * len(batch)})
@@ -513,7 +538,7 @@ class _Where:
                 mask = pl.Series([mask[0]] * len(batch))
             return [bool(v) and has for v, has in zip(mask.cast(pl.Boolean, strict=False).fill_null(False).to_list(),
                                                        present)]
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - polars raises several types evaluating a filter
             reason = " ".join(str(exc).split())[:200]
             raise InputError(f"`where` {self.text} cannot be evaluated on these records ({reason})",
                              source=source, field="where") from None

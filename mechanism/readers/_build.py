@@ -20,12 +20,12 @@ import pyarrow as pa
 
 from mechanism.core.errors import InputError
 from mechanism.core.failures import compile_error_pattern, failure_kind
-from mechanism.core.patterns import compile_linear
 from mechanism.core.names import display_name, escape_control
-from mechanism.readers._fields import FieldMap, as_bool, as_float, as_gold, as_int, as_str
-from mechanism.readers._repeats import RepeatedReplies
+from mechanism.core.patterns import compile_linear
 from mechanism.core.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS
 from mechanism.core.scoring import contains_answer, normalize_answer, token_f1
+from mechanism.readers._fields import FieldMap, as_bool, as_float, as_gold, as_int, as_str
+from mechanism.readers._repeats import RepeatedReplies
 
 SCORERS = ("em", "f1", "cover-em", "contains")
 F1_THRESHOLD = 0.5  # `scorer="f1"`: correct when token F1 reaches this (the usual partial-credit cut)
@@ -59,17 +59,17 @@ class ReadOptions:
         Tool names that never count as rounds (their calls fold into the next step's thought).
     """
 
-    scorer: "str | Callable[[str, list[str]], bool]" = "em"
+    scorer: str | Callable[[str, list[str]], bool] = "em"
     unanswered: str = "fail"
     round_tools: frozenset[str] | None = None
     skip_tools: frozenset[str] = frozenset()
-    question_key: "QuestionKey | None" = None
+    question_key: QuestionKey | None = None
     error_pattern: Any = None  # compiled by RE2 (mechanism.core.patterns), or the caller's own re.Pattern
 
     @classmethod
     def make(cls, *, scorer: Any = "em", unanswered: str = "fail",
-             round_tools: "str | Collection[str] | None" = None, question_key: Any = None,
-             error_pattern: Any = None) -> "ReadOptions":
+             round_tools: str | Collection[str] | None = None, question_key: Any = None,
+             error_pattern: Any = None) -> ReadOptions:
         """Options checked, with one-line errors naming the option."""
         if not callable(scorer) and scorer not in SCORERS:
             raise InputError(f"`scorer` must be one of {', '.join(SCORERS)} or a function (answer, gold) -> bool, "
@@ -134,7 +134,7 @@ class QuestionKey:
         self.label = label
 
     @classmethod
-    def make(cls, spec: Any) -> "QuestionKey | None":
+    def make(cls, spec: Any) -> QuestionKey | None:
         if spec is None:
             return None
         if isinstance(spec, re.Pattern):
@@ -257,7 +257,7 @@ class Tally:
                         self.gold_leak_examples.append(f"{where}, {name}: {_short(m.group(0).strip())}")
                     return
 
-    def score(self, answer: str | None, gold: list[str], options: "ReadOptions") -> bool:
+    def score(self, answer: str | None, gold: list[str], options: ReadOptions) -> bool:
         """``correct`` of an answer by the chosen scorer."""
         if answer is None:
             return False
@@ -285,7 +285,7 @@ class Tally:
             out.append(f"{self.gold_leaks} episodes show a gold answer on a bookkeeping line in what the agent saw "
                        "(a logger's line read as transcript: retrieval and failures would be miscounted); e.g. "
                        + "; ".join(self.gold_leak_examples))
-        for arm, (scored, answered, correct) in self.arm_scoring.items():
+        for arm, (_scored, answered, correct) in self.arm_scoring.items():
             if answered >= _WARN_MIN_ANSWERS and not correct:
                 example = self.arm_examples.get(arm)
                 shown = (f"; e.g. answer {_short(example[0])} vs gold {_short(example[1])}" if example else "")
@@ -406,7 +406,8 @@ class Tally:
         if self.scored:
             how = {"em": "exact match", "f1": f"token F1 >= {F1_THRESHOLD}",
                    "cover-em": "cover exact match (gold contained as whole words)",
-                   "contains": "gold contained as whole words in the answer"}.get(self.scorer_name, f"`{self.scorer_name}`")
+                   "contains": "gold contained as whole words in the answer"}.get(self.scorer_name,
+                                                                                  f"`{self.scorer_name}`")
             out.append(f"`correct` scored by {how} against `gold` for {self.scored} rows")
         if self.disagreements:
             out.append(f"{self.disagreements} rows: the given `correct` disagrees with exact/cover match of "
@@ -415,7 +416,8 @@ class Tally:
 
 
 _RULE_NAMES = {"pattern": "`answer_pattern`", "boxed": "\\boxed{}", "final_answer": "'Final answer:'",
-               "answer_line": "'Answer:'", "answer_is": "'the answer is'", "finish": "Finish[...]", "whole_message": "the whole message",
+               "answer_line": "'Answer:'", "answer_is": "'the answer is'", "finish": "Finish[...]",
+               "whole_message": "the whole message",
                "finish_tool": "a finishing tool call"}
 
 
@@ -458,6 +460,51 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
     """One canonical row (plus ``_source``/``_line``) from a record and what its format parser
     found. Raises :class:`InputError` (without file and line; the caller adds them)."""
     options = options or ReadOptions()
+    found, consumed = _locate(record, parsed, fields)
+    row: dict[str, Any] = {}
+    # every check that can reject the record comes first; the tally only counts kept rows
+    overridden, from_stem, arm_field = _set_arm(row, record, parsed, found, arm, stem_arm, tally)
+    hashed = _set_question(row, record, parsed, found, fields, options)
+    key, value = found["sample_id"]
+    row["sample_id"] = as_int(value, key) if key is not None else None
+    key, value = found["gold"]
+    gold = as_gold(value, key) if key is not None else []
+    row["gold"] = gold
+    steps = _set_steps(row, parsed, options, tally)
+    answer, final = _set_answer(row, record, parsed, fields, fmt, consumed, tally)
+    key, value = found["category"]
+    row["category"] = as_str(value, key) if key is not None else None
+    key, value = found["t_cap"]
+    row["t_cap"] = as_int(value, key) if key is not None else None
+    skey, svalue = found["score"]
+    given_score = as_float(svalue, skey) if skey is not None else None
+    given_correct, unanswered = _check_label(found, fields, fmt, options, final=final, gold=gold)
+    row["meta"] = _meta(record, parsed, found, consumed)
+
+    # the record is kept: score it and count what was derived
+    where = f"{source} line {line}"
+    _score(row, tally, options, given_correct, unanswered, answer, gold, where)
+    row["score"] = tally.f1(answer, gold) if answer is not None and gold else given_score
+    _count_kept(tally, parsed, where, unanswered=unanswered, final=final, overridden=overridden)
+    if arm_field is not None:
+        tally.arm_fields[(source, arm_field)] += 1
+    if options.question_key is not None:
+        tally.keyed_questions += 1
+        tally.question_key_label = options.question_key.label
+    _count_calls(steps, tally, options)
+    if from_stem:
+        tally.arm_from_stem.setdefault(source, stem_arm)
+    if hashed:
+        _count_hashed(row, record, consumed, tally)
+    tally.arm_mapped = "arm" in fields.columns
+    tally.leak(gold, row["question"], steps, where)
+    return row
+
+
+def _locate(record: Mapping[str, Any], parsed: Mapping[str, Any],
+            fields: FieldMap) -> tuple[dict[str, tuple[str | None, Any]], set[str]]:
+    """Each record field's key and value (looked up in the parser's ``extra_fields`` too), and the
+    top-level keys used, which are therefore not meta."""
     extra = parsed.get("extra_fields") or {}
     consumed = set(parsed.get("_consumed", ()))
     found = fields.find_all(record, _RECORD_FIELDS)
@@ -468,10 +515,15 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
             found[name] = (key, value)
         if key is not None:
             consumed.add(key.split(".", 1)[0])
+    return found, consumed
 
-    row: dict[str, Any] = {}
-    # every check that can reject the record comes first; the tally only counts kept rows
-    overridden = from_stem = hashed = False
+
+def _set_arm(row: dict[str, Any], record: Mapping[str, Any], parsed: Mapping[str, Any],
+             found: Mapping[str, tuple[str | None, Any]], arm: str | None, stem_arm: str,
+             tally: Tally) -> tuple[bool, bool, str | None]:
+    """``row["arm"]``; returns whether ``arm=`` overrode the record's, whether it is the file
+    name's, and the field it came from."""
+    overridden = from_stem = False
     # arm: `arm=` beats the record, which beats the format's default, which beats the file name
     key, value = found["arm"]
     if arm is not None:
@@ -495,7 +547,12 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
     if escaped != row["arm"]:
         tally.escaped_arms.setdefault(escaped, row["arm"])
         row["arm"] = escaped
+    return overridden, from_stem, arm_field
 
+
+def _set_question(row: dict[str, Any], record: Mapping[str, Any], parsed: Mapping[str, Any],
+                  found: Mapping[str, tuple[str | None, Any]], fields: FieldMap, options: ReadOptions) -> bool:
+    """``row["question"]`` and ``row["question_id"]``; True when the id is a hash of the text."""
     key, value = found["question"]
     question = as_str(value, key) if key is not None else parsed.get("question")
     if question is None:
@@ -512,15 +569,13 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
         row["question_id"] = str(record["_key"])
     else:
         row["question_id"] = question_hash(question)
-        hashed = True
+        return True
+    return False
 
-    key, value = found["sample_id"]
-    row["sample_id"] = as_int(value, key) if key is not None else None
 
-    key, value = found["gold"]
-    gold = as_gold(value, key) if key is not None else []
-    row["gold"] = gold
-
+def _set_steps(row: dict[str, Any], parsed: Mapping[str, Any], options: ReadOptions,
+               tally: Tally) -> list[dict[str, Any]]:
+    """``row["steps"]`` (folded where the options say which tools count) and ``row["n_rounds"]``."""
     steps = parsed.get("steps") or []
     row["steps"] = steps
     n_rounds = len(steps)
@@ -540,7 +595,12 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
             if (step.get("tool") or "").lower() in _SELF_TOOLS:
                 tally.self_calls[step["tool"].lower()] += 1
     row["n_rounds"] = n_rounds
+    return steps
 
+
+def _set_answer(row: dict[str, Any], record: Mapping[str, Any], parsed: Mapping[str, Any], fields: FieldMap,
+                fmt: str, consumed: set[str], tally: Tally) -> tuple[str | None, bool]:
+    """``row["answer"]``; returns it and whether the episode ended with a final answer."""
     # answer: what the transcript ended with; a bare record field only where the format is a
     # table (canonical) or the user mapped it, since many datasets call the gold "answer"
     answer = parsed.get("answer")
@@ -554,14 +614,13 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
     row["answer"] = answer
     if answer is not None and len(answer) > LONG_ANSWER:
         tally.long_answers += 1
+    return answer, final
 
-    key, value = found["category"]
-    row["category"] = as_str(value, key) if key is not None else None
-    key, value = found["t_cap"]
-    row["t_cap"] = as_int(value, key) if key is not None else None
-    skey, svalue = found["score"]
-    given_score = as_float(svalue, skey) if skey is not None else None
 
+def _check_label(found: Mapping[str, tuple[str | None, Any]], fields: FieldMap, fmt: str, options: ReadOptions, *,
+                 final: bool, gold: list[str]) -> tuple[bool | None, bool]:
+    """The record's success label (None when it has none) and whether the episode is unanswered:
+    no final answer and no label. Refuses a record that can be neither read nor scored."""
     ckey, cvalue = found["correct"]
     try:
         given_correct = as_bool(cvalue, ckey, fields.true_values) if ckey is not None else None
@@ -577,12 +636,17 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
                          "(`unanswered='error'`)", field=fields.paths("text")[0] if fmt == "searchr1" else "answer")
     if given_correct is None and not gold and not unanswered:
         raise InputError("cannot score: no `correct` field and no gold answers (`gold`)", field="gold")
+    return given_correct, unanswered
 
+
+def _meta(record: Mapping[str, Any], parsed: Mapping[str, Any], found: Mapping[str, tuple[str | None, Any]],
+          consumed: set[str]) -> str | None:
+    """Every field not read into a column (and the ``meta`` field's own content), as JSON text."""
     key, value = found["meta"]
     # null fields say nothing (and a null canonical field was not used): not meta
     leftovers = {k: v for k, v in record.items() if v is not None and k not in consumed and k[:1] != "_"}
-    for name, value in (parsed.get("meta_extra") or {}).items():  # what the parser kept beside the steps
-        leftovers.setdefault(name, value)
+    for name, extra in (parsed.get("meta_extra") or {}).items():  # what the parser kept beside the steps
+        leftovers.setdefault(name, extra)
     if key is not None:
         if isinstance(value, str):
             try:
@@ -590,9 +654,12 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
             except ValueError:
                 pass
         leftovers = {**leftovers, **value} if isinstance(value, Mapping) else {**leftovers, "meta": value}
-    row["meta"] = json.dumps(leftovers, ensure_ascii=False, default=str, sort_keys=True) if leftovers else None
+    return json.dumps(leftovers, ensure_ascii=False, default=str, sort_keys=True) if leftovers else None
 
-    # the record is kept: score it and count what was derived
+
+def _score(row: dict[str, Any], tally: Tally, options: ReadOptions, given_correct: bool | None, unanswered: bool,
+           answer: str | None, gold: list[str], where: str) -> None:
+    """``row["correct"]``: the given label (checked against the gold), else false when unanswered, else scored."""
     if given_correct is not None:
         row["correct"] = given_correct
         tally.given += 1
@@ -603,7 +670,7 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
             if not agrees:
                 tally.disagreements += 1
                 if len(tally.disagreement_examples) < 3:
-                    tally.disagreement_examples.append(f"{source} line {line}")
+                    tally.disagreement_examples.append(where)
     elif unanswered:
         row["correct"] = False
     else:
@@ -616,7 +683,11 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
             stats[2] += row["correct"]
             if row["arm"] not in tally.arm_examples and gold:
                 tally.arm_examples[row["arm"]] = (answer, gold[0])
-    row["score"] = tally.f1(answer, gold) if answer is not None and gold else given_score
+
+
+def _count_kept(tally: Tally, parsed: Mapping[str, Any], where: str, *,
+                unanswered: bool, final: bool, overridden: bool) -> None:
+    """How a kept record ended and what its parser noted."""
     if unanswered:
         tally.unanswered += 1
     elif not final:
@@ -624,17 +695,16 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
     if final and parsed.get("answer_rule"):
         tally.answer_rules[parsed["answer_rule"]] += 1
     for kind in parsed.get("notes", ()):
-        tally.note(kind, f"{source} line {line}")
+        tally.note(kind, where)
     if overridden:
         tally.arm_overridden += 1
-    if arm_field is not None:
-        tally.arm_fields[(source, arm_field)] += 1
-    if options.question_key is not None:
-        tally.keyed_questions += 1
-        tally.question_key_label = options.question_key.label
+
+
+def _count_calls(steps: list[dict[str, Any]], tally: Tally, options: ReadOptions) -> None:
+    """Failed calls as the environment said them, per tool; each step marked with the read's verdict."""
     tally.error_pattern = options.error_pattern is not None
     mark = options.error_pattern is not None
-    for step in steps:  # failed calls as the environment said them, per tool
+    for step in steps:
         tool = step.get("tool") or "tool"
         tally.calls_by_tool[tool] += 1
         observation = step.get("observation")
@@ -655,20 +725,18 @@ def build_row(record: Mapping[str, Any], parsed: Mapping[str, Any], fields: Fiel
             # the read's verdict travels with the step (and through parquet), so the strategy fit
             # reads the calls the way this read did, `error_pattern` included
             step["failed"] = kind is not None
-    if from_stem:
-        tally.arm_from_stem.setdefault(source, stem_arm)
-    if hashed:
-        tally.hashed_qid += 1
-        for name, value in record.items():  # fields that might group these rows by question
-            if name in consumed or name[:1] == "_" or isinstance(value, bool) or not isinstance(value, (str, int)):
-                continue
-            seen = tally.field_values.setdefault(name, set())
-            if len(seen) < _FIELD_VALUES:
-                seen.add(value)
-        tally.hashed_groups[(row["arm"], row["question_id"])] += 1
-    tally.arm_mapped = "arm" in fields.columns
-    tally.leak(gold, question, steps, f"{source} line {line}")
-    return row
+
+
+def _count_hashed(row: dict[str, Any], record: Mapping[str, Any], consumed: set[str], tally: Tally) -> None:
+    """A question id hashed from the text: the fields that might group these rows by question."""
+    tally.hashed_qid += 1
+    for name, value in record.items():
+        if name in consumed or name[:1] == "_" or isinstance(value, bool) or not isinstance(value, (str, int)):
+            continue
+        seen = tally.field_values.setdefault(name, set())
+        if len(seen) < _FIELD_VALUES:
+            seen.add(value)
+    tally.hashed_groups[(row["arm"], row["question_id"])] += 1
 
 
 class Columns:

@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
+from mechanism.core.schema import make_step
 from mechanism.readers._fields import FieldMap
 from mechanism.readers.openai import ANSWER_KEYS, FINISH_TOOLS, final_from_content, main_text
-from mechanism.core.schema import make_step
 
 FORMAT = "atif"
 
@@ -82,18 +82,7 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
         calls = st.get("tool_calls") or []
         if not isinstance(calls, list):
             raise InputError(f"`{where}.tool_calls` must be an array", field=f"{where}.tool_calls")
-        results: dict[str, str] = {}
-        unmatched: list[str] = []
-        obs = st.get("observation")
-        if isinstance(obs, Mapping) and isinstance(obs.get("results"), list):
-            for r in obs["results"]:
-                if not isinstance(r, Mapping):
-                    continue
-                content = _text(r.get("content"), f"{where}.observation.results.content")
-                if isinstance(r.get("source_call_id"), str):
-                    results[r["source_call_id"]] = content
-                else:
-                    unmatched.append(content)
+        results, unmatched = _results(st.get("observation"), where)
         thought = "\n".join(t for t in (_text(st.get("reasoning_content"), f"{where}.reasoning_content").strip(),
                                         message.strip()) if t) or None
         if not calls:
@@ -126,6 +115,29 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
                            "answer_rule": rule if final else None, "_consumed": {"steps", "schema_version"}}
     if user_turns:
         out["meta_extra"] = {"user_after_last_call": "\n".join(user_turns)}
+    out.update(_document_fields(record))
+    return out
+
+
+def _results(obs: Any, where: str) -> tuple[dict[str, str], list[str]]:
+    """An agent step's tool results: by ``source_call_id``, and in order those without one."""
+    results: dict[str, str] = {}
+    unmatched: list[str] = []
+    if isinstance(obs, Mapping) and isinstance(obs.get("results"), list):
+        for r in obs["results"]:
+            if not isinstance(r, Mapping):
+                continue
+            content = _text(r.get("content"), f"{where}.observation.results.content")
+            if isinstance(r.get("source_call_id"), str):
+                results[r["source_call_id"]] = content
+            else:
+                unmatched.append(content)
+    return results, unmatched
+
+
+def _document_fields(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The arm the document's agent names (and which field named it), and its root ``extra``."""
+    out: dict[str, Any] = {}
     agent = record.get("agent")
     if isinstance(agent, Mapping):
         arm = agent.get("model_name") or agent.get("name")

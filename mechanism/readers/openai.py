@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
+from mechanism.core.schema import make_step
 from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap
-from mechanism.core.schema import make_step
 
 FORMAT = "openai"
 
@@ -129,6 +129,76 @@ def _result_text(content: Any, where: str) -> str:
             raise InputError(f"`{where}.content` must be text or JSON", field=f"{where}.content") from None
 
 
+class _Pending:
+    """Tool calls waiting for their results: by id, and in order for results without a known id
+    (legacy ``function`` results first). Answered calls are passed over lazily, so matching
+    stays linear in the messages."""
+
+    __slots__ = ("by_id", "legacy", "unanswered")
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, _Call] = {}
+        self.legacy: deque[_Call] = deque()  # calls made without an id, oldest first
+        self.unanswered: deque[_Call] = deque()  # every call in order
+
+    def add(self, slot: _Call) -> None:
+        if slot.call_id is not None:
+            self.by_id[slot.call_id] = slot
+        else:
+            self.legacy.append(slot)
+        self.unanswered.append(slot)
+
+    def take(self, call_id: Any, where: str) -> _Call:
+        """The call a result at ``where`` answers, marked answered."""
+        slot = self.by_id.pop(call_id, None) if isinstance(call_id, str) else None
+        if slot is None:
+            # legacy function results, or ids missing: the oldest unanswered call
+            queue = self.legacy if self.legacy else self.unanswered
+            while queue and queue[0].answered:
+                queue.popleft()
+            if not queue:
+                raise InputError(f"`{where}` is a tool result with no tool call before it",
+                                 field=f"{where}.tool_call_id")
+            slot = queue.popleft()
+            if slot.call_id is not None:
+                self.by_id.pop(slot.call_id, None)
+        slot.answered = True
+        return slot
+
+
+def _message_role(msg: Any, where: str) -> str:
+    if not isinstance(msg, Mapping):
+        raise InputError(f"`{where}` must be an object, got {type(msg).__name__}", field=where)
+    role = msg.get("role")
+    if not isinstance(role, str):
+        raise InputError(f"`{where}.role` is missing", field=f"{where}.role")
+    return role
+
+
+def _assistant_calls(msg: Mapping[str, Any], where: str) -> list[Any]:
+    calls = msg.get("tool_calls") or []
+    if msg.get("function_call"):
+        calls = [{"id": None, "function": msg["function_call"]}]
+    if not isinstance(calls, list):
+        raise InputError(f"`{where}.tool_calls` must be a list", field=f"{where}.tool_calls")
+    return calls
+
+
+def _outcome(steps: list[dict[str, str | None]], question: str | None, answer: str | None, final: bool,
+             rule: str | None, finish_results: list[str], user_turns: list[str]) -> dict[str, Any]:
+    """The parsed record, with what was kept beside the steps in ``meta_extra``."""
+    out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,
+                           "answer_rule": rule if final else None}
+    extra: dict[str, Any] = {}
+    if finish_results:
+        extra["finish_result"] = finish_results[0] if len(finish_results) == 1 else finish_results
+    if user_turns:
+        extra["user_after_last_call"] = "\n".join(user_turns)
+    if extra:
+        out["meta_extra"] = extra
+    return out
+
+
 def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = None) -> dict[str, Any]:
     """Steps, question and final answer from a chat-message list, in one pass.
 
@@ -144,9 +214,7 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
     if not isinstance(messages, list):
         raise InputError(f"`{field}` must be a list of messages, got {type(messages).__name__}", field=field)
     steps: list[dict[str, str | None]] = []
-    by_id: dict[str, _Call] = {}
-    legacy: deque[_Call] = deque()  # calls made without an id, oldest first
-    unanswered: deque[_Call] = deque()  # every call in order; answered ones are passed over lazily
+    pending = _Pending()
     user_turns: list[str] = []
     said: list[str] = []  # assistant words to the user since the last call
     finish_results: list[str] = []
@@ -156,27 +224,10 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
     final = False
     for index, msg in enumerate(messages):
         where = f"{field}[{index}]"
-        if not isinstance(msg, Mapping):
-            raise InputError(f"`{where}` must be an object, got {type(msg).__name__}", field=where)
-        role = msg.get("role")
-        if not isinstance(role, str):
-            raise InputError(f"`{where}.role` is missing", field=f"{where}.role")
+        role = _message_role(msg, where)
         if role in ("tool", "function"):
             text = _result_text(msg.get("content"), where)
-            call_id = msg.get("tool_call_id")
-            slot = by_id.pop(call_id, None) if isinstance(call_id, str) else None
-            if slot is None:
-                # legacy function results, or ids missing: the oldest unanswered call
-                queue = legacy if legacy else unanswered
-                while queue and queue[0].answered:
-                    queue.popleft()
-                if not queue:
-                    raise InputError(f"`{where}` is a tool result with no tool call before it",
-                                     field=f"{where}.tool_call_id")
-                slot = queue.popleft()
-                if slot.call_id is not None:
-                    by_id.pop(slot.call_id, None)
-            slot.answered = True
+            slot = pending.take(msg.get("tool_call_id"), where)
             if slot.step is None:
                 finish_results.append(text)
             else:
@@ -192,11 +243,7 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
             elif text.strip():
                 user_turns.append(text.strip())
         elif role == "assistant":
-            calls = msg.get("tool_calls") or []
-            if msg.get("function_call"):
-                calls = [{"id": None, "function": msg["function_call"]}]
-            if not isinstance(calls, list):
-                raise InputError(f"`{where}.tool_calls` must be a list", field=f"{where}.tool_calls")
+            calls = _assistant_calls(msg, where)
             if not calls:
                 if text.strip():
                     answer, rule = final_from_content(text, pattern)
@@ -228,21 +275,8 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                     steps.append(step)
                     answer, final = None, False  # a later tool call means the episode went on
                     slot = _Call(step, call_id)
-                if call_id is not None:
-                    by_id[call_id] = slot
-                else:
-                    legacy.append(slot)
-                unanswered.append(slot)
-    out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,
-                           "answer_rule": rule if final else None}
-    extra: dict[str, Any] = {}
-    if finish_results:
-        extra["finish_result"] = finish_results[0] if len(finish_results) == 1 else finish_results
-    if user_turns:
-        extra["user_after_last_call"] = "\n".join(user_turns)
-    if extra:
-        out["meta_extra"] = extra
-    return out
+                pending.add(slot)
+    return _outcome(steps, question, answer, final, rule, finish_results, user_turns)
 
 
 def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:

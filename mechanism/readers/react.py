@@ -25,9 +25,9 @@ from typing import Any
 
 from mechanism.core.actions import GENERIC_TOOL
 from mechanism.core.errors import InputError
+from mechanism.core.schema import make_step
 from mechanism.readers._fields import FieldMap, as_str
 from mechanism.readers.openai import FINISH_TOOLS, content_text
-from mechanism.core.schema import make_step
 
 FORMAT = "react"
 
@@ -115,6 +115,21 @@ def _inline_action(body: str) -> tuple[int, str, str] | None:
         pos = line_end
 
 
+def _thought_and_action(body: str) -> tuple[str, tuple[str, str] | None]:
+    """(thought, (tool, argument)) of a thought that writes its action inline, else (thought, None)."""
+    inline = _inline_action(body)
+    if inline is None:
+        return body, None
+    return body[: inline[0]].strip(), (inline[1], inline[2])
+
+
+def _bare_actions(text: str, marks: list[re.Match[str]]) -> bool:
+    """Whether ``Action:`` lines are read without brackets: only where the transcript writes no
+    action in brackets but finishing ones (else a bare line is a slip)."""
+    return not any(m.group(1).lower() == "action" and (a := _action(text[m.end():m.end() + 400])) is not None
+                   and a[0] not in FINISH_TOOLS for m in marks)
+
+
 def split_bookkeeping(text: str) -> tuple[str, list[str]]:
     """(transcript, bookkeeping lines): the runs of bookkeeping and blank lines at the start and
     the end of ``text`` taken out (:data:`BOOKKEEPING` trailers, :data:`_BANNER` banners).
@@ -184,9 +199,7 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
         if observation is not None:
             answer, final = None, False  # the episode went on after any earlier finish
 
-    # bare actions only where the transcript writes none in brackets (else a bare line is a slip)
-    bare = not any(m.group(1).lower() == "action" and (a := _action(text[m.end():m.end() + 400])) is not None
-                   and a[0] not in FINISH_TOOLS for m in marks)
+    bare = _bare_actions(text, marks)
     for i, m in enumerate(marks):
         kind = m.group(1).lower()
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
@@ -198,15 +211,14 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
             if body:
                 users.append(body)
         elif kind == "thought":
-            inline = _inline_action(body) if "ction" in body else None
-            if inline is not None and (i + 1 == len(marks) or marks[i + 1].group(1).lower() == "observation"):
+            action = None
+            if "ction" in body and (i + 1 == len(marks) or marks[i + 1].group(1).lower() == "observation"):
                 # "Thought: ... Action: finish[x]" written on one line
-                body_thought = body[: inline[0]].strip()
-                if body_thought:
-                    thoughts.append(body_thought)
-                turn.append((inline[1], inline[2]))
-            elif body:
+                body, action = _thought_and_action(body)
+            if body:
                 thoughts.append(body)
+            if action is not None:
+                turn.append(action)
         elif kind == "action":
             found = _action(body)
             if found is None and bare and body:
@@ -228,13 +240,23 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
         final = False
     out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,
                            "notes": notes, "answer_rule": "finish" if final else None}
-    if finish_results:
-        out["meta_extra"] = {"finish_result": finish_results[-1]}
-    if users:
-        out.setdefault("meta_extra", {})["user_after_last_call"] = "\n".join(users)
-    if bookkeeping:
-        out.setdefault("meta_extra", {})["bookkeeping"] = "\n".join(bookkeeping)
+    extra = _kept_beside(finish_results, users, bookkeeping)
+    if extra:
+        out["meta_extra"] = extra
     return out
+
+
+def _kept_beside(finish_results: list[str], users: list[str], bookkeeping: list[str]) -> dict[str, str]:
+    """What a transcript holds beside its steps, for ``meta``: the last finishing action's
+    result, user turns after the last call, and the log's bookkeeping lines."""
+    extra: dict[str, str] = {}
+    if finish_results:
+        extra["finish_result"] = finish_results[-1]
+    if users:
+        extra["user_after_last_call"] = "\n".join(users)
+    if bookkeeping:
+        extra["bookkeeping"] = "\n".join(bookkeeping)
+    return extra
 
 
 def messages_text(messages: Any, *, field: str = "messages") -> tuple[str, str | None]:
@@ -252,7 +274,8 @@ def messages_text(messages: Any, *, field: str = "messages") -> tuple[str, str |
     acted = False  # the assistant wrote an action since the last message of another role
     for index, msg in enumerate(messages):
         if not isinstance(msg, Mapping):
-            raise InputError(f"`{field}[{index}]` must be an object, got {type(msg).__name__}", field=f"{field}[{index}]")
+            raise InputError(f"`{field}[{index}]` must be an object, got {type(msg).__name__}",
+                             field=f"{field}[{index}]")
         role = msg.get("role")
         try:
             text = content_text(msg.get("content"))

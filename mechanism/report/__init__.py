@@ -8,7 +8,6 @@ Each analysis has one writer here that takes its results and only formats them
 analysis once on a user's runs, calls the writers and puts the answer on one page
 (``summary.md`` and ``summary.html``). The command line, the demo, the analysis scripts and
 notebooks all call these; the library never imports the command line (``mechanism._cli``).
-Compatibility shims (with their removal version) are listed in :mod:`mechanism.core.deprecation`.
 
 Every writer returns a :class:`Section`: the paths written, the plain-text findings and the
 result objects, so a caller states verdicts from the results, never by reading files back.
@@ -31,14 +30,12 @@ _EXPORTS = {
     "write_track": "mechanism.report.track",
     "write_page": "mechanism.report.page", "write_report": "mechanism.report.study", "Report": "mechanism.report.study",
 }
-#: old names: still importable, each warns (when called) with its new name
-_DEPRECATED = {"strategy_shares": "mechanism.report.strategies"}
 
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
-    where = _EXPORTS.get(name) or _DEPRECATED.get(name)
+    where = _EXPORTS.get(name)
     if where is None:
         raise AttributeError(f"module 'mechanism.report' has no attribute {name!r}")
     value = getattr(importlib.import_module(where), name)

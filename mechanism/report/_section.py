@@ -11,9 +11,6 @@ class Section:
     """One analysis as written: ``written`` (every path), ``text`` (plain-text findings),
     ``results`` (the result objects behind them), ``figures`` (figure stems -> PNG path) and
     ``frames`` (the main tables as computed).
-
-    Unpacking it as ``written, text = section`` (the older tuple return) is deprecated
-    (:mod:`mechanism.core.deprecation`).
     """
 
     written: list[Path] = field(default_factory=list)
@@ -22,12 +19,6 @@ class Section:
     figures: dict[str, Path] = field(default_factory=dict)
     #: the main tables as computed (name -> frame), so a caller never reads back a file it wrote
     frames: dict[str, Any] = field(default_factory=dict)
-
-    def __iter__(self):
-        from mechanism.core.deprecation import deprecated
-
-        deprecated("unpacking a Section as `written, text`", "use `section.written` and `section.text`")
-        return iter((self.written, self.text))
 
     def add_figure(self, paths: list[Path], stem: str) -> None:
         """Record a figure saved as ``paths`` (PNG and PDF) under ``stem``."""

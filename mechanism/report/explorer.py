@@ -15,7 +15,8 @@ import numpy as np
 import polars as pl
 
 from mechanism.report.page import PageSection, render
-from mechanism.report.tables import ReportTable, estimate, md_inline
+from mechanism.core.text import estimate_text, md_escape
+from mechanism.report.tables import ReportTable
 
 
 def call_rates(moves: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
@@ -230,10 +231,10 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
             sh, rt = share.get((s, a), {}), rates.get((s, a), {})
             table_rows.append({
                 "arm": a, "trajectories": f"{int(row.get(f'n[{a}]') or 0):,}",
-                "share": estimate(sh.get("share"), sh.get("ci_low"), sh.get("ci_high")) if sh else "0",
-                "success": estimate(row.get(f"success_rate[{a}]"), row.get(f"ci_low[{a}]"), row.get(f"ci_high[{a}]")),
-                "failed calls": estimate(rt.get("failure_rate")) if rt else "no calls",
-                "retries": estimate(rt.get("retry_rate")) if rt else "no calls"})
+                "share": estimate_text(sh.get("share"), sh.get("ci_low"), sh.get("ci_high")) if sh else "0",
+                "success": estimate_text(row.get(f"success_rate[{a}]"), row.get(f"ci_low[{a}]"), row.get(f"ci_high[{a}]")),
+                "failed calls": estimate_text(rt.get("failure_rate")) if rt else "no calls",
+                "retries": estimate_text(rt.get("retry_rate")) if rt else "no calls"})
         table = ReportTable(key=f"strategy-{s}-arms".replace("--", "-m"), title=f"{strategy_label(s)} per arm",
                             frame=pl.DataFrame(table_rows),
                             note="share and success: questions weigh equally within an arm, bootstrap intervals "
@@ -244,7 +245,7 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
                                      anchor=f"member-{s}-{j}".replace("--", "-m"))
                    for j, m in enumerate(chosen.to_dicts())]
         fid = row.get("fidelity")
-        line = (f"{int(row['size']):,} trajectories; fidelity {estimate(fid, digits=2)} (share of members whose "
+        line = (f"{int(row['size']):,} trajectories; fidelity {estimate_text(fid, digits=2)} (share of members whose "
                 "calls contain the name's core sequence); typical moves: " + str(row.get("typical_moves") or "")
                 + ("; tools the task decides: " + ", ".join(row["task_variants"]) if row.get("task_variants") else ""))
         listed = (pages or {}).get(s)
@@ -252,25 +253,25 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
                        "line": line, "table": table, "members": members,
                        "pages": listed["pages"] if listed else [], "csv": listed["csv"] if listed else "",
                        "size": f"{listed['size']:,}" if listed else ""})
-        md += [f"### {md_inline(strategy_label(s))}: {md_inline(row.get('name') or '')}", "", md_inline(line), "",
+        md += [f"### {md_escape(strategy_label(s))}: {md_escape(row.get('name') or '')}", "", md_escape(line), "",
                table.markdown(), ""]
         for m in members:
-            md.append(f"- **{md_inline(m['kind'])} member**: {md_inline(m['arm'])}, question "
-                      f"{md_inline(m['question_id'])}, sample {m['sample_id']}: {m['outcome']}; question: "
-                      f"{md_inline(m['question'])}")
+            md.append(f"- **{md_escape(m['kind'])} member**: {md_escape(m['arm'])}, question "
+                      f"{md_escape(m['question_id'])}, sample {m['sample_id']}: {m['outcome']}; question: "
+                      f"{md_escape(m['question'])}")
             for c in m["calls"]:
                 if c["user"]:
-                    md.append(f"    - user: {md_inline(c['user'])}")
-                md.append(f"    {c['index']}. `{_code(c['tool'])}` `{_code(c['arguments'])}`: {md_inline(c['relation'])}"
+                    md.append(f"    - user: {md_escape(c['user'])}")
+                md.append(f"    {c['index']}. `{_code(c['tool'])}` `{_code(c['arguments'])}`: {md_escape(c['relation'])}"
                           + (" **failed**" if c["failed"] else "") + (" (retry)" if c["after_error"] else "")
                           + "; values: " + ", ".join(f"`{_code(v['value'])}` from {v['source']}" for v in c["values"])
-                          + f"; observation: {md_inline(c['observation'])}")
+                          + f"; observation: {md_escape(c['observation'])}")
             if m["user_after"]:
-                md.append(f"    - user: {md_inline(m['user_after'])}")
-            md.append(f"    answer: {md_inline(m['answer'] if m['answer'] is not None else '(none)')}")
+                md.append(f"    - user: {md_escape(m['user_after'])}")
+            md.append(f"    answer: {md_escape(m['answer'] if m['answer'] is not None else '(none)')}")
         if listed:
             md.append(f"- all {listed['size']:,} members: " + ", ".join(
-                f"[{md_inline(lab)}]({href})" for lab, href in listed["pages"]) + f"; [CSV]({listed['csv']})")
+                f"[{md_escape(lab)}]({href})" for lab, href in listed["pages"]) + f"; [CSV]({listed['csv']})")
         md.append("")
     html = render("explorer.html.j2", arms=arms, strategies=blocks)
     css = "".join(f"#arm-{i}:checked~.strategies .member:not(.arm-{i}){{display:none}}" for i in range(len(arms)))

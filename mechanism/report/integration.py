@@ -5,15 +5,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_json, write_table, write_tables, write_text
 
 
 def write_integration(result: Any, out: str | Path, *, names: Mapping[Any, str] | None = None,
                       figures: bool = True, title: str | None = None, caption: bool = False,
-                      colors: dict[str, str] | None = None, **analysis: Any) -> Section:
+                      colors: dict[str, str] | None = None) -> Section:
     """Write an :class:`~mechanism.analysis.information.Integration`'s tables, figures and findings.
 
     ``per_arm.csv``, ``split.csv``, ``per_trajectory.parquet``, ``integration.json``
@@ -25,8 +23,7 @@ def write_integration(result: Any, out: str | Path, *, names: Mapping[Any, str] 
     Parameters
     ----------
     result
-        :func:`mechanism.integration` of the runs. (Given the canonical table instead, with the
-        analysis options as keywords, it computes it first: deprecated.)
+        :func:`mechanism.integration` of the runs.
     out
         Output folder (created).
     names
@@ -43,20 +40,13 @@ def write_integration(result: Any, out: str | Path, *, names: Mapping[Any, str] 
     """
     from mechanism.plots.integration import plot_integration_grid, plot_integration_shift, plot_integration_split
 
-    if isinstance(result, pl.DataFrame):
-        from mechanism.analysis.information import integration
-        from mechanism.core.deprecation import deprecated
-
-        deprecated("`write_integration(runs, out, ...)`", "pass `mechanism.integration(runs, ...)` "
-                   "(or use `write_report`)")
-        result = integration(result, **analysis)
-    elif analysis:
-        raise TypeError(f"write_integration() got analysis options {sorted(analysis)} with a computed result")
     res = result
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     section = Section(results=[res])
-    write_tables(section, out, [(name, table) for name, table in res.tables().items() if name != "per_trajectory"])
+    # file names as before: the long table is not written here, by_category keeps its prefix
+    write_tables(section, out, [({"by_category": "integration_by_category"}.get(name, name), table)
+                                for name, table in res.tables().items() if name not in ("per_trajectory", "estimates")])
     write_table(section, res.per_trajectory, out / "per_trajectory.parquet")
     write_json(section, out / "integration.json", res.to_dict())
     if figures:

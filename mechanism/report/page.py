@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from mechanism.core.names import escape_control
-from mechanism.report.tables import ReportTable, md_inline
+from mechanism.core.text import md_escape
+from mechanism.report.tables import ReportTable
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:64em;margin:auto;padding:0 1em 3em;line-height:1.45;color:#222}
@@ -176,25 +177,17 @@ def write_page(out: str | Path, *, title: str, sections: Sequence[Any], figures:
 
 def markdown_page(title: str, sections: Sequence[PageSection]) -> str:
     """The page as Markdown: the same sections in the same order, tables as pipe tables."""
-    md = [f"# {md_inline(title)}", "", "## Contents", ""]
-    md += [f"{i}. [{md_inline(s.title)}](#{s.key})" for i, s in enumerate(sections, start=1)] + [""]
+    md = [f"# {md_escape(title)}", "", "## Contents", ""]
+    md += [f"{i}. [{md_escape(s.title)}](#{s.key})" for i, s in enumerate(sections, start=1)] + [""]
     for s in sections:
-        md += [f'<a id="{s.key}"></a>', "", f"## {md_inline(s.title)}", ""]
-        md += [part for p in s.paragraphs for part in (md_inline(p), "")]
+        md += [f'<a id="{s.key}"></a>', "", f"## {md_escape(s.title)}", ""]
+        md += [part for p in s.paragraphs for part in (md_escape(p), "")]
         if s.items:
-            md += [f"- {md_inline(item)}" for item in s.items] + [""]
+            md += [f"- {md_escape(item)}" for item in s.items] + [""]
         md += [part for t in s.tables for part in (t.markdown(), "")]
         if s.markdown:
             md += [s.markdown, ""]
         for caption, rel in s.figures:
-            md += [f"![{md_inline(caption)}]({rel.replace(' ', '%20').replace(')', '%29')})", "",
-                   f"*{md_inline(caption)}*", ""]
+            md += [f"![{md_escape(caption)}]({rel.replace(' ', '%20').replace(')', '%29')})", "",
+                   f"*{md_escape(caption)}*", ""]
     return "\n".join(md).rstrip()
-
-
-def _md(text: str) -> str:
-    """Deprecated name of :func:`mechanism.report.tables.md_inline`."""
-    from mechanism.core.deprecation import deprecated
-
-    deprecated("`mechanism.report.page._md`", "use `mechanism.report.tables.md_inline`")
-    return md_inline(text)

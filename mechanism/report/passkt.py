@@ -8,11 +8,21 @@ from typing import Any, Literal
 
 import polars as pl
 
+from mechanism.analysis.boundaries import boundary
+from mechanism.analysis.passkt import (
+    consistency,
+    default_k,
+    depth_notes,
+    pass_at_kt,
+    pass_at_kt_per_problem,
+    small_sample_note,
+    within_t_shares,
+)
 from mechanism.core.errors import InputError
+from mechanism.core.names import pair_folders
 from mechanism.core.options import RandomState, check_choice, check_ci
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_table, write_tables, write_text
-
 
 #: where the round budget T of an episode comes from (as :func:`mechanism.pass_at_kt`)
 TSource = Literal["auto", "t_cap", "truncation"]
@@ -77,10 +87,6 @@ def analyse_passkt(runs: pl.DataFrame, *, k: Sequence[int] | None = None, t: Seq
     -------
     PassKT
     """
-    from mechanism.analysis.boundaries import boundary
-    from mechanism.analysis.passkt import (consistency, default_k, depth_notes, pass_at_kt, pass_at_kt_per_problem,
-                                  small_sample_note, within_t_shares)
-
     ci = check_ci(ci)
     check_choice(t_source, TSource, field="t_source")
     ks = list(k) if k else default_k(runs, t, t_source=t_source)
@@ -107,7 +113,7 @@ def analyse_passkt(runs: pl.DataFrame, *, k: Sequence[int] | None = None, t: Seq
 
 
 def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
-                 colors: Mapping[str, str] | None = None, **analysis: Any) -> Section:
+                 colors: Mapping[str, str] | None = None) -> Section:
     """Write the PASS@(k,T) tables and figures of ``result`` to ``out``.
 
     Writes ``pass_at_kt.csv``, ``pass_at_kt_per_problem.parquet``, ``pass_hat_k.csv``
@@ -119,8 +125,7 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
     Parameters
     ----------
     result
-        :func:`analyse_passkt` of the runs. (Given the canonical table instead, with the
-        analysis options as keywords, it computes them first: deprecated.)
+        :func:`analyse_passkt` of the runs.
     out
         Output folder (created).
     figures
@@ -133,21 +138,13 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
     Section
         ``results`` holds the :class:`~mechanism.analysis.boundaries.Boundary` of every treated arm.
     """
-    from mechanism.core.names import pair_folders
-    from mechanism.plots.passkt import (plot_boundary, plot_gap_over_t, plot_gap_surface, plot_pass_curves,
-                                        plot_pass_over_t, plot_pass_surfaces)
-    from mechanism.plots.style import arm_colors
+    # matplotlib (heavy): loaded only when a report is written
+    from mechanism.plots.passkt import plot_pass_curves, plot_pass_over_t, plot_pass_surfaces  # noqa: PLC0415
+    from mechanism.plots.style import arm_colors  # noqa: PLC0415 - matplotlib, as above
 
-    if isinstance(result, pl.DataFrame):
-        from mechanism.core.deprecation import deprecated
-
-        deprecated("`write_passkt(runs, out, ...)`", "pass `analyse_passkt(runs, ...)` (or use `write_report`)")
-        result = analyse_passkt(result, **analysis)
-    elif analysis:
-        raise TypeError(f"write_passkt() got analysis options {sorted(analysis)} with a computed result")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    ks, t, arms, ci = result.k, result.t, result.arms, result.ci
+    ks, arms = result.k, result.arms
     curves = result.curves
     hat = result.pass_hat.filter(pl.col("k").is_in(ks))
     section = Section()
@@ -160,9 +157,25 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
     write_table(section, reliability.by_arm, out / "consistency_summary.csv")
     order = arm_order(arms)
     colors = dict(colors) if colors is not None else arm_colors(order)
+    lines = _summary_lines(result, order, hat)
+    if figures:
+        # with a single k there is no curve over k nor a k x T surface: the curve over T remains
+        made = ([("pass_curves", plot_pass_curves(curves, arms=order, colors=colors)),
+                 ("pass_surfaces", plot_pass_surfaces(curves, arms=order))] if len(ks) > 1
+                else [("pass_over_t", plot_pass_over_t(curves, k=ks[0], arms=order, colors=colors))])
+        write_figures(section, out, made)
+    lines += _write_boundaries(section, result, out, colors=colors, figures=figures)
+    section.text = "\n".join(lines)
+    return section
+
+
+def _summary_lines(result: PassKT, order: list[str], hat: pl.DataFrame) -> list[str]:
+    """The findings as text: PASS at the deepest T per arm, episodes within each T, pass^k and
+    the per-task consistency."""
+    ks, t, ci, curves = result.k, result.t, result.ci, result.curves
     source = result.t_source
     level = "no intervals" if ci is None else f"{ci * 100:g}% bootstrap intervals over problems"
-    lines = [f"PASS@(k,T) of {len(arms)} arm(s) on k = {ks}, T = {list(t)} (T from {source}; {level})"]
+    lines = [f"PASS@(k,T) of {len(result.arms)} arm(s) on k = {ks}, T = {list(t)} (T from {source}; {level})"]
     if source == "truncation":
         lines.append("  T by truncation counts the rounds an episode happened to use, not a budget: an arm "
                      "that searches more loses PASS at small T without losing any ability")
@@ -186,16 +199,19 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
     for arm in order:
         lines.append(f"  {arm}: pass^{ks[-1]} (all {ks[-1]} of {ks[-1]} succeed within T={tmax}) = "
                      f"{at(hat, arm, ks[-1])}")
-    lines += [f"  {line}" for line in reliability.summary().lines]
+    lines += [f"  {line}" for line in result.consistency.summary().lines]
     lines += [f"  note: {note}" for note in result.notes]
-    if figures:
-        # with a single k there is no curve over k nor a k x T surface: the curve over T remains
-        made = ([("pass_curves", plot_pass_curves(curves, arms=order, colors=colors)),
-                 ("pass_surfaces", plot_pass_surfaces(curves, arms=order))] if len(ks) > 1
-                else [("pass_over_t", plot_pass_over_t(curves, k=ks[0], arms=order, colors=colors))])
-        write_figures(section, out, made)
+    return lines
 
-    base = result.base
+
+def _write_boundaries(section: Section, result: PassKT, out: Path, *, colors: dict[str, str],
+                      figures: bool) -> list[str]:
+    """Each treated arm's boundary tables, summary and figures in ``<treated>_vs_<base>/``; returns
+    the summaries."""
+    # matplotlib (heavy): loaded only when a report is written
+    from mechanism.plots.passkt import plot_boundary, plot_gap_over_t, plot_gap_surface  # noqa: PLC0415
+
+    ks, base = result.k, result.base
     compared = [b.treated for b in result.boundaries]
     # distinct arms, distinct folders (a hash where names clash)
     named = pair_folders(compared, base) if compared else {}
@@ -204,11 +220,13 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
         if folders.count(name) > 1:  # one folder for two arms: the second would overwrite the first
             raise InputError(f"arms {[a for a, f in zip(compared, folders) if f == name]} give the same "
                              f"output folder {name!r}: rename one (`arm` when reading)", field="arm")
+    lines = []
     for res, other, name in zip(result.boundaries, compared, folders):
         section.results.append(res)
         folder = out / name
         folder.mkdir(parents=True, exist_ok=True)
-        write_tables(section, folder, res.tables().items())
+        write_tables(section, folder, [(_BOUNDARY_FILES.get(n, n), table) for n, table in res.tables().items()
+                                       if n != "estimates"])
         text = str(res.summary())
         write_text(section, folder / "summary.txt", text)
         lines.append(text)
@@ -219,11 +237,15 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
             write_figures(section, folder, [("gap_surface" if len(ks) > 1 else "gap_over_t", gap_fig),
                                             ("boundary", plot_boundary(res, colors=colors))],
                           prefix=f"{name}/")
-    section.text = "\n".join(lines)
-    return section
+    return lines
 
 
-def boundary_verdict(result) -> str:  # noqa: ANN001 - a Boundary
+#: File stems of the boundary tables whose names in ``Boundary.tables()`` drop the result's prefix.
+_BOUNDARY_FILES = {"problems": "boundary_problems", "sets": "boundary_sets", "tests": "boundary_tests",
+                   "split": "boundary_split", "curves": "pass_curves", "by_category": "boundary_by_category"}
+
+
+def boundary_verdict(result) -> str:
     """One sentence: gained and lost problems at the deepest T, the permutation test and its verdict
     (:meth:`Boundary.verdict`)."""
     return result.verdict()

@@ -8,16 +8,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from mechanism.analysis.labels import rounds_labels  # noqa: F401 - public here: mechanism.report.rounds_labels
 from mechanism.core.errors import InputError
 from mechanism.core.options import RandomState, check_ci
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_json, write_table, write_tables, write_text
-
-
-def rounds_labels(runs: pl.DataFrame, *, cap: int = 5) -> np.ndarray:
-    """A structural baseline stratum per trajectory: its number of search rounds, ``cap`` meaning cap or more."""
-    rounds = np.minimum(runs["n_rounds"].to_numpy(), cap)
-    return np.array([f"{r}+ rounds" if r == cap else f"{r} round{'s' if r != 1 else ''}" for r in rounds])
 
 
 def analyse_reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: Sequence[str] | None = None,
@@ -39,10 +34,10 @@ def analyse_reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: 
             for arm in others]
 
 
-def write_reweighting(results: Sequence[Any], out: str | Path, *args: Any, n_boot: int | None = None,
+def write_reweighting(results: Sequence[Any], out: str | Path, *, n_boot: int | None = None,
                       figures: bool = True, label_source: str | None = None, title: str | None = None,
                       names: dict[Any, str] | None = None, caption: bool = False,
-                      colors: Mapping[str, str] | None = None, **analysis: Any) -> Section:
+                      colors: Mapping[str, str] | None = None) -> Section:
     """Write the reweighting tables and figures of every treated arm against ``base``.
 
     Writes ``reweighting_summary.csv`` (one long table), per treated arm a folder
@@ -54,8 +49,7 @@ def write_reweighting(results: Sequence[Any], out: str | Path, *args: Any, n_boo
     ----------
     results
         One :class:`~mechanism.analysis.compare.Reweighting` per treated arm, against one base
-        (:func:`analyse_reweighting`). (Given the canonical table and the labels instead, with
-        the analysis options as keywords, it computes them first: deprecated.)
+        (:func:`analyse_reweighting`).
     out
         Output folder (created).
     n_boot
@@ -77,17 +71,6 @@ def write_reweighting(results: Sequence[Any], out: str | Path, *args: Any, n_boo
     from mechanism.core.names import pair_folders
     from mechanism.plots.reweighting import plot_decomposition, plot_share_success
 
-    if isinstance(results, pl.DataFrame):
-        from mechanism.core.deprecation import deprecated
-
-        deprecated("`write_reweighting(runs, labels, out, ...)`",
-                   "pass `analyse_reweighting(runs, labels, ...)` (or use `write_report`)")
-        runs, labels, out, *args = (results, out, *args)
-        n_boot = 1000 if n_boot is None else n_boot
-        results = analyse_reweighting(runs, labels, n_boot=n_boot, **analysis)
-        analysis = {k: v for k, v in analysis.items() if k == "n_permutations"}
-    if args or set(analysis) - {"n_permutations"}:
-        raise TypeError(f"write_reweighting() got analysis options {sorted(analysis)} with computed results")
     results = list(results)
     if not results:
         raise InputError("no treated arm to compare with the base arm", field="treated")

@@ -29,15 +29,6 @@ def pooled_share_table(labels: pl.DataFrame) -> pl.DataFrame:
             .sort("arm", "strategy"))
 
 
-def strategy_shares(labels: pl.DataFrame) -> pl.DataFrame:
-    """Deprecated name of :func:`pooled_share_table`."""
-    from mechanism.core.deprecation import deprecated
-
-    deprecated("`mechanism.report.strategy_shares`", "use `mechanism.report.pooled_share_table` (pooled), or "
-               "`mechanism.strategy_shares` to compare arms (questions weighted equally)")
-    return pooled_share_table(labels)
-
-
 def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` with list columns joined into "; "-separated text, since CSV holds no nesting."""
     return frame.with_columns([pl.col(c).cast(pl.List(pl.String)).list.join("; ")
@@ -92,7 +83,7 @@ def analyse_strategies(space, runs: pl.DataFrame, *, placement: Placement | None
 
 def write_strategies(results: StrategyResults, runs: pl.DataFrame, out: str | Path, *,
                      arms: Sequence[str] | None = None, title: str = "strategies", figures: bool = True,
-                     colors: Mapping[str, str] | None = None, **analysis: Any) -> Section:
+                     colors: Mapping[str, str] | None = None) -> Section:
     """Figures and tables of a fitted space on ``runs``.
 
     Writes the ``strategy_map`` and ``strategy_shares`` figures (PNG and
@@ -103,8 +94,7 @@ def write_strategies(results: StrategyResults, runs: pl.DataFrame, out: str | Pa
     Parameters
     ----------
     results
-        :func:`analyse_strategies` of ``runs``. (Given a fitted space instead, with the analysis
-        options as keywords, it computes them first: deprecated.)
+        :func:`analyse_strategies` of ``runs``.
     runs
         Canonical table the results were computed on (the figures draw its rows).
     out
@@ -126,15 +116,6 @@ def write_strategies(results: StrategyResults, runs: pl.DataFrame, out: str | Pa
     """
     from mechanism.plots.strategies import plot_strategy_shares, strategy_map
 
-    if not isinstance(results, StrategyResults):
-        from mechanism.core.deprecation import deprecated
-
-        deprecated("`write_strategies(space, runs, out, ...)`",
-                   "pass `analyse_strategies(space, runs, ...)` (or use `write_report`)")
-        analysis.pop("described", None)
-        results = analyse_strategies(results, runs, map_xy=figures, **analysis)
-    elif analysis:
-        raise TypeError(f"write_strategies() got analysis options {sorted(analysis)} with computed results")
     space, placement, desc, table = results.space, results.placement, results.described, results.shares
     out = Path(out)
     arms = list(arms) if arms is not None else sorted(runs["arm"].unique().to_list())

@@ -15,9 +15,10 @@ from typing import Any
 import polars as pl
 
 from mechanism.core.errors import InputError
-from mechanism.core.options import RandomState, as_generator, check_ci
+from mechanism.core.options import RandomState, check_ci, check_seed
 from mechanism.core.progress import StageClock
 from mechanism.core.resample import resolve_seed
+from mechanism.core.text import estimate_text
 from mechanism.report._section import Section
 
 Echo = Callable[[str], None]
@@ -197,7 +198,7 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
     from mechanism.report.passkt import arm_order
 
     ci = check_ci(ci)
-    as_generator(random_state)  # a one-line error naming `random_state` for anything else
+    check_seed(random_state)  # one-line error for anything but a seed; the draws come from one seed
     random_state = resolve_seed(random_state)  # once: every stage below derives its streams from it
     say = echo or (lambda line: None)
     out = Path(out)
@@ -247,9 +248,8 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     from mechanism.report.passkt import analyse_passkt, write_passkt
     from mechanism.report.reweighting import analyse_reweighting, write_reweighting
     from mechanism.report.strategies import analyse_strategies, write_strategies
-    from mechanism.analysis.strategy_space import display_names, fit_and_place
     from mechanism.analysis.segmentation import segment
-    from mechanism.analysis.strategy_space import StrategySpace
+    from mechanism.analysis.strategy_space import display_names
 
     seconds, lap = clock.seconds, clock.lap
     sections: dict[str, Section] = {}
@@ -261,19 +261,8 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     reliability = _reliability(runs, passkt, sections["passkt"], out / "passkt", t=t, arms=shown)
     lap("pass@(k,T)")
 
-    if space is None:
-        space, placement = fit_and_place(runs, runs, embedder=embedder, random_state=random_state,
-                                         progress=progress, cache_dir=cache_dir)
-        space.save(out / "space")
-        space_note = f"fitted on these runs (random_state={random_state}), saved to space/"
-    else:
-        if isinstance(space, (str, Path)):
-            where = space
-            space = StrategySpace.load(where, cache_dir=cache_dir, progress=progress)
-            space_note = f"the saved space {where}, applied without refitting"
-        else:
-            space_note = "the given fitted space, applied without refitting"
-        placement = space.place(runs)
+    space, placement, space_note = _place_space(runs, out, space, embedder=embedder, random_state=random_state,
+                                                progress=progress, cache_dir=cache_dir)
     found = analyse_strategies(space, runs, placement=placement, ci=ci, n_boot=n_boot, random_state=random_state)
     placement, described = found.placement, found.described  # one description for every table, figure and name below
     names = display_names(described)
@@ -383,6 +372,26 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     return report
 
 
+def _place_space(runs: pl.DataFrame, out: Path, space: Any, *, embedder: Any, random_state: int,
+                 progress: bool | None, cache_dir: str | Path | None) -> tuple[Any, Any, str]:
+    """(space, placement of ``runs``, where the space came from): fitted on the runs and saved
+    under ``out/space``, loaded from a folder, or the fitted space given."""
+    from mechanism.analysis.strategy_space import StrategySpace, fit_and_place
+
+    if space is None:
+        space, placement = fit_and_place(runs, runs, embedder=embedder, random_state=random_state,
+                                         progress=progress, cache_dir=cache_dir)
+        space.save(out / "space")
+        return space, placement, f"fitted on these runs (random_state={random_state}), saved to space/"
+    if isinstance(space, (str, Path)):
+        where = space
+        space = StrategySpace.load(where, cache_dir=cache_dir, progress=progress)
+        space_note = f"the saved space {where}, applied without refitting"
+    else:
+        space_note = "the given fitted space, applied without refitting"
+    return space, space.place(runs), space_note
+
+
 def visible_arm_names(runs: pl.DataFrame) -> dict[str, str]:
     """The arms whose whitespace would hide them, each to its visible form
     (:func:`mechanism.core.names.visible_name`: ``"rl "`` -> ``"rl␠"``); empty when none."""
@@ -452,21 +461,19 @@ def _single_lines(acc: dict, reliability: Any, arms: Sequence[str], single: bool
     """One line per arm of a single-agent report: accuracy, pass^k at the largest k, consistency."""
     if not single or reliability is None:
         return []
-    from mechanism.report.tables import estimate
-
     hat, cons = reliability[2], reliability[3]
     lines = []
     for a in arms:
         h = hat.filter(pl.col("arm") == a).sort("k")
         c = cons.filter(pl.col("arm") == a)
-        text = f"{a}: accuracy {estimate(acc[a]['accuracy'], acc[a]['ci_low'], acc[a]['ci_high'])}"
+        text = f"{a}: accuracy {estimate_text(acc[a]['accuracy'], acc[a]['ci_low'], acc[a]['ci_high'])}"
         if h.height:
             r = h.row(-1, named=True)
-            text += f"; pass^{r['k']} = {estimate(r['pass_at_kt'], r['ci_low'], r['ci_high'])} (all {r['k']} trials succeed)"
+            text += f"; pass^{r['k']} = {estimate_text(r['pass_at_kt'], r['ci_low'], r['ci_high'])} (all {r['k']} trials succeed)"
         if c.height:
             r = c.row(0, named=True)
-            text += (f"; tasks solved in every trial {estimate(r['share_all'], r['share_all_low'], r['share_all_high'])}, "
-                     f"in none {estimate(r['share_none'], r['share_none_low'], r['share_none_high'])}")
+            text += (f"; tasks solved in every trial {estimate_text(r['share_all'], r['share_all_low'], r['share_all_high'])}, "
+                     f"in none {estimate_text(r['share_none'], r['share_none_low'], r['share_none_high'])}")
         lines.append(text)
     return lines
 
@@ -474,8 +481,6 @@ def _single_lines(acc: dict, reliability: Any, arms: Sequence[str], single: bool
 def task_lines(runs: pl.DataFrame, arms: Sequence[str], *, ci: float | None, n_boot: int,
                random_state: int) -> list[str]:
     """One line per task type (``category``): each arm's accuracy with its interval."""
-    from mechanism.report.tables import estimate
-
     if "category" not in runs.columns:
         return []
     lines = []
@@ -483,7 +488,7 @@ def task_lines(runs: pl.DataFrame, arms: Sequence[str], *, ci: float | None, n_b
         sub = runs.filter(pl.col("category") == cat)
         acc = arm_accuracy(sub, ci=ci, n_boot=n_boot, random_state=random_state)
         lines.append(f"task type {cat} ({sub['question_id'].n_unique():,} questions): " + "; ".join(
-            f"{a} {estimate(acc[a]['accuracy'], acc[a]['ci_low'], acc[a]['ci_high'])}" for a in arms if a in acc))
+            f"{a} {estimate_text(acc[a]['accuracy'], acc[a]['ci_low'], acc[a]['ci_high'])}" for a in arms if a in acc))
     return lines
 
 

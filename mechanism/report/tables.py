@@ -1,6 +1,6 @@
 """The report's tables: one display frame per result, rendered by Great Tables (polars'
 ``DataFrame.style``) as HTML for the page and as a booktabs LaTeX table for a paper, and by
-:func:`markdown_table` for ``summary.md``.
+:func:`mechanism.core.text.md_table` for ``summary.md``.
 
 A :class:`ReportTable` holds text only (every number already formatted with its interval), so
 the three renderings show the same cells. Cell text may come from the input (arm and strategy
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from mechanism.core.names import escape_control
+from mechanism.core.text import estimate_text, md_escape, md_table
 
 
 @dataclass
@@ -69,8 +70,8 @@ class ReportTable:
 
     def markdown(self) -> str:
         """The table as a Markdown pipe table, caption above and note below."""
-        return "\n".join([f"**{md_inline(self.title)}**", "", markdown_table(self.frame)]
-                         + (["", f"*{md_inline(self.note)}*"] if self.note else []))
+        return "\n".join([f"**{md_escape(self.title)}**", "", md_table(self.frame.columns, self.frame.iter_rows())]
+                         + (["", f"*{md_escape(self.note)}*"] if self.note else []))
 
 
 def _link(text: str, anchor: str | None) -> str:
@@ -82,46 +83,6 @@ def _link(text: str, anchor: str | None) -> str:
     # an in-page anchor, or a page of the report folder (``strategies/members/...html``)
     href = anchor if ".html" in anchor or anchor.endswith(".csv") else f"#{anchor}"
     return f'<a href="{html.escape(href, quote=True)}">{shown}</a>'
-
-
-def md_inline(text: object) -> str:
-    """Inline Markdown with every character that would start markup or raw HTML escaped."""
-    out = []
-    for ch in " ".join(escape_control(str(text)).split()):
-        out.append("\\" + ch if ch in "\\`*_[]<>#|!{}" else ch)
-    return "".join(out)
-
-
-def markdown_table(frame: pl.DataFrame) -> str:
-    """``frame`` (string cells) as a GitHub pipe table, every cell escaped."""
-    head = "| " + " | ".join(md_inline(c) for c in frame.columns) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(md_inline(v) for v in row) + " |" for row in frame.iter_rows()]
-    return "\n".join([head, rule, *rows])
-
-
-def estimate(value: float | None, low: float | None = None, high: float | None = None, *,
-             digits: int = 3, signed: bool = False) -> str:
-    """``0.412 [0.380, 0.440]``; ``n/a`` for a missing or non-finite value.
-
-    >>> estimate(0.41234, 0.38, 0.44)
-    '0.412 [0.380, 0.440]'
-    >>> estimate(0.1, -0.02, 0.2, signed=True)
-    '+0.100 [-0.020, +0.200]'
-    >>> estimate(None)
-    'n/a'
-    """
-    import math
-
-    def fmt(v: float) -> str:
-        return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
-
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    text = fmt(value)
-    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
-        text += f" [{fmt(low)}, {fmt(high)}]"
-    return text
 
 
 def renamed(names: Mapping[str, str] | None, arm: str) -> str:
@@ -138,7 +99,7 @@ def arm_table(rows: Sequence[dict], columns: Sequence[str]) -> pl.DataFrame:
 # ---------------------------------------------------------------------------- the report's tables
 def accuracy_table(acc: Mapping[str, dict], arms: Sequence[str], *, ci: float | None) -> ReportTable:
     """Accuracy per arm with its interval, trajectories and questions."""
-    rows = [{"arm": a, "accuracy": estimate(acc[a]["accuracy"], acc[a]["ci_low"], acc[a]["ci_high"]),
+    rows = [{"arm": a, "accuracy": estimate_text(acc[a]["accuracy"], acc[a]["ci_low"], acc[a]["ci_high"]),
              "trajectories": f"{acc[a]['n']:,}", "questions": f"{acc[a]['questions']:,}"} for a in arms]
     return ReportTable(key="accuracy", title="Accuracy per arm", frame=pl.DataFrame(rows),
                        note="questions weigh equally within an arm"
@@ -158,7 +119,7 @@ def passkt_table(curves: pl.DataFrame, *, arms: Sequence[str]) -> tuple[ReportTa
             row = {"k": str(kv), "T": str(tv)}
             for a in present:
                 r = cell.get((a, kv, tv))
-                row[a] = estimate(r["pass_at_kt"], r.get("ci_low"), r.get("ci_high")) if r else "n/a"
+                row[a] = estimate_text(r["pass_at_kt"], r.get("ci_low"), r.get("ci_high")) if r else "n/a"
             rows.append(row)
     source = curves["t_source"][0] if "t_source" in curves.columns and curves.height else "auto"
     note = (f"T read by {source}" + (": an episode counts for T if it is correct within T rounds, which measures the "
@@ -190,7 +151,7 @@ def pass_hat_table(hat: pl.DataFrame, *, t: int, arms: Sequence[str] | None = No
         row = {"k": str(kv)}
         for a in arms:
             r = cell.get((a, kv))
-            row[a] = estimate(r["pass_at_kt"], r.get("ci_low"), r.get("ci_high")) if r else "n/a"
+            row[a] = estimate_text(r["pass_at_kt"], r.get("ci_low"), r.get("ci_high")) if r else "n/a"
         rows.append(row)
     return ReportTable(key="pass-hat-k", title=f"pass^k: all k trials succeed (T = {t}; arms as columns)",
                        frame=arm_table(rows, ["k", *arms]),
@@ -201,9 +162,9 @@ def pass_hat_table(hat: pl.DataFrame, *, t: int, arms: Sequence[str] | None = No
 def consistency_table(by_arm: pl.DataFrame) -> ReportTable:
     """Per arm: tasks solved in every trial, in none, in some, with intervals."""
     rows = [{"arm": r["arm"], "tasks": f"{r['n_tasks']:,}",
-             "solved in every trial": estimate(r["share_all"], r["share_all_low"], r["share_all_high"]),
-             "in some": estimate(r["share_some"], r["share_some_low"], r["share_some_high"]),
-             "in none": estimate(r["share_none"], r["share_none_low"], r["share_none_high"])}
+             "solved in every trial": estimate_text(r["share_all"], r["share_all_low"], r["share_all_high"]),
+             "in some": estimate_text(r["share_some"], r["share_some_low"], r["share_some_high"]),
+             "in none": estimate_text(r["share_none"], r["share_none_low"], r["share_none_high"])}
             for r in by_arm.iter_rows(named=True)]
     return ReportTable(key="consistency", title="Per-task consistency", frame=pl.DataFrame(rows),
                        note="share of tasks; bootstrap intervals over tasks")
@@ -238,18 +199,14 @@ def split_table(results: Sequence) -> ReportTable:
     """The accuracy change split into composition and within: one row per quantity (the two
     parts, their sum, the total, JS divergence, shared mass, permutation p), one column per
     comparison."""
-    def iv(rw, name: str) -> str:
-        low, high = getattr(rw, f"{name}_ci")
-        return estimate(getattr(rw, name), low, high, signed=True)
-
     columns = {f"{rw.treated} vs {rw.base}": rw for rw in results}
     quantities = [
-        ("composition (reweighting)", lambda rw: iv(rw, "composition")),
-        ("within-strategy execution", lambda rw: iv(rw, "within")),
-        ("sum", lambda rw: estimate(rw.composition + rw.within, signed=True)),
-        ("accuracy change (total)", lambda rw: iv(rw, "total")),
-        ("JS divergence (bits)", lambda rw: estimate(rw.js_divergence, *rw.js_divergence_ci)),
-        ("treated mass in base strategies", lambda rw: estimate(rw.shared_mass, *rw.shared_mass_ci)),
+        ("composition (reweighting)", lambda rw: estimate_text(rw.composition, *rw.composition_ci, signed=True)),
+        ("within-strategy execution", lambda rw: estimate_text(rw.within, *rw.within_ci, signed=True)),
+        ("sum", lambda rw: estimate_text(rw.composition + rw.within, signed=True)),
+        ("accuracy change (total)", lambda rw: estimate_text(rw.total, *rw.total_ci, signed=True)),
+        ("JS divergence (bits)", lambda rw: estimate_text(rw.js_divergence, *rw.js_divergence_ci)),
+        ("treated mass in base strategies", lambda rw: estimate_text(rw.shared_mass, *rw.shared_mass_ci)),
         ("permutation p", lambda rw: f"{rw.permutation_p:.4f}" if rw.n_permutations else "n/a"),
         ("questions", lambda rw: f"{rw.n_questions:,}"),
     ]
@@ -271,12 +228,12 @@ def strategy_table(described: pl.DataFrame, shares: pl.DataFrame, arms: Sequence
         s = int(r["strategy"])
         label = "outliers" if s == -1 else f"S{s}"
         anchors[label] = f"strategy-{str(s).replace('-', 'm')}"
-        row = {"strategy": label, "name": str(r.get("name") or ""), "fidelity": estimate(r.get("fidelity"), digits=2),
+        row = {"strategy": label, "name": str(r.get("name") or ""), "fidelity": estimate_text(r.get("fidelity"), digits=2),
                "size": f"{int(r['size']):,}"}
         for a in arms:
             sh = share.get((s, a))
-            row[f"share {a}"] = estimate(sh["share"], sh.get("ci_low"), sh.get("ci_high")) if sh else "0"
-            row[f"success {a}"] = estimate(r.get(f"success_rate[{a}]"), r.get(f"ci_low[{a}]"), r.get(f"ci_high[{a}]"))
+            row[f"share {a}"] = estimate_text(sh["share"], sh.get("ci_low"), sh.get("ci_high")) if sh else "0"
+            row[f"success {a}"] = estimate_text(r.get(f"success_rate[{a}]"), r.get(f"ci_low[{a}]"), r.get(f"ci_high[{a}]"))
         if member_pages is not None:
             cell = f"all {int(r['size']):,} ({label})"
             row["members"] = cell
@@ -302,17 +259,17 @@ NO_GOLD = "n/a (no gold answer text to find)"
 def integration_table(res) -> ReportTable:  # noqa: ANN001 - an Integration
     """Per arm: retrieval, integration and parametric rates with intervals; ``n/a`` with the
     reason where no trajectory has a gold answer that text can identify."""
-    def iv(r: dict, name: str) -> str:
+    def rate(r: dict, name: str) -> str:  # a rate with its interval, or why text cannot measure it
         if name != "followup_from_observation" and _unmeasurable(res, r["arm"]):
             return NO_GOLD
-        return estimate(r.get(name), r.get(f"{name}_ci_low"), r.get(f"{name}_ci_high"))
+        return estimate_text(r.get(name), r.get(f"{name}_ci_low"), r.get(f"{name}_ci_high"))
 
-    rows = [{"arm": r["arm"], "trajectories": f"{r['n']:,}", "retrieval": iv(r, "retrieval_rate"),
-             "integration P(correct | retrieved)": iv(r, "integration_rate"),
-             "parametric P(correct | not retrieved)": iv(r, "parametric_rate"),
-             "not retrievable (share)": estimate(r.get("not_retrievable_share"), r.get("not_retrievable_share_ci_low"),
+    rows = [{"arm": r["arm"], "trajectories": f"{r['n']:,}", "retrieval": rate(r, "retrieval_rate"),
+             "integration P(correct | retrieved)": rate(r, "integration_rate"),
+             "parametric P(correct | not retrieved)": rate(r, "parametric_rate"),
+             "not retrievable (share)": estimate_text(r.get("not_retrievable_share"), r.get("not_retrievable_share_ci_low"),
                                                  r.get("not_retrievable_share_ci_high")),
-             "follow-ups from an observation": iv(r, "followup_from_observation")}
+             "follow-ups from an observation": rate(r, "followup_from_observation")}
             for r in res.per_arm.iter_rows(named=True)]
     return ReportTable(key="integration", title="Retrieval and integration rates per arm", frame=pl.DataFrame(rows),
                        note="a gold answer counts as retrieved when it appears in an observation; not retrievable: "
@@ -339,13 +296,13 @@ def integration_split_table(res) -> ReportTable | None:  # noqa: ANN001
         for c, (treated, sub) in columns.items():
             r = sub.get(part)
             blind = part != "not_retrievable" and _unmeasurable(res, treated) and _unmeasurable(res, res.base)
-            row[c] = (NO_GOLD if blind else estimate(r["estimate"], r["ci_low"], r["ci_high"], signed=True)
+            row[c] = (NO_GOLD if blind else estimate_text(r["estimate"], r["ci_low"], r["ci_high"], signed=True)
                       if r else "n/a (not computed)")
         rows.append(row)
-    rows.append({"part": "sum", **{c: estimate(sum(sub[p]["estimate"] for p, _ in SPLIT_PARTS if p in sub), signed=True)
+    rows.append({"part": "sum", **{c: estimate_text(sum(sub[p]["estimate"] for p, _ in SPLIT_PARTS if p in sub), signed=True)
                                    for c, (_, sub) in columns.items()}})
     rows.append({"part": "accuracy difference (total)", **{
-        c: estimate(sub["total"]["estimate"], sub["total"]["ci_low"], sub["total"]["ci_high"], signed=True)
+        c: estimate_text(sub["total"]["estimate"], sub["total"]["ci_low"], sub["total"]["ci_high"], signed=True)
         for c, (_, sub) in columns.items()}})
     rows.append({"part": "questions", **{c: f"{sub['total']['n_questions']:,}" for c, (_, sub) in columns.items()}})
     return ReportTable(key="integration-split",
@@ -362,8 +319,8 @@ def failure_table(moves: pl.DataFrame, arms: Sequence[str]) -> ReportTable:
                                              pl.col("after_error").mean().alias("retry"))
            .sort("arm", "calls", "tool", descending=[False, True, False]))
     order = {a: i for i, a in enumerate(arms)}
-    rows = [{"arm": r["arm"], "tool": r["tool"], "calls": f"{r['calls']:,}", "failed": estimate(r["failed"]),
-             "retries": estimate(r["retry"])}
+    rows = [{"arm": r["arm"], "tool": r["tool"], "calls": f"{r['calls']:,}", "failed": estimate_text(r["failed"]),
+             "retries": estimate_text(r["retry"])}
             for r in sorted(per.iter_rows(named=True), key=lambda r: order.get(r["arm"], len(order)))]
     frame = pl.DataFrame(rows, schema={c: pl.String for c in ("arm", "tool", "calls", "failed", "retries")})
     return ReportTable(key="failures", title="Failures per tool", frame=frame,

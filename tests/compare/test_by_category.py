@@ -45,7 +45,7 @@ def test_boundary_by_category():
     bridge = mx.boundary(runs.filter(pl.col("category") == "bridge"), base="base", treated="rl", t=[1, 2],
                          k=[1, 2], n_boot=50, n_permutations=500)
     assert b.by_category.filter(pl.col("category") == "bridge").drop("category").equals(bridge.to_frame())
-    assert "boundary_by_category" in b.tables()
+    assert "by_category" in b.tables()
 
 
 def test_reweighting_by_category_and_its_gain_where_it_was_planted():
@@ -58,14 +58,14 @@ def test_reweighting_by_category_and_its_gain_where_it_was_planted():
     alone = mx.reweighting(runs.filter(pl.Series(mask)), labels[mask], base="base", treated="rl", n_boot=100,
                            n_permutations=0)
     assert total["bridge"] == alone.total
-    assert "reweighting_by_category" in rw.tables()
+    assert "by_category" in rw.tables()
 
 
 def test_integration_and_track_by_category():
     runs, labels = runs_with_categories()
     res = mx.integration(runs, base="base", treated="rl", labels=labels, n_boot=50, by="category")
     _check(res.by_category, res.to_frame())
-    assert "integration_by_category" in res.tables()
+    assert "by_category" in res.tables()
     series, labels3 = runs_with_categories(arms=("step-0", "step-1", "step-2"))
     tr = mx.track(series, labels=labels3, k=[1, 2], t=[1, 2], n_boot=30, by="category")
     _check(tr.by_category, tr.to_frame())

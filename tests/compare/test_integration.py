@@ -184,9 +184,10 @@ def test_deterministic_per_seed_and_json_ready():
     assert a.per_arm.equals(b.per_arm) and a.split.equals(b.split)
     assert not a.split.equals(c.split)
     assert a.split["treated"].unique().sort().to_list() == ["rl", "sft"]
-    assert set(a.to_frame()["arm"].to_list()) == {"base", "rl", "sft"}
-    split = a.to_frame().filter(pl.col("quantity") == "split_total")
+    assert set(a.to_frame()["arm"].drop_nulls().to_list()) == {"base", "rl", "sft"}
+    split = a.to_frame().filter((pl.col("quantity") == "split") & (pl.col("part") == "total"))
     assert split["base"].to_list() == ["base", "base"] and split["detectable"].is_not_null().all()
+    assert split["treated"].to_list() == ["rl", "sft"] and split["arm"].null_count() == 2
     json.dumps(a.to_dict())
     other = integration(runs, arms=["rl", "base"], n_boot=10)
     assert other.base == "rl" and other.per_arm["arm"].to_list() == ["rl", "base"]

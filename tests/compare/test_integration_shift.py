@@ -457,7 +457,10 @@ def test_arguments_and_result_protocol(planted):
     d = res.to_dict()
     json.dumps(d)
     assert {"by_strategy", "shift", "strategy_shift"} <= set(d)
-    assert "shift_alignment_integration" in res.to_frame()["quantity"].to_list()
+    frame = res.to_frame()
+    assert "alignment_integration" in frame["quantity"].to_list()
+    mass = frame.filter(pl.col("quantity") == "mass_above")  # one row per arm, the arm a key
+    assert mass["arm"].to_list() == ["base", "rl"] and set(mass["treated"]) == {"rl"}
     plain = integration(runs, n_boot=10)
     assert plain.shift is None and plain.by_strategy is None
     with pytest.raises(InputError, match="`labels`"):

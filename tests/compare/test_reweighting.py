@@ -478,10 +478,13 @@ def test_compare_arms_returns_one_long_table():
     rates = [0.2, 0.7]
     runs, labels = _simulate({"base": [0.5, 0.5], "rl": [0.2, 0.8], "sft": [0.5, 0.5]},
                              {"base": rates, "rl": rates, "sft": rates}, n_questions=30, n_samples=4, seed=9)
-    table = compare_arms(runs, labels, base="base", n_boot=50, n_permutations=50)
+    result = compare_arms(runs, labels, base="base", n_boot=50, n_permutations=50)
+    table = result.to_frame()
     assert table["treated"].unique().sort().to_list() == ["rl", "sft"]
-    assert table.columns == ["base", "treated", "arm", "weighting", "strata", "quantity", "estimate", "ci_low",
-                             "ci_high", "detectable", "ci_level"]
+    assert table.columns[:6] == ["base", "treated", "arm", "weighting", "strata", "ci_level"]
+    assert table.columns[-4:] == ["quantity", "estimate", "ci_low", "ci_high"] and "detectable" in table.columns
+    assert [rw.treated for rw in result.reweightings] == ["rl", "sft"] and result.tables()["estimates"].equals(table)
+    assert result.verdict().startswith("rl vs base") and "\n" not in repr(result)
     one = reweighting(runs, labels, base="base", treated="sft", n_boot=50, n_permutations=50)
     got = table.filter((pl.col("treated") == "sft") & (pl.col("quantity") == "total"))["estimate"][0]
     assert got == one.total
@@ -491,7 +494,7 @@ def test_compare_arms_returns_one_long_table():
     row = table.filter((pl.col("treated") == "sft") & (pl.col("quantity") == "total")).row(0, named=True)
     assert (row["ci_low"], row["ci_high"]) == adjusted.total_ci
     assert adjusted.total_ci[1] - adjusted.total_ci[0] >= one.total_ci[1] - one.total_ci[0]
-    plain = compare_arms(runs, labels, base="base", n_boot=50, n_permutations=0, adjust="none")
+    plain = compare_arms(runs, labels, base="base", n_boot=50, n_permutations=0, adjust="none").to_frame()
     assert plain["ci_level"].unique().to_list() == [0.95]
 
 

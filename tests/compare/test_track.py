@@ -157,10 +157,12 @@ def test_protocol(series):
     assert "composition" in str(s) and str(s).count("\n") >= 4
     assert "<table" in s._repr_html_() and r"\begin{tabular}" in s.as_latex()
     frame = series.to_frame()
-    assert {"checkpoint", "quantity", "estimate", "ci_low", "ci_high"} <= set(frame.columns)
+    assert "checkpoint" in frame.columns and frame.columns[-4:] == ["quantity", "estimate", "ci_low", "ci_high"]
+    pairs = frame.filter(pl.col("quantity").is_in(["total", "composition", "within", "js_divergence_bits"]))
+    assert set(pairs["base"]) == {series.base} and pairs["treated"].equals(pairs["checkpoint"])
+    assert frame.filter(pl.col("quantity") == "accuracy")["base"].null_count() == len(series.checkpoints)
     json.dumps(series.to_dict())
-    assert set(series.tables()) == {"track_shares", "track_passkt", "track_split", "track_divergence",
-                                    "track_accuracy"}
+    assert set(series.tables()) == {"estimates", "shares", "passkt", "split", "divergence", "accuracy"}
 
 
 def test_track_needs_two_checkpoints_and_a_known_base(run):

@@ -3,6 +3,7 @@ somewhere inside the repository, and benchmark tables generated from what was me
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -94,8 +95,6 @@ def test_make_results_renders_a_harness_record_and_lists_unplaced_ones(tmp_path)
 
 def test_the_readme_quotes_recovery_and_fidelity_as_recorded():
     """The README's strategy section quotes the benchmarks' records, not numbers of its own."""
-    import json
-
     results = ROOT / "benchmarks" / "results"
     typed = {r["world"]: r for r in json.loads((results / "bench_strategies_floor.json").read_text())["rows"]}
     generic = {r["world"]: r for r in json.loads((results / "bench_strategies_floor_generic.json").read_text())["rows"]}

@@ -2,7 +2,7 @@
 
 Every public result (Boundary, Reweighting, Integration, Track, Consistency, PassEstimate,
 Simulation, Reproduction) runs here on a small simulated input: its ``to_frame()`` has its
-declared key columns then the shared ``quantity, estimate, ci_low, ci_high, detectable`` with
+declared key columns then the shared ``detectable, quantity, estimate, ci_low, ci_high`` with
 the same dtypes, keys are columns (no arm, k, T, strategy or weighting inside a quantity's
 name), and ``summary()``, ``tables()``, ``to_dict()`` and ``verdict()`` answer on every one.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 
 import polars as pl
 import pytest
@@ -18,16 +17,17 @@ import pytest
 import mechanism as mx
 from mechanism.analysis.boundaries import Boundary
 from mechanism.analysis.checkpoints import Track
-from mechanism.analysis.compare import Reweighting
+from mechanism.analysis.compare import Comparison, Reweighting
 from mechanism.analysis.information import Integration
-from mechanism.analysis.passkt import Consistency, PassEstimate, estimate_pass
+from mechanism.analysis.passkt import Consistency, PassEstimate, PassTable, estimate_pass
 from mechanism.analysis.reproduction import Reproduction
-from mechanism.core.results import SHARED_COLUMNS, Result, Summary, conform_frame
+from mechanism.analysis.shares import ShareTable
+from mechanism.core.results import SHARED_COLUMNS, Result, Summary, TableResult, conform_frame
 from mechanism.datasets.simulation import Simulation
 
 ARMS = {"base": "A0", "rl": "B1"}
-CLASSES = {"Boundary": Boundary, "Reweighting": Reweighting, "Integration": Integration, "Track": Track,
-           "Consistency": Consistency, "PassEstimate": PassEstimate, "Simulation": Simulation}
+CLASSES = {"Boundary": Boundary, "Reweighting": Reweighting, "Comparison": Comparison, "Integration": Integration,
+           "Track": Track, "Consistency": Consistency, "PassEstimate": PassEstimate, "Simulation": Simulation}
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +43,7 @@ def results(sim):
     return {
         "Boundary": mx.boundary(runs, base="A0", treated="B1", n_boot=30, n_permutations=200),
         "Reweighting": mx.reweighting(runs, labels, base="A0", treated="B1", n_boot=30, n_permutations=20),
+        "Comparison": mx.compare_arms(runs, labels, base="A0", n_boot=30, n_permutations=20),
         "Integration": mx.integration(runs, base="A0", treated="B1", labels=labels, n_boot=30),
         "Track": mx.track(series.runs, labels=series.truth["strategy"], n_boot=30),
         "Consistency": mx.consistency(runs, n_boot=30),
@@ -104,20 +105,20 @@ def test_keys_carry_what_names_used_to(results):
     shares = track.to_frame().filter(pl.col("quantity") == "share")
     assert shares.select("checkpoint", "strategy", "estimate").equals(
         track.shares.select("checkpoint", "strategy", pl.col("share").alias("estimate")))
-    split = track.to_frame().filter(pl.col("quantity") == "split_within")
+    split = track.to_frame().filter(pl.col("quantity") == "within")
     assert split["detectable"][0] is None and split["detectable"][1:].is_not_null().all()  # base vs itself: none
     curves = track.to_frame().filter(pl.col("quantity") == "pass_at_kt")
     assert curves["estimate"].to_list() == track.passkt["pass_at_kt"].to_list()
     assert curves.select("k", "t").equals(track.passkt.select("k", "t"))
     b = results["Boundary"]
-    split = b.to_frame().filter(pl.col("quantity") == "pass1_total")
+    split = b.to_frame().filter((pl.col("quantity") == "pass1") & (pl.col("component") == "total"))
     assert split["detectable"].to_list() == b.split.filter(pl.col("component") == "total")["detectable"].to_list()
     est = results["PassEstimate"]
     assert est.to_frame()["estimate"].to_list() == est.curves()["pass_at_kt"].to_list()
     renamed = results["Simulation"].runs.with_columns(pl.col("arm").replace(ARMS))
     assert est.curves().equals(mx.pass_at_kt(renamed, k=[1, 2], t=[0, 5], n_boot=30))
     integ = results["Integration"].to_frame()
-    assert integ.filter(pl.col("quantity").str.starts_with("split_"))["base"].unique().to_list() == ["A0"]
+    assert integ.filter(pl.col("quantity") == "split")["base"].unique().to_list() == ["A0"]
     assert integ.filter(pl.col("quantity") == "accuracy")["base"].null_count() == 2
 
 
@@ -126,13 +127,52 @@ def test_reproduction_is_a_result_with_the_shared_schema():
                           "ci_low": [None], "ci_high": [None], "planted": [2.5]})
     rep = Reproduction(table=table, findings=pl.DataFrame({"finding": ["x"], "recovered": [True],
                                                            "evidence": ["3 vs 2.5"]}))
-    assert rep.to_frame().columns == ["arm", "category", *SHARED_COLUMNS, "planted"]
+    frame = rep.to_frame()
+    assert frame.columns == ["base", "treated", "arm", "category", "k", "t", "planted", *SHARED_COLUMNS]
+    assert frame.row(0, named=True) | {"detectable": None} == {
+        "base": None, "treated": "rl", "arm": None, "category": "all", "k": None, "t": None, "planted": 2.5,
+        "detectable": None, "quantity": "gained", "estimate": 3.0, "ci_low": None, "ci_high": None}
     assert rep.verdict() == "1 of 1 findings recovered"
+    assert list(rep.tables()) == ["estimates", "table", "findings"]
+
+
+def test_reproduction_frame_puts_keys_in_columns():
+    table = pl.DataFrame({"quantity": ["PASS@(64,5)", "unique query sequences / problem", "boundary p (permutation)"],
+                          "arm": ["rl", "base", "rl"], "category": ["bridge", "all", "all"],
+                          "estimate": [0.5, 3.0, 0.01],
+                          "ci_low": [0.4, 2.0, None], "ci_high": [0.6, 4.0, None], "planted": [0.55, None, None]})
+    rep = Reproduction(table=table, findings=pl.DataFrame({"finding": ["x"], "recovered": [True], "evidence": ["e"]}),
+                       meta={"base": "base"})
+    frame = rep.to_frame().select("base", "treated", "arm", "k", "t", "quantity")
+    assert frame.rows() == [(None, None, "rl", 64, 5, "pass_at_kt"), (None, None, "base", None, None,
+                                                                       "unique_query_sequences"),
+                            ("base", "rl", None, None, None, "p_value")]
 
 
 def test_conform_refuses_an_undeclared_column():
     with pytest.raises(TypeError, match="not declared"):
         conform_frame(pl.DataFrame({"quantity": ["a"], "estimate": [1.0], "extra": [1]}), {})
+
+
+def test_the_tables_callers_index_share_one_base(sim):
+    """``pass_at_kt`` and ``strategy_shares`` return DataFrames that are results, from one base."""
+    runs = sim.runs
+    made = {"pass_at_kt": mx.pass_at_kt(runs, k=[1, 2], t=[0, 5], n_boot=30),
+            "share": mx.strategy_shares(runs.select("arm", "question_id").with_columns(
+                strategy=runs["n_rounds"].clip(0, 2)), n_boot=30)}
+    for value, table in made.items():
+        assert type(table) in (PassTable, ShareTable) and isinstance(table, TableResult)
+        assert isinstance(table, pl.DataFrame) and isinstance(table, Result) and table.value_column == value
+        frame = table.to_frame()
+        assert frame.columns == [*table._keys(), *table.extra_columns, *SHARED_COLUMNS]
+        assert frame["estimate"].to_list() == table[value].to_list()
+        assert frame["quantity"].unique().to_list() == [table.quantity]
+        tables = table.tables()
+        assert list(tables) == ["estimates", table.table_name] and type(tables[table.table_name]) is pl.DataFrame
+        assert table.to_dict(as_series=False) == pl.DataFrame(table).to_dict(as_series=False)
+        json.dumps(table.to_dict(), allow_nan=False, default=str)
+        assert repr(table) == repr(pl.DataFrame(table)) and table.summary().lines
+        assert type(table.filter(pl.lit(True))) is pl.DataFrame  # derived frames are plain DataFrames
 
 
 def test_boundary_takes_ci_none(sim):
@@ -160,15 +200,3 @@ def test_option_errors_name_the_parameter(sim, call, field):
     with pytest.raises(mx.InputError) as err:
         call(sim.runs, sim.truth["strategy"].to_numpy())
     assert err.value.field == field and f"`{field}`" in str(err.value) and "--" not in str(err.value)
-
-
-def test_deprecated_spellings_warn_and_name_their_replacement(results):
-    from mechanism.analysis.information import integration_verdict, verdict
-
-    res = results["Integration"]
-    for old in (verdict, integration_verdict, mx.integration_verdict):
-        with pytest.warns(DeprecationWarning, match=r"removed in 0\.2\.0; use Integration\.verdict\(\)"):
-            assert old(res) == res.verdict()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        res.verdict()  # the method itself does not warn

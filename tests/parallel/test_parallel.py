@@ -10,15 +10,21 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.core.errors import InputError
 from mechanism.analysis.parallel import (
-    RUN_COLUMNS, assign_shards, read_shards, render_shards, scan_shards, space_files, strategy_shares,
+    RUN_COLUMNS,
+    assign_shards,
+    read_shards,
+    render_shards,
+    scan_shards,
+    space_files,
+    strategy_shares,
 )
 from mechanism.analysis.passkt import pass_at_kt
-from mechanism.readers import read
 from mechanism.analysis.segmentation import render
-from mechanism.datasets.simulation import simulate
 from mechanism.analysis.strategy_space import StrategySpace
+from mechanism.core.errors import InputError
+from mechanism.datasets.simulation import simulate
+from mechanism.readers import read
 
 
 def _bytes(frame: pl.DataFrame) -> bytes:

@@ -15,11 +15,19 @@ import polars as pl
 import pytest
 
 import mechanism.analysis.parallel as parallel
-from mechanism.core.errors import InputError, ReadReport, ReadWarning
-from mechanism.analysis.parallel import assign_shards, read_option_names, read_shards, render_shards, space_digest, space_files
-from mechanism.readers import read
-from mechanism.datasets.simulation import simulate
+from mechanism.analysis.parallel import (
+    assign_shards,
+    read_option_names,
+    read_shards,
+    render_shards,
+    space_digest,
+    space_files,
+)
+from mechanism.analysis.segmentation import render
 from mechanism.analysis.strategy_space import StrategySpace
+from mechanism.core.errors import InputError, ReadReport, ReadWarning
+from mechanism.datasets.simulation import simulate
+from mechanism.readers import read
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "options" / "react_trials.jsonl"
 COLUMNS = {"text": "traj", "question_id": "qid", "gold": "gold_answer"}
@@ -116,7 +124,6 @@ def test_the_streamed_read_and_render_take_the_options_too(react_shards, tmp_pat
     lazy, rep = read_shards(react_shards, "react", out=tmp_path / "parts", report=True, **options)
     assert lazy.collect().equals(expected) and rep == expected_rep
     assert read_shards(tmp_path / "parts", "parts").equals(expected)
-    from mechanism.analysis.segmentation import render
 
     assert render_shards(react_shards, "react", **options).equals(render(expected))
 
@@ -128,8 +135,8 @@ def test_bad_options_are_one_line_errors_naming_them_before_any_worker(react_sha
              ({"columns": {"correct": "status:"}}, "columns"), ({"round_tools": ","}, "round_tools"),
              ({"unanswered": "drop"}, "unanswered"), ({"errors": "ignore"}, "errors"), ({"arm": ""}, "arm")]
     for options, name in cases:
-        for call in (lambda: read_shards(paths, "react", n_jobs=2, **options),
-                     lambda: assign_shards(tmp_path / "nowhere", paths, "react", **options)):
+        for call in (lambda options=options: read_shards(paths, "react", n_jobs=2, **options),
+                     lambda options=options: assign_shards(tmp_path / "nowhere", paths, "react", **options)):
             with pytest.raises(InputError) as info:
                 call()
             if "nowhere" not in str(info.value):  # assign_shards first checks its space
@@ -153,7 +160,8 @@ def test_bad_options_are_one_line_errors_naming_them_before_any_worker(react_sha
 def test_a_bad_read_option_fails_the_shard_functions_exactly_as_it_fails_read(react_shards, monkeypatch):
     """One validation (mechanism.readers.check_read_options): every option read() checks, the
     shard functions check before any worker starts, with read's own one-line error."""
-    cases = [({"scorer": "exact"}, "scorer"), ({"where": "trial =="}, "where"), ({"answer_pattern": "("}, "answer_pattern"),
+    cases = [({"scorer": "exact"}, "scorer"), ({"where": "trial =="}, "where"),
+             ({"answer_pattern": "("}, "answer_pattern"),
              ({"columns": {"correct": "status:"}}, "columns"), ({"round_tools": ","}, "round_tools"),
              ({"unanswered": "drop"}, "unanswered"), ({"errors": "ignore"}, "errors"), ({"arm": ""}, "arm"),
              ({"multi_action": "middle"}, "multi_action"), ({"duplicates": "merge"}, "duplicates"),

@@ -2,17 +2,23 @@
 a local 2-CPU Ray instance gives the single-process labels."""
 from __future__ import annotations
 
+import json
+import warnings
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
 
-ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "mechanism[ray]"); CI installs it')
+from mechanism.analysis.distributed import _report_from_json, _report_json, assign_shards_ray
+from mechanism.analysis.parallel import assign_shards, strategy_shares
+from mechanism.analysis.strategy_space import StrategySpace
+from mechanism.core.errors import InputError, ReadReport, ReadWarning, SkippedRecord
+from mechanism.datasets.simulation import simulate
+from mechanism.readers import read
 
-from mechanism.analysis.distributed import assign_shards_ray  # noqa: E402
-from mechanism.analysis.parallel import assign_shards, strategy_shares  # noqa: E402
-from mechanism.readers import read  # noqa: E402
-from mechanism.datasets.simulation import simulate  # noqa: E402
-from mechanism.analysis.strategy_space import StrategySpace  # noqa: E402
+# after the imports: mechanism.analysis.distributed imports ray only when a cluster is used
+ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "mechanism[ray]"); CI installs it')
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +53,6 @@ def test_saved_space_on_20_shards_on_local_ray_equals_single_process(local_ray, 
 
 
 def test_the_read_report_crosses_to_ray_workers_whole():
-    from mechanism.analysis.distributed import _report_from_json, _report_json
-    from mechanism.core.errors import ReadReport, SkippedRecord
-
     rep = ReadReport(rows_in=5, rows_kept=3, skipped=[SkippedRecord("a.jsonl", 2, "answer", "bad")],
                      formats={"a.jsonl": "searchr1"}, notes=["n"], rows_filtered=1, unanswered=2, warnings=["w"])
     assert _report_from_json(_report_json(rep)) == rep
@@ -60,12 +63,6 @@ def test_read_options_reach_the_ray_workers(local_ray, tmp_path):
     """Every option of mx.read crosses to the actors (a lambda scorer too: Ray ships it with
     cloudpickle), checked once on the driver: labels, report and warnings are those of the
     in-process path, which is mx.read on each shard (tests/test_parallel_options.py)."""
-    import json
-    import warnings
-    from pathlib import Path
-
-    from mechanism.core.errors import InputError, ReadWarning
-
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "options" / "react_trials.jsonl"
     lines = fixture.read_text().splitlines()
     paths = []

@@ -6,16 +6,16 @@ import numpy as np
 import polars as pl
 import pytest
 
+import mechanism as mx
+import mechanism.analysis.checkpoints as checkpoints
+import mechanism.analysis.parallel as parallel
+from mechanism.analysis.shares import strategy_shares, weighted_shares
 from mechanism.core.errors import InputError
 from mechanism.core.resample import percentile_interval, question_bootstrap_weights, stream
-from mechanism.analysis.shares import strategy_shares, weighted_shares
+from mechanism.core.results import SHARED_COLUMNS, Result
 
 
 def test_every_caller_uses_the_one_implementation():
-    import mechanism as mx
-    import mechanism.analysis.checkpoints as checkpoints
-    import mechanism.analysis.parallel as parallel
-
     assert mx.strategy_shares is parallel.strategy_shares is strategy_shares
     assert checkpoints.weighted_shares is weighted_shares
 
@@ -70,3 +70,24 @@ def test_bad_input_is_a_one_line_error_naming_the_parameter():
     with pytest.raises(InputError) as info:
         strategy_shares(_table(0), ci=95)
     assert info.value.field == "ci"
+
+
+def test_the_shares_table_is_a_dataframe_and_a_result_of_the_protocol():
+    t = _table(0)
+    out = strategy_shares(t, ci=0.9, n_boot=100, random_state=0)
+    assert isinstance(out, pl.DataFrame) and isinstance(out, Result)
+    assert out.columns == ["arm", "strategy", "n", "share", "ci_low", "ci_high"]
+    assert repr(out) == repr(pl.DataFrame(out))  # prints as the table it is
+    frame = out.to_frame()
+    assert frame.columns == ["arm", "strategy", "n", *SHARED_COLUMNS]
+    assert frame["quantity"].unique().to_list() == ["share"]
+    assert frame.select("arm", "strategy", "n", share="estimate", ci_low="ci_low", ci_high="ci_high").equals(
+        pl.DataFrame(out))
+    tables = out.tables()
+    assert list(tables) == ["estimates", "shares"] and tables["shares"].equals(out)
+    assert out.to_dict(as_series=False) == pl.DataFrame(out).to_dict(as_series=False)
+    assert out.verdict().startswith("largest share per arm: base strategy ") and "[" in out.verdict()
+    # without intervals the wide table keeps NaN (as written to CSV); the long one spells "none" as null
+    bare = strategy_shares(t, ci=None)
+    assert bare["ci_low"].is_nan().all() and bare.to_frame()["ci_low"].null_count() == bare.height
+    assert "[" not in bare.verdict()

@@ -59,7 +59,10 @@ def test_pass_at_kt_is_a_dataframe_with_notes():
     table = mx.pass_at_kt(runs, k=[1, 2], t=[1], n_boot=100)
     assert isinstance(table, pl.DataFrame)
     assert table.columns[:6] == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high"]
-    assert table.filter(pl.col("k") == 1).height == 1 and table.to_frame().equals(table)
+    assert table.filter(pl.col("k") == 1).height == 1 and pl.DataFrame(table).equals(table)
+    long = table.to_frame()  # the result protocol's long form
+    assert long.columns[-4:] == ["quantity", "estimate", "ci_low", "ci_high"]
+    assert long["estimate"].to_list() == table["pass_at_kt"].to_list()
     assert any(n.startswith("small sample") for n in table.notes)
     assert "small sample" in str(table.summary())
 

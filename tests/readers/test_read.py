@@ -6,8 +6,11 @@ import json
 import polars as pl
 import pytest
 
-from mechanism.readers import detect_format, read
 from mechanism.core.schema import REQUIRED_COLUMNS, validate
+from mechanism.readers import detect_format, read
+from mechanism.readers.openai import parse_messages
+from mechanism.readers.react import parse_text as react_text
+from mechanism.readers.searchr1 import parse_text as searchr1_text
 
 
 def _queries(row: dict) -> list[str]:
@@ -90,19 +93,18 @@ def test_react_numbered_unnumbered_and_chat(fixtures):
 
 
 def test_react_text_forms():
-    from mechanism.readers.react import parse_text
     text = ("Thought: go\nAction: search[a [b] c]\nObservation: x\n"
             "Thought: two actions, the environment runs the first\nAction: search[first]\n"
             "Action: search[second]\nObservation: y\nThought: done. Action: finish[the [answer]]")
-    out = parse_text(text)
+    out = react_text(text)
     assert [s["query"] for s in out["steps"]] == ["a [b] c", "first"]
     assert "Action: search[second]" in out["steps"][1]["thought"]
     assert out["answer"] == "the [answer]" and out["final"]
-    last = parse_text(text, multi_action="last")  # environments that run the last action
+    last = react_text(text, multi_action="last")  # environments that run the last action
     assert [s["query"] for s in last["steps"]] == ["a [b] c", "second"]
     assert "Action: search[first]" in last["steps"][1]["thought"]
     assert len(out["notes"]) == len(last["notes"]) == 1  # the action not run, counted
-    unfinished = parse_text("Thought: t\nAction: Search[q]")
+    unfinished = react_text("Thought: t\nAction: Search[q]")
     assert len(unfinished["steps"]) == 1 and unfinished["steps"][0]["observation"] is None
     assert not unfinished["final"]
 
@@ -118,6 +120,24 @@ def test_atif(fixtures):
     assert row["steps"][0]["thought"].startswith("Two hops")
     assert row["answer"] == "Delhi" and row["correct"]
     assert json.loads(row["meta"])["session_id"] == "6f1c2a4e-0b1d-4c8e-9a57-3e2f5d9b7c10"
+
+
+def test_meta_field_and_parser_extras_both_kept(tmp_path):
+    # a `meta` object beside what the parser keeps (the finishing call's result, a last user turn)
+    msgs = [{"role": "user", "content": "Capital of France?"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "function": {"name": "search", "arguments": '{"query": "France capital"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "Paris is the capital."},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c2", "function": {"name": "finish", "arguments": '{"answer": "Paris"}'}}]},
+            {"role": "tool", "tool_call_id": "c2", "content": "Submitted."},
+            {"role": "user", "content": "###STOP###"}]
+    rec = {"arm": "a", "question_id": "q1", "gold": ["Paris"], "messages": msgs,
+           "meta": {"run": "r7", "seed": 3}}
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    meta = json.loads(read(path, format="openai").row(0, named=True)["meta"])
+    assert meta == {"run": "r7", "seed": 3, "finish_result": "Submitted.", "user_after_last_call": "###STOP###"}
 
 
 def test_atif_final_message_answer(tmp_path):
@@ -192,15 +212,13 @@ def test_folder_reads_every_file(fixtures):
 
 
 def test_searchr1_reply_opening_inside_think():
-    from mechanism.readers.searchr1 import parse_text
     # chat templates that open <think> in the prompt leave the reply starting inside it
-    out = parse_text("plan first</think>\n<search> a </search><information> b </information><answer> c </answer>")
+    out = searchr1_text("plan first</think>\n<search> a </search><information> b </information><answer> c </answer>")
     assert out["steps"][0]["thought"] == "plan first" and out["steps"][0]["observation"] == "b"
     assert out["answer"] == "c"
 
 
 def test_openai_content_parts_and_legacy_function_call():
-    from mechanism.readers.openai import parse_messages
     out = parse_messages([
         {"role": "user", "content": [{"type": "text", "text": "Who?"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "look"}],

@@ -401,7 +401,7 @@ def test_a_categorical_or_integer_arm_in_a_labels_file_is_no_traceback(tmp_path)
     import numpy as np
     import polars as pl
 
-    from mechanism._cli.reweighting import read_labels
+    from mechanism.analysis.labels import read_labels
 
     runs = pl.DataFrame({"arm": ["1", "1", "2"], "question_id": ["a", "b", "a"], "sample_id": [0, 0, 0]})
     for arm in (pl.Series(["1", "1", "2"], dtype=pl.Categorical), pl.Series([1, 1, 2])):

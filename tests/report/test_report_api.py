@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -47,24 +46,6 @@ def test_import_and_the_readme_notebook_calls_print_nothing_unasked(tmp_path):
     # the README's second print: the one-line integration verdict, nothing else
     rest = printed.strip()[len(summary_text):].strip().splitlines()
     assert len(rest) == 1 and rest[0].startswith("rl")  # "rl moved ..." or "rl's mass ... changed by"
-
-
-def test_old_names_keep_working_with_a_deprecation_warning():
-    with pytest.warns(DeprecationWarning, match="random_state"):
-        old = mx.simulate(n_questions=2, n_samples=2, arms=("base",), seed=4, progress=False)
-    new = mx.simulate(n_questions=2, n_samples=2, arms=("base",), random_state=4, progress=False)
-    assert old.runs.equals(new.runs) and old.config["seed"] == 4
-    sim = mx.simulate(n_questions=4, n_samples=2, arms=("base", "rl"), random_state=0, progress=False)
-    labels = sim.truth["strategy"].to_numpy()
-    with pytest.warns(DeprecationWarning, match="treated"):
-        a = mx.compare_arms(sim.runs, labels, base="base", others=["rl"], n_boot=10, n_permutations=0)
-    b = mx.compare_arms(sim.runs, labels, base="base", treated=["rl"], n_boot=10, n_permutations=0)
-    assert a.equals(b)
-    ig = mx.integration(sim.runs, base="base", treated=["rl"], n_boot=10)
-    assert ig.arms == ("base", "rl")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        mx.simulate(n_questions=2, n_samples=2, arms=("base",), random_state=4, progress=False)
 
 
 @pytest.mark.parametrize("func", ["track", "training_run", "simulate", "pass_at_kt", "boundary", "reweighting",

@@ -69,7 +69,9 @@ def test_summary_is_text_and_the_table_is_to_frame(results):
     assert rw.to_frame().filter(pl.col("quantity") == "total")["estimate"][0] == pytest.approx(rw.total)
     assert rw.summary().equals(rw.summary()) and not rw.summary().equals(results["Boundary"].summary())
     assert "gained" in results["Boundary"].summary()
-    assert set(results["Integration"].to_frame()["arm"].to_list()) == {"base", EVIL}
+    frame = results["Integration"].to_frame()  # per-arm rows name their arm, pair rows their base and treated
+    assert set(frame["arm"].drop_nulls().to_list()) == {"base", EVIL}
+    assert set(frame["treated"].drop_nulls().to_list()) == {EVIL} and set(frame["base"].drop_nulls()) == {"base"}
 
 
 def test_latex_table_escapes_and_aligns():

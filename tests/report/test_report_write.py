@@ -3,7 +3,6 @@ arms are compared), the renamed share functions (old names warn) and one ``descr
 from __future__ import annotations
 
 import json
-import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -68,7 +67,7 @@ def test_write_helpers_write_and_record_every_artefact(tmp_path):
         write_table(section, frame, tmp_path / "t.xlsx")
 
 
-def test_pooled_share_table_counts_trajectories_and_the_old_name_warns():
+def test_pooled_share_table_counts_trajectories():
     from mechanism.report import pooled_share_table
 
     t = pl.DataFrame({"arm": ["a", "a", "a", "b"], "question_id": ["q1", "q1", "q2", "q1"], "strategy": [0, 0, 1, 1]})
@@ -76,28 +75,10 @@ def test_pooled_share_table_counts_trajectories_and_the_old_name_warns():
     assert table.rows() == [("a", 0, 2, 2 / 3), ("a", 1, 1, 1 / 3), ("b", 1, 1, 1.0)]
     import mechanism.report as report
 
-    with pytest.warns(DeprecationWarning, match="pooled_share_table"):
-        old = report.strategy_shares(t)
-    assert old.equals(table)
     assert "pooled_share_table" in report.__all__ and "strategy_shares" not in report.__all__
     from mechanism.analysis.parallel import strategy_shares
 
     assert mx.strategy_shares is strategy_shares  # the question-weighted one stays the package's
-
-
-def test_the_old_plot_name_warns_and_draws_the_same_figure(unbalanced):
-    import mechanism.plots as plots
-
-    runs, space = unbalanced
-    assert "plot_strategy_shares" in plots.__all__ and "strategy_shares" not in plots.__all__
-    with pytest.warns(DeprecationWarning, match="plot_strategy_shares"):
-        old = plots.strategy_shares(space, runs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        new = plots.plot_strategy_shares(space, runs)
-    assert [p.get_width() for p in old.axes[0].patches] == [p.get_width() for p in new.axes[0].patches]
-    plt.close(old)
-    plt.close(new)
 
 
 def test_shares_compared_between_arms_weigh_questions_equally(unbalanced, tmp_path):

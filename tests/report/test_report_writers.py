@@ -1,9 +1,8 @@
 """Section writers take result objects and only format them; ``write_report`` computes every
 analysis once and hands the results to the writers (issue 23: data no longer climb back up the
-layers); the old calls with runs still work, with a DeprecationWarning naming the removal version."""
+layers)."""
 from __future__ import annotations
 
-import warnings
 from collections import Counter
 
 import polars as pl
@@ -103,31 +102,3 @@ def test_section_writers_accept_results_and_compute_nothing(fitted, tmp_path, mo
         passkt.curves["pass_at_kt"].to_list())
     assert (tmp_path / "r" / "rl_vs_base" / "reweighting.json").is_file()
     assert f"{rws[0].total:+.3f}" in sections["reweighting"].text
-    # a writer refuses analysis options beside computed results, rather than ignoring them
-    with pytest.raises(TypeError, match="analysis options"):
-        write_passkt(passkt, tmp_path / "x", n_boot=5)
-
-
-def test_writers_given_runs_still_work_with_a_deprecation_warning(fitted, tmp_path):
-    from mechanism.report import analyse_passkt, write_integration, write_passkt
-
-    runs, _ = fitted
-    with pytest.warns(DeprecationWarning, match="0.2.0"):
-        old = write_passkt(runs, tmp_path / "old", k=[1, 2], t=[0, 5], n_boot=20, figures=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        new = write_passkt(analyse_passkt(runs, k=[1, 2], t=[0, 5], n_boot=20), tmp_path / "new", figures=False)
-    assert old.text == new.text
-    assert (tmp_path / "old" / "pass_hat_k.csv").read_text() == (tmp_path / "new" / "pass_hat_k.csv").read_text()
-    with pytest.warns(DeprecationWarning, match="0.2.0"):
-        section = write_integration(runs, tmp_path / "integ", n_boot=10, figures=False)
-    assert section.results[0].per_arm.height == 3
-
-
-def test_section_unpacking_is_deprecated():
-    from mechanism.report import Section
-
-    section = Section(text="findings")
-    with pytest.warns(DeprecationWarning, match="section.written"):
-        written, text = section
-    assert (written, text) == ([], "findings")

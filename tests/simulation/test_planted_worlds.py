@@ -1,6 +1,6 @@
 """One planted-world protocol (issue 23): the simulator and every world of mechanism.datasets.worlds offer
 ``runs``, ``truth``, ``planted`` and one truth join; worlds take ``random_state`` (int, Generator or
-None), with ``seed=`` a deprecated alias that draws the same world."""
+None)."""
 from __future__ import annotations
 
 import numpy as np
@@ -79,12 +79,10 @@ def test_planted_accuracy_is_what_a_large_world_shows():
 
 
 @pytest.mark.parametrize("name", sorted(GENERATORS))
-def test_worlds_take_random_state_and_seed_is_a_deprecated_alias(name):
+def test_worlds_take_random_state(name):
     gen = GENERATORS[name]
     new = gen(n_questions=3, n_samples=2, random_state=5)
-    with pytest.warns(DeprecationWarning, match="random_state"):
-        old = gen(n_questions=3, n_samples=2, seed=5)
-    assert old.records == new.records and old.truth.equals(new.truth)
+    assert gen(n_questions=3, n_samples=2, random_state=5).records == new.records
     # a Generator is used as it is; the same draws give the same world
     assert gen(n_questions=3, n_samples=2, random_state=np.random.default_rng(5)).records == new.records
     assert gen(n_questions=3, n_samples=2, random_state=None).truth.height == new.truth.height

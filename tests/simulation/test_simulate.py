@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from collections import Counter
 
 import numpy as np
@@ -12,11 +15,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from mechanism._cli.main import main
+from mechanism.analysis.boundaries import boundary
+from mechanism.analysis.passkt import pass_at_kt
+from mechanism.analysis.segmentation import render
+from mechanism.analysis.strategy_space import StrategySpace
 from mechanism.core.errors import MechanismError
 from mechanism.core.resample import percentile_interval, question_bootstrap_weights
 from mechanism.core.schema import validate
+from mechanism.core.scoring import contains_answer, normalize_answer
 from mechanism.datasets.simulation import STRATEGIES, Policy, default_policies, simulate
-from mechanism.datasets.simulation.retriever import ParagraphRetriever, tokenize
+from mechanism.datasets.simulation.agent import _BOTH_STOP
+from mechanism.datasets.simulation.planted import success_by_strategy
+from mechanism.datasets.simulation.retriever import _STOP, ParagraphRetriever, tokenize
+from mechanism.datasets.simulation.world import make_world
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +57,6 @@ def test_same_seed_gives_byte_identical_files(tmp_path):
 @pytest.mark.slow
 def test_files_are_identical_across_processes(tmp_path):
     # string hashing is randomised per process; no output may depend on set or hash order
-    import os
-    import subprocess
-    import sys
     for i, hash_seed in enumerate(("1", "999")):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
         subprocess.run([sys.executable, "-m", "mechanism", "simulate", "--out", str(tmp_path / str(i)),
@@ -120,7 +129,7 @@ def test_strategy_remapping_by_category(sim):
 
 
 def _majority_ari(keys, truth):
-    from sklearn.metrics import adjusted_rand_score
+    from sklearn.metrics import adjusted_rand_score  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     best: dict[str, Counter] = {}
     for k, t in zip(keys, truth):
@@ -132,7 +141,6 @@ def _majority_ari(keys, truth):
 def test_strategies_differ_in_moves_not_wording(sim):
     # an oracle that sees only the move grammar's tokens recovers the planted strategies (the
     # issue's bar is 0.95), while the exact query text varies inside every strategy
-    from mechanism.analysis.segmentation import render
 
     truth = sim.labels_for().tolist()
     tokens = render(sim.runs)["tokens"].to_list()
@@ -168,7 +176,8 @@ def test_planned_strategy_shares_match_the_mixtures(sim):
 def test_executed_shares_match_the_remapped_mixtures(sim):
     for arm, policy in sim.policies.items():
         for cat in ("bridge", "comparison"):
-            counts = Counter(sim.truth.filter((pl.col("arm") == arm) & (pl.col("category") == cat))["strategy"].to_list())
+            rows = sim.truth.filter((pl.col("arm") == arm) & (pl.col("category") == cat))
+            counts = Counter(rows["strategy"].to_list())
             assert _chi2_p(counts, policy.shares(cat)) > ALPHA, (arm, cat)
 
 
@@ -240,20 +249,18 @@ def test_outcomes_follow_the_planted_probability(sim):
 
 
 def test_planted_values_match_the_closed_form(sim):
-    from mechanism.datasets.simulation.planted import success_by_strategy
-    from mechanism.datasets.simulation.world import make_world
-
     planted = sim.planted
     # within is exactly 0 for pure reweighting and composition the whole change
     split = planted["split"]["rl"]
     assert split["all"]["within"] == 0.0 and split["all"]["pure_reweighting"]
-    assert split["all"]["composition"] == pytest.approx(planted["accuracy"]["rl"]["all"] - planted["accuracy"]["base"]["all"])
+    accuracy = planted["accuracy"]
+    assert split["all"]["composition"] == pytest.approx(accuracy["rl"]["all"] - accuracy["base"]["all"])
     assert not planted["split"]["sft"]["all"]["pure_reweighting"]
     # PASS@(1,T) is the accuracy within T rounds; PASS@(k,T) grows in k and T
     pk = pl.DataFrame(planted["pass_at_kt"])
     one = pk.filter((pl.col("k") == 1) & (pl.col("t") == 5) & (pl.col("category") == "all"))
-    assert dict(zip(one["arm"], one["pass_at_kt"])) == pytest.approx({a: v["all"] for a, v in planted["accuracy"].items()})
-    for (arm, cat, t), g in pk.group_by("arm", "category", "t"):
+    assert dict(zip(one["arm"], one["pass_at_kt"])) == pytest.approx({a: v["all"] for a, v in accuracy.items()})
+    for _key, g in pk.group_by("arm", "category", "t"):
         assert np.all(np.diff(g.sort("k")["pass_at_kt"].to_numpy()) >= -1e-12)
     # the closed form against the episodes' own planted probabilities: the mean p_correct of an
     # arm's trajectories on a question estimates its per-question success probability
@@ -271,10 +278,7 @@ def test_planted_values_match_the_closed_form(sim):
 
 
 def test_rewording_drops_only_words_both_stop_lists_ignore():
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    from mechanism.datasets.simulation.agent import _BOTH_STOP
-    from mechanism.datasets.simulation.retriever import _STOP
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     assert _BOTH_STOP <= frozenset(ENGLISH_STOP_WORDS) and _BOTH_STOP <= _STOP
 
@@ -284,9 +288,6 @@ def test_the_default_world_plants_the_studys_findings(default_world):
     """mx.simulate(random_state=0): on bridge questions rl's PASS@(64,5) is above base's and its
     boundary gains significantly more than it loses; on comparisons rl gains at k=1 without a
     significant boundary gain; sft falls below base at k=64 on bridge questions."""
-    from mechanism.analysis.boundaries import boundary
-    from mechanism.analysis.passkt import pass_at_kt
-
     s = default_world
     runs = {c: s.runs.filter(pl.col("category") == c) for c in ("bridge", "comparison")}
     pk = {c: pass_at_kt(r, k=[1, 64], t=[5], ci=None) for c, r in runs.items()}
@@ -305,9 +306,7 @@ def test_the_default_world_plants_the_studys_findings(default_world):
 @pytest.mark.slow
 def test_the_default_strategy_space_recovers_the_planted_strategies():
     # the benchmark's setting (benchmarks/bench_strategies_worlds.py): 60 questions x 4 samples
-    from sklearn.metrics import adjusted_rand_score
-
-    from mechanism.analysis.strategy_space import StrategySpace
+    from sklearn.metrics import adjusted_rand_score  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     s = simulate(n_questions=60, n_samples=4, random_state=0, progress=False)
     truth = s.labels_for()
@@ -511,7 +510,6 @@ def test_retriever_returns_nothing_for_unmatched_queries():
 # -- CLI ----------------------------------------------------------------------------------
 
 def test_cli_writes_the_files(tmp_path, capsys):
-    from mechanism._cli.main import main
     rc = main(["simulate", "--out", str(tmp_path), "--questions", "3", "--samples", "2", "--arms", "base", "sft",
                "--t-cap", "3", "--seed", "9", "--no-progress"])
     assert rc == 0
@@ -522,7 +520,6 @@ def test_cli_writes_the_files(tmp_path, capsys):
 
 
 def test_cli_out_is_a_file_exits_2(tmp_path, capsys):
-    from mechanism._cli.main import main
     (tmp_path / "f").write_text("x")
     assert main(["simulate", "--out", str(tmp_path / "f"), "--questions", "1", "--samples", "1",
                  "--no-progress"]) == 2
@@ -535,7 +532,6 @@ def test_cli_out_is_a_file_exits_2(tmp_path, capsys):
     (["--seed", "-3"], "`seed`"),
 ])
 def test_cli_bad_arguments_exit_2(tmp_path, capsys, argv, match):
-    from mechanism._cli.main import main
     assert main(["simulate", "--out", str(tmp_path), "--no-progress", *argv]) == 2
     err = capsys.readouterr().err
     assert match in err and len(err.strip().splitlines()) == 1
@@ -544,9 +540,6 @@ def test_cli_bad_arguments_exit_2(tmp_path, capsys, argv, match):
 # -- the world ----------------------------------------------------------------------------
 
 def test_world_questions_are_well_formed():
-    from mechanism.core.scoring import contains_answer, normalize_answer
-    from mechanism.datasets.simulation.world import make_world
-
     world = make_world(80, np.random.default_rng(0))
     for q in world:
         assert len(q.paragraphs) == 10 and len({p.title for p in q.paragraphs}) == 10

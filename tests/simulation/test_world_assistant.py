@@ -9,12 +9,12 @@ import json
 import numpy as np
 import polars as pl
 import pytest
+from world_checks import assert_arms_differ_only_in_mixture
 
 import mechanism as mx
 from mechanism.datasets import worlds
 from mechanism.datasets.worlds import assistant
 from mechanism.datasets.worlds.assistant import _P_FAIL, _P_RESEARCH, ARMS, STRATEGIES
-from world_checks import assert_arms_differ_only_in_mixture
 
 TOOLS = {"search_email", "read_email", "send_email", "list_events", "create_event", "find_contact"}
 _FAILED = ("Error:", "No contact found")

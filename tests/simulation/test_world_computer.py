@@ -10,13 +10,23 @@ import re
 import numpy as np
 import polars as pl
 import pytest
+from world_checks import assert_arms_differ_only_in_mixture
 
 import mechanism as mx
 from mechanism.datasets import worlds
 from mechanism.datasets.worlds import computer
-from mechanism.datasets.worlds.computer import (_P_FAIL, _P_FINAL_SHOT, _P_FIRST_SHOT, _P_SCROLL, _P_SELECT_ALL, _SUCCESS,
-                                       ARMS, KINDS, NOTHING, STRATEGIES)
-from world_checks import assert_arms_differ_only_in_mixture
+from mechanism.datasets.worlds.computer import (
+    _P_FAIL,
+    _P_FINAL_SHOT,
+    _P_FIRST_SHOT,
+    _P_SCROLL,
+    _P_SELECT_ALL,
+    _SUCCESS,
+    ARMS,
+    KINDS,
+    NOTHING,
+    STRATEGIES,
+)
 
 ACTIONS = {"screenshot", "left_click", "mouse_move", "type", "key", "scroll", "wait"}
 # each strategy's actions once the failed ones are left out, one letter an action: S screenshot,
@@ -105,7 +115,7 @@ def test_truth_counts_match_the_records(big):
         assert sum(text == NOTHING for _, text, _ in calls) == row["n_failures"]
         assert sum(a["action"] == "screenshot" for a, _, _ in calls) == row["n_screenshots"]
         assert {a["action"] for a, _, _ in calls} <= ACTIONS
-        for args, text, image in calls:
+        for args, _text, image in calls:
             assert image == (args["action"] == "screenshot")
             assert list(args)[0] == "action"
 

@@ -11,8 +11,17 @@ import pytest
 import mechanism as mx
 from mechanism.core.errors import InputError
 from mechanism.datasets.simulation import simulate
-from mechanism.datasets.worlds import (World, as_generic_action, assistant, coder, computer, multihop, service, terminal,
-                              webshop)
+from mechanism.datasets.worlds import (
+    World,
+    as_generic_action,
+    assistant,
+    coder,
+    computer,
+    multihop,
+    service,
+    terminal,
+    webshop,
+)
 from mechanism.datasets.worlds.generic import command_text
 
 KEYS = ["arm", "question_id", "sample_id"]
@@ -55,7 +64,7 @@ def test_reads_back_with_one_tool_and_the_same_labels(pair):
 def test_the_same_episodes(pair):
     """Rounds, observations, thoughts, answers and labels of every episode are the original's."""
     name, _, world, _, runs, _ = pair
-    original = {k: row for k, row in zip(world.runs.select(KEYS).iter_rows(), world.runs.iter_rows(named=True))}
+    original = dict(zip(world.runs.select(KEYS).iter_rows(), world.runs.iter_rows(named=True)))
     for key, row in zip(runs.select(KEYS).iter_rows(), runs.iter_rows(named=True)):
         old = original[key]
         assert row["n_rounds"] == old["n_rounds"] and row["correct"] == old["correct"]

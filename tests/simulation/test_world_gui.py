@@ -9,12 +9,12 @@ import re
 
 import polars as pl
 import pytest
+from world_checks import assert_arms_differ_only_in_mixture
 
 import mechanism as mx
 from mechanism.datasets import worlds
 from mechanism.datasets.worlds import gui
 from mechanism.datasets.worlds.gui import _P_FAIL, _P_POPUP, _P_VERIFY, ARMS, CAN_FAIL, FAILED, KINDS, STRATEGIES, TOOLS
-from world_checks import assert_arms_differ_only_in_mixture
 
 _ROUND = re.compile(r"^Action (\d+): (\w+)\[(.*)\]\nObservation \1: (.*)$", re.M)
 

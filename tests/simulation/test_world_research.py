@@ -10,13 +10,21 @@ import re
 import numpy as np
 import polars as pl
 import pytest
+from world_checks import assert_arms_differ_only_in_mixture
 
 import mechanism as mx
 from mechanism.datasets import worlds
 from mechanism.datasets.worlds import research
-from mechanism.datasets.worlds.research import (_P_CHAIN_LOOKUP, _P_CHECK_LOOKUP, _P_FAIL, _P_REFINE, ARMS, FAILED, KINDS,
-                                       STRATEGIES)
-from world_checks import assert_arms_differ_only_in_mixture
+from mechanism.datasets.worlds.research import (
+    _P_CHAIN_LOOKUP,
+    _P_CHECK_LOOKUP,
+    _P_FAIL,
+    _P_REFINE,
+    ARMS,
+    FAILED,
+    KINDS,
+    STRATEGIES,
+)
 
 TOOLS = {"search", "lookup", "calculate", "python", "paper"}
 _ROUND = re.compile(r"^Action (\d+): (\w+)\[(.*)\]$\nObservation \1: (.*?)(?=^Thought \d+:|\Z)", re.M | re.S)
@@ -96,7 +104,7 @@ def test_every_failure_is_followed_by_the_same_tool(big):
         for rec, n_failures in zip(world.records, world.truth["n_failures"].to_list()):
             calls = _calls(rec)
             assert sum(obs.startswith(FAILED) for _, _, obs in calls) == n_failures
-            for i, (tool, arg, obs) in enumerate(calls):
+            for i, (tool, _arg, obs) in enumerate(calls):
                 if obs.startswith(FAILED):
                     assert i + 1 < len(calls) and calls[i + 1][0] == tool
                     assert not calls[i + 1][2].startswith(FAILED)

@@ -7,12 +7,12 @@ import json
 
 import polars as pl
 import pytest
+from world_checks import assert_arms_differ_only_in_mixture
 
 import mechanism as mx
 from mechanism.datasets import worlds
 from mechanism.datasets.worlds import sheet
 from mechanism.datasets.worlds.sheet import _P_CHECK, _P_LIST, ARMS, KINDS, STRATEGIES
-from world_checks import assert_arms_differ_only_in_mixture
 
 
 @pytest.fixture(scope="module")

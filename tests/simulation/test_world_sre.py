@@ -10,12 +10,21 @@ import json
 import numpy as np
 import polars as pl
 import pytest
+from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 import mechanism as mx
 from mechanism.datasets import worlds
 from mechanism.datasets.worlds import sre
-from mechanism.datasets.worlds.sre import _P_ALERTS_FIRST, _P_FAIL, _P_STATUS_AFTER, ARMS, KIND_TILT, KINDS, STRATEGIES, _mixture
-from world_checks import assert_arms_differ_only_in_mixture, openai_calls
+from mechanism.datasets.worlds.sre import (
+    _P_ALERTS_FIRST,
+    _P_FAIL,
+    _P_STATUS_AFTER,
+    ARMS,
+    KIND_TILT,
+    KINDS,
+    STRATEGIES,
+    _mixture,
+)
 
 TOOLS = {"list_alerts", "query_metrics", "search_logs", "get_deploys", "describe_pod", "rollback", "restart",
          "scale", "post_status"}

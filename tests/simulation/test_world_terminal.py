@@ -11,12 +11,12 @@ import re
 import numpy as np
 import polars as pl
 import pytest
+from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 import mechanism as mx
 from mechanism.datasets import worlds
 from mechanism.datasets.worlds import terminal
 from mechanism.datasets.worlds.terminal import _P_FAIL, _P_REVIEW, _SAY, _SUCCESS, ARMS, KINDS, STRATEGIES
-from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 RETRY = set(_SAY["retry"])
 # each strategy's commands once the failed ones are left out, one letter a command:

@@ -11,13 +11,22 @@ import json
 import numpy as np
 import polars as pl
 import pytest
+from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 import mechanism as mx
 from mechanism.datasets import worlds
 from mechanism.datasets.worlds import toolbench
-from mechanism.datasets.worlds.toolbench import (_P_FAIL, _P_FINAL_UTILITY, _P_REPEAT, ARMS, KIND_TILT, KINDS, STRATEGIES, TOOLS,
-                                        _mixture)
-from world_checks import assert_arms_differ_only_in_mixture, openai_calls
+from mechanism.datasets.worlds.toolbench import (
+    _P_FAIL,
+    _P_FINAL_UTILITY,
+    _P_REPEAT,
+    ARMS,
+    KIND_TILT,
+    KINDS,
+    STRATEGIES,
+    TOOLS,
+    _mixture,
+)
 
 TOOL_USING = [s for s in STRATEGIES if s != "memory"]
 RETRYING = [s for s in TOOL_USING if s != "give_up"]

@@ -9,12 +9,12 @@ import json
 import numpy as np
 import polars as pl
 import pytest
+from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 import mechanism as mx
 from mechanism.datasets import worlds
 from mechanism.datasets.worlds import travel
 from mechanism.datasets.worlds.travel import _P_FAIL, _P_LOOKUP_FIRST, _P_PROFILE_FIRST, ARMS, KINDS, STRATEGIES
-from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 TOOLS = {"get_user", "get_reservation", "search_flights", "search_hotels", "book", "change_reservation",
          "cancel_reservation"}

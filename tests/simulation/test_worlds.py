@@ -5,14 +5,35 @@ inside strategies, optional steps). Each is read from its native file with `mech
 as a user would."""
 from __future__ import annotations
 
+import json
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.analysis.segmentation import segment
-from mechanism.datasets.worlds import (analyst, assistant, browser, coder, computer, gui, multihop, research, service, sheet, sre,
-                              terminal, toolbench, travel, webshop)
+from mechanism.datasets.simulation import simulate
+from mechanism.datasets.worlds import (
+    analyst,
+    assistant,
+    browser,
+    coder,
+    computer,
+    gui,
+    multihop,
+    research,
+    service,
+    sheet,
+    sre,
+    terminal,
+    toolbench,
+    travel,
+    webshop,
+)
+from mechanism.datasets.worlds.analyst import ARMS, STRATEGIES
 
 FAST = "hashing-256"
 _GEN = {"multihop": lambda seed: multihop(n_questions=40, random_state=seed),
@@ -107,9 +128,6 @@ def test_entity_content_does_not_cluster(fitted):
 
 def test_service_moves_name_tools_and_provenance():
     world = service(n_questions=3, random_state=2, arms={"a": {"cancel_confirm": 1.0}})
-    import tempfile
-    from pathlib import Path
-
     with tempfile.TemporaryDirectory() as d:
         runs = mx.read(world.write(Path(d)), format="openai")
     moves = segment(runs.head(1))
@@ -157,8 +175,6 @@ def _reflexion_record(qid: int, trial: int, calls: list[tuple[str, str, str]], a
 def test_reflexion_react_text_descriptions_name_the_tools(tmp_path):
     """Reflexion-style ReAct text (Search[...], Lookup[...], reflect[...] between trials): the
     strategies' names say search and lookup, and the reflection is not a round."""
-    import json
-
     records = []
     for q in range(24):
         founder = f"Person{q} Smith"
@@ -221,8 +237,6 @@ def test_analyst_world_plants_what_its_docstring_says(tmp_path):
     """Seven strategies, failures inside every one that calls a tool and only there, tool-free
     episodes only in ``guess``, overlapping call counts, rl differing only in its mixture;
     the same random_state gives the same records."""
-    from mechanism.datasets.worlds.analyst import ARMS, STRATEGIES
-
     runs, truth = _analyst_runs(0, tmp_path)
     traj = mx.render(runs)
     failed = traj["n_failed"].to_numpy() > 0
@@ -262,8 +276,6 @@ _COMPOSITION_MEASURED = {"terminal": 0.08, "toolbench": 0.09}
 
 def _default_world(name, tmp):
     if name == "simulated":
-        from mechanism.datasets.simulation import simulate
-
         sim = simulate(n_questions=60, n_samples=4, random_state=0, progress=False)
         keys = ["arm", "question_id", "sample_id"]
         return sim.runs, sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()

@@ -8,10 +8,10 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
+from mechanism.analysis.segmentation import action_tools, render
 from mechanism.core.actions import detect_action_tools, verb_object
 from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
-from mechanism.analysis.segmentation import action_tools, render
 from mechanism.datasets.worlds import as_generic_action, computer, multihop, service, terminal
 
 FAST = "hashing-64"

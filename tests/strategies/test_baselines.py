@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,11 +18,11 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 @pytest.fixture(scope="module")
 def bench():
     # the script imports its harness and the worlds' loader as sibling modules
-    import sys
 
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        spec = importlib.util.spec_from_file_location("bench_strategies_floor", BENCHMARKS / "bench_strategies_floor.py")
+        path = BENCHMARKS / "bench_strategies_floor.py"
+        spec = importlib.util.spec_from_file_location("bench_strategies_floor", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:

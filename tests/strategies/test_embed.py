@@ -6,8 +6,20 @@ import json
 import numpy as np
 import pytest
 
+from mechanism.analysis import embed
+from mechanism.analysis.embed import (
+    DEFAULT_EMBEDDER,
+    DEFAULT_MODEL,
+    ComposedEmbedder,
+    Embedder,
+    EmbeddingCache,
+    HashingEmbedder,
+    known_model,
+    make_embedder,
+)
+from mechanism.analysis.strategy_space import StrategySpace
 from mechanism.core.cachefile import KEY_FILE
-from mechanism.analysis.embed import DEFAULT_EMBEDDER, DEFAULT_MODEL, Embedder, EmbeddingCache, HashingEmbedder, make_embedder
+from mechanism.datasets.simulation import simulate
 
 
 class CountingEmbedder(Embedder):
@@ -85,7 +97,8 @@ def test_cache_is_keyed_by_model(tmp_path):
 
 def test_hashing_embedder_is_deterministic_and_unit_length():
     emb = HashingEmbedder(64)
-    a, b = emb.embed(["1. search first_lookup | answer"] * 2), HashingEmbedder(64).embed(["1. search first_lookup | answer"] * 2)
+    texts = ["1. search first_lookup | answer"] * 2
+    a, b = emb.embed(texts), HashingEmbedder(64).embed(texts)
     np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=1e-6)
     assert emb.model_id == "hashing-64"
@@ -119,8 +132,6 @@ def test_real_minilm_offline(tmp_path):
 
 # ------------------------------------------------------------------ composed renderings, batch size
 def test_composed_embedder_is_the_unit_mean_of_its_steps_each_embedded_once():
-    from mechanism.analysis.embed import ComposedEmbedder
-
     base = CountingEmbedder(progress=False, batch_size=64)
     emb = ComposedEmbedder(base)
     texts = ["1. s a | 2. s b | answer", "1. s a | answer", "1. s a | 2. s b | answer", "no separator"]
@@ -137,8 +148,6 @@ def test_composed_embedder_is_the_unit_mean_of_its_steps_each_embedded_once():
 
 
 def test_make_embedder_composed_names_round_trip():
-    from mechanism.analysis.embed import ComposedEmbedder
-
     emb = make_embedder("composed:hashing-16")
     assert isinstance(emb, ComposedEmbedder) and emb.model_id == "composed:hashing-16"
     assert make_embedder(emb.model_id).model_id == emb.model_id  # what a saved space records loads back
@@ -146,9 +155,6 @@ def test_make_embedder_composed_names_round_trip():
 
 
 def test_composed_space_saves_and_loads(tmp_path):
-    from mechanism.datasets.simulation import simulate
-    from mechanism.analysis.strategy_space import StrategySpace
-
     runs = simulate(n_questions=12, n_samples=3, arms=("base", "rl"), random_state=0, progress=False).runs
     space = StrategySpace(embedder="composed:hashing-32", progress=False).fit(runs)
     loaded = StrategySpace.load(space.save(tmp_path / "s"), progress=False)
@@ -156,8 +162,6 @@ def test_composed_space_saves_and_loads(tmp_path):
 
 
 def test_batch_size_is_chosen_for_the_device(monkeypatch):
-    from mechanism.analysis import embed
-
     assert embed.auto_batch_size("cpu") == 64
     assert embed.auto_batch_size("mps") == 256
     torch = pytest.importorskip("torch")
@@ -170,8 +174,6 @@ def test_batch_size_is_chosen_for_the_device(monkeypatch):
 
 
 def test_a_composed_name_with_its_own_separator_rebuilds_the_same_embedder():
-    from mechanism.analysis.embed import ComposedEmbedder, known_model, make_embedder
-
     made = ComposedEmbedder("hashing-8", separator=" ; ")
     again = make_embedder(made.model_id)
     assert known_model(made.model_id)

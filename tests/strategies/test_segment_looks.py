@@ -8,8 +8,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.core.schema import from_records, make_step
 from mechanism.analysis.segmentation import render, segment
+from mechanism.core.schema import from_records, make_step
 
 QUESTION = "The test test_parse_header fails with IndexError in src/pkg/parser.py; please fix it."
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from mechanism.core.errors import InputError
 from mechanism.core.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 
 
@@ -85,12 +86,10 @@ def strategy_association(labels: np.ndarray, values: np.ndarray, questions: np.n
                             pl.lit(float(hi), dtype=pl.Float64).alias("ci_high"))
 
 
-def association_of(transform: "object", runs: pl.DataFrame, *, by: str, n_boot: int, level: float,
+def association_of(transform: object, runs: pl.DataFrame, *, by: str, n_boot: int, level: float,
                    random_state: int) -> pl.DataFrame:
     """:meth:`StrategySpace.association`: ``runs`` labelled by ``transform(runs)`` crossed with
     their column ``by``."""
-    from mechanism.core.errors import InputError
-
     if by not in runs.columns:
         raise InputError(f"runs have no column `{by}` to cross strategies with", source="runs", field=by)
     return strategy_association(transform(runs), runs[by].cast(pl.String).fill_null("(none)").to_numpy(),

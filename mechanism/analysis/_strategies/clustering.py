@@ -32,6 +32,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
+
+from mechanism.analysis._strategies.families import merge_families
+from mechanism.analysis._strategies.reduce import umap_coordinates
+from mechanism.core.resample import library_seed
 
 
 def merge_small(space: np.ndarray, labels: np.ndarray, counts: np.ndarray, min_share: float) -> np.ndarray:
@@ -53,7 +58,7 @@ def merge_small(space: np.ndarray, labels: np.ndarray, counts: np.ndarray, min_s
 
 def distances(space: np.ndarray) -> np.ndarray:
     """Square matrix of Euclidean distances between rows (float64)."""
-    from scipy.spatial.distance import pdist, squareform
+    from scipy.spatial.distance import pdist, squareform  # noqa: PLC0415 - scipy: loaded by the steps that use it, not at import
 
     if len(space) < 2:
         return np.zeros((len(space), len(space)))
@@ -70,7 +75,7 @@ SIDE_GAP = 2 * GROUP_GAP
 
 def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, linkage: str,
                   min_share: float, groups: np.ndarray | None = None,
-                  join: "Callable[[np.ndarray], np.ndarray] | None" = None) -> np.ndarray:
+                  join: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """Labels of rows from their square distance matrix: the tree cut at ``resolution``
     (groups joined while their linkage distance is below it), then :func:`merge_small`.
 
@@ -115,9 +120,9 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
 
 def _cut(dist: np.ndarray, resolution: float, linkage: str) -> np.ndarray:
     """Labels 0.. of the average/complete/single-linkage tree of ``dist`` cut at ``resolution``."""
-    from scipy.cluster.hierarchy import fcluster
-    from scipy.cluster.hierarchy import linkage as tree
-    from scipy.spatial.distance import squareform
+    from scipy.cluster.hierarchy import fcluster  # noqa: PLC0415 - scipy: loaded by the steps that use it, not at import
+    from scipy.cluster.hierarchy import linkage as tree  # noqa: PLC0415 - scipy: loaded by the steps that use it, not at import
+    from scipy.spatial.distance import squareform  # noqa: PLC0415 - scipy: loaded by the steps that use it, not at import
 
     if len(dist) < 2:
         return np.zeros(len(dist), dtype=np.int64)
@@ -197,9 +202,10 @@ OUTLIER_QUANTILE = 0.99
 
 
 def umap_settings(p: Any, *, seed: int | None = None) -> dict[str, Any]:
-    """The UMAP settings of the parameters ``p`` (``seed``, or its ``random_state`` as an int seed)."""
+    """The UMAP settings of the parameters ``p`` (``seed``, or its ``random_state``, as UMAP's 32-bit seed)."""
     return {"n_neighbors": p.n_neighbors, "min_dist": p.min_dist, "resolution": float(p.resolution),
-            "max_points": p.max_umap_points, "seed": int(p.random_state if seed is None else seed),
+            "max_points": p.max_umap_points,
+            "seed": library_seed(int(p.random_state if seed is None else seed)),
             "cache": None if p.cache_dir is None else Path(p.cache_dir) / "reductions"}
 
 
@@ -207,14 +213,13 @@ def reduced(p: Any, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """The space ``p`` clusters ``rows`` in: their UMAP reduction (``cluster_on="umap"``) or themselves."""
     if p.cluster_on != "umap":
         return rows.astype(np.float64)
-    from mechanism.analysis._strategies.reduce import umap_coordinates
 
     return umap_coordinates(rows, np.asarray(counts, dtype=np.float64), p.n_components, **umap_settings(p))
 
 
 def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray | None = None,
             plans: np.ndarray | None = None,
-            join: "Callable[[np.ndarray, np.ndarray], np.ndarray] | None" = None
+            join: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
             ) -> tuple[np.ndarray, dict[int, float] | None]:
     """Strategies of the distinct rows ``space`` weighted by ``counts`` under ``p.method``, and
     the silhouette of every k tried (k-means only, else ``None``); ``plans`` (each row's plan
@@ -227,8 +232,8 @@ def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray
     if p.method == "hdbscan":
         return hdbscan(space, counts, min_cluster_size=p.min_cluster_size), None
     if p.method == "kmeans":
-        return kmeans(space, counts, k_range=p.k_range, seed=int(p.random_state))
-    from sklearn.neighbors import NearestNeighbors
+        return kmeans(space, counts, k_range=p.k_range, seed=library_seed(int(p.random_state)))
+    from sklearn.neighbors import NearestNeighbors  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     # The tree needs all pairwise distances: the heaviest rows are clustered (bounded
     # memory) and the light tail joins the strategy of its nearest clustered row.
@@ -270,7 +275,7 @@ def core(counts: np.ndarray) -> np.ndarray:
 def kmeans(space: np.ndarray, counts: np.ndarray, *, k_range: Any, seed: int
            ) -> tuple[np.ndarray, dict[int, float]]:
     """k-means (count weighted) with k by the highest count-weighted silhouette over ``k_range``."""
-    from sklearn.cluster import KMeans
+    from sklearn.cluster import KMeans  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     m = len(space)
     lo, hi = k_range
@@ -294,7 +299,7 @@ def kmeans(space: np.ndarray, counts: np.ndarray, *, k_range: Any, seed: int
 
 def hdbscan(space: np.ndarray, counts: np.ndarray, *, min_cluster_size: int | None) -> np.ndarray:
     """HDBSCAN (outliers -1) with ``min_cluster_size`` trajectories (default 1 %, at least 5)."""
-    from sklearn.cluster import HDBSCAN
+    from sklearn.cluster import HDBSCAN  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     total = int(counts.sum())
     mcs = min_cluster_size or max(5, total // 100)
@@ -315,7 +320,6 @@ def families(p: Any, raw: np.ndarray, counts: np.ndarray, rows: Any, index: np.n
     and the merges considered."""
     if p.families != "merge":
         return raw, []
-    from mechanism.analysis._strategies.families import merge_families
 
     index = np.arange(len(rows.steps)) if index is None else index
     base = rows.counts[index].astype(np.float64)
@@ -342,7 +346,7 @@ def medoid(points: np.ndarray, weights: np.ndarray) -> int:
     if len(points) > MEDOID_MAX_ROWS:
         centre = np.average(points, axis=0, weights=weights)
         return int(np.argmin(((points - centre) ** 2).sum(axis=1)))
-    from sklearn.metrics import pairwise_distances
+    from sklearn.metrics import pairwise_distances  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     cost = pairwise_distances(points) @ weights.astype(np.float64)
     return int(np.argmin(cost))
@@ -391,7 +395,7 @@ def weighted_silhouette(points: np.ndarray, labels: np.ndarray, weights: np.ndar
     Equal to :func:`sklearn.metrics.silhouette_score` on the expanded data (copies of a point
     are at distance 0 from each other); clusters of one copy score 0, as in scikit-learn.
     """
-    from sklearn.metrics import pairwise_distances
+    from sklearn.metrics import pairwise_distances  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     labels = np.asarray(labels)
     w = np.asarray(weights, dtype=np.float64)
@@ -414,7 +418,7 @@ def weighted_silhouette(points: np.ndarray, labels: np.ndarray, weights: np.ndar
 
 def neighbours(features: np.ndarray) -> Any:
     """The nearest-neighbour index of the training rows that new rows are placed by."""
-    from sklearn.neighbors import NearestNeighbors
+    from sklearn.neighbors import NearestNeighbors  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     return NearestNeighbors(n_neighbors=min(5, len(features))).fit(features)
 
@@ -427,9 +431,7 @@ def assign_table(traj: Any, x: np.ndarray, dist: np.ndarray, idx: np.ndarray, *,
     """The strategy of new rows (:meth:`StrategySpace.assign`'s table) from their joined rows
     ``x`` and nearest training rows (``dist``, ``idx``): the nearest row's strategy, or -1 (an
     outlier) beyond ``threshold`` from that strategy's medoid (``rule="medoid"``) or, in a space
-    saved before issue 19 (``rule="nearest"``), from the nearest row."""
-    import polars as pl
-
+    saved in the older format that measured from rows (``rule="nearest"``), from the nearest row."""
     d0 = dist[:, 0]
     labels = train_labels[idx[:, 0]] if len(idx) else np.zeros(0, np.int64)
     if rule == "medoid":

@@ -31,8 +31,17 @@ import numpy as np
 import polars as pl
 
 from mechanism.analysis._strategies.clustering import medoid
-from mechanism.analysis._strategies.description import example_text, pick_members, strategy_names, success_by_arm
+from mechanism.analysis._strategies.description import (
+    choose_members,
+    example_text,
+    member_examples,
+    pick_members,
+    strategy_names,
+    success_by_arm,
+    with_calls,
+)
 from mechanism.analysis._strategies.naming import loop_share
+from mechanism.core.errors import InputError, MechanismError
 
 _SCOPES = (("whole question", "whole_question"), ("most of question", "most_of_question"),
            ("part of question", "part_of_question"), ("no question", "no_question"),
@@ -55,8 +64,8 @@ def c_tf_idf_keywords(documents: Sequence[str], weights: np.ndarray, labels: np.
     counts, ``A`` the mean number of terms per class and ``f[t]`` the term's count over all
     classes. Terms are move names, tools, query scopes and provenance tags.
     """
-    from scipy import sparse
-    from sklearn.feature_extraction.text import CountVectorizer
+    from scipy import sparse  # noqa: PLC0415 - scipy: loaded by the steps that use it, not at import
+    from sklearn.feature_extraction.text import CountVectorizer  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     classes = sorted({int(c) for c in labels})
     if not documents:
@@ -186,8 +195,6 @@ def example_pool(runs: pl.DataFrame, moves: list[str], labels: np.ndarray, descr
 def execution(described: pl.DataFrame) -> pl.DataFrame:
     """The failure and retry rates of ``described`` as a long table (a space saved before they
     were kept is refused)."""
-    from mechanism.core.errors import MechanismError
-
     arms = [c[2:-1] for c in described.columns if c.startswith("n[")]
     frames = []
     for arm in arms:
@@ -216,8 +223,6 @@ def stability_table(stability: dict[int, float], labels: np.ndarray) -> pl.DataF
 def renamed(described: pl.DataFrame, names: dict[int, str], new: Any) -> tuple[dict[int, str], pl.DataFrame]:
     """The names after :meth:`StrategySpace.rename` adds ``new`` to ``names``, and the
     description table showing them (unnamed strategies keep their built name)."""
-    from mechanism.core.errors import MechanismError
-
     known = set(described["strategy"].to_list())
     clean: dict[int, str] = {}
     for k, v in dict(new).items():
@@ -234,9 +239,6 @@ def renamed(described: pl.DataFrame, names: dict[int, str], new: Any) -> tuple[d
 def pooled_examples(pool: pl.DataFrame | None, described: pl.DataFrame, strategy: int, *, n: int,
                     arm: str | None) -> pl.DataFrame:
     """:meth:`StrategySpace.examples` from the fit's pool of members."""
-    from mechanism.analysis._strategies.description import choose_members, with_calls
-    from mechanism.core.errors import InputError
-
     if pool is None:
         raise InputError("this space keeps no transcripts (it was loaded): pass `runs=`", field="runs")
     typical = dict(zip(described["strategy"].to_list(), described["typical_moves"].to_list()))
@@ -250,8 +252,6 @@ def examples(pool: pl.DataFrame | None, described: pl.DataFrame, strategy: int, 
              runs: pl.DataFrame | None, assigned: pl.DataFrame | None) -> pl.DataFrame:
     """:meth:`StrategySpace.examples`: from the fit's pool of members, or from ``runs`` and
     their :meth:`~StrategySpace.assign` table ``assigned``."""
-    from mechanism.analysis._strategies.description import member_examples
-
     if runs is None or assigned is None:
         return pooled_examples(pool, described, strategy, n=n, arm=arm)
     typical = dict(zip(described["strategy"].to_list(), described["typical_moves"].to_list()))

@@ -10,10 +10,15 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from mechanism.analysis._strategies.naming import (NAME_COVERAGE, shared_core, step_labels,  # noqa: F401  (public here)
-                                          strategy_names)
-from mechanism.core.resample import (percentile_interval, question_bootstrap_weights, question_weighted, resolve_seed,
-                                stream)
+from mechanism.analysis._strategies.naming import NAME_COVERAGE, shared_core, step_labels, strategy_names  # noqa: F401  (public here)
+from mechanism.analysis.segmentation import SOURCES, argument_values, atoms, segment
+from mechanism.core.resample import (
+    percentile_interval,
+    question_bootstrap_weights,
+    question_weighted,
+    resolve_seed,
+    stream,
+)
 
 MAX_EXAMPLE_CHARS = 1200
 
@@ -164,8 +169,6 @@ def value_sources(question: str | None, steps: list[dict] | None) -> list[list[t
     or ``new``, by the precedence :mod:`mechanism.analysis.segmentation` counts atoms with; a value of
     several atoms takes its atoms' sources joined by ``+``.
     """
-    from mechanism.analysis.segmentation import SOURCES, argument_values, atoms
-
     user = set(atoms(question))
     calls: set[str] = set()
     results: set[str] = set()
@@ -242,8 +245,6 @@ def with_calls(chosen: pl.DataFrame) -> pl.DataFrame:
     """``chosen`` members with a ``calls`` column (per call: tool, arguments, each value with
     its source, relation, move, sources, failed, after_error, thought, observation), from
     :func:`mechanism.segment` of those rows only."""
-    from mechanism.analysis.segmentation import segment
-
     if chosen.height == 0:
         return chosen.with_columns(pl.lit(None, dtype=pl.List(pl.Struct(_CALL_SCHEMA))).alias("calls"))
     shown = transcripts(chosen, segment(chosen))

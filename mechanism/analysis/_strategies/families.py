@@ -9,7 +9,8 @@ only when the data say the step is a choice of its own: when the share of the va
 the step differs between arms (a chi-square test of the 2 x arms table of trajectory counts,
 ``p < FAMILY_ALPHA``), since an arm that takes the step more often than another has learned
 something about it. Within one arm (or with no arm information) nothing says so, and the
-family is one strategy. The outcome never enters (DESIGN.md section 5).
+family is one strategy. The outcome never enters: a family defined by success would fold
+execution into composition.
 
 This uses arm labels to decide a split, never to draw a boundary: the merged family's
 composition between arms equals the sum of its parts', and a split is kept only where the
@@ -47,7 +48,7 @@ def one_step_apart(a: tuple[str, ...], b: tuple[str, ...]) -> str | None:
 
 def _arm_test(counts: np.ndarray) -> float:
     """p-value of independence in a 2 x arms table (1.0 where fewer than two arms hold any)."""
-    from scipy.stats import chi2_contingency
+    from scipy.stats import chi2_contingency  # noqa: PLC0415 - scipy: loaded by the steps that use it, not at import
 
     keep = counts.sum(axis=0) > 0
     table = counts[:, keep]

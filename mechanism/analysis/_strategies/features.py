@@ -9,11 +9,13 @@ sources and scopes, never a value.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from mechanism.core.errors import MechanismError
 
 # At most this many tokens get a column of their own (the most frequent over trajectories);
 # rarer ones count together in the last column. Bounds the memory of the joined space
@@ -31,8 +33,6 @@ def fit_vocabulary(tokens: Sequence[str], *, max_size: int = MAX_VOCABULARY) -> 
     >>> fit_vocabulary(["a b", "a c", "a b"], max_size=2)
     ['a', 'b']
     """
-    from collections import Counter
-
     freq: Counter[str] = Counter()
     for row, n in Counter(tokens).items():
         for t in set(row.split()):
@@ -309,13 +309,11 @@ def distinct_rows(pair_rows: np.ndarray, pair_of_row: np.ndarray) -> tuple[np.nd
     return uniq, inverse, first
 
 
-def embed_join(traj: "object", embedder: "object", vocabulary: Sequence[str], *, dim: int,
+def embed_join(traj: object, embedder: object, vocabulary: Sequence[str], *, dim: int,
                structure_weight: float, embedding_weight: float, n_groups: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Joined rows of a rendered table's distinct (rendering, move tokens) pairs, each distinct
     rendering embedded once, and each row's pair (row ``i`` is ``pairs[inverse[i]]``); ``dim``
     is the embedding dimension the space was fitted with (-1: any, at fit)."""
-    from mechanism.core.errors import MechanismError
-
     first, inverse, texts, text_of_pair = distinct_pairs(traj["rendering"].to_list(), traj["tokens"].to_list())
     emb = embedder.embed(texts) if texts else np.zeros((0, max(dim, 0)), np.float32)
     if emb.ndim != 2 or (dim >= 0 and emb.shape[1] != dim):

@@ -14,12 +14,20 @@ from typing import Any
 
 import numpy as np
 
-from mechanism.analysis._strategies.clustering import (core, cluster, distances, families, medoid_rows, medoid_threshold,
-                                              reduced, renumber)
+from mechanism.analysis._strategies.clustering import (
+    cluster,
+    core,
+    distances,
+    families,
+    medoid_rows,
+    medoid_threshold,
+    reduced,
+    renumber,
+)
 from mechanism.analysis._strategies.describe import summaries
 from mechanism.analysis._strategies.features import FitRows, plan_codes
-from mechanism.analysis._strategies.tasks import task_variants
 from mechanism.analysis._strategies.stability import fit_stability
+from mechanism.analysis._strategies.tasks import task_variants
 from mechanism.core.cachefile import code_id, digest, discard, parse_json, read_checked, write_checked
 
 FORMAT = 1

@@ -183,7 +183,9 @@ def _qualifier(c: int, group: list[int], members: dict[int, list[Member]], base:
             options.append((round(gap, 9), -kind, phrase, (lambda m, t=test: not t(m)) if lacking else test, count))
 
     for t in tools:
-        uses = (lambda m, t=t: m["counts"].get(t, 0) > 0)
+        def uses(m: dict, t: str = t) -> bool:
+            return m["counts"].get(t, 0) > 0
+
         if _share(mine, uses) >= NAME_COVERAGE - 1e-12:  # a name mentions only what 0.9 of members do
             offer(5, f"with {t}", uses)
         elif _share(mine, uses) <= 1 - NAME_COVERAGE + 1e-12:
@@ -199,7 +201,9 @@ def _qualifier(c: int, group: list[int], members: dict[int, list[Member]], base:
         offer(2, _times(None if named == {t} else t, lo, hi),
               lambda m, t=t, lo=lo, hi=hi: lo <= m["counts"].get(t, 0) <= hi, count=(t, lo, hi))
     for token in sorted({tk for ms in (mine, *others) for m in ms for tk in m["tokens"]}):
-        has = (lambda m, tk=token: tk in m["tokens"])
+        def has(m: dict, tk: str = token) -> bool:
+            return tk in m["tokens"]
+
         offer(1, f"with {_token_phrase(token)}", has)
         offer(1, f"without {_token_phrase(token)}", has, lacking=True)
     if not options:

@@ -1,119 +1,190 @@
-"""The declared parameters of :class:`~mechanism.analysis.strategy_space.StrategySpace`: each one's
-constraint (as scikit-learn's ``_parameter_constraints``), checked in one place, the fixed
-choices as ``Literal`` types (:func:`mechanism.core.options.check_choice`), and the seed a fit uses.
+"""The one parameter table of :class:`~mechanism.analysis.strategy_space.StrategySpace`, built
+from the plain choices and bounds of :mod:`mechanism.analysis.strategy_params`.
+
+:data:`CONSTRAINTS` is the estimator's ``_parameter_constraints``, written in scikit-learn's own
+constraint types (:class:`~sklearn.utils._param_validation.Interval`, ``StrOptions``, types,
+``None``), so scikit-learn's ``_validate_params`` and ``_fit_context`` read it. Every place that
+checks a parameter reads it: ``fit`` (through ``_fit_context``), ``set_params``, loading a saved
+space (:mod:`mechanism.analysis._strategies.persist`, fields ``params.<name>``) and the command line
+(through :mod:`mechanism.analysis.strategy_params`). :func:`check` turns a broken constraint into the toolkit's one-line
+:class:`~mechanism.core.errors.InputError` naming the field, where scikit-learn would print a
+paragraph.
+
+>>> check({"min_share": 0.5, "method": "kmeans"})
+>>> check({"min_share": 1.0})
+Traceback (most recent call last):
+...
+mechanism.core.errors.InputError: `min_share` must lie in [0, 1) (a number); got 1.0
+>>> options("linkage")
+('average', 'complete', 'single')
 """
 from __future__ import annotations
 
-import numbers
+import os
 from collections.abc import Callable
-from typing import Any, Literal
+from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, Options, StrOptions, make_constraint
 
-from mechanism.core.errors import InputError
-from mechanism.core.options import check_choice
-from mechanism.analysis.segmentation import Retries, check_action_field, ignored_tools
-
-Method = Literal["agglomerative", "kmeans", "hdbscan"]
-Linkage = Literal["average", "complete", "single"]
-ClusterOn = Literal["features", "umap"]
-Families = Literal["merge", "keep"]
-Plans = Literal["apart", "mixed"]
-
-
-def _number(low: float, high: float = float("inf"), *, integer: bool = False, open_low: bool = False,
-            open_high: bool = False, optional: bool = False) -> Callable[[str, Any], None]:
-    kind = numbers.Integral if integer else numbers.Real
-
-    def check(name: str, value: Any) -> None:
-        if value is None and optional:
-            return
-        ok = isinstance(value, kind) and not isinstance(value, (bool, np.bool_)) and np.isfinite(float(value))
-        if ok:
-            v = float(value)
-            ok = (v > low if open_low else v >= low) and (v < high if open_high else v <= high)
-        if not ok:
-            what = "an integer" if integer else "a number"
-            lo, hi = ("(" if open_low else "[") + f"{low:g}", f"{high:g}" + (")" if open_high else "]")
-            raise InputError(f"`{name}` must be {what} in {lo}, {hi}{' or None' if optional else ''}; "
-                             f"got {str(value)[:40]!r}", field=name)
-    return check
+from mechanism.analysis.segmentation import check_action_field, ignored_tools
+from mechanism.analysis.strategy_params import (  # noqa: F401 - the Literals: named here for the estimator
+    BOUNDS, CHOICES, K_MAX, PATTERN_MAX, Bounds, ClusterOn, Families, Linkage, Method, Plans,
+)
+from mechanism.core.errors import InputError, MechanismError
+from mechanism.core.failures import compile_error_pattern
+from mechanism.core.options import check_seed
 
 
-def _choice(option: Any) -> Callable[[str, Any], None]:
-    return lambda name, value: check_choice(value, option, field=name)
+class Rule(Options):
+    """A constraint scikit-learn reads, for a value no type or interval states: ``test(field,
+    value)`` raises the one-line :class:`InputError` (an ``Options`` subclass, because
+    scikit-learn's ``make_constraint`` accepts those as they are)."""
+
+    def __init__(self, test: Callable[[str, Any], Any], text: str) -> None:
+        super().__init__(object, set())
+        self.test, self.text = test, text
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        try:
+            self.test("value", val)
+        except (MechanismError, TypeError, ValueError):
+            return False
+        return True
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _choices(name: str) -> StrOptions:
+    # the keys of a dict: a set that keeps the declared order, so errors and the CLI list the
+    # choices as declared
+    return StrOptions(dict.fromkeys(CHOICES[name]).keys())
+
+
+def _bounds(name: str) -> Interval:
+    b = BOUNDS[name]
+    return Interval(Integral if b.integer else Real, b.low, b.high, closed=b.closed)
 
 
 def _k_range(name: str, value: Any) -> None:
     try:
-        lo, hi = value
-        ok = all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1 for v in (lo, hi))
-    except (TypeError, ValueError):
+        ok = len(value) == 2 and all(isinstance(v, Integral) and not isinstance(v, (bool, np.bool_))
+                                     and 1 <= v <= K_MAX for v in value)
+    except TypeError:
         ok = False
     if not ok:
-        raise InputError(f"`{name}` must be two positive integers (smallest, largest); got {str(value)[:40]!r}",
-                         field=name)
-
-
-def _pattern(name: str, value: Any) -> None:
-    if value is not None:
-        from mechanism.core.failures import compile_error_pattern
-
-        compile_error_pattern(value)
-
-
-def _column(name: str, value: Any) -> None:
-    if value is not None and not (isinstance(value, str) and 0 < len(value) <= 200):
-        raise InputError(f"`{name}` must be a column name or None; got {str(value)[:40]!r}", field=name)
-
-
-def _random_state(name: str, value: Any) -> None:
-    if value is None or isinstance(value, np.random.Generator):
-        return
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) < 2**32:
-        raise InputError(f"`{name}` must be an integer in [0, 2**32), a numpy Generator or None; "
+        raise InputError(f"`{name}` must be two integers in [1, {K_MAX}] (smallest, largest); "
                          f"got {str(value)[:40]!r}", field=name)
 
 
-# name -> check(name, value); parameters not listed (embedder, cache_dir, progress) are checked
-# where they are used.
-CONSTRAINTS: dict[str, Callable[[str, Any], None]] = {
-    "embedding_weight": _number(0, 1e6), "structure_weight": _number(0, 1e6), "method": _choice(Method),
-    "resolution": _number(0, 1e6, open_low=True), "linkage": _choice(Linkage),
-    "min_share": _number(0, 1, open_high=True), "k_range": _k_range,
-    "min_cluster_size": _number(1, 2**31, integer=True, optional=True), "cluster_on": _choice(ClusterOn),
-    "n_components": _number(1, 100, integer=True), "n_neighbors": _number(1, 2**31, integer=True),
-    "min_dist": _number(0, 1e6), "max_umap_points": _number(1, 2**40, integer=True),
-    "outlier_factor": _number(0, 1e6), "n_bootstrap": _number(0, 10**6, integer=True),
-    "random_state": _random_state, "retries": _choice(Retries), "families": _choice(Families),
-    "plans": _choice(Plans),
-    "error_pattern": _pattern, "action_field": lambda name, value: check_action_field(value),
-    "ignore_tools": lambda name, value: ignored_tools(value), "by": _column,
+def _pattern(name: str, value: Any) -> None:
+    if isinstance(value, str) and not 0 < len(value) <= PATTERN_MAX:
+        raise InputError(f"`{name}` must be a regular expression of at most {PATTERN_MAX} characters", field=name)
+    try:
+        compile_error_pattern(value)  # its one-line error names `error_pattern`
+    except MechanismError:
+        raise
+    except (TypeError, ValueError, AttributeError):
+        shown = str(value)[:40]
+        raise InputError(f"`{name}` must be a regular expression or None; got {shown!r}", field=name) from None
+
+
+def _column(name: str, value: Any) -> None:
+    if not (isinstance(value, str) and 0 < len(value) <= 200):
+        raise InputError(f"`{name}` must be a column name or None; got {str(value)[:40]!r}", field=name)
+
+
+#: name -> scikit-learn constraints (any one satisfied); ``embedder`` is checked where it is made
+#: (:func:`mechanism.analysis.embed.make_embedder`: a name, a path or an object).
+CONSTRAINTS: dict[str, Any] = {
+    "embedder": "no_validation",
+    "embedding_weight": [_bounds("embedding_weight")], "structure_weight": [_bounds("structure_weight")],
+    "method": [_choices("method")], "resolution": [_bounds("resolution")], "linkage": [_choices("linkage")],
+    "min_share": [_bounds("min_share")],
+    "k_range": [Rule(_k_range, f"two integers in [1, {K_MAX}]")],
+    "min_cluster_size": [_bounds("min_cluster_size"), None], "cluster_on": [_choices("cluster_on")],
+    "n_components": [_bounds("n_components")], "n_neighbors": [_bounds("n_neighbors")],
+    "min_dist": [_bounds("min_dist")], "max_umap_points": [_bounds("max_umap_points")],
+    "n_bootstrap": [_bounds("n_bootstrap")],
+    "random_state": [_bounds("random_state"), np.random.Generator, None],
+    "retries": [_choices("retries")], "families": [_choices("families")], "plans": [_choices("plans")],
+    "error_pattern": [Rule(_pattern, "a regular expression"), None],
+    "action_field": [Rule(lambda name, value: check_action_field(value), "'auto', {tool: field} or None")],
+    "ignore_tools": [Rule(lambda name, value: ignored_tools(value), "a list of tool names or None")],
+    "by": [Rule(_column, "a column name"), None],
+    "cache_dir": [str, os.PathLike, None], "progress": ["boolean", None],
 }
 
+#: The parameters that define a fitted space: saved with it (``params`` in ``space.json``) and
+#: keying its fit cache; the others say where it runs (embedder, cache, progress) or are saved
+#: apart (``action_tools``, ``ignore_tools``, ``by``).
+MODEL_PARAMS = ("embedding_weight", "structure_weight", "method", "resolution", "linkage", "min_share", "k_range",
+                "min_cluster_size", "cluster_on", "n_components", "n_neighbors", "min_dist", "max_umap_points",
+                "n_bootstrap", "random_state", "retries", "error_pattern", "families", "plans")
 
-def check(params: dict[str, Any]) -> None:
-    """A one-line :class:`~mechanism.core.errors.InputError` naming the first parameter that breaks
-    its constraint."""
-    for name, rule in CONSTRAINTS.items():
-        rule(name, params[name])
+
+def _interval(c: Interval) -> str:
+    return str(Bounds(c.type is Integral, c.left, c.right, c.closed))
 
 
-def resolve_seed(random_state: Any) -> int:
-    """The integer seed of a fit: an int as it is (so an int keeps its exact results), a
-    Generator's next draw, or fresh entropy for ``None``."""
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        return int(random_state)
-    return int(np.random.default_rng(random_state).integers(2**32))
+def _words(c: Any) -> str:
+    if c is None:
+        return "None"
+    if c is np.random.Generator:
+        return "a numpy Generator"
+    if c == "boolean":
+        return "True or False"
+    if isinstance(c, type):
+        return f"a {c.__name__}"
+    return str(c)
+
+
+def _satisfied(rules: list[Any], value: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)) and "boolean" not in rules:  # a bool is no number here
+        return False
+    return any(make_constraint(rule).is_satisfied_by(value) for rule in rules)
+
+
+def check_one(field: str, rules: Any, value: Any) -> None:
+    """A one-line :class:`InputError` naming ``field`` when ``value`` meets none of ``rules``."""
+    if rules == "no_validation" or _satisfied(rules, value):
+        return
+    for rule in rules:
+        if isinstance(rule, Rule):  # its own message says what the value must be
+            rule.test(field, value)
+    if np.random.Generator in rules:  # a seed: the message every `random_state` gives
+        check_seed(value, field=field)
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    head, rest = rules[0], [_words(r) for r in rules[1:]]
+    if isinstance(head, Interval):
+        kind = "an integer" if head.type is Integral else "a number"
+        also = f", or be {' or '.join(rest)}" if rest else ""
+        raise InputError(f"`{field}` must lie in {_interval(head)} ({kind}){also}; got {shown}", field=field)
+    if isinstance(head, StrOptions):
+        allowed = ", ".join(repr(o) for o in head.options)
+        raise InputError(f"`{field}` must be one of {allowed}; got {shown}", field=field)
+    raise InputError(f"`{field}` must be {' or '.join(_words(r) for r in rules)}; got {shown}", field=field)
+
+
+def check(params: dict[str, Any], *, prefix: str = "") -> None:
+    """Check each of ``params`` against :data:`CONSTRAINTS`: a one-line :class:`InputError`
+    naming the first that breaks its constraint (as ``<prefix><name>``)."""
+    for name, value in params.items():
+        if name in CONSTRAINTS:
+            check_one(prefix + name, CONSTRAINTS[name], value)
+
+
+def options(name: str) -> tuple[str, ...]:
+    """The choices the table allows for parameter ``name`` (the command line offers them)."""
+    return tuple(next(r for r in CONSTRAINTS[name] if isinstance(r, StrOptions)).options)
 
 
 def model_params(params: dict[str, Any], seed: int) -> dict[str, Any]:
-    """The parameters that define a fitted space (saved with it and keying its cache), with the
-    seed the fit used as ``random_state``."""
-    keys = ("embedding_weight", "structure_weight", "method", "resolution", "linkage", "min_share", "k_range",
-            "min_cluster_size", "cluster_on", "n_components", "n_neighbors", "min_dist", "max_umap_points",
-            "outlier_factor", "n_bootstrap", "random_state", "retries", "error_pattern", "families", "plans")
-    out = {k: params[k] for k in keys}
+    """The parameters that define a fitted space (:data:`MODEL_PARAMS`), with the seed the fit
+    used as ``random_state``."""
+    out = {k: params[k] for k in MODEL_PARAMS}
     out["k_range"] = list(out["k_range"])
     out["random_state"] = int(seed)
     return out

@@ -25,7 +25,8 @@ space travels between machines and users:
 Every refusal is one :class:`~mechanism.core.errors.InputError` naming the file and the field.
 
 Files are written with :func:`mechanism.core.cachefile.atomic_write`. This module takes the space
-it saves, and the class it loads into, from its caller (it never imports the estimator).
+it saves, and the estimator's ``_restore`` that rebuilds a loaded one, from its caller (it never
+imports the estimator).
 """
 from __future__ import annotations
 
@@ -34,16 +35,26 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
 
-from mechanism.analysis._strategies.clustering import medoid_rows, neighbours
+from mechanism.analysis._strategies.params import MODEL_PARAMS
 from mechanism.analysis._strategies.params import check as check_params
-from mechanism.core.cachefile import (NPY_MAX_BYTES, atomic_write, check_parquet_depth, digest, load_npy, parse_json,
-                                 read_regular)
+from mechanism.analysis.embed import known_model
+from mechanism.core.actions import ACTION_FIELDS, TEXT_FIELD
+from mechanism.core.cachefile import (
+    NPY_MAX_BYTES,
+    atomic_write,
+    check_parquet_depth,
+    digest,
+    load_npy,
+    parse_json,
+    read_regular,
+)
 from mechanism.core.errors import InputError, MechanismError
 
 FORMAT_NAME = "mechanism.StrategySpace"
@@ -61,20 +72,11 @@ SAVED_ARRAYS = {"train_features": ("train_features_", "f"), "train_labels": ("tr
                 "train_counts": ("train_counts_", "i"), "labels": ("labels_", "i"),
                 "train_space": ("train_space_", "f"), "map_coords": ("map_coords_", "f")}
 
-# Each saved parameter and what it must be: (kind, low, high); kind "int", "num", "str" or "ints".
-_PARAMS: dict[str, tuple[str, float, float]] = {
-    "embedding_weight": ("num", 0, 1e6), "structure_weight": ("num", 0, 1e6), "method": ("str", 0, 0),
-    "resolution": ("num", 0, 1e6), "linkage": ("str", 0, 0), "min_share": ("num", 0, 1),
-    "k_range": ("ints", 1, 10_000), "min_cluster_size": ("int", 1, 2**31), "cluster_on": ("str", 0, 0),
-    "n_components": ("int", 1, 100), "n_neighbors": ("int", 1, 2**31), "min_dist": ("num", 0, 1e6),
-    "max_umap_points": ("int", 1, 2**40), "outlier_factor": ("num", 0, 1e6), "n_bootstrap": ("int", 0, 10**6),
-    "random_state": ("int", 0, 2**32 - 1), "retries": ("str", 0, 0), "error_pattern": ("pattern", 0, 0),
-    "families": ("str", 0, 0), "plans": ("str", 0, 0),
-}
+# Saved by spaces before it was removed; it never changed a fit, so it is read and dropped.
+_RETIRED = ("outlier_factor",)
 # Parameters added after spaces were first saved: a space saved without them was fitted as these
 # say (every call its own move, the default failure reading, one tree over every plan).
 _SAVED_BEFORE = {"retries": "keep", "error_pattern": None, "families": "keep", "plans": "mixed"}
-_PATTERN_MAX = 2000
 CHECKSUM = "blake2b"  # what `save` writes; a space without the field was checked with SHA-256
 _CHECKSUMS = ("blake2b", "sha256")
 
@@ -100,7 +102,7 @@ def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_c
     train_rows = {"rendering": space.train_renderings_, "moves": space.train_moves_}
     if getattr(space, "train_plans_", None) is not None:  # a space saved before plans has none
         train_rows["plan"] = space.train_plans_
-    frames = {"train_rows": pl.DataFrame(train_rows, schema={c: pl.String for c in train_rows}),
+    frames = {"train_rows": pl.DataFrame(train_rows, schema=dict.fromkeys(train_rows, pl.String)),
               "strategies": space.strategies_}
     for name in SAVED_TABLES:
         buf = io.BytesIO()
@@ -128,8 +130,6 @@ def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_c
 def _action_tools(raw: Any, cfg: str) -> dict[str, str]:
     """The generic tools a space read as verbs: a mapping of short tool names to one of the
     fields :mod:`mechanism.core.actions` knows (a space saved without it read every call by name)."""
-    from mechanism.core.actions import ACTION_FIELDS, TEXT_FIELD
-
     if raw is None:
         return {}
     if not isinstance(raw, dict) or len(raw) > 64 or not all(
@@ -180,36 +180,22 @@ def _number(value: Any, field: str, *, low: float, high: float, integer: bool = 
 
 
 def _params(raw: Any) -> dict[str, Any]:
+    """The saved parameters, each checked against the estimator's one table
+    (:data:`~mechanism.analysis._strategies.params.CONSTRAINTS`, fields ``params.<name>``)."""
     if not isinstance(raw, dict):
         raise _Refusal("`params` must be a mapping", "space.json", "params")
-    raw = {**_SAVED_BEFORE, **raw}
-    unknown = sorted(set(raw) - set(_PARAMS))
-    missing = sorted(set(_PARAMS) - set(raw))
+    raw = {**_SAVED_BEFORE, **{k: v for k, v in raw.items() if k not in _RETIRED}}
+    unknown, missing = sorted(set(raw) - set(MODEL_PARAMS)), sorted(set(MODEL_PARAMS) - set(raw))
     if unknown or missing:
         what = f"unknown parameter `{unknown[0][:60]}`" if unknown else f"no parameter `{missing[0]}`"
         raise _Refusal(f"`params` has {what}", "space.json", "params")
-    out: dict[str, Any] = {}
-    for key, (kind, low, high) in _PARAMS.items():
-        value, field = raw[key], f"params.{key}"
-        if value is None and key in ("min_cluster_size", "error_pattern"):  # None: chosen at fit / default reading
-            pass
-        elif kind == "pattern":
-            # compiled, never run on anything but observations (a pattern is a user option, and
-            # an absurd one only slows the user's own fit)
-            if not isinstance(value, str) or not 0 < len(value) <= _PATTERN_MAX:
-                raise _Refusal(f"`{field}` must be a regular expression of at most {_PATTERN_MAX} characters",
-                               "space.json", field)
-        elif kind == "str":
-            if not isinstance(value, str) or len(value) > 40:
-                raise _Refusal(f"`{field}` must be a short string", "space.json", field)
-        elif kind == "ints":
-            if not isinstance(value, list) or not 1 <= len(value) <= 1000:
-                raise _Refusal(f"`{field}` must be a list of 1 to 1000 integers", "space.json", field)
-            value = tuple(_number(v, field, low=low, high=high, integer=True) for v in value)
-        else:
-            value = _number(value, field, low=low, high=high, integer=kind == "int")
-        out[key] = value
-    return out
+    if isinstance(raw["k_range"], list):  # JSON has no tuples
+        raw["k_range"] = tuple(raw["k_range"])
+    try:
+        check_params(raw, prefix="params.")
+    except InputError as exc:
+        raise _Refusal(exc.reason, "space.json", exc.field) from None
+    return raw
 
 
 def _strings(value: Any, field: str, *, max_items: int = 1_000_000) -> list[str]:
@@ -398,20 +384,19 @@ def _labels_in_range(arr: np.ndarray, n: int, file: str, field: str) -> None:
                        f"{int(arr.min())} to {int(arr.max())}", file, field)
 
 
-def load(cls: type, folder: str | os.PathLike, *, embedder: Any = None,
-         cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> Any:
-    """Read a space written by :func:`save` into a new ``cls`` (the estimator class), checking
-    every file (see the module docstring)."""
+def load(restore: Callable[[dict[str, Any], dict[str, Any]], Any], folder: str | os.PathLike, *,
+         embedder: Any = None, cache_dir: str | os.PathLike | None = None, progress: bool | None = None) -> Any:
+    """Read a space written by :func:`save`, checking every file (see the module docstring), and
+    hand its parameters and fitted state to ``restore`` (the estimator's ``_restore``)."""
     folder = Path(folder)
     try:
-        return _load(cls, folder, embedder=embedder, cache_dir=cache_dir, progress=progress)
+        return _load(restore, folder, embedder=embedder, cache_dir=cache_dir, progress=progress)
     except _Refusal as bad:
         raise InputError(bad.reason, source=str(folder / bad.file), field=bad.field) from None
 
 
-def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: Any) -> Any:
-    from mechanism.analysis.embed import known_model
-
+def _read_config(folder: Path) -> dict[str, Any]:
+    """``space.json``, once it says it is a saved strategy space of the version this code reads."""
     cfg = "space.json"
     if not folder.is_dir():
         raise InputError("no saved strategy space here (no folder holding `space.json`)", source=str(folder))
@@ -428,6 +413,13 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
         raise _Refusal(f"strategy space format version {version}, this mechanism reads version {FORMAT_VERSION} "
                        "(version 1 spaces were built on search-only moves): refit with "
                        "StrategySpace(...).fit(runs).save(folder)", cfg, "format_version")
+    return config
+
+
+def _model(config: dict[str, Any], embedder: Any) -> tuple[list[str], str]:
+    """The vocabulary and the embedding model's name, a name loaded on the file's word only when
+    it is a model this toolkit ships."""
+    cfg = "space.json"
     vocabulary = config.get("vocabulary")
     if not isinstance(vocabulary, list) or not all(isinstance(t, str) for t in vocabulary):
         raise _Refusal("missing or bad `vocabulary` in space.json", cfg, "vocabulary")
@@ -442,40 +434,23 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
         raise _Refusal(f"space.json names the embedding model {shown}, which is not one this toolkit loads on a "
                        "file's word; pass `embedder=` (that model's name, or a folder you trust) to load it",
                        cfg, "embedding_model")
-    params = _params(config.get("params"))
-    try:
-        space = cls(embedder=embedder if embedder is not None else model, cache_dir=cache_dir, progress=progress,
-                    **params)
-        check_params(space.get_params())
-    except (TypeError, ValueError) as exc:
-        raise _Refusal(f"bad `params` in space.json: {' '.join(str(exc).split())[:200]}", cfg, "params") from None
-    try:
-        emb = space._embedder()
-    except MechanismError as exc:
-        raise _Refusal(f"cannot make the embedder: {exc}", cfg, "embedding_model") from None
-    if emb.model_id != model:
-        raise _Refusal(f"space was fitted with embedding model `{model[:80]}`, got `{str(emb.model_id)[:80]}`",
-                       cfg, "embedding_model")
-    embedding_dim = _number(config.get("embedding_dim"), "embedding_dim", low=0, high=2**20, integer=True)
-    threshold = float(_number(config.get("threshold"), "threshold", low=0, high=1e12))
-    seed_agreement = float(_number(config.get("seed_agreement"), "seed_agreement", low=-1, high=1))
-    n_strategies = _number(config.get("n_strategies"), "n_strategies", low=0, high=2**31, integer=True)
-    names_raw = config.get("names") if config.get("names") is not None else {}
-    if not isinstance(names_raw, dict) or not all(isinstance(v, str) and len(v) <= _NAME_MAX
-                                                   for v in names_raw.values()):
-        raise _Refusal("`names` must map strategy ids to strings", cfg, "names")
+    return list(vocabulary), model
 
-    # Only the arrays `save` writes are read, under fixed attribute names: the names in space.json
-    # are untrusted and must neither pick files outside the folder nor set arbitrary attributes.
+
+def _read_files(folder: Path, config: dict[str, Any], cluster_on: str) -> tuple[dict[str, np.ndarray],
+                                                                               dict[str, pl.DataFrame]]:
+    """The arrays and tables space.json lists, each against its checksum. Only the names `save`
+    writes are read: the names in space.json are untrusted and must neither pick files outside
+    the folder nor set arbitrary attributes."""
+    cfg = "space.json"
     arrays = config.get("arrays")
     if not isinstance(arrays, dict):
         raise _Refusal("`arrays` in space.json is not a mapping", cfg, "arrays")
     unknown = sorted(set(arrays) - set(SAVED_ARRAYS))
     if unknown:
         raise _Refusal(f"unknown array(s) {[u[:60] for u in unknown[:3]]} in space.json", cfg, "arrays")
-    required = {"train_features", "train_labels", "train_counts", "labels"}
-    if space.cluster_on == "umap":
-        required.add("train_space")
+    required = {"train_features", "train_labels", "train_counts", "labels"} | ({"train_space"} if cluster_on ==
+                                                                              "umap" else set())
     if required - set(arrays):
         raise _Refusal(f"space.json lists no {sorted(required - set(arrays))}", cfg, "arrays")
     algorithm = config.get("checksum", "sha256")
@@ -485,30 +460,32 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
     tables = config.get("tables")
     if not isinstance(tables, dict) or set(tables) != set(SAVED_TABLES):
         raise _Refusal(f"`tables` in space.json must list exactly {list(SAVED_TABLES)}", cfg, "tables")
-    # fixed names pick the files
-    frames = {name: _table(folder, name, tables[name], algorithm) for name in SAVED_TABLES}
+    return loaded, {name: _table(folder, name, tables[name], algorithm) for name in SAVED_TABLES}
 
-    # shapes and value ranges, across files
+
+def _check_shapes(loaded: dict[str, np.ndarray], dim: int, n_components: int) -> int:
+    """The number of distinct training rows, once every array has the shape it must have."""
     features = loaded["train_features"]
-    by, kinds = _kinds(config.get("by"), config.get("kinds"), cfg)
-    dim = len(vocabulary) + 1 + embedding_dim + len(kinds)
     m = features.shape[0] if features.ndim == 2 else -1
     if features.shape != (m, dim):
         raise _Refusal(f"`train_features.npy` has shape {features.shape}, expected (rows, {dim}) from the "
                        "vocabulary, `embedding_dim` and `kinds`", "train_features.npy", "train_features")
     for name, shape in (("train_labels", (m,)), ("train_counts", (m,)),
-                        ("train_space", (m, space.n_components)), ("map_coords", (m, 2))):
+                        ("train_space", (m, n_components)), ("map_coords", (m, 2))):
         if name in loaded and loaded[name].shape != shape:
             raise _Refusal(f"`{name}.npy` has shape {loaded[name].shape}, expected {shape} (one row per distinct "
                            "training row)", f"{name}.npy", name)
-    labels = loaded["labels"]
-    if labels.ndim != 1:
-        raise _Refusal(f"`labels.npy` has {labels.ndim} dimensions, expected 1", "labels.npy", "labels")
-    counts = loaded["train_counts"]
+    if loaded["labels"].ndim != 1:
+        raise _Refusal(f"`labels.npy` has {loaded['labels'].ndim} dimensions, expected 1", "labels.npy", "labels")
+    return m
+
+
+def _check_members(loaded: dict[str, np.ndarray], strategies: pl.DataFrame, n_strategies: int) -> None:
+    """Labels, counts and the strategies table agree on every strategy's members."""
+    labels, counts = loaded["labels"], loaded["train_counts"]
     if len(counts) and counts.min() < 1:
         raise _Refusal(f"`train_counts.npy` holds a count of {int(counts.min())}: counts are positive",
                        "train_counts.npy", "train_counts")
-    strategies = frames["strategies"]
     _check_strategies(strategies, n_strategies, labels.shape[0])
     _labels_in_range(loaded["train_labels"], n_strategies, "train_labels.npy", "train_labels")
     _labels_in_range(labels, n_strategies, "labels.npy", "labels")
@@ -526,47 +503,70 @@ def _load(cls: type, folder: Path, *, embedder: Any, cache_dir: Any, progress: A
         strategy = int(np.flatnonzero(weighted != members)[0]) - 1
         raise _Refusal(f"`train_labels.npy` gives strategy {strategy} {int(weighted[strategy + 1])} members, "
                        f"`labels.npy` {int(members[strategy + 1])}", "train_labels.npy", "train_labels")
+
+
+def _names(raw: Any, n_strategies: int) -> dict[int, str]:
+    """The names given with ``rename``: strategy id -> name."""
+    raw = raw if raw is not None else {}
+    if not isinstance(raw, dict) or not all(isinstance(v, str) and len(v) <= _NAME_MAX for v in raw.values()):
+        raise _Refusal("`names` must map strategy ids to strings", "space.json", "names")
     names: dict[int, str] = {}
-    for key, value in names_raw.items():
+    for key, value in raw.items():
         if not (key.isascii() and key.isdigit() and len(key) <= 10 and int(key) < max(n_strategies, 1)):
-            raise _Refusal(f"`names` has key {key[:20]!r}, not a strategy id", cfg, "names")
+            raise _Refusal(f"`names` has key {key[:20]!r}, not a strategy id", "space.json", "names")
         names[int(key)] = value
-    rows = frames["train_rows"]
+    return names
+
+
+def _train_rows(rows: pl.DataFrame, m: int) -> dict[str, Any]:
+    """The renderings, moves and plans of the distinct training rows."""
     _check_table(rows, "train_rows.parquet", TRAIN_ROW_COLUMNS)
-    renderings, moves = rows["rendering"], rows["moves"]
     if rows.height != m:
         raise _Refusal(f"`train_rows.parquet` has {rows.height} rows, `train_features.npy` {m}",
                        "train_rows.parquet", "rendering")
     # a space saved before plans were read has none: its sweep then cuts one tree, as its fit did
-    plans = rows["plan"].to_list() if "plan" in rows.columns else None
+    return {"train_renderings_": rows["rendering"].to_list(), "train_moves_": rows["moves"].to_list(),
+            "train_plans_": rows["plan"].to_list() if "plan" in rows.columns else None}
 
-    for name, arr in loaded.items():
-        attr, kind = SAVED_ARRAYS[name]
-        setattr(space, attr, arr.astype(np.int64) if kind == "i" else arr)
+
+def _load(restore: Callable[[dict[str, Any], dict[str, Any]], Any], folder: Path, *, embedder: Any,
+          cache_dir: Any, progress: Any) -> Any:
+    cfg = "space.json"
+    config = _read_config(folder)
+    vocabulary, model = _model(config, embedder)
+    params = _params(config.get("params"))
+    embedding_dim = _number(config.get("embedding_dim"), "embedding_dim", low=0, high=2**20, integer=True)
+    threshold = float(_number(config.get("threshold"), "threshold", low=0, high=1e12))
+    seed_agreement = float(_number(config.get("seed_agreement"), "seed_agreement", low=-1, high=1))
+    n_strategies = _number(config.get("n_strategies"), "n_strategies", low=0, high=2**31, integer=True)
+    names = _names(config.get("names"), n_strategies)
+    loaded, frames = _read_files(folder, config, params["cluster_on"])
+    by, kinds = _kinds(config.get("by"), config.get("kinds"), cfg)
+    m = _check_shapes(loaded, len(vocabulary) + 1 + embedding_dim + len(kinds), params["n_components"])
+    strategies = frames["strategies"]
+    _check_members(loaded, strategies, n_strategies)
     if "task_variants" not in strategies.columns:  # saved before task variants were read: none joined
         strategies = strategies.with_columns(pl.Series("task_variants", [[] for _ in range(strategies.height)],
                                                        dtype=pl.List(pl.String)))
-    space.strategies_ = strategies
-    space.train_renderings_ = renderings.to_list()
-    space.train_moves_ = moves.to_list()
-    space.train_plans_ = plans
-    space.embedding_model_ = model
-    space.embedding_dim_ = embedding_dim
-    space.vocabulary_ = list(vocabulary)
-    space.threshold_ = threshold
-    # a space saved before issue 19 measured outliers from the nearest training row
+    # a space saved without a rule measured outliers from the nearest training row
     rule = config.get("threshold_rule", "nearest")
     if rule not in ("nearest", "medoid"):
         raise _Refusal("`threshold_rule` must be 'nearest' or 'medoid'", cfg, "threshold_rule")
-    space.threshold_rule_ = rule
-    space.n_strategies_ = n_strategies
-    space.names_ = names
-    space.seed_agreement_ = seed_agreement
-    space.action_tools_ = _action_tools(config.get("action_tools"), cfg)
-    space.set_params(ignore_tools=_ignore_tools(config.get("ignore_tools"), cfg), by=by)
-    space.kinds_ = kinds
-    space.stability_ = strategies.select("strategy", "stability")
-    space.seed_ = int(params["random_state"])
-    space.medoids_ = medoid_rows(space.train_features_, space.train_counts_, space.train_labels_)
-    space._nn = neighbours(space.train_features_)
+    state = {SAVED_ARRAYS[name][0]: arr.astype(np.int64) if SAVED_ARRAYS[name][1] == "i" else arr
+             for name, arr in loaded.items()}
+    state.update(_train_rows(frames["train_rows"], m), strategies_=strategies,
+                 stability_=strategies.select("strategy", "stability"), embedding_model_=model,
+                 embedding_dim_=embedding_dim, vocabulary_=vocabulary, threshold_=threshold, threshold_rule_=rule,
+                 n_strategies_=n_strategies, names_=names, seed_agreement_=seed_agreement,
+                 action_tools_=_action_tools(config.get("action_tools"), cfg), kinds_=kinds)
+    space = restore({**params, "embedder": embedder if embedder is not None else model, "cache_dir": cache_dir,
+                     "progress": progress, "ignore_tools": _ignore_tools(config.get("ignore_tools"), cfg),
+                     "by": by}, state)
+    try:
+        emb = space._embedder()
+    except MechanismError as exc:
+        raise _Refusal(f"cannot make the embedder: {exc}", cfg, "embedding_model") from None
+    if emb.model_id != model:
+        raise _Refusal(f"space was fitted with embedding model `{model[:80]}`, got `{str(emb.model_id)[:80]}`",
+                       cfg, "embedding_model")
     return space

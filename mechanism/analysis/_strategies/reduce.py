@@ -9,6 +9,7 @@ no-search episodes, say) is glued to whatever lies nearest.
 from __future__ import annotations
 
 import json
+import warnings
 from collections import OrderedDict
 from importlib.metadata import version
 from pathlib import Path
@@ -17,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from mechanism.core.cachefile import digest, read_array, write_array
+from mechanism.core.progress import import_tqdm_quietly
 
 _REDUCTION_FORMAT = 2  # 2: a mechanism.core.cachefile entry
 # Map coordinates of the spaces drawn in this process, by the rows and settings they come from:
 # a report draws one map several times, and the estimator never stores what it draws.
-_MAP_MEMO: "OrderedDict[str, np.ndarray]" = OrderedDict()
+_MAP_MEMO: OrderedDict[str, np.ndarray] = OrderedDict()
 _MAP_MEMO_SIZE = 8
 
 
@@ -53,7 +55,7 @@ def umap_coordinates(uniq: np.ndarray, counts: np.ndarray, n_components: int, *,
     total = int(reps.sum())
     if m < 2 or total <= n_components + 2:
         # Too few points for a neighbour graph: PCA keeps the geometry linear.
-        from sklearn.decomposition import PCA
+        from sklearn.decomposition import PCA  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
         if m < 2:
             return np.zeros((m, n_components))
@@ -77,12 +79,8 @@ def umap_coordinates(uniq: np.ndarray, counts: np.ndarray, n_components: int, *,
 
 def _fit_umap(uniq: np.ndarray, reps: np.ndarray, params: dict[str, Any], *, weighted: bool,
               seed: int) -> np.ndarray:
-    import warnings
-
-    from mechanism.core.progress import import_tqdm_quietly
-
     import_tqdm_quietly()
-    import umap
+    import umap  # noqa: PLC0415 - umap-learn and numba: seconds to import, only when a map is made
 
     m, n_components = len(uniq), params["n_components"]
     expanded = np.repeat(uniq, reps, axis=0).astype(np.float64)
@@ -93,7 +91,7 @@ def _fit_umap(uniq: np.ndarray, reps: np.ndarray, params: dict[str, Any], *, wei
     if not weighted:
         # Start from the principal components so that far-apart rows (no search, say) stay
         # apart: UMAP alone ties each row to its nearest neighbour however far it is.
-        from sklearn.decomposition import PCA
+        from sklearn.decomposition import PCA  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
         start = PCA(n_components=n_components, svd_solver="full").fit_transform(expanded)
         init = 10.0 * start / max(float(np.abs(start).max()), 1e-12)

@@ -15,7 +15,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from mechanism.analysis._strategies.clustering import agglomerative, cluster_rows, core, distances, families, plan_groups
+from mechanism.analysis._strategies.clustering import (
+    agglomerative,
+    cluster_rows,
+    core,
+    distances,
+    families,
+    plan_groups,
+)
 from mechanism.analysis._strategies.features import FitRows, plan_codes
 from mechanism.analysis._strategies.tasks import task_variants
 from mechanism.core.errors import MechanismError
@@ -85,7 +92,7 @@ def bootstrap_stability(cluster: Callable[[np.ndarray, np.ndarray], np.ndarray],
 
 def _trajectory_ari(labels: np.ndarray, other: np.ndarray, counts: np.ndarray) -> float:
     """Adjusted Rand index over trajectories, not distinct rows: each row repeated by its count."""
-    from sklearn.metrics import adjusted_rand_score
+    from sklearn.metrics import adjusted_rand_score  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     return float(adjusted_rand_score(np.repeat(labels, counts), np.repeat(other, counts)))
 
@@ -95,7 +102,7 @@ def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarr
     """Per-strategy bootstrap stability over question resamples, and the adjusted Rand index
     between the fit's strategies and a fit with the next seed (made by a clone of ``p``:
     ``p`` never changes)."""
-    from sklearn.base import clone
+    from sklearn.base import clone  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     feats, counts = rows.features, rows.counts.astype(np.float64)
     plans = plan_codes(rows.plans)
@@ -132,10 +139,10 @@ def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarr
     return stab, agreement
 
 
-def sweep(space: Any, resolutions: "Sequence[float] | None") -> pl.DataFrame:
+def sweep(space: Any, resolutions: Sequence[float] | None) -> pl.DataFrame:
     """:meth:`StrategySpace.sweep`: the fitted space's distinct rows clustered again by clones
     that differ in ``resolution`` (the space itself never changes)."""
-    from sklearn.base import clone
+    from sklearn.base import clone  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     if space.method != "agglomerative":
         raise MechanismError("`sweep` needs method='agglomerative' (it varies the cut of its tree)")

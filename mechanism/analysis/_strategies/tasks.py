@@ -24,8 +24,8 @@ again against the rest, so an approach cut over four kinds of task gathers fragm
 fragment, each test reading more trajectories than one fragment holds.
 
 Strategies drawn per episode share questions at the rate independence says, so they are never
-joined, whatever their arms (the arms do not enter). Neither does the outcome (DESIGN.md
-section 5). :meth:`~mechanism.StrategySpace.association` reports how far the remaining
+joined, whatever their arms (the arms do not enter). Neither does the outcome, which would fold
+execution into composition. :meth:`~mechanism.StrategySpace.association` reports how far the remaining
 strategies track question type.
 """
 from __future__ import annotations
@@ -66,7 +66,7 @@ def shared_questions(observed: int, n_q: np.ndarray, p_a: float, p_b: float, *,
     >>> round(exp, 1), p < 1e-6
     (16.5, True)
     """
-    from scipy.stats import binom
+    from scipy.stats import binom  # noqa: PLC0415 - scipy: loaded by the steps that use it, not at import
 
     # sizes are trajectory counts (a resample's weighted counts rounded to whole trajectories)
     sizes, m = np.unique(np.rint(np.asarray(n_q, dtype=np.float64)), return_counts=True)
@@ -155,7 +155,7 @@ def _candidates(labels: np.ndarray, counts: np.ndarray, plans: Sequence[str], ro
                 ) -> list[dict]:
     """Every candidate pair of the strategies ``labels``, tested, most significant first
     (:func:`merge_task_variants`'s records, without ``merged``); the kept one is the heavier."""
-    from scipy.sparse import coo_matrix
+    from scipy.sparse import coo_matrix  # noqa: PLC0415 - scipy: loaded by the steps that use it, not at import
 
     ids = sorted(set(labels.tolist()) - {-1})
     if len(ids) < 2:

@@ -104,7 +104,7 @@ THOUGHTS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _zipf_cumulative(n: int) -> tuple[float, ...]:
     # cumulative 1 / rank weights: bisecting a uniform draw is ~20x faster than rng.choice(p=)
     return tuple(itertools.accumulate(1.0 / r for r in range(1, n + 1)))

@@ -154,7 +154,7 @@ class Policy:
 
     def shares(self, category: str | None = None) -> dict[str, float]:
         """Strategy shares as planned (``category=None``) or as executed on that category."""
-        out = {s: 0.0 for s in STRATEGIES}
+        out = dict.fromkeys(STRATEGIES, 0.0)
         remap = REMAP.get(category, {}) if category is not None else {}
         for s, p in zip(STRATEGIES, self.probabilities):
             out[remap.get(s, s)] += p
@@ -164,7 +164,7 @@ class Policy:
         """JSON-ready parameters."""
         d = asdict(self)
         d.pop("probabilities", None)
-        d["mixture"] = {s: p for s, p in zip(STRATEGIES, self.probabilities)}
+        d["mixture"] = dict(zip(STRATEGIES, self.probabilities))
         d["loop_rounds"] = list(self.loop_rounds)
         factors = self.integration_factors()
         d["strategy_integration"] = {s: float(factors[s]) for s in STRATEGIES}

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from mechanism.core.progress import import_tqdm_quietly
 
 import_tqdm_quietly()  # bm25s imports tqdm.auto, which warns in a notebook
 
-import bm25s  # noqa: E402
-import numpy as np
-from bm25s.stopwords import STOPWORDS_EN
+import bm25s  # noqa: E402 - after the filter above: bm25s imports tqdm.auto, which warns in some notebooks
+from bm25s.stopwords import STOPWORDS_EN  # noqa: E402 - part of bm25s, after the filter for the same reason
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(STOPWORDS_EN) | {"what", "which", "who", "where", "when", "was", "is", "did",

@@ -12,10 +12,10 @@ import numpy as np
 import polars as pl
 
 from mechanism.core.errors import MechanismError
-from mechanism.core.options import RandomState
-from mechanism.core.resample import resolve_seed
 from mechanism.core.names import safe_filename
+from mechanism.core.options import RandomState
 from mechanism.core.progress import progress as _progress
+from mechanism.core.resample import resolve_seed
 from mechanism.core.results import Result
 from mechanism.core.schema import from_records
 from mechanism.core.scoring import exact_match, f1_score, gold_in_observations
@@ -24,7 +24,7 @@ from mechanism.datasets.simulation.planted import planted_values
 from mechanism.datasets.simulation.policies import REMAP, STRATEGIES, Policy, default_policies
 from mechanism.datasets.simulation.retriever import ParagraphRetriever
 from mechanism.datasets.simulation.world import Question, make_world
-from mechanism.datasets.worlds import TruthJoin, random_state_from
+from mechanism.datasets.worlds import TruthJoin
 
 SYSTEM_PROMPT = ("You are a research assistant. Answer the question. You may call the `search` tool, "
                  "which returns the best-matching paragraph; give the final answer in <answer> tags.")
@@ -208,8 +208,7 @@ def _arm_key(arm: str) -> int:
 
 def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str] = ("base", "rl", "sft"),
              t_cap: int = 5, random_state: RandomState = 0, policies: Mapping[str, Policy] | None = None,
-             bridge_share: float = 0.6, hard_share: float = 0.3, progress: bool | None = None,
-             seed: int | None = None) -> Simulation:
+             bridge_share: float = 0.6, hard_share: float = 0.3, progress: bool | None = None) -> Simulation:
     """Simulate base, RL and SFT agents answering multi-hop questions with a BM25 search tool.
 
     Parameters
@@ -243,8 +242,6 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
         the boundary.
     progress
         Show a progress bar (``None``: only on a terminal).
-    seed
-        Deprecated name of ``random_state`` (still accepted, with a ``DeprecationWarning``).
 
     Returns
     -------
@@ -256,14 +253,11 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
     >>> sim.runs.height, sorted(sim.runs["arm"].unique())
     (18, ['base', 'rl', 'sft'])
     """
-    seed = _seed(random_state_from(random_state, seed))
+    seed = _seed(random_state)
     if n_questions < 1 or n_samples < 1:
         raise MechanismError("`n_questions` and `n_samples` must be at least 1")
     if t_cap < 0:
         raise MechanismError(f"`t_cap` must be non-negative, got {t_cap}")
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise MechanismError(f"`random_state` must be a non-negative integer, a numpy Generator or None, "
-                             f"got {seed!r}")
     for name, value in (("bridge_share", bridge_share), ("hard_share", hard_share)):
         if not 0.0 <= value <= 1.0:
             raise MechanismError(f"`{name}` must lie in [0, 1], got {value}")
@@ -344,10 +338,8 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
 def _seed(random_state: RandomState) -> Any:
     """The int behind every draw of a run: an int ``random_state`` itself, or one drawn from a
     Generator (or fresh entropy for None: :func:`mechanism.core.resample.resolve_seed`), so
-    ``config["seed"]`` always reproduces the run; anything else is left for the check below."""
-    if random_state is None or isinstance(random_state, np.random.Generator):
-        return resolve_seed(random_state)
-    return random_state
+    ``config["seed"]`` always reproduces the run; anything else is refused in one line."""
+    return resolve_seed(random_state)
 
 
 def training_run(*, steps: Sequence[int] = (0, 100, 200, 300, 400), n_questions: int = 60, n_samples: int = 16,

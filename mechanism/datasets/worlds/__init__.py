@@ -109,12 +109,19 @@ Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
 with ``mechanism.read``), ``world.truth`` (``arm, question_id, sample_id, strategy``),
 ``world.planted`` (the expected values) and ``world.labels_for(runs)`` (:func:`join_truth`);
 ``world.write(folder)`` writes the native file that ``mechanism.read`` takes. Generators take
-``random_state`` (int, numpy Generator or None; ``seed=`` is a deprecated alias).
+``random_state`` (int, numpy Generator or None).
 """
 from __future__ import annotations
 
-from mechanism.datasets.worlds._base import (TRUTH_KEYS, PlantedWorld, TruthJoin, World, chat_world, join_truth, mixture_planted,
-                                    random_state_from)
+from mechanism.datasets.worlds._base import (
+                                    TRUTH_KEYS,
+                                    PlantedWorld,
+                                    TruthJoin,
+                                    World,
+                                    chat_world,
+                                    join_truth,
+                                    mixture_planted,
+)
 from mechanism.datasets.worlds.analyst import analyst
 from mechanism.datasets.worlds.assistant import assistant
 from mechanism.datasets.worlds.browser import browser
@@ -136,5 +143,5 @@ WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder"
           "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer")
 
 __all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "coder", "computer", "PlantedWorld",
-           "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "mixture_planted", "random_state_from",
+           "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "mixture_planted",
            "multihop", "research", "service", "sheet", "sre", "terminal", "toolbench", "travel", "webshop", "WORLDS"]

@@ -31,9 +31,10 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import polars as pl
 
-from mechanism.core.deprecation import deprecated
 from mechanism.core.errors import InputError
+from mechanism.core.names import write_csv
 from mechanism.core.options import RandomState, as_generator
+from mechanism.readers import read
 
 #: the columns that identify a trajectory in ``runs`` and in ``truth``
 TRUTH_KEYS = ("arm", "question_id", "sample_id")
@@ -99,15 +100,6 @@ class TruthJoin:
         return self.join_truth(runs, columns=["strategy"])["strategy"].to_numpy()
 
 
-def random_state_from(random_state: RandomState, seed: int | None, *, stacklevel: int = 3) -> RandomState:
-    """``random_state``, or the deprecated ``seed`` keyword when a caller still passes it (warned:
-    removed in 0.2.0, :mod:`mechanism.core.deprecation`)."""
-    if seed is None:
-        return random_state
-    deprecated("`seed`", "use `random_state`", stacklevel=stacklevel + 1)
-    return seed
-
-
 def mixture_planted(arms: Mapping[str, Mapping[str, float]], success: Mapping[str, float], *,
                     base: str | None = None) -> dict[str, Any]:
     """The planted values of a world whose arms differ only in their strategy mixture and whose
@@ -167,8 +159,6 @@ class World(TruthJoin):
     def runs(self) -> pl.DataFrame:
         """The canonical table, read from the native records with :func:`mechanism.read` as a
         user's file is (once; the file is written to a temporary folder and removed)."""
-        from mechanism.readers import read
-
         with tempfile.TemporaryDirectory(prefix="mechanism-world-") as tmp:
             return read(self.write_records(Path(tmp)), format=self.format)
 
@@ -184,8 +174,6 @@ class World(TruthJoin):
 
     def write(self, folder: str | os.PathLike) -> Path:
         """Write the records as ``folder/<name>.jsonl`` (and the truth as ``truth.csv``)."""
-        from mechanism.core.names import write_csv
-
         path = self.write_records(folder)
         write_csv(self.truth, Path(folder) / "truth.csv")
         return path
@@ -257,7 +245,6 @@ def truth_frame(rows: list[tuple], extra: Mapping[str, Any] | None = None) -> pl
                                       "strategy": pl.String, **(extra or {})}, orient="row")
 
 
-def world_generator(random_state: RandomState, seed: int | None) -> np.random.Generator:
-    """The Generator of a world's generator function: ``random_state`` (int, Generator or None;
-    an int draws exactly what ``seed=`` did), or the deprecated ``seed``."""
-    return as_generator(random_state_from(random_state, seed, stacklevel=4))
+def world_generator(random_state: RandomState) -> np.random.Generator:
+    """The Generator of a world's generator function from its ``random_state`` (int, Generator or None)."""
+    return as_generator(random_state)

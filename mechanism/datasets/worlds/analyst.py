@@ -30,8 +30,8 @@ table described; the columns looked at before fetching) belong to their strategy
 they go. The SQL text, the Python code and the assistant's words vary inside every strategy.
 The ``rl`` arm differs from ``base`` only in its mixture.
 
-Written from scratch for issue 19, without reference to how trajectories are segmented or
-clustered.
+Written without reference to how trajectories are segmented or clustered, so that recovering
+its strategies tests the method, not the code against itself.
 """
 from __future__ import annotations
 

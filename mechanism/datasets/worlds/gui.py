@@ -322,7 +322,7 @@ def _task(rng: np.random.Generator, kind: str) -> dict:
 
 
 def gui(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[str, float]] | None = None,
-        random_state: int | np.random.Generator | None = 0, seed: int | None = None) -> World:
+        random_state: int | np.random.Generator | None = 0) -> World:
     """Generate the mobile-phone GUI agent world (ReAct text records).
 
     Parameters
@@ -333,8 +333,6 @@ def gui(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[str, 
         Arm name -> strategy mixture (default: ``base`` and ``rl``, which differ only in it).
     random_state
         Seed (int), numpy Generator, or ``None`` (fresh entropy) of every random choice.
-    seed
-        Deprecated alias of ``random_state``.
 
     Returns
     -------
@@ -350,7 +348,7 @@ def gui(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[str, 
     >>> w.runs["n_rounds"].to_list() == w.join_truth()["n_calls"].to_list()
     True
     """
-    rng = world_generator(random_state, seed)
+    rng = world_generator(random_state)
     tasks = []
     for i in range(n_questions):
         t = _task(rng, pick(rng, KINDS))

@@ -94,7 +94,7 @@ def _episode(rng: np.random.Generator, strategy: str, q: dict[str, str]) -> tupl
 
 
 def multihop(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[str, float]] | None = None,
-             react: bool = False, random_state: RandomState = 0, seed: int | None = None) -> World:
+             react: bool = False, random_state: RandomState = 0) -> World:
     """Generate the multi-hop search world.
 
     Parameters
@@ -107,16 +107,14 @@ def multihop(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[
         Write ReAct text (``Thought/Action/Observation``) instead of Search-R1 tags.
     random_state
         Seed of every random choice: int, numpy Generator or None
-        (:func:`mechanism.core.options.as_generator`); an int draws what ``seed=`` did.
-    seed
-        Deprecated name of ``random_state`` (warns; removed in 0.2.0).
+        (:func:`mechanism.core.options.as_generator`).
 
     Returns
     -------
     World
         Native records (format ``searchr1`` or ``react``) and the planted strategies.
     """
-    rng = world_generator(random_state, seed)
+    rng = world_generator(random_state)
     arms = arms or ARMS
     questions = []
     for i in range(n_questions):

@@ -400,7 +400,7 @@ def research(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[
     >>> w.runs["n_rounds"].to_list() == w.join_truth()["n_calls"].to_list()
     True
     """
-    rng = world_generator(random_state, None)
+    rng = world_generator(random_state)
     arms = arms or ARMS
     tasks = []
     for i in range(n_questions):

@@ -30,7 +30,7 @@ import json
 import numpy as np
 
 from mechanism.core.options import RandomState
-from mechanism.datasets.worlds._base import World, world_generator, chat_world, name, pick, word
+from mechanism.datasets.worlds._base import World, chat_world, name, pick, word, world_generator
 
 STRATEGIES = ("cancel_direct", "cancel_confirm", "browse_orders", "escalate", "fallback_lookup", "blind_retry")
 ARMS = {
@@ -120,7 +120,7 @@ def _episode(rng: np.random.Generator, strategy: str, u: dict) -> _Chat:
 
 
 def service(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[str, float]] | None = None,
-            random_state: RandomState = 0, seed: int | None = None) -> World:
+            random_state: RandomState = 0) -> World:
     """Generate the customer-service world (OpenAI ``tool_calls`` records).
 
     Parameters
@@ -131,16 +131,14 @@ def service(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[s
         Arm name -> strategy mixture (default: ``base`` and ``rl``).
     random_state
         Seed of every random choice: int, numpy Generator or None
-        (:func:`mechanism.core.options.as_generator`); an int draws what ``seed=`` did.
-    seed
-        Deprecated name of ``random_state`` (warns; removed in 0.2.0).
+        (:func:`mechanism.core.options.as_generator`).
 
     Returns
     -------
     World
         Records in format ``openai`` and the planted strategies.
     """
-    rng = world_generator(random_state, seed)
+    rng = world_generator(random_state)
     arms = arms or ARMS
     users = []
     for i in range(n_questions):

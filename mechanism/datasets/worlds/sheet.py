@@ -309,7 +309,7 @@ def _record(e: _Episode, arm: str, qid: str, sample: int, strategy: str, task: d
 def _task(rng: np.random.Generator, kind: str) -> dict:
     main = pick(rng, _MAIN[kind])
     others = [s for s in _OTHER if rng.random() < 0.5][:3] or [pick(rng, _OTHER)]
-    t: dict[str, Any] = {"kind": kind, "main": main, "sheets": tuple([main, *others]),
+    t: dict[str, Any] = {"kind": kind, "main": main, "sheets": (main, *others),
                          "rows": int(rng.integers(8, 60)), "who": word(rng).capitalize()}
     if kind == "lookup":
         t["label"] = f"{pick(rng, ('Q1', 'Q2', 'Q3', 'Q4'))} {pick(rng, _REGIONS)}"
@@ -359,7 +359,7 @@ def sheet(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[str
     >>> w.format, len(w.records), sorted(set(w.truth["arm"])), sorted(set(w.truth["kind"]))
     ('atif', 8, ['base', 'rl'], ['chart', 'column', 'fix', 'lookup'])
     """
-    rng = world_generator(random_state, None)
+    rng = world_generator(random_state)
     arms = arms or ARMS
     tasks = [(f"sheet-{i:04d}", _task(rng, KINDS[i % len(KINDS)])) for i in range(n_questions)]
     return planted_world("sheet", "atif", rng, tasks, arms, n_samples, _episode, _SUCCESS, truth_schema=TRUTH_SCHEMA)

@@ -601,7 +601,7 @@ def _mixture(mixture: dict[str, float], kind: str) -> dict[str, float]:
 
 
 def toolbench(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[str, float]] | None = None,
-              random_state: RandomState = 0, seed: int | None = None) -> World:
+              random_state: RandomState = 0) -> World:
     """Generate the ToolBench-style API-calling world (OpenAI ``tool_calls`` records).
 
     Parameters
@@ -614,8 +614,6 @@ def toolbench(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict
         tilted on comparison requests by :data:`KIND_TILT`.
     random_state
         Seed (int), numpy Generator, or ``None`` (fresh entropy) of every random choice.
-    seed
-        Deprecated alias of ``random_state``.
 
     Returns
     -------
@@ -629,7 +627,7 @@ def toolbench(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict
     >>> w.format, len(w.records), sorted(set(w.truth["kind"]))
     ('openai', 6, ['chain', 'compare', 'single'])
     """
-    rng = world_generator(random_state, seed)
+    rng = world_generator(random_state)
     arms = arms or ARMS
     tasks = [(f"toolbench-{i:04d}", _task(rng, KINDS[i % len(KINDS)])) for i in range(n_questions)]
     records, truth = [], []

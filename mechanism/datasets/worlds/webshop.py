@@ -31,14 +31,15 @@ Failures (a failed call retried by the same tool) occur inside every strategy bu
 buying) is part of ``open_buy`` and ``compare_buy`` whichever way it goes. Query wording
 varies inside every strategy. The ``rl`` arm differs from ``base`` only in its mixture.
 
-Written from scratch for issue 19, without reference to :mod:`mechanism.analysis.segmentation`.
+Written without reference to :mod:`mechanism.analysis.segmentation`, so that recovering its
+strategies tests the method, not the code against itself.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from mechanism.core.options import RandomState
-from mechanism.datasets.worlds._base import World, world_generator, chat_world, name, pick, word
+from mechanism.datasets.worlds._base import World, chat_world, name, pick, word, world_generator
 
 STRATEGIES = ("list_buy", "open_buy", "review_buy", "refine_buy", "compare_buy", "reviews_first", "research_buy")
 ARMS = {
@@ -180,7 +181,7 @@ _SUCCESS = {"list_buy": 0.35, "open_buy": 0.55, "review_buy": 0.7, "refine_buy":
 
 
 def webshop(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[str, float]] | None = None,
-            random_state: RandomState = 0, seed: int | None = None) -> World:
+            random_state: RandomState = 0) -> World:
     """Generate the web-shopping world (ReAct actions inside chat ``messages``).
 
     Parameters
@@ -191,16 +192,14 @@ def webshop(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[s
         Arm name -> strategy mixture (default: ``base`` and ``rl``, which differ only in it).
     random_state
         Seed of every random choice: int, numpy Generator or None
-        (:func:`mechanism.core.options.as_generator`); an int draws what ``seed=`` did.
-    seed
-        Deprecated name of ``random_state`` (warns; removed in 0.2.0).
+        (:func:`mechanism.core.options.as_generator`).
 
     Returns
     -------
     World
         Records in format ``react`` and the planted strategies.
     """
-    rng = world_generator(random_state, seed)
+    rng = world_generator(random_state)
     arms = arms or ARMS
     requests = []
     for i in range(n_questions):
