@@ -14,16 +14,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from _common import analysis_parser, run_both
 
 from mechanism.report import write_integration as write_outputs
-
-from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
 
 
 def simulated(out: Path, *, n_boot: int, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples)."""
-    from mechanism.analysis.information import retrieval_flags
     from mechanism.analysis.compare import labels_from_table
+    from mechanism.analysis.information import retrieval_flags
     from mechanism.datasets.simulation import simulate
 
     sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)

@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+from _common import ROOT, analysis_parser, run_both
 
 from mechanism.report import write_passkt as write_outputs
 
-from _common import ROOT, analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
 T_GRID = [0, 1, 2, 3, 5]
 K_GRID = [1, 2, 4, 8, 16, 32, 64]
 

@@ -21,12 +21,11 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from _common import analysis_parser, run_both
 
 from mechanism.core.names import write_csv
-from mechanism.report import csv_ready, rounds_labels, write_reweighting as write_outputs
-
-from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
-
+from mechanism.report import csv_ready, rounds_labels
+from mechanism.report import write_reweighting as write_outputs
 
 MOVE_NAMES = {"first_lookup": "look", "bridge_lookup": "bridge", "parallel_lookup": "parallel",
               "reformulation": "reform", "repeat": "repeat", "new_lookup": "new", "verification": "verify",

@@ -14,12 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+from _common import analysis_parser, run_both
 
 from mechanism.analysis.parallel import strategy_shares
-from mechanism.report import analyse_strategies, write_strategies
 from mechanism.analysis.strategy_space import StrategySpace
-
-from _common import analysis_parser, run_both  # noqa: E402  (sibling module of the scripts)
+from mechanism.report import analyse_strategies, write_strategies
 
 
 def simulated(out: Path, *, embedder: str | None, seed: int) -> str:
@@ -60,7 +59,7 @@ def fireact(out: Path, path: Path, *, embedder: str | None, seed: int) -> str:
     # compared between agents, so questions weigh equally within each (FireAct has one sample per question)
     shares = strategy_shares(runs.select("arm", "question_id").with_columns(strategy=pl.Series(space.labels_)),
                              ci=None)
-    share = {arm: 0.0 for arm in sorted(arms)}
+    share = dict.fromkeys(sorted(arms), 0.0)
     for r in shares.filter(pl.col("strategy").is_in(no_search)).iter_rows(named=True):
         share[r["arm"]] += r["share"]
     text += "\n  share in no-search strategies: " + ", ".join(

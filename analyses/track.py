@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mechanism.analysis.checkpoints import track
-from mechanism.report import write_track
-from mechanism.datasets.simulation import training_run
+from _common import analysis_parser
 
-from _common import analysis_parser  # noqa: E402  (sibling module of the scripts)
+from mechanism.analysis.checkpoints import track
+from mechanism.datasets.simulation import training_run
+from mechanism.report import write_track
 
 
 def simulated(out: Path, *, n_boot: int, seed: int) -> str:

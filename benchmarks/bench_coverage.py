@@ -34,7 +34,7 @@ from mechanism.analysis.passkt import pass_at_kt
 from mechanism.core.resample import bonferroni_level, percentile_interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness  # noqa: E402
+import harness
 
 
 def passkt_coverage(reps: int) -> list[dict]:

@@ -96,12 +96,12 @@ def main() -> None:
     ap.add_argument("--skip-ari", action="store_true")
     args = ap.parse_args()
     import torch
+    from bench_scale_world import distinct_world
     from sklearn.metrics import adjusted_rand_score
 
-    from bench_scale_world import distinct_world
     from mechanism.analysis.segmentation import render
-    from mechanism.datasets.simulation import simulate
     from mechanism.analysis.strategy_space import StrategySpace
+    from mechanism.datasets.simulation import simulate
 
     on_gpu = args.device in ("auto", "cuda") and torch.cuda.is_available()
     sample = args.minilm_sample or (None if on_gpu else 1000)

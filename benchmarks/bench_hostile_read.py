@@ -165,8 +165,8 @@ def bench_round3() -> None:
         pq.write_table(pa.table({"x": pa.array([value], type=kind)}), deep)
         cases = [("1,000-deep parquet: mechanism read", ["read", str(deep), "--out", str(tmp / "o.parquet")])]
 
-        from mechanism.datasets.simulation import simulate
         from mechanism.analysis.strategy_space import StrategySpace
+        from mechanism.datasets.simulation import simulate
 
         sim = simulate(n_questions=15, n_samples=4, random_state=0, progress=False)
         good = tmp / "space"

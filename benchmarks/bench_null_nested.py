@@ -31,8 +31,8 @@ from mechanism.core.resample import percentile_interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compare"))
-import harness  # noqa: E402
-from test_nulls import identical  # noqa: E402  (the test's own generator)
+import harness
+from test_nulls import identical
 
 NESTED = ("total", "composition", "within", "within_retrieval", "within_integration", "within_parametric",
           "within_not_retrievable")

@@ -29,8 +29,8 @@ from pathlib import Path
 import polars as pl
 from harness import report
 
-from mechanism.readers import read
 from mechanism.core.scoring import exact_match
+from mechanism.readers import read
 
 WORDS = ("the of and in to a was is for on as with by he that at from his it an were are which this be "
          "film album band river city born american british french director novel series season team club "

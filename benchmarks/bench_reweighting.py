@@ -23,8 +23,8 @@ import numpy as np
 import polars as pl
 from harness import report
 
-from mechanism.core.resample import question_bootstrap_weights
 from mechanism.analysis.compare import js_divergence, kitagawa_split, permutation_test, reweighting, stream
+from mechanism.core.resample import question_bootstrap_weights
 
 
 def make_table(n_questions: int, n_samples: int, n_strategies: int, seed: int) -> tuple[pl.DataFrame, np.ndarray]:
@@ -79,7 +79,7 @@ def reference_permutation(q_idx: np.ndarray, labels: np.ndarray, treated: np.nda
     return (1 + exceed) / (1 + n_permutations)
 
 
-def timed(fn, repeat: int = 1):  # noqa: ANN001, ANN202
+def timed(fn, repeat: int = 1):
     best = float("inf")
     value = None
     for _ in range(repeat):

@@ -54,7 +54,7 @@ def main() -> None:
     calls = []
     original = mechanism.analysis.compare.question_bootstrap_weights
 
-    def counted(*a, **k):  # noqa: ANN002, ANN003, ANN202
+    def counted(*a, **k):
         calls.append(1)
         return original(*a, **k)
 

@@ -97,7 +97,7 @@ class WorkerPeak:
         while not self._stop.wait(self.interval):
             self.kb = max(self.kb, self._children_hwm_kb())
 
-    def __enter__(self) -> "WorkerPeak":
+    def __enter__(self) -> WorkerPeak:
         if self.kb is not None:
             self._thread.start()
         return self

@@ -30,9 +30,8 @@ import numpy as np
 import polars as pl
 from harness import report
 
-from mechanism.analysis.compare import _neighbour_distances
+from mechanism.analysis.compare import _neighbour_distances, stream
 from mechanism.core.resample import percentile_interval, question_bootstrap_weights
-from mechanism.analysis.compare import stream
 
 
 def old_neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray, n_q: int,
@@ -80,7 +79,7 @@ class _TooLong(Exception):
     pass
 
 
-def _stop(signum, frame):  # noqa: ARG001 - signal handler signature
+def _stop(signum, frame):
     raise _TooLong
 
 
@@ -93,8 +92,8 @@ def main() -> None:
     ap.add_argument("--old-limit", type=int, default=1800, help="seconds the old function may run per case")
     args = ap.parse_args()
 
-    from mechanism.datasets.simulation import simulate
     from mechanism.analysis.strategy_space import StrategySpace
+    from mechanism.datasets.simulation import simulate
 
     t = time.perf_counter()
     runs = simulate(n_questions=args.questions, n_samples=args.samples, arms=("base", "rl"), random_state=0,

@@ -182,7 +182,7 @@ def main() -> None:
     ap.add_argument("--minilm-sample", type=int, default=500)
     ap.add_argument("--minilm-full", action="store_true")
     args = ap.parse_args()
-    
+
     t = time.perf_counter()
     runs, truth = distinct_world(args.n)
     gen_s = time.perf_counter() - t

@@ -41,7 +41,7 @@ import tempfile
 from pathlib import Path
 
 
-def instrument(space_module, embed_module) -> dict[str, float]:  # noqa: ANN001 - modules
+def instrument(space_module, embed_module) -> dict[str, float]:
     """Time the strategy fit's parts from outside: ``segment`` (calls of
     ``strategy_space.render``), ``load`` (building the model) and ``forward`` (inside the
     model's ``encode``: tokenising and forward passes). Patches the two modules; returns

@@ -40,8 +40,8 @@ from mechanism.analysis.embed import make_embedder
 from mechanism.analysis.segmentation import render
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file
-from bench_strategies_worlds import load  # noqa: E402 - the worlds as their native files read back
+import harness
+from bench_strategies_worlds import load
 
 WORLDS = ("simulated", "multihop", "multihop_react", "service", "webshop", "analyst")
 SEEDS = (0, 1, 2)

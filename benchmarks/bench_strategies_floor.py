@@ -49,8 +49,8 @@ import mechanism as mx
 import mechanism.datasets.worlds as mw
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file
-from bench_strategies_worlds import load  # noqa: E402 - the worlds' loader, beside this file
+import harness
+from bench_strategies_worlds import load
 
 #: Issue 31's bar: ARI at least this, or within :data:`CEILING_MARGIN` of a ceiling below
 #: :data:`LOW_CEILING`.

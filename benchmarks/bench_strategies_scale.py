@@ -93,10 +93,10 @@ def _cpu() -> float:
 def _child(arm: str, table: str, sample: int) -> None:
     """One timed arm in this (fresh) process; prints a JSON line."""
     import polars as pl
+    from bench_strategies import instrument
 
     import mechanism.analysis.embed as embed_module
     import mechanism.analysis.strategy_space as space_module
-    from bench_strategies import instrument
 
     runs = pl.read_parquet(table)
     timings = instrument(space_module, embed_module)

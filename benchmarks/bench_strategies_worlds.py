@@ -30,11 +30,24 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.datasets.simulation import simulate
-from mechanism.datasets.worlds import (analyst, assistant, browser, coder, gui, multihop, research, service, sheet, sre,
-                              toolbench, travel, webshop)
+from mechanism.datasets.worlds import (
+    analyst,
+    assistant,
+    browser,
+    coder,
+    gui,
+    multihop,
+    research,
+    service,
+    sheet,
+    sre,
+    toolbench,
+    travel,
+    webshop,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness  # noqa: E402 - the benchmarks' shared reporter, beside this file
+import harness
 
 
 def load(world: str, seed: int, n: int = 60):

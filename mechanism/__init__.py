@@ -1,9 +1,11 @@
 """mechanism: what did reinforcement learning do to an LLM agent?
 
 Read trajectories into one canonical table, then score, segment, embed, cluster, compare
-and plot. The flow is read -> score -> segment -> embed -> cluster -> compare -> plot; each
-stage is its own module and they meet only through the canonical table
-(:mod:`mechanism.core.schema`).
+and plot. The folders are the layers, bottom first, each importing only those below it:
+``core`` (the canonical table :mod:`mechanism.core.schema`, errors, options, resampling,
+scoring, the result protocol), ``readers``, ``datasets`` (the simulator and the planted
+worlds), ``analysis`` (PASS@(k,T), strategies, comparisons), ``plots``, ``report``, and the
+private command line ``_cli``. Every public name is importable from here.
 
 >>> import mechanism as mx
 >>> sim = mx.simulate(n_questions=3, n_samples=2, arms=("base", "rl"), random_state=0, progress=False)

@@ -54,8 +54,8 @@ def saved_small_space(tmp_path_factory) -> Path:
     """A small fitted space saved to disk (hashing-64 on ``simulate(n_questions=15, n_samples=4,
     random_state=0)``, map coordinates included), with its runs beside it as ``runs.parquet``.
     Tests that tamper with it copy the folder first."""
-    from mechanism.datasets.simulation import simulate
     from mechanism.analysis.strategy_space import StrategySpace
+    from mechanism.datasets.simulation import simulate
 
     folder = tmp_path_factory.mktemp("small-space") / "space"
     sim = simulate(n_questions=15, n_samples=4, random_state=0, progress=False)

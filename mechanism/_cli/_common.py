@@ -141,7 +141,7 @@ def read_inputs(args: argparse.Namespace) -> pl.DataFrame:
     return runs
 
 
-def report_lines(report) -> list[str]:  # noqa: ANN001 - a ReadReport
+def report_lines(report) -> list[str]:
     """What a read left out and warned about, as escaped lines for stderr."""
     lines = []
     if report.skipped_files:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 HELP = ("simulate base, RL and SFT agents and run every analysis on them: PASS@(k,T), strategies, "
@@ -23,8 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechanism.demo import run_demo
     from mechanism.core.errors import InputError
+    from mechanism.demo import run_demo
 
     if args.questions < 2 or args.samples < 1:
         raise InputError("the demo needs at least 2 questions and 1 sample", field="questions")

@@ -2,20 +2,22 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import polars as pl
 
-from mechanism.core.errors import InputError
-from mechanism.core.options import choices
-from mechanism.report.passkt import TSource
 from mechanism._cli._common import (
-    add_shared_argument, check_shared_questions,
+    add_bootstrap_arguments,
+    add_input_arguments,
+    add_output_argument,
+    add_shared_argument,
     atomic_output,
-    add_bootstrap_arguments, add_input_arguments, add_output_argument, read_inputs, terminal_safe,
+    check_shared_questions,
+    read_inputs,
+    terminal_safe,
 )
-
+from mechanism.core.errors import InputError
+from mechanism.core.options import TSource, choices
 
 HELP = ("PASS@(k,T) with bootstrap intervals, the capability boundary between two arms "
         "(gained/lost problems, exact test, crossings, saturation) and their figures")

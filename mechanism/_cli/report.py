@@ -2,13 +2,20 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from mechanism._cli._common import (
-    add_shared_argument, check_shared_questions,
-    add_bootstrap_arguments, add_embedding_arguments, add_input_arguments, add_output_argument, atomic_output,
-    progress_flag, progress_line, read_inputs, terminal_safe,
+    add_bootstrap_arguments,
+    add_embedding_arguments,
+    add_input_arguments,
+    add_output_argument,
+    add_shared_argument,
+    atomic_output,
+    check_shared_questions,
+    progress_flag,
+    progress_line,
+    read_inputs,
+    terminal_safe,
 )
 
 HELP = ("every analysis on your runs - PASS@(k,T) and the capability boundary, strategies, reweighting, "

@@ -26,7 +26,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import polars as pl
 
     from mechanism.datasets.simulation import default_policies, simulate, training_run
 
@@ -46,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     return _report(sim, args)
 
 
-def _report(sim, args: argparse.Namespace) -> int:  # noqa: ANN001 - a Simulation
+def _report(sim, args: argparse.Namespace) -> int:
     import polars as pl
 
     from mechanism._cli._common import atomic_output

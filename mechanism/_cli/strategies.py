@@ -15,7 +15,12 @@ from pathlib import Path
 import polars as pl
 
 from mechanism._cli._common import (
-    add_embedding_arguments, add_input_arguments, atomic_output, progress_flag, read_inputs, terminal_safe,
+    add_embedding_arguments,
+    add_input_arguments,
+    atomic_output,
+    progress_flag,
+    read_inputs,
+    terminal_safe,
 )
 from mechanism.analysis.strategy_params import bounds, choices
 from mechanism.core.errors import InputError
@@ -63,9 +68,9 @@ def _read(args: argparse.Namespace) -> pl.DataFrame:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mechanism.analysis.strategy_space import StrategySpace
     from mechanism.report.passkt import arm_order
     from mechanism.report.strategies import analyse_strategies, write_strategies
-    from mechanism.analysis.strategy_space import StrategySpace
 
     progress = progress_flag(args)
     if args.action == "fit":

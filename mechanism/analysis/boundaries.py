@@ -49,10 +49,20 @@ import numpy as np
 import polars as pl
 from scipy.stats import binomtest
 
+from mechanism.analysis.passkt import (
+    DEFAULT_T,
+    PassEstimate,
+    TSource,
+    default_k,
+    depth_notes,
+    estimate_pass,
+    ratio_table,
+    small_sample_note,
+    summary_table,
+    within_t_shares,
+)
 from mechanism.core.errors import InputError
 from mechanism.core.options import RandomState, check_choice, check_ci, check_seed
-from mechanism.analysis.passkt import (DEFAULT_T, PassEstimate, TSource, default_k, depth_notes, estimate_pass, ratio_table,
-                              small_sample_note, summary_table, within_t_shares)
 from mechanism.core.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 from mechanism.core.results import Result
 from mechanism.core.schema import shared_questions

@@ -30,16 +30,16 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
+from mechanism.analysis.compare import reweighting
+from mechanism.analysis.passkt import TSource, default_k, pass_at_kt, small_sample_note
+from mechanism.analysis.shares import weighted_shares
 from mechanism.core.errors import InputError
 from mechanism.core.names import natural_key
 from mechanism.core.options import RandomState, check_choice, check_ci, check_seed
-from mechanism.analysis.compare import reweighting
-from mechanism.analysis.passkt import TSource, default_k, pass_at_kt, small_sample_note
 from mechanism.core.resample import percentile_interval, question_bootstrap_weights, question_mean, resolve_seed, stream
 from mechanism.core.results import Result, by_category
 from mechanism.core.schema import shared_questions
 from mechanism.core.text import interval_text
-from mechanism.analysis.shares import weighted_shares
 
 __all__ = ["Track", "track", "natural_key", "order_checkpoints", "weighted_shares"]
 

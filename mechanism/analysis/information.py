@@ -112,7 +112,7 @@ from mechanism.core.resample import (
 from mechanism.core.results import Result, by_category
 from mechanism.core.schema import shared_questions, validate
 from mechanism.core.scoring import STOPWORDS as _STOPWORDS
-from mechanism.core.scoring import (  # noqa: F401  (the retrieval check's text rule lives in scoring; named here too)
+from mechanism.core.scoring import (
     UNRETRIEVABLE_ANSWERS,
     contains_answer,
     gold_in_observations,

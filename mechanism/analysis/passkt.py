@@ -31,14 +31,13 @@ import numpy as np
 import polars as pl
 
 from mechanism.core.errors import InputError
-from mechanism.core.options import RandomState, check_choice, check_ci, check_seed
+from mechanism.core.options import RandomState, TSource, check_choice, check_ci, check_seed
 from mechanism.core.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 from mechanism.core.results import Result, TableResult
 from mechanism.core.schema import check_unique_keys, validate
 
 DEFAULT_K: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_T: tuple[int, ...] = (0, 1, 2, 3, 5)
-TSource = Literal["auto", "t_cap", "truncation"]
 T_SOURCES: tuple[str, ...] = get_args(TSource)
 Metric = Literal["pass@k", "pass^k"]
 METRICS: tuple[str, ...] = get_args(Metric)

@@ -66,7 +66,8 @@ def _small_sample_factor(z: float | np.ndarray, n_questions: int) -> float | np.
     >>> round(float(_small_sample_factor(1.959964, 40)), 4)   # 2.0227 * sqrt(40 / 39)
     2.0485
     """
-    from scipy.stats import norm, t as student
+    from scipy.stats import norm
+    from scipy.stats import t as student
 
     if n_questions < 2:
         return np.full(np.shape(z), np.inf) if np.ndim(z) else math.inf

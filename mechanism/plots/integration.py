@@ -16,9 +16,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from mechanism.core.errors import InputError
 from mechanism.analysis.compare import OUTLIER
 from mechanism.analysis.information import Integration
+from mechanism.core.errors import InputError
 from mechanism.plots.reweighting import text_label
 from mechanism.plots.style import SEQUENTIAL_CMAP, arm_colors, arm_label, paper_style
 

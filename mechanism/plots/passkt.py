@@ -15,7 +15,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from mechanism.analysis.boundaries import Boundary
 from mechanism.core.errors import InputError
-from mechanism.plots.style import DIVERGING_CMAP, SEQUENTIAL_CMAP, arm_colors, arm_label, display_name, paper_style
+from mechanism.plots.style import DIVERGING_CMAP, SEQUENTIAL_CMAP, arm_colors, arm_label, paper_style
 
 
 def plot_pass_curves(

@@ -16,8 +16,8 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from mechanism.plots.style import STRATEGY_PALETTE, arm_colors, arm_label, display_name, paper_style
 from mechanism.analysis.strategy_space import strategy_label
+from mechanism.plots.style import STRATEGY_PALETTE, arm_colors, arm_label, display_name, paper_style
 
 if TYPE_CHECKING:  # imported for the annotations only: the plots need no fitted-space machinery
     from mechanism.analysis.strategy_space import StrategySpace
@@ -75,7 +75,7 @@ def _share_text(share: float) -> str:
     return f"{share:.0%}" if share >= 0.01 else f"{share:.1%}"
 
 
-def _place_labels(ax: plt.Axes, centres: Sequence[tuple[str, str, float, float]], renderer) -> list:  # noqa: ANN001
+def _place_labels(ax: plt.Axes, centres: Sequence[tuple[str, str, float, float]], renderer) -> list:
     """Label each strategy at its centre: ``centres`` is ``(label, short, x, y)`` per strategy,
     largest first. A simple repel: each label takes the nearest free spot on a spiral around
     its centre (inside the axes, clear of the labels placed before it), joined to the centre by

@@ -4,8 +4,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator, Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -215,7 +215,7 @@ def declutter(fig: Figure, *, rounds: int = 12, smallest: float = 5.0) -> Figure
         titles, ticks, xticks = set(), set(), {}
         for ax in fig.axes:
             titles |= {ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label}
-            xticks.update({label: ax for label in ax.get_xticklabels()})
+            xticks.update(dict.fromkeys(ax.get_xticklabels(), ax))
             ticks |= set(ax.get_xticklabels()) | set(ax.get_yticklabels())
         if getattr(fig, "_suptitle", None) is not None:
             titles.add(fig._suptitle)

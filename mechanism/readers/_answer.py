@@ -191,7 +191,7 @@ def strip_think(text: str) -> str:
 ANSWER_PATTERN_MAX = PATTERN_MAX  # characters of a user's answer pattern
 
 
-def compile_answer_pattern(pattern: "str | re.Pattern[str] | None") -> Any:
+def compile_answer_pattern(pattern: str | re.Pattern[str] | None) -> Any:
     """A user's ``answer_pattern`` compiled by RE2 (:func:`mechanism.core.patterns.compile_linear`), a
     regular-expression engine whose time is linear in the text: Python's ``re`` backtracks, so
     ``(a+)+$`` takes time exponential in a long message and ``.*ANSWER: (.*)`` quadratic where

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
-from mechanism.readers._fields import FieldMap, as_str
 from mechanism.core.schema import STEP_FIELDS
+from mechanism.readers._fields import FieldMap, as_str
 
 FORMAT = "canonical"
 

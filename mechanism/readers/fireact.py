@@ -16,10 +16,10 @@ from typing import Any
 
 from mechanism.core.errors import InputError
 from mechanism.core.names import safe_filename
+from mechanism.core.scoring import normalize_answer
 from mechanism.readers._fields import FieldMap
 from mechanism.readers._io import load_json
 from mechanism.readers.react import messages_text, parse_text
-from mechanism.core.scoring import normalize_answer
 
 FORMAT = "fireact"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from mechanism.report.page import PageSection, render
 from mechanism.core.text import estimate_text, md_escape
+from mechanism.report.page import PageSection, render
 from mechanism.report.tables import ReportTable
 
 

@@ -86,7 +86,7 @@ def as_section(item: Any, *, taken: set[str] | None = None) -> PageSection:
         section = (PageSection(key=anchor(heading), title=heading, paragraphs=lines) if len(lines) <= 1
                    else PageSection(key=anchor(heading), title=heading, paragraphs=lines[:1], items=lines[1:]))
     else:
-        title = str(getattr(item, "title"))
+        title = str(item.title)
         fragment = getattr(item, "html", None)
         section = PageSection(key=str(getattr(item, "key", None) or anchor(title)), title=title,
                               html=Markup(fragment) if fragment is not None else None,
@@ -109,7 +109,7 @@ def anchor(title: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def environment():  # noqa: ANN201 - a jinja2.Environment
+def environment():
     """The templates' environment: autoescaping on, every printed string first made safe to
     show (control and bidirectional characters as visible escapes, whitespace collapsed)."""
     import jinja2

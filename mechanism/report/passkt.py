@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import polars as pl
 
@@ -20,12 +20,11 @@ from mechanism.analysis.passkt import (
 )
 from mechanism.core.errors import InputError
 from mechanism.core.names import pair_folders
-from mechanism.core.options import RandomState, check_choice, check_ci
+from mechanism.core.options import RandomState, TSource, check_choice, check_ci
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_table, write_tables, write_text
 
 #: where the round budget T of an episode comes from (as :func:`mechanism.pass_at_kt`)
-TSource = Literal["auto", "t_cap", "truncation"]
 
 
 def arm_order(arms: Sequence[str]) -> list[str]:

@@ -8,11 +8,11 @@ from typing import Any
 
 import polars as pl
 
+from mechanism.analysis.strategy_space import Placement
+from mechanism.analysis.strategy_space import display_names as strategy_names  # noqa: F401  (the name analyses/example.ipynb uses)
 from mechanism.core.options import RandomState, check_ci
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_table
-from mechanism.analysis.strategy_space import Placement
-from mechanism.analysis.strategy_space import display_names as strategy_names  # noqa: F401  (the name analyses/example.ipynb uses)
 
 
 def pooled_share_table(labels: pl.DataFrame) -> pl.DataFrame:
@@ -35,7 +35,7 @@ def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
                                for c, dtype in frame.schema.items() if isinstance(dtype, pl.List)])
 
 
-def description_text(space, table: pl.DataFrame, arms: Sequence[str], *, title: str,  # noqa: ANN001
+def description_text(space, table: pl.DataFrame, arms: Sequence[str], *, title: str,
                      n_rows: int, top: int = 10, described: pl.DataFrame | None = None) -> str:
     """The description table as text: the ``top`` largest strategies, success, size and share per
     arm (``table``: ``arm, strategy, share``); ``described`` is ``space.describe()`` when the caller has it."""
@@ -67,7 +67,7 @@ class StrategyResults:
     shares: pl.DataFrame
 
 
-def analyse_strategies(space, runs: pl.DataFrame, *, placement: Placement | None = None,  # noqa: ANN001
+def analyse_strategies(space, runs: pl.DataFrame, *, placement: Placement | None = None,
                        map_xy: bool = True, ci: float | None = 0.95, n_boot: int = 1000,
                        random_state: RandomState = 0) -> StrategyResults:
     """Place ``runs`` in a fitted space (unless ``placement`` is given), describe the space once

@@ -242,14 +242,14 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     each section writer formats its results."""
     from mechanism.analysis.information import integration
     from mechanism.analysis.passkt import default_k
+    from mechanism.analysis.segmentation import segment
+    from mechanism.analysis.strategy_space import display_names
     from mechanism.report.explorer import explorer_section
     from mechanism.report.integration import write_integration
     from mechanism.report.page import PageSection
     from mechanism.report.passkt import analyse_passkt, write_passkt
     from mechanism.report.reweighting import analyse_reweighting, write_reweighting
     from mechanism.report.strategies import analyse_strategies, write_strategies
-    from mechanism.analysis.segmentation import segment
-    from mechanism.analysis.strategy_space import display_names
 
     seconds, lap = clock.seconds, clock.lap
     sections: dict[str, Section] = {}
@@ -440,12 +440,12 @@ def _notes(text: str, *, all_lines: bool = False) -> list[str]:
                                     or "truncation counts" in line]
 
 
-def _reliability(runs: pl.DataFrame, passkt: Any, section: Section, out: Path, *, t: Sequence[int],  # noqa: ANN202
+def _reliability(runs: pl.DataFrame, passkt: Any, section: Section, out: Path, *, t: Sequence[int],
                  arms: Sequence[str] | None = None):
     """pass^k at the deepest T (every k of the grid, and the default grid up to the smallest n
     there) and per-task consistency, from the section's results: their tables (written as CSV too)."""
-    from mechanism.report._write import write_table
     from mechanism.report import tables as rt
+    from mechanism.report._write import write_table
 
     tmax = max(t)
     # every k asked for (and the default grid up to n): a requested k = 3 is never dropped

@@ -38,7 +38,7 @@ class ReportTable:
             escape_control, return_dtype=pl.String) for c in self.frame.columns)
         self.frame = self.frame.rename({c: escape_control(c) for c in self.frame.columns})
 
-    def _gt(self, *, links: bool):  # noqa: ANN202 - a great_tables.GT
+    def _gt(self, *, links: bool):
         from great_tables import GT
 
         table = GT(self.frame, id=f"gt-{self.key}")
@@ -93,7 +93,7 @@ def renamed(names: Mapping[str, str] | None, arm: str) -> str:
 def arm_table(rows: Sequence[dict], columns: Sequence[str]) -> pl.DataFrame:
     """A string frame from row dicts, in ``columns`` order."""
     return pl.DataFrame([{c: str(r.get(c, "")) for c in columns} for r in rows],
-                        schema={c: pl.String for c in columns})
+                        schema=dict.fromkeys(columns, pl.String))
 
 
 # ---------------------------------------------------------------------------- the report's tables
@@ -247,7 +247,7 @@ def strategy_table(described: pl.DataFrame, shares: pl.DataFrame, arms: Sequence
                             "success weigh questions equally within an arm, bootstrap intervals over questions")
 
 
-def _unmeasurable(res, arm: str) -> bool:  # noqa: ANN001 - an Integration
+def _unmeasurable(res, arm: str) -> bool:
     """Whether no trajectory of ``arm`` has a gold answer text can find (retrieval unmeasurable)."""
     row = res.per_arm.filter(pl.col("arm") == arm)
     return row.height > 0 and int(row["n_not_retrievable"][0]) >= int(row["n"][0])
@@ -256,7 +256,7 @@ def _unmeasurable(res, arm: str) -> bool:  # noqa: ANN001 - an Integration
 NO_GOLD = "n/a (no gold answer text to find)"
 
 
-def integration_table(res) -> ReportTable:  # noqa: ANN001 - an Integration
+def integration_table(res) -> ReportTable:
     """Per arm: retrieval, integration and parametric rates with intervals; ``n/a`` with the
     reason where no trajectory has a gold answer that text can identify."""
     def rate(r: dict, name: str) -> str:  # a rate with its interval, or why text cannot measure it
@@ -280,7 +280,7 @@ SPLIT_PARTS = (("retrieval", "retrieval"), ("integration", "integration"), ("par
                ("not_retrievable", "not retrievable"))
 
 
-def integration_split_table(res) -> ReportTable | None:  # noqa: ANN001
+def integration_split_table(res) -> ReportTable | None:
     """The accuracy difference split into retrieval, integration, parametric and the
     not-retrievable stratum: one row per part, a ``sum`` row (equal to the total) and the
     total, one column per comparison; parts that cannot be measured are ``n/a`` with the reason."""
@@ -322,6 +322,6 @@ def failure_table(moves: pl.DataFrame, arms: Sequence[str]) -> ReportTable:
     rows = [{"arm": r["arm"], "tool": r["tool"], "calls": f"{r['calls']:,}", "failed": estimate_text(r["failed"]),
              "retries": estimate_text(r["retry"])}
             for r in sorted(per.iter_rows(named=True), key=lambda r: order.get(r["arm"], len(order)))]
-    frame = pl.DataFrame(rows, schema={c: pl.String for c in ("arm", "tool", "calls", "failed", "retries")})
+    frame = pl.DataFrame(rows, schema=dict.fromkeys(("arm", "tool", "calls", "failed", "retries"), pl.String))
     return ReportTable(key="failures", title="Failures per tool", frame=frame,
                        note="failed: the observation reports an error; retries: calls made right after a failed call")

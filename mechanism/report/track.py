@@ -16,7 +16,7 @@ TRACK_FIGURES = {
 }
 
 
-def write_track(result, out: str | Path, *, figures: bool = True, caption: bool = False,  # noqa: ANN001
+def write_track(result, out: str | Path, *, figures: bool = True, caption: bool = False,
                 step_label: str | None = None) -> Section:
     """Write a :class:`~mechanism.analysis.checkpoints.Track`'s tables and figures to ``out``.
 
@@ -34,8 +34,13 @@ def write_track(result, out: str | Path, *, figures: bool = True, caption: bool 
     -------
     Section
     """
-    from mechanism.plots.track import (plot_track_divergence, plot_track_passkt, plot_track_share_panels,
-                                       plot_track_shares, plot_track_split)
+    from mechanism.plots.track import (
+        plot_track_divergence,
+        plot_track_passkt,
+        plot_track_share_panels,
+        plot_track_shares,
+        plot_track_split,
+    )
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -68,7 +73,7 @@ def write_track(result, out: str | Path, *, figures: bool = True, caption: bool 
     return section
 
 
-def shared_question_warning(result) -> str | None:  # noqa: ANN001 - a Track
+def shared_question_warning(result) -> str | None:
     """The series' note about questions not shared by every checkpoint, if it has one."""
     for note in getattr(result, "notes", []):
         if "shared" in note or "common" in note:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 
 from mechanism._cli.main import build_parser
+from mechanism.analysis.segmentation import Retries
 from mechanism.core.options import Weighting, choices
 from mechanism.report.passkt import TSource
-from mechanism.analysis.segmentation import Retries
 
 
 def _option(command: str, flag: str, action: str | None = None) -> argparse.Action:

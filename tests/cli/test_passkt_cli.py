@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.analysis.boundaries import boundary
 from mechanism._cli.main import main
+from mechanism.analysis.boundaries import boundary
 from mechanism.analysis.passkt import pass_at_kt
 
 

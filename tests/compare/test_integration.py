@@ -11,10 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.core.errors import InputError
 from mechanism.analysis.information import (
-    LOGPROBS_DTYPE, content_tokens, followup_entity_flags, integration, retrieval_flags,
+    LOGPROBS_DTYPE,
+    content_tokens,
+    followup_entity_flags,
+    integration,
+    retrieval_flags,
 )
+from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
 
 

@@ -12,10 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.core.errors import InputError
 from mechanism.analysis.information import (
-    LOGPROBS_DTYPE, gold_in_observations, integration, retrievable, retrieval_flags,
+    LOGPROBS_DTYPE,
+    gold_in_observations,
+    integration,
+    retrievable,
+    retrieval_flags,
 )
+from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
 
 # (retrieval rate R, integration rate I, parametric rate P) of five planted strategies: 0 and 4
@@ -352,7 +356,12 @@ def test_null_intervals_miss_zero_at_about_their_level(design):
 
 def test_per_strategy_rows_carry_simultaneous_bands_from_the_same_replicates():
     from mechanism.analysis.compare import stream
-    from mechanism.core.resample import split_interval, percentile_interval, question_bootstrap_weights, simultaneous_band
+    from mechanism.core.resample import (
+        percentile_interval,
+        question_bootstrap_weights,
+        simultaneous_band,
+        split_interval,
+    )
 
     rng = np.random.default_rng(5)
     runs, labels = _world(rng, {"base": BASE_MIX, "rl": RL_MIX}, n_q=40, samples=4)
@@ -529,8 +538,8 @@ def test_cli_with_labels_prints_the_verdict_and_writes_the_figure(planted, tmp_p
 @pytest.mark.slow
 def test_cli_with_a_saved_space(tmp_path, capsys):
     from mechanism._cli.main import main
-    from mechanism.datasets.simulation import simulate
     from mechanism.analysis.strategy_space import StrategySpace
+    from mechanism.datasets.simulation import simulate
 
     sim = simulate(n_questions=12, n_samples=6, arms=("base", "rl"), random_state=2, progress=False)
     space = StrategySpace(embedder="hashing-256", random_state=0, progress=False).fit(sim.runs)

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.analysis.information import gold_in_observations, integration, retrievable, retrieval_status
+from mechanism.analysis.information import gold_in_observations, integration, retrieval_status
 from mechanism.core.schema import from_records, make_step
 
 

@@ -11,11 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import jensenshannon
 
-from mechanism.core.errors import InputError
 from mechanism.analysis.compare import (
-    compare_arms, js_divergence, kitagawa_split, labels_from_table, permutation_test,
-    query_sequence_keys, reweighting, weighted_correlation,
+    compare_arms,
+    js_divergence,
+    kitagawa_split,
+    labels_from_table,
+    permutation_test,
+    query_sequence_keys,
+    reweighting,
+    weighted_correlation,
 )
+from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
 
 

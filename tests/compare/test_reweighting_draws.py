@@ -80,7 +80,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch, *modules: object) -> list[int]:
     for module in modules:
         original = module.question_bootstrap_weights
 
-        def wrapped(*args, _original=original, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        def wrapped(*args, _original=original, **kwargs):
             calls.append(1)
             return _original(*args, **kwargs)
 

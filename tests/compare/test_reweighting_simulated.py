@@ -9,13 +9,13 @@ import pytest
 from matplotlib.figure import Figure
 
 from mechanism._cli.main import main
-from mechanism.core.errors import InputError
+from mechanism.analysis.compare import labels_from_table, reweighting
 from mechanism.analysis.information import integration, retrieval_flags
+from mechanism.core.errors import InputError
+from mechanism.core.schema import from_records, make_step
 from mechanism.plots.integration import plot_integration_grid, plot_integration_split
 from mechanism.plots.reweighting import plot_decomposition, plot_share_success, text_label
 from mechanism.plots.style import save_figure
-from mechanism.analysis.compare import labels_from_table, reweighting
-from mechanism.core.schema import from_records, make_step
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,10 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import norm, t as student
+from scipy.stats import norm
+from scipy.stats import t as student
 
-from mechanism.core.resample import split_interval, simultaneous_band
+from mechanism.core.resample import simultaneous_band, split_interval
 
 
 def test_split_interval_is_t_on_the_inflated_bootstrap_sd():

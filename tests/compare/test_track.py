@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.analysis.checkpoints import natural_key, order_checkpoints, weighted_shares
 from mechanism._cli.main import main
+from mechanism.analysis.checkpoints import natural_key, order_checkpoints, weighted_shares
 from mechanism.core.errors import InputError
 from mechanism.datasets.simulation import training_run
 
@@ -207,7 +207,7 @@ def test_training_run_moves_per_strategy_integration_skill_between_its_ends():
     from mechanism.datasets.simulation import Policy, training_run
     from mechanism.datasets.simulation.policies import STRATEGIES
 
-    mix = {s: 1.0 for s in STRATEGIES}
+    mix = dict.fromkeys(STRATEGIES, 1.0)
     start = Policy("start", mix, strategy_integration={"bridge": 0.2})
     end = Policy("end", mix, strategy_integration={"bridge": 0.8})
     sim = training_run(steps=(0, 100), n_questions=2, n_samples=1, start=start, end=end, random_state=0,

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mechanism.core.errors import InputError, ReadReport, SkippedRecord
-from mechanism.plots.style import arm_colors, paper_style, safe_filename
 from mechanism.core.resample import percentile_interval, question_bootstrap_weights
 from mechanism.core.schema import empty, from_records, make_step, validate
+from mechanism.plots.style import arm_colors, paper_style, safe_filename
 
 
 def _record(**over):

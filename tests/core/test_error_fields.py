@@ -6,8 +6,8 @@ import ast
 import re
 from pathlib import Path
 
-from mechanism._cli.main import build_parser
 from mechanism._cli._common import cli_message
+from mechanism._cli.main import build_parser
 from mechanism.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mechanism.core.cachefile import load_json_small, load_npy, read_checked, sidecar, write_checked
 from mechanism.analysis.embed import Embedder, make_embedder
+from mechanism.core.cachefile import load_json_small, load_npy, read_checked, sidecar, write_checked
 from mechanism.core.errors import InputError, MechanismError
 
 N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))

@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mechanism._cli.main import main
 from mechanism._cli._common import COMPLETE_MARKER, atomic_output, is_complete
+from mechanism._cli.main import main
 from mechanism.core.errors import OutputError
 from mechanism.core.names import csv_safe, escape_formula, file_stems, pair_folders, safe_filename
 

@@ -11,16 +11,14 @@ import stat
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from mechanism._cli._common import _sweep_stale, atomic_output, is_complete
 from mechanism.core import cachefile
 from mechanism.core.cachefile import KEY_FILE, read_checked, sidecar, write_checked
-from mechanism._cli._common import _sweep_stale, atomic_output, is_complete
 from mechanism.core.errors import CacheWarning
-
 
 # ---------------------------------------------------------------- the cache
 

@@ -69,6 +69,7 @@ def test_the_issues_one_question_case_adds_up():
 def test_permutation_p_value_matches_the_exact_null_distribution():
     # three questions small enough to enumerate the within-question permutation null exactly
     from itertools import product
+
     from scipy.stats import hypergeom
     n_b, c_b, n_t, c_t = np.array([2, 3, 2]), np.array([0, 1, 2]), np.array([4, 3, 5]), np.array([3, 2, 2])
     m = np.minimum(n_b, n_t)

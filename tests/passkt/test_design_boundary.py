@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.analysis.boundaries import (_saturation_replicates, boundary, saturation_depth, solved_probability)
+from mechanism.analysis.boundaries import _saturation_replicates, boundary, saturation_depth, solved_probability
 from mechanism.analysis.passkt import depth_notes, within_t_shares
 
 

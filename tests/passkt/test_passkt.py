@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.core.errors import InputError
 from mechanism.analysis.passkt import pass_at_kt, pass_at_kt_per_problem, ratio_table
+from mechanism.core.errors import InputError
 
 
 def make_runs(outcomes: dict[str, list[list[tuple[bool, int]]]], t_cap: list[int] | None = None) -> pl.DataFrame:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanism.core.errors import InputError
 from mechanism.analysis.passkt import pass_at_kt
+from mechanism.core.errors import InputError
 from mechanism.core.schema import check_unique_keys
 
 
@@ -57,8 +57,8 @@ def test_block_counting_equals_the_group_by(rows, depths, shuffle):
     ts = np.unique(np.asarray(depths))
     want = _count_truncation(runs, ["arm", "question_id"], ts).with_columns(pl.exclude("arm", "question_id").cast(pl.Int64))
     got = _count_blocks(runs, ts)
-    contiguous = runs.select((pl.struct("arm", "question_id").rle_id().n_unique()
-                              == pl.struct("arm", "question_id").n_unique())).item()
+    contiguous = runs.select(pl.struct("arm", "question_id").rle_id().n_unique()
+                              == pl.struct("arm", "question_id").n_unique()).item()
     if got is None:
         assert not contiguous
     else:

@@ -4,10 +4,10 @@ from __future__ import annotations
 import matplotlib
 import pytest
 
+from mechanism.analysis.strategy_space import StrategySpace
+from mechanism.datasets.simulation import simulate
 from mechanism.plots.strategies import plot_strategy_shares, strategy_label, strategy_map, strategy_table
 from mechanism.plots.style import close, save_figure
-from mechanism.datasets.simulation import simulate
-from mechanism.analysis.strategy_space import StrategySpace
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from mechanism.core.errors import InputError, ReadWarning
 from mechanism.core.names import escape_control
+from mechanism.core.schema import validate
 from mechanism.readers import read
 from mechanism.readers._answer import extract_answer
-from mechanism.core.schema import validate
 
 N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))
 FUZZ = settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow])

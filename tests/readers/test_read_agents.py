@@ -16,10 +16,10 @@ import polars as pl
 import pytest
 
 import mechanism as mx
+from mechanism.analysis.segmentation import argument_values, segment
 from mechanism.core.errors import ComparisonWarning, InputError
 from mechanism.core.failures import is_failure
 from mechanism.readers import read
-from mechanism.analysis.segmentation import argument_values, segment
 
 AGENTS = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 FIREACT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "fireact-hotpotqa"
@@ -344,6 +344,7 @@ def test_openai_matching_is_one_pass(monkeypatch):
     6.7, 30 s); 4x the messages must cost at most 6x the operations (benchmarks/bench_read.py
     --openai times it)."""
     import importlib.util
+
     from mechanism.readers import openai
     benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
     monkeypatch.syspath_prepend(str(benchmarks))  # the script imports its harness as a sibling module

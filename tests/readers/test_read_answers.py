@@ -10,9 +10,9 @@ import pytest
 
 from mechanism._cli.main import main
 from mechanism.core.errors import InputError, ReadWarning
+from mechanism.datasets.simulation.run import simulate
 from mechanism.readers import read
 from mechanism.readers._answer import extract_answer
-from mechanism.datasets.simulation.run import simulate
 
 
 @pytest.mark.parametrize("text, answer, rule", [

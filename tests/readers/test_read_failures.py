@@ -9,9 +9,9 @@ import shutil
 import polars as pl
 import pytest
 
+from mechanism.analysis.segmentation import segment
 from mechanism.core.errors import InputError
 from mechanism.readers import read
-from mechanism.analysis.segmentation import segment
 
 
 def _canonical(path, rows):

@@ -14,7 +14,7 @@ import mechanism as mx
 from mechanism.core.errors import ReadWarning
 
 sys.path.insert(0, str(Path(__file__).parent))
-from log_shapes import REFLEXION_READ, TAU_READ, fireact_log, leaked_block, reflexion_log, tau_log  # noqa: E402
+from log_shapes import REFLEXION_READ, TAU_READ, fireact_log, leaked_block, reflexion_log, tau_log
 
 
 def _agent_text(runs: pl.DataFrame) -> list[str]:

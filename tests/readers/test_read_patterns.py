@@ -11,9 +11,9 @@ import pytest
 
 from mechanism._cli.main import main
 from mechanism.core.errors import InputError
+from mechanism.core.failures import compile_error_pattern, is_failure
 from mechanism.readers import read
 from mechanism.readers._build import QuestionKey
-from mechanism.core.failures import compile_error_pattern, is_failure
 
 # exponential in an almost-matching text under a backtracking engine (a 35-character text hung
 # Python's `re` for more than a minute)

@@ -11,10 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mechanism.core.errors import InputError
-from mechanism.readers import FORMATS, read
-from mechanism.readers import atif, openai, react, searchr1
-from mechanism.readers._fields import FieldMap
 from mechanism.core.schema import STEP_FIELDS, validate
+from mechanism.readers import FORMATS, atif, openai, react, read, searchr1
+from mechanism.readers._fields import FieldMap
 
 # MECHANISM_HYPOTHESIS_EXAMPLES=2000 for a longer hunt; the default keeps the suite fast
 FAST = settings(max_examples=int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "60")), deadline=None,

@@ -11,10 +11,9 @@ import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mechanism.readers import read
-from mechanism.readers import openai, react
-from mechanism.core.schema import STEP_FIELDS, from_records, make_step
 from mechanism.analysis.segmentation import segment
+from mechanism.core.schema import STEP_FIELDS, from_records, make_step
+from mechanism.readers import openai, react, read
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 text = st.text(alphabet="abcdefgh xyz", min_size=1, max_size=12).filter(str.strip)

@@ -7,7 +7,6 @@ import shutil
 import polars as pl
 import pytest
 
-import mechanism as mx
 from mechanism.report import write_report
 
 EVIL = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'

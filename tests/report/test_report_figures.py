@@ -7,12 +7,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
+import pytest
+from test_report_document import ARMS, reflexion_runs
 
-import mechanism as mx  # noqa: E402
-import mechanism.plots.style as style  # noqa: E402
-from mechanism.report import write_report  # noqa: E402
-from test_report_document import ARMS, reflexion_runs  # noqa: E402
+import mechanism as mx
+import mechanism.plots.style as style
+from mechanism.report import write_report
 
 
 def _boxes_overlap(fig) -> list[tuple[str, str]]:
@@ -22,7 +22,7 @@ def _boxes_overlap(fig) -> list[tuple[str, str]]:
     drawn: list = []  # only the texts the renderer really draws: a tick outside its axis's view is not
     original = Text.draw
 
-    def recording(self, renderer):  # noqa: ANN001, ANN202
+    def recording(self, renderer):
         drawn.append(self)
         return original(self, renderer)
 

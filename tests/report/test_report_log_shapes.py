@@ -17,7 +17,7 @@ import mechanism as mx
 from mechanism.report import write_report
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "readers"))
-from log_shapes import REFLEXION_READ, TAU_READ, reflexion_log, tau_log  # noqa: E402
+from log_shapes import REFLEXION_READ, TAU_READ, reflexion_log, tau_log
 
 pytestmark = pytest.mark.slow
 OPTS = dict(embedder="hashing-128", n_boot=30, n_permutations=30, progress=False)

@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 
 import mechanism as mx
+from mechanism.analysis.strategy_space import StrategySpace
+from mechanism.datasets.simulation import simulate
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_json, write_table, write_tables, write_text
-from mechanism.datasets.simulation import simulate
-from mechanism.analysis.strategy_space import StrategySpace
 
 
 def _weighted_by_hand(assigned: pl.DataFrame) -> dict[tuple[str, int], float]:
@@ -131,8 +131,8 @@ def test_report_accuracy_weighs_questions_equally_with_an_interval():
     against the replicates computed by hand from the same weights."""
     import numpy as np
 
-    from mechanism.report.study import arm_accuracy
     from mechanism.core.resample import question_bootstrap_weights, stream
+    from mechanism.report.study import arm_accuracy
 
     runs = pl.DataFrame({"arm": ["a"] * 4 + ["b"] * 2, "question_id": ["q1", "q1", "q1", "q2", "q1", "q2"],
                          "correct": [True, True, True, False, True, False]})

@@ -76,8 +76,15 @@ def test_one_report_computes_each_analysis_once(fitted, tmp_path, monkeypatch):
 
 
 def test_section_writers_accept_results_and_compute_nothing(fitted, tmp_path, monkeypatch):
-    from mechanism.report import (analyse_passkt, analyse_reweighting, analyse_strategies, write_integration,
-                                  write_passkt, write_reweighting, write_strategies)
+    from mechanism.report import (
+        analyse_passkt,
+        analyse_reweighting,
+        analyse_strategies,
+        write_integration,
+        write_passkt,
+        write_reweighting,
+        write_strategies,
+    )
 
     runs, space = fitted
     passkt = analyse_passkt(runs, k=[1, 2], t=[0, 1, 5], n_boot=20)

@@ -129,7 +129,7 @@ def test_strategy_remapping_by_category(sim):
 
 
 def _majority_ari(keys, truth):
-    from sklearn.metrics import adjusted_rand_score  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
+    from sklearn.metrics import adjusted_rand_score
 
     best: dict[str, Counter] = {}
     for k, t in zip(keys, truth):
@@ -278,7 +278,7 @@ def test_planted_values_match_the_closed_form(sim):
 
 
 def test_rewording_drops_only_words_both_stop_lists_ignore():
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     assert _BOTH_STOP <= frozenset(ENGLISH_STOP_WORDS) and _BOTH_STOP <= _STOP
 
@@ -306,7 +306,7 @@ def test_the_default_world_plants_the_studys_findings(default_world):
 @pytest.mark.slow
 def test_the_default_strategy_space_recovers_the_planted_strategies():
     # the benchmark's setting (benchmarks/bench_strategies_worlds.py): 60 questions x 4 samples
-    from sklearn.metrics import adjusted_rand_score  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
+    from sklearn.metrics import adjusted_rand_score
 
     s = simulate(n_questions=60, n_samples=4, random_state=0, progress=False)
     truth = s.labels_for()

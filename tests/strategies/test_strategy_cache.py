@@ -17,9 +17,9 @@ import polars as pl
 import pytest
 
 from mechanism.analysis._strategies import fitcache
+from mechanism.analysis.strategy_space import StrategySpace
 from mechanism.core.cachefile import KEY_FILE, read_checked, sidecar, write_checked
 from mechanism.datasets.simulation import simulate
-from mechanism.analysis.strategy_space import StrategySpace
 
 seg = importlib.import_module("mechanism.analysis.segmentation")  # `mechanism.analysis.segmentation` the attribute is the function
 

@@ -8,9 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mechanism.readers import read
 from mechanism.analysis.strategy_space import StrategySpace
-
+from mechanism.readers import read
 
 _CACHE: dict = {}
 

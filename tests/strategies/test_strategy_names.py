@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.analysis._strategies.description import shared_core, strategy_names
 from mechanism._cli.main import main
+from mechanism.analysis._strategies.description import shared_core, strategy_names
 from mechanism.datasets.worlds import service
 
 FAST = "hashing-256"

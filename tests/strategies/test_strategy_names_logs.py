@@ -15,9 +15,9 @@ import json
 
 import numpy as np
 import pytest
+from test_strategy_fireact import assert_names_describe_their_members
 
 import mechanism as mx
-from test_strategy_fireact import assert_names_describe_their_members  # noqa: E402 - tests/strategies is on sys.path
 
 TAU = dict(columns={"messages": "traj", "question_id": "task_id", "sample_id": "trial", "correct": "reward"})
 REFLEXION = dict(format="react", columns={"text": "scratchpad", "gold": "answer", "correct": "status:CORRECT",

@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 
+from mechanism.analysis.strategy_space import StrategySpace, c_tf_idf_keywords, weighted_silhouette
 from mechanism.core.errors import InputError, MechanismError
 from mechanism.core.schema import from_records, make_step
 from mechanism.datasets.simulation import simulate
-from mechanism.analysis.strategy_space import StrategySpace, c_tf_idf_keywords, weighted_silhouette
 
 FAST = "hashing-256"  # model-free embedder for the fast tests; the real model has its own test
 
@@ -386,7 +386,7 @@ def test_bootstrap_stability_follows_the_seed_policy():
     def cluster(idx: np.ndarray, cnt: np.ndarray) -> np.ndarray:  # depends on the resample
         return (cnt > np.median(cnt)).astype(np.int64)
 
-    def stability(random_state):  # noqa: ANN001, ANN202
+    def stability(random_state):
         return bootstrap_stability(cluster, 12, labels, row_of, question_of, n_boot=25, random_state=random_state)
 
     assert stability(3) == stability(3)

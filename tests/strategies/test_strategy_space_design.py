@@ -12,9 +12,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from mechanism.analysis.strategy_space import Placement, StrategySpace, fit_and_place
 from mechanism.core import cachefile
 from mechanism.datasets.simulation import simulate
-from mechanism.analysis.strategy_space import Placement, StrategySpace, fit_and_place
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = "hashing-64"
@@ -209,8 +209,8 @@ def test_saves_and_caches_use_the_one_cache_implementation(runs, space, tmp_path
 
 def test_one_code_digest_for_every_cache():
     from mechanism.analysis import segmentation
-    from mechanism.core import actions, failures, patterns
     from mechanism.analysis._strategies import fitcache
+    from mechanism.core import actions, failures, patterns
 
     assert segmentation.segmenter_id() == cachefile.code_id(
         [Path(segmentation.__file__), Path(failures.__file__), Path(actions.__file__), Path(patterns.__file__)])

@@ -30,7 +30,16 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions, make_
 
 from mechanism.analysis.segmentation import check_action_field, ignored_tools
 from mechanism.analysis.strategy_params import (  # noqa: F401 - the Literals: named here for the estimator
-    BOUNDS, CHOICES, K_MAX, PATTERN_MAX, Bounds, ClusterOn, Families, Linkage, Method, Plans,
+    BOUNDS,
+    CHOICES,
+    K_MAX,
+    PATTERN_MAX,
+    Bounds,
+    ClusterOn,
+    Families,
+    Linkage,
+    Method,
+    Plans,
 )
 from mechanism.core.errors import InputError, MechanismError
 from mechanism.core.failures import compile_error_pattern
