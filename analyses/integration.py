@@ -16,15 +16,15 @@ from pathlib import Path
 import numpy as np
 from _common import analysis_parser, run_both
 
+from mechanism.analysis.compare import labels_from_table
+from mechanism.analysis.information import retrieval_flags
+from mechanism.datasets.simulation import simulate
+from mechanism.readers import read
 from mechanism.report import write_integration as write_outputs
 
 
 def simulated(out: Path, *, n_boot: int, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples)."""
-    from mechanism.analysis.compare import labels_from_table
-    from mechanism.analysis.information import retrieval_flags
-    from mechanism.datasets.simulation import simulate
-
     sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     # the planted strategies as labels: the shift toward strategies that use what they retrieve
     _, text = write_outputs(sim.runs, out, arms=["base", "rl", "sft"], base="base", n_boot=n_boot,
@@ -39,8 +39,6 @@ def simulated(out: Path, *, n_boot: int, seed: int) -> str:
 
 def fireact(out: Path, path: Path, *, n_boot: int, seed: int) -> str:
     """The three FireAct agents, split against Llama-2-7B."""
-    from mechanism.readers import read
-
     runs = read(path / "trajs", format="fireact")
     arms = [a for a in ("llama-2-7b", "llama-2-13b", "gpt-3.5-turbo") if a in runs["arm"].to_list()]
     arms += sorted(set(runs["arm"].to_list()) - set(arms))

@@ -15,6 +15,8 @@ from pathlib import Path
 import polars as pl
 from _common import ROOT, analysis_parser, run_both
 
+from mechanism.datasets.simulation import simulate
+from mechanism.readers import read
 from mechanism.report import write_passkt as write_outputs
 
 T_GRID = [0, 1, 2, 3, 5]
@@ -23,8 +25,6 @@ K_GRID = [1, 2, 4, 8, 16, 32, 64]
 
 def simulated(out: Path, *, n_boot: int, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples, the study's grid)."""
-    from mechanism.datasets.simulation import simulate
-
     sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     _, summary = write_outputs(sim.runs, out, k=K_GRID, t=T_GRID, base="base", treated=["rl", "sft"],
                                n_boot=n_boot, random_state=seed)
@@ -34,8 +34,6 @@ def simulated(out: Path, *, n_boot: int, seed: int) -> str:
 
 def fireact(out: Path, path: Path, *, n_boot: int, seed: int) -> str:
     """The three FireAct agents: one sample per problem, so PASS@(1,T) only."""
-    from mechanism.readers import read
-
     runs = read(path / "trajs", format="fireact")
     n_per = runs.group_by("arm", "question_id").len()["len"]
     arms = sorted(runs["arm"].unique().to_list())

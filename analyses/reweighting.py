@@ -23,7 +23,11 @@ import numpy as np
 import polars as pl
 from _common import analysis_parser, run_both
 
+from mechanism.analysis.compare import labels_from_table
+from mechanism.analysis.strategy_space import StrategySpace
 from mechanism.core.names import write_csv
+from mechanism.datasets.simulation import simulate
+from mechanism.readers import read
 from mechanism.report import csv_ready, rounds_labels
 from mechanism.report import write_reweighting as write_outputs
 
@@ -36,8 +40,6 @@ def space_labels(runs: pl.DataFrame, seed: int, out: Path) -> tuple[np.ndarray, 
     """Strategies found without ground truth, each row's position in the strategy space, and
     a display name per strategy (``S<id>: <its typical move sequence>``); writes the space's
     description to ``out/strategies_described.csv`` so every id can be looked up."""
-    from mechanism.analysis.strategy_space import StrategySpace
-
     space = StrategySpace(random_state=seed, progress=None).fit(runs)
     described = space.describe()
     out.mkdir(parents=True, exist_ok=True)
@@ -51,9 +53,6 @@ def space_labels(runs: pl.DataFrame, seed: int, out: Path) -> tuple[np.ndarray, 
 
 def simulated(out: Path, *, sources: list[str], n_boot: int, n_permutations: int, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples, the study's n)."""
-    from mechanism.analysis.compare import labels_from_table
-    from mechanism.datasets.simulation import simulate
-
     sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     texts = []
     for source in sources:
@@ -75,8 +74,6 @@ def simulated(out: Path, *, sources: list[str], n_boot: int, n_permutations: int
 
 def fireact(out: Path, path: Path, *, sources: list[str], n_boot: int, n_permutations: int, seed: int) -> str:
     """The three FireAct agents (one sample per question): Llama-2-7B as the reference."""
-    from mechanism.readers import read
-
     runs = read(path / "trajs", format="fireact")
     arms = sorted(runs["arm"].unique().to_list())
     base = "llama-2-7b" if "llama-2-7b" in arms else arms[0]

@@ -15,18 +15,17 @@ from pathlib import Path
 
 import polars as pl
 from _common import analysis_parser, run_both
+from sklearn.metrics import adjusted_rand_score
 
 from mechanism.analysis.parallel import strategy_shares
 from mechanism.analysis.strategy_space import StrategySpace
+from mechanism.datasets.simulation import simulate
+from mechanism.readers import read
 from mechanism.report import analyse_strategies, write_strategies
 
 
 def simulated(out: Path, *, embedder: str | None, seed: int) -> str:
     """base / rl / sft from the simulator (100 questions x 64 samples)."""
-    from sklearn.metrics import adjusted_rand_score
-
-    from mechanism.datasets.simulation import simulate
-
     sim = simulate(n_questions=100, n_samples=64, random_state=seed, progress=None)
     space = StrategySpace(embedder=embedder, random_state=seed, progress=None).fit(sim.runs)
     found = analyse_strategies(space, sim.runs, random_state=seed)
@@ -46,8 +45,6 @@ def simulated(out: Path, *, embedder: str | None, seed: int) -> str:
 
 def fireact(out: Path, path: Path, *, embedder: str | None, seed: int) -> str:
     """The three FireAct agents in one space."""
-    from mechanism.readers import read
-
     runs = read(path / "trajs", format="fireact")
     arms = [a for a in ("llama-2-7b", "llama-2-13b", "gpt-3.5-turbo") if a in runs["arm"].to_list()]
     arms += sorted(set(runs["arm"].to_list()) - set(arms))

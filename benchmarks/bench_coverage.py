@@ -1,5 +1,5 @@
-"""Coverage and level of the intervals and tests added for issue 21, measured on simulated
-data whose truth is known.
+"""Coverage and level of the small-sample intervals and tests, measured on simulated data
+whose truth is known.
 
 1. PASS@(k,T) intervals at few problems: the percentile bootstrap, the studentized interval,
    the Wilson-type interval and ``interval="auto"`` (Wilson below 30 problems and at the

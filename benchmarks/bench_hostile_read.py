@@ -1,14 +1,14 @@
-"""Benchmark: reading hostile records (issue 11) stays linear in their size.
+"""Benchmark: reading hostile records stays linear in their size.
 
 For each format, one record whose text is N bytes of unclosed tags or actions (the inputs
-that took 13-31 s at 216-257 KB before the parsers became linear), at N = 64 KB ... 1 MB;
+on which a quadratic parser takes 13-31 s at 216-257 KB), at N = 64 KB ... 1 MB;
 prints the read time (best of 3, after a warm-up) and the growth per doubling (2x is linear,
 4x quadratic). With ``--passkt``, also runs ``mechanism passkt`` on a simulated data set whose
 second arm has a 1,000-character name holding invalid mathtext and control characters, and
-prints its peak memory (the issue's bar: under 1.5 GB; before the fix 2.2 GB and a 202
-megapixel PNG).
+prints its peak memory (the bar: under 1.5 GB; drawn without escaping, such a name costs 2.2 GB and a
+202 megapixel PNG).
 
-With ``--round3`` (issue 24), also: ``--answer-pattern`` patterns that backtrack under
+With ``--round3``, also: ``--answer-pattern`` patterns that backtrack under
 Python's ``re`` (exponential and quadratic) on messages of 64 KB ... 1 MB, run by RE2; the
 refusal of a 4,000-term ``--where`` against a 12,000-value ``IN`` list that is accepted; a
 1,000-deep nested parquet; and ``strategies apply`` on saved spaces whose ``space.json`` is
@@ -54,7 +54,8 @@ def records(size: int) -> dict[str, tuple[dict, dict]]:
         # a mix of the fragments tests/readers/test_fuzz_readers.py draws from (its timing lives here)
         "searchr1: mixed fragments x N": ({"question": "q", "gold": ["x"], "response": (
             "<answer><think>\\boxed{Finish[Action: search[<search>Answer:") * (size // 58)}, {}),
-        "atif: <answer> x N": ({"schema_version": "ATIF-v1.4", "session_id": "s", "agent": {"name": "a", "version": "1"},
+        "atif: <answer> x N": ({"schema_version": "ATIF-v1.4", "session_id": "s",
+                                "agent": {"name": "a", "version": "1"},
                                 "extra": {"gold": ["x"]}, "steps": [
                                     {"step_id": 1, "source": "user", "message": "q"},
                                     {"step_id": 2, "source": "agent", "message": "<answer>" * (size // 8)}]}, {}),

@@ -1,5 +1,5 @@
 """False-positive rate of every split part's interval under the identical-policies,
-unequal-design null of ``tests/compare/test_nulls.py`` (issue 21).
+unequal-design null of ``tests/compare/test_nulls.py``.
 
 For every data set of ``identical`` (40 questions, base 2-10 and treated 4-16 samples, 5
 strategies, a fifth of the golds yes/no) the script runs ``integration`` and ``reweighting``

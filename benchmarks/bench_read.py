@@ -125,8 +125,9 @@ def bench_openai(sizes: list[int], repeat: int) -> None:
         for n in sizes:
             path = Path(tmp) / f"openai_{n}.jsonl"
             path.write_text(json.dumps(openai_record(n)) + "\n", encoding="utf-8")
-            wall, cpu, runs = _time(lambda: read(path, format="openai"), repeat)
-            assert runs["n_rounds"][0] == n and runs["steps"][0][-1]["observation"] == f"item_{n - 1} links to item_{n}"
+            wall, cpu, runs = _time(lambda path=path: read(path, format="openai"), repeat)
+            assert runs["n_rounds"][0] == n
+            assert runs["steps"][0][-1]["observation"] == f"item_{n - 1} links to item_{n}"
             rows.append((n, wall, cpu))
     table = []
     for i, (n, wall, cpu) in enumerate(rows):

@@ -108,7 +108,8 @@ def main() -> None:
     diff = max(np.abs(ref[:, 0] - rw.replicates["composition_total"]).max(),
                np.abs(ref[:, 1] - rw.replicates["within_total"]).max())
     assert diff < 1e-9, diff
-    rows.append(("bootstrap of composition/within", f"{args.n_boot} replicates", t_ref, t_mod, f"max |diff| {diff:.1e}"))
+    rows.append(("bootstrap of composition/within", f"{args.n_boot} replicates", t_ref, t_mod,
+                 f"max |diff| {diff:.1e}"))
 
     # permutation test
     q_idx = np.tile(np.repeat(np.arange(args.questions), args.samples), 2)
@@ -119,8 +120,9 @@ def main() -> None:
     rows.append(("within-question permutation test", f"{args.n_permutations} permutations", t_ref, t_mod,
                  f"p = {p_mod:.4f} (module), {p_ref:.4f} (reference; different draws)"))
 
-    report(__file__, [{"task": task, "size": size, "reference (s)": round(ref_s, 3), "mechanism (s)": round(mod_s, 3),
-                       "speed-up": f"{ref_s / mod_s:.1f}x", "check": check} for task, size, ref_s, mod_s, check in rows],
+    report(__file__, [{"task": task, "size": size, "reference (s)": round(ref_s, 3),
+                       "mechanism (s)": round(mod_s, 3), "speed-up": f"{ref_s / mod_s:.1f}x", "check": check}
+                      for task, size, ref_s, mod_s, check in rows],
            title="Reweighting: measured speed", params=vars(args),
            notes=f"{runs.height} trajectories ({args.questions} questions x {args.samples} samples x 2 arms), "
                  f"{args.strategies} strategies; best of 3 for the module, 1 run for the reference.")

@@ -52,7 +52,8 @@ def simulate_shards(data: Path, n: int, samples: int, shards: int) -> None:
     data.mkdir(parents=True, exist_ok=True)
     questions = max(1, n // shards // (2 * samples))
     for s in range(shards):
-        sim = simulate(n_questions=questions, n_samples=samples, arms=("base", "rl"), random_state=1000 + s, progress=False)
+        sim = simulate(n_questions=questions, n_samples=samples, arms=("base", "rl"), random_state=1000 + s,
+                       progress=False)
         with tempfile.TemporaryDirectory() as tmp:
             sim.write(tmp)
             with open(data / f"shard-{s:03d}.jsonl", "w", encoding="utf-8") as out:

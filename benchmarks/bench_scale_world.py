@@ -147,7 +147,6 @@ def fit_against_minilm(runs: pl.DataFrame, truth: np.ndarray, sample: int, full:
     t = time.perf_counter()
     space = StrategySpace(embedder=composed, random_state=0, progress=False).fit(runs)
     fit_s = time.perf_counter() - t
-    n_texts = len(set(space.train_renderings_))
     rows.append(("composed (each distinct step once)", fit_s, composed.seconds, composed.inner.n_steps,
                  adjusted_rand_score(truth, space.labels_), "measured"))
     minilm = Embedder(progress=False)
@@ -191,7 +190,8 @@ def main() -> None:
     render_s = time.perf_counter() - t
     steps = {p for r in traj["rendering"].unique().to_list() for p in r.split(" | ")}
     report(__file__, [{"trajectories": runs.height, "distinct renderings": traj["rendering"].n_unique(),
-                       "distinct steps": len(steps), "generate (s)": round(gen_s, 1), "render (s)": round(render_s, 1)}],
+                       "distinct steps": len(steps), "generate (s)": round(gen_s, 1),
+                       "render (s)": round(render_s, 1)}],
            part="world", params=vars(args), title=f"{runs.height:,} trajectories with mostly distinct renderings")
     if args.fit:
         del traj

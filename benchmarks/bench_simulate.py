@@ -60,14 +60,14 @@ def main() -> None:
     rows = []
     for label, nq, ns, cap in sizes:
         kw = dict(n_questions=nq, n_samples=ns, t_cap=cap, random_state=0, progress=False)
-        t_sim, sim = _time(lambda: simulate(**kw), args.repeat)
+        t_sim, sim = _time(lambda kw=kw: simulate(**kw), args.repeat)
         with tempfile.TemporaryDirectory() as tmp:
-            t_write, _ = _time(lambda: sim.write(tmp), args.repeat)
+            t_write, _ = _time(lambda sim=sim, tmp=tmp: sim.write(tmp), args.repeat)
         n_search = int(sim.runs["n_rounds"].sum())
         ref = ratio = "-"
         if not args.skip_reference and label in ("demo", "paper"):
             with mock.patch.object(sim_run, "ParagraphRetriever", ReferenceRetriever):
-                t_ref, _ = _time(lambda: simulate(**kw), args.repeat)
+                t_ref, _ = _time(lambda kw=kw: simulate(**kw), args.repeat)
             ref, ratio = f"{t_ref:.2f}", f"{t_ref / t_sim:.1f}x"
         rows.append((label, f"3 x {nq} x {ns}", cap, sim.runs.height, n_search, f"{t_sim:.2f}",
                      f"{t_write:.2f}", ref, ratio))

@@ -1,4 +1,4 @@
-"""What the data-analyst world's recovery is limited by: a measured note (issue 19), no default changed.
+"""What the data-analyst world's recovery is limited by: a measured note, no default changed.
 
 The analyst world (``mechanism.datasets.worlds.analyst``) is recovered at ARI 0.760 (seed 0) by the
 defaults. Three general changes to how trajectories become clusters were tried, each on all six

@@ -1,4 +1,4 @@
-"""The floor, the default and the ceiling of strategy discovery, world by world (issue 31).
+"""The floor, the default and the ceiling of strategy discovery, world by world.
 
 For every planted world (the loader and the worlds of ``bench_strategies_worlds.py``, every
 world in :data:`mechanism.datasets.worlds.WORLDS`, and the built-in simulator) and seed, the adjusted
@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 from bench_strategies_worlds import load
 
-#: Issue 31's bar: ARI at least this, or within :data:`CEILING_MARGIN` of a ceiling below
+#: The recovery bar: ARI at least this, or within :data:`CEILING_MARGIN` of a ceiling below
 #: :data:`LOW_CEILING`.
 BAR = 0.85
 CEILING_MARGIN = 0.05
@@ -265,7 +265,7 @@ def default_ari(runs: pl.DataFrame, truth, seed: int, embedder: str | None, para
 
 
 def verdict(default: float, floor: float, ceiling: float) -> str:
-    """``below floor``, ``meets bar`` (issue 31's recovery criterion) or ``ok``."""
+    """``below floor``, ``meets bar`` (the recovery criterion, :data:`BAR`) or ``ok``."""
     if default < floor:
         return "below floor"
     if default >= BAR or (ceiling < LOW_CEILING and default >= ceiling - CEILING_MARGIN):

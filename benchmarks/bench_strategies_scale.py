@@ -13,7 +13,7 @@ calls. Each arm runs in a fresh Python process reading the same parquet table, w
   names and arguments, one text per trajectory, each distinct text once), the cheapest
   whole-trajectory embedding a user could run instead;
 - with ``--whole``, also ``fit, whole renderings``: the fit with ``embedder="all-MiniLM-L6-v2"``
-  (the default before issue 19).
+  (one embedding of each whole rendering, the alternative to the composed default).
 
 The machine is shared, so each process's CPU time (``resource.getrusage(RUSAGE_CHILDREN)``, user +
 system, all its threads) is reported beside its wall time, and the ratio of each; arms run in

@@ -46,7 +46,8 @@ def main() -> None:
         wall, cpu = timed(["track", str(tmp / "run" / "searchr1"), "--out", str(tmp / "track"), "--no-progress"])
         figures = sorted(p.name for p in (tmp / "track").glob("*.png"))
         rows.append(("mechanism track (fit space on first + last, 1000 bootstrap replicates)",
-                     f"{n:,} trajectories, 5 checkpoints", wall, cpu, f"{len(figures)} figures, shares.csv with intervals"))
+                     f"{n:,} trajectories, 5 checkpoints", wall, cpu,
+                     f"{len(figures)} figures, shares.csv with intervals"))
         # reweighting on two arms through a saved space vs precomputed labels
         subprocess.run([sys.executable, "-m", "mechanism", "simulate", "--questions", "60", "--samples", "16",
                         "--arms", "base", "rl", "--out", str(tmp / "two"), "--no-progress"], check=True,

@@ -61,8 +61,9 @@ def report(script: str, rows: Sequence[Mapping[str, Any]], *, title: str, notes:
     folder = Path(os.environ["BENCH_RESULTS_DIR"]) if os.environ.get("BENCH_RESULTS_DIR") else RESULTS
     out = out or folder / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    record = {"benchmark": Path(script).stem, "part": part, "title": title, "notes": notes, "params": dict(params or {}),
-              "machine": machine(), "date": time.strftime("%Y-%m-%d"), "argv": sys.argv[1:], "rows": [dict(r) for r in rows]}
+    record = {"benchmark": Path(script).stem, "part": part, "title": title, "notes": notes,
+              "params": dict(params or {}), "machine": machine(), "date": time.strftime("%Y-%m-%d"),
+              "argv": sys.argv[1:], "rows": [dict(r) for r in rows]}
     tmp = out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
     tmp.replace(out)

@@ -11,8 +11,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-# numba (UMAP, pynndescent) compiles on first use in every fresh process: most of the suite's
-# time once went there. A cache folder kept between processes (and between runs) compiles once;
+# numba (UMAP, pynndescent) compiles on first use in every fresh process, which without a cache
+# takes most of the suite's time. A cache folder kept between processes (and between runs) compiles once;
 # set before anything imports numba, inherited by the CLI subprocesses. Gitignored.
 os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba-cache"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

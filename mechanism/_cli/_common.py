@@ -3,20 +3,29 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
+import errno
+import json
 import os
+import shutil
 import sys
+import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 
-from mechanism.core.errors import InputError, OutputError
+from mechanism.core.cachefile import atomic_path
+from mechanism.core.errors import InputError, OutputError, ReadWarning
+from mechanism.core.names import display_name, escape_control, visible_name
+from mechanism.core.options import check_seed
+from mechanism.core.schema import count_shared, refuse_few_shared
+from mechanism.readers import FORMATS, SCORERS, read
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """INPUT..., ``--format``, ``--arm``, ``--errors`` and ``--columns``, as ``mechanism read`` takes them."""
-    from mechanism.readers import FORMATS
-
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="trajectory files or folders")
     parser.add_argument("--format", default="auto", choices=("auto", *FORMATS),
                         help="input format (default: detect per file)")
@@ -28,8 +37,6 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_reading_options(parser: argparse.ArgumentParser) -> None:
     """The reader's options that replace preparation code (``mechanism.read``'s keywords)."""
-    from mechanism.readers import SCORERS
-
     parser.add_argument("--columns", action="append", default=[], metavar="CANONICAL=FIELD[,...]",
                         help="map canonical names to the file's fields (repeatable, or comma-separated), "
                              "e.g. --columns text=response,gold=golden_answers; a text label maps with "
@@ -74,8 +81,6 @@ def progress_flag(args: argparse.Namespace) -> bool | None:
 
 def parse_columns(items: list[str]) -> dict[str, str]:
     """``--columns`` entries (``canonical=field``, comma-separated or repeated) as a dict."""
-    from mechanism.core.errors import InputError
-
     out = {}
     for item in (part for entry in items for part in entry.split(",") if part.strip()):
         key, sep, value = item.partition("=")
@@ -99,24 +104,22 @@ def reading_kwargs(args: argparse.Namespace) -> dict:
 def read_quietly(inputs, **kwargs):
     """:func:`mechanism.read` with its :class:`ReadWarning` messages kept in the report only: the
     command prints them itself, on one escaped line each."""
-    import warnings
-
-    from mechanism.core.errors import ReadWarning
-    from mechanism.readers import read
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReadWarning)
         return read(inputs, report=True, **kwargs)
 
 
 def _seed(text: str) -> int:
+    """``--seed``: the range :func:`mechanism.core.options.check_seed` gives every ``random_state``
+    (a non-negative int of any size), so the flag and the library accept the same seeds."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 2**32 - 1, got {value}")
-    return value
+    try:
+        return check_seed(value, field="--seed")
+    except InputError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative whole number, got {value}") from None
 
 
 def add_output_argument(parser: argparse.ArgumentParser) -> None:
@@ -182,9 +185,6 @@ def progress_line(args: argparse.Namespace, line: str) -> None:
 def require_two_arms(runs: pl.DataFrame, command: str, *, hint: str = "`mechanism report` analyses one agent") -> None:
     """Stop a comparison of arms whose input holds fewer than two, with one line saying what is
     needed (the CLI prints it and exits 2)."""
-    from mechanism.core.errors import InputError
-    from mechanism.core.names import display_name, visible_name
-
     arms = runs["arm"].unique(maintain_order=True).to_list() if "arm" in runs.columns else []
     if len(arms) >= 2:
         return
@@ -200,8 +200,6 @@ def terminal_safe(text: str) -> str:
     escape sequence, a bidirectional override or a zero-width character planted there must
     not reach the terminal. The same rule draws names in figures, so a name reads the same
     in both."""
-    from mechanism.core.names import escape_control
-
     return escape_control(text, keep="\n\t")
 
 
@@ -246,8 +244,6 @@ _OLD = ".old-"
 def is_complete(folder: Path) -> bool:
     """Whether ``folder`` holds a finished command's output: the marker is there and every file
     it lists is there with the size it lists."""
-    import json
-
     try:
         listed = json.loads((Path(folder) / COMPLETE_MARKER).read_text("utf-8"))["files"]
         return all((Path(folder) / rel).is_file() and (Path(folder) / rel).stat().st_size == size
@@ -270,8 +266,6 @@ def _sweep_stale(out: Path) -> None:
     marker whole); where ``out`` is there, files of the user's own that were still in a hidden
     folder join it. Everything else of a dead run is removed.
     """
-    import shutil
-
     prefix = f".{out.name.encode('utf-8')[:100].decode('utf-8', 'ignore')}"
     try:
         entries = list(out.parent.iterdir())
@@ -318,11 +312,7 @@ def _exchange(a: Path, b: Path) -> bool:
     """Swap the folders ``a`` and ``b`` in one step (Linux ``renameat2(RENAME_EXCHANGE)``), so
     that neither path is missing at any moment; ``False`` where the system or the file system
     cannot (another OS, an old C library or kernel, a file system without it)."""
-    import ctypes
-    import errno
-    import sys as _sys
-
-    if not _sys.platform.startswith("linux"):
+    if not sys.platform.startswith("linux"):
         return False
     try:
         renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
@@ -355,8 +345,6 @@ def _alive(pid: int) -> bool:
 
 
 def _write_marker(tmp: Path) -> None:
-    import json
-
     files = {p.relative_to(tmp).as_posix(): p.stat().st_size for p in sorted(tmp.rglob("*"))
              if p.is_file() and p.name != COMPLETE_MARKER}
     data = json.dumps({"format": "mechanism.output", "files": files}, indent=1, ensure_ascii=False)
@@ -365,8 +353,6 @@ def _write_marker(tmp: Path) -> None:
 
 def _listed(folder: Path) -> set[str] | None:
     """The top-level names a finished run wrote in ``folder``, ``None`` without a marker."""
-    import json
-
     try:
         files = json.loads((folder / COMPLETE_MARKER).read_text("utf-8"))["files"]
         return {rel.split("/")[0] for rel in files} | {COMPLETE_MARKER}
@@ -376,9 +362,6 @@ def _listed(folder: Path) -> set[str] | None:
 
 def _finish(tmp: Path, out: Path) -> None:
     """Move the finished output ``tmp`` to ``out``."""
-    import shutil
-    import tempfile
-
     _swap_step("marker")
     _write_marker(tmp)
     if not os.path.lexists(out):
@@ -447,9 +430,6 @@ def atomic_output(out: Path) -> Iterator[Path]:
     pathlib.Path
         The folder to write into.
     """
-    import shutil
-    import tempfile
-
     out = Path(os.path.abspath(out))
     if os.path.lexists(out) and not out.is_dir():
         raise OutputError(f"`--out` {str(out)!r} exists and is not a folder")
@@ -475,8 +455,6 @@ def atomic_output(out: Path) -> Iterator[Path]:
 def atomic_file(path: Path) -> Iterator[Path]:
     """A temporary path beside ``path``, moved onto it (``os.replace``) when the block finishes;
     removed on an exception. OS errors become one :class:`~mechanism.core.errors.OutputError`."""
-    from mechanism.core.cachefile import atomic_path
-
     path = Path(os.path.abspath(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -496,8 +474,6 @@ def check_shared_questions(args: argparse.Namespace, runs: pl.DataFrame, *, what
     """Refuse, with one line naming ``--allow-few-shared``, arms that share fewer than half of
     the questions any of them has (:func:`mechanism.core.schema.refuse_few_shared`, the check of every
     comparison between arms): splits on the few shared ones would be printed as the study."""
-    from mechanism.core.schema import count_shared, refuse_few_shared
-
     arms = sorted(runs["arm"].unique().to_list())
     if getattr(args, "allow_few_shared", False) or len(arms) < 2:
         return

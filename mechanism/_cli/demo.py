@@ -4,14 +4,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mechanism._cli._common import atomic_output, progress_line
+from mechanism.core.errors import InputError
+
 HELP = ("simulate base, RL and SFT agents and run every analysis on them: PASS@(k,T), strategies, "
         "reweighting, information integration; writes figures, tables and a one-page summary")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("demo-out"), help="output folder (default: demo-out)")
-    parser.add_argument("--questions", type=int, default=100, help="simulated questions (default 100, as the reference study)")
-    parser.add_argument("--samples", type=int, default=64, help="samples per question and arm (default 64, as the reference study)")
+    parser.add_argument("--questions", type=int, default=100,
+                        help="simulated questions (default 100, as the reference study)")
+    parser.add_argument("--samples", type=int, default=64,
+                        help="samples per question and arm (default 64, as the reference study)")
     parser.add_argument("--seed", type=int, default=0, help="seed of everything random (default 0)")
     parser.add_argument("--embedder", default=None,
                         help="sentence-transformers model name or path (default: composed, each distinct step "
@@ -22,12 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechanism.core.errors import InputError
-    from mechanism.demo import run_demo
+    from mechanism.demo import run_demo  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
 
     if args.questions < 2 or args.samples < 1:
         raise InputError("the demo needs at least 2 questions and 1 sample", field="questions")
-    from mechanism._cli._common import atomic_output, progress_line
 
     # the cache stays where the user finds it across runs (OUT/cache), outside the atomic output
     cache_dir = args.cache_dir if args.cache_dir is not None else args.out / "cache"

@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # the analysis layer loads when the command runs, so `mechanism --help` stays quick
-    from mechanism.analysis.labels import labels_from_space, read_labels
+    from mechanism.analysis.labels import labels_from_space, read_labels  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
 
     runs = read_inputs(args)
     check_shared_questions(args, runs, what="integration")  # the check is here; the library is told it was made
@@ -84,8 +84,8 @@ def write_outputs(runs: pl.DataFrame, out: str | Path, *, figures: bool = True,
                   names: dict | None = None, **options) -> tuple[list[Path], str]:
     """:func:`mechanism.integration` then :func:`mechanism.report.write_integration`, as
     ``(paths written, text)``."""
-    from mechanism.analysis.information import integration
-    from mechanism.report.integration import write_integration
+    from mechanism.analysis.information import integration  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
+    from mechanism.report.integration import write_integration  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
 
     section = write_integration(integration(runs, **options), out, names=names, figures=figures)
     return section.written, section.text

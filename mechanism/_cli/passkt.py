@@ -60,7 +60,7 @@ def write_outputs(runs: pl.DataFrame, out: str | Path, *, figures: bool = True,
                   **options) -> tuple[list[Path], str]:
     """:func:`mechanism.report.passkt.analyse_passkt` then :func:`mechanism.report.write_passkt`,
     as ``(paths written, text)``."""
-    from mechanism.report.passkt import analyse_passkt, write_passkt
+    from mechanism.report.passkt import analyse_passkt, write_passkt  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
 
     section = write_passkt(analyse_passkt(runs, **options), out, figures=figures)
     return section.written, section.text

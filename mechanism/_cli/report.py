@@ -17,6 +17,7 @@ from mechanism._cli._common import (
     read_inputs,
     terminal_safe,
 )
+from mechanism.core.errors import InputError
 
 HELP = ("every analysis on your runs - PASS@(k,T) and the capability boundary, strategies, reweighting, "
         "information integration - with every figure and a verdict per arm on one page (summary.md, summary.html)")
@@ -43,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechanism.report.study import write_report
+    from mechanism.report.study import write_report  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
 
     runs = read_inputs(args)
     check_shared_questions(args, runs, what="report")  # the check is here; the library is told it was made
@@ -64,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
 
 def parse_arm_names(pairs: list[str] | None) -> dict[str, str] | None:
     """``["old=new", ...]`` as a mapping; a pair without ``=`` is a one-line input error."""
-    from mechanism.core.errors import InputError
-
     if not pairs:
         return None
     out = {}

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # the analysis layer loads when the command runs, so `mechanism --help` stays quick
-    from mechanism.analysis.labels import labels_from_space, read_labels, rounds_labels
+    from mechanism.analysis.labels import labels_from_space, read_labels, rounds_labels  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
 
     runs = read_inputs(args)
     check_shared_questions(args, runs, what="reweighting")  # the check is here; the library is told it was made
@@ -81,7 +81,7 @@ def write_outputs(runs: pl.DataFrame, labels: Any, out: str | Path, *, figures: 
                   **options) -> tuple[list[Path], str]:
     """:func:`mechanism.report.reweighting.analyse_reweighting` then
     :func:`mechanism.report.write_reweighting`, as ``(paths written, text)``."""
-    from mechanism.report.reweighting import analyse_reweighting, write_reweighting
+    from mechanism.report.reweighting import analyse_reweighting, write_reweighting  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
 
     results = analyse_reweighting(runs, labels, **options)
     section = write_reweighting(results, out, n_boot=options.get("n_boot", 1000), figures=figures,

@@ -5,6 +5,9 @@ import argparse
 import sys
 from pathlib import Path
 
+import polars as pl
+
+from mechanism._cli._common import atomic_output
 from mechanism.core.errors import MechanismError
 
 HELP = ("simulate base/RL/SFT search agents on generated multi-hop questions; write "
@@ -27,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
-    from mechanism.datasets.simulation import default_policies, simulate, training_run
+    from mechanism.datasets.simulation import default_policies, simulate, training_run  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
 
     if args.seed < 0:  # the flag's own name (the library calls the parameter `random_state`)
         raise MechanismError(f"`seed` must be a non-negative integer, got {args.seed}")
@@ -46,10 +49,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(sim, args: argparse.Namespace) -> int:
-    import polars as pl
-
-    from mechanism._cli._common import atomic_output
-
     with atomic_output(args.out) as out:
         written = sim.write(out)
     summary = sim.truth.group_by("arm").agg(n=pl.len(), accuracy=pl.col("correct").mean()).sort("arm")

@@ -47,9 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechanism.analysis.checkpoints import track
-    from mechanism.analysis.labels import read_labels
-    from mechanism.report.track import write_track
+    from mechanism.analysis.checkpoints import track  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
+    from mechanism.analysis.labels import read_labels  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
+    from mechanism.report.track import write_track  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
 
     runs = read_inputs(args)
     check_shared_questions(args, runs, what="track")

@@ -62,7 +62,8 @@ def reweighting_lines(rw: Any, *, indent: str = "") -> list[str]:
              f"{qualified(f'{rw.composition:+.3f}{interval_text(*rw.composition_ci)}', *rw.composition_ci)} + within "
              f"{qualified(f'{rw.within:+.3f}{interval_text(*rw.within_ci)}', *rw.within_ci)}"]
     if rw.one_arm_mass and math.isfinite(rw.composition_bounds[0]):
-        lines.append(f"{sub}without a model of the one-arm cells ({', '.join(f'{100 * v:.1f}% of {k}' for k, v in rw.one_arm_mass.items())}): "
+        masses = ", ".join(f"{100 * v:.1f}% of {k}" for k, v in rw.one_arm_mass.items())
+        lines.append(f"{sub}without a model of the one-arm cells ({masses}): "
                      f"composition{interval_text(*rw.composition_bounds)}, within{interval_text(*rw.within_bounds)}")
     if detectable:
         lines.append(f"{sub}smallest effect this design detects (power 0.8): "
@@ -76,7 +77,8 @@ def reweighting_lines(rw: Any, *, indent: str = "") -> list[str]:
                  "identical policies give with this design)" if corrected else " (plug-in, not bias-corrected)")
               + (f"; within-question permutation p = {rw.permutation_p:.4f}" if rw.n_permutations else ""),
               f"{sub}success alignment (log share ratio vs base success) "
-              + (qualified(f"{rw.success_alignment:+.2f}{interval_text(*rw.success_alignment_ci)}", *rw.success_alignment_ci)
+              + (qualified(f"{rw.success_alignment:+.2f}{interval_text(*rw.success_alignment_ci)}",
+                           *rw.success_alignment_ci)
                  if np.isfinite(rw.success_alignment)
                  else "n/a (fewer than 3 strategies used by both arms)")
               + f"; treated mass in strategies base uses {rw.shared_mass:.3f} "
@@ -209,7 +211,8 @@ def integration_verdict(result: Any, treated: str | None = None) -> str:
         mass = (f"{treated} moved {abs(moved):.0f} points of mass {'toward' if moved > 0 else 'away from'} strategies "
                 f"whose base integration rate is above average ({levels}")
     else:
-        unconfirmed = " once the alignment is required" if excludes_zero(moved_row["ci_low"], moved_row["ci_high"]) else ""
+        unconfirmed = (" once the alignment is required" if excludes_zero(moved_row["ci_low"], moved_row["ci_high"])
+                       else "")
         mass = (f"{treated}'s mass in strategies whose base integration rate is above average changed by "
                 f"{moved:+.0f} points ({levels}, {NOT_DISTINGUISHABLE}{unconfirmed}")
     align_text = (part("alignment_integration", "share-change alignment with base integration")

@@ -1,4 +1,4 @@
-"""The capability boundary between two arms (DESIGN.md section 5).
+"""The capability boundary between two arms (docs/methods.md, "What it answers").
 
 ``B_T(arm)`` is the set of problems the arm solves at least once in n samples within T
 rounds (PASS@(n,T) > 0). "Solved at least once" grows with n, so the two arms are compared
@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
-from scipy.stats import binomtest
+from scipy.stats import binom, binomtest, hypergeom, norm
 
 from mechanism.analysis.passkt import (
     DEFAULT_T,
@@ -63,8 +63,14 @@ from mechanism.analysis.passkt import (
 )
 from mechanism.core.errors import InputError
 from mechanism.core.options import RandomState, check_choice, check_ci, check_seed
-from mechanism.core.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
-from mechanism.core.results import Result
+from mechanism.core.resample import (
+    detectable_effect,
+    percentile_interval,
+    question_bootstrap_weights,
+    resolve_seed,
+    stream,
+)
+from mechanism.core.results import Result, by_category
 from mechanism.core.schema import shared_questions
 from mechanism.core.text import interval_text
 
@@ -417,8 +423,6 @@ def _check_options(runs: pl.DataFrame, *, base: str, treated: str, ci: float | N
 
 def _boundary_by_category(runs: pl.DataFrame, by: str, *, k: Iterable[int] | None, **opts: Any) -> Boundary:
     """The pooled boundary with each category's headline table beside it (``by_category``)."""
-    from mechanism.core.results import by_category
-
     pooled = boundary(runs, k=k, **opts)
     pooled.by_category, notes = by_category(
         runs, by, pooled, lambda mask: boundary(runs.filter(pl.Series(mask)), k=pooled.k, **opts))
@@ -547,8 +551,8 @@ def _discordant(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndarray, qids:
     }).with_columns(pl.col("t").cast(pl.Int64))
     counts = {s: (status == s).sum(axis=0) for s in STATUSES}
     p_discordant = np.array([
-        binomtest(int(g), int(g + l), 0.5, alternative="two-sided").pvalue if g + l else 1.0
-        for g, l in zip(counts["gained"], counts["lost"])])
+        binomtest(int(gained), int(gained + lost), 0.5, alternative="two-sided").pvalue if gained + lost else 1.0
+        for gained, lost in zip(counts["gained"], counts["lost"])])
     statistic = (p_t - p_b).sum(axis=0)
     p_values = np.array([permutation_p_value(n_b[:, j], c_b[:, j], n_tr[:, j], c_tr[:, j], budget[:, j],
                                              n_permutations, data_stream(n_b[:, j], c_b[:, j], n_tr[:, j],
@@ -722,8 +726,6 @@ def _split(est: PassEstimate, rows_b: np.ndarray, problems: pl.DataFrame, ci: fl
     Every part is computed from the same m judged episodes per arm and problem as the
     solved sets, so ``total = efficiency + expansion - loss`` holds question by question.
     """
-    from mechanism.core.resample import detectable_effect
-
     shape = est.n[rows_b].shape
     m = problems["budget"].to_numpy().reshape(shape).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -941,8 +943,6 @@ def fisher_two_sided(x_b: np.ndarray, x_t: np.ndarray, m: np.ndarray) -> tuple[n
     >>> round(float(p[0]), 6), round(float(p[1]), 6), round(float(p_min[1]), 4)
     (0.000155, 1.0, 0.0769)
     """
-    from scipy.stats import hypergeom
-
     x_b, x_t, m = (np.asarray(a, dtype=np.int64) for a in (x_b, x_t, m))
     total = x_b + x_t
     width = int(m.max(initial=0)) + 1
@@ -1002,8 +1002,6 @@ def sparse_detectable(m: np.ndarray, family: int, alpha: float, *, rate: float =
     Fisher p against 0 is below ``alpha / family``; g questions are detected when one is.
     Questions take the median budget. ``None`` when no count can reach the threshold.
     """
-    from scipy.stats import binom
-
     budget = int(np.median(np.asarray(m))) if np.size(m) else 0
     if budget < 1:
         return None
@@ -1023,8 +1021,6 @@ def summed_detectable(sd: float, m: np.ndarray, alpha: float, *, rate: float = 0
     (standard deviation ``sd``): each gained question adds ``1 - (1 - rate)^m`` to the
     statistic, and g of them are detected with probability ``power`` when
     ``g (1 - (1 - rate)^m) = (z_{1 - alpha/2} + z_power) sd``."""
-    from scipy.stats import norm
-
     budget = float(np.median(np.asarray(m))) if np.size(m) else 0.0
     step = 1.0 - (1.0 - rate) ** budget
     if step <= 0 or not np.isfinite(sd):
@@ -1035,8 +1031,6 @@ def summed_detectable(sd: float, m: np.ndarray, alpha: float, *, rate: float = 0
 def summed_null_sd(n_b: np.ndarray, c_b: np.ndarray, n_t: np.ndarray, c_t: np.ndarray, m: np.ndarray) -> float:
     """Exact standard deviation of the summed statistic under the within-question permutation
     null (a sum of independent per-question terms, each a function of one hypergeometric draw)."""
-    from scipy.stats import hypergeom
-
     n_b, c_b, n_t, c_t, m = (np.asarray(a, dtype=np.int64) for a in (n_b, c_b, n_t, c_t, m))
     cc, nn = c_b + c_t, n_b + n_t
     live = (cc > 0) & (cc < nn) & (m > 0)

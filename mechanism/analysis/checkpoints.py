@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
+from mechanism.analysis._verdicts import qualified
 from mechanism.analysis.compare import reweighting
 from mechanism.analysis.passkt import TSource, default_k, pass_at_kt, small_sample_note
 from mechanism.analysis.shares import weighted_shares
@@ -182,8 +183,6 @@ class Track(Result):
         part = {r["part"]: r for r in self.split.filter(pl.col("checkpoint") == last).iter_rows(named=True)}
         js = self.divergence.filter(pl.col("checkpoint") == last).row(0, named=True)
 
-        from mechanism.analysis._verdicts import qualified
-
         def iv(row: dict) -> str:
             return qualified(f"{row['estimate']:+.3f}" + interval_text(row["ci_low"], row["ci_high"]),
                              row["ci_low"], row["ci_high"])
@@ -216,8 +215,11 @@ class Track(Result):
             if a["ci_low"] is not None:
                 text += f" [{a['ci_low']:.3f}, {a['ci_high']:.3f}]"
             top = (self.shares.filter(pl.col("checkpoint") == name).sort("share", descending=True).head(2))
-            text += "; largest " + ", ".join(f"{self.names.get(r['strategy'], 'S%d' % r['strategy'])} "
-                                             f"{r['share']:.0%}" for r in top.iter_rows(named=True))
+            largest = []
+            for r in top.iter_rows(named=True):
+                label = self.names.get(r["strategy"], f"S{r['strategy']:d}")
+                largest.append(f"{label} {r['share']:.0%}")
+            text += "; largest " + ", ".join(largest)
             if name != self.base:
                 text += (f"; vs {self.base}: total {iv(split[(name, 'total')])} = composition "
                          f"{iv(split[(name, 'composition')])} + within {iv(split[(name, 'within')])}; "
@@ -235,7 +237,8 @@ class Track(Result):
         return {"checkpoints": table}
 
     def _headline(self) -> str:
-        return f"{len(self.checkpoints)} checkpoints ({self.checkpoints[0]} .. {self.checkpoints[-1]}), base {self.base}"
+        return (f"{len(self.checkpoints)} checkpoints ({self.checkpoints[0]} .. {self.checkpoints[-1]}), "
+                f"base {self.base}")
 
 
 def track(runs: pl.DataFrame, *, space: Any = None, labels: Any = None, order: Sequence[str] | None = None,
@@ -377,8 +380,11 @@ def _strategy_codes(runs: pl.DataFrame, *, labels: Any, space: Any, names: list[
         index = {v: i for i, v in enumerate(uniq)}
         codes = np.array([index[v] for v in lab.tolist()], dtype=np.int64)
         return codes, {i: f"S{i} {v}" for v, i in index.items()}, "strategies: the labels given"
-    # the strategy space pulls in the embedding stack: imported only when no labels are given
-    from mechanism.analysis.strategy_space import StrategySpace, display_names, fit_and_place
+    from mechanism.analysis.strategy_space import (  # noqa: PLC0415 - scikit-learn, UMAP, the embedder: only when no labels are given
+        StrategySpace,
+        display_names,
+        fit_and_place,
+    )
 
     if space is None:
         fit_on = names[-1] if fit_on is None else fit_on

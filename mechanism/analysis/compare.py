@@ -67,7 +67,8 @@ Conventions (stated once, used everywhere below):
   ``strata="pooled"`` a strategy one arm never used borrows the other arm's rate (the
   textbook form). A stratum neither arm used weighs nothing. The tables show an undefined
   rate as null.
-- **Alignment** (``success_alignment``; ``alignment`` is its old name, kept as an alias). Weighted Pearson correlation, over the strategies both arms use (outliers
+- **Alignment** (``success_alignment``; ``alignment`` is its old name, kept as an alias). Weighted Pearson
+  correlation, over the strategies both arms use (outliers
   excluded), of ``log(p_t(s) / p_b(s))`` with the base success rate ``r_b(s)``, weights
   ``(p_b(s) + p_t(s)) / 2``. Positive: the treated arm moved mass toward the strategies the
   base arm already executed well. Undefined (NaN) with fewer than three such strategies.
@@ -112,8 +113,10 @@ import polars as pl
 
 from mechanism.analysis._verdicts import comparison_lines, comparison_verdict, reweighting_lines, reweighting_verdict
 from mechanism.analysis.arms import OUTLIER, check_counts, check_labels, check_pair, is_outlier
+from mechanism.analysis.neighbours import NeighbourSearch, distinct_rows
 from mechanism.core.errors import InputError
 from mechanism.core.options import RandomState, Weighting, check_choice, check_ci, check_seed, choices
+from mechanism.core.progress import progress as bar
 from mechanism.core.resample import (
     bonferroni_level,
     detectable_effect,
@@ -1028,7 +1031,8 @@ def within_question_split(wn: np.ndarray, wc: np.ndarray, weights: np.ndarray, *
             "one_arm_mass_base": mass_b, "one_arm_mass_treated": mass_t}
 
 
-def weighted_tallies(counts: np.ndarray, wins: np.ndarray, weighting: Weighting = "question") -> tuple[np.ndarray, np.ndarray]:
+def weighted_tallies(counts: np.ndarray, wins: np.ndarray,
+                     weighting: Weighting = "question") -> tuple[np.ndarray, np.ndarray]:
     """Per (arm, question, strategy) trajectory and success tallies as the split uses them.
 
     ``"question"``: each (arm, question) divided by its samples
@@ -1181,8 +1185,6 @@ def _permutation_null(q_idx: np.ndarray, label_idx: np.ndarray, is_treated: np.n
                       n_permutations: int, random_state: int | np.random.Generator | None,
                       progress: bool | None, weighting: str) -> tuple[float, np.ndarray]:
     """Observed JS divergence and its ``n_permutations`` values under within-question permutation."""
-    from mechanism.core.progress import progress as bar
-
     q_idx = np.asarray(q_idx)
     label_idx = np.asarray(label_idx)
     is_treated = np.asarray(is_treated, dtype=bool)
@@ -1300,7 +1302,7 @@ def _distinct_at_common_n(frame: pl.DataFrame, base: str, treated: str, n_q: int
     ``1 - C(n - a, m) / C(n, m)`` (the unbiased estimator), and the expected number of
     distinct sequences is the sum of these over the question's sequences.
     """
-    from mechanism.analysis.boundaries import solved_probability
+    from mechanism.analysis.boundaries import solved_probability  # noqa: PLC0415 - boundaries loads scipy.stats: only for distinct-sequence counts
 
     mult = frame.group_by("arm", "q", "seq").len("a")
     sizes = frame.group_by("arm", "q").len("n")
@@ -1348,8 +1350,6 @@ def _neighbour_distances(coords: np.ndarray, is_t: np.ndarray, q_idx: np.ndarray
     if base_xy.shape[0] < 2 or treat_xy.shape[0] < 1:
         raise InputError("nearest-neighbour distances need at least 2 base and 1 treated rows",
                          field="coordinates")
-    from mechanism.analysis.neighbours import NeighbourSearch, distinct_rows
-
     base_pts, base_inv, base_cnt = distinct_rows(base_xy)
     treat_pts, treat_inv, _ = distinct_rows(treat_xy)
     search = NeighbourSearch(base_pts, random_state)
@@ -1512,8 +1512,8 @@ def one_arm_note(mass_base: float, mass_treated: float, base: str, treated: str,
             f"valuing every such cell at 0 or 1 instead bounds {what} to [{lo:+.3f}, {hi:+.3f}]")
 
 
-#: Below this many questions a comparison's notes say its sample is small (DESIGN.md: results
-#: below 30 problems say so).
+#: Below this many questions a comparison's notes say its sample is small (docs/methods.md,
+#: "Few problems").
 SMALL_QUESTIONS = 30
 
 

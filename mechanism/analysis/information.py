@@ -66,7 +66,8 @@ the rule of :mod:`mechanism.analysis.compare`'s split, ``estimate +- t_{Q-1} sqr
 standard deviations over the Q shared questions, other quantities percentile intervals, and
 the bands below the same small-sample calibration. Per-strategy rows are read together, so
 ``by_strategy`` and ``strategy_shift`` carry simultaneous bands (max-|t| bootstrap,
-:func:`mechanism.core.resample.simultaneous_band`) at joint level ``ci`` (column ``ci_level``): each rate or share column over its rows, and
+:func:`mechanism.core.resample.simultaneous_band`) at joint level ``ci`` (column ``ci_level``): each rate or share
+column over its rows, and
 ``strategy_shift``'s difference columns (share change and every part of the nested split) as
 one family; ``perplexity_by_strategy`` is Bonferroni-adjusted over the strategies.
 Family-level quantities (``per_arm``, ``split``, ``shift``: alignments, mass moved, nested
@@ -92,14 +93,17 @@ from mechanism.analysis.arms import check_arm, check_counts, check_labels, check
 from mechanism.analysis.compare import (
     WEIGHTINGS,
     Strata,
+    additive_logit,
     kitagawa_split,
     one_arm_note,
     small_sample_notes,
     weighted_correlation,
     weighted_tallies,
+    within_question_split,
 )
 from mechanism.core.errors import InputError
 from mechanism.core.options import RandomState, Weighting, check_choice, check_ci, check_seed
+from mechanism.core.progress import progress as bar
 from mechanism.core.resample import (
     bonferroni_level,
     detectable_effect,
@@ -185,8 +189,6 @@ def retrieval_status(runs: pl.DataFrame, *, evidence: str | None = None, rule: R
         retrieved) or ``"squad"`` (the earlier SQuAD reading, not-retrievable counted as not
         retrieved): the latter two only for the sensitivity table.
     """
-    from mechanism.core.progress import progress as bar
-
     validate(runs, required=("gold", "steps"))
     check_choice(rule, RetrievalRule, field="rule")
     match = _squad_gold_in_observations if rule == "squad" else gold_in_observations
@@ -1089,8 +1091,6 @@ def question_strata_split(n: np.ndarray, c: np.ndarray, weights: np.ndarray, *,
     :func:`mechanism.analysis.compare.additive_logit`, fitted per arm), and a question x strategy cell it
     never used gets the arm's own retrieval mix on that question and those modelled rates.
     """
-    from mechanism.analysis.compare import additive_logit, within_question_split
-
     w = np.asarray(weights, dtype=float)
     scale = np.ones(n.shape[:2]) if samples is None else np.asarray(samples, dtype=float)
 
@@ -1297,14 +1297,15 @@ def token_logprobs(runs: pl.DataFrame, model_path: str | Path, *, max_length: in
     A token belongs to the segment its first character falls in; the first token of a
     text has no context and is never scored.
     """
-    from mechanism.core.progress import progress as bar
-
     folder = Path(model_path)
     if not folder.is_dir():
         raise InputError("model folder not found", source=str(folder), field="model_path")
     try:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        import torch  # noqa: PLC0415 - torch: optional and heavy, only when a model scores the text
+        from transformers import (  # noqa: PLC0415 - transformers: optional and heavy, as torch
+            AutoModelForCausalLM,
+            AutoTokenizer,
+        )
     except ImportError as exc:  # pragma: no cover - both come with sentence-transformers
         raise InputError(f"`model_path` needs torch and transformers: {exc}", field="model_path") from exc
     try:

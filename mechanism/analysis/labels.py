@@ -93,8 +93,10 @@ def labels_from_space(runs: pl.DataFrame, folder: str | Path, *, cache_dir: str 
         ``(labels, coordinates, names)``: one strategy id per row of ``runs`` (-1 an outlier),
         the coordinates of the placement (or None), and each strategy's display name.
     """
-    # scikit-learn and the embedder load only when a saved space is read
-    from mechanism.analysis.strategy_space import StrategySpace, display_names
+    from mechanism.analysis.strategy_space import (  # noqa: PLC0415 - scikit-learn and the embedder: only when a saved space is read
+        StrategySpace,
+        display_names,
+    )
 
     space = StrategySpace.load(folder, cache_dir=cache_dir, progress=progress)
     placement = space.place(runs, map_xy=False)

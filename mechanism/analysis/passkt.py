@@ -1,5 +1,5 @@
 """PASS@(k,T): the chance that at least one of k episodes, each allowed at most T tool-use
-rounds, ends with a correct answer (DESIGN.md section 5).
+rounds, ends with a correct answer (docs/methods.md, "What it answers").
 
 With n samples of a problem of which c_T succeed within T rounds, the unbiased estimator
 (Chen et al. 2021) is ``1 - C(n - c_T, k) / C(n, k)``, averaged over problems. Everything

@@ -260,10 +260,11 @@ def _findings(table: pl.DataFrame, tests: dict[tuple[str, str], dict[str, Any]],
     findings = []
     if COMPOSITIONAL in cats and (rl, COMPOSITIONAL) in tests:
         t = tests[rl, COMPOSITIONAL]
-        ok = get(hi, rl, COMPOSITIONAL) > get(hi, base, COMPOSITIONAL) and t["gained"] > t["lost"] and t["p_value"] < 0.05
-        findings.append((f"on {COMPOSITIONAL} questions {rl}'s PASS@({k_hi},{t_max}) is above {base}'s and its boundary "
-                         "gains significantly more problems than it loses", ok,
-                         f"{get(hi, rl, COMPOSITIONAL):.3f} vs {get(hi, base, COMPOSITIONAL):.3f}; gained {t['gained']}, "
+        rl_hi, base_hi = get(hi, rl, COMPOSITIONAL), get(hi, base, COMPOSITIONAL)
+        ok = rl_hi > base_hi and t["gained"] > t["lost"] and t["p_value"] < 0.05
+        findings.append((f"on {COMPOSITIONAL} questions {rl}'s PASS@({k_hi},{t_max}) is above {base}'s and its "
+                         "boundary gains significantly more problems than it loses", ok,
+                         f"{rl_hi:.3f} vs {base_hi:.3f}; gained {t['gained']}, "
                          f"lost {t['lost']}, p = {t['p_value']:.2g}"))
     if SIMPLER in cats and (rl, SIMPLER) in tests:
         t = tests[rl, SIMPLER]

@@ -28,7 +28,8 @@ failed, after_error
 Failures and retries (``retries=``): by default (``"merge"``) a failed call and the calls of
 the same tool that follow it until one goes through are one *attempt* of that move, read as
 the move the last of them made, and a failed call nobody retried is read as the move it
-attempted. How often an agent fails and retries is execution, not strategy: it is kept per call (``failed``, ``retried``) and per trajectory (``n_failed``,
+attempted. How often an agent fails and retries is execution, not strategy: it is kept per call (``failed``,
+``retried``) and per trajectory (``n_failed``,
 ``n_retries``) and reported per strategy and arm, never in the move tokens or the rendering
 that define strategies. ``retries="keep"`` keeps every call a move of its own, failure
 (``!``) and retry (``after error``) marked, for studies of recovery behaviour.
@@ -159,7 +160,7 @@ def atoms(text: str | None) -> list[str]:
     return list(seen)
 
 
-content_tokens = atoms  # the name earlier versions used
+content_tokens = atoms  # an alias, for callers that import atoms under this name
 
 
 def check_retries(retries: Any) -> None:
@@ -466,10 +467,12 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
     >>> runs = from_records([{"arm": "a", "question_id": "q", "sample_id": 0, "question": "Cancel #W1",
     ...     "gold": [], "answer": "done", "correct": True, "n_rounds": 1, "steps": [
     ...     make_step(tool="cancel_order", arguments='{"order_id": "#W1"}', observation="Error: locked")]}])
-    >>> render(runs, retries="keep")["tokens"][0].split()
-    ['T:cancel_order!', 'R:cancel_order!/first', 'M:cancel_order!/first/user/partial', 'B:start>cancel_order!/first', 'B:cancel_order!/first>answer', 'E:answer']
-    >>> render(runs)["tokens"][0].split()  # by default a failure is execution, not a move
-    ['T:cancel_order', 'R:cancel_order/first', 'M:cancel_order/first/user/partial', 'B:start>cancel_order/first', 'B:cancel_order/first>answer', 'E:answer']
+    >>> render(runs, retries="keep")["tokens"][0].split()  # doctest: +NORMALIZE_WHITESPACE
+    ['T:cancel_order!', 'R:cancel_order!/first', 'M:cancel_order!/first/user/partial',
+     'B:start>cancel_order!/first', 'B:cancel_order!/first>answer', 'E:answer']
+    >>> render(runs)["tokens"][0].split()  # doctest: +NORMALIZE_WHITESPACE
+    ['T:cancel_order', 'R:cancel_order/first', 'M:cancel_order/first/user/partial',
+     'B:start>cancel_order/first', 'B:cancel_order/first>answer', 'E:answer']
     """
     out: list[str] = []
     prev = "start"

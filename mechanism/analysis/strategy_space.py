@@ -13,7 +13,7 @@ silhouette, renumbering, the outlier threshold), :mod:`~mechanism.analysis._stra
 :mod:`~mechanism.analysis._strategies.persist` (save and load). The estimator never changes its own
 parameters; learned state (trailing underscore) is set only by ``fit`` (and ``load``).
 
-Pipeline (DESIGN.md section 5):
+Pipeline (docs/methods.md, "What it answers"):
 
 1. :func:`mechanism.analysis.segmentation.render` describes every call by the tool-agnostic move
    grammar (tool, where its values came from, relation to earlier calls, failure and retry)
@@ -54,9 +54,9 @@ New trajectories are assigned to the strategy of their nearest training row in t
 space (a rendering seen at fit gets exactly its fit label); rows farther from that strategy's
 medoid than ``threshold_`` get -1. The threshold is calibrated on the fit's own distances: the
 99th percentile of the fitted trajectories' distances to their strategy's medoid (at least
-``resolution``), so that it can fire on an agent unlike the fitted one (issue 19: a saved space
-applied to another agent reported no outliers under the earlier nearest-row rule while many of
-the rows it put in a one-call strategy made two or three calls).
+``resolution``), so that it can fire on an agent unlike the fitted one: in a saved space applied
+to another agent, a trajectory of two or three calls placed in a one-call strategy is far from that
+strategy's medoid even where its nearest fitted row is close.
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ from mechanism.analysis._strategies.clustering import (  # noqa: F401
     weighted_silhouette,
 )
 from mechanism.analysis._strategies.describe import c_tf_idf_keywords  # noqa: F401  (public here since 0.1)
-from mechanism.analysis._strategies.description import MAX_SHOWN_CHARS, member_examples, pick_members  # noqa: F401  (public here: the report's explorer)
+from mechanism.analysis._strategies.description import MAX_SHOWN_CHARS, member_examples, pick_members, step_labels  # noqa: F401  (public here: the report's explorer)
 from mechanism.analysis._strategies.features import (
     FitRows,
     distinct_rows,
@@ -220,10 +220,10 @@ class StrategySpace(BaseEstimator):
 
     def __init__(self, *, embedder: str | TextEmbedder | None = None, embedding_weight: float = 0.3,
                  structure_weight: float = 1.0, method: Method = "agglomerative", resolution: float = 1.5,
-                 linkage: Linkage = "average", min_share: float = 0.07,
-                 k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
-                 cluster_on: ClusterOn = "features", n_components: int = 5, n_neighbors: int = 15,
-                 min_dist: float = 0.0, max_umap_points: int = 3000, n_bootstrap: int = 20, random_state: RandomState = 0, retries: Retries = "merge",
+                 linkage: Linkage = "average", min_share: float = 0.07, k_range: tuple[int, int] = (2, 12),
+                 min_cluster_size: int | None = None, cluster_on: ClusterOn = "features", n_components: int = 5,
+                 n_neighbors: int = 15, min_dist: float = 0.0, max_umap_points: int = 3000, n_bootstrap: int = 20,
+                 random_state: RandomState = 0, retries: Retries = "merge",
                  families: Families = "keep", plans: Plans = "apart", error_pattern: str | None = None,
                  action_field: ActionField = "auto", ignore_tools: Sequence[str] | None = None,
                  by: str | None = None, cache_dir: str | os.PathLike | None = None,
@@ -497,8 +497,6 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
               first: np.ndarray, *, by: str | None = None) -> FitRows:
     """What the fit clusters (:class:`~mechanism.analysis._strategies.features.FitRows`) from the rendered
     table, its distinct rows, each row's distinct row and the first row holding each."""
-    from mechanism.analysis._strategies.description import step_labels
-
     moves = [str(m) for m in traj["moves"].gather(first).to_list()]
     arm_codes = np.unique(runs["arm"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
     arm_counts = np.zeros((len(uniq), int(arm_codes.max()) + 1), dtype=np.int64)

@@ -76,7 +76,8 @@ _TOOL_ERROR = re.compile(
     r"json|format|syntax)\b|unknown (?:tool|action|command|function)\b|permission denied\b|access denied\b|"
     r"unauthorized\b|traceback \(most\b)", re.I)
 # an error member that holds something: `{"error": null, "result": ...}` is a success
-_JSON_ERROR = re.compile(r'^\s*\{\s*"(?:error|exception|error_message)"\s*:(?!\s*(?:null|false|""|\{\s*\}|\[\s*\])\s*[,}])|'
+_JSON_ERROR = re.compile(r'^\s*\{\s*"(?:error|exception|error_message)"\s*:'
+                         r'(?!\s*(?:null|false|""|\{\s*\}|\[\s*\])\s*[,}])|'
                          r'^\s*\{\s*"errors"\s*:\s*\[\s*[{"]|'
                          r'^\s*\{.{0,200}"status"\s*:\s*"(?:error|failed|failure)"|^\s*\{.{0,200}"success"\s*:\s*false\b',
                          re.I | re.S)
@@ -85,7 +86,8 @@ _JSON_ERROR = re.compile(r'^\s*\{\s*"(?:error|exception|error_message)"\s*:(?!\s
 # (before anything nested), FastAPI's validation errors, a FHIR OperationOutcome
 _HTTP_REASONS = (r"bad request|unauthori[sz]ed|payment required|forbidden|not found|method not allowed|not acceptable|"
                  r"proxy authentication required|request time-?out|conflict|gone|length required|"
-                 r"precondition (?:failed|required)|(?:payload|request entity|content) too large|(?:request-)?uri too long|"
+                 r"precondition (?:failed|required)|(?:payload|request entity|content) too large|"
+                 r"(?:request-)?uri too long|"
                  r"unsupported media type|(?:requested )?range not satisfiable|expectation failed|i'm a teapot|"
                  r"misdirected request|unprocessable (?:entity|content)|locked|failed dependency|too early|"
                  r"upgrade required|too many requests|request header fields too large|unavailable for legal reasons|"
@@ -102,7 +104,8 @@ _HTTP = re.compile(r"^\W{0,3}(?:https?/\d(?:\.\d)?[ \t]++[45]\d\d\b|"
                    rf"[45]\d\d[ \t]*+(?:[:\-][ \t]*+)?(?:page[ \t]++)?(?:{_HTTP_REASONS}){_HTTP_END}|"
                    r"(?:request[ \t]++)?failed with status(?:[ \t]++code)?[ \t]++[45]\d\d\b)|"
                    # a server's own error page (nginx, Apache): the status in its title
-                   rf"^\s*(?:<!doctype html>\s*)?<html[^>]{{0,100}}>\s*<head>\s*<title>\s*[45]\d\d[ \t]++(?:{_HTTP_REASONS})|"
+                   r"^\s*(?:<!doctype html>\s*)?<html[^>]{0,100}>\s*<head>\s*"
+                   rf"<title>\s*[45]\d\d[ \t]++(?:{_HTTP_REASONS})|"
                    r'^\s*\{[^{}\[\]]{0,200}"(?:status|status_?code|statuscode|http_?status(?:_?code)?)"\s*:\s*"?[45]\d\d\b|'
                    r'^\s*\{\s*"detail"\s*:\s*\[\s*\{[^{}]{0,200}"loc"\s*:\s*\[', re.I)
 # FastAPI / Django REST's error body: `{"detail": "..."}` and nothing else
@@ -171,9 +174,11 @@ def is_failure(observation: str | None, pattern: Any = None, *, tool: str | None
     (False, False)
     >>> is_failure("Error correction code: in computing, ...")
     False
-    >>> is_failure("hello\\nTraceback (most recent call last):\\n  File \\"x.py\\", line 2\\nZeroDivisionError: division by zero")
+    >>> is_failure("hello\\nTraceback (most recent call last):\\n  File \\"x.py\\", line 2\\n"
+    ...            "ZeroDivisionError: division by zero")
     True
-    >>> is_failure("F.\\nFAIL: test_x\\nTraceback (most recent call last):\\nAssertionError: 1 != 2\\n\\nRan 2 tests in 0.01s\\n\\nFAILED (failures=1)")
+    >>> is_failure("F.\\nFAIL: test_x\\nTraceback (most recent call last):\\nAssertionError: 1 != 2\\n\\n"
+    ...            "Ran 2 tests in 0.01s\\n\\nFAILED (failures=1)")
     False
 
     The environment answered with nothing: empty, ``None``, ``null``, ALFWorld's ``Nothing
@@ -286,10 +291,11 @@ def compile_error_pattern(pattern: Any) -> Any:
     --------
     >>> compile_error_pattern("^busy").search("BUSY") is not None
     True
-    >>> compile_error_pattern("(?<!x)busy")
+    >>> compile_error_pattern("(?<!x)busy")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    mechanism.core.errors.InputError: `error_pattern` uses a feature the linear-time engine (RE2) cannot run (invalid perl operator: (?<!): rewrite it without backreferences or lookaround
+    mechanism.core.errors.InputError: `error_pattern` uses a feature the linear-time engine (RE2) cannot run
+    (invalid perl operator: (?<!): rewrite it without backreferences or lookaround
     """
     if pattern is None or isinstance(pattern, re.Pattern) or isinstance(pattern, LinearPattern):
         return pattern

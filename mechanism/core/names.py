@@ -23,8 +23,8 @@ from mechanism.core.errors import InputError
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["safe_filename", "file_stems", "pair_folders", "display_name", "visible_name", "escape_control", "escape_formula", "csv_safe",
-           "write_csv", "natural_key"]
+__all__ = ["safe_filename", "file_stems", "pair_folders", "display_name", "visible_name", "escape_control",
+           "escape_formula", "csv_safe", "write_csv", "natural_key"]
 
 # The Unicode categories escape_control writes as escapes: controls (C0, DEL, C1; Cc),
 # format characters (bidirectional overrides and isolates, zero-width characters, the

@@ -100,10 +100,11 @@ def compile_linear(pattern: str | re.Pattern[str] | None, *, option: str, ignore
     >>> p = compile_linear("^busy", option="error_pattern", ignore_case=True, multiline=True)
     >>> bool(p.search("ok\\nBUSY now")), p.flags == re.I | re.M
     (True, True)
-    >>> compile_linear(r"(a)\\1", option="error_pattern")
+    >>> compile_linear(r"(a)\\1", option="error_pattern")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    mechanism.core.errors.InputError: `error_pattern` uses a feature the linear-time engine (RE2) cannot run (invalid escape sequence: \\1): rewrite it without backreferences or lookaround
+    mechanism.core.errors.InputError: `error_pattern` uses a feature the linear-time engine (RE2) cannot run
+    (invalid escape sequence: \\1): rewrite it without backreferences or lookaround
     """
     if pattern is None or isinstance(pattern, re.Pattern):
         return pattern

@@ -11,7 +11,8 @@ import numpy as np
 from mechanism.core.options import check_seed
 
 
-def question_bootstrap_weights(n_questions: int, n_boot: int, random_state: int | np.random.Generator | None = 0) -> np.ndarray:
+def question_bootstrap_weights(n_questions: int, n_boot: int,
+                               random_state: int | np.random.Generator | None = 0) -> np.ndarray:
     """How often each question is drawn in each bootstrap replicate.
 
     Parameters
@@ -66,8 +67,8 @@ def _small_sample_factor(z: float | np.ndarray, n_questions: int) -> float | np.
     >>> round(float(_small_sample_factor(1.959964, 40)), 4)   # 2.0227 * sqrt(40 / 39)
     2.0485
     """
-    from scipy.stats import norm
-    from scipy.stats import t as student
+    from scipy.stats import norm  # noqa: PLC0415 - scipy.stats: about 0.7 s to load, and the core layer stays light
+    from scipy.stats import t as student  # noqa: PLC0415 - scipy.stats, as above
 
     if n_questions < 2:
         return np.full(np.shape(z), np.inf) if np.ndim(z) else math.inf
@@ -100,7 +101,7 @@ def split_interval(estimate: np.ndarray | float, replicates: np.ndarray, level: 
         return nan, nan.copy()
     if not 0.0 < level < 1.0:
         raise ValueError(f"confidence level must be in (0, 1), got {level}")
-    from scipy.stats import norm
+    from scipy.stats import norm  # noqa: PLC0415 - scipy.stats: about 0.7 s to load, and the core layer stays light
 
     with warnings.catch_warnings():  # all-NaN slices are answered with NaN on purpose
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -151,7 +152,8 @@ def question_weighted(counts: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarr
 # ----------------------------------------------------------------------------- random streams
 
 def question_mean(question_index: np.ndarray, values: np.ndarray, n_questions: int, *,
-                  weights: np.ndarray | None = None, level: float | None = 0.95) -> tuple[float, float | None, float | None, int]:
+                  weights: np.ndarray | None = None,
+                  level: float | None = 0.95) -> tuple[float, float | None, float | None, int]:
     """Mean of ``values`` over questions, each question weighing 1 (its samples averaged first),
     with a percentile interval over bootstrap ``weights`` of the questions.
 
@@ -277,7 +279,7 @@ def detectable_effect(low: np.ndarray | float, high: np.ndarray | float, level: 
     """
     if level is None:  # no intervals, nothing to read a detectable effect from
         return math.nan if np.ndim(low) == 0 else np.full(np.shape(low), math.nan)
-    from scipy.stats import norm
+    from scipy.stats import norm  # noqa: PLC0415 - scipy.stats: about 0.7 s to load, and the core layer stays light
 
     z = norm.ppf((1.0 + level) / 2.0)
     width = np.asarray(high, dtype=float) - np.asarray(low, dtype=float)

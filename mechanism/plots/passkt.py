@@ -203,8 +203,9 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str, t_source: st
         ax.set_title(f"PASS@(k,T): {t} − {b}" + (" (* interval excludes 0)" if sig is not None else ""))
         fig.colorbar(image, ax=ax, shrink=0.9, label=f"{t} − {b}")
         if sig is not None and caption:
-            fig.text(0.5, -0.01, "* bootstrap interval over problems excludes 0 (each cell at its own level, not adjusted over cells)", ha="center", va="top",
-                     fontsize=7.5, color="0.35")
+            fig.text(0.5, -0.01, "* bootstrap interval over problems excludes 0 "
+                     "(each cell at its own level, not adjusted over cells)",
+                     ha="center", va="top", fontsize=7.5, color="0.35")
     return fig
 
 
@@ -252,9 +253,9 @@ def plot_boundary(result: Boundary, *, colors: Mapping[str, str] | None = None, 
         top = max(int(gained.max(initial=0)), int(lost.max(initial=0)), 1)
         ax_diff.set_ylim(-top * 1.35, top * 1.55)
         significant = (tests["p_holm"] < result.alpha).to_list()
-        for xi, g, l, p, exp in zip(x, gained, lost, tests["p_value"], significant):
+        for xi, g, lo, p, exp in zip(x, gained, lost, tests["p_value"], significant):
             ax_diff.text(xi, g + top * 0.06, f"+{g}" if g else "0", ha="center", va="bottom", fontsize=7)
-            ax_diff.text(xi, -l - top * 0.06, f"−{l}" if l else "0", ha="center", va="top", fontsize=7)
+            ax_diff.text(xi, -lo - top * 0.06, f"−{lo}" if lo else "0", ha="center", va="top", fontsize=7)
             ax_diff.text(xi, top * 1.32, _p_label(p) + ("*" if exp else ""), ha="center", va="bottom",
                          fontsize=6.5 if len(x) <= 5 else 5.8, color="0.25")
         # the row of p-values is named in the legend, outside the axes, so nothing crowds it

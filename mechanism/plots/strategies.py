@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
+from mechanism.analysis.shares import strategy_shares as question_weighted_shares
 from mechanism.analysis.strategy_space import strategy_label
 from mechanism.plots.style import STRATEGY_PALETTE, arm_colors, arm_label, display_name, paper_style
 
@@ -275,8 +276,6 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
         Add a title.
     """
     if shares is None:
-        from mechanism.analysis.shares import strategy_shares as question_weighted_shares
-
         assigned = assigned if assigned is not None else space.assign(runs)
         shares = question_weighted_shares(assigned, ci=None)
     arms = list(arms) if arms is not None else sorted(shares["arm"].unique().to_list())
@@ -316,8 +315,8 @@ def strategy_table(space: StrategySpace, *, top: int = 12, described: pl.DataFra
     for r in desc.iter_rows(named=True):
         rate = [("–" if r[f"success_rate[{a}]"] is None
                  else f"{r[f'success_rate[{a}]']:.2f} (n={r[f'n[{a}]']:,})") for a in arms]
-        rows.append([strategy_label(r["strategy"], r["typical_moves"], r["typical_member"], name=r.get("name")), f"{r['size']:,}", f"{r['share']:.1%}",
-                     *rate, ", ".join(r["keywords"][:3])])
+        label = strategy_label(r["strategy"], r["typical_moves"], r["typical_member"], name=r.get("name"))
+        rows.append([label, f"{r['size']:,}", f"{r['share']:.1%}", *rate, ", ".join(r["keywords"][:3])])
     with paper_style():
         fig, ax = plt.subplots(figsize=(3.0 + 0.9 * len(header), 0.24 * len(rows) + 0.6),
                                constrained_layout=True)

@@ -3,15 +3,18 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import matplotlib
 import matplotlib.pyplot as plt
+from matplotlib import colormaps
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation, Text
 
-from mechanism.core.names import display_name, safe_filename  # noqa: F401  (re-exported: figures use them)
+from mechanism.core.names import display_name, escape_control, natural_key, safe_filename  # noqa: F401 - display_name, safe_filename: re-exported, figures use them
 
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies and in greyscale print.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -61,15 +64,9 @@ def arm_colors(arms: Sequence[str], *, ordered: bool | None = None) -> dict[str,
     sees training order in the colour. A report computes this once for all its arms and passes
     it to every figure (``colors=``).
     """
-    from matplotlib import colormaps
-
-    from mechanism.core.names import natural_key
-
     others = sorted(dict.fromkeys(a for a in arms if a not in ARM_COLORS), key=natural_key)
     out = {a: ARM_COLORS[a] for a in arms if a in ARM_COLORS}
     if ordered is None:
-        import re
-
         shapes = {re.sub(r"\d+(\.\d+)?", "#", str(a)) for a in others}
         ordered = len(others) >= 3 and len(shapes) == 1 and "#" in next(iter(shapes))
     if ordered and others:
@@ -112,8 +109,6 @@ def short_names(names: Sequence[str], *, max_length: int = 28) -> dict[str, str]
     ...                     "claude3haiku_react_reflexion"], max_length=18).values())
     ['claude3haiku_…xion', 'davinci003_re…base', 'davinci003_re…xion']
     """
-    from mechanism.core.names import escape_control
-
     full = {n: escape_control(n) for n in dict.fromkeys(names)}
     out: dict[str, str] = {}
     for tail in range(4, max_length):
@@ -152,8 +147,6 @@ def arm_label(name: str, *, max_length: int = 28) -> str:
 def text_overlaps(fig: Figure, *, tolerance: float = 1.0) -> list[tuple[Any, Any]]:
     """Pairs of visible texts of ``fig`` whose boxes, as the renderer draws them, overlap by
     more than ``tolerance`` pixels each way (titles, labels, ticks, legends, annotations)."""
-    from matplotlib.text import Text
-
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     hidden = _undrawn_tick_labels(fig)
@@ -181,6 +174,12 @@ def _undrawn_tick_labels(fig: Figure) -> set[int]:
                 if not lo - eps <= tick.get_loc() <= hi + eps:
                     hidden |= {id(tick.label1), id(tick.label2)}
     return hidden
+
+
+def _give_way(artist: Any, titles: set, ticks: set) -> int:
+    """Which of two overlapping texts gives way, lowest first: an annotation (moved), then a
+    title or label, a tick last."""
+    return 1 if artist in titles else 2 if artist in ticks else 0
 
 
 def _wrap(text: str) -> str:
@@ -225,9 +224,7 @@ def declutter(fig: Figure, *, rounds: int = 12, smallest: float = 5.0) -> Figure
                 ticks |= set(legend.get_texts()) | {legend.get_title()}
         done = set()
         for a, b in pairs:
-            # which of the two gives way: an annotation (moved), then a title or label, a tick last
-            rank = (lambda x: 1 if x in titles else 2 if x in ticks else 0)
-            t, other = (a, b) if rank(a) <= rank(b) else (b, a)
+            t, other = (a, b) if _give_way(a, titles, ticks) <= _give_way(b, titles, ticks) else (b, a)
             if id(t) in done:
                 continue
             done.add(id(t))
@@ -254,8 +251,6 @@ def declutter(fig: Figure, *, rounds: int = 12, smallest: float = 5.0) -> Figure
 
 def _nudge(t: Any, other: Any, renderer: Any) -> None:
     """Move text ``t`` vertically just off ``other`` (display pixels to its own coordinates)."""
-    from matplotlib.text import Annotation
-
     box, obox = t.get_window_extent(renderer), other.get_window_extent(renderer)
     up = box.y0 + box.y1 >= obox.y0 + obox.y1
     dy = (obox.y1 - box.y0 + 2) if up else -(box.y1 - obox.y0 + 2)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from mechanism.plots.style import STRATEGY_PALETTE, display_name, paper_style
@@ -187,8 +188,6 @@ def plot_track_passkt(passkt: pl.DataFrame, *, k: Sequence[int] | None = None, t
     """PASS@(k,T) over training: one panel per k (shared axes), one line per round budget T
     in an ordered palette (light = small T), bootstrap bands. When T was counted by
     truncation the legend says so."""
-    from matplotlib import colormaps
-
     names, x, by_step = _axis(passkt)
     ks = sorted(set(passkt["k"].to_list())) if k is None else list(k)
     ts = sorted(set(passkt["t"].to_list())) if t is None else list(t)

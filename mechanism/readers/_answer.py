@@ -241,7 +241,7 @@ def extract_answer(text: str, *, pattern: Any = None,
     if pattern is not None:
         last = None
         try:
-            for last in pattern.finditer(text):
+            for last in pattern.finditer(text):  # noqa: B007 - keeps the last match without a list of all
                 pass
         except UnicodeEncodeError:  # a lone surrogate RE2 cannot encode: no match here
             last = None

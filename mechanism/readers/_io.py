@@ -46,13 +46,14 @@ _MAGIC = ((b"\x1f\x8b", "gzip-compressed: decompress it first (gunzip)"),
 def sniff_encoding(head: bytes, source: str) -> None:
     """A one-line error naming what the file is when its first bytes say it is compressed,
     an archive or UTF-16 (which would otherwise read as "unknown format" or bad UTF-8)."""
-    if head.startswith(b"\xff\xfe\x00\x00") or head.startswith(b"\x00\x00\xfe\xff"):
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
         raise InputError("file is UTF-32 encoded: convert it to UTF-8", source=source, field="encoding")
     for magic, what in _MAGIC:
         if head.startswith(magic):
             raise InputError(f"file is {what}", source=source, field="encoding")
     sample = head[:64]
-    if len(sample) >= 8 and (sample[1::2].count(0) >= len(sample) // 2 - 1 or sample[0::2].count(0) >= len(sample) // 2 - 1):
+    half = len(sample) // 2 - 1
+    if len(sample) >= 8 and (sample[1::2].count(0) >= half or sample[0::2].count(0) >= half):
         raise InputError("file looks UTF-16 encoded (no byte-order mark): convert it to UTF-8", source=source,
                          field="encoding")
 
@@ -381,7 +382,7 @@ def read_parquet(path: Path, data: bytes | None = None) -> pl.DataFrame:
         raise InputError(str(exc), source=str(path), field="schema") from None
     try:
         return pl.read_parquet(io.BytesIO(data) if data is not None else path)
-    except Exception as exc:  # polars raises several types for a corrupt file
+    except Exception as exc:  # noqa: BLE001 - polars raises several types for a corrupt file
         raise InputError(f"cannot read parquet ({type(exc).__name__}: {_first_line(exc)})", source=str(path)) from None
 
 
@@ -390,7 +391,7 @@ def read_csv(path: Path, data: bytes | None = None) -> pl.DataFrame:
     try:
         # all text: types are coerced per canonical field, with errors naming the row
         return pl.read_csv(io.BytesIO(data) if data is not None else path, infer_schema=False, separator=separator)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - polars raises several types for a malformed CSV
         _check_utf8_lines(path, data)  # name the line when the bytes are the problem
         raise InputError(f"cannot read CSV ({type(exc).__name__}: {_first_line(exc)})", source=str(path)) from None
 

@@ -96,14 +96,14 @@ def records(path: Path) -> Iterator[tuple[int, Any]]:
     """(sample index, record for :func:`parse`) for every sample of the log."""
     source = str(path)
     try:
-        from inspect_ai.log import read_eval_log
+        from inspect_ai.log import read_eval_log  # noqa: PLC0415 - inspect_ai: an optional extra, only for .eval logs
     except ImportError:
         raise InputError(_MISSING_EXTRA, source=source, field="format") from None
     if not path.is_file():
         raise InputError("file not found", source=source)
     try:
         log = read_eval_log(str(path))
-    except Exception as exc:  # inspect_ai raises many types for a file that is not its log
+    except Exception as exc:  # noqa: BLE001 - inspect_ai raises many types for a file that is not its log
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
         raise InputError(f"cannot read Inspect AI log ({type(exc).__name__}: {reason})", source=source,
                          field="format") from None

@@ -52,7 +52,7 @@ def write_json(section: Section, path: Path, data: Any, *, default: Callable[[An
 def write_figures(section: Section, folder: Path, figures: Iterable[tuple[str, Any]], *, prefix: str = "") -> None:
     """Save each ``(stem, figure)`` as ``folder/<stem>.png`` and ``.pdf``, close it and record it
     under ``prefix + stem`` (the key of ``Section.figures``)."""
-    from mechanism.plots.style import close, save_figure
+    from mechanism.plots.style import close, save_figure  # noqa: PLC0415 - matplotlib: only when a figure is drawn
 
     for stem, fig in figures:
         section.add_figure(save_figure(fig, folder, stem), prefix + stem)

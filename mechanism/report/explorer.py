@@ -8,12 +8,16 @@ where it came from.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from mechanism.analysis.segmentation import argument_values, atoms
+from mechanism.core.names import escape_control, write_csv
 from mechanism.core.text import estimate_text, md_escape
 from mechanism.report.page import PageSection, render
 from mechanism.report.tables import ReportTable
@@ -51,8 +55,6 @@ def value_provenance(question: str | None, steps: Sequence[dict] | None) -> list
     >>> value_provenance("Change my flight", steps)
     [[('mia_li_3668', 'user')], [('Paris', 'new')]]
     """
-    from mechanism.analysis.segmentation import argument_values, atoms
-
     asked = set(atoms(question))
     said: set[str] = set()
     calls: set[str] = set()
@@ -83,9 +85,7 @@ def member_transcript(row: dict, segs: Sequence[dict], *, arm_index: int = 0, ki
     sources as :func:`mechanism.segment` gives them, failure, thought, observation) and the
     answer. ``row`` is a canonical row, ``segs`` its calls' rows of :func:`mechanism.segment`
     in order. Text is unmasked and cut to a readable length, never escaped here."""
-    import json
-
-    from mechanism.analysis.strategy_space import MAX_SHOWN_CHARS
+    from mechanism.analysis.strategy_space import MAX_SHOWN_CHARS  # noqa: PLC0415 - scikit-learn (strategy_space): only when strategies are shown
 
     def cut(text: object) -> str:
         text = "" if text is None else str(text)
@@ -95,7 +95,8 @@ def member_transcript(row: dict, segs: Sequence[dict], *, arm_index: int = 0, ki
     calls = []
     for i, (st, values) in enumerate(zip(steps, value_provenance(row.get("question"), steps))):
         seg = segs[i] if i < len(segs) else {}
-        calls.append({"index": i + 1, "tool": cut(st.get("tool")), "arguments": cut(st.get("arguments") or st.get("query")),
+        calls.append({"index": i + 1, "tool": cut(st.get("tool")),
+                      "arguments": cut(st.get("arguments") or st.get("query")),
                       "values": [{"value": cut(v), "source": src} for v, src in values],
                       "relation": seg.get("relation", ""), "move": seg.get("move", ""),
                       "sources": seg.get("sources", ""), "failed": bool(seg.get("failed", False)),
@@ -112,21 +113,21 @@ def member_transcript(row: dict, segs: Sequence[dict], *, arm_index: int = 0, ki
     correct = bool(row.get("correct"))
     return {"kind": kind, "arm": row["arm"], "arm_index": arm_index, "question_id": str(row["question_id"]),
             "sample_id": int(row["sample_id"]), "correct": correct, "outcome": "success" if correct else "failure",
-            "question": cut(row.get("question")), "answer": cut(row.get("answer")) if row.get("answer") is not None else None,
+            "question": cut(row.get("question")),
+            "answer": cut(row.get("answer")) if row.get("answer") is not None else None,
             "gold": [cut(g) for g in (row.get("gold") or [])], "calls": calls, "user_after": user_after,
             "n_failed": sum(c["failed"] for c in calls), "anchor": anchor}
 
 
 def _segments_by_key(moves: pl.DataFrame) -> dict[tuple, list[dict]]:
     by_key: dict[tuple, list[dict]] = {}
-    for m in moves.filter(pl.col("tool") != "answer").sort("arm", "question_id", "sample_id", "step").iter_rows(named=True):
+    calls = moves.filter(pl.col("tool") != "answer").sort("arm", "question_id", "sample_id", "step")
+    for m in calls.iter_rows(named=True):
         by_key.setdefault((m["arm"], str(m["question_id"]), int(m["sample_id"])), []).append(m)
     return by_key
 
 
 def _question_anchor(question_id: str) -> str:
-    import hashlib
-
     return "q-" + hashlib.sha1(str(question_id).encode("utf-8")).hexdigest()[:12]
 
 
@@ -142,9 +143,6 @@ def write_member_pages(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Se
     questions; filters by arm, outcome and failure) and a CSV of all its members, under
     ``folder``. Returns ``{strategy: {"pages": [(label, path relative to root)], "csv": path,
     "written": [Path], "size": n}}``."""
-    from mechanism.core.names import write_csv
-    from mechanism.report.page import render
-
     if per_page < 1:
         raise ValueError("`members_per_page` must be at least 1")
     folder.mkdir(parents=True, exist_ok=True)
@@ -214,7 +212,7 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
     :func:`mechanism.segment` of ``runs``; ``pages`` is :func:`write_member_pages`' answer
     (each strategy then links to all its members).
     """
-    from mechanism.analysis.strategy_space import pick_members
+    from mechanism.analysis.strategy_space import pick_members  # noqa: PLC0415 - scikit-learn (strategy_space): only when strategies are shown
 
     arms = list(arms)
     arm_index = {a: i for i, a in enumerate(arms)}
@@ -232,7 +230,8 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
             table_rows.append({
                 "arm": a, "trajectories": f"{int(row.get(f'n[{a}]') or 0):,}",
                 "share": estimate_text(sh.get("share"), sh.get("ci_low"), sh.get("ci_high")) if sh else "0",
-                "success": estimate_text(row.get(f"success_rate[{a}]"), row.get(f"ci_low[{a}]"), row.get(f"ci_high[{a}]")),
+                "success": estimate_text(row.get(f"success_rate[{a}]"), row.get(f"ci_low[{a}]"),
+                                         row.get(f"ci_high[{a}]")),
                 "failed calls": estimate_text(rt.get("failure_rate")) if rt else "no calls",
                 "retries": estimate_text(rt.get("retry_rate")) if rt else "no calls"})
         table = ReportTable(key=f"strategy-{s}-arms".replace("--", "-m"), title=f"{strategy_label(s)} per arm",
@@ -262,7 +261,8 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
             for c in m["calls"]:
                 if c["user"]:
                     md.append(f"    - user: {md_escape(c['user'])}")
-                md.append(f"    {c['index']}. `{_code(c['tool'])}` `{_code(c['arguments'])}`: {md_escape(c['relation'])}"
+                md.append(f"    {c['index']}. `{_code(c['tool'])}` `{_code(c['arguments'])}`: "
+                          f"{md_escape(c['relation'])}"
                           + (" **failed**" if c["failed"] else "") + (" (retry)" if c["after_error"] else "")
                           + "; values: " + ", ".join(f"`{_code(v['value'])}` from {v['source']}" for v in c["values"])
                           + f"; observation: {md_escape(c['observation'])}")
@@ -288,6 +288,4 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
 
 def _code(text: object) -> str:
     """Text inside Markdown backticks: backticks and control characters cannot break out."""
-    from mechanism.core.names import escape_control
-
     return " ".join(escape_control(str(text)).replace("`", "'").split())

@@ -38,13 +38,13 @@ def write_integration(result: Any, out: str | Path, *, names: Mapping[Any, str] 
     Section
         ``results`` holds the :class:`~mechanism.analysis.information.Integration`.
     """
-    from mechanism.plots.integration import plot_integration_grid, plot_integration_shift, plot_integration_split
+    from mechanism.plots.integration import plot_integration_grid, plot_integration_shift, plot_integration_split  # noqa: PLC0415 - matplotlib: only when a figure is drawn
 
     res = result
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     section = Section(results=[res])
-    # file names as before: the long table is not written here, by_category keeps its prefix
+    # the long table goes to parquet below, not CSV; by_category keeps its file name integration_by_category.csv
     write_tables(section, out, [({"by_category": "integration_by_category"}.get(name, name), table)
                                 for name, table in res.tables().items() if name not in ("per_trajectory", "estimates")])
     write_table(section, res.per_trajectory, out / "per_trajectory.parquet")

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jinja2
+from markupsafe import Markup
+
 from mechanism.core.names import escape_control
 from mechanism.core.text import md_escape
 from mechanism.report.tables import ReportTable
@@ -76,8 +79,6 @@ def as_section(item: Any, *, taken: set[str] | None = None) -> PageSection:
     """A :class:`PageSection` from a section, a ``(heading, text)`` pair (multi-line text
     becomes a list, never a preformatted block) or any object with ``title`` and ``html``
     and/or ``markdown`` (the lead sections a caller puts first)."""
-    from markupsafe import Markup
-
     if isinstance(item, PageSection):
         section = item
     elif isinstance(item, tuple):
@@ -112,9 +113,6 @@ def anchor(title: str) -> str:
 def environment():
     """The templates' environment: autoescaping on, every printed string first made safe to
     show (control and bidirectional characters as visible escapes, whitespace collapsed)."""
-    import jinja2
-    from markupsafe import Markup
-
     def finalize(value: Any) -> Any:
         if isinstance(value, str) and not isinstance(value, Markup):
             return escape_control(" ".join(value.split()))
@@ -126,8 +124,6 @@ def environment():
 
 def render(template: str, **context: Any) -> Any:
     """Render a template of this package; returns ``markupsafe.Markup``."""
-    from markupsafe import Markup
-
     return Markup(environment().get_template(template).render(**context))
 
 
@@ -156,8 +152,6 @@ def write_page(out: str | Path, *, title: str, sections: Sequence[Any], figures:
     (Path, Path)
         The Markdown and HTML files.
     """
-    from markupsafe import Markup
-
     out = Path(out)
     taken: set[str] = set()
     shown = ([PageSection(key="verdicts", title="Verdicts", items=list(verdicts))] if verdicts else [])

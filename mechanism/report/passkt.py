@@ -137,9 +137,12 @@ def write_passkt(result: PassKT, out: str | Path, *, figures: bool = True,
     Section
         ``results`` holds the :class:`~mechanism.analysis.boundaries.Boundary` of every treated arm.
     """
-    # matplotlib (heavy): loaded only when a report is written
-    from mechanism.plots.passkt import plot_pass_curves, plot_pass_over_t, plot_pass_surfaces  # noqa: PLC0415
-    from mechanism.plots.style import arm_colors  # noqa: PLC0415 - matplotlib, as above
+    from mechanism.plots.passkt import (  # noqa: PLC0415 - matplotlib: only when a figure is drawn
+        plot_pass_curves,
+        plot_pass_over_t,
+        plot_pass_surfaces,
+    )
+    from mechanism.plots.style import arm_colors  # noqa: PLC0415 - matplotlib: only when a figure is drawn
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -207,8 +210,11 @@ def _write_boundaries(section: Section, result: PassKT, out: Path, *, colors: di
                       figures: bool) -> list[str]:
     """Each treated arm's boundary tables, summary and figures in ``<treated>_vs_<base>/``; returns
     the summaries."""
-    # matplotlib (heavy): loaded only when a report is written
-    from mechanism.plots.passkt import plot_boundary, plot_gap_over_t, plot_gap_surface  # noqa: PLC0415
+    from mechanism.plots.passkt import (  # noqa: PLC0415 - matplotlib: only when a figure is drawn
+        plot_boundary,
+        plot_gap_over_t,
+        plot_gap_surface,
+    )
 
     ks, base = result.k, result.base
     compared = [b.treated for b in result.boundaries]

@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from mechanism.analysis.compare import reweighting
 from mechanism.analysis.labels import rounds_labels  # noqa: F401 - public here: mechanism.report.rounds_labels
 from mechanism.core.errors import InputError
+from mechanism.core.names import pair_folders
 from mechanism.core.options import RandomState, check_ci
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_json, write_table, write_tables, write_text
@@ -22,8 +24,6 @@ def analyse_reweighting(runs: pl.DataFrame, labels: Any, *, base: str, treated: 
     """The :class:`~mechanism.analysis.compare.Reweighting` of every treated arm against ``base``
     (default: every other arm, in input order), each computed once (``allow_few_shared``: as
     :func:`mechanism.reweighting`)."""
-    from mechanism.analysis.compare import reweighting
-
     arms = runs["arm"].unique(maintain_order=True).to_list()
     if base not in arms:
         raise InputError(f"`base` arm {base!r} is not in the input (arms: {sorted(arms)})", field="base")
@@ -68,8 +68,7 @@ def write_reweighting(results: Sequence[Any], out: str | Path, *, n_boot: int | 
     Section
         ``results`` holds the :class:`~mechanism.analysis.compare.Reweighting` of every treated arm.
     """
-    from mechanism.core.names import pair_folders
-    from mechanism.plots.reweighting import plot_decomposition, plot_share_success
+    from mechanism.plots.reweighting import plot_decomposition, plot_share_success  # noqa: PLC0415 - matplotlib: only when a figure is drawn
 
     results = list(results)
     if not results:

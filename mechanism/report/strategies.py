@@ -8,8 +8,9 @@ from typing import Any
 
 import polars as pl
 
-from mechanism.analysis.strategy_space import Placement
-from mechanism.analysis.strategy_space import display_names as strategy_names  # noqa: F401  (the name analyses/example.ipynb uses)
+from mechanism.analysis.shares import strategy_shares as question_weighted_shares
+from mechanism.analysis.strategy_space import Placement, strategy_label
+from mechanism.analysis.strategy_space import display_names as strategy_names  # noqa: F401 - the name analyses/example.ipynb uses
 from mechanism.core.options import RandomState, check_ci
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_table
@@ -39,15 +40,14 @@ def description_text(space, table: pl.DataFrame, arms: Sequence[str], *, title: 
                      n_rows: int, top: int = 10, described: pl.DataFrame | None = None) -> str:
     """The description table as text: the ``top`` largest strategies, success, size and share per
     arm (``table``: ``arm, strategy, share``); ``described`` is ``space.describe()`` when the caller has it."""
-    from mechanism.analysis.strategy_space import strategy_label
-
     desc = described if described is not None else space.describe()
     lines = [f"{title}: {n_rows:,} trajectories, {space.n_strategies_} strategies "
              f"(embedder {space.embedding_model_}, method {space.method}, resolution {space.resolution})"]
     share = {(r["arm"], r["strategy"]): r["share"] for r in table.iter_rows(named=True)}
     for r in desc.head(top).iter_rows(named=True):
         per_arm = ", ".join(f"{a} {share.get((a, r['strategy']), 0.0):.1%}" for a in arms)
-        lines.append(f"  {strategy_label(r['strategy'], r['typical_moves'], r['typical_member'], name=r.get('name')):<40} "
+        label = strategy_label(r["strategy"], r["typical_moves"], r["typical_member"], name=r.get("name"))
+        lines.append(f"  {label:<40} "
                      f"n={r['size']:>6,}  success {r['success_rate']:.2f}  shares: {per_arm}")
     if desc.height > top:
         lines.append(f"  ... and {desc.height - top} smaller strategies (strategies.csv)")
@@ -72,8 +72,6 @@ def analyse_strategies(space, runs: pl.DataFrame, *, placement: Placement | None
                        random_state: RandomState = 0) -> StrategyResults:
     """Place ``runs`` in a fitted space (unless ``placement`` is given), describe the space once
     and compute the question-weighted shares per arm, with intervals (``ci=None``: none)."""
-    from mechanism.analysis.shares import strategy_shares as question_weighted_shares
-
     if placement is None or (map_xy and placement.map_xy is None):
         placement = space.place(runs, map_xy=map_xy)
     assigned = placement.assigned.drop("rendering", "moves")
@@ -114,7 +112,7 @@ def write_strategies(results: StrategyResults, runs: pl.DataFrame, out: str | Pa
         ``text`` is the description table: the ten largest strategies with their success
         rate and share per arm; ``results`` holds the :class:`Placement`; ``frames["shares"]`` the shares.
     """
-    from mechanism.plots.strategies import plot_strategy_shares, strategy_map
+    from mechanism.plots.strategies import plot_strategy_shares, strategy_map  # noqa: PLC0415 - matplotlib: only when a figure is drawn
 
     space, placement, desc, table = results.space, results.placement, results.described, results.shares
     out = Path(out)

@@ -12,14 +12,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
+from mechanism.analysis.information import integration
+from mechanism.analysis.passkt import default_k
+from mechanism.analysis.segmentation import segment
 from mechanism.core.errors import InputError
+from mechanism.core.names import pair_folders, visible_name
 from mechanism.core.options import RandomState, check_ci, check_seed
 from mechanism.core.progress import StageClock
-from mechanism.core.resample import resolve_seed
+from mechanism.core.resample import question_bootstrap_weights, question_mean, resolve_seed, stream
 from mechanism.core.text import estimate_text
+from mechanism.report import tables as rt
 from mechanism.report._section import Section
+from mechanism.report._write import write_table
+from mechanism.report.explorer import explorer_section, write_member_pages
+from mechanism.report.integration import write_integration
+from mechanism.report.page import PAGE_STYLE, PageSection, as_section, write_page
+from mechanism.report.reweighting import analyse_reweighting, reweighting_verdict, write_reweighting
 
 Echo = Callable[[str], None]
 
@@ -66,8 +77,6 @@ class Report:
         """(Re)write ``summary.md`` and ``summary.html``: ``lead`` sections first, more
         sections after the one titled ``after``, more figures in a last section; ``intro``
         replaces the overview's first paragraph."""
-        from mechanism.report.page import PageSection, as_section, write_page
-
         sections = [as_section(s) for s in self.page_sections]
         if intro is not None and sections:
             sections[0] = PageSection(**{**sections[0].__dict__, "paragraphs": [intro, *sections[0].paragraphs[1:]]})
@@ -93,8 +102,7 @@ def verdict(treated: str, base: str, *, boundary: Any = None, reweighting: Any =
             integration: Any = None) -> str:
     """One short sentence per treated arm, stated from the result objects (the details sit in
     the sections)."""
-    from mechanism.report.passkt import boundary_verdict
-    from mechanism.report.reweighting import reweighting_verdict
+    from mechanism.report.passkt import boundary_verdict  # noqa: PLC0415 - scipy (boundaries): only when a report is written
 
     parts = []
     if reweighting is not None:
@@ -109,8 +117,6 @@ def _figures(section: Section, captions: Mapping[str, str], out: Path, *, base: 
     """``(caption, path relative to out)`` of a section's figures, in the order drawn; a caption
     names its comparison: the pair of its folder (``<treated>_vs_<base>/``), else every treated
     arm against ``base``."""
-    from mechanism.core.names import pair_folders
-
     pairs = {folder: arm for arm, folder in pair_folders(list(treated), base).items()} if treated and base else {}
     shown = []
     for stem, png in section.figures.items():
@@ -194,8 +200,8 @@ def write_report(runs: pl.DataFrame, out: str | Path, *, base: str | None = None
     -------
     Report
     """
-    from mechanism.plots.style import arm_colors, arm_labels
-    from mechanism.report.passkt import arm_order
+    from mechanism.plots.style import arm_colors, arm_labels  # noqa: PLC0415 - matplotlib: only when a figure is drawn
+    from mechanism.report.passkt import arm_order  # noqa: PLC0415 - scipy (boundaries): only when a report is written
 
     ci = check_ci(ci)
     check_seed(random_state)  # one-line error for anything but a seed; the draws come from one seed
@@ -240,18 +246,62 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
                   allow_few_shared: bool = False) -> Report:
     """The body of :func:`write_report`, on validated arms: every analysis computed once, then
     each section writer formats its results."""
-    from mechanism.analysis.information import integration
-    from mechanism.analysis.passkt import default_k
-    from mechanism.analysis.segmentation import segment
-    from mechanism.analysis.strategy_space import display_names
-    from mechanism.report.explorer import explorer_section
-    from mechanism.report.integration import write_integration
-    from mechanism.report.page import PageSection
-    from mechanism.report.passkt import analyse_passkt, write_passkt
-    from mechanism.report.reweighting import analyse_reweighting, write_reweighting
-    from mechanism.report.strategies import analyse_strategies, write_strategies
+    seconds = clock.seconds
+    found = _analyse(runs, out, base=base, treated=treated, shown=shown, single=single, colors=colors, clock=clock,
+                     space=space, k=k, t=t, ci=ci, n_boot=n_boot, n_permutations=n_permutations,
+                     random_state=random_state, embedder=embedder, cache_dir=cache_dir, progress=progress,
+                     figures=figures, allow_few_shared=allow_few_shared)
+    tabs = _tables(runs, out, found, base=base, treated=treated, shown=shown, single=single, ci=ci, n_boot=n_boot,
+                   random_state=random_state, members_per_page=members_per_page)
+    page_sections, css = _page_sections(runs, out, found, tabs, base=base, treated=treated, shown=shown,
+                                        single=single, ci=ci, n_boot=n_boot, random_state=random_state,
+                                        intro=intro, n_examples=n_examples)
+    page_sections.append(("Time", ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())))
+    acc = tabs.acc
+    numbers = {"arms": shown, "base": base, "verdicts": tabs.verdicts, "seconds": seconds,
+               "accuracy": {a: acc[a]["accuracy"] for a in shown},
+               "accuracy_interval": {a: [acc[a]["ci_low"], acc[a]["ci_high"]] for a in shown},
+               "reweighting": {a: r.to_dict() for a, r in found.rws.items()}}
+    report = Report(out=out, summary_markdown=out / "summary.md", summary_html=out / "summary.html",
+                    sections=found.sections, verdicts=tabs.verdicts, seconds=seconds, page_sections=page_sections,
+                    page_figures=[], numbers=numbers, lead=list(lead), style=css,
+                    title=title or (f"What did training do? {', '.join(treated)} vs {base}" if not single
+                                    else f"One agent at a time: {', '.join(shown)}"))
+    if page:
+        report.write_page(extra_sections=extra_sections, extra_figures=extra_figures)
+        (out / "numbers.json").write_text(json.dumps(numbers, indent=2, default=float) + "\n", encoding="utf-8")
+    return report
 
-    seconds, lap = clock.seconds, clock.lap
+
+@dataclass
+class _Analyses:
+    """Every analysis of a report, computed once; the tables and the page only read these."""
+
+    sections: dict[str, Section]
+    passkt: Any
+    reliability: Any
+    space: Any
+    placement: Any
+    space_note: str
+    described: pl.DataFrame
+    shares: Any
+    moves: pl.DataFrame
+    rws: dict[str, Any]
+    integ: Any
+
+
+def _analyse(runs: pl.DataFrame, out: Path, *, base: str | None, treated: list[str], shown: list[str],
+             single: bool, colors: dict[str, str], clock: StageClock, space: Any, k: Sequence[int] | None,
+             t: Sequence[int], ci: float | None, n_boot: int, n_permutations: int, random_state: int,
+             embedder: Any, cache_dir: str | Path | None, progress: bool | None, figures: bool,
+             allow_few_shared: bool) -> _Analyses:
+    """Each analysis in turn, its section written and its stage timed: PASS@(k,T), strategies,
+    reweighting (between arms only), integration."""
+    from mechanism.analysis.strategy_space import display_names  # noqa: PLC0415 - scikit-learn (strategy_space): only when strategies are shown
+    from mechanism.report.passkt import analyse_passkt, write_passkt  # noqa: PLC0415 - scipy (boundaries): only when a report is written
+    from mechanism.report.strategies import analyse_strategies, write_strategies  # noqa: PLC0415 - scikit-learn (strategy_space): only when strategies are shown
+
+    lap = clock.lap
     sections: dict[str, Section] = {}
     # pass^k once, on the section's grid and the reliability table's own (every k up to n at the deepest T)
     passkt = analyse_passkt(runs, k=k, t=t, base=None if single else base, treated=treated or None, ci=ci,
@@ -288,95 +338,116 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     sections["integration"] = write_integration(integ, out / "integration", names=names, colors=colors,
                                                 figures=figures)
     lap("integration")
+    return _Analyses(sections=sections, passkt=passkt, reliability=reliability, space=space, placement=placement,
+                     space_note=space_note, described=described, shares=found.shares, moves=moves, rws=rws,
+                     integ=integ)
 
-    from mechanism.report import tables as rt
 
+@dataclass
+class _Tables:
+    """The report's tables, its verdicts and accuracies, and the member pages the tables link to."""
+
+    verdicts: list[str]
+    acc: dict
+    pass_table: Any
+    pass_note: str
+    member_pages: dict
+    strategy_table: Any
+    main_tables: list
+    boundary_tab: Any
+    split_tab: Any
+    integ_tab: Any
+    integ_split: Any
+    failures: Any
+
+
+def _tables(runs: pl.DataFrame, out: Path, found: _Analyses, *, base: str | None, treated: list[str],
+            shown: list[str], single: bool, ci: float | None, n_boot: int, random_state: int,
+            members_per_page: int) -> _Tables:
+    """Verdicts, accuracies and every table of the page; writes the member pages and ``tables.tex``."""
+    passkt, reliability, placement, integ = found.passkt, found.reliability, found.placement, found.integ
     boundaries = {b.treated: b for b in passkt.boundaries}
-    verdicts = [verdict(a, base, boundary=boundaries.get(a), reweighting=rws.get(a)) for a in treated]
+    verdicts = [verdict(a, base, boundary=boundaries.get(a), reweighting=found.rws.get(a)) for a in treated]
     acc = arm_accuracy(runs, ci=ci, n_boot=n_boot, random_state=random_state)
-    shares = found.shares
     pass_table, pass_note = rt.passkt_table(passkt.curves, arms=shown)
-    from mechanism.report.explorer import write_member_pages
-    from mechanism.report.page import PAGE_STYLE
-
-    member_pages = write_member_pages(runs, placement.labels, placement.assigned["moves"].to_list(), moves, arms=shown,
-                                      folder=out / "strategies" / "members", root=out, per_page=members_per_page,
-                                      style=PAGE_STYLE)
+    member_pages = write_member_pages(runs, placement.labels, placement.assigned["moves"].to_list(), found.moves,
+                                      arms=shown, folder=out / "strategies" / "members", root=out,
+                                      per_page=members_per_page, style=PAGE_STYLE)
     for listed in member_pages.values():
-        sections["strategies"].written += listed["written"]
-    strategy_table = rt.strategy_table(described, shares, shown,
+        found.sections["strategies"].written += listed["written"]
+    strategy_table = rt.strategy_table(found.described, found.shares, shown,
                                        member_pages={s_: v["pages"][0][1] for s_, v in member_pages.items()})
     main_tables = [rt.accuracy_table(acc, shown, ci=ci), pass_table]
     if reliability is not None:
         main_tables += [reliability[0], reliability[1]]
     boundary_tab = rt.boundary_table(list(boundaries.values())) if boundaries else None
-    split_tab = rt.split_table(list(rws.values())) if rws else None
+    split_tab = rt.split_table(list(found.rws.values())) if found.rws else None
     integ_tab = rt.integration_table(integ)
     integ_split = rt.integration_split_table(integ) if not single else None
-    failures = rt.failure_table(moves, shown)
+    failures = rt.failure_table(found.moves, shown)
     latex = [tab.latex() for tab in filter(None, [main_tables[1], *main_tables[2:], boundary_tab, split_tab,
                                                   strategy_table, main_tables[0], integ_tab, integ_split])]
     (out / "tables.tex").write_text("% mechanism report: main tables (needs \\usepackage{booktabs})\n"
                                     + "\n\n".join(latex) + "\n", encoding="utf-8")
+    return _Tables(verdicts=verdicts, acc=acc, pass_table=pass_table, pass_note=pass_note, member_pages=member_pages,
+                   strategy_table=strategy_table, main_tables=main_tables, boundary_tab=boundary_tab,
+                   split_tab=split_tab, integ_tab=integ_tab, integ_split=integ_split, failures=failures)
 
+
+def _page_sections(runs: pl.DataFrame, out: Path, found: _Analyses, tabs: _Tables, *, base: str | None,
+                   treated: list[str], shown: list[str], single: bool, ci: float | None, n_boot: int,
+                   random_state: int, intro: str | None, n_examples: int) -> tuple[list[Any], str]:
+    """The page's sections in their order (overview, accuracy, PASS@(k,T), strategies, explorer,
+    reweighting, integration, failures) and the explorer's style."""
+    sections, reliability, integ = found.sections, found.reliability, found.integ
     n_questions = runs["question_id"].n_unique()
     what = intro or (f"{runs.height:,} trajectories of {len(shown)} arm(s) ({', '.join(shown)}) on "
                      f"{n_questions:,} questions; " + (f"reference arm {base}." if not single else
                                                         "one agent at a time: no comparison between arms."))
     overview = PageSection(key="overview", title="Overview", paragraphs=[what],
-                           items=[*verdicts, *_single_lines(acc, reliability, shown, single), *task_lines(runs, shown, ci=ci, n_boot=n_boot, random_state=random_state)])
+                           items=[*tabs.verdicts, *_single_lines(tabs.acc, reliability, shown, single),
+                                  *task_lines(runs, shown, ci=ci, n_boot=n_boot, random_state=random_state)])
     captions = {stem.split("/")[-1].removesuffix(".png"): cap for stem, cap in FIGURES}
     passkt_section = PageSection(key="passkt", title="PASS@(k,T) and the capability boundary",
-                                 paragraphs=_once([pass_note, *_notes(sections["passkt"].text)]),
-                                 tables=[t_ for t_ in [pass_table, *(reliability or ())[:2], boundary_tab] if t_ is not None],
-                                 figures=_figures(sections["passkt"], captions, out, base=base,
-                                                          treated=treated))
-    explorer, css = explorer_section(runs, placement.labels, placement.assigned["moves"].to_list(), described,
-                                     shares, moves, arms=shown, n=n_examples, pages=member_pages)
+                                 paragraphs=_once([tabs.pass_note, *_notes(sections["passkt"].text)]),
+                                 tables=[t_ for t_ in [tabs.pass_table, *(reliability or ())[:2], tabs.boundary_tab]
+                                         if t_ is not None],
+                                 figures=_figures(sections["passkt"], captions, out, base=base, treated=treated))
+    placement = found.placement
+    explorer, css = explorer_section(runs, placement.labels, placement.assigned["moves"].to_list(), found.described,
+                                     found.shares, found.moves, arms=shown, n=n_examples, pages=tabs.member_pages)
     strategies_section = PageSection(key="strategies", title="Strategies",
-                                     paragraphs=[f"{space.n_strategies_} strategies ({space_note}); a strategy's "
-                                                 "id opens its entry in the explorer below, and its members cell "
-                                                 "every one of its members (pages, with a CSV list)."],
-                                     tables=[strategy_table], figures=_figures(sections["strategies"], captions, out))
-    page_sections = [overview, PageSection(key="accuracy", title="Accuracy", tables=[main_tables[0]]),
+                                     paragraphs=[f"{found.space.n_strategies_} strategies ({found.space_note}); a "
+                                                 "strategy's id opens its entry in the explorer below, and its "
+                                                 "members cell every one of its members (pages, with a CSV list)."],
+                                     tables=[tabs.strategy_table],
+                                     figures=_figures(sections["strategies"], captions, out))
+    page_sections = [overview, PageSection(key="accuracy", title="Accuracy", tables=[tabs.main_tables[0]]),
                      passkt_section, strategies_section, explorer]
     if not single:
-        page_sections.append(PageSection(key="reweighting", title="Reweighting", tables=[split_tab],
+        page_sections.append(PageSection(key="reweighting", title="Reweighting", tables=[tabs.split_tab],
                                          paragraphs=["Accuracy change split exactly (Kitagawa) into composition "
                                                      "(strategy shares) and within-strategy execution, on question x "
                                                      "strategy strata."],
                                          items=_once(_notes(sections["reweighting"].text, all_lines=True)),
                                          figures=_figures(sections["reweighting"], captions, out, base=base,
-                                                                          treated=treated)))
+                                                          treated=treated)))
     page_sections.append(PageSection(key="integration", title="Information integration",
-                                     tables=[t_ for t_ in (integ_tab, integ_split) if t_ is not None],
+                                     tables=[t_ for t_ in (tabs.integ_tab, tabs.integ_split) if t_ is not None],
                                      items=_once([*(f"{a}: {integ.verdict(a)}" for a in (
                                          integ.treated if not single and integ.shift is not None else ())),
                                          *integ.notes]),
                                      figures=_figures(sections["integration"], captions, out, base=base,
                                                       treated=treated)))
-    page_sections.append(PageSection(key="failures", title="Failures per tool", tables=[failures]))
-    page_sections.append(("Time", ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())))
-    numbers = {"arms": shown, "base": base, "verdicts": verdicts, "seconds": seconds,
-               "accuracy": {a: acc[a]["accuracy"] for a in shown},
-               "accuracy_interval": {a: [acc[a]["ci_low"], acc[a]["ci_high"]] for a in shown},
-               "reweighting": {a: r.to_dict() for a, r in rws.items()}}
-    report = Report(out=out, summary_markdown=out / "summary.md", summary_html=out / "summary.html",
-                    sections=sections, verdicts=verdicts, seconds=seconds, page_sections=page_sections,
-                    page_figures=[], numbers=numbers, lead=list(lead), style=css,
-                    title=title or (f"What did training do? {', '.join(treated)} vs {base}" if not single
-                                    else f"One agent at a time: {', '.join(shown)}"))
-    if page:
-        report.write_page(extra_sections=extra_sections, extra_figures=extra_figures)
-        (out / "numbers.json").write_text(json.dumps(numbers, indent=2, default=float) + "\n", encoding="utf-8")
-    return report
+    page_sections.append(PageSection(key="failures", title="Failures per tool", tables=[tabs.failures]))
+    return page_sections, css
 
 
 def _place_space(runs: pl.DataFrame, out: Path, space: Any, *, embedder: Any, random_state: int,
                  progress: bool | None, cache_dir: str | Path | None) -> tuple[Any, Any, str]:
     """(space, placement of ``runs``, where the space came from): fitted on the runs and saved
     under ``out/space``, loaded from a folder, or the fitted space given."""
-    from mechanism.analysis.strategy_space import StrategySpace, fit_and_place
+    from mechanism.analysis.strategy_space import StrategySpace, fit_and_place  # noqa: PLC0415 - scikit-learn (strategy_space): only when strategies are shown
 
     if space is None:
         space, placement = fit_and_place(runs, runs, embedder=embedder, random_state=random_state,
@@ -395,8 +466,6 @@ def _place_space(runs: pl.DataFrame, out: Path, space: Any, *, embedder: Any, ra
 def visible_arm_names(runs: pl.DataFrame) -> dict[str, str]:
     """The arms whose whitespace would hide them, each to its visible form
     (:func:`mechanism.core.names.visible_name`: ``"rl "`` -> ``"rl␠"``); empty when none."""
-    from mechanism.core.names import visible_name
-
     return {a: visible_name(a) for a in runs["arm"].unique().to_list() if visible_name(a) != a}
 
 
@@ -444,9 +513,6 @@ def _reliability(runs: pl.DataFrame, passkt: Any, section: Section, out: Path, *
                  arms: Sequence[str] | None = None):
     """pass^k at the deepest T (every k of the grid, and the default grid up to the smallest n
     there) and per-task consistency, from the section's results: their tables (written as CSV too)."""
-    from mechanism.report import tables as rt
-    from mechanism.report._write import write_table
-
     tmax = max(t)
     # every k asked for (and the default grid up to n): a requested k = 3 is never dropped
     hat = passkt.pass_hat.filter(pl.col("t") == tmax).sort("arm", "k")
@@ -469,10 +535,12 @@ def _single_lines(acc: dict, reliability: Any, arms: Sequence[str], single: bool
         text = f"{a}: accuracy {estimate_text(acc[a]['accuracy'], acc[a]['ci_low'], acc[a]['ci_high'])}"
         if h.height:
             r = h.row(-1, named=True)
-            text += f"; pass^{r['k']} = {estimate_text(r['pass_at_kt'], r['ci_low'], r['ci_high'])} (all {r['k']} trials succeed)"
+            text += (f"; pass^{r['k']} = {estimate_text(r['pass_at_kt'], r['ci_low'], r['ci_high'])} "
+                     f"(all {r['k']} trials succeed)")
         if c.height:
             r = c.row(0, named=True)
-            text += (f"; tasks solved in every trial {estimate_text(r['share_all'], r['share_all_low'], r['share_all_high'])}, "
+            solved_all = estimate_text(r["share_all"], r["share_all_low"], r["share_all_high"])
+            text += (f"; tasks solved in every trial {solved_all}, "
                      f"in none {estimate_text(r['share_none'], r['share_none_low'], r['share_none_high'])}")
         lines.append(text)
     return lines
@@ -498,10 +566,6 @@ def arm_accuracy(runs: pl.DataFrame, *, ci: float | None = 0.95, n_boot: int = 1
     side by side between arms) and its bootstrap interval over questions (the ``"bootstrap"``
     stream, so the replicates are PASS@(k,T)'s): ``{arm: {accuracy, ci_low, ci_high, n,
     questions}}``."""
-    import numpy as np
-
-    from mechanism.core.resample import question_bootstrap_weights, question_mean, resolve_seed, stream
-
     random_state = resolve_seed(random_state)
     questions, q_idx = np.unique(runs["question_id"].cast(pl.String).to_numpy().astype(str), return_inverse=True)
     weights = (question_bootstrap_weights(questions.size, n_boot, stream(random_state, "bootstrap")).astype(np.float64)

@@ -10,6 +10,7 @@ the rule every other output follows.
 """
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from mechanism.core.names import escape_control
+from mechanism.core.results import latex_escape
 from mechanism.core.text import estimate_text, md_escape, md_table
 
 
@@ -39,7 +41,7 @@ class ReportTable:
         self.frame = self.frame.rename({c: escape_control(c) for c in self.frame.columns})
 
     def _gt(self, *, links: bool):
-        from great_tables import GT
+        from great_tables import GT  # noqa: PLC0415 - great_tables: about a second to import, only when a table is styled
 
         table = GT(self.frame, id=f"gt-{self.key}")
         if links:
@@ -56,8 +58,6 @@ class ReportTable:
 
     def latex(self) -> str:
         r"""A booktabs ``table`` with ``\caption`` and ``\label{tab:<key>}`` (needs ``booktabs``)."""
-        from mechanism.core.results import latex_escape
-
         body = self._gt(links=False).as_latex()
         caption = rf"\caption{{{latex_escape(self.title)}}}" + "\n" + rf"\label{{tab:{self.key}}}"
         # Great Tables writes an unnumbered ``\caption*`` only with a header; a paper cites its tables
@@ -65,7 +65,8 @@ class ReportTable:
         body = body.replace("\\fontsize{12.0pt}{14.4pt}\\selectfont\n", "")
         # a plain tabular: a paper sets its own width (tabular* stretched to \\linewidth overflows wide tables)
         body = re.sub(r"\\begin\{tabular\*\}\{\\linewidth\}\{@\{\\extracolsep\{\\fill\}\}([^}]*)\}",
-                      lambda m: "\\begin{tabular}{" + m.group(1) + "}", body).replace("\\end{tabular*}", "\\end{tabular}")
+                      lambda m: "\\begin{tabular}{" + m.group(1) + "}", body)
+        body = body.replace("\\end{tabular*}", "\\end{tabular}")
         return body.replace("\\begin{table}[!t]\n", "\\begin{table}[!t]\n\\centering\n" + caption + "\n", 1)
 
     def markdown(self) -> str:
@@ -75,8 +76,6 @@ class ReportTable:
 
 
 def _link(text: str, anchor: str | None) -> str:
-    import html
-
     shown = html.escape(text)
     if not anchor:
         return shown
@@ -122,8 +121,10 @@ def passkt_table(curves: pl.DataFrame, *, arms: Sequence[str]) -> tuple[ReportTa
                 row[a] = estimate_text(r["pass_at_kt"], r.get("ci_low"), r.get("ci_high")) if r else "n/a"
             rows.append(row)
     source = curves["t_source"][0] if "t_source" in curves.columns and curves.height else "auto"
-    note = (f"T read by {source}" + (": an episode counts for T if it is correct within T rounds, which measures the "
-                                    "rounds an episode happened to use, not a budget" if source == "truncation" else ""))
+    note = f"T read by {source}"
+    if source == "truncation":
+        note += (": an episode counts for T if it is correct within T rounds, which measures the rounds an episode "
+                 "happened to use, not a budget")
     problems = _problems(curves, present)
     # the page states the truncation caveat once, in the section's text; the table keeps a pointer
     short = f"T read by {source}" + (" (rounds used, not a budget)" if source == "truncation" else "")
@@ -228,12 +229,13 @@ def strategy_table(described: pl.DataFrame, shares: pl.DataFrame, arms: Sequence
         s = int(r["strategy"])
         label = "outliers" if s == -1 else f"S{s}"
         anchors[label] = f"strategy-{str(s).replace('-', 'm')}"
-        row = {"strategy": label, "name": str(r.get("name") or ""), "fidelity": estimate_text(r.get("fidelity"), digits=2),
-               "size": f"{int(r['size']):,}"}
+        row = {"strategy": label, "name": str(r.get("name") or ""),
+               "fidelity": estimate_text(r.get("fidelity"), digits=2), "size": f"{int(r['size']):,}"}
         for a in arms:
             sh = share.get((s, a))
             row[f"share {a}"] = estimate_text(sh["share"], sh.get("ci_low"), sh.get("ci_high")) if sh else "0"
-            row[f"success {a}"] = estimate_text(r.get(f"success_rate[{a}]"), r.get(f"ci_low[{a}]"), r.get(f"ci_high[{a}]"))
+            row[f"success {a}"] = estimate_text(r.get(f"success_rate[{a}]"), r.get(f"ci_low[{a}]"),
+                                                r.get(f"ci_high[{a}]"))
         if member_pages is not None:
             cell = f"all {int(r['size']):,} ({label})"
             row["members"] = cell
@@ -267,8 +269,9 @@ def integration_table(res) -> ReportTable:
     rows = [{"arm": r["arm"], "trajectories": f"{r['n']:,}", "retrieval": rate(r, "retrieval_rate"),
              "integration P(correct | retrieved)": rate(r, "integration_rate"),
              "parametric P(correct | not retrieved)": rate(r, "parametric_rate"),
-             "not retrievable (share)": estimate_text(r.get("not_retrievable_share"), r.get("not_retrievable_share_ci_low"),
-                                                 r.get("not_retrievable_share_ci_high")),
+             "not retrievable (share)": estimate_text(r.get("not_retrievable_share"),
+                                                      r.get("not_retrievable_share_ci_low"),
+                                                      r.get("not_retrievable_share_ci_high")),
              "follow-ups from an observation": rate(r, "followup_from_observation")}
             for r in res.per_arm.iter_rows(named=True)]
     return ReportTable(key="integration", title="Retrieval and integration rates per arm", frame=pl.DataFrame(rows),
@@ -286,7 +289,7 @@ def integration_split_table(res) -> ReportTable | None:
     total, one column per comparison; parts that cannot be measured are ``n/a`` with the reason."""
     if res.split is None or res.split.height == 0:
         return None
-    columns, sums = {}, {}
+    columns = {}
     for treated in dict.fromkeys(res.split["treated"].to_list()):
         sub = {r["part"]: r for r in res.split.filter(pl.col("treated") == treated).iter_rows(named=True)}
         columns[f"{treated} vs {res.base}"] = (treated, sub)
@@ -299,8 +302,9 @@ def integration_split_table(res) -> ReportTable | None:
             row[c] = (NO_GOLD if blind else estimate_text(r["estimate"], r["ci_low"], r["ci_high"], signed=True)
                       if r else "n/a (not computed)")
         rows.append(row)
-    rows.append({"part": "sum", **{c: estimate_text(sum(sub[p]["estimate"] for p, _ in SPLIT_PARTS if p in sub), signed=True)
-                                   for c, (_, sub) in columns.items()}})
+    sums = {c: estimate_text(sum(sub[p]["estimate"] for p, _ in SPLIT_PARTS if p in sub), signed=True)
+            for c, (_, sub) in columns.items()}
+    rows.append({"part": "sum", **sums})
     rows.append({"part": "accuracy difference (total)", **{
         c: estimate_text(sub["total"]["estimate"], sub["total"]["ci_low"], sub["total"]["ci_high"], signed=True)
         for c, (_, sub) in columns.items()}})

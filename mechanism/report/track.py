@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
+
 from mechanism.report._section import Section
 from mechanism.report._write import write_figures, write_json, write_tables, write_text
 
@@ -34,7 +36,7 @@ def write_track(result, out: str | Path, *, figures: bool = True, caption: bool 
     -------
     Section
     """
-    from mechanism.plots.track import (
+    from mechanism.plots.track import (  # noqa: PLC0415 - matplotlib: only when a figure is drawn
         plot_track_divergence,
         plot_track_passkt,
         plot_track_share_panels,
@@ -47,7 +49,6 @@ def write_track(result, out: str | Path, *, figures: bool = True, caption: bool 
     section = Section(results=[result])
     shares = result.shares
     if "name" in shares.columns and "strategy" in shares.columns:  # outliers carry one label everywhere
-        import polars as pl
 
         shares = shares.with_columns(pl.when(pl.col("strategy") == -1).then(pl.lit("outliers"))
                                      .otherwise(pl.col("name")).alias("name"))

@@ -1,5 +1,5 @@
 """The CLI offers the library's own Literal choices (mechanism.core.options.choices), so a flag and the
-parameter it sets can never disagree (issue 23)."""
+parameter it sets can never disagree."""
 from __future__ import annotations
 
 import argparse
@@ -36,3 +36,16 @@ def test_library_refuses_a_choice_outside_the_literal_naming_the_parameter():
         analyse_passkt(runs, k=[1], t=[1], t_source="budget")
     with pytest.raises(InputError, match="`ci`"):
         analyse_passkt(runs, k=[1], t=[1], ci=95)
+
+
+def test_seed_flag_accepts_the_seeds_the_library_accepts():
+    import pytest
+
+    from mechanism.core.options import check_seed
+
+    seed = _option("passkt", "--seed").type
+    for value in (0, 2**32 - 1, 2**32, 2**33, 2**70):
+        assert seed(str(value)) == check_seed(value) == value
+    for text in ("-1", "1.5", "one"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            seed(text)

@@ -21,11 +21,13 @@ def simulation():
 def test_cli_writes_tables_and_figures(simulation, tmp_path, capsys):
     simulation.write(tmp_path / "sim")
     out = tmp_path / "out"
-    code = main(["passkt", str(tmp_path / "sim" / "searchr1" / "base.jsonl"), str(tmp_path / "sim" / "openai" / "rl.jsonl"),
+    code = main(["passkt", str(tmp_path / "sim" / "searchr1" / "base.jsonl"),
+                 str(tmp_path / "sim" / "openai" / "rl.jsonl"),
                  "--k", "1", "2", "4", "16", "--t", "0", "2", "5", "--n-boot", "100", "--out", str(out)])
     assert code == 0
     table = pl.read_csv(out / "pass_at_kt.csv")
-    assert table.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "interval", "n_problems", "t_source", "metric"]
+    assert table.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "interval", "n_problems",
+                             "t_source", "metric"]
     assert table.height == 2 * 4 * 3
     # the table read back from files equals the estimate from the simulator's own table
     direct = pass_at_kt(simulation.runs.filter(pl.col("arm").is_in(["base", "rl"])), k=[1, 2, 4, 16],
@@ -119,7 +121,8 @@ def test_arms_sharing_few_questions_are_refused_unless_the_flag_says_so(command,
     runs = sim.runs.with_columns(renamed.then(pl.concat_str(pl.lit("x"), pl.col("question_id")))
                                  .otherwise(pl.col("question_id")).alias("question_id"))
     runs.write_parquet(tmp_path / "runs.parquet")
-    args = [*command[:1], str(tmp_path / "runs.parquet"), *command[1:], "--out", str(tmp_path / "out"), "--n-boot", "20"]
+    args = [*command[:1], str(tmp_path / "runs.parquet"), *command[1:], "--out", str(tmp_path / "out"),
+            "--n-boot", "20"]
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "share 2 of 22 questions" in err[0] and "--allow-few-shared" in err[0]

@@ -34,7 +34,8 @@ def test_read_command_skip_lists_reasons(fixtures, tmp_path, capsys):
 def test_read_command_columns(tmp_path, capsys):
     src = tmp_path / "x.jsonl"
     src.write_text('{"q": "What?", "gt": ["b"], "out": "<answer> b </answer>"}\n')
-    code = main(["read", str(src), "--columns", "text=out,question=q", "--columns", "gold=gt", "--out", str(tmp_path / "o.parquet")])
+    code = main(["read", str(src), "--columns", "text=out,question=q", "--columns", "gold=gt",
+                 "--out", str(tmp_path / "o.parquet")])
     assert code == 0
     assert pl.read_parquet(tmp_path / "o.parquet")["correct"].to_list() == [True]
 

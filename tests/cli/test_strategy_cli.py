@@ -18,7 +18,8 @@ def files(tmp_path_factory):
 
 def test_fit_then_apply(tmp_path, files, capsys):
     space = tmp_path / "space"
-    rc = main(["strategies", "fit", str(files / "a" / "searchr1" / "base.jsonl"), str(files / "a" / "openai" / "rl.jsonl"),
+    rc = main(["strategies", "fit", str(files / "a" / "searchr1" / "base.jsonl"),
+               str(files / "a" / "openai" / "rl.jsonl"),
                "--out", str(space), "--embedder", "hashing-128", "--no-progress", "--quiet"])
     assert rc == 0
     assert (space / "space.json").is_file() and (space / "strategies.csv").is_file()

@@ -22,7 +22,8 @@ def runs_with_categories(seed: int = 0, n_q: int = 24, n: int = 4,
             for j in range(n):
                 ok = rng.random() < 0.3 + lift
                 records.append({"arm": arm, "question_id": f"q{q:02d}", "sample_id": j, "question": "?",
-                                "gold": ["Paris"], "answer": "x", "correct": bool(ok), "n_rounds": int(rng.integers(0, 3)),
+                                "gold": ["Paris"], "answer": "x", "correct": bool(ok),
+                                "n_rounds": int(rng.integers(0, 3)),
                                 "steps": [make_step(query="q", observation="Paris" if ok else "none")],
                                 "category": category})
                 labels.append(int(rng.integers(0, 3)))
@@ -52,7 +53,8 @@ def test_reweighting_by_category_and_its_gain_where_it_was_planted():
     runs, labels = runs_with_categories(n_q=60)
     rw = mx.reweighting(runs, labels, base="base", treated="rl", n_boot=100, n_permutations=0, by="category")
     _check(rw.by_category, rw.to_frame())
-    total = {r["category"]: r["estimate"] for r in rw.by_category.filter(pl.col("quantity") == "total").iter_rows(named=True)}
+    total = {r["category"]: r["estimate"]
+             for r in rw.by_category.filter(pl.col("quantity") == "total").iter_rows(named=True)}
     assert total["bridge"] > total["comparison"] + 0.1  # the lift was planted on bridge questions only
     mask = (runs["category"] == "bridge").to_numpy()
     alone = mx.reweighting(runs.filter(pl.Series(mask)), labels[mask], base="base", treated="rl", n_boot=100,

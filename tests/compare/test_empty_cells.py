@@ -1,4 +1,4 @@
-"""Question x strategy cells one arm never used (issue 33): valued at that arm's own modelled
+"""Question x strategy cells one arm never used: valued at that arm's own modelled
 success, never at the other arm's, with assumption-free bounds and the mass in one-arm cells
 beside the estimate; and verdicts that state a direction only where their interval excludes 0."""
 from __future__ import annotations

@@ -217,7 +217,7 @@ def test_planted_move_toward_strategies_that_retrieve_and_use_the_answer(planted
     assert sorted(above) == [0, 4]
     # per-strategy rates recover the planted ones
     by = {(r["arm"], r["strategy"]): r for r in res.by_strategy.iter_rows(named=True)}
-    for s, (r, i, p) in enumerate(RATES):
+    for s, (r, _i, _p) in enumerate(RATES):
         row = by["base", s]
         assert row["retrieval_rate_ci_low"] - 0.02 <= r <= row["retrieval_rate_ci_high"] + 0.02
         assert row["share"] == pytest.approx(BASE_MIX[s], abs=0.03)
@@ -334,8 +334,8 @@ def _null_miss_rates(design: str, n_draws: int, first_seed: int = 0,
 @pytest.mark.parametrize("design", ["identical mixtures", "unequal samples"])
 def test_null_intervals_miss_zero_at_about_their_level(design):
     """No seed is picked: over 60 null draws (identical policies; equal samples per question, or
-    the unequal design above) each per-strategy family (S = 5 rows, simultaneous bands; issue 21
-    replaced the Bonferroni intervals the figures below were measured with) and each headline
+    the unequal design above) each per-strategy family (S = 5 rows, simultaneous bands,
+    at least as tight as the Bonferroni intervals the figures below were measured with) and each headline
     interval (95 %) misses 0 at about the nominal 5 %.
 
     Measured over 160 other draws of each design at these sizes (seeds 2000-2159): per-strategy
@@ -573,7 +573,8 @@ def test_simulator_plants_strategies_that_differ_in_using_what_they_retrieve():
         STRATEGY_INTEGRATION["reformulate_loop"]
     # a policy can change one strategy's skill; a bad factor is refused
     never = Policy("never", {"verify": 1.0}, strategy_integration={"verify": 0.0, "parallel_verify": 0.0})
-    s = simulate(n_questions=10, n_samples=4, arms=("never",), policies={"never": never}, random_state=1, progress=False)
+    s = simulate(n_questions=10, n_samples=4, arms=("never",), policies={"never": never}, random_state=1,
+                 progress=False)
     assert not s.truth["integrated"].any()
     from mechanism.core.errors import MechanismError
     with pytest.raises(MechanismError, match="strategy_integration"):

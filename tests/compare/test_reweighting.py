@@ -25,7 +25,8 @@ from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
 
 
-def _table(arms: list[str], qids: list[str], correct: list[bool], queries: list[list[str]] | None = None) -> pl.DataFrame:
+def _table(arms: list[str], qids: list[str], correct: list[bool],
+           queries: list[list[str]] | None = None) -> pl.DataFrame:
     """Canonical table from parallel lists (sample ids numbered within arm and question)."""
     seen: dict[tuple[str, str], int] = {}
     records = []

@@ -6,10 +6,10 @@ change, where every stage drew its own (``tests/compare/recorded/shared_draws.js
 21, whose changes move these numbers on purpose: ``resample.stream`` keys each purpose on a
 digest of the whole string (it read the first four bytes), the split is on question x
 strategy strata, and the boundary judges one fixed subsample and tests by permutation. Regenerated
-again (issue 21, intervals): every split part's interval is ``resample.split_interval``, the
+again for the intervals: every split part's interval is ``resample.split_interval``, the
 per-strategy bands are calibrated for the questions resampled, and PASS@(k,T) curves below 30
 problems get the Wilson-type interval; only interval fields and notes moved. Regenerated for
-issue 33, on purpose: cells one arm never used are valued at that arm's own modelled rate (the
+the empty cells, on purpose: cells one arm never used are valued at that arm's own modelled rate (the
 split's numbers move), the split reports bounds and one-arm masses, reweighting notes small
 samples, and the boundary tests carry the sparse test's columns."""
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_reweighting_draws_the_question_bootstrap_once(monkeypatch):
     calls = _counting(monkeypatch, mechanism.analysis.compare)
     rw = reweighting(runs, labels, base="base", treated="rl", n_boot=20, n_permutations=0, coordinates=coords)
     assert rw.query_sequences is not None and rw.neighbours is not None
-    assert len(calls) == 1  # was 3: the split, the query sequences and the neighbours
+    assert len(calls) == 1  # one draw shared by the split, the query sequences and the neighbours
     calls.clear()
     reweighting(runs, labels, base="base", treated="rl", ci=None, n_permutations=0, coordinates=coords)
     assert calls == []
@@ -120,4 +120,4 @@ def test_boundary_draws_the_question_bootstrap_once(monkeypatch):
 
     calls = _counting(monkeypatch, mechanism.analysis.passkt, mechanism.analysis.boundaries)
     boundary(boundary_input(), base="base", treated="rl", t=[0, 1, 3], k=[1, 2, 4], n_boot=40, random_state=5)
-    assert len(calls) == 1  # was 2: the curves' replicates and the split of the change
+    assert len(calls) == 1  # one draw shared by the curves' replicates and the split of the change

@@ -1,5 +1,5 @@
 """The one interval rule of every split part (``resample.split_interval``) and the bands'
-small-sample calibration, against their closed forms (issue 21)."""
+small-sample calibration, against their closed forms."""
 from __future__ import annotations
 
 import math

@@ -175,7 +175,8 @@ def test_track_needs_two_checkpoints_and_a_known_base(run):
 
 def test_cli_writes_shares_with_intervals_and_the_figures(tmp_path, run):
     run.write(tmp_path / "data")
-    rc = main(["track", str(tmp_path / "data" / "searchr1"), "--labels", str(tmp_path / "data" / "truth" / "truth.parquet"),
+    rc = main(["track", str(tmp_path / "data" / "searchr1"),
+               "--labels", str(tmp_path / "data" / "truth" / "truth.parquet"),
                "--out", str(tmp_path / "out"), "--n-boot", "100", "--no-progress"])
     assert rc == 0
     shares = pl.read_csv(tmp_path / "out" / "shares.csv")

@@ -37,16 +37,6 @@ ROLE = re.compile(r":(mod|func|class|meth|attr|data|exc|obj):`~?([^`<>]+?)(?:\(\
 CITES = re.compile(r"(?<![\w/])DESIGN\.md|\b[Ii]ssues?\s+#?\d+")
 DOCS_PATH = re.compile(r"\bdocs/[\w./-]+?\.md\b")
 
-# Modules whose offenders are left to their owners in the current round of work; the lead
-# empties this set once those files are fixed. Every other module is checked in full.
-PENDING: frozenset[str] = frozenset({
-    "mechanism.analysis.boundaries",
-    "mechanism.analysis.compare",
-    "mechanism.analysis.passkt",
-    "mechanism.analysis.strategy_space",
-    "mechanism.analysis._strategies.persist",
-})
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -159,14 +149,10 @@ def _modules() -> list[tuple[str, Path]]:
 MODULES = _modules()
 
 
-@pytest.mark.parametrize("module,path", [m for m in MODULES if m[0] not in PENDING], ids=lambda v: str(v))
+@pytest.mark.parametrize("module,path", MODULES, ids=lambda v: str(v))
 def test_docstring_references_resolve_and_cite_nothing_unreadable(module, path):
     found = check_source(path.read_text(encoding="utf-8"), module)
     assert not found, "\n".join(map(str, found))
-
-
-def test_pending_names_only_modules_that_exist():
-    assert PENDING <= {name for name, _ in MODULES}
 
 
 NEGATIVE = '''"""A fake module: see :func:`mechanism.core.schema.validate` and :func:`no_such_function`.

@@ -203,7 +203,7 @@ def test_sidecar_reader_limits(tmp_path):
         load_json_small(path)
 
 
-# ---------------------------------------------------------------- issue 24: crafted cache entries
+# ---------------------------------------------------------------- crafted cache entries
 # Caches are shared with workers through --cache-dir, so an entry may be crafted with a digest
 # that matches it. Each case below is rebuilt (never a traceback, never a hang, never used).
 

@@ -1,4 +1,4 @@
-"""Outputs under hostile conditions (issue 24): a killed or failing command never leaves a
+"""Outputs under hostile conditions: a killed or failing command never leaves a
 folder that looks complete, a full disk is one line naming the path, names of any script
 make file names, and no CSV cell starts with a formula a spreadsheet would run.
 
@@ -237,7 +237,8 @@ def test_arms_in_other_scripts_compare_with_a_base(tmp_path, capsys):
     for command in ("passkt", "reweighting"):
         out = tmp_path / command
         assert main([command, str(path), "--base", "base", "--n-boot", "20", "--no-figures",
-                     *(["--n-permutations", "20", "--by-rounds"] if command == "reweighting" else []), "--out", str(out)]) == 0
+                     *(["--n-permutations", "20", "--by-rounds"] if command == "reweighting" else []),
+                     "--out", str(out)]) == 0
         assert (out / "強化学習_vs_base").is_dir() and (out / "обучение_vs_base").is_dir()
         assert is_complete(out)
     capsys.readouterr()
@@ -255,11 +256,12 @@ def test_formula_like_names_are_never_written_raw_at_the_start_of_a_cell(tmp_pat
     for command in ("passkt", "reweighting"):
         out = tmp_path / command
         assert main([command, str(path), "--base", "base", "--n-boot", "20", "--no-figures",
-                     *(["--n-permutations", "20", "--by-rounds"] if command == "reweighting" else []), "--out", str(out)]) == 0
+                     *(["--n-permutations", "20", "--by-rounds"] if command == "reweighting" else []),
+                     "--out", str(out)]) == 0
         seen = 0
         for file, cell in _cells(out):
             assert not (cell[:1] in FORMULA_START and not _is_number(cell)), (file.name, cell)
-            seen += cell.startswith("'=") or cell.startswith("'@") or cell.startswith("'+")
+            seen += cell.startswith(("'=", "'@", "'+"))
         assert seen, "the escaped names are in the tables"
     capsys.readouterr()
 

@@ -1,4 +1,4 @@
-"""Hostile input, round four (issue 34), writing side: a cache heals itself (a planted folder,
+"""Hostile input, round four, writing side: a cache heals itself (a planted folder,
 a link, a crafted entry with a recomputed plain checksum are moved aside and rebuilt, with one
 warning, and the result is unchanged), and the output swap has no empty moment: a kill at every
 step of it leaves the old output or the new one."""

@@ -1,4 +1,4 @@
-"""Imports go one way (DESIGN.md section 3, issue 23), function bodies included.
+"""Imports go one way, function bodies included.
 
 Every import of every module of ``mechanism`` is read from its source (module level and inside
 functions, relative imports resolved, ``importlib.import_module`` of a literal) and four rules

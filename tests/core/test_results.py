@@ -1,4 +1,4 @@
-"""One result protocol with one table schema (issue 23).
+"""One result protocol with one table schema.
 
 Every public result (Boundary, Reweighting, Integration, Track, Consistency, PassEstimate,
 Simulation, Reproduction) runs here on a small simulated input: its ``to_frame()`` has its

@@ -130,7 +130,8 @@ def test_crossing_points_interpolate_on_log2_k():
     assert cross == [(pytest.approx(2 ** 1.5), "treated overtakes base")]
     assert crossing_points(ks, np.array([0.1, 0.2, 0.1, 0.05, 0.01])) == []
     # exact zero between opposite signs: at the zero
-    assert crossing_points(ks, np.array([0.2, 0.0, -0.1, -0.1, -0.2])) == [(pytest.approx(2.0), "base overtakes treated")]
+    assert crossing_points(ks, np.array([0.2, 0.0, -0.1, -0.1, -0.2])) == [
+        (pytest.approx(2.0), "base overtakes treated")]
     # two crossings
     assert len(crossing_points(ks, np.array([-0.1, 0.1, -0.1, -0.1, 0.2]))) == 3
 
@@ -181,7 +182,7 @@ def test_noise_only_arms_are_not_called_an_expansion_over_seeds():
     assert calls <= 0.05 * n_seeds / 2  # one-sided call of a two-sided test at alpha = 0.05
     # and at a stricter level at most one of twenty (each called with probability 0.005; two or
     # more would happen 0.5 % of the time). The permutation test holds its level exactly, where
-    # the exact test on the subsampled counts it replaced was conservative (and seed-dependent)
+    # an exact test on subsampled counts is conservative (and seed-dependent)
     assert sum(boundary(noise_pair(seed), base="base", treated="noise", t=[0, 2, 5], n_boot=20,
                         alpha=0.01, n_permutations=2000).expansion for seed in range(20)) <= 1
 

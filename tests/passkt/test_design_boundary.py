@@ -39,7 +39,7 @@ def test_unequal_samples_alone_do_not_make_an_expansion():
         assert row["budget_min"] == row["budget_max"] == 4
         assert abs(row["gained_expected"] - row["lost_expected"]) < 12
         assert any("common budget" in note for note in b.notes)
-        # counting "solved at least once" in all 16 treated samples is what used to call it
+        # counting "solved at least once" in all 16 treated samples would call it an expansion
         naive = runs.group_by("arm", "question_id").agg(pl.col("correct").any()).pivot(
             "arm", index="question_id", values="correct")
         naive_gained = int((naive["rl"] & ~naive["base"]).sum())

@@ -100,7 +100,8 @@ def test_pass_at_n_is_share_of_problems_solved_within_t():
 def test_known_small_example_and_column_order():
     runs = make_runs({"a": [[(True, 1), (False, 2)], [(False, 0), (False, 3)]]})
     got = pass_at_kt(runs, k=[1, 2], t=[0, 1], ci=0.9, n_boot=200)
-    assert got.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "interval", "n_problems", "t_source", "metric"]
+    assert got.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "interval", "n_problems",
+                           "t_source", "metric"]
     assert got["pass_at_kt"].to_list() == [0.0, 0.25, 0.0, 0.5]
     assert got["t_source"].unique().to_list() == ["truncation"]
     assert got["n_problems"].unique().to_list() == [2]

@@ -37,7 +37,8 @@ def test_pass_at_kt_refuses_a_repeated_key_in_sorted_and_shuffled_tables():
     # the same rows without the repeat pass, in any order
     ok = runs.with_columns(sample_id=pl.int_range(pl.len()).over("arm", "question_id"))
     for table in (ok, ok.sample(fraction=1.0, shuffle=True, seed=2)):
-        assert pass_at_kt(table, k=[1], t=[1], ci=None)["pass_at_kt"].item() == pytest.approx(7 / 12)  # 4 samples per question, 7 correct
+        # 4 samples per question, 7 correct
+        assert pass_at_kt(table, k=[1], t=[1], ci=None)["pass_at_kt"].item() == pytest.approx(7 / 12)
     # a group split into two blocks with the same sample ids is caught, not proven unique
     split = pl.concat([ok.filter(pl.col("sample_id") < 2), ok.filter(pl.col("sample_id") < 2)])
     with pytest.raises(InputError, match="duplicate"):
@@ -55,7 +56,8 @@ def test_block_counting_equals_the_group_by(rows, depths, shuffle):
     runs = runs.sort("arm", "question_id", maintain_order=True) if not shuffle else runs
     runs = runs.with_columns(sample_id=pl.int_range(pl.len()).over("arm", "question_id"))
     ts = np.unique(np.asarray(depths))
-    want = _count_truncation(runs, ["arm", "question_id"], ts).with_columns(pl.exclude("arm", "question_id").cast(pl.Int64))
+    want = _count_truncation(runs, ["arm", "question_id"], ts).with_columns(
+        pl.exclude("arm", "question_id").cast(pl.Int64))
     got = _count_blocks(runs, ts)
     contiguous = runs.select(pl.struct("arm", "question_id").rle_id().n_unique()
                               == pl.struct("arm", "question_id").n_unique()).item()

@@ -55,7 +55,8 @@ def test_pass_hat_k_on_the_t_axis_equals_brute_force_with_intervals():
              "n_rounds": int(rng.integers(0, 5))} for arm in ("a", "b") for q in range(15) for s in range(6)]
     runs = pl.DataFrame(rows)
     got = mx.pass_at_kt(runs, k=[1, 2, 3, 6], t=[0, 2, 4], ci=0.9, n_boot=200, metric="pass^k")
-    assert got.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "interval", "n_problems", "t_source", "metric"]
+    assert got.columns == ["arm", "k", "t", "pass_at_kt", "ci_low", "ci_high", "interval", "n_problems",
+                           "t_source", "metric"]
     for row in got.iter_rows(named=True):
         sub = runs.filter(pl.col("arm") == row["arm"])
         vals = [brute_all_succeed([ok and r <= row["t"] for ok, r in zip(g["correct"], g["n_rounds"])], row["k"])

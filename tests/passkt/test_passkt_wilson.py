@@ -1,4 +1,4 @@
-"""The Wilson-type PASS@(k,T) interval below 30 problems (issue 21): Wilson's score interval on
+"""The Wilson-type PASS@(k,T) interval below 30 problems: Wilson's score interval on
 the problems' effective sample size with t_{P-1}, and its degenerate groups."""
 from __future__ import annotations
 

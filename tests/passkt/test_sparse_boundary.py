@@ -1,4 +1,4 @@
-"""The boundary test built for few questions gained at a high rate (issue 33), pass^k intervals
+"""The boundary test built for few questions gained at a high rate, pass^k intervals
 that hold, the Result that pass_at_kt returns, and the message for a T that no cap was run at."""
 from __future__ import annotations
 

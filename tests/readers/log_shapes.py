@@ -1,4 +1,4 @@
-"""Small logs in the shapes of three published ones, written here for the purpose (issue 32),
+"""Small logs in the shapes of three published ones, written here for the purpose,
 each with the hand count a reader checks the toolkit against.
 
 - **Reflexion** (HotpotQA, Wikipedia ReAct): one record per block of the logger's text log, the
@@ -60,7 +60,8 @@ def _reflexion_block(q: int, trial: int, arm: str, count: HandCount) -> dict:
                  ("Lookup", "born", "No Results"),
                  ("Lookup", "birthplace", "No Results")]
     for i, (tool, arg, obs) in enumerate(steps, start=1):
-        lines += [f"Thought {i}: I need to {tool.lower()} {arg}.", f"Action {i}: {tool}[{arg}]", f"Observation {i}: {obs}"]
+        lines += [f"Thought {i}: I need to {tool.lower()} {arg}.", f"Action {i}: {tool}[{arg}]",
+                  f"Observation {i}: {obs}"]
     n = len(steps) + 1
     if kind == "found":
         lines += [f"Thought {n}: The founder was born in {gold}.", f"Action {n}: Finish[{gold}]",
@@ -70,8 +71,8 @@ def _reflexion_block(q: int, trial: int, arm: str, count: HandCount) -> dict:
     lines.append(f"Correct answer: {gold}")
     if kind == "halted" and q % 2 == 0:  # the next section's banner stays glued to the block
         lines += ["", "------------- BEGIN HALTED AGENTS -----------", ""]
-    count.add(arm, retrieved=kind == "found", failed=sum("No Results" in o or "Could not find" in o for _, _, o in steps),
-              calls=len(steps))
+    count.add(arm, retrieved=kind == "found",
+              failed=sum("No Results" in o or "Could not find" in o for _, _, o in steps), calls=len(steps))
     status = {"found": "CORRECT", "wrong": "INCORRECT", "halted": "HALTED"}[kind]
     return {"run": arm, "qid": f"hotpot-{q}", "trial": trial, "gold_answer": gold, "status": status,
             "block": "\n".join(lines) + "\n"}

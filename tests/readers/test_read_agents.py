@@ -1,4 +1,4 @@
-"""Real agents read as they ran (issue 18): user turns, failed calls, multi-action turns,
+"""Real agents read as they ran: user turns, failed calls, multi-action turns,
 duplicates, arm sources, missing fields, question keys, finishing-call results, boxed answers.
 
 The fixtures in ``tests/fixtures/agents`` are written for the purpose in each source's shape:
@@ -71,7 +71,7 @@ def test_tau_user_turns_kept_and_named_as_source():
     typed = [i for i, (_, _, t) in enumerate(truth) if t]
     named = sum("user" in moves["sources"][i].split("+") for i in typed)
     assert len(typed) >= 10 and named / len(typed) >= 0.9, (named, len(typed))
-    # without the user turns (the earlier reading: only the question) most of them were "new"
+    # without the user turns (a reading that sees only the question) most of them are "new"
     bare = runs.with_columns(pl.col("steps").list.eval(pl.element().struct.with_fields(
         pl.lit(None, dtype=pl.String).alias("user"))))
     old = segment(bare).filter(pl.col("tool") != "answer")
@@ -98,7 +98,8 @@ def test_tool_results_without_ids_and_finishing_call_results_read():
         '{"reservations":', '{"reservation_id', "[]", "Error: flight HA"]
     parallel = runs.filter(pl.col("question_id") == "4").row(0, named=True)
     assert "4WQ150" in parallel["steps"][0]["observation"] and "VAAOXJ" in parallel["steps"][1]["observation"]
-    # before: "`traj[15]` is a tool result with no tool call before it"; every such record was dropped
+    # a tool result answers the call of an earlier turn, so such a record is read, not refused as
+    # "`traj[15]` is a tool result with no tool call before it"
     submit = runs.filter(pl.col("question_id") == "0").row(0, named=True)
     assert submit["n_rounds"] == 3 and submit["answer"] == "cancelled NO6JO3"
 
@@ -194,7 +195,8 @@ def test_fireact_multi_action_turns_fixture():
 def test_fireact_gpt_questions_3291_and_407():
     path = next((FIREACT / "trajs").glob("*gpt-3.5*.json"))
     runs = read(path)
-    rounds = dict(runs.filter(pl.col("question_id").is_in(["3291", "407"])).select("question_id", "n_rounds").iter_rows())
+    rounds = dict(runs.filter(pl.col("question_id").is_in(["3291", "407"]))
+                  .select("question_id", "n_rounds").iter_rows())
     assert rounds == {"3291": 6, "407": 3}
 
 

@@ -51,7 +51,8 @@ def _openai_variant(record: dict, i: int) -> dict:
     new = [*messages[:-1]]
     if i % 6 == 5:  # a finishing tool call instead of text
         new.append({"role": "assistant", "content": thought, "tool_calls": [
-            {"id": "fin", "type": "function", "function": {"name": "submit", "arguments": json.dumps({"answer": answer})}}]})
+            {"id": "fin", "type": "function",
+             "function": {"name": "submit", "arguments": json.dumps({"answer": answer})}}]})
     else:
         new.append({"role": "assistant", "content": styles[i % 5]})
     return {**record, "messages": new}
@@ -90,8 +91,9 @@ def _chat(answer_text: str, gold: str, qid: int) -> dict:
 def test_zero_percent_arm_warns(tmp_path, capsys):
     path = tmp_path / "base.jsonl"
     # an answer nobody could extract: the whole message is kept and never matches
-    path.write_text("\n".join(json.dumps(_chat(f"I am fairly sure it is Paris{i}, since the page says so", f"Paris{i}", i))
-                              for i in range(6)))
+    path.write_text("\n".join(
+        json.dumps(_chat(f"I am fairly sure it is Paris{i}, since the page says so", f"Paris{i}", i))
+        for i in range(6)))
     with pytest.warns(ReadWarning, match=r"arm 'base' scores 0 % by `em`: none of its 6 answers"):
         runs, rep = read(path, report=True)
     assert not runs["correct"].any() and len(rep.warnings) == 1
@@ -109,8 +111,8 @@ def test_zero_percent_arm_warns(tmp_path, capsys):
 
 def test_scorers(tmp_path):
     path = tmp_path / "s.jsonl"
-    rows = [("Barack Obama", "Barack Obama"), ("Barack Obama jr", "Barack Obama"), ("President Barack Obama", "Barack Obama"),
-            ("Obamacare", "Obama"), ("Lyon", "Paris")]
+    rows = [("Barack Obama", "Barack Obama"), ("Barack Obama jr", "Barack Obama"),
+            ("President Barack Obama", "Barack Obama"), ("Obamacare", "Obama"), ("Lyon", "Paris")]
     path.write_text("\n".join(json.dumps(_chat(f"<answer>{a}</answer>", g, i)) for i, (a, g) in enumerate(rows)))
     expected = {
         "em": [True, False, False, False, False],

@@ -72,7 +72,7 @@ def test_empty_and_unknown(fixtures, tmp_path):
     blank = tmp_path / "blank.jsonl"
     blank.write_text("\n\n  \n")
     err = _raises(blank)
-    assert "empty file" in err.reason  # blank lines only: as empty as 0 bytes (issue 34)
+    assert "empty file" in err.reason  # blank lines only: as empty as 0 bytes
     blank_json = tmp_path / "blank.json"
     blank_json.write_text("   \n")
     assert "empty file" in _raises(blank_json).reason

@@ -27,8 +27,8 @@ def _row(i, steps, arm="base", correct=True):
 
 
 def test_nothing_answers_fail_and_the_read_report_says_so(tmp_path):
-    steps = [("lookup", "a", "None"), ("lookup", "b", ""), ("lookup", "c", "null"), ("act", "go north", "Nothing happens."),
-             ("bash", "mkdir x", ""), ("lookup", "d", "Paris")]
+    steps = [("lookup", "a", "None"), ("lookup", "b", ""), ("lookup", "c", "null"),
+             ("act", "go north", "Nothing happens."), ("bash", "mkdir x", ""), ("lookup", "d", "Paris")]
     path = _canonical(tmp_path / "r.jsonl", [_row(0, steps)])
     runs, rep = read(path, report=True)
     failed = segment(runs).filter(pl.col("tool") != "answer")["failed"].to_list()
@@ -40,13 +40,14 @@ def test_nothing_answers_fail_and_the_read_report_says_so(tmp_path):
 
 
 def test_fireact_none_observations_are_failed_calls(tmp_path, fixtures):
-    """FireAct's Llama files: `Observation: None` where the search found nothing (issue 32)."""
+    """FireAct's Llama files: `Observation: None` where the search found nothing."""
     (tmp_path / "questions").mkdir()
     (tmp_path / "trajs").mkdir()
     shutil.copy(fixtures / "agents" / "fireact_multi" / "questions" / "dev.json", tmp_path / "questions" / "dev.json")
     traj = ("Question: Were Scott Derrickson and Ed Wood of the same nationality?\n"
             "Thought: search Derrickson.\nAction: search[Scott Derrickson nationality]\nObservation: None\n"
-            "Thought: again.\nAction: search[Scott Derrickson]\nObservation: Scott Derrickson is an American director.\n"
+            "Thought: again.\nAction: search[Scott Derrickson]\n"
+            "Observation: Scott Derrickson is an American director.\n"
             "Thought: and Wood.\nAction: search[Ed Wood]\nObservation: None\nThought: guess.\nAction: finish[yes]\n")
     doc = {"0": {"reward": True, "em": True, "f1": 1.0, "gt": "yes", "pred": "yes", "prompt": "", "traj": traj}}
     (tmp_path / "trajs" / "hotpotqa_dev_llama-2-7b_fixture.json").write_text(json.dumps(doc))
@@ -68,7 +69,8 @@ def test_fireact_data_none_observations_are_failed(fireact_dir):
 
 
 def test_http_errors_are_failed_calls_and_a_page_about_404_is_not(tmp_path):
-    steps = [("http_get", "/orders/1", 'HTTP/1.1 400 Bad Request\nContent-Type: application/json\n\n{"message": "bad id"}'),
+    steps = [("http_get", "/orders/1",
+              'HTTP/1.1 400 Bad Request\nContent-Type: application/json\n\n{"message": "bad id"}'),
              ("http_get", "/orders/2", '{"status": 404, "message": "no such order"}'),
              ("http_get", "/orders/3", '{"detail": "Not Found"}'),
              ("http_get", "/Patient/9", '{"resourceType": "OperationOutcome", "issue": [{"severity": "error"}]}'),

@@ -1,6 +1,6 @@
 """Hostile input: bounded time, one-line errors or reported skips, escaped output.
 
-Each case reproduces an attack from issue 11; every error is one line naming file, line and
+Each case reproduces an attack on a reader; every error is one line naming file, line and
 field, and reading time stays linear in the input.
 """
 from __future__ import annotations
@@ -189,7 +189,8 @@ def test_a_pipe_is_read_not_reported_empty(tmp_path, fixtures):
 def test_mixed_formats_in_one_file_are_reported(tmp_path):
     chat = {"question": "q", "question_id": "2", "gold": ["x"], "messages": [
         {"role": "user", "content": "q"},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "function": {"name": "s", "arguments": "{}"}}]},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "a", "function": {"name": "s", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": "a", "content": "o"}, {"role": "assistant", "content": "x"}]}
     path = tmp_path / "m.jsonl"
     path.write_text(json.dumps({**GOOD, "question_id": "1"}) + "\n" + json.dumps(chat) + "\n")
@@ -354,7 +355,7 @@ def test_an_arm_name_reads_the_same_on_the_terminal_in_figures_and_in_file_names
     assert (out / f"{safe_filename(shown)}_vs_base").is_dir()
 
 
-# ---------------------------------------------------------------- issue 24: bounded options and readers
+# ---------------------------------------------------------------- bounded options and readers
 
 def _deep_parquet(path, depth: int) -> None:
     import pyarrow as pa

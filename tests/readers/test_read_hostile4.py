@@ -1,4 +1,4 @@
-"""Hostile input, round four (issue 34), reading side: every folder entry is read, refused by
+"""Hostile input, round four, reading side: every folder entry is read, refused by
 name or skipped and listed; devices and growing inputs are refused before memory runs out; an
 empty and a blank-only file read alike; a ``--columns`` path that matches nothing is an error;
 whitespace in arm names shows; each reproduction is one line and exit 2 through the CLI."""
@@ -189,9 +189,11 @@ def test_read_refuses_an_out_that_is_one_of_its_inputs(tmp_path, capsys):
 def test_a_failing_command_prints_only_its_error_line(tmp_path, capsys):
     """The issue's case: the read warns (an arm scoring 0 %) and the command then fails."""
     path = tmp_path / "zero.jsonl"
-    path.write_text("\n".join(json.dumps({**GOOD, "arm": "base", "question_id": str(q), "response": "<answer>y</answer>"})
-                              for q in range(30)))
-    line = _one_error_line(capsys, ["reweighting", str(path), "--by-rounds", "--base", "base", "--out", str(tmp_path / "o")])
+    path.write_text("\n".join(
+        json.dumps({**GOOD, "arm": "base", "question_id": str(q), "response": "<answer>y</answer>"})
+        for q in range(30)))
+    line = _one_error_line(capsys, ["reweighting", str(path), "--by-rounds", "--base", "base",
+                                    "--out", str(tmp_path / "o")])
     assert "error" in line and "warning" not in line
     assert main(["passkt", str(path), "--n-boot", "10", "--k", "1", "--t", "0", "--out", str(tmp_path / "p")]) == 0
     assert "warning" in capsys.readouterr().err  # printed when the command succeeds

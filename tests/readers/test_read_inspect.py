@@ -30,8 +30,9 @@ def _sample(qid: str, epoch: int, question: str, target: str, queries: list[str]
 
 
 def _log(samples, model="mockllm/model"):
-    spec = inspect_log.EvalSpec(created="2026-01-01T00:00:00+00:00", task="qa", dataset=inspect_log.EvalDataset(name="d"),
-                                model=model, config=inspect_log.EvalConfig())
+    spec = inspect_log.EvalSpec(created="2026-01-01T00:00:00+00:00", task="qa",
+                                dataset=inspect_log.EvalDataset(name="d"), model=model,
+                                config=inspect_log.EvalConfig())
     return inspect_log.EvalLog(eval=spec, samples=samples, status="success")
 
 

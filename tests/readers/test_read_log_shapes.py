@@ -1,4 +1,4 @@
-"""Reading logs in the shapes of Reflexion, FireAct and tau-bench (issue 32): nothing of the
+"""Reading logs in the shapes of Reflexion, FireAct and tau-bench: nothing of the
 logger's bookkeeping in what the agent saw, retrieval and failures as a hand count gives, a
 leaked gold line flagged, and a warning that names the field grouping questions."""
 from __future__ import annotations

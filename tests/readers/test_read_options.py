@@ -107,7 +107,7 @@ def test_rl_rollout_dump_reads_with_columns(tmp_path):
     path = tmp_path / "rollouts.jsonl"
     rows = []
     for step in (300, 400):
-        for i, (answer, reward) in enumerate([("Paris", 1.0), ("Lyon", 0.0), ("Paris", 1.0)]):
+        for _i, (answer, reward) in enumerate([("Paris", 1.0), ("Lyon", 0.0), ("Paris", 1.0)]):
             rows.append({"prompt": "Question: What is the capital of France?", "uid": "q17", "step": step,
                          "response": f"<think>look</think><search> capital France </search><information> Paris "
                                      f"</information><answer> {answer} </answer>",

@@ -1,5 +1,5 @@
 """Every pattern a user or a file supplies runs on RE2: time linear in the text whatever the
-pattern, and a pattern RE2 cannot run is refused in one line (issue 34)."""
+pattern, and a pattern RE2 cannot run is refused in one line."""
 from __future__ import annotations
 
 import json
@@ -129,7 +129,8 @@ def _tampered_space(tmp_path, small_pair, error_pattern):
     from mechanism.analysis.strategy_space import StrategySpace
 
     folder = tmp_path / "space"
-    StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False, random_state=0).fit(small_pair.runs).save(folder)
+    space = StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False, random_state=0)
+    space.fit(small_pair.runs).save(folder)
     config = json.loads((folder / "space.json").read_text())
     # params are not under a checksum of their own (arrays and tables are): editing them is
     # all a tampered space needs

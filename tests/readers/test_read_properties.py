@@ -144,7 +144,8 @@ def test_canonical_round_trip(rows):
         runs = read(path, format="canonical")
         assert runs.height == len(rows)
         for got, want in zip(runs.iter_rows(named=True), rows):
-            for key in ("arm", "question_id", "sample_id", "question", "gold", "answer", "correct", "n_rounds", "steps"):
+            for key in ("arm", "question_id", "sample_id", "question", "gold", "answer", "correct", "n_rounds",
+                        "steps"):
                 assert got[key] == want[key], key
         runs.write_parquet(Path(tmp) / "c.parquet")
         again = read(Path(tmp) / "c.parquet")

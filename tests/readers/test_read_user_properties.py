@@ -1,4 +1,4 @@
-"""Property tests on the fields issue 18 added: every user turn kept (``steps[].user``), tool
+"""Property tests on the fields of real agents' logs: every user turn kept (``steps[].user``), tool
 results matched to their calls with or without ids, multi-action turns, the canonical format
 with and without ``user``, and provenance naming the user for values typed in any turn."""
 from __future__ import annotations

@@ -134,7 +134,8 @@ def test_score_relations(pred, golds):
         assert f1 == max(token_f1(normalize_answer(pred).split(), normalize_answer(g).split()) for g in golds)
 
 
-@given(st.lists(st.text(alphabet="abc ,.", max_size=8), min_size=1, max_size=5), st.text(alphabet="abc ,.", max_size=30))
+@given(st.lists(st.text(alphabet="abc ,.", max_size=8), min_size=1, max_size=5),
+       st.text(alphabet="abc ,.", max_size=30))
 def test_contains_matches_token_brute_force(golds, text):
     toks = normalize_answer(text).split()
     want = False

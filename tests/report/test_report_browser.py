@@ -90,7 +90,6 @@ def test_navigation_tables_and_examples_are_visible_and_nothing_errs(browser, pa
                                       target)) < 5
     errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
     assert errors == []
-    shot = request.config.getoption("basetemp", None)
     browser.set_window_size(1200, 2400)
     browser.execute_script("window.scrollTo(0, 0);")
     browser.save_screenshot(str(page.out / "screenshot.png"))

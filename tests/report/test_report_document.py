@@ -1,4 +1,4 @@
-"""The report as a document a paper's authors read and check (issue 22): HTML tables, contents,
+"""The report as a document a paper's authors read and check: HTML tables, contents,
 a strategy explorer with member transcripts, single-agent reports, LaTeX a paper takes, and
 escaping of hostile transcripts.
 
@@ -31,7 +31,7 @@ def reflexion_runs() -> pl.DataFrame:
     sim = mx.simulate(n_questions=12, n_samples=3, arms=("base", "rl", "sft"), random_state=3, progress=False)
     runs = sim.runs.with_columns(pl.col("arm").replace(dict(zip(("base", "rl", "sft"), ARMS))))
     steps = runs["steps"].to_list()
-    for i, s in enumerate(steps):
+    for _i, s in enumerate(steps):
         if s:
             s[0] = {**s[0], "observation": HOSTILE + " " + str(s[0]["observation"])}
     return runs.with_columns(pl.Series("steps", steps, dtype=runs["steps"].dtype))

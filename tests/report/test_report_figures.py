@@ -1,4 +1,4 @@
-"""Figures that survive real arm names (issue 22): long names sharing a prefix stay unique,
+"""Figures that survive real arm names: long names sharing a prefix stay unique,
 no two texts of any report figure overlap (checked from the renderer's text boxes), strategy
 colours are never arm colours, and a series' x axis takes the user's label."""
 from __future__ import annotations
@@ -48,7 +48,8 @@ def drawn(tmp_path_factory):
     figures = {}
     save, close = style.save_figure, style.close
     mp = pytest.MonkeyPatch()
-    mp.setattr(style, "save_figure", lambda fig, out, stem, **kw: figures.setdefault(f"{out}/{stem}", fig) and save(fig, out, stem, **kw))
+    mp.setattr(style, "save_figure",
+               lambda fig, out, stem, **kw: figures.setdefault(f"{out}/{stem}", fig) and save(fig, out, stem, **kw))
     mp.setattr(style, "close", lambda fig: None)
     try:
         report = write_report(reflexion_runs(), tmp_path_factory.mktemp("figures"), base=ARMS[0],

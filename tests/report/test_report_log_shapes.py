@@ -1,4 +1,4 @@
-"""The report on logs in the shapes of Reflexion, FireAct and tau-bench (issue 32): the user on
+"""The report on logs in the shapes of Reflexion, FireAct and tau-bench: the user on
 the explorer page (checked in headless Chromium), every member reachable, captions that name
 their comparison, split tables that add up, pass^k at every requested k, and no figure
 written under ``figures=False``."""
@@ -56,7 +56,8 @@ def test_pass_hat_k_at_every_requested_k_in_csv_and_page(tau):
 
 def _md_table(md: str, title: str) -> list[list[str]]:
     block = md.split(f"**{title}**")[1].split("\n\n")[1]
-    return [[c.strip() for c in line.strip("|").split("|")] for line in block.splitlines() if not line.startswith("|---")]
+    return [[c.strip() for c in line.strip("|").split("|")]
+            for line in block.splitlines() if not line.startswith("|---")]
 
 
 def _number(cell: str) -> float:

@@ -61,7 +61,7 @@ def test_renderings_escape_input_strings(results, name):
 
 
 def test_summary_is_text_and_the_table_is_to_frame(results):
-    """The summary no longer poses as a DataFrame (issue 23): tables come from ``to_frame()``."""
+    """The summary no longer poses as a DataFrame: tables come from ``to_frame()``."""
     rw = results["Reweighting"]
     assert not hasattr(rw.summary(), "filter")
     with pytest.raises(TypeError):

@@ -1,6 +1,5 @@
 """Section writers take result objects and only format them; ``write_report`` computes every
-analysis once and hands the results to the writers (issue 23: data no longer climb back up the
-layers)."""
+analysis once and hands the results to the writers, so data never climb back up the layers."""
 from __future__ import annotations
 
 from collections import Counter
@@ -24,11 +23,11 @@ ANALYSES = [(mechanism.analysis.passkt, "pass_at_kt"), (mechanism.analysis.passk
             (mechanism.analysis.passkt, "consistency"), (mechanism.analysis.boundaries, "boundary"),
             (mechanism.analysis.compare, "reweighting"), (mechanism.analysis.information, "integration"),
             (mechanism.analysis.parallel, "strategy_shares"), (mechanism.analysis.segmentation, "segment")]
-try:  # the one shares implementation, where the layering work moves it (issue 23)
+try:  # the one implementation of strategy shares, in the module that holds it
     import mechanism.analysis.shares
 
     ANALYSES.append((mechanism.analysis.shares, "strategy_shares"))
-except ImportError:  # pragma: no cover - before that change
+except ImportError:  # pragma: no cover - a tree without mechanism.analysis.shares
     pass
 
 

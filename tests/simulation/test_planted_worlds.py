@@ -1,4 +1,4 @@
-"""One planted-world protocol (issue 23): the simulator and every world of mechanism.datasets.worlds offer
+"""One planted-world protocol: the simulator and every world of mechanism.datasets.worlds offer
 ``runs``, ``truth``, ``planted`` and one truth join; worlds take ``random_state`` (int, Generator or
 None)."""
 from __future__ import annotations

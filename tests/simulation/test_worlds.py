@@ -1,6 +1,6 @@
 """Strategy discovery on planted worlds written independently of the grammar
 (mechanism.datasets.worlds): multi-hop search in Search-R1 tags and in ReAct text, customer service in
-OpenAI tool_calls, web shopping in ReAct inside chat messages (issue 19: failures retried
+OpenAI tool_calls, web shopping in ReAct inside chat messages (with failures retried
 inside strategies, optional steps). Each is read from its native file with `mechanism.read`,
 as a user would."""
 from __future__ import annotations
@@ -40,10 +40,10 @@ _GEN = {"multihop": lambda seed: multihop(n_questions=40, random_state=seed),
         "multihop_react": lambda seed: multihop(n_questions=40, random_state=seed, react=True),
         "service": lambda seed: service(n_questions=40, random_state=seed),
         "webshop": lambda seed: webshop(n_questions=40, random_state=seed)}
-# ARI the defaults must reach: the project's worlds, and the one written from scratch for issue 19
+# ARI the defaults must reach: the project's worlds, and the one written from scratch to test them
 _BAR = {"webshop": 0.85}
 # strategies found: the planted six (or one variant more); the web shop's optional step can
-# split two of its seven (benchmarks/RESULTS.md, issue 19)
+# split two of its seven (benchmarks/RESULTS.md)
 _FOUND = {"webshop": (7, 8, 9)}
 _FITS: dict = {}
 
@@ -225,7 +225,7 @@ def test_webshop_failures_are_retried_inside_strategies_and_read_as_one_attempt(
     assert d["retry_rate"].max() > 0 and not any("(failed" in n for n in d["name"].to_list())
 
 
-# --- issue 19: the defaults on every world, and a world written from scratch (the analyst) ---
+# --- the defaults on every world, and a world written from scratch (the analyst) ---
 
 def _analyst_runs(seed, tmp):
     world = analyst(n_questions=60, random_state=seed)
@@ -251,25 +251,25 @@ def test_analyst_world_plants_what_its_docstring_says(tmp_path):
     assert analyst(n_questions=3, random_state=gen).records == analyst(n_questions=3, random_state=4).records
 
 
-# ARI the defaults must reach on each world (issue 19): 0.9 on the project's worlds, 0.85 on
-# the ones written from scratch for the issue (webshop, analyst) and on held-out worlds of other
+# ARI the defaults must reach on each world: 0.9 on the project's worlds, 0.85 on
+# the ones written from scratch to test the defaults (webshop, analyst) and on held-out worlds of other
 # kinds of agents (coder, browser, assistant, travel, research, gui, sre, sheet, toolbench:
 # written by developers who never read the segmentation or clustering code;
 # benchmarks/RESULTS.md says which were measured before any change was tried on them)
 _DEFAULT_BAR = {"simulated": 0.9, "multihop": 0.9, "multihop_react": 0.9, "service": 0.9, "webshop": 0.85,
                 "analyst": 0.85, "coder": 0.85, "browser": 0.85, "assistant": 0.85, "travel": 0.85, "research": 0.85,
                 "gui": 0.85, "sre": 0.85, "sheet": 0.85, "toolbench": 0.85, "terminal": 0.85, "computer": 0.85}
-# measured with the defaults at seed 0 (benchmarks/RESULTS.md, issue 19): these worlds are not
+# measured with the defaults at seed 0 (benchmarks/RESULTS.md): these worlds are not
 # recovered at the bar; kept honest as strict xfails, with the floor each does reach asserted
-# (browser 0.492, travel 0.813, gui 0.732, sre 0.718, sheet 0.597, toolbench 0.160; issue 31's one-tool
+# (browser 0.492, travel 0.813, gui 0.732, sre 0.718, sheet 0.597, toolbench 0.160; the one-tool
 # worlds, written blind to the method: terminal 0.619 through `bash`, computer 0.810 through `computer`)
 _BELOW_BAR = {"browser": 0.45, "travel": 0.78, "gui": 0.7, "sre": 0.68, "sheet": 0.55, "toolbench": 0.12,
               "terminal": 0.58, "computer": 0.77}
 _COMPOSITION_BELOW_BAR = 0.06  # toolbench: 0.054 at seed 0, every other world within 0.02
-# terminal (issue 31, new): 0.074 at seed 0 (ARI 0.62: strategies mixed where they share their
+# terminal: 0.074 at seed 0 (ARI 0.62: strategies mixed where they share their
 # programs); asserted as measured so that a regression shows
-# toolbench: 0.088 since cells one arm never used are valued from that arm's own data (issue 33;
-# 0.054 when they borrowed the other arm's rate): with 4 samples, 7 planted strategies and 14
+# toolbench: 0.088, with cells one arm never used valued from that arm's own data (0.054 if
+# they borrowed the other arm's rate): with 4 samples, 7 planted strategies and 14
 # APIs, 0.64 of base's planted mass sits in one-arm cells, whose model then decides the split
 _COMPOSITION_MEASURED = {"terminal": 0.08, "toolbench": 0.09}
 

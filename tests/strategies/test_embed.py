@@ -106,7 +106,7 @@ def test_hashing_embedder_is_deterministic_and_unit_length():
 
 def test_make_embedder_names():
     assert make_embedder("hashing-32").model_id == "hashing-32"
-    assert make_embedder(None).model_id == DEFAULT_EMBEDDER == f"composed:{DEFAULT_MODEL}"  # issue 19
+    assert make_embedder(None).model_id == DEFAULT_EMBEDDER == f"composed:{DEFAULT_MODEL}"
     assert make_embedder("sentence-transformers/all-MiniLM-L6-v2").model_id == DEFAULT_MODEL
     with pytest.raises(ValueError, match="`embedder`"):
         make_embedder(3.5)

@@ -1,4 +1,4 @@
-"""Saved strategy spaces are untrusted input (issue 24): every tampered file is one
+"""Saved strategy spaces are untrusted input: every tampered file is one
 :class:`InputError` naming the file (and the field, where one is to blame), never a traceback,
 a hang, or a silently accepted space.
 

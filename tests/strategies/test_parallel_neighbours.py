@@ -38,7 +38,8 @@ def _coords(rng: np.random.Generator, n_rows: int) -> np.ndarray:
     return coords
 
 
-@pytest.mark.parametrize("exact_limit", [None, pytest.param(5, marks=pytest.mark.slow)])  # slow: numba compiles pynndescent
+# slow: numba compiles pynndescent
+@pytest.mark.parametrize("exact_limit", [None, pytest.param(5, marks=pytest.mark.slow)])
 def test_neighbour_statistics_equal_brute_force_over_rows(monkeypatch, exact_limit):
     if exact_limit is not None:  # force the approximate (pynndescent) search on a small input
         monkeypatch.setattr(neighbours, "EXACT_LIMIT", exact_limit)

@@ -1,4 +1,4 @@
-"""Another look of the same tool is one attempt (issue 19): a call of a tool that does not
+"""Another look of the same tool is one attempt: a call of a tool that does not
 retrieve, right after an attempt of that tool, on another object and carrying nothing that
 attempt found, is folded into it; chains, revisions, repeats and searches stay moves."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A saved space is checked whole against its declared schema (issue 34): any one file cut to a
+"""A saved space is checked whole against its declared schema: any one file cut to a
 subset of its columns, holding the wrong dtype, or holding an out-of-range value is refused by
 name, checksums recomputed as a tamperer would, so only the schema can stop it.
 """
@@ -26,8 +26,8 @@ from mechanism.core.errors import InputError
 N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))
 ARRAYS = ("train_features", "train_labels", "train_counts", "labels", "map_coords")
 TABLES = ("strategies", "train_rows")
-# space.json fields a space saved by earlier code may lack (read with their documented defaults)
-CONFIG_OPTIONAL = {"names", "threshold_rule", "checksum", "action_tools", "ignore_tools", "by", "kinds"}  # absent in spaces saved before them
+# space.json fields a space saved by an older version may lack (read with their documented defaults)
+CONFIG_OPTIONAL = {"names", "threshold_rule", "checksum", "action_tools", "ignore_tools", "by", "kinds"}
 CONFIG_NUMBERS = {"threshold": (0, 1e12), "n_strategies": (0, 2**31), "embedding_dim": (0, 2**20),
                   "seed_agreement": (-1, 1)}
 

@@ -21,7 +21,8 @@ from mechanism.analysis.strategy_space import StrategySpace
 from mechanism.core.cachefile import KEY_FILE, read_checked, sidecar, write_checked
 from mechanism.datasets.simulation import simulate
 
-seg = importlib.import_module("mechanism.analysis.segmentation")  # `mechanism.analysis.segmentation` the attribute is the function
+# the module itself: the package attribute `mechanism.analysis.segmentation` is the function of that name
+seg = importlib.import_module("mechanism.analysis.segmentation")
 
 FAST = "hashing-64"
 
@@ -203,7 +204,8 @@ def test_fitting_from_cache_imports_no_heavy_library(tmp_path, runs):
             "from mechanism.analysis.strategy_space import StrategySpace\n"
             "r = pl.read_parquet('runs.parquet')\n"
             "s = StrategySpace(embedder=Stub(), cache_dir='cache', progress=False).fit(r)\n"
-            "print(s.n_strategies_, sorted(m for m in ('torch', 'sklearn', 'scipy', 'matplotlib') if m in sys.modules))")
+            "print(s.n_strategies_, "
+            "sorted(m for m in ('torch', 'sklearn', 'scipy', 'matplotlib') if m in sys.modules))")
     repo = str(Path(__file__).resolve().parents[2])  # this tree's mechanism, not an installed one
     env = {**__import__("os").environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), repo])}
     cold = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=tmp_path,
@@ -217,7 +219,8 @@ def test_fitting_from_cache_imports_no_heavy_library(tmp_path, runs):
 
 
 def test_package_keeps_functions_named_like_modules():
-    code = ("import mechanism.analysis.segmentation, mechanism.analysis.boundaries, mechanism.datasets.simulation, mechanism.analysis.compare, "
+    code = ("import mechanism.analysis.segmentation, mechanism.analysis.boundaries, mechanism.datasets.simulation, "
+            "mechanism.analysis.compare, "
             "mechanism.analysis.information, sys; import mechanism as mx; "
             "assert all(callable(getattr(mx, n)) for n in "
             "('segment', 'boundary', 'simulate', 'reweighting', 'integration', 'render', 'StrategySpace')); "
@@ -232,7 +235,8 @@ def test_cached_fits_are_keyed_on_the_clustering_code(monkeypatch, tmp_path):
     from pathlib import Path
 
     copy = tmp_path / "pkg"
-    shutil.copytree(Path(fitcache.__file__).parents[1], copy / "mechanism", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(Path(fitcache.__file__).parents[1], copy / "mechanism",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     folder = copy / "mechanism" / "_strategies"
     before = fitcache.source_id(folder)
     assert before == fitcache.source_id()  # the copy is this code

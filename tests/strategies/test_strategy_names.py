@@ -1,6 +1,6 @@
 """Names built from what a strategy's members share, distinct within a space, with their
 fidelity; failed calls and their retries as one attempt of a move, their rates reported per
-strategy and arm (issue 19)."""
+strategy and arm."""
 from __future__ import annotations
 
 import json

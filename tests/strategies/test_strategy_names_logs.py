@@ -1,4 +1,4 @@
-"""Names on real-shaped logs (issue 19): tau-bench conversations and Reflexion trial logs,
+"""Names on real-shaped logs: tau-bench conversations and Reflexion trial logs,
 generated here in the exact shape of those sources (the FireAct agents, real data, are in
 test_strategy_fireact.py). On each: names distinct once ids are dropped; a "without tools"
 strategy holds only tool-free episodes; the tools a name mentions are used by the members

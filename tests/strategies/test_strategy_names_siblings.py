@@ -1,4 +1,4 @@
-"""Names that tell siblings apart (issue 31), on logs in the shapes of Reflexion, tau-bench and
+"""Names that tell siblings apart, on logs in the shapes of Reflexion, tau-bench and
 FireAct: no two names alike once ids are dropped, no two names giving overlapping counts of one
 tool, the tools a name mentions used by members holding at least 0.9 of the strategy's
 trajectories, and a strategy at least half of whose members are fail-and-retry loops saying so
@@ -42,8 +42,8 @@ def _reflexion_block(rng: np.random.Generator, q: int, trial: int, arm: str) -> 
              "one": [("Search", a, f"{a} was founded by {b}, born in {gold}.")],
              "bridge": [("Search", a, f"{a} was founded by {b} in 1901."), ("Search", b, f"{b} was born in {gold}.")],
              # the same entity searched and failing, then found
-             "flail": [("Search", a, miss)] * int(rng.integers(2, 5)) + [("Search", f"{a} magazine",
-                                                                            f"{a} was founded by {b}, born in {gold}.")],
+             "flail": [("Search", a, miss)] * int(rng.integers(2, 5))
+             + [("Search", f"{a} magazine", f"{a} was founded by {b}, born in {gold}.")],
              # six failed searches of one entity until the step limit
              "halted": [("Search", a, miss)] * 6}[str(kind)]
     lines = [f"Question: Where was the founder of {a} born?"]
@@ -92,7 +92,8 @@ def _tau_episode(rng: np.random.Generator, task: int, trial: int, arm: str) -> d
     call("get_user_details", {"user_id": user}, json.dumps({"user_id": user, "reservations": [code]}))
     kind = rng.choice(["cancel_loop", "search_chain", "update_retry", "cancel"], p=[0.25, 0.25, 0.25, 0.25])
     if kind in ("cancel_loop", "cancel"):
-        call("get_reservation_details", {"reservation_id": code}, json.dumps({"reservation_id": code, "cabin": "basic"}))
+        call("get_reservation_details", {"reservation_id": code},
+             json.dumps({"reservation_id": code, "cabin": "basic"}))
         for _ in range(int(rng.integers(2, 5)) if kind == "cancel_loop" else 0):
             call("cancel_reservation", {"reservation_id": code},
                  f"Error: reservation {code} cannot be cancelled: basic economy outside 24 hours")

@@ -1,4 +1,4 @@
-"""Tool plans keep strategies apart (issue 19): the tree is cut within each plan (the tools a
+"""Tool plans keep strategies apart: the tree is cut within each plan (the tools a
 trajectory calls, in order, a run of one tool read as once or again), so two trajectories that
 call other tools are never one strategy by the cut, however close their tokens and wording."""
 from __future__ import annotations

@@ -235,7 +235,7 @@ def test_c_tf_idf_prefers_distinctive_terms():
 @pytest.mark.slow
 def test_real_model_recovers_planted_strategies(sim, tmp_path):
     sp = StrategySpace(random_state=0, cache_dir=tmp_path, progress=False).fit(sim.runs)
-    assert sp.embedding_model_ == "composed:all-MiniLM-L6-v2"  # the default since issue 19
+    assert sp.embedding_model_ == "composed:all-MiniLM-L6-v2"  # the default embedder
     assert adjusted_rand_score(_truth(sim), sp.labels_) >= 0.35  # see test_recovers_planted_strategies
 
 
@@ -422,7 +422,7 @@ def test_merge_small_matches_brute_force():
         small = min(ids, key=lambda c: (size[c], c))
         if len(ids) < 2 or size[small] >= 0.15 * w.sum():
             break
-        def mean(c):
+        def mean(c, small=small):
             a, b = ref == small, ref == c
             d = np.linalg.norm(x[a][:, None] - x[b][None], axis=2)
             return (w[a][:, None] * w[b][None] * d).sum() / (w[a].sum() * w[b].sum())

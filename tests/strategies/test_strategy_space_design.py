@@ -1,4 +1,4 @@
-"""The estimator's shape (issue 23): a thin class over private modules that never import it,
+"""The estimator's shape: a thin class over private modules that never import it,
 no self-mutation, the description computed once, placement as a method, random_state as int,
 Generator or None, one cache implementation, and old saved spaces still loading."""
 from __future__ import annotations
@@ -50,7 +50,8 @@ def test_the_class_body_is_at_most_300_lines():
 
 
 def test_private_modules_never_import_the_estimator_or_higher_layers():
-    offenders = [f"{p.name} imports {name}" for p in sorted((ROOT / "mechanism" / "analysis" / "_strategies").glob("*.py"))
+    offenders = [f"{p.name} imports {name}"
+                 for p in sorted((ROOT / "mechanism" / "analysis" / "_strategies").glob("*.py"))
                  for name in _imports(p)
                  if name.startswith(("mechanism.analysis.strategy_space", "mechanism.report", "mechanism.plots",
                                      "mechanism._cli"))]
@@ -151,7 +152,7 @@ def test_a_space_saved_by_the_earlier_code_loads_and_assigns_as_a_new_fit_does(r
     config = json.loads((OLD_SPACE / "space.json").read_text())
     assert "checksum" not in config  # saved with SHA-256 checksums, before cachefile's digest
     old = StrategySpace.load(OLD_SPACE)
-    # the saved parameters, not today's defaults (min_share was 0.04 before issue 19's last change)
+    # the saved parameters, not the current defaults (the fixture space was saved with min_share 0.04)
     new = StrategySpace(embedder=FAST, progress=False, min_share=old.min_share).fit(runs)
     np.testing.assert_array_equal(old.transform(runs), old.labels_)
     np.testing.assert_array_equal(new.train_features_, old.train_features_)
@@ -160,9 +161,9 @@ def test_a_space_saved_by_the_earlier_code_loads_and_assigns_as_a_new_fit_does(r
     # map under another seed keeps 0.79 to 0.84 of each point's 10 nearest neighbours here; a map
     # computed elsewhere must keep at least 0.7 (and keeps all of them on the machine that saved it).
     assert _neighbours_kept(old.map_coordinates(), new.map_coordinates(), k=10) >= 0.7
-    # what changed since: the few trajectories without a tool call (under min_share) were
-    # joined to a strategy that calls tools and now hold one of their own; every other
-    # trajectory keeps its strategy
+    # the few trajectories without a tool call (under min_share) sit in a strategy that calls
+    # tools in the saved space and hold one of their own in a fresh fit; every other trajectory
+    # keeps its strategy
     tool_free = (runs["n_rounds"] == 0).to_numpy()
     moved = new.labels_ != old.labels_
     assert moved.any() and (moved == tool_free).all()

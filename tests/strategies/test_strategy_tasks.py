@@ -1,4 +1,4 @@
-"""One strategy on two kinds of task (issue 19): the tools the question decides are read as one
+"""One strategy on two kinds of task: the tools the question decides are read as one
 mark in a plan, and strategies of one plan so read that are (nearly) never used on the same
 question are one; strategies drawn per episode never are."""
 from __future__ import annotations

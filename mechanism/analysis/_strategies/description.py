@@ -1,6 +1,6 @@
 """Readable descriptions of strategies: a name from tools and moves (the rule:
-:mod:`mechanism.analysis._strategies.naming`), the typical sequence, an unmasked example, success per arm with intervals (questions weighted equally within an
-arm, percentile bootstrap over questions)."""
+:mod:`mechanism.analysis._strategies.naming`), the typical sequence, an unmasked example, success per arm with
+intervals (questions weighted equally within an arm, percentile bootstrap over questions)."""
 from __future__ import annotations
 
 import json
@@ -215,7 +215,8 @@ def transcripts(rows: pl.DataFrame, moves: pl.DataFrame) -> list[dict]:
         for i, (st, values) in enumerate(zip(steps, value_sources(r.get("question"), steps))):
             st = st or {}
             seg = segs[i] if i < len(segs) else {}
-            calls.append({"index": i + 1, "tool": cut(st.get("tool")), "arguments": cut(st.get("arguments") or st.get("query")),
+            calls.append({"index": i + 1, "tool": cut(st.get("tool")),
+                          "arguments": cut(st.get("arguments") or st.get("query")),
                           "values": [(cut(v), s) for v, s in values], "relation": seg.get("relation", ""),
                           "move": seg.get("move", ""), "sources": seg.get("sources", ""),
                           "failed": bool(seg.get("failed", False)), "after_error": bool(seg.get("after_error", False)),

@@ -1,7 +1,7 @@
 """Saving a fitted :class:`~mechanism.analysis.strategy_space.StrategySpace` and reading one back.
 
 A saved space is a folder of ``space.json``, numpy ``.npy`` arrays and parquet tables (no
-pickle). Reading one treats every file as untrusted input (DESIGN.md section 8), because a
+pickle). Reading one treats every file as untrusted input (docs/design.md, "Untrusted input"), because a
 space travels between machines and users:
 
 - only the fixed file names below are opened, each a regular file inside the folder (a

@@ -35,7 +35,8 @@ LINK_QUERIES = {
     "director": ("{e} directed by", "who directed {e}", "{e} film directed", "director who directed {e}"),
     "founder": ("{e} founded by", "who founded {e}", "{e} company founded", "founder who founded {e}"),
     "author": ("{e} novel by", "who wrote the novel {e}", "{e} novel author", "novel {e} written by"),
-    "label": ("{e} album released by", "which label released the album {e}", "{e} album label", "album {e} released on"),
+    "label": ("{e} album released by", "which label released the album {e}", "{e} album label",
+              "album {e} released on"),
 }
 # Each names the attribute with a word its page always carries (born, nationality,
 # headquartered), so the lookup finds the entity's own page, not one that merely names it.
@@ -43,7 +44,8 @@ ATTR_QUERIES = {
     "birthplace": ("where was {e} born", "{e} born in which city", "{e} born", "{e} city born in"),
     "birth_year": ("when was {e} born", "{e} born", "{e} year born", "{e} born in what year"),
     "nationality": ("{e} nationality", "what nationality is {e}", "nationality of {e}", "{e} nationality country"),
-    "headquarters": ("where is {e} headquartered", "{e} headquartered", "{e} headquartered in which city", "{e} headquartered city"),
+    "headquarters": ("where is {e} headquartered", "{e} headquartered", "{e} headquartered in which city",
+                     "{e} headquartered city"),
     "founded": ("when was {e} founded", "{e} founded", "{e} year founded", "{e} founded in what year"),
 }
 # Comparison lookups name the attribute with the same two words for both entities (names are
@@ -60,7 +62,8 @@ CHECK_QUERIES = ("{e} {c}", "{c} {e}", "{e}, {c}?")
 # the "terse" style: lookups as "entity: attribute", never produced by the natural style
 TERSE_LINK = ("{e}: {link}", "{e}: {link} (name)")
 TERSE_ATTR = ("{e}: {attr}", "{e}: {attr} (fact)")
-TERSE_LINK_WORDS = {"director": "directed by", "founder": "founded by", "author": "novel by", "label": "album released by"}
+TERSE_LINK_WORDS = {"director": "directed by", "founder": "founded by", "author": "novel by",
+                    "label": "album released by"}
 TERSE_CHECK = ("{e}: {c}",)
 ATTR_WORDS = {"birthplace": "birthplace", "birth_year": "birth year", "nationality": "nationality",
               "headquarters": "headquarters", "founded": "founding year"}
@@ -151,8 +154,10 @@ def planned_queries(q: Question) -> dict[str, tuple[set[str], int | None]]:
     if q.category == "bridge":
         a, b = q.entities
         a_doc, b_doc = q.gold_docs
-        out["link"] = ({t.format(e=a, link=TERSE_LINK_WORDS[q.link]) for t in (*LINK_QUERIES[q.link], *TERSE_LINK)}, a_doc)
-        out["attr"] = ({t.format(e=b, attr=TERSE_ATTR_WORDS[q.attr]) for t in (*ATTR_QUERIES[q.attr], *TERSE_ATTR)}, b_doc)
+        out["link"] = ({t.format(e=a, link=TERSE_LINK_WORDS[q.link]) for t in (*LINK_QUERIES[q.link], *TERSE_LINK)},
+                       a_doc)
+        out["attr"] = ({t.format(e=b, attr=TERSE_ATTR_WORDS[q.attr]) for t in (*ATTR_QUERIES[q.attr], *TERSE_ATTR)},
+                       b_doc)
         out["check"] = ({t.format(e=b, c=q.gold[0]) for t in (*CHECK_QUERIES, *TERSE_CHECK)}, b_doc)
     else:
         for e, doc in zip(q.entities, q.gold_docs):
@@ -178,7 +183,8 @@ def retrieval_holds(q: Question, retriever: ParagraphRetriever) -> bool:
         elif hits != {(doc,)}:
             return False
     whole = retriever.search(q.text)[:1]
-    q.direct = q.category == "bridge" and whole == (q.gold_docs[1],) and q.entities[0] in q.paragraphs[q.gold_docs[1]].text
+    q.direct = (q.category == "bridge" and whole == (q.gold_docs[1],)
+                and q.entities[0] in q.paragraphs[q.gold_docs[1]].text)
     return True
 
 
@@ -353,7 +359,8 @@ def run_episode(q: Question, retriever: ParagraphRetriever, policy: Policy, plan
     except CapReached:
         truncated = True
     answer, evidence, integrated, p_correct = _answer(ep, strategy, u)
-    if evidence != plan_evidence(q.category, strategy, len(ep.steps), direct=q.direct):  # pragma: no cover - world guarantee
+    # the world guarantees that a plan's evidence is what its strategy needs
+    if evidence != plan_evidence(q.category, strategy, len(ep.steps), direct=q.direct):  # pragma: no cover
         raise AssertionError(f"{q.question_id}: {strategy} retrieved other evidence than its plan")
     key = "recall" if not ep.steps else "answer"
     final = ep.thought(key, a=answer)

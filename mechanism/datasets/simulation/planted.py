@@ -107,7 +107,8 @@ def planted_values(world: Sequence[Question], policies: Mapping[str, Policy], *,
             solved_t = 1.0 - (1.0 - per_q[a][t_cap]) ** n_samples
             pure = policies[a].integration == policies[base].integration and \
                 policies[a].integration_factors() == policies[base].integration_factors() and \
-                policies[a].wording == policies[base].wording and policies[a].query_style == policies[base].query_style \
+                policies[a].wording == policies[base].wording and \
+                policies[a].query_style == policies[base].query_style \
                 and policies[a].loop_rounds == policies[base].loop_rounds
             out["boundary"][a] = {c: {"gained": float((solved_t * (1 - solved_b))[idx].sum()),
                                       "lost": float((solved_b * (1 - solved_t))[idx].sum()),

@@ -147,7 +147,8 @@ class Simulation(TruthJoin, Result):
         stems = [safe_filename(arm) for arm in self.config["arms"]]
         clash = next((a for a, st in zip(self.config["arms"], stems) if stems.count(st) > 1), None)
         if clash is not None:  # two arms in one file would overwrite each other
-            raise MechanismError(f"arm names {[a for a in self.config['arms'] if safe_filename(a) == safe_filename(clash)]} "
+            same = [a for a in self.config["arms"] if safe_filename(a) == safe_filename(clash)]
+            raise MechanismError(f"arm names {same} "
                                  f"give the same file name {safe_filename(clash)!r}: rename one")
         out.mkdir(parents=True, exist_ok=True)
         written = []
@@ -321,7 +322,8 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
     questions = _question_table(world)
     config = {
         "seed": int(seed), "n_questions": n_questions, "n_samples": n_samples, "t_cap": t_cap,
-        "arms": arms, "bridge_share": bridge_share, "hard_share": hard_share, "retriever": {"method": "bm25s", "top_k": TOP_K},
+        "arms": arms, "bridge_share": bridge_share, "hard_share": hard_share,
+        "retriever": {"method": "bm25s", "top_k": TOP_K},
         "strategies": list(STRATEGIES), "remap": REMAP,
         "policies": {a: p.to_dict() for a, p in pols.items()},
     }

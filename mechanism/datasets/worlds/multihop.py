@@ -49,9 +49,11 @@ _KEYWORDS = ("{org} founder birth city", "founder {org} born city")
 def _paragraph(rng: np.random.Generator, query: str, facts: dict[str, str]) -> str:
     q = query.lower()
     if facts["person"].lower() in q and facts["city"].lower() in q:
-        return f"{facts['person']} grew up in {facts['city']}, where {facts['person'].split()[0]} was born in {facts['year']}."
+        return (f"{facts['person']} grew up in {facts['city']}, "
+                f"where {facts['person'].split()[0]} was born in {facts['year']}.")
     if facts["person"].lower() in q:
-        return f"{facts['person']} (born {facts['year']} in {facts['city']}) is a {pick(rng, ('businessman', 'engineer', 'designer'))}."
+        return (f"{facts['person']} (born {facts['year']} in {facts['city']}) "
+                f"is a {pick(rng, ('businessman', 'engineer', 'designer'))}.")
     if facts["org"].lower() in q and ("found" in q or "started" in q or "creator" in q or "history" in q
                                       or "origin" in q):
         return f"{facts['org']} is a company founded in {facts['fyear']} by {facts['person']}."
@@ -68,7 +70,8 @@ def _episode(rng: np.random.Generator, strategy: str, q: dict[str, str]) -> tupl
         query = pick(rng, (q["question"], *[k.format(org=org) for k in _KEYWORDS]))
         calls = [("Let me search for this.", query)]
     elif strategy in ("chain", "chain_check"):
-        calls = [("First find who founded it.", pick(rng, ("{org} founder", "{org} founded by", "who founded {org}")).format(org=org)),
+        calls = [("First find who founded it.",
+                  pick(rng, ("{org} founder", "{org} founded by", "who founded {org}")).format(org=org)),
                  (f"It was founded by {person}. Now where {person} was born.",
                   pick(rng, ("{p} birthplace", "{p} born", "where was {p} born")).format(p=person))]
         if strategy == "chain_check":
@@ -119,8 +122,10 @@ def multihop(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[
     questions = []
     for i in range(n_questions):
         org = f"{name(rng)} {pick(rng, _KINDS)}"
-        facts = {"org": org, "person": f"{name(rng)} {name(rng)}", "city": f"{pick(rng, ('Port ', 'San ', 'North ', ''))}{name(rng)}",
-                 "hq": name(rng), "year": str(int(rng.integers(1900, 1990))), "fyear": str(int(rng.integers(1950, 2015)))}
+        facts = {"org": org, "person": f"{name(rng)} {name(rng)}",
+                 "city": f"{pick(rng, ('Port ', 'San ', 'North ', ''))}{name(rng)}",
+                 "hq": name(rng), "year": str(int(rng.integers(1900, 1990))),
+                 "fyear": str(int(rng.integers(1950, 2015)))}
         facts["question"] = f"In which city was the founder of {org} born?"
         questions.append((f"mh-{i:04d}", facts))
 

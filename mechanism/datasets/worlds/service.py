@@ -94,11 +94,13 @@ def _episode(rng: np.random.Generator, strategy: str, u: dict) -> _Chat:
     else:
         chat.call(pick(rng, ("Let me find your account.", "First I will authenticate you.")), [find_email])
     if strategy == "browse_orders":
-        chat.call("Let me look at your profile.", [("get_user_details", {"user_id": u["user_id"]}, json.dumps(profile))])
+        chat.call("Let me look at your profile.",
+                  [("get_user_details", {"user_id": u["user_id"]}, json.dumps(profile))])
         others = [o for o in u["orders"] if o != u["order"]][: int(rng.integers(1, 3))]
-        chat.call("Checking your orders.", [("get_order_details", {"order_id": o},
-                                             json.dumps(dict(order, order_id=o, status=pick(rng, ("delivered", "pending")))))
-                                            for o in others])
+        chat.call("Checking your orders.",
+                  [("get_order_details", {"order_id": o},
+                    json.dumps(dict(order, order_id=o, status=pick(rng, ("delivered", "pending")))))
+                   for o in others])
         chat.call("Cancelling the order you asked for.", [cancel])
     elif strategy in ("cancel_direct", "cancel_confirm", "fallback_lookup"):
         chat.call("Let me check the order.", [get_order])
@@ -146,7 +148,8 @@ def service(*, n_questions: int = 60, n_samples: int = 4, arms: dict[str, dict[s
         digits = int(rng.integers(1000, 9999))
         orders = [_order_id(rng) for _ in range(int(rng.integers(2, 5)))]
         u = {"first": first, "last": last, "user_id": f"{first.lower()}_{last.lower()}_{digits}",
-             "email": f"{first.lower()}.{last.lower()}{digits % 100}@example.com", "zip": str(int(rng.integers(10000, 99999))),
+             "email": f"{first.lower()}.{last.lower()}{digits % 100}@example.com",
+             "zip": str(int(rng.integers(10000, 99999))),
              "city": word(rng).capitalize(), "orders": orders, "order": orders[int(rng.integers(len(orders)))],
              "reason": pick(rng, _REASONS), "items": [pick(rng, _ITEMS) for _ in range(int(rng.integers(1, 3)))]}
         u["message"] = (f"Hi, I'm {first} {last} ({u['email']}, zip {u['zip']}). Please cancel order {u['order']}, "
