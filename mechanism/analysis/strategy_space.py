@@ -74,7 +74,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from mechanism.analysis._strategies import describe as _describe
 from mechanism.analysis._strategies import persist, stability
 from mechanism.analysis._strategies.association import association_of
-from mechanism.analysis._strategies.clustering import (  # noqa: F401
+from mechanism.analysis._strategies.clustering import (  # noqa: F401 - some re-exported: tests and benchmarks reach them here
     OUTLIER_QUANTILE,
     assign_table,
     medoid_rows,

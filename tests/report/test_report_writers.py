@@ -2,6 +2,9 @@
 analysis once and hands the results to the writers, so data never climb back up the layers."""
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import sys
 from collections import Counter
 
 import polars as pl
@@ -18,7 +21,8 @@ from mechanism.datasets.simulation import simulate
 
 FAST = "hashing-64"
 
-# every analysis a report shows, by the module the report layer looks it up in
+# every analysis a report shows, by the module that defines it (the report layer's modules that
+# import it by name are patched as well, see _count)
 ANALYSES = [(mechanism.analysis.passkt, "pass_at_kt"), (mechanism.analysis.passkt, "pass_at_kt_per_problem"),
             (mechanism.analysis.passkt, "consistency"), (mechanism.analysis.boundaries, "boundary"),
             (mechanism.analysis.compare, "reweighting"), (mechanism.analysis.information, "integration"),
@@ -54,7 +58,22 @@ def _count(monkeypatch, calls: Counter, *, forbid: bool = False, n_rows: int | N
             calls[key] += 1
             return _real(*args, **kwargs)
 
-        monkeypatch.setattr(module, name, wrapper)
+        for holder, attribute in _holders(module, name, real):
+            monkeypatch.setattr(holder, attribute, wrapper)
+
+
+def _holders(module, name: str, real) -> list[tuple[object, str]]:
+    """``module`` and every report or demo module that imported ``name`` from it, under any name
+    (a module-level ``from x import f as g`` holds its own reference, which patching ``module``
+    alone would miss)."""
+    import mechanism.report
+
+    for info in pkgutil.walk_packages(mechanism.report.__path__, "mechanism.report."):
+        importlib.import_module(info.name)
+    users = [(m, attribute) for key, m in sorted(sys.modules.items())
+             if key.startswith(("mechanism.report", "mechanism.demo"))
+             for attribute, value in sorted(vars(m).items()) if value is real]
+    return [(module, name), *users]
 
 
 @pytest.mark.slow
