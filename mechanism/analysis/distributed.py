@@ -34,13 +34,13 @@ from typing import Any
 import polars as pl
 
 from mechanism.analysis.parallel import (
-    _assign_task,
-    _collect,
-    _load_space,
-    _read_args,
-    _ReadArgs,
-    _Task,
+    ReadArgs,
+    ShardTask,
+    assign_task,
+    collect_shards,
+    load_space,
     shard_paths,
+    shard_read_args,
     space_digest,
     space_files,
 )
@@ -76,19 +76,19 @@ class _AssignActor:
                  cache_dir: str | None, text: bool) -> None:
         self.files = dict(files)
         self.space_key = space_key
-        self.read = _ReadArgs(format, dict(options))  # checked by the driver
+        self.read = ReadArgs(format, dict(options))  # checked by the driver
         self.cache_dir = cache_dir
         self.text = text
-        _load_space(self._task(-1, ""))  # hashed and loaded here, once per actor, not once per shard
+        load_space(self._task(-1, ""))  # hashed and loaded here, once per actor, not once per shard
 
-    def _task(self, index: int, path: str) -> _Task:
-        return _Task(index=index, path=path, read=self.read, space_files=self.files, space_key=self.space_key,
+    def _task(self, index: int, path: str) -> ShardTask:
+        return ShardTask(index=index, path=path, read=self.read, space_files=self.files, space_key=self.space_key,
                      cache_dir=self.cache_dir, text=self.text)
 
     def __call__(self, batch: Any) -> Any:
         out = []
         for index, path in zip(batch["index"].to_pylist(), batch["path"].to_pylist()):
-            table, rep = _assign_task(self._task(int(index), str(path)))
+            table, rep = assign_task(self._task(int(index), str(path)))
             body = table.with_columns(pl.lit(int(index), pl.Int64).alias("_shard"),
                                       pl.int_range(table.height, dtype=pl.Int64).alias("_row"),
                                       pl.lit(None, pl.String).alias("_report"))
@@ -136,9 +136,9 @@ def assign_shards_ray(space: str | os.PathLike, path_or_paths: str | os.PathLike
     """
     ray = _require_ray()
     files = space_files(space)
-    read_args = _read_args(format, options)
+    read_args = shard_read_args(format, options)
     paths = shard_paths(path_or_paths)
-    tasks = [_Task(index=i, path=str(Path(p).resolve()), read=read_args) for i, p in enumerate(paths)]
+    tasks = [ShardTask(index=i, path=str(Path(p).resolve()), read=read_args) for i, p in enumerate(paths)]
     if not ray.is_initialized():
         ray.init(include_dashboard=False, log_to_driver=False)
     if concurrency is None:
@@ -166,4 +166,4 @@ def assign_shards_ray(space: str | os.PathLike, path_or_paths: str | os.PathLike
     schema = {"arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64, "strategy": pl.Int64,
               "distance": pl.Float64, "outlier": pl.Boolean, "rendering": pl.String, "moves": pl.String}
     results = [(b.select(cols).cast({c: schema[c] for c in cols}), r) for b, r in results]
-    return _collect(results, tasks, report)
+    return collect_shards(results, tasks, report)

@@ -126,9 +126,9 @@ def read_option_names() -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class _ReadArgs:
+class ReadArgs:
     """How every shard is read: the format and :func:`mechanism.read`'s keyword options
-    (checked once, by :func:`_read_args`)."""
+    (checked once, by :func:`shard_read_args`)."""
 
     format: str = "auto"
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
@@ -138,7 +138,7 @@ class _ReadArgs:
         return self.options.get("errors", "raise")
 
 
-def _read_args(format: str, options: Mapping[str, Any]) -> _ReadArgs:
+def shard_read_args(format: str, options: Mapping[str, Any]) -> ReadArgs:
     """``format`` and ``options`` checked once, before any worker starts, with the reader's
     own checks and one-line errors that name the option."""
     names = read_option_names()
@@ -163,10 +163,10 @@ def _read_args(format: str, options: Mapping[str, Any]) -> _ReadArgs:
     check_read_options("auto" if format == PARTS else format, **given)
     if given.get("columns") is not None:
         given["columns"] = dict(given["columns"])
-    return _ReadArgs(format, given)
+    return ReadArgs(format, given)
 
 
-def _check_picklable(read_args: _ReadArgs) -> None:
+def _check_picklable(read_args: ReadArgs) -> None:
     """Worker processes are spawned: each option they get must pickle."""
     for name, value in read_args.options.items():
         try:
@@ -179,10 +179,10 @@ def _check_picklable(read_args: _ReadArgs) -> None:
 
 # ----------------------------------------------------------------------------- tasks
 @dataclass(frozen=True)
-class _Task:
+class ShardTask:
     index: int
     path: str
-    read: _ReadArgs
+    read: ReadArgs
     out: str | None = None
     space: str | None = None          # folder of a saved space (this machine)
     space_files: Mapping[str, bytes] | None = field(default=None, hash=False)  # or its files, shipped
@@ -191,7 +191,7 @@ class _Task:
     text: bool = False
 
 
-def _read_one(task: _Task) -> tuple[pl.DataFrame, ReadReport]:
+def _read_one(task: ShardTask) -> tuple[pl.DataFrame, ReadReport]:
     """One shard through :func:`mechanism.read`; its :class:`ReadWarning` messages stay in the
     report (the caller warns once, for every shard, in its own process)."""
     a = task.read
@@ -206,7 +206,7 @@ def _read_one(task: _Task) -> tuple[pl.DataFrame, ReadReport]:
         return read(task.path, format=a.format, report=True, **a.options)
 
 
-def _read_task(task: _Task) -> tuple[pl.DataFrame | None, pl.DataFrame, ReadReport]:
+def _read_task(task: ShardTask) -> tuple[pl.DataFrame | None, pl.DataFrame, ReadReport]:
     """One shard read: (table or None when written to ``out``, its keys, report)."""
     table, rep = _read_one(task)
     keys = table.select(_KEY)
@@ -220,7 +220,7 @@ def _part_path(out: str | os.PathLike, index: int) -> Path:
     return Path(out) / f"part-{index:05d}.parquet"
 
 
-def _render_task(task: _Task) -> tuple[pl.DataFrame, ReadReport]:
+def _render_task(task: ShardTask) -> tuple[pl.DataFrame, ReadReport]:
     table, rep = _read_one(task)
     return render(table, cache_dir=task.cache_dir), rep
 
@@ -236,7 +236,7 @@ def space_digest(files: Mapping[str, bytes]) -> str:
                                    for n in sorted(files))).hexdigest()
 
 
-def _load_space(task: _Task) -> Any:
+def load_space(task: ShardTask) -> Any:
     """The task's saved space, loaded (and its files read and hashed) once per process: the
     caller hashed the files once (``task.space_key``); a worker that already holds a space
     under that key reads nothing."""
@@ -263,22 +263,22 @@ def _load_space(task: _Task) -> Any:
     return space
 
 
-def _assign_task(task: _Task) -> tuple[pl.DataFrame, ReadReport]:
+def assign_task(task: ShardTask) -> tuple[pl.DataFrame, ReadReport]:
     table, rep = _read_one(task)
-    space = _load_space(task)
+    space = load_space(task)
     assigned = space.assign(table)
     cols = list(_ASSIGN_COLUMNS) + (["rendering", "moves"] if task.text else [])
     return assigned.select(cols), rep
 
 
 # ----------------------------------------------------------------------------- public
-def _tasks(path_or_paths: Any, format: str, options: Mapping[str, Any], n_jobs: int, **extra: Any) -> list[_Task]:
+def _tasks(path_or_paths: Any, format: str, options: Mapping[str, Any], n_jobs: int, **extra: Any) -> list[ShardTask]:
     """One task per shard, the read options checked once for all of them."""
-    read_args = _read_args(format, options)
+    read_args = shard_read_args(format, options)
     paths = shard_paths(path_or_paths)
     if _n_workers(n_jobs, len(paths)) > 1:
         _check_picklable(read_args)
-    return [_Task(index=i, path=str(p), read=read_args, **extra) for i, p in enumerate(paths)]
+    return [ShardTask(index=i, path=str(p), read=read_args, **extra) for i, p in enumerate(paths)]
 
 
 def _merge(reports: list[ReadReport]) -> ReadReport:
@@ -288,7 +288,7 @@ def _merge(reports: list[ReadReport]) -> ReadReport:
     return rep
 
 
-def _cross_shard_duplicates(keys: list[pl.DataFrame], tasks: list[_Task], errors: str,
+def _cross_shard_duplicates(keys: list[pl.DataFrame], tasks: list[ShardTask], errors: str,
                             rep: ReadReport) -> dict[int, np.ndarray]:
     """Keys repeated across shards (each shard is already free of repeats): raise on the
     first, or report each and return, per shard, the rows to drop."""
@@ -367,7 +367,7 @@ def read_shards(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], 
                              field="out")
     results = _map(_read_task, tasks, n_jobs)
     if out is None:
-        return _collect([(r[0], r[2]) for r in results], tasks, report)
+        return collect_shards([(r[0], r[2]) for r in results], tasks, report)
     rep = _merge([r[2] for r in results])
     drop = _cross_shard_duplicates([r[1] for r in results], tasks, tasks[0].read.errors, rep)
     for i, rows in drop.items():  # rewrite only the parts that lost a duplicate
@@ -438,10 +438,10 @@ def render_shards(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike]
     """
     tasks = _tasks(path_or_paths, format, options, n_jobs, cache_dir=None if cache_dir is None else str(cache_dir))
     results = _map(_render_task, tasks, n_jobs)
-    return _collect(results, tasks, report)
+    return collect_shards(results, tasks, report)
 
 
-def _collect(results: list[tuple[pl.DataFrame, ReadReport]], tasks: list[_Task], report: bool) -> Any:
+def collect_shards(results: list[tuple[pl.DataFrame, ReadReport]], tasks: list[ShardTask], report: bool) -> Any:
     rep = _merge([r[1] for r in results])
     drop = _cross_shard_duplicates([r[0].select(_KEY) for r in results], tasks, tasks[0].read.errors, rep)
     table = _concat([_without(r[0], drop.get(i)) for i, r in enumerate(results)])
@@ -506,5 +506,5 @@ def assign_shards(space: str | os.PathLike, path_or_paths: str | os.PathLike | S
     key = space_digest(space_files(space))  # a clear error here rather than one per worker
     tasks = _tasks(path_or_paths, format, options, n_jobs, space=str(Path(space).resolve()), space_key=key,
                    cache_dir=None if cache_dir is None else str(cache_dir), text=text)
-    results = _map(_assign_task, tasks, n_jobs)
-    return _collect(results, tasks, report)
+    results = _map(assign_task, tasks, n_jobs)
+    return collect_shards(results, tasks, report)

@@ -28,7 +28,7 @@ from mechanism.core.schema import validate
 from mechanism.readers import atif, canonical, fireact, inspectlog, openai, react, searchr1
 from mechanism.readers._answer import compile_answer_pattern
 from mechanism.readers._build import SCORERS, Columns, ReadOptions, Tally, build_row
-from mechanism.readers._fields import _MISSING, FieldMap, _get_path
+from mechanism.readers._fields import MISSING, FieldMap, get_path
 from mechanism.readers._io import (
     EmptyInput,
     check_nonempty,
@@ -523,10 +523,10 @@ class _Where:
         for name in self.names:
             values = []
             for j, (_, record) in enumerate(batch):
-                value = _get_path(record, name) if isinstance(record, Mapping) else _MISSING
-                if value is _MISSING:
+                value = get_path(record, name) if isinstance(record, Mapping) else MISSING
+                if value is MISSING:
                     present[j] = False
-                values.append(None if value is _MISSING else value)
+                values.append(None if value is MISSING else value)
             try:
                 data[name] = pl.Series(name, values, strict=False)
             except Exception:  # noqa: BLE001 - values of kinds polars cannot put in one column: compare as text
@@ -591,7 +591,7 @@ class _Layout:
             for g, names in enumerate(self.GROUPS):
                 for name in names:
                     key = next((p for p in self.fields.paths(name)
-                                if p in keys or ("." in p and _get_path(record, p) is not _MISSING)), None)
+                                if p in keys or ("." in p and get_path(record, p) is not MISSING)), None)
                     if key is not None:
                         hit[g] = key
                         break

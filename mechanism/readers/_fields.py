@@ -30,7 +30,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "meta": ("meta",),
 }
 
-_MISSING = object()
+MISSING = object()
 
 
 def _is_nan(value: Any) -> bool:
@@ -48,7 +48,7 @@ def _is_index(part: str) -> bool:
     return part.isascii() and part.isdigit() and len(part) <= _INDEX_MAX_DIGITS
 
 
-def _get_path(record: Mapping[str, Any], path: str) -> Any:
+def get_path(record: Mapping[str, Any], path: str) -> Any:
     if path in record:  # a literal key with dots wins over a nested path
         return record[path]
     node: Any = record
@@ -58,7 +58,7 @@ def _get_path(record: Mapping[str, Any], path: str) -> Any:
         elif isinstance(node, list) and _is_index(part) and int(part) < len(node):
             node = node[int(part)]
         else:
-            return _MISSING
+            return MISSING
     return node
 
 
@@ -146,10 +146,10 @@ class FieldMap:
                     return path, value
             return None, None
         for path in self._paths[name]:
-            value = _get_path(record, path)
-            if value is not _MISSING and name in self.columns:
+            value = get_path(record, path)
+            if value is not MISSING and name in self.columns:
                 self.present.add(name)
-            if value is not _MISSING and value is not None and not _is_nan(value):
+            if value is not MISSING and value is not None and not _is_nan(value):
                 return path, value
         return None, None
 

@@ -415,3 +415,32 @@ def test_a_private_package_s_own_modules_may_import_each_other_and_no_one_else_m
     })
     # pkg.scoring sits in the package that owns _inner; the readers package does not
     assert _fake_violations(root)["private"] == {"pkg.readers.fmt -> pkg._inner"}
+
+
+# --- private names stay in their module -------------------------------------------------------------
+
+def private_attribute_imports(root: Path, package: str) -> list[str]:
+    """``importer:line imports module._name`` for every private attribute (not a module) that a
+    module imports from another module: a private name belongs to the module that defines it."""
+    modules, imports = read_imports(root, package)
+    found = []
+    for imp in imports:
+        source, _, attribute = imp.name.rpartition(".")
+        if (_is_private(attribute) and source in modules and imp.name not in modules
+                and source != imp.importer):
+            found.append(f"{imp.importer}:{imp.line} imports {imp.name}")
+    return sorted(set(found))
+
+
+def test_no_private_name_crosses_modules():
+    found = private_attribute_imports(ROOT, "mechanism")
+    assert not found, "private names imported from another module:\n" + "\n".join(found)
+
+
+def test_a_private_name_from_a_sibling_module_is_found(tmp_path):
+    root = _fake(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/_io.py": "_helper = 1\nload = 2\n",
+        "pkg/fmt.py": "from pkg._io import load\nfrom ._io import _helper\nimport pkg._io\n",
+    })
+    assert private_attribute_imports(root, "pkg") == ["pkg.fmt:2 imports pkg._io._helper"]

@@ -216,7 +216,7 @@ def test_one_process_reads_hashes_and_loads_the_space_once_for_six_shards(space_
 def _probe(task):
     """Run in a worker: whether the space was loaded in this process before this shard."""
     held = f"{task.space_key}:{task.cache_dir}" in parallel._SPACES
-    table, _ = parallel._assign_task(task)
+    table, _ = parallel.assign_task(task)
     return os.getpid(), held, table.height
 
 
