@@ -15,8 +15,6 @@ paragraph.
 Traceback (most recent call last):
 ...
 mechanism.core.errors.InputError: `min_share` must lie in [0, 1) (a number); got 1.0
->>> options("linkage")
-('average', 'complete', 'single')
 """
 from __future__ import annotations
 
@@ -183,11 +181,6 @@ def check(params: dict[str, Any], *, prefix: str = "") -> None:
     for name, value in params.items():
         if name in CONSTRAINTS:
             check_one(prefix + name, CONSTRAINTS[name], value)
-
-
-def options(name: str) -> tuple[str, ...]:
-    """The choices the table allows for parameter ``name`` (the command line offers them)."""
-    return tuple(next(r for r in CONSTRAINTS[name] if isinstance(r, StrOptions)).options)
 
 
 def model_params(params: dict[str, Any], seed: int) -> dict[str, Any]:
