@@ -343,10 +343,7 @@ class PassTable(TableResult):
         name = "pass^k" if "metric" in self.columns and self["metric"][0] == "pass^k" else "PASS"
         parts = []
         for row in self.filter((pl.col("k") == k_max) & (pl.col("t") == t_max)).iter_rows(named=True):
-            text = f"{', '.join(str(row[c]) for c in self._by()) or 'all'} {row['pass_at_kt']:.3f}"
-            if row.get("ci_low") is not None:
-                text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
-            parts.append(text)
+            parts.append(f"{', '.join(str(row[c]) for c in self._by()) or 'all'} {_value_text(row)}")
         return f"{name}@({k_max},{t_max}): " + "; ".join(parts)
 
     def _summary_title(self) -> str:
@@ -359,11 +356,16 @@ class PassTable(TableResult):
             keys = self._by()
             for row in self.filter(pl.col("k") == pl.col("k").max()).iter_rows(named=True):
                 who = ", ".join(f"{key} {row[key]}" for key in keys) or "all"
-                text = f"{who}: {row.get('metric', 'pass@k')} at k={row['k']}, T={row['t']} {row['pass_at_kt']:.3f}"
-                if row.get("ci_low") is not None:
-                    text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
-                lines.append(text)
+                lines.append(f"{who}: {row.get('metric', 'pass@k')} at k={row['k']}, T={row['t']} {_value_text(row)}")
         return lines + super()._summary_lines()
+
+
+def _value_text(row: dict) -> str:
+    """A curve's value at one k and T, with its interval when one was computed."""
+    text = f"{row['pass_at_kt']:.3f}"
+    if row.get("ci_low") is not None:
+        text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    return text
 
 
 _VALUE_COLUMNS = frozenset({"k", "t", "pass_at_kt", "ci_low", "ci_high", "interval", "n_problems", "t_source",
