@@ -48,7 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # the analysis layer loads when the command runs, so `mechanism --help` stays quick
     from mechanism.analysis.labels import labels_from_space, read_labels, rounds_labels  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
 
     runs = read_inputs(args)
