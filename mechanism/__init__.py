@@ -53,12 +53,15 @@ _EXPORTS = {
     "ComparisonWarning": "mechanism.core.errors", "is_failure": "mechanism.core.failures",
     "shared_questions": "mechanism.core.schema",
     "reproduce_study": "mechanism.analysis.reproduction", "Reproduction": "mechanism.analysis.reproduction",
+    "swap": "mechanism.analysis.swap", "Swap": "mechanism.analysis.swap",
+    "score_logprobs": "mechanism.analysis.base_scoring",
+    "EndpointError": "mechanism.endpoints",
 }
 
 
 # Subpackages reachable as attributes (`mx.plots.pass_curves`, `mx.simulation.World`).
 _SUBPACKAGES = {"plots": "mechanism.plots", "report": "mechanism.report", "simulation": "mechanism.datasets.simulation",
-                "datasets": "mechanism.datasets"}
+                "datasets": "mechanism.datasets", "endpoints": "mechanism.endpoints"}
 
 
 def __getattr__(name: str):
@@ -106,4 +109,6 @@ __all__ = [
     "read_shards", "scan_shards", "render_shards", "assign_shards", "strategy_shares",
     # the reference study reproduced on a planted world
     "reproduce_study", "Reproduction",
+    # causal tests through endpoints: the swap test and base-model scoring
+    "swap", "Swap", "score_logprobs", "EndpointError",
 ]

@@ -12,13 +12,26 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from mechanism._cli import demo, integration, passkt, read, report, reweighting, simulate, strategies, track
+from mechanism._cli import (
+    demo,
+    integration,
+    passkt,
+    read,
+    report,
+    reweighting,
+    serve_sim,
+    simulate,
+    strategies,
+    swap,
+    track,
+)
 from mechanism._cli._common import cli_message, option_flags, terminal_safe
 from mechanism.core.errors import MechanismError, one_line
 
 # in the order `mechanism --help` lists them
 COMMANDS = {"demo": demo, "report": report, "read": read, "simulate": simulate, "passkt": passkt,
-            "strategies": strategies, "reweighting": reweighting, "integration": integration, "track": track}
+            "strategies": strategies, "reweighting": reweighting, "integration": integration, "track": track,
+            "serve-sim": serve_sim, "swap": swap}
 
 
 def build_parser() -> argparse.ArgumentParser:

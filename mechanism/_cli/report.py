@@ -17,6 +17,7 @@ from mechanism._cli._common import (
     read_inputs,
     terminal_safe,
 )
+from mechanism._cli.swap import add_endpoint_arguments, report_sections
 from mechanism.core.errors import InputError
 
 HELP = ("every analysis on your runs - PASS@(k,T) and the capability boundary, strategies, reweighting, "
@@ -38,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--t", nargs="+", type=int, default=[0, 1, 2, 3, 5], help="round budgets T (default 0 1 2 3 5)")
     parser.add_argument("--n-permutations", type=int, default=1000, help="permutations of the reweighting test")
     parser.add_argument("--title", default=None, help="page title")
+    add_endpoint_arguments(parser, required=False)  # with --endpoint: a swap-test section
     add_bootstrap_arguments(parser)
     add_shared_argument(parser)
     add_embedding_arguments(parser)
@@ -49,12 +51,14 @@ def run(args: argparse.Namespace) -> int:
     runs = read_inputs(args)
     check_shared_questions(args, runs, what="report")  # the check is here; the library is told it was made
     with atomic_output(args.out) as out:
+        extra_sections, extra_figures = report_sections(args, runs, out)
         report = write_report(runs, out, base=args.base, treated=args.treated, space=args.space, k=args.k,
                               t=args.t, ci=args.ci, n_boot=args.n_boot, n_permutations=args.n_permutations,
                               random_state=args.seed, embedder=args.embedder, cache_dir=args.cache_dir,
                               progress=progress_flag(args), title=args.title,
                               arm_names=parse_arm_names(args.arm_names),
                               figures=not getattr(args, "no_figures", False), allow_few_shared=True,
+                              extra_sections=extra_sections, extra_figures=extra_figures,
                               echo=lambda line: progress_line(args, terminal_safe(line)))
         n_figures = len(report.figures())
     for line in report.verdicts:

@@ -28,6 +28,7 @@ _EXPORTS = {
     "rounds_labels": "mechanism.report.reweighting",
     "write_integration": "mechanism.report.integration", "describe_integration": "mechanism.report.integration",
     "write_track": "mechanism.report.track",
+    "write_swap": "mechanism.report.swap", "describe_swap": "mechanism.report.swap",
     "write_page": "mechanism.report.page", "write_report": "mechanism.report.study", "Report": "mechanism.report.study",
 }
 

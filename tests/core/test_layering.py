@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("core",)),
     ("read", ("readers",)),
     ("datasets", ("datasets",)),
+    ("endpoints", ("endpoints",)),
     ("estimate", ("analysis.passkt", "analysis.boundaries", "analysis.segmentation", "analysis.embed",
                   "analysis.strategy_space", "analysis.strategy_params", "analysis._strategies",
                   "analysis.neighbours")),

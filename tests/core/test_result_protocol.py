@@ -32,6 +32,8 @@ STATISTICS = {
                                                              **BOOT), False),
     "track": (lambda runs, lab: _track(), True),
     "reproduce_study": (lambda runs, lab: _reproduction(), True),
+    "swap": (lambda runs, lab: mx.swap(runs, reasoner={"base": _Reasoner("base"), "rl": _Reasoner("rl")},
+                                       base="base", treated="rl", n_bootstrap=20), True),
 }
 
 #: Public callables that compute no statistic, and why.
@@ -47,7 +49,19 @@ NOT_STATISTICS = {
     "assign_shards": "assigns strategies to shards",
     "kitagawa_split": "a closed-form decomposition of given shares and rates: no draws, no intervals",
     "js_divergence": "a closed-form distance between given distributions: no draws, no intervals",
+    "score_logprobs": "adds a column of base-model log-probabilities (the input of `integration`)",
 }
+
+
+class _Reasoner:
+    """A cheap stand-in endpoint: answers with the first observation's first word, or nothing."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    def complete(self, prompts, **_options):
+        return [[(p.split("Observation: ", 1)[1].split() or [""])[0] if "Observation: " in p else ""]
+                for p in prompts]
 
 
 def _track():

@@ -70,6 +70,9 @@ class Simulation(TruthJoin, Result):
         The arms' :class:`Policy` objects.
     config
         Everything needed to reproduce the run (JSON-ready).
+    world
+        The questions themselves (:class:`~mechanism.datasets.simulation.world.Question`, with
+        their paragraphs and difficulty), in ``questions`` order.
     """
 
     runs: pl.DataFrame
@@ -79,6 +82,7 @@ class Simulation(TruthJoin, Result):
     config: dict[str, Any]
     _episodes: list[dict] = field(default_factory=list, repr=False)
     planted: dict[str, Any] = field(default_factory=dict, repr=False)
+    world: list[Question] = field(default_factory=list, repr=False)  # the questions with their paragraphs
 
     key_columns: ClassVar[dict[str, pl.DataType]] = {"arm": pl.String(), "strategy": pl.String()}
 
@@ -328,7 +332,7 @@ def simulate(*, n_questions: int = 100, n_samples: int = 64, arms: Sequence[str]
         "policies": {a: p.to_dict() for a, p in pols.items()},
     }
     sim = Simulation(runs, truth, questions, pols, config, episodes,
-                     planted=planted_values(world, pols, n_samples=n_samples, t_cap=t_cap))
+                     planted=planted_values(world, pols, n_samples=n_samples, t_cap=t_cap), world=world)
     # the ground truth in brief: what each arm actually did and how well each strategy worked
     config["observed"] = {
         arm: {row["strategy"]: {"n": row["n"], "share": round(row["share"], 6), "success": round(row["success"], 6)}
