@@ -246,6 +246,40 @@ class _Step:
     marked_retry: bool = False  # so is following a failed call
 
 
+#: The name a task's calls are read under, numbered by first call (``task_call_1``, ...).
+TASK_TOOL = "task_call"
+
+
+@dataclass(frozen=True)
+class TaskCalls:
+    """The tools whose calls the task decides, not the strategy (which tool a request needs:
+    ``search_hotels`` or ``search_flights``), and what the move reading does with them:
+    ``drop`` leaves them out (whether one is called at all is the task's doing), else each is
+    read as :data:`TASK_TOOL` numbered by the order the episode first called it, so the shape
+    stays (one tool called again or another) and which tool it was goes.
+    :func:`mechanism.analysis._strategies.features.task_calls` finds them."""
+
+    tools: frozenset[str] = frozenset()
+    drop: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.tools)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (saved with a strategy space)."""
+        return {"tools": sorted(self.tools), "drop": self.drop}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> TaskCalls:
+        """The inverse of :meth:`to_dict` (``None``: none)."""
+        if not data:
+            return cls()
+        return cls(frozenset(str(t) for t in data.get("tools", ())), bool(data.get("drop", False)))
+
+
+NO_TASK_CALLS = TaskCalls()
+
+
 class _Memo:
     """Atoms of the texts met in one segmentation pass, each computed once.
 
@@ -313,11 +347,12 @@ def _failed(step: Mapping[str, Any], error_pattern: re.Pattern[str] | None) -> b
 def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict] | None,
                  memo: _Memo | None = None, error_pattern: re.Pattern[str] | None = None,
                  retries: str = "merge", actions: Mapping[str, str] | None = None,
-                 ignore: frozenset[str] = frozenset(),
+                 ignore: frozenset[str] = frozenset(), task: TaskCalls = NO_TASK_CALLS,
                  ) -> tuple[list[_Step], _Step, dict[str, float], str]:
     """Moves (every call), final move, descriptive features and rendering of one trajectory;
     the calls of a generic tool in ``actions`` are read as their verb (:mod:`mechanism.core.actions`),
-    and the calls of the tools (or verbs) in ``ignore`` are left out."""
+    the calls of the tools (or verbs) in ``ignore`` are left out, and the task's calls ``task``
+    are left out or renamed (:class:`TaskCalls`)."""
     memo = memo or _Memo()
     merge = retries == "merge"
     asked = memo.atoms(question)  # the question's atoms: what `scope` measures against
@@ -344,6 +379,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         kept = [i for i, st in enumerate(steps) if memo.tool(st.get("tool")) not in ignore]
         steps, failed_of = [steps[i] for i in kept], [failed_of[i] for i in kept]
     tools_of = [memo.tool(st.get("tool")) for st in steps]
+    if task:
+        steps, failed_of, tools_of = _task_read(task, steps, failed_of, tools_of)
     for i, step in enumerate(steps):
         said = step.get("user")
         if said:  # a later user turn (an id, a code, a name typed in reply): the user's too
@@ -390,7 +427,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         sources = {s for s in SOURCES if counts[s]}
         coverage = len(tset & asked) / len(asked) if asked else 0.0
         scope = _scope(coverage, counts["user"])
-        retrieval = bool(_RETRIEVAL.search(tool)) and len(values) <= 1
+        retrieval = bool(_RETRIEVAL.search(step.get("_named") or tool)) and len(values) <= 1
         folded = (merge and not merged and not retrieval and last_attempt == tool
                   and relation == "new" and not (tset & last_found))
         move = _search_move(relation, sources) if retrieval else relation
@@ -441,6 +478,35 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     parts.append(final.masked)
     rendering = " | ".join(parts)
     return moves, final, feats, rendering
+
+
+def _task_read(task: TaskCalls, steps: list[dict], failed_of: list[bool], tools_of: list[str]
+               ) -> tuple[list[dict], list[bool], list[str]]:
+    """The calls of one trajectory read as :class:`TaskCalls` says.
+
+    Left out (``drop``): the first is kept when all are the task's, so the episode still calls a
+    tool. Renamed: in a run of consecutive task calls only those of the run's first tool stay
+    (search then book, or cancel alone: how many calls the request takes is the task's, calling
+    one again is the strategy's), each named by the order the episode first called it. A renamed
+    call keeps its own name under ``_named``, which says whether it is a retrieval.
+    """
+    if task.drop:
+        kept = [i for i, t in enumerate(tools_of) if t not in task.tools] or list(range(min(1, len(steps))))
+    else:
+        kept, run = [], None
+        for i, t in enumerate(tools_of):
+            if t not in task.tools:
+                run = None
+            elif run is None:
+                run = t
+            elif t != run:
+                continue
+            kept.append(i)
+    order: dict[str, str] = {}
+    names = [order.setdefault(tools_of[i], f"{TASK_TOOL}_{len(order) + 1}") if tools_of[i] in task.tools
+             else tools_of[i] for i in kept]
+    out = [{**steps[i], "_named": tools_of[i]} if tools_of[i] in task.tools else steps[i] for i in kept]
+    return out, [failed_of[i] for i in kept], names
 
 
 def attempts(moves: Sequence[_Step]) -> list[_Step]:
@@ -507,6 +573,7 @@ _KEY_COLUMNS = ("question", "answer", "steps")
 _REQUIRED = ("arm", "question_id", "sample_id", "question", "answer", "n_rounds", "steps")
 
 
+
 def row_keys(runs: pl.DataFrame) -> pl.Series:
     """Content key of each row: BLAKE2b-128 (hex) of its question, answer and steps.
 
@@ -522,7 +589,7 @@ def row_keys(runs: pl.DataFrame) -> pl.Series:
 def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
                       error_pattern: re.Pattern[str] | None = None, retries: str = "merge",
                       actions: Mapping[str, str] | None = None, ignore: frozenset[str] = frozenset(),
-                      ) -> tuple[pl.DataFrame, list[list[_Step]] | None]:
+                      task: TaskCalls = NO_TASK_CALLS) -> tuple[pl.DataFrame, list[list[_Step]] | None]:
     """Segment each distinct row of ``runs`` once.
 
     Returns one row per distinct key (``key`` and :data:`_SEGMENT_COLUMNS`, in order of first
@@ -541,7 +608,7 @@ def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
     for question, answer, steps in zip(sub["question"].to_list(), sub["answer"].to_list(),
                                        sub["steps"].to_list()):
         moves, final, f, rendering = _segment_one(question, answer, steps, memo, error_pattern, retries, actions,
-                                                  ignore)
+                                                  ignore, task)
         for name, values in feats.items():
             values.append(f[name])
         renderings.append(rendering)
@@ -713,7 +780,8 @@ def segment(runs: pl.DataFrame, *, error_pattern: str | re.Pattern[str] | None =
 
 def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
            error_pattern: str | re.Pattern[str] | None = None, retries: Retries = "merge",
-           action_field: ActionField = "auto", ignore_tools: Sequence[str] | None = None) -> pl.DataFrame:
+           action_field: ActionField = "auto", ignore_tools: Sequence[str] | None = None,
+           task_calls: TaskCalls = NO_TASK_CALLS) -> pl.DataFrame:
     """One row per trajectory: its masked rendering, move sequence and structural features.
 
     Columns: ``arm, question_id, sample_id``, ``rendering`` (text for the embedder, no
@@ -739,6 +807,8 @@ def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
         (cached apart).
     ignore_tools
         Tools or verbs left out, as for :func:`segment_all` (cached apart).
+    task_calls
+        The calls the task decides, left out or renamed (:class:`TaskCalls`; cached apart).
     """
     validate(runs, source="runs", required=_REQUIRED)
     check_retries(retries)
@@ -747,15 +817,17 @@ def render(runs: pl.DataFrame, *, cache_dir: str | os.PathLike | None = None,
     actions, ignore = action_tools(runs, action_field, keys=keys), ignored_tools(ignore_tools)
     if cache_dir is None:
         return _trajectories(runs, keys, _segment_distinct(runs, keys, with_moves=False, error_pattern=pattern,
-                                                           retries=retries, actions=actions, ignore=ignore)[0])
-    cache = SegmentCache(cache_dir, error_pattern=pattern, retries=retries, actions=actions, ignore=ignore)
+                                                           retries=retries, actions=actions, ignore=ignore,
+                                                           task=task_calls)[0])
+    cache = SegmentCache(cache_dir, error_pattern=pattern, retries=retries, actions=actions, ignore=ignore,
+                         task=task_calls)
     wanted = keys.unique(maintain_order=True)
     found = cache.load(wanted)
     missing = ~keys.is_in(found["key"].implode())
     if missing.any():
         rows = runs.filter(missing)
         computed = _segment_distinct(rows, keys.filter(missing), with_moves=False, error_pattern=pattern,
-                                     retries=retries, actions=actions, ignore=ignore)[0]
+                                     retries=retries, actions=actions, ignore=ignore, task=task_calls)[0]
         cache.store(computed)
         found = pl.concat([found, computed])
     return _trajectories(runs, keys, found)
@@ -777,21 +849,23 @@ class SegmentCache:
         The user's failure pattern the segmentations were made with (part of the key).
     retries
         How failed calls and their retries were read (part of the key).
-    actions, ignore
-        The generic tools read as verbs, ``{tool: field}``, and the tools left out (part of the key).
+    actions, ignore, task
+        The generic tools read as verbs, ``{tool: field}``, the tools left out and the task's
+        calls (part of the key).
     """
 
     FORMAT = 3
 
     def __init__(self, folder: str | os.PathLike, *, error_pattern: re.Pattern[str] | None = None,
                  retries: str = "merge", actions: Mapping[str, str] | None = None,
-                 ignore: frozenset[str] = frozenset()) -> None:
+                 ignore: frozenset[str] = frozenset(), task: TaskCalls = NO_TASK_CALLS) -> None:
         name = segmenter_id() + ("" if retries == "merge" else f"-{retries}")
         if error_pattern is not None:
             spec = f"{error_pattern.flags}:{error_pattern.pattern}".encode("utf-8", "surrogatepass")
             name += "-" + hashlib.blake2b(spec, digest_size=8).hexdigest()
-        if actions or ignore:
-            spec = json.dumps([sorted((actions or {}).items()), sorted(ignore)]).encode("utf-8", "surrogatepass")
+        if actions or ignore or task:
+            spec = json.dumps([sorted((actions or {}).items()), sorted(ignore)] + ([task.to_dict()] if task else [])
+                              ).encode("utf-8", "surrogatepass")
             name += "-a" + hashlib.blake2b(spec, digest_size=8).hexdigest()
         self.root = Path(folder) / name
         self.rebuilt: list[str] = []  # shards found corrupt and removed, for reports and tests

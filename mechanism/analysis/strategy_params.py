@@ -24,6 +24,7 @@ Linkage = Literal["average", "complete", "single"]
 ClusterOn = Literal["features", "umap"]
 Families = Literal["merge", "keep"]
 Plans = Literal["apart", "mixed"]
+TaskCallsMode = Literal["auto", "keep"]
 
 K_MAX = 10_000  # the most strategies k-means is asked to try
 PATTERN_MAX = 2000  # characters of an `error_pattern`
@@ -49,6 +50,7 @@ class Bounds:
 CHOICES: dict[str, tuple[str, ...]] = {
     "method": literal_choices(Method), "linkage": literal_choices(Linkage), "cluster_on": literal_choices(ClusterOn),
     "retries": literal_choices(Retries), "families": literal_choices(Families), "plans": literal_choices(Plans),
+    "task_calls": literal_choices(TaskCallsMode),
 }
 
 _WEIGHT = Bounds(False, 0, 1e6, "both")

@@ -89,6 +89,7 @@ from mechanism.analysis._strategies.features import (
     distinct_rows,
     embed_join,
     fit_vocabulary,
+    task_calls,
     task_plan,
     task_tools,
     tool_plan,
@@ -102,13 +103,14 @@ from mechanism.analysis._strategies.params import (
     Linkage,
     Method,
     Plans,
+    TaskCallsMode,
     check,
     model_params,
 )
 from mechanism.analysis._strategies.persist import FORMAT_VERSION  # noqa: F401  (the saved format's version, public)
 from mechanism.analysis._strategies.reduce import interpolate, map_coordinates
 from mechanism.analysis.embed import TextEmbedder, make_embedder
-from mechanism.analysis.segmentation import ActionField, Retries, action_tools, render
+from mechanism.analysis.segmentation import NO_TASK_CALLS, ActionField, Retries, TaskCalls, action_tools, render
 from mechanism.core.errors import InputError, MechanismError
 from mechanism.core.options import RandomState
 from mechanism.core.resample import resolve_seed
@@ -165,22 +167,21 @@ class StrategySpace(BaseEstimator):
         A non-negative integer (same input, same strategies), a numpy Generator or ``None``
         (fresh entropy): seeds UMAP, k-means and the bootstrap (the fit's seed: ``seed_``;
         :func:`mechanism.core.resample.library_seed` hands UMAP and scikit-learn a 32-bit one).
-    retries
-        ``"merge"``: a failed call and the retries of its tool after it are one attempt of a
-        move (failure and retry rates are execution: :meth:`execution`); ``"keep"``: every call
-        is a move of its own, failures and retries marked (for studies of recovery).
-    families
-        ``"keep"``: the cut alone. ``"merge"``: strategies one inserted step apart are one family
-        unless the arms take it at different rates (:mod:`mechanism.analysis._strategies.families`).
-    plans
-        ``"apart"``: the tree is cut within each tool plan (:func:`tool_plan`, the question's
-        tools one mark; ``min_share`` alone joins a rare plan to another); ``"mixed"``: one tree.
+    retries, families, plans
+        ``retries="merge"``: a failed call and the retries of its tool after it are one attempt
+        (failure and retry rates are execution: :meth:`execution`); ``"keep"``: every call a move,
+        failures and retries marked. ``families="merge"``: strategies one inserted step apart are one
+        unless the arms take it at different rates (:mod:`mechanism.analysis._strategies.families`);
+        ``"keep"``: the cut alone. ``plans="apart"``: a tree per tool plan (:func:`tool_plan`), ``"mixed"``: one.
     error_pattern
         A regular expression (case-insensitive) for your environment's failure messages.
     action_field, ignore_tools
         ``"auto"``: a generic tool (``bash(command=)``, ``computer(action=)``) is read as verb +
         object (:mod:`mechanism.core.actions`), or ``{tool: field}``, or ``None`` (by name); tools or
         verbs left out of every trajectory (bookkeeping: ``think``, ``screenshot``).
+    task_calls
+        ``"auto"``: calls the question decides (``search_hotels`` or ``search_flights``) are read by
+        their place, not their name (``task_calls_``, :func:`tool_plan`'s module); ``"keep"``: by name.
     by
         A column of declared task kinds (``"category"``): strategies are found within each kind,
         never across; a kind unseen at fit is an outlier (-1) on ``transform``.
@@ -205,9 +206,9 @@ class StrategySpace(BaseEstimator):
     stability_, seed_agreement_ : polars.DataFrame, float
         ``strategy, stability`` (mean best Jaccard over ``n_bootstrap`` question resamples);
         adjusted Rand index with the fit under the next seed.
-    names_, seed_, action_tools_ : dict, int, dict
+    names_, seed_, action_tools_, task_calls_ : dict, int, dict, TaskCalls
         Names given with :meth:`rename`; the fit's integer seed (``random_state`` when an int);
-        the generic tools read as verbs, ``{tool: field}`` (new runs are read the same way).
+        the generic tools read as verbs, ``{tool: field}``, and the task's calls (new runs alike).
 
     Examples
     --------
@@ -226,18 +227,17 @@ class StrategySpace(BaseEstimator):
                  random_state: RandomState = 0, retries: Retries = "merge",
                  families: Families = "keep", plans: Plans = "apart", error_pattern: str | None = None,
                  action_field: ActionField = "auto", ignore_tools: Sequence[str] | None = None,
-                 by: str | None = None, cache_dir: str | os.PathLike | None = None,
+                 task_calls: TaskCallsMode = "auto", by: str | None = None, cache_dir: str | os.PathLike | None = None,
                  progress: bool | None = None) -> None:
         self.embedder, self.embedding_weight, self.structure_weight, self.method = (embedder, embedding_weight,
                                                                                    structure_weight, method)
         self.resolution, self.linkage, self.min_share, self.k_range = resolution, linkage, min_share, k_range
-        self.min_cluster_size = min_cluster_size
         self.cluster_on, self.n_components, self.n_neighbors = cluster_on, n_components, n_neighbors
-        self.min_dist, self.max_umap_points = min_dist, max_umap_points
+        self.min_dist, self.max_umap_points, self.min_cluster_size = min_dist, max_umap_points, min_cluster_size
         self.n_bootstrap, self.random_state = n_bootstrap, random_state
         self.retries, self.families, self.plans = retries, families, plans
         self.error_pattern, self.action_field, self.ignore_tools = error_pattern, action_field, ignore_tools
-        self.by, self.cache_dir, self.progress = by, cache_dir, progress
+        self.task_calls, self.by, self.cache_dir, self.progress = task_calls, by, cache_dir, progress
 
     _parameter_constraints = CONSTRAINTS  # the one table (scikit-learn's constraint types)
 
@@ -261,12 +261,12 @@ class StrategySpace(BaseEstimator):
         actions = getattr(self, "action_tools_", None)
         return render(runs, cache_dir=self._cache_path("segments"), error_pattern=self.error_pattern,
                       retries=self.retries, action_field=self.action_field if actions is None else actions,
-                      ignore_tools=self.ignore_tools)
+                      ignore_tools=self.ignore_tools, task_calls=getattr(self, "task_calls_", NO_TASK_CALLS))
 
     def _features(self, traj: pl.DataFrame, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         return embed_join(traj, self._embedder(), self.vocabulary_, dim=self.embedding_dim_ if dim is None else dim,
-                          n_groups=len(self.kinds_),
-                          structure_weight=self.structure_weight, embedding_weight=self.embedding_weight)
+                          n_groups=len(self.kinds_), structure_weight=self.structure_weight,
+                          embedding_weight=self.embedding_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, runs: pl.DataFrame, y: Any = None) -> StrategySpace:
@@ -274,9 +274,10 @@ class StrategySpace(BaseEstimator):
         validate(runs, source="runs")
         if runs.height == 0:
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
-        for attr in ("_embedder_obj", "silhouette_", "train_space_", "map_coords_", "action_tools_"):
+        for attr in ("_embedder_obj", "silhouette_", "train_space_", "map_coords_", "action_tools_", "task_calls_"):
             self.__dict__.pop(attr, None)
         self.action_tools_, self.kinds_ = action_tools(runs, self.action_field), declared_kinds(runs, self.by)
+        named, self.task_calls_ = _read_task_calls(self, runs)
         self.seed_ = resolve_seed(self.random_state)
         work = self.__sklearn_clone__().set_params(random_state=self.seed_)  # what the private modules read
         self.embedding_model_ = self._embedder().model_id
@@ -299,8 +300,9 @@ class StrategySpace(BaseEstimator):
         self.labels_, self.n_strategies_ = labels[inverse], int(labels.max() + 1) if (labels >= 0).any() else 0
         self.stability_ = _describe.stability_table(fitted["stability"], labels)
         self.seed_agreement_, self.names_ = float(fitted["seed_agreement"]), {}
-        self.strategies_ = _describe.table(runs, traj, self.labels_, fitted["summaries"], self.stability_, fitted[
-            "optional_steps"], seed=self.seed_, task_variants=fitted["task_variants"])
+        variants = _describe.with_task_calls(fitted["task_variants"], named, self.labels_, self.task_calls_.tools)
+        self.strategies_ = _describe.table(runs, traj, self.labels_, fitted["summaries"], self.stability_,
+                                           fitted["optional_steps"], seed=self.seed_, task_variants=variants)
         self._example_pool = _describe.example_pool(runs, traj["moves"].to_list(), self.labels_, self.strategies_)
         return self._index()
 
@@ -440,8 +442,8 @@ class StrategySpace(BaseEstimator):
 FITTED_STATE = ("train_features_", "train_labels_", "train_counts_", "labels_", "train_space_", "map_coords_",
                 "strategies_", "stability_", "train_renderings_", "train_moves_", "train_plans_", "embedding_model_",
                 "embedding_dim_", "vocabulary_", "threshold_", "threshold_rule_", "n_strategies_", "names_",
-                "seed_agreement_", "action_tools_", "kinds_")
-_OPTIONAL_STATE = {"train_space_", "map_coords_"}
+                "seed_agreement_", "action_tools_", "kinds_", "task_calls_")
+_OPTIONAL_STATE = {"train_space_", "map_coords_", "task_calls_"}
 
 
 def _fitted_state(state: dict[str, Any]) -> dict[str, Any]:
@@ -491,6 +493,15 @@ def with_kinds(traj: pl.DataFrame, runs: pl.DataFrame, by: str | None, kinds: Se
     index = {k: i for i, k in enumerate(kinds)}
     marks = [f" G:{index.get(k, '?')}" for k in kind_of_rows(runs, by)]
     return traj.with_columns(pl.Series("tokens", [t + m for t, m in zip(traj["tokens"].to_list(), marks)]))
+
+
+def _read_task_calls(space: StrategySpace, runs: pl.DataFrame) -> tuple[list[str | None], TaskCalls]:
+    """Each row's tools as named (rendered before the task's calls are found) and the task's
+    calls (none under ``task_calls="keep"``)."""
+    if space.task_calls == "keep":
+        return [], NO_TASK_CALLS
+    named = space._render(runs)["tools"].to_list()
+    return named, task_calls(named, runs["question_id"].cast(pl.String).to_numpy())
 
 
 def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse: np.ndarray,

@@ -7,6 +7,7 @@ import inspect
 
 import numpy as np
 import pytest
+from stand_in_endpoint import reasoners
 
 import mechanism as mx
 from mechanism.core.errors import InputError
@@ -40,6 +41,8 @@ def _calls(runs, labels):
                                                 **fast),
         "strategy_shares": lambda s: mx.strategy_shares(
             runs.select("arm", "question_id").with_columns(strategy=labels), random_state=s, **fast),
+        "swap": lambda s: mx.swap(runs, reasoner=reasoners("base", "rl"), base="base", treated="rl", n_bootstrap=10,
+                                  random_state=s),
         "track": lambda s: mx.track(mx.training_run(steps=(0, 100), n_questions=6, n_samples=2, random_state=0,
                                                     progress=False).runs, embedder="hashing-64", random_state=s,
                                     progress=False, **fast),

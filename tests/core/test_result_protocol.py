@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from stand_in_endpoint import reasoners
 
 import mechanism as mx
 from mechanism.core.results import Result
@@ -32,7 +33,7 @@ STATISTICS = {
                                                              **BOOT), False),
     "track": (lambda runs, lab: _track(), True),
     "reproduce_study": (lambda runs, lab: _reproduction(), True),
-    "swap": (lambda runs, lab: mx.swap(runs, reasoner={"base": _Reasoner("base"), "rl": _Reasoner("rl")},
+    "swap": (lambda runs, lab: mx.swap(runs, reasoner=reasoners("base", "rl"),
                                        base="base", treated="rl", n_bootstrap=20), True),
 }
 
@@ -51,17 +52,6 @@ NOT_STATISTICS = {
     "js_divergence": "a closed-form distance between given distributions: no draws, no intervals",
     "score_logprobs": "adds a column of base-model log-probabilities (the input of `integration`)",
 }
-
-
-class _Reasoner:
-    """A cheap stand-in endpoint: answers with the first observation's first word, or nothing."""
-
-    def __init__(self, model: str) -> None:
-        self.model = model
-
-    def complete(self, prompts, **_options):
-        return [[(p.split("Observation: ", 1)[1].split() or [""])[0] if "Observation: " in p else ""]
-                for p in prompts]
 
 
 def _track():

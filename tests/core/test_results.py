@@ -13,6 +13,7 @@ import re
 
 import polars as pl
 import pytest
+from stand_in_endpoint import reasoners
 
 import mechanism as mx
 from mechanism.analysis.boundaries import Boundary
@@ -22,12 +23,14 @@ from mechanism.analysis.information import Integration
 from mechanism.analysis.passkt import Consistency, PassEstimate, PassTable, estimate_pass
 from mechanism.analysis.reproduction import Reproduction
 from mechanism.analysis.shares import ShareTable
+from mechanism.analysis.swap import Swap
 from mechanism.core.results import SHARED_COLUMNS, Result, Summary, TableResult, conform_frame
 from mechanism.datasets.simulation import Simulation
 
 ARMS = {"base": "A0", "rl": "B1"}
 CLASSES = {"Boundary": Boundary, "Reweighting": Reweighting, "Comparison": Comparison, "Integration": Integration,
-           "Track": Track, "Consistency": Consistency, "PassEstimate": PassEstimate, "Simulation": Simulation}
+           "Track": Track, "Consistency": Consistency, "PassEstimate": PassEstimate, "Simulation": Simulation,
+           "Swap": Swap}
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +52,7 @@ def results(sim):
         "Consistency": mx.consistency(runs, n_boot=30),
         "PassEstimate": estimate_pass(runs, [1, 2], [0, 5], n_boot=30),
         "Simulation": sim,
+        "Swap": mx.swap(runs, reasoner=reasoners("A0", "B1"), base="A0", treated="B1", n_bootstrap=30),
     }
 
 

@@ -102,6 +102,32 @@ def summaries(renderings: list[str], counts: np.ndarray, labels: np.ndarray, spa
     return out
 
 
+def with_task_calls(task_variants: dict[int, list[str]], tools: Sequence[str | None], labels: np.ndarray,
+                    task: frozenset[str]) -> dict[int, list[str]]:
+    """``task_variants`` plus, for each strategy whose members call the task's tools (read as
+    ``task_call_1``, ... by the move reading), those tools in order of use, ``" / "``-joined:
+    what the name's ``(by task: ...)`` lists.
+
+    Examples
+    --------
+    >>> with_task_calls({}, ["look > book", "cancel", "look"], np.array([0, 0, 1]), frozenset({"book", "cancel"}))
+    {0: ['book / cancel']}
+    """
+    out = {c: list(v) for c, v in task_variants.items()}
+    if not task:
+        return out
+    used: dict[int, dict[str, int]] = {}
+    for c, tl in zip(labels.tolist(), tools):
+        for t in (tl or "").split(" > "):
+            if t.rstrip("!") in task:
+                tally = used.setdefault(int(c), {})
+                tally[t.rstrip("!")] = tally.get(t.rstrip("!"), 0) + 1
+    for c, tally in used.items():
+        if c >= 0:
+            out.setdefault(c, []).append(" / ".join(sorted(tally, key=lambda t: (-tally[t], t))))
+    return out
+
+
 def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries: list[dict[str, Any]],
           stability: pl.DataFrame, optional_steps: dict[int, list[str]], *, seed: int,
           task_variants: dict[int, list[str]] | None = None) -> pl.DataFrame:

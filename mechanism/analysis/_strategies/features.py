@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mechanism.analysis.segmentation import TaskCalls
 from mechanism.core.errors import MechanismError
 
 # At most this many tokens get a column of their own (the most frequent over trajectories);
@@ -229,6 +230,45 @@ def task_tools(tools: Sequence[str | None], questions: np.ndarray, *, share: flo
     share_of = np.ones_like(sst)
     share_of[keep] = 1 - (ssw[keep] / (n - n_q)) / (sst[keep] / (n - 1))
     return frozenset(str(t) for t, k, v in zip(tool_names, keep, share_of) if k and v >= share)
+
+
+# The move reading's test needs questions asked several times: below this many, no call is
+# read as the task's (a small table's rare tool is no evidence of a task).
+TASK_MIN_QUESTIONS = 10
+
+
+def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
+    """The calls the task decides (:func:`task_tools`) and whether the move reading leaves them
+    out: yes when calling any of them at all is the question's doing by the same test (a
+    ``type`` step that a text message needs and an alarm does not), else they are renamed
+    (every episode searches and acts; the request says which search, which act).
+
+    Parameters
+    ----------
+    tools
+        Each trajectory's tools, ``" > "``-joined, as :func:`mechanism.analysis.segmentation.render`
+        writes them.
+    questions
+        Each trajectory's question code.
+
+    Examples
+    --------
+    >>> q = np.repeat(np.arange(12), 4)
+    >>> acts = ["look > book" if i % 2 else "book" for i in range(24)] + ["look > cancel", "cancel"] * 12
+    >>> task_calls(acts, q).to_dict()
+    {'tools': ['book', 'cancel'], 'drop': False}
+    >>> typed = ["open > type > send" if i < 24 else "open > send" for i in range(48)]
+    >>> task_calls(typed, q).to_dict()
+    {'tools': ['type'], 'drop': True}
+    """
+    if len(np.unique(np.asarray(questions))) < TASK_MIN_QUESTIONS:
+        return TaskCalls()
+    task = task_tools(tools, questions)
+    if not task:
+        return TaskCalls()
+    # each tool-calling trajectory as one of two marks: calls one of the task's tools, or not
+    marks = [("task" if task & set(tl.split(" > ")) else "other") if tl else "" for tl in tools]
+    return TaskCalls(task, drop="task" in task_tools(marks, questions))
 
 
 def task_plan(plan: str, task: frozenset[str]) -> str:

@@ -45,6 +45,7 @@ import polars as pl
 from mechanism.analysis._strategies.params import MODEL_PARAMS
 from mechanism.analysis._strategies.params import check as check_params
 from mechanism.analysis.embed import known_model
+from mechanism.analysis.segmentation import TaskCalls
 from mechanism.core.actions import ACTION_FIELDS, TEXT_FIELD
 from mechanism.core.cachefile import (
     NPY_MAX_BYTES,
@@ -76,7 +77,8 @@ SAVED_ARRAYS = {"train_features": ("train_features_", "f"), "train_labels": ("tr
 _RETIRED = ("outlier_factor",)
 # Parameters added after spaces were first saved: a space saved without them was fitted as these
 # say (every call its own move, the default failure reading, one tree over every plan).
-_SAVED_BEFORE = {"retries": "keep", "error_pattern": None, "families": "keep", "plans": "mixed"}
+_SAVED_BEFORE = {"retries": "keep", "error_pattern": None, "families": "keep", "plans": "mixed",
+                 "task_calls": "keep"}
 CHECKSUM = "blake2b"  # what `save` writes; a space without the field was checked with SHA-256
 _CHECKSUMS = ("blake2b", "sha256")
 
@@ -119,12 +121,25 @@ def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_c
         "names": {str(k): v for k, v in sorted(getattr(space, "names_", {}).items())},
         "seed_agreement": space.seed_agreement_,
         "action_tools": dict(sorted(getattr(space, "action_tools_", {}).items())),
+        "task_calls": getattr(space, "task_calls_", TaskCalls()).to_dict(),
         "ignore_tools": sorted(space.ignore_tools or ()),
         "by": space.by, "kinds": list(getattr(space, "kinds_", [])),
     }
     # written last: a folder whose space.json is there holds every file it lists
     atomic_write(out / "space.json", json.dumps(config, indent=1).encode("utf-8"))
     return out
+
+
+def _task_calls(raw: Any, cfg: str, mode: str) -> TaskCalls:
+    """The saved task calls: none in a space fitted with ``task_calls="keep"`` (as every space
+    saved before they were read was), required under ``"auto"``."""
+    if raw is None and mode == "keep":
+        return TaskCalls()
+    tools = raw.get("tools") if isinstance(raw, dict) else None
+    if not (isinstance(tools, list) and all(isinstance(t, str) and 0 < len(t) <= 200 for t in tools)
+            and len(tools) <= 10_000 and isinstance(raw.get("drop"), bool)):
+        raise _Refusal("`task_calls` must be {tools: [names], drop: true or false}", cfg, "task_calls")
+    return TaskCalls.from_dict(raw)
 
 
 def _action_tools(raw: Any, cfg: str) -> dict[str, str]:
@@ -558,7 +573,8 @@ def _load(restore: Callable[[dict[str, Any], dict[str, Any]], Any], folder: Path
                  stability_=strategies.select("strategy", "stability"), embedding_model_=model,
                  embedding_dim_=embedding_dim, vocabulary_=vocabulary, threshold_=threshold, threshold_rule_=rule,
                  n_strategies_=n_strategies, names_=names, seed_agreement_=seed_agreement,
-                 action_tools_=_action_tools(config.get("action_tools"), cfg), kinds_=kinds)
+                 action_tools_=_action_tools(config.get("action_tools"), cfg), kinds_=kinds,
+                 task_calls_=_task_calls(config.get("task_calls"), cfg, params["task_calls"]))
     space = restore({**params, "embedder": embedder if embedder is not None else model, "cache_dir": cache_dir,
                      "progress": progress, "ignore_tools": _ignore_tools(config.get("ignore_tools"), cfg),
                      "by": by}, state)
