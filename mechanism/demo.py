@@ -5,7 +5,10 @@ native formats and read them back (:mod:`mechanism.readers`), then run the repor
 (:func:`mechanism.report.write_report`: PASS@(k,T) and the capability boundary, the strategy
 space, reweighting, information integration), check the strategies against the planted ones,
 assign a new checkpoint post hoc through the saved space, and follow a simulated training run
-checkpoint by checkpoint (:func:`mechanism.track`). ``summary.md`` and ``summary.html`` put the
+checkpoint by checkpoint (:func:`mechanism.track`). With the ``endpoints`` extra installed, the swap
+test runs against the simulator served on 127.0.0.1 (:func:`mechanism.datasets.serving.serve`):
+rl's retrieval handed to base's model and the reverse, with the planted split beside the
+estimate (``swap/``). ``summary.md`` and ``summary.html`` put the
 answer on one page, led by the reference study's table reproduced per task type with the planted
 value beside each estimate (:mod:`mechanism.analysis.reproduction`, also ``study/*.csv``). Every
 verdict is stated from result objects, never by reading back a file.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,18 +31,30 @@ from mechanism.analysis.checkpoints import track
 from mechanism.analysis.reproduction import Reproduction, reproduce_study
 from mechanism.analysis.shares import strategy_shares
 from mechanism.analysis.strategy_space import StrategySpace
+from mechanism.analysis.swap import swap
 from mechanism.core.names import write_csv
 from mechanism.core.options import RandomState, check_seed
 from mechanism.core.progress import StageClock
 from mechanism.core.resample import resolve_seed
 from mechanism.core.results import Result
+from mechanism.datasets.serving import planted_swap, serve, swap_split
 from mechanism.datasets.simulation import simulate, training_run
+from mechanism.endpoints import OpenAICompatible
 from mechanism.readers import read
 from mechanism.report.page import PageSection
 from mechanism.report.study import Report, write_report
+from mechanism.report.swap import swap_page_section, write_swap
 from mechanism.report.track import TRACK_FIGURES, write_track
 
 Echo = Callable[[str], None]
+
+#: what the swap test needs: the client and the served simulator (the ``endpoints`` extra)
+SWAP_PACKAGES = ("openai", "fastapi", "uvicorn")
+#: the swap test's share of the demo: its two arms, and at most this many questions and samples
+#: of each (every distinct prompt is one request per reasoner, so this bounds the requests)
+SWAP_ARMS = ("base", "rl")
+SWAP_QUESTIONS = 50
+SWAP_SAMPLES = 2
 
 
 @dataclass(repr=False)
@@ -149,6 +165,7 @@ def run_demo(out: str | Path, *, n_questions: int = 100, n_samples: int = 64, ra
     _post_hoc(out, numbers, clock, runs, labels, loaded, n_questions=n_questions, n_samples=n_samples,
               t_cap=t_cap, random_state=random_state, progress=progress)
     sections = _findings_sections(numbers)
+    sections.append(_swap_test(out, numbers, clock, sim, runs, random_state=random_state, progress=progress))
     figures: list[tuple[str, str]] = []
     if series:
         sections.append(_training_run(out, numbers, clock, loaded, n_questions=n_questions, n_samples=n_samples,
@@ -234,6 +251,42 @@ def _findings_sections(numbers: dict) -> list[tuple[str, str]]:
          f"fitted rl arm's by at most {post_hoc['max_share_difference_vs_rl']:.3f} (a fresh sample of "
          "the same policy, so only sampling noise). Shares in strategies/shares_with_new_checkpoint.csv."),
     ]
+
+
+def _swap_test(out: Path, numbers: dict, clock: StageClock, sim: Any, runs: pl.DataFrame, *, random_state: int,
+               progress: bool | None) -> PageSection | tuple[str, str]:
+    """The swap test against the simulator served on a free loopback port (started, asked, stopped),
+    on the first questions and samples of base and rl; its page section. Without the
+    ``endpoints`` extra, a one-line section saying it was skipped and why."""
+    # the client and the server import their packages when used: this module imports without them
+    missing = [name for name in SWAP_PACKAGES if find_spec(name) is None]
+    if missing:
+        why = (f"skipped: the `endpoints` extra is not installed ({', '.join(missing)} missing; "
+               "pip install 'mechanism[endpoints]')")
+        numbers["swap"] = {"skipped": why}
+        return ("Swap test: retrieval or reasoning?", f"The swap test was {why}.")
+    questions = runs["question_id"].unique().sort().head(SWAP_QUESTIONS)
+    subset = runs.filter(pl.col("arm").is_in(SWAP_ARMS) & (pl.col("sample_id") < SWAP_SAMPLES)
+                         & pl.col("question_id").is_in(questions.to_list()))
+    base, treated = SWAP_ARMS
+    with serve(sim, random_state=random_state) as server:
+        reasoners = {arm: OpenAICompatible(server.url, arm, timeout_s=30.0, progress=False) for arm in SWAP_ARMS}
+        result = swap(subset, reasoner=reasoners, base=base, treated=treated, random_state=random_state,
+                      progress=progress)
+    planted = swap_split(planted_swap(sim, SWAP_ARMS, SWAP_ARMS, runs=subset), base, treated)
+    write_swap(result, out / "swap", title="Swap test on the simulator served on 127.0.0.1")
+    numbers["swap"] = {"questions": result.n_questions, "episodes": subset.height,
+                       "requests": int(result.endpoints["requests"].sum()),
+                       **{part: {"estimate": est, "ci_low": low, "ci_high": high, "planted": planted[part]}
+                          for part in ("total", "retrieval", "reasoning", "interaction")
+                          for est, low, high in [result.part(part)]}}
+    clock.lap("swap test")
+    intro = (f"The simulator's arms served as an OpenAI-compatible API on 127.0.0.1 (mechanism serve-sim), reached "
+             f"through mx.endpoints.OpenAICompatible: each of {subset.height} episodes of {base} and {treated} "
+             f"({result.n_questions} questions, {SWAP_SAMPLES} samples each) handed to both models to answer (swap/)."
+             + (f" The simulated {treated} differs from {base} in its plans only (the same integration), so the "
+                "planted reasoning part is 0 and the gain is all retrieval." if planted["reasoning"] == 0 else ""))
+    return swap_page_section(result, figure="swap/swap.png", planted=planted, intro=intro)
 
 
 def _training_run(out: Path, numbers: dict, clock: StageClock, loaded: StrategySpace, *, n_questions: int,

@@ -23,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--world", default="default", choices=WORLDS,
                         help="default: the built-in arms; retrieval_only / reasoning_only: base and rl differ only "
                              "in their plans / their reasoner; both: in both")
+    parser.add_argument("--delay-s", type=float, default=0.0, metavar="S",
+                        help="every answer waits this long, as a model's generation would (default 0)")
     parser.add_argument("--write-runs", type=Path, default=None, metavar="FILE.jsonl",
                         help="also write the served world's trajectories (canonical JSONL) for `mechanism swap`")
 
@@ -34,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.seed < 0:
         raise MechanismError(f"`seed` must be a non-negative integer, got {args.seed}")
+    if not 0 <= args.delay_s <= 600:
+        raise MechanismError(f"`delay_s` must lie in [0, 600] seconds, got {args.delay_s}")
     policies = policies_for(args.world)
     arms = tuple(policies) if policies is not None else ("base", "rl", "sft")
     sim = simulate(n_questions=args.n_questions, n_samples=args.n_samples, arms=arms, random_state=args.seed,
@@ -45,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     main_thread = threading.current_thread() is threading.main_thread()
     # SIGTERM stops as Ctrl-C does (the handler it replaces comes back on return)
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set()) if main_thread else None
-    server = serve(sim, port=args.port, random_state=args.seed)
+    server = serve(sim, port=args.port, random_state=args.seed, delay_s=args.delay_s)
     try:
         wrote = f"; trajectories in {args.write_runs}" if args.write_runs is not None else ""
         print(f"serving {', '.join(server.models)} at {server.url} ({args.world} world, {sim.runs.height} "

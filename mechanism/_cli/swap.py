@@ -3,6 +3,7 @@ endpoints (vLLM, SGLang, llama.cpp, OpenAI, ``mechanism serve-sim``)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=1, help="answers per episode (seeds 0..n-1; default 1)")
     parser.add_argument("--after-results", type=int, default=None, metavar="K",
                         help="hand over each episode's retrieval only up to its K-th result")
-    parser.add_argument("--no-control", action="store_true", help="leave out the no-retrieval control")
+    parser.add_argument("--no-control", action="store_true",
+                        help="leave out the no-retrieval control (the reasoner on the question alone)")
+    parser.add_argument("--strategy", default=None, metavar="ID",
+                        help="swap within one strategy: only the episodes with this id in --labels or --space")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--labels", type=Path, metavar="LABELS",
+                        help="parquet/CSV/JSONL table of arm, question_id, sample_id and a strategy column "
+                             "(with --strategy)")
+    source.add_argument("--space", type=Path, metavar="SPACE",
+                        help="folder of a saved StrategySpace: its strategies as the labels (with --strategy)")
+    parser.add_argument("--label-column", default="strategy", help="strategy column of --labels (default: strategy)")
     parser.add_argument("--template", default=None,
                         help="the prompt, a format string over {question} and {retrieval}")
     parser.add_argument("--step-template", default=None,
@@ -65,9 +76,11 @@ def run(args: argparse.Namespace) -> int:
 
     reasoners = endpoints_from_args(args)
     runs = read_inputs(args)
+    labels = strategy_labels(args, runs)
     result = swap(runs, reasoner=reasoners, retrieval_from=[args.base, args.treated], base=args.base,
                   treated=args.treated, template=args.template, step_template=args.step_template, n=args.n,
-                  after_results=args.after_results, control=not args.no_control, max_tokens=args.max_tokens,
+                  after_results=args.after_results, strategy=args.strategy, labels=labels,
+                  scorer=answer_scorer(args.scorer), control=not args.no_control, max_tokens=args.max_tokens,
                   temperature=args.temperature, ci=args.ci, n_bootstrap=args.n_boot, random_state=args.seed,
                   progress=progress_flag(args))
     with atomic_output(args.out) as out:
@@ -75,6 +88,39 @@ def run(args: argparse.Namespace) -> int:
     print(terminal_safe(section.text))
     print(f"wrote {len(section.written)} files to {args.out}")
     return 0
+
+
+def answer_scorer(name: str) -> Callable[[str | None, list[str]], bool] | None:
+    """The reasoners' answers scored as the inputs' answers were read (``--scorer``); ``None``
+    for exact match, the swap's own default."""
+    from mechanism.core.scoring import contains_answer, f1_score  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
+    from mechanism.readers import F1_THRESHOLD  # noqa: PLC0415 - as above
+
+    if name == "f1":
+        return lambda answer, golds: answer is not None and f1_score(answer, golds) >= F1_THRESHOLD
+    if name in ("contains", "cover-em"):
+        return lambda answer, golds: answer is not None and contains_answer(answer, golds)
+    return None
+
+
+def strategy_labels(args: argparse.Namespace, runs: Any) -> Any:
+    """One strategy id per row of ``runs`` from ``--labels`` or ``--space`` (``None`` without
+    ``--strategy``); either without the other is a one-line error."""
+    from mechanism.analysis.labels import labels_from_space, read_labels  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
+
+    given = args.labels is not None or args.space is not None
+    if args.strategy is None:
+        if given:
+            raise InputError("`--labels`/`--space` choose the episodes of one `--strategy`; give it too",
+                             field="strategy")
+        return None
+    if not given:
+        raise InputError("`--strategy` needs the strategy of each episode: give `--labels` or `--space`",
+                         field="strategy")
+    if args.labels is not None:
+        return read_labels(runs, args.labels, column=args.label_column)
+    # --cache-dir is the endpoints' cache here: the space's embeddings are not cached
+    return labels_from_space(runs, args.space, progress=progress_flag(args))[0]
 
 
 def parse_pairs(items: list[str], flag: str) -> dict[str, str]:
@@ -109,14 +155,13 @@ def endpoints_from_args(args: argparse.Namespace) -> dict[str, Any]:
             for arm, url in urls.items()}
 
 
-def report_sections(args: argparse.Namespace, runs: Any, out: Path) -> tuple[list[tuple[str, str]],
-                                                                            list[tuple[str, str]]]:
+def report_sections(args: argparse.Namespace, runs: Any, out: Path) -> tuple[list[Any], list[tuple[str, str]]]:
     """``mechanism report --endpoint ...``: the swap test written under ``out/swap``, as the page's
-    extra ``(heading, text)`` section and figure. Without ``--endpoint``: nothing."""
+    extra section (its tables and figure in it) and no extra figure. Without ``--endpoint``: nothing."""
     if not getattr(args, "endpoint", None):
         return [], []
     from mechanism.analysis.swap import swap  # noqa: PLC0415 - loaded when the command runs: `mechanism --help` stays light
-    from mechanism.report.swap import write_swap  # noqa: PLC0415 - loaded when the command runs, as above
+    from mechanism.report.swap import swap_page_section, write_swap  # noqa: PLC0415 - loaded when the command runs, as above
 
     reasoners = endpoints_from_args(args)
     arms = runs["arm"].unique(maintain_order=True).to_list()
@@ -124,9 +169,9 @@ def report_sections(args: argparse.Namespace, runs: Any, out: Path) -> tuple[lis
     base = args.base if args.base in reasoners else None
     treated = next((a for a in (args.treated or arms) if a != base and a in reasoners), None) if base else None
     result = swap(runs, reasoner=reasoners, retrieval_from=sources or None, base=base if treated else None,
-                  treated=treated, ci=args.ci, n_bootstrap=args.n_boot, random_state=args.seed,
+                  treated=treated, scorer=answer_scorer(getattr(args, "scorer", "em")), ci=args.ci,
+                  n_bootstrap=args.n_boot, random_state=args.seed,
                   progress=progress_flag(args))
     figures = not getattr(args, "no_figures", False)
-    section = write_swap(result, out / "swap", figures=figures)
-    shown = [("Swap test: accuracy by retrieval source x reasoner", "swap/swap.png")] if figures else []
-    return [("Swap test", section.text)], shown
+    write_swap(result, out / "swap", figures=figures)
+    return [swap_page_section(result, figure="swap/swap.png" if figures else None)], []

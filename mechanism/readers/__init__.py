@@ -27,7 +27,7 @@ from mechanism.core.progress import progress as _progress
 from mechanism.core.schema import validate
 from mechanism.readers import atif, canonical, fireact, inspectlog, openai, react, searchr1
 from mechanism.readers._answer import compile_answer_pattern
-from mechanism.readers._build import SCORERS, Columns, ReadOptions, Tally, build_row
+from mechanism.readers._build import F1_THRESHOLD, SCORERS, Columns, ReadOptions, Tally, build_row
 from mechanism.readers._fields import MISSING, FieldMap, get_path
 from mechanism.readers._io import (
     EmptyInput,
@@ -45,7 +45,8 @@ from mechanism.readers._io import (
 )
 from mechanism.readers._where import prepare_sql
 
-__all__ = ["read", "detect_format", "check_read_options", "input_paths", "ReadSettings", "FORMATS", "SCORERS"]
+__all__ = ["read", "detect_format", "check_read_options", "input_paths", "ReadSettings", "FORMATS", "SCORERS",
+           "F1_THRESHOLD"]
 
 FORMATS = ("canonical", "searchr1", "openai", "react", "atif", "fireact", "inspect")
 _MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, fireact, inspectlog)}

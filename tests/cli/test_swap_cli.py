@@ -92,3 +92,48 @@ def test_report_with_endpoints_adds_a_swap_section(sim, data, tmp_path, capsys):
     page = (tmp_path / "out" / "summary.md").read_text("utf-8")
     assert "Swap test" in page and "swap test, rl vs base over 10 questions" in page
     assert (tmp_path / "out" / "swap" / "swap.csv").is_file()
+
+
+def test_strategy_truncation_and_no_control_reach_the_library(sim, data, tmp_path, capsys):
+    """``--strategy`` with ``--labels``, ``--after-results`` and ``--no-control`` give the numbers of
+    the library called with the same options (and not those of the full swap)."""
+    runs = mx.read(data)
+    labels = runs.select("arm", "question_id", "sample_id", strategy=pl.col("sample_id") % 2)
+    labels.write_csv(tmp_path / "labels.csv")
+    with serve(sim) as server:
+        code = main(_args(data, server.url, tmp_path / "out", "--strategy", "1", "--labels",
+                          str(tmp_path / "labels.csv"), "--after-results", "1", "--no-control"))
+        assert code == 0, capsys.readouterr().err
+        eps = {a: OpenAICompatible(server.url, a, progress=False) for a in ("base", "rl")}
+        direct = mx.swap(runs, reasoner=eps, retrieval_from=["base", "rl"], base="base", treated="rl",
+                         strategy=1, labels=labels["strategy"].to_numpy(), after_results=1, control=False,
+                         n_bootstrap=200, progress=False)
+    table = pl.read_csv(tmp_path / "out" / "swap.csv")
+    assert set(table["retrieval_from"]) == {"base", "rl"}  # no control row
+    assert table["n_episodes"].to_list() == [10] * 4  # sample 1 of each of 10 questions
+    assert table["accuracy"].to_list() == pytest.approx(direct.table["accuracy"].to_list(), abs=1e-12)
+    notes = (tmp_path / "out" / "swap.md").read_text("utf-8")
+    assert "within strategy '1' only" in notes and "truncated after the first 1 result" in notes
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--strategy", "1"], "`--strategy` needs the strategy of each episode"),
+    (["--labels", "labels.csv"], "give it too"),
+])
+def test_strategy_without_labels_exits_2_with_one_line(data, tmp_path, capsys, extra, message):
+    assert main(_args(data, "http://127.0.0.1:9/v1", tmp_path / "out", *extra)) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_answers_are_scored_as_the_inputs_were_read():
+    """``--scorer`` reads the inputs and scores the reasoners' answers alike: token F1 >= 0.5,
+    whole words, or exact match (the swap's default)."""
+    from mechanism._cli.swap import answer_scorer
+
+    assert answer_scorer("em") is None
+    f1 = answer_scorer("f1")
+    assert f1("Paris France", ["Paris"]) and not f1("Paris in France today", ["Paris"]) and not f1(None, ["Paris"])
+    contains = answer_scorer("contains")
+    assert contains("the city of Paris", ["paris"]) and not contains("Parisian", ["Paris"])
+    assert answer_scorer("cover-em")("it is Lyon", ["Lyon"])

@@ -257,6 +257,11 @@ def test_n_samples_use_seeds_and_per_episode_answers(world):
     per = res.per_episode
     assert per["n_samples"].to_list() == [3] * per.height
     assert all(a in ("wrong", "ans-q0", "ans-q1") for row in per["answers"].to_list() for a in row)
+    # each episode's count is its answers that are its gold (the first line of each completion)
+    gold = {"q0": "ans-q0", "q1": "ans-q1"}
+    assert per["n_correct"].to_list() == [sum(a == gold[q] for a in row) for q, row in
+                                          zip(per["question_id"].to_list(), per["answers"].to_list())]
+    assert 0 < per["n_correct"].sum() < 3 * per.height  # p = 0.5: some right, some wrong
     assert res.table["ci_low"].is_nan().all() or res.table["ci_low"].is_null().all()
 
 
@@ -297,3 +302,23 @@ def test_a_user_template_and_step_template(world):
     assert seen[0].startswith("Answer this.\nQuestion: what is q0\n<search> search 0 </search>\n\n<information>")
     assert "check ans-q0" not in seen[0]
     assert res.accuracy("rl", "rl") == 1.0  # read from the <answer> tags, scored by exact match
+
+
+def test_the_figure_keeps_long_arm_names_whole_and_apart(world):
+    """Checkpoint names of 24 and 33 characters: each label is the whole name, wrapped, and no
+    two texts of the figure overlap as drawn (before any decluttering)."""
+    pytest.importorskip("matplotlib")
+    from mechanism.plots.style import text_overlaps
+    from mechanism.plots.swap import plot_swap
+
+    runs, _ = world
+    b, t = "Qwen2.5-7B-Instruct-base", "Qwen2.5-7B-Search-R1-PPO-step-400"
+    runs = runs.with_columns(pl.col("arm").replace({"base": b, "rl": t}))
+    res = mx.swap(runs, reasoner={b: Fake(b, det_base), t: Fake(t, det_rl)}, base=b, treated=t, n_bootstrap=50)
+    fig = plot_swap(res, title="Swap test")
+    ax = fig.axes[0]
+    assert [x.get_text().replace("\n", "") for x in ax.get_xticklabels()] == [b, t]
+    assert [y.get_text().replace("\n", "") for y in ax.get_yticklabels()] == [b, t, "none(question only)"]
+    assert text_overlaps(fig) == []
+    cell = {x.get_text() for x in ax.texts}
+    assert f"{res.accuracy(t, t):.2f}\n[" in "".join(cell)

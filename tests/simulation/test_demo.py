@@ -2,11 +2,16 @@
 from __future__ import annotations
 
 import json
+import threading
+from importlib.util import find_spec
 
 import pytest
 
 from mechanism._cli.main import main
 from mechanism.demo import run_demo
+
+# the swap test needs the `endpoints` extra (the client and the served simulator)
+ENDPOINTS = all(find_spec(name) is not None for name in ("openai", "fastapi", "uvicorn"))
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +32,60 @@ def test_demo_writes_every_stage(demo):
                                  "training run"}
     for stem in ("shares_over_training", "split_over_training", "passkt_over_training"):
         assert (out / "series" / f"{stem}.png").is_file()
+    if ENDPOINTS:
+        for name in ("swap.csv", "split.csv", "swap.md", "swap.json", "endpoints.csv", "swap.png"):
+            assert (out / "swap" / name).is_file(), name
+        assert "swap test" in demo.seconds
+
+
+@pytest.mark.skipif(not ENDPOINTS, reason="the swap test needs the `endpoints` extra (openai, fastapi, uvicorn)")
+def test_demo_runs_the_swap_test_against_the_served_simulator(demo):
+    """base and rl on their first 2 samples of each question, served on 127.0.0.1 and stopped
+    after; the page shows the cells and the split with the planted value of each part, which is
+    the served reasoner's exact expectation on the same episodes."""
+    import polars as pl
+
+    import mechanism as mx
+    from mechanism.datasets.serving import planted_swap, swap_split
+
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("serve-sim")]  # the server stopped
+    swap = json.loads((demo.out / "numbers.json").read_text())["swap"]
+    assert swap["questions"] == 12 and swap["episodes"] == 12 * 2 * 2
+    # one request per distinct prompt and reasoner: the episodes and one control per question, at most
+    assert 0 < swap["requests"] <= 2 * (12 * 2 * 2 + 12)
+    sim = mx.simulate(n_questions=12, n_samples=8, arms=("base", "rl", "sft"), random_state=0, progress=False)
+    planted = swap_split(planted_swap(sim, ("base", "rl"), ("base", "rl"),
+                                      runs=sim.runs.filter(pl.col("arm").is_in(["base", "rl"])
+                                                           & (pl.col("sample_id") < 2))), "base", "rl")
+    for part in ("total", "retrieval", "reasoning", "interaction"):
+        assert swap[part]["planted"] == pytest.approx(planted[part], abs=1e-12), part
+    # rl and base integrate alike in the default world: the planted reasoning part is 0, and found so
+    assert planted["reasoning"] == 0.0 and swap["reasoning"]["ci_low"] <= 0.0 <= swap["reasoning"]["ci_high"]
+    parts = sum(swap[p]["estimate"] for p in ("retrieval", "reasoning", "interaction"))
+    assert parts == pytest.approx(swap["total"]["estimate"], abs=1e-12)
+    cells = pl.read_csv(demo.out / "swap" / "swap.csv")
+    assert cells.height == 6 and set(cells["retrieval_from"]) == {"base", "rl", "none"}
+    page = demo.summary_markdown.read_text()
+    assert "## Swap test: retrieval or reasoning?" in page and "![Accuracy by retrieval source x reasoner]" in page
+    bb = cells.filter((pl.col("retrieval_from") == "base") & (pl.col("reasoner") == "base")).row(0, named=True)
+    assert f"| base | {bb['accuracy']:.3f} [{bb['ci_low']:.3f}, {bb['ci_high']:.3f}]".replace("[", "\\[") \
+        .replace("]", "\\]") in page
+    assert f"| reasoning (its model) | {swap['reasoning']['estimate']:+.3f}" in page
+
+
+def test_demo_without_the_endpoints_extra_says_the_swap_test_was_skipped(monkeypatch, tmp_path):
+    import mechanism.demo as demo_module
+    from mechanism.core.progress import StageClock
+
+    monkeypatch.setattr(demo_module, "find_spec", lambda name: None if name == "uvicorn" else find_spec(name))
+    numbers: dict = {}
+    heading, text = demo_module._swap_test(tmp_path, numbers, StageClock(lambda line: None), None, None,
+                                           random_state=0, progress=False)
+    assert heading == "Swap test: retrieval or reasoning?"
+    assert text == ("The swap test was skipped: the `endpoints` extra is not installed (uvicorn missing; "
+                    "pip install 'mechanism[endpoints]').")
+    assert numbers == {"swap": {"skipped": text[len("The swap test was "):-1]}}
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow
@@ -69,6 +128,8 @@ def test_demo_is_deterministic(demo, tmp_path):
     assert (again.out / "passkt/pass_at_kt.csv").read_text() == (demo.out / "passkt/pass_at_kt.csv").read_text()
     assert json.loads((again.out / "numbers.json").read_text())["strategies"] == \
         json.loads((demo.out / "numbers.json").read_text())["strategies"]
+    if ENDPOINTS:  # the served answers are seeded draws and the server's port is not in them
+        assert (again.out / "swap/swap.csv").read_text() == (demo.out / "swap/swap.csv").read_text()
 
 
 def test_demo_cli_rejects_a_bad_size_with_one_line(capsys, tmp_path):

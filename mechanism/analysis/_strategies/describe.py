@@ -41,6 +41,7 @@ from mechanism.analysis._strategies.description import (
     with_calls,
 )
 from mechanism.analysis._strategies.naming import loop_share
+from mechanism.analysis.segmentation import TASK_TOOL
 from mechanism.core.errors import InputError, MechanismError
 
 _SCOPES = (("whole question", "whole_question"), ("most of question", "most_of_question"),
@@ -102,18 +103,16 @@ def summaries(renderings: list[str], counts: np.ndarray, labels: np.ndarray, spa
     return out
 
 
-def with_task_calls(task_variants: dict[int, list[str]], tools: Sequence[str | None], labels: np.ndarray,
-                    task: frozenset[str]) -> dict[int, list[str]]:
-    """``task_variants`` plus, for each strategy whose members call the task's tools (read as
-    ``task_call_1``, ... by the move reading), those tools in order of use, ``" / "``-joined:
-    what the name's ``(by task: ...)`` lists.
+def task_call_tools(tools: Sequence[str | None], labels: np.ndarray, task: frozenset[str]) -> dict[int, list[str]]:
+    """For each strategy whose members call the task's tools (read as ``task_call_1``, ... or
+    left out by the move reading), those tools in order of use, ``" / "``-joined.
 
     Examples
     --------
-    >>> with_task_calls({}, ["look > book", "cancel", "look"], np.array([0, 0, 1]), frozenset({"book", "cancel"}))
+    >>> task_call_tools(["look > book", "cancel", "look"], np.array([0, 0, 1]), frozenset({"book", "cancel"}))
     {0: ['book / cancel']}
     """
-    out = {c: list(v) for c, v in task_variants.items()}
+    out: dict[int, list[str]] = {}
     if not task:
         return out
     used: dict[int, dict[str, int]] = {}
@@ -124,15 +123,17 @@ def with_task_calls(task_variants: dict[int, list[str]], tools: Sequence[str | N
                 tally[t.rstrip("!")] = tally.get(t.rstrip("!"), 0) + 1
     for c, tally in used.items():
         if c >= 0:
-            out.setdefault(c, []).append(" / ".join(sorted(tally, key=lambda t: (-tally[t], t))))
+            out[c] = [" / ".join(sorted(tally, key=lambda t: (-tally[t], t)))]
     return out
 
 
 def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries: list[dict[str, Any]],
           stability: pl.DataFrame, optional_steps: dict[int, list[str]], *, seed: int,
-          task_variants: dict[int, list[str]] | None = None) -> pl.DataFrame:
+          task_variants: dict[int, list[str]] | None = None,
+          task_calls: dict[int, list[str]] | None = None) -> pl.DataFrame:
     """The description table (:meth:`StrategySpace.describe` documents its columns) of the
-    fitted ``runs``, rendered as ``traj``, with strategies ``labels``."""
+    fitted ``runs``, rendered as ``traj``, with strategies ``labels``; ``task_calls``
+    (:func:`task_call_tools`) joins ``task_variants`` and is named where the name shows a task call."""
     frame = traj.select("arm", "question_id", "moves", "tools", "tokens", "rendering").with_columns(
         pl.Series("strategy", labels, dtype=pl.Int64), runs["correct"].alias("correct"),
         runs["n_rounds"].alias("n_rounds"), pl.Series("row", np.arange(traj.height), dtype=pl.Int64),
@@ -172,9 +173,17 @@ def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries:
     # leaves out ("list_events (by task: create_event or send_email)")
     by_task = {c: sorted({t for v in vs for block in v.split(" / ") for t in block.split(" > ") if t})
                for c, vs in (task_variants or {}).items() if vs}
+    # a task call the name shows says which tools it stands for; one left out of every
+    # sibling's name alike would tell none of them apart
+    calls = {c: sorted({t for v in vs for t in v.split(" / ")}) for c, vs in (task_calls or {}).items()}
+    shown = set(out.filter(pl.col("built_name").str.contains(TASK_TOOL, literal=True))["strategy"].to_list())
+    for c in shown & set(calls):
+        by_task[c] = sorted({*by_task.get(c, ()), *calls[c]})
     out = out.with_columns(pl.struct("strategy", "built_name").map_elements(
         lambda r: r["built_name"] + (f" (by task: {' or '.join(by_task[r['strategy']])})"
                                      if r["strategy"] in by_task else ""), return_dtype=pl.String).alias("built_name"))
+    task_variants = {c: sorted({*(task_variants or {}).get(c, ()), *(task_calls or {}).get(c, ())})
+                     for c in {*(task_variants or {}), *(task_calls or {})}}
     out = out.with_columns(pl.col("built_name").alias("name"))
     arms = sorted(frame["arm"].unique().to_list())
     ids = sorted(set(labels.tolist()))
