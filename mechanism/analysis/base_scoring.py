@@ -12,15 +12,14 @@ asked-for segment, pure white space and the first token (no context) are left ou
 """
 from __future__ import annotations
 
-import string
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from mechanism.analysis._swap_prompts import check_template
-from mechanism.analysis.information import LOGPROBS_DTYPE, render_segments
+from mechanism.analysis.information import LOGPROBS_DTYPE, render_segments, render_template
 from mechanism.core.errors import InputError
 from mechanism.core.progress import progress as bar
 from mechanism.core.schema import validate
@@ -28,51 +27,9 @@ from mechanism.core.schema import validate
 if TYPE_CHECKING:
     from mechanism.endpoints import Endpoint
 
-__all__ = ["score_logprobs", "render_template", "assign_segments"]
-
-#: Segment of each step field of ``step_template`` (fields not named here are context).
-STEP_SEGMENTS = {"thought": "reasoning", "query": "query"}
+__all__ = ["score_logprobs", "assign_segments"]
 
 _BATCH = 64
-
-
-def render_template(row: Mapping[str, Any], template: str,
-                    step_template: str) -> tuple[str, list[tuple[int, int, str]]]:
-    """One trajectory through the user's prompt format, and its segment spans.
-
-    ``template`` is a format string over ``{question}`` and ``{steps}``; ``{steps}`` is one
-    ``step_template`` block per step, over ``{thought}`` (segment "reasoning"), ``{query}``
-    (segment "query"), ``{observation}`` and ``{tool}`` (context).
-
-    >>> text, spans = render_template({"question": "Who?", "steps": [{"thought": "look", "query": "who"}]},
-    ...                               "Q: {question}\\n{steps}", "<think>{thought}</think><search>{query}</search>")
-    >>> text
-    'Q: Who?\\n<think>look</think><search>who</search>'
-    >>> [text[a:b] + "/" + s for a, b, s in spans]
-    ['look/reasoning', 'who/query']
-    """
-    parts: list[str] = []
-    spans: list[tuple[int, int, str]] = []
-    pos = 0
-
-    def put(text: str, segment: str | None = None) -> None:
-        nonlocal pos
-        if segment is not None and text:
-            spans.append((pos, pos + len(text), segment))
-        parts.append(text)
-        pos += len(text)
-
-    for literal, name, spec, _ in string.Formatter().parse(template):
-        put(literal)
-        if name == "question":
-            put(format(row.get("question") or "", spec or ""))
-        elif name == "steps":
-            for step in row.get("steps") or []:
-                for s_literal, field, s_spec, _ in string.Formatter().parse(step_template):
-                    put(s_literal)
-                    if field is not None:
-                        put(format(step.get(field) or "", s_spec or ""), STEP_SEGMENTS.get(field))
-    return "".join(parts), spans
 
 
 def assign_segments(text: str, spans: Sequence[tuple[int, int, str]], offsets: Sequence[int],

@@ -78,8 +78,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import string
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -128,7 +129,7 @@ from mechanism.core.scoring import (
 __all__ = ["Integration", "integration", "retrieval_flags", "retrievable",
            "retrievable_flags", "retrieval_status", "retrieval_normalize", "RETRIEVAL_STATUS", "question_strata_split",
            "gold_in_observations", "followup_entity_flags", "content_tokens", "token_logprobs",
-           "render_segments", "LOGPROBS_DTYPE", "UNRETRIEVABLE_ANSWERS", "WEIGHTINGS"]
+           "render_segments", "render_template", "LOGPROBS_DTYPE", "UNRETRIEVABLE_ANSWERS", "WEIGHTINGS"]
 
 #: Format of a log-probability column: one entry per token of the trajectory's text as the
 #: base model scores it; ``segment`` says which part the token belongs to ("query",
@@ -1245,13 +1246,28 @@ def _by_strategy(N: np.ndarray, C: np.ndarray, a_idx: np.ndarray, q_idx: np.ndar
 
 
 # ----------------------------------------------------------------------------- base-model scoring
-def render_segments(row: dict[str, Any]) -> tuple[str, list[tuple[int, int, str]]]:
-    """One trajectory as the text a base model scores, and its segments.
+#: Segment of each step field of a ``step_template`` (fields not named here are context).
+STEP_SEGMENTS = {"thought": "reasoning", "query": "query"}
+#: The rendering :func:`render_segments` scores: ``Question:``, then per call its thought, query
+#: and observation.
+DEFAULT_TEMPLATE = "Question: {question}\n{steps}"
+DEFAULT_STEP_TEMPLATE = "Thought: {thought}\nSearch: {query}\nObservation: {observation}\n"
 
-    The text reads ``Question: ...`` then, per tool call, ``Thought: <thought>``,
-    ``Search: <query>`` and ``Observation: <observation>`` lines. Returned spans are
-    ``(start, end, segment)`` character ranges of the thought ("reasoning") and query
-    ("query") contents; scaffold words and observations are context only.
+
+def render_template(row: Mapping[str, Any], template: str,
+                    step_template: str) -> tuple[str, list[tuple[int, int, str]]]:
+    """One trajectory through the user's prompt format, and its segment spans.
+
+    ``template`` is a format string over ``{question}`` and ``{steps}``; ``{steps}`` is one
+    ``step_template`` block per step, over ``{thought}`` (segment "reasoning"), ``{query}``
+    (segment "query"), ``{observation}`` and ``{tool}`` (context).
+
+    >>> text, spans = render_template({"question": "Who?", "steps": [{"thought": "look", "query": "who"}]},
+    ...                               "Q: {question}\\n{steps}", "<think>{thought}</think><search>{query}</search>")
+    >>> text
+    'Q: Who?\\n<think>look</think><search>who</search>'
+    >>> [text[a:b] + "/" + s for a, b, s in spans]
+    ['look/reasoning', 'who/query']
     """
     parts: list[str] = []
     spans: list[tuple[int, int, str]] = []
@@ -1264,14 +1280,29 @@ def render_segments(row: dict[str, Any]) -> tuple[str, list[tuple[int, int, str]
         parts.append(text)
         pos += len(text)
 
-    put(f"Question: {row.get('question') or ''}\n")
-    for step in row.get("steps") or []:
-        put("Thought: ")
-        put(step.get("thought") or "", "reasoning")
-        put("\nSearch: ")
-        put(step.get("query") or "", "query")
-        put(f"\nObservation: {step.get('observation') or ''}\n")
+    for literal, name, spec, _ in string.Formatter().parse(template):
+        put(literal)
+        if name == "question":
+            put(format(row.get("question") or "", spec or ""))
+        elif name == "steps":
+            for step in row.get("steps") or []:
+                for s_literal, field, s_spec, _ in string.Formatter().parse(step_template):
+                    put(s_literal)
+                    if field is not None:
+                        put(format(step.get(field) or "", s_spec or ""), STEP_SEGMENTS.get(field))
     return "".join(parts), spans
+
+
+def render_segments(row: dict[str, Any]) -> tuple[str, list[tuple[int, int, str]]]:
+    """One trajectory as the text a base model scores, and its segments: :func:`render_template`
+    with :data:`DEFAULT_TEMPLATE` and :data:`DEFAULT_STEP_TEMPLATE`.
+
+    The text reads ``Question: ...`` then, per tool call, ``Thought: <thought>``,
+    ``Search: <query>`` and ``Observation: <observation>`` lines. Returned spans are
+    ``(start, end, segment)`` character ranges of the thought ("reasoning") and query
+    ("query") contents; scaffold words and observations are context only.
+    """
+    return render_template(row, DEFAULT_TEMPLATE, DEFAULT_STEP_TEMPLATE)
 
 
 def token_logprobs(runs: pl.DataFrame, model_path: str | Path, *, max_length: int | None = None,

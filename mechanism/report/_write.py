@@ -57,3 +57,9 @@ def write_figures(section: Section, folder: Path, figures: Iterable[tuple[str, A
     for stem, fig in figures:
         section.add_figure(save_figure(fig, folder, stem), prefix + stem)
         close(fig)
+
+
+def summary_text(result: Any) -> str:
+    """A result's own summary as plain lines: its title, then each line indented."""
+    summary = result.summary()
+    return "\n".join([summary.title, *(f"  {line}" for line in summary.lines)])

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from mechanism.report._section import Section
-from mechanism.report._write import write_figures, write_json, write_table, write_tables, write_text
+from mechanism.report._write import summary_text, write_figures, write_json, write_table, write_tables, write_text
 
 
 def write_integration(result: Any, out: str | Path, *, names: Mapping[Any, str] | None = None,
@@ -65,5 +65,4 @@ def write_integration(result: Any, out: str | Path, *, names: Mapping[Any, str] 
 
 def describe_integration(res: Any) -> str:
     """Plain lines stating the per-arm rates and the splits (the result's own summary, indented)."""
-    summary = res.summary()
-    return "\n".join([summary.title, *(f"  {line}" for line in summary.lines)])
+    return summary_text(res)

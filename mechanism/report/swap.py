@@ -10,7 +10,7 @@ import polars as pl
 
 from mechanism.core.text import estimate_text
 from mechanism.report._section import Section
-from mechanism.report._write import write_figures, write_json, write_table, write_text
+from mechanism.report._write import summary_text, write_figures, write_json, write_table, write_text
 from mechanism.report.page import PageSection
 from mechanism.report.tables import ReportTable
 
@@ -61,8 +61,7 @@ def write_swap(result: Any, out: str | Path, *, figures: bool = True, title: str
 
 def describe_swap(result: Any) -> str:
     """Plain lines: the verdict, each cell, the notes (the result's own summary, indented)."""
-    summary = result.summary()
-    return "\n".join([summary.title, *(f"  {line}" for line in summary.lines)])
+    return summary_text(result)
 
 
 def _source_name(source: str) -> str:

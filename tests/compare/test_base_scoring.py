@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.analysis.base_scoring import assign_segments, render_template
-from mechanism.analysis.information import LOGPROBS_DTYPE, render_segments
+from mechanism.analysis.base_scoring import assign_segments
+from mechanism.analysis.information import LOGPROBS_DTYPE, render_segments, render_template
 
 TOKEN = re.compile(r"\s*\S+")
 

@@ -232,9 +232,12 @@ def task_tools(tools: Sequence[str | None], questions: np.ndarray, *, share: flo
     return frozenset(str(t) for t, k, v in zip(tool_names, keep, share_of) if k and v >= share)
 
 
-# The move reading's test needs questions asked several times: below this many, no call is
-# read as the task's (a small table's rare tool is no evidence of a task).
+# The move reading's test needs questions asked several times: below this many questions, or
+# this many trajectories per question, no call is read as the task's. With one or two episodes
+# a question (greedy decoding, one sample per arm) an agent's habit on a question cannot be told
+# from what the question needs, and a rare tool of a small table is no evidence of a task.
 TASK_MIN_QUESTIONS = 10
+TASK_MIN_PER_QUESTION = 4
 
 
 def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
@@ -261,10 +264,12 @@ def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
     >>> task_calls(typed, q).to_dict()
     {'tools': ['type'], 'drop': True}
     """
-    if len(np.unique(np.asarray(questions))) < TASK_MIN_QUESTIONS:
+    n_questions = len(np.unique(np.asarray(questions)))
+    if n_questions < TASK_MIN_QUESTIONS or len(tools) < TASK_MIN_PER_QUESTION * n_questions:
         return TaskCalls()
     task = task_tools(tools, questions)
-    if not task:
+    called = {t for tl in tools if tl for t in tl.split(" > ")}
+    if not task or called <= task:  # every call the task's: nothing would be left to tell strategies by
         return TaskCalls()
     # each tool-calling trajectory as one of two marks: calls one of the task's tools, or not
     marks = [("task" if task & set(tl.split(" > ")) else "other") if tl else "" for tl in tools]
