@@ -32,6 +32,7 @@ import polars as pl
 
 from mechanism.analysis._verdicts import qualified
 from mechanism.analysis.compare import reweighting
+from mechanism.analysis.labels import given_space
 from mechanism.analysis.passkt import TSource, default_k, pass_at_kt, small_sample_note
 from mechanism.analysis.shares import weighted_shares
 from mechanism.core.errors import InputError
@@ -381,7 +382,6 @@ def _strategy_codes(runs: pl.DataFrame, *, labels: Any, space: Any, names: list[
         codes = np.array([index[v] for v in lab.tolist()], dtype=np.int64)
         return codes, {i: f"S{i} {v}" for v, i in index.items()}, "strategies: the labels given"
     from mechanism.analysis.strategy_space import (  # noqa: PLC0415 - scikit-learn, UMAP, the embedder: only when no labels are given
-        StrategySpace,
         display_names,
         fit_and_place,
     )
@@ -396,12 +396,8 @@ def _strategy_codes(runs: pl.DataFrame, *, labels: Any, space: Any, names: list[
                                          progress=progress)
         note = f"strategies: a space fitted on {base} and {fit_on}, every checkpoint assigned to it"
     else:
-        if isinstance(space, (str, Path)):
-            where = space
-            space = StrategySpace.load(where, cache_dir=cache_dir, progress=progress)
-            note = f"strategies: the saved space {where}, applied without refitting"
-        else:
-            note = "strategies: the given space, applied without refitting"
+        space, where = given_space(space, cache_dir=cache_dir, progress=progress)
+        note = f"strategies: {where}"
         placement = space.place(runs, map_xy=False)
     return np.asarray(placement.labels, dtype=np.int64), display_names(space.describe()), note
 

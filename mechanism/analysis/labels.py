@@ -12,6 +12,7 @@ or from the number of search rounds, a structural baseline that needs no model (
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -20,7 +21,7 @@ from mechanism.analysis.compare import labels_from_table
 from mechanism.core.cachefile import check_parquet_depth
 from mechanism.core.errors import InputError
 
-__all__ = ["read_labels", "labels_from_space", "rounds_labels"]
+__all__ = ["read_labels", "labels_from_space", "given_space", "rounds_labels"]
 
 
 def read_labels(runs: pl.DataFrame, path: str | Path, *, column: str = "strategy") -> np.ndarray:
@@ -101,6 +102,17 @@ def labels_from_space(runs: pl.DataFrame, folder: str | Path, *, cache_dir: str 
     space = StrategySpace.load(folder, cache_dir=cache_dir, progress=progress)
     placement = space.place(runs, map_xy=False)
     return placement.labels, placement.coordinates, display_names(space.describe())
+
+
+def given_space(space: Any, *, cache_dir: str | Path | None = None, progress: bool | None = None) -> tuple[Any, str]:
+    """A fitted StrategySpace as given, or loaded from the folder ``space`` names, and where it
+    came from in words (``"the saved space <folder>, applied without refitting"``), for a note."""
+    if not isinstance(space, (str, Path)):
+        return space, "the given fitted space, applied without refitting"
+    from mechanism.analysis.strategy_space import StrategySpace  # noqa: PLC0415 - scikit-learn and the embedder: only when a saved space is read
+
+    return (StrategySpace.load(space, cache_dir=cache_dir, progress=progress),
+            f"the saved space {space}, applied without refitting")
 
 
 def rounds_labels(runs: pl.DataFrame, *, cap: int = 5) -> np.ndarray:

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.analysis.information import integration
+from mechanism.analysis.labels import given_space
 from mechanism.analysis.passkt import default_k
 from mechanism.analysis.segmentation import segment
 from mechanism.core.errors import InputError
@@ -447,19 +448,14 @@ def _place_space(runs: pl.DataFrame, out: Path, space: Any, *, embedder: Any, ra
                  progress: bool | None, cache_dir: str | Path | None) -> tuple[Any, Any, str]:
     """(space, placement of ``runs``, where the space came from): fitted on the runs and saved
     under ``out/space``, loaded from a folder, or the fitted space given."""
-    from mechanism.analysis.strategy_space import StrategySpace, fit_and_place  # noqa: PLC0415 - scikit-learn (strategy_space): only when strategies are shown
+    from mechanism.analysis.strategy_space import fit_and_place  # noqa: PLC0415 - scikit-learn (strategy_space): only when strategies are shown
 
     if space is None:
         space, placement = fit_and_place(runs, runs, embedder=embedder, random_state=random_state,
                                          progress=progress, cache_dir=cache_dir)
         space.save(out / "space")
         return space, placement, f"fitted on these runs (random_state={random_state}), saved to space/"
-    if isinstance(space, (str, Path)):
-        where = space
-        space = StrategySpace.load(where, cache_dir=cache_dir, progress=progress)
-        space_note = f"the saved space {where}, applied without refitting"
-    else:
-        space_note = "the given fitted space, applied without refitting"
+    space, space_note = given_space(space, cache_dir=cache_dir, progress=progress)
     return space, space.place(runs), space_note
 
 
