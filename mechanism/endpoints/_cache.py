@@ -4,7 +4,8 @@ The key is the digest of the canonical JSON of ``{"model", "route", "body"}``. T
 address is left out on purpose: a server restarted on another port (or another host serving the
 same model) answers the same requests the same way, so its answers are still good. A sampled
 request (temperature above 0) is cached too: its seed is in the body, so the same request gives
-the same answer. With a folder, entries are JSON files kept by
+the same answer. Identical requests in flight at once are sent once (the others wait for its
+answer), so two writers never interleave one entry's payload and sidecar. With a folder, entries are JSON files kept by
 :func:`mechanism.core.cachefile.write_checked` under ``<folder>/endpoints/<key[:2]>/<key>.json``
 (a damaged entry is set aside with a warning and fetched again); without one, a dict in memory.
 """
@@ -14,6 +15,7 @@ import json
 import os
 import threading
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from mechanism.core.cachefile import digest, parse_json, read_checked, write_checked
@@ -35,6 +37,7 @@ class ResponseCache:
         self.folder = None if folder is None else Path(folder) / "endpoints"
         self._memory: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._in_flight: dict[str, threading.Lock] = {}
 
     def _path(self, key: str) -> Path:
         assert self.folder is not None
@@ -66,3 +69,20 @@ class ResponseCache:
             path = self._path(key)
             path.parent.mkdir(parents=True, exist_ok=True)
             write_checked(path, json.dumps(value, sort_keys=True).encode("utf-8", "surrogatepass"), _FORMAT)
+
+    def fetch(self, key: str, compute: Callable[[], Any]) -> tuple[Any, bool]:
+        """``(answer, cached)``: the stored answer, else ``compute()``'s, stored. A key already being
+        computed by another thread is waited for rather than computed again."""
+        with self._lock:
+            gate = self._in_flight.setdefault(key, threading.Lock())
+        with gate:
+            try:
+                value = self.get(key)
+                if value is not None:
+                    return value, True
+                value = compute()
+                self.put(key, value)
+                return value, False
+            finally:
+                with self._lock:
+                    self._in_flight.pop(key, None)

@@ -133,18 +133,15 @@ class OpenAICompatible(Endpoint):
 
     def _request(self, route: Literal["completions", "chat/completions"], body: dict[str, Any]) -> dict[str, Any]:
         """The answer to ``body`` on ``route``: from the cache, else sent (and then cached)."""
-        key = request_key(self.model, route, body)
-        cached = self._cache.get(key)
-        if isinstance(cached, dict):
-            self.stats.add(cached=1)
-            return cached
         resource = self._client.completions if route == "completions" else self._client.chat.completions
         fields = {k: v for k, v in body.items() if k not in _EXTRA_FIELDS}
         extra = {k: body[k] for k in _EXTRA_FIELDS if k in body}
-        answer = send(lambda: resource.with_raw_response.create(model=self.model, **fields, extra_body=extra or None),
-                      stats=self.stats, max_retries=self.max_retries, backoff_s=self.backoff_s,
-                      timeout_s=self.timeout_s, base_url=self.base_url, model=self.model)
-        self._cache.put(key, answer)
+        answer, cached = self._cache.fetch(request_key(self.model, route, body), lambda: send(
+            lambda: resource.with_raw_response.create(model=self.model, **fields, extra_body=extra or None),
+            stats=self.stats, max_retries=self.max_retries, backoff_s=self.backoff_s,
+            timeout_s=self.timeout_s, base_url=self.base_url, model=self.model))
+        if cached:
+            self.stats.add(cached=1)
         return answer
 
     def _map(self, fn: Callable[[T], R], items: Sequence[T], desc: str) -> list[R]:

@@ -220,3 +220,18 @@ def test_requests_run_concurrently_within_the_bound(sim):
     # two at a time: two rounds of 0.5 s, never one (four at once) nor four (one at a time)
     assert 1.0 <= elapsed < 1.9, elapsed
     assert endpoint.stats.requests == 4
+
+
+def test_identical_requests_in_flight_at_once_are_sent_once(sim, tmp_path, recwarn):
+    # the served answers carry a per-request id, so two concurrent writers of one entry would
+    # leave a payload and a sidecar that disagree; the slow server keeps both in flight together
+    prompt = _prompts(sim)[0]
+    with serving.serve(sim, delay_s=0.3) as slow:
+        endpoint = _endpoint(slow.url, max_concurrency=4, cache_dir=tmp_path)
+        answers = endpoint.complete([prompt] * 4, max_tokens=4)
+        assert all(a == answers[0] for a in answers)
+        assert slow.requests == 1 and endpoint.stats.requests == 1 and endpoint.stats.cached == 3
+        again = _endpoint(slow.url, cache_dir=tmp_path)
+        assert again.complete([prompt], max_tokens=4) == answers[:1]
+        assert slow.requests == 1 and again.stats.cached == 1
+    assert not [w for w in recwarn if issubclass(w.category, CacheWarning)]
