@@ -21,6 +21,7 @@ from mechanism.core.errors import InputError, OutputError, ReadWarning
 from mechanism.core.names import display_name, escape_control, visible_name
 from mechanism.core.options import check_seed
 from mechanism.core.schema import count_shared, refuse_few_shared
+from mechanism.plots.background import saving_in_background
 from mechanism.readers import FORMATS, SCORERS, read
 
 
@@ -441,7 +442,8 @@ def atomic_output(out: Path) -> Iterator[Path]:
     except OSError as exc:
         raise _output_error(exc, out, out) from None
     try:
-        yield tmp
+        with saving_in_background():  # figures saved by workers meanwhile, all on disk before the rename
+            yield tmp
         _finish(tmp, out)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -260,7 +260,8 @@ class Embedder:
         missing = [i for i, k in enumerate(keys) if k not in found]
         self.n_cached += len(unique) - len(missing)
         # Chunks of a few batches: each is cached as it finishes, so an interrupted run resumes.
-        chunk = max(self._batch_size() * 8, 1)
+        # The batch size asks torch for the device: only when a text is new (torch takes 1.4 s to import).
+        chunk = max(self._batch_size() * 8, 1) if missing else 1
         starts = range(0, len(missing), chunk)
         for start in _progress(starts, enabled=self.progress and bool(missing), desc="embedding",
                                total=len(starts)):

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from mechanism.core.cachefile import digest, parse_json, read_checked, write_checked

@@ -1,24 +1,25 @@
 """Figures, one consistent paper style (:mod:`mechanism.plots.style`); every function returns a
-matplotlib Figure and changes no global state."""
-from mechanism.plots.integration import plot_integration_grid, plot_integration_shift, plot_integration_split
-from mechanism.plots.passkt import (
-    plot_boundary,
-    plot_gap_over_t,
-    plot_gap_surface,
-    plot_pass_curves,
-    plot_pass_over_t,
-    plot_pass_surfaces,
-)
-from mechanism.plots.reweighting import plot_decomposition, plot_share_success
-from mechanism.plots.strategies import plot_strategy_shares, strategy_map, strategy_table
-from mechanism.plots.style import arm_colors, paper_style, save_figure
-from mechanism.plots.track import (
-    plot_track_divergence,
-    plot_track_passkt,
-    plot_track_share_panels,
-    plot_track_shares,
-    plot_track_split,
-)
+matplotlib Figure and changes no global state.
+
+Names load on first use: a process that saves figures (:mod:`mechanism.plots.background`)
+needs the style alone, not every figure's analysis.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    **dict.fromkeys(("plot_integration_grid", "plot_integration_shift", "plot_integration_split"),
+                    "mechanism.plots.integration"),
+    **dict.fromkeys(("plot_boundary", "plot_gap_over_t", "plot_gap_surface", "plot_pass_curves", "plot_pass_over_t",
+                     "plot_pass_surfaces"), "mechanism.plots.passkt"),
+    **dict.fromkeys(("plot_decomposition", "plot_share_success"), "mechanism.plots.reweighting"),
+    **dict.fromkeys(("plot_strategy_shares", "strategy_map", "strategy_table"), "mechanism.plots.strategies"),
+    "saving_in_background": "mechanism.plots.background",
+    **dict.fromkeys(("arm_colors", "paper_style", "save_figure"), "mechanism.plots.style"),
+    **dict.fromkeys(("plot_track_divergence", "plot_track_passkt", "plot_track_share_panels", "plot_track_shares",
+                     "plot_track_split"), "mechanism.plots.track"),
+}
 
 __all__ = [
     "plot_pass_curves", "plot_pass_over_t", "plot_pass_surfaces", "plot_gap_surface", "plot_gap_over_t",
@@ -26,5 +27,18 @@ __all__ = [
     "plot_decomposition", "plot_integration_grid", "plot_integration_split", "paper_style", "save_figure",
     "plot_integration_shift",
     "plot_track_shares", "plot_track_share_panels", "plot_track_split", "plot_track_passkt",
-    "plot_track_divergence", "arm_colors",
+    "plot_track_divergence", "arm_colors", "saving_in_background",
 ]
+
+
+def __getattr__(name: str):
+    where = _EXPORTS.get(name)
+    if where is None:
+        raise AttributeError(f"module 'mechanism.plots' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

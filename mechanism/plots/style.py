@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Annotation, Text
 
 from mechanism.core.names import display_name, escape_control, natural_key, safe_filename  # noqa: F401 - display_name, safe_filename: re-exported, figures use them
+from mechanism.plots.handoff import HANDOFF
 
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies and in greyscale print.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -81,17 +82,20 @@ def arm_colors(arms: Sequence[str], *, ordered: bool | None = None) -> dict[str,
 
 
 def save_figure(fig: Figure, out_dir: str | Path, stem: str, *, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
-    """Write ``fig`` as ``out_dir/stem.png`` and ``.pdf``; return the paths."""
+    """Write ``fig`` as ``out_dir/stem.png`` and ``.pdf``; return the paths. Inside
+    :func:`mechanism.plots.background.saving_in_background` a worker process writes them (the
+    same bytes) and the paths are returned at once."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
+    paths = [out / f"{safe_filename(stem)}.{ext}" for ext in formats]
+    handoff = HANDOFF.get()
+    if handoff is not None and handoff(fig, out, stem, formats):
+        return paths
     with paper_style():
         declutter(fig)
-    for ext in formats:
-        path = out / f"{safe_filename(stem)}.{ext}"
+    for ext, path in zip(formats, paths):
         with paper_style():
             fig.savefig(path, metadata={"CreationDate": None} if ext == "pdf" else None)
-        paths.append(path)
     return paths
 
 

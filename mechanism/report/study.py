@@ -25,6 +25,7 @@ from mechanism.core.options import RandomState, check_ci, check_seed
 from mechanism.core.progress import StageClock
 from mechanism.core.resample import question_bootstrap_weights, question_mean, resolve_seed, stream
 from mechanism.core.text import estimate_text
+from mechanism.plots.background import saving_in_background
 from mechanism.report import tables as rt
 from mechanism.report._section import Section
 from mechanism.report._write import write_table
@@ -248,15 +249,17 @@ def _write_report(runs: pl.DataFrame, out: Path, *, base: str | None, treated: l
     """The body of :func:`write_report`, on validated arms: every analysis computed once, then
     each section writer formats its results."""
     seconds = clock.seconds
-    found = _analyse(runs, out, base=base, treated=treated, shown=shown, single=single, colors=colors, clock=clock,
-                     space=space, k=k, t=t, ci=ci, n_boot=n_boot, n_permutations=n_permutations,
-                     random_state=random_state, embedder=embedder, cache_dir=cache_dir, progress=progress,
-                     figures=figures, allow_few_shared=allow_few_shared)
-    tabs = _tables(runs, out, found, base=base, treated=treated, shown=shown, single=single, ci=ci, n_boot=n_boot,
-                   random_state=random_state, members_per_page=members_per_page)
-    page_sections, css = _page_sections(runs, out, found, tabs, base=base, treated=treated, shown=shown,
-                                        single=single, ci=ci, n_boot=n_boot, random_state=random_state,
-                                        intro=intro, n_examples=n_examples)
+    # figures are saved by worker processes while the analyses go on; all are on disk before the page
+    with saving_in_background(None if figures else 0):
+        found = _analyse(runs, out, base=base, treated=treated, shown=shown, single=single, colors=colors,
+                         clock=clock, space=space, k=k, t=t, ci=ci, n_boot=n_boot, n_permutations=n_permutations,
+                         random_state=random_state, embedder=embedder, cache_dir=cache_dir, progress=progress,
+                         figures=figures, allow_few_shared=allow_few_shared)
+        tabs = _tables(runs, out, found, base=base, treated=treated, shown=shown, single=single, ci=ci,
+                       n_boot=n_boot, random_state=random_state, members_per_page=members_per_page)
+        page_sections, css = _page_sections(runs, out, found, tabs, base=base, treated=treated, shown=shown,
+                                            single=single, ci=ci, n_boot=n_boot, random_state=random_state,
+                                            intro=intro, n_examples=n_examples)
     page_sections.append(("Time", ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())))
     acc = tabs.acc
     numbers = {"arms": shown, "base": base, "verdicts": tabs.verdicts, "seconds": seconds,

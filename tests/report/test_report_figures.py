@@ -12,6 +12,7 @@ from test_report_document import ARMS, reflexion_runs
 
 import mechanism as mx
 import mechanism.plots.style as style
+from mechanism.plots.background import saving_in_background
 from mechanism.report import write_report
 
 
@@ -52,8 +53,10 @@ def drawn(tmp_path_factory):
                lambda fig, out, stem, **kw: figures.setdefault(f"{out}/{stem}", fig) and save(fig, out, stem, **kw))
     mp.setattr(style, "close", lambda fig: None)
     try:
-        report = write_report(reflexion_runs(), tmp_path_factory.mktemp("figures"), base=ARMS[0],
-                              embedder="hashing-128", n_boot=30, n_permutations=10, progress=False)
+        # saved here, not by workers: the figures checked are the ones declutter laid out
+        with saving_in_background(0):
+            report = write_report(reflexion_runs(), tmp_path_factory.mktemp("figures"), base=ARMS[0],
+                                  embedder="hashing-128", n_boot=30, n_permutations=10, progress=False)
     finally:
         mp.undo()
     yield report, figures

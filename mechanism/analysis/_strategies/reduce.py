@@ -9,6 +9,7 @@ no-search episodes, say) is glued to whatever lies nearest.
 from __future__ import annotations
 
 import json
+import sys
 import warnings
 from collections import OrderedDict
 from importlib.metadata import version
@@ -25,6 +26,34 @@ _REDUCTION_FORMAT = 2  # 2: a mechanism.core.cachefile entry
 # a report draws one map several times, and the estimator never stores what it draws.
 _MAP_MEMO: OrderedDict[str, np.ndarray] = OrderedDict()
 _MAP_MEMO_SIZE = 8
+
+
+_KEPT_COMPILED: set[str] = set()
+
+
+def keep_compiled(packages: tuple[str, ...]) -> None:
+    """Switch numba's on-disk cache on for the compiled functions of ``packages`` that were
+    declared without it.
+
+    Why: umap-learn compiles most of its functions without ``cache=True``, so every new process
+    spent 7-8 s compiling them again for a map of 300 rows (most of a report's time on a few
+    hundred episodes). Numba keys each entry by the function's source file, its modification
+    time and its signature, so an upgraded package compiles afresh; where no folder can hold the
+    cache (a read-only install and no ``NUMBA_CACHE_DIR``), a function stays as it was.
+    """
+    from numba.core.caching import NullCache  # noqa: PLC0415 - numba: imported by umap-learn, only with it
+    from numba.core.dispatcher import Dispatcher  # noqa: PLC0415 - numba: as above
+
+    for name, module in list(sys.modules.items()):
+        if name in _KEPT_COMPILED or name.split(".")[0] not in packages or module is None:
+            continue
+        _KEPT_COMPILED.add(name)
+        for obj in list(vars(module).values()):
+            if isinstance(obj, Dispatcher) and isinstance(obj._cache, NullCache):
+                try:
+                    obj.enable_caching()
+                except RuntimeError:  # numba found no writable place for this file's cache
+                    continue
 
 
 def umap_version() -> str:
@@ -82,6 +111,7 @@ def _fit_umap(uniq: np.ndarray, reps: np.ndarray, params: dict[str, Any], *, wei
     import_tqdm_quietly()
     import umap  # noqa: PLC0415 - umap-learn and numba: seconds to import, only when a map is made
 
+    keep_compiled(("umap", "pynndescent"))
     m, n_components = len(uniq), params["n_components"]
     expanded = np.repeat(uniq, reps, axis=0).astype(np.float64)
     owner = np.repeat(np.arange(m), reps)
