@@ -36,7 +36,8 @@ from mechanism.plots.handoff import HANDOFF
 _HEADER = struct.Struct("<Q")
 _NOT_SENT = frozenset({"backend", "backend_fallback", "interactive", "webagg.port", "webagg.address"})
 _Job = tuple[bytes, str, str, tuple[str, ...], dict[str, Any]]
-_ACTIVE: contextvars.ContextVar[_Savers | None] = contextvars.ContextVar("figure_savers", default=None)
+_HERE = "here"  # the active setting inside a block of 0 workers
+_ACTIVE: contextvars.ContextVar[_Savers | str | None] = contextvars.ContextVar("figure_savers", default=None)
 
 
 def default_workers() -> int:
@@ -55,18 +56,20 @@ def saving_in_background(workers: int | None = None) -> Iterator[None]:
 
     Leaving the block waits until every figure handed over in it is on disk, then raises the
     first failure (after an exception in the block, that exception stands). A block inside
-    another uses the outer one's workers and, at its end, waits for what was handed over so far.
+    another uses the outer one's workers and, at its end, waits for what was handed over so far;
+    inside a block of 0, one that names no number saves in the caller too.
     """
-    n = default_workers() if workers is None else int(workers)
     outer = _ACTIVE.get()
+    n = (0 if outer is _HERE else default_workers()) if workers is None else int(workers)
     if n <= 0:
-        handoff = HANDOFF.set(None)
+        token, handoff = _ACTIVE.set(_HERE), HANDOFF.set(None)
         try:
             yield
         finally:
             HANDOFF.reset(handoff)
+            _ACTIVE.reset(token)
         return
-    savers = outer or _Savers(n)
+    savers = outer if isinstance(outer, _Savers) else _Savers(n)
     token, handoff = _ACTIVE.set(savers), HANDOFF.set(submit)
     failed = False
     try:
@@ -78,7 +81,7 @@ def saving_in_background(workers: int | None = None) -> Iterator[None]:
         HANDOFF.reset(handoff)
         _ACTIVE.reset(token)
         savers.wait(raise_errors=not failed)
-        if outer is None:
+        if savers is not outer:
             savers.close()
 
 
@@ -86,7 +89,7 @@ def submit(fig: Any, out: Path, stem: str, formats: Sequence[str]) -> bool:
     """Hand ``fig`` to the active workers; ``False`` (the caller saves it) outside
     :func:`saving_in_background` or when the figure cannot be pickled."""
     savers = _ACTIVE.get()
-    if savers is None:
+    if not isinstance(savers, _Savers):
         return False
     try:
         blob = pickle.dumps(fig, protocol=pickle.HIGHEST_PROTOCOL)

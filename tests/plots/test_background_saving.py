@@ -54,10 +54,11 @@ def test_a_nested_block_waits_for_what_it_handed_over(tmp_path):
             plt.close(fig)
         assert (tmp_path / "inner.png").is_file()
         with saving_in_background(0):  # 0: saved in the caller, at once, even inside a block
-            fig = _figures()[0]
-            save_figure(fig, tmp_path, "here", formats=("png",))
-            assert (tmp_path / "here.png").is_file()
-            plt.close(fig)
+            with saving_in_background():  # and in a block inside that names no number
+                fig = _figures()[0]
+                save_figure(fig, tmp_path, "here", formats=("png",))
+                assert (tmp_path / "here.png").is_file()
+                plt.close(fig)
 
 
 def test_a_figure_that_cannot_travel_is_saved_in_the_caller(tmp_path):
