@@ -34,10 +34,21 @@ _SELF_TOOLS = frozenset({"reflect", "think", "plan", "note", "scratchpad"})
 # a logger's gold-answer line; in agent-visible text it is a leak (flagged, see Tally.leak)
 _LEAK_LINE = re.compile(r"^[ \t]*(?:correct answer|gold(?: answer)?|ground[ _-]?truth)[ \t]*:[ \t]*([^\n]*)",
                         re.I | re.M)
-_LEAK_HINT = re.compile(r"correct answer|gold|ground[ _-]?truth", re.I)
 _FIELD_VALUES = 100_000  # distinct values kept per candidate grouping field (bounded memory)
 LONG_ANSWER = 2_000  # characters: longer is a whole message or a runaway generation, not an answer
 _WARN_MIN_ANSWERS = 5  # fewer answers, all wrong, is no sign of a misread
+
+
+def _may_leak(text: str) -> bool:
+    """Whether ``text`` may hold a :data:`_LEAK_LINE` (never false when it does): a cheap test
+    before the line search. A case-insensitive regular expression over an alternation has no
+    literal to skip ahead to, so Python's engine tries it at every character (about 50 MB/s on
+    retrieved passages); one casefolded copy and a few substring scans are about ten times faster."""
+    # every _LEAK_LINE match holds one of these words after str.casefold, which maps each character
+    # that the case-insensitive match accepts for their letters ("S" and the long s "\u017f" for
+    # "s" too) to that letter
+    folded = text.casefold()
+    return "gold" in folded or "truth" in folded or "correct answer" in folded
 
 
 @dataclass(frozen=True)
@@ -247,7 +258,7 @@ class Tally:
             texts += [(f"step {i} {name}", st.get(name)) for name in ("thought", "observation", "user")]
         golds = [g for g in (self._normalized(g) for g in gold) if g]
         for name, text in texts:
-            if not isinstance(text, str) or _LEAK_HINT.search(text) is None:
+            if not isinstance(text, str) or not _may_leak(text):
                 continue
             for m in _LEAK_LINE.finditer(text):
                 said = self._normalized(m.group(1))
