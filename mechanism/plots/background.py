@@ -36,6 +36,8 @@ from mechanism.plots.handoff import HANDOFF
 _HEADER = struct.Struct("<Q")
 _NOT_SENT = frozenset({"backend", "backend_fallback", "interactive", "webagg.port", "webagg.address"})
 _Job = tuple[bytes, str, str, tuple[str, ...], dict[str, Any]]
+# a failure: an OSError's (errno, strerror, filename), another's one line, or None
+_Error = tuple[int | None, str, str | None] | str | None
 _HERE = "here"  # the active setting inside a block of 0 workers
 _ACTIVE: contextvars.ContextVar[_Savers | str | None] = contextvars.ContextVar("figure_savers", default=None)
 
@@ -111,7 +113,7 @@ class _Savers:
         self.n = n
         self.jobs: queue.Queue[_Job | None] = queue.Queue()
         self.threads: list[threading.Thread] = []
-        self.errors: list[str] = []
+        self.errors: list[_Error] = []
         self.caught: list[tuple[str, type[Warning]]] = []
         self.left: list[_Job] = []  # figures no worker saved
         self.pending = 0
@@ -159,7 +161,10 @@ class _Savers:
         for message, category in caught:
             warnings.warn(message, category, stacklevel=4)
         if errors and raise_errors:
-            raise MechanismError(f"a figure could not be saved: {errors[0]}")
+            first = errors[0]
+            if isinstance(first, tuple):  # raised as saving here would have, for the caller's handler
+                raise OSError(*first)
+            raise MechanismError(f"a figure could not be saved: {first}")
 
     def close(self) -> None:
         """Stop the workers (after :meth:`wait`)."""
@@ -198,7 +203,7 @@ def _stop(worker: subprocess.Popen | None) -> None:
 
 
 def _send(worker: subprocess.Popen, job: _Job
-          ) -> tuple[str, list[tuple[str, type[Warning]]]] | None:
+          ) -> tuple[_Error, list[tuple[str, type[Warning]]]] | None:
     """The worker's answer to one job, or ``None`` when it is gone."""
     try:
         _write(worker.stdin, pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))  # type: ignore[arg-type]
@@ -208,13 +213,14 @@ def _send(worker: subprocess.Popen, job: _Job
     return None if answer is None else pickle.loads(answer)
 
 
-def _save_here(job: _Job) -> tuple[str, list[tuple[str, type[Warning]]]]:
-    """Save one job in this process: ``(error, warnings)``, the error empty when it was saved."""
+def _save_here(job: _Job) -> tuple[_Error, list[tuple[str, type[Warning]]]]:
+    """Save one job in this process: ``(error, warnings)``, the error ``None`` when it was saved."""
     import matplotlib  # noqa: PLC0415 - matplotlib: only where a figure is saved
 
     from mechanism.plots.style import close, save_figure  # noqa: PLC0415 - matplotlib: as above
 
     blob, out, stem, formats, rc = job
+    error: _Error = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -222,7 +228,8 @@ def _save_here(job: _Job) -> tuple[str, list[tuple[str, type[Warning]]]]:
                 fig = pickle.loads(blob)
                 save_figure(fig, out, stem, formats=formats)
                 close(fig)
-            error = ""
+        except OSError as exc:  # a full disk, a file-size limit: the caller's own OSError again
+            error = (exc.errno, exc.strerror or str(exc), exc.filename)
         except Exception as exc:  # noqa: BLE001 - reported to the caller, who raises it
             error = f"{Path(out) / stem}: {' '.join(str(exc).split())[:300]}"
     return error, [(str(w.message), w.category) for w in caught]

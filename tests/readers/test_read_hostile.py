@@ -325,6 +325,7 @@ def test_an_arm_name_reads_the_same_on_the_terminal_in_figures_and_in_file_names
     from matplotlib.text import Text
 
     from mechanism.core.names import display_name, escape_control, safe_filename
+    from mechanism.plots.background import saving_in_background
 
     evil = "rl\x1b[1m\u202eZ\u200b"
     shown = escape_control(evil)
@@ -342,7 +343,8 @@ def test_an_arm_name_reads_the_same_on_the_terminal_in_figures_and_in_file_names
 
     monkeypatch.setattr(Figure, "savefig", recording)
     out = tmp_path / "p"
-    assert main(["passkt", str(path), "--n-boot", "10", "--k", "1", "2", "--t", "0", "1", "--out", str(out)]) == 0
+    with saving_in_background(0):  # saved in this process, where savefig is recorded
+        assert main(["passkt", str(path), "--n-boot", "10", "--k", "1", "2", "--t", "0", "1", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert shown in printed
     ours = [t[t.index("rl\\"):] for t in drawn if "rl\\" in t]  # titles, legends, "rl... − base"
