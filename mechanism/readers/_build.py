@@ -32,23 +32,21 @@ F1_THRESHOLD = 0.5  # `scorer="f1"`: correct when token F1 reaches this (the usu
 _EXAMPLES = 3
 _SELF_TOOLS = frozenset({"reflect", "think", "plan", "note", "scratchpad"})
 # a logger's gold-answer line; in agent-visible text it is a leak (flagged, see Tally.leak)
-_LEAK_LINE = re.compile(r"^[ \t]*(?:correct answer|gold(?: answer)?|ground[ _-]?truth)[ \t]*:[ \t]*([^\n]*)",
-                        re.I | re.M)
+_LEAK_BODY = r"[ \t]*(?:correct answer|gold(?: answer)?|ground[ _-]?truth)[ \t]*:[ \t]*([^\n]*)"
+_LEAK_LINE = re.compile("^" + _LEAK_BODY, re.I | re.M)
+# the same line after a line break: a pattern that opens with a literal character lets the
+# engine jump from one line break to the next, where `^` (or a case-insensitive word) makes it
+# try the pattern at every character of a long passage (see _has_leak_line)
+_LEAK_AFTER_BREAK = re.compile("\n" + _LEAK_BODY, re.I)
 _FIELD_VALUES = 100_000  # distinct values kept per candidate grouping field (bounded memory)
 LONG_ANSWER = 2_000  # characters: longer is a whole message or a runaway generation, not an answer
 _WARN_MIN_ANSWERS = 5  # fewer answers, all wrong, is no sign of a misread
 
 
-def _may_leak(text: str) -> bool:
-    """Whether ``text`` may hold a :data:`_LEAK_LINE` (never false when it does): a cheap test
-    before the line search. A case-insensitive regular expression over an alternation has no
-    literal to skip ahead to, so Python's engine tries it at every character (about 50 MB/s on
-    retrieved passages); one casefolded copy and a few substring scans are about ten times faster."""
-    # every _LEAK_LINE match holds one of these words after str.casefold, which maps each character
-    # that the case-insensitive match accepts for their letters ("S" and the long s "\u017f" for
-    # "s" too) to that letter
-    folded = text.casefold()
-    return "gold" in folded or "truth" in folded or "correct answer" in folded
+def _has_leak_line(text: str) -> bool:
+    """Whether :data:`_LEAK_LINE` matches in ``text``: at its start or after a line break (the
+    lines `^` matches under ``re.M``), about four times faster than ``_LEAK_LINE.search``."""
+    return _LEAK_LINE.match(text) is not None or _LEAK_AFTER_BREAK.search(text) is not None
 
 
 @dataclass(frozen=True)
@@ -253,13 +251,18 @@ class Tally:
         ``Gold:``, ``Ground truth:``): a logger's line read as part of the transcript."""
         if not gold:
             return
-        texts = [("question", question)]
+        # only the texts that hold such a line, in reading order; most episodes have none, so
+        # their names are made (and the gold normalised) only for the few that do
+        texts = [("question", question)] if isinstance(question, str) and _has_leak_line(question) else []
         for i, st in enumerate(steps, start=1):
-            texts += [(f"step {i} {name}", st.get(name)) for name in ("thought", "observation", "user")]
+            for name in ("thought", "observation", "user"):
+                text = st.get(name)
+                if isinstance(text, str) and _has_leak_line(text):
+                    texts.append((f"step {i} {name}", text))
+        if not texts:
+            return
         golds = [g for g in (self._normalized(g) for g in gold) if g]
         for name, text in texts:
-            if not isinstance(text, str) or not _may_leak(text):
-                continue
             for m in _LEAK_LINE.finditer(text):
                 said = self._normalized(m.group(1))
                 if said and any(f" {g} " in f" {said} " for g in golds):
@@ -825,5 +828,7 @@ def _list_series(name: str, flat: pl.Series, lengths: list[int]) -> pl.Series:
     """A list column from its flat values and per-row lengths, through Arrow offsets."""
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
-    arr = pa.LargeListArray.from_arrays(pa.array(offsets), flat.to_arrow())
+    # the newest Arrow layout is polars' own (string views): handed over and back without a copy,
+    # where the default (large strings) copies every observation's text twice
+    arr = pa.LargeListArray.from_arrays(pa.array(offsets), flat.to_arrow(compat_level=pl.CompatLevel.newest()))
     return pl.Series(name, pl.from_arrow(arr))
