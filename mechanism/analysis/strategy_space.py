@@ -95,6 +95,7 @@ from mechanism.analysis._strategies.features import (
     tool_plan,
 )
 from mechanism.analysis._strategies.fitcache import fit_cached
+from mechanism.analysis._strategies.known import find_rows, known_pairs, pair_digests
 from mechanism.analysis._strategies.labels import display_names, strategy_label  # noqa: F401  (public here)
 from mechanism.analysis._strategies.params import (
     CONSTRAINTS,
@@ -277,15 +278,16 @@ class StrategySpace(BaseEstimator):
         for attr in ("_embedder_obj", "silhouette_", "train_space_", "map_coords_", "action_tools_", "task_calls_"):
             self.__dict__.pop(attr, None)
         self.action_tools_, self.kinds_ = action_tools(runs, self.action_field), declared_kinds(runs, self.by)
-        named, self.task_calls_ = _read_task_calls(self, runs)
+        named, first, self.task_calls_ = _read_task_calls(self, runs)
         self.seed_ = resolve_seed(self.random_state)
         work = self.__sklearn_clone__().set_params(random_state=self.seed_)  # what the private modules read
         self.embedding_model_ = self._embedder().model_id
-        traj = self._render(runs)
+        traj = self._render(runs) if first is None or self.task_calls_ else first  # no task calls: read alike
         self.vocabulary_ = fit_vocabulary(traj["tokens"].to_list())
-        pair_rows, pair_of_row = self._features(with_kinds(traj, runs, self.by, self.kinds_), dim=-1)
+        pair_rows, pair_of_row = self._features(table := with_kinds(traj, runs, self.by, self.kinds_), dim=-1)
         self.embedding_dim_ = int(pair_rows.shape[1] - len(self.vocabulary_) - 1 - len(self.kinds_))
         uniq, inverse, first = distinct_rows(pair_rows, pair_of_row)
+        self.known_pairs_, self.known_rows_ = known_pairs(table["rendering"], table["tokens"], inverse)
         rows = _fit_rows(runs, traj, uniq, inverse, first, by=self.by)
         self.train_features_, self.train_counts_ = uniq, rows.counts
         self.train_renderings_, self.train_moves_, self.train_plans_ = rows.renderings, rows.moves, rows.plans
@@ -294,9 +296,8 @@ class StrategySpace(BaseEstimator):
             model=self.embedding_model_, vocabulary=self.vocabulary_)
         self.train_labels_ = labels = fitted["labels"]
         self.threshold_, self.threshold_rule_ = fitted["threshold"], "medoid"
-        for key in ("train_space", "silhouette"):  # UMAP clustering, k-means
-            if fitted.get(key) is not None:
-                setattr(self, f"{key}_", fitted[key])
+        # what UMAP clustering and k-means learn besides the labels
+        self.__dict__.update({f"{k}_": fitted[k] for k in ("train_space", "silhouette") if fitted.get(k) is not None})
         self.labels_, self.n_strategies_ = labels[inverse], int(labels.max() + 1) if (labels >= 0).any() else 0
         self.stability_ = _describe.stability_table(fitted["stability"], labels)
         self.seed_agreement_, self.names_ = float(fitted["seed_agreement"]), {}
@@ -442,8 +443,8 @@ class StrategySpace(BaseEstimator):
 FITTED_STATE = ("train_features_", "train_labels_", "train_counts_", "labels_", "train_space_", "map_coords_",
                 "strategies_", "stability_", "train_renderings_", "train_moves_", "train_plans_", "embedding_model_",
                 "embedding_dim_", "vocabulary_", "threshold_", "threshold_rule_", "n_strategies_", "names_",
-                "seed_agreement_", "action_tools_", "kinds_", "task_calls_")
-_OPTIONAL_STATE = {"train_space_", "map_coords_", "task_calls_"}
+                "seed_agreement_", "action_tools_", "kinds_", "task_calls_", "known_pairs_", "known_rows_")
+_OPTIONAL_STATE = {"train_space_", "map_coords_", "task_calls_", "known_pairs_", "known_rows_"}
 
 
 def _fitted_state(state: dict[str, Any]) -> dict[str, Any]:
@@ -460,13 +461,32 @@ def _nearest(space: StrategySpace, runs: pl.DataFrame) -> tuple[pl.DataFrame, np
     validate(runs, source="runs", required=("arm", "question_id", "sample_id", "question",
                                             "answer", "n_rounds", "steps"))
     traj = space._render(runs)
-    pairs, inverse = space._features(with_kinds(traj, runs, space.by, space.kinds_))
+    pairs, inverse = _known_or_joined(space, with_kinds(traj, runs, space.by, space.kinds_))
     if not len(pairs):
         return traj, pairs[inverse], np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
     # Neighbours of each distinct pair once; each query is answered independently, so
     # gathering them per row equals querying every row.
     dist, idx = space._nn.kneighbors(pairs)
     return traj, pairs[inverse], dist[inverse], idx[inverse]
+
+
+def _known_or_joined(space: StrategySpace, table: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct joined rows of a rendered table and each row's one (as :meth:`StrategySpace._features`),
+    a pair the fit joined taken from the training rows and only the others embedded
+    (:mod:`mechanism.analysis._strategies.known` says why)."""
+    known = getattr(space, "known_pairs_", None)
+    found = np.full(table.height, -1, dtype=np.int64) if known is None else find_rows(
+        pair_digests(table["rendering"], table["tokens"]), known, space.known_rows_)
+    new = found < 0
+    if new.all():
+        return space._features(table)
+    fresh, fresh_of = space._features(table.filter(pl.Series(new))) if new.any() else (
+        np.zeros((0, space.train_features_.shape[1]), np.float32), np.zeros(0, np.int64))
+    seen = np.unique(found[~new])  # training rows met, then the new pairs after them
+    inverse = np.empty(table.height, dtype=np.int64)
+    inverse[~new] = np.searchsorted(seen, found[~new])
+    inverse[new] = len(seen) + fresh_of
+    return np.vstack([space.train_features_[seen], fresh]).astype(np.float32, copy=False), inverse
 
 
 def declared_kinds(runs: pl.DataFrame, by: str | None) -> list[str]:
@@ -495,13 +515,16 @@ def with_kinds(traj: pl.DataFrame, runs: pl.DataFrame, by: str | None, kinds: Se
     return traj.with_columns(pl.Series("tokens", [t + m for t, m in zip(traj["tokens"].to_list(), marks)]))
 
 
-def _read_task_calls(space: StrategySpace, runs: pl.DataFrame) -> tuple[list[str | None], TaskCalls]:
-    """Each row's tools as named (rendered before the task's calls are found) and the task's
-    calls (none under ``task_calls="keep"``)."""
+def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
+                     ) -> tuple[list[str | None], pl.DataFrame | None, TaskCalls]:
+    """Each row's tools as named, the table rendered before the task's calls are found (it is
+    the fit's own where none are found: a render is most of a cold fit) and the task's calls
+    (none, and no table, under ``task_calls="keep"``)."""
     if space.task_calls == "keep":
-        return [], NO_TASK_CALLS
-    named = space._render(runs)["tools"].to_list()
-    return named, task_calls(named, runs["question_id"].cast(pl.String).to_numpy())
+        return [], None, NO_TASK_CALLS
+    first = space._render(runs)
+    named = first["tools"].to_list()
+    return named, first, task_calls(named, runs["question_id"].cast(pl.String).to_numpy())
 
 
 def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse: np.ndarray,

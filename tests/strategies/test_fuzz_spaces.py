@@ -156,6 +156,14 @@ CORPUS = [
     ("map-coords-wrong-shape", _values("map_coords", lambda a: a[:, :1].copy()), "map_coords.npy", "map_coords",
      "shape"),
     ("nested-table", _nested_table, "train_rows.parquet", None, "levels"),
+    ("known-rows-outside", _values("known_rows", lambda a: np.full_like(a, 10**6)), "known_rows.npy", "known_rows",
+     "outside"),
+    ("known-pairs-unsorted", _values("known_pairs", lambda a: a[::-1].copy()), "known_pairs.npy", "known_pairs",
+     "not sorted"),
+    ("known-pairs-one-column", _values("known_pairs", lambda a: a[:, :1].copy()), "known_pairs.npy", "known_pairs",
+     "shape"),
+    ("known-pairs-alone", lambda f: _edit(arrays={k: v for k, v in _config(f)["arrays"].items()
+                                                  if k != "known_rows"})(f), "space.json", "arrays", "beside"),
     ("threshold-nan", lambda f: (f / "space.json").write_text(re.sub(r'"threshold": [0-9.e+-]+', '"threshold": NaN',
                                                                       (f / "space.json").read_text(), count=1)),
      "space.json", "threshold", "must lie in"),
@@ -231,7 +239,8 @@ numbers = (st.integers(-2**63, 2**63 - 1) | st.floats(allow_nan=True, allow_infi
 
 
 @FUZZ
-@given(st.sampled_from(["train_features", "train_labels", "train_counts", "labels", "map_coords"]),
+@given(st.sampled_from(["train_features", "train_labels", "train_counts", "labels", "map_coords", "known_pairs",
+                        "known_rows"]),
        st.lists(st.tuples(st.integers(0, 10**6), numbers), min_size=1, max_size=4),
        st.sampled_from(["same", "float64", "int64", "float32"]))
 def test_random_array_values_are_loaded_only_when_valid(saved, name, edits, dtype):
@@ -261,6 +270,7 @@ def test_random_array_values_are_loaded_only_when_valid(saved, name, edits, dtyp
         assert space.train_counts_.sum() == len(space.labels_)
         for labels in (space.labels_, space.train_labels_):
             assert labels.min() >= -1 and labels.max() < space.n_strategies_
+        assert space.known_rows_.min() >= 0 and space.known_rows_.max() < len(space.train_features_)
 
 
 @FUZZ

@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import polars as pl
 
+from mechanism.analysis._strategies.known import is_sorted
 from mechanism.analysis._strategies.params import MODEL_PARAMS
 from mechanism.analysis._strategies.params import check as check_params
 from mechanism.analysis.embed import known_model
@@ -71,7 +72,8 @@ SAVED_TABLES = ("train_rows", "strategies")
 # (f: floating point, i: integer).
 SAVED_ARRAYS = {"train_features": ("train_features_", "f"), "train_labels": ("train_labels_", "i"),
                 "train_counts": ("train_counts_", "i"), "labels": ("labels_", "i"),
-                "train_space": ("train_space_", "f"), "map_coords": ("map_coords_", "f")}
+                "train_space": ("train_space_", "f"), "map_coords": ("map_coords_", "f"),
+                "known_pairs": ("known_pairs_", "i"), "known_rows": ("known_rows_", "i")}
 
 # Saved by spaces before it was removed; it never changed a fit, so it is read and dropped.
 _RETIRED = ("outlier_factor",)
@@ -94,6 +96,8 @@ def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_c
         arrays["train_space"] = space.train_space_
     if map_coords is not None:
         arrays["map_coords"] = map_coords
+    if getattr(space, "known_pairs_", None) is not None:  # a space loaded from before them has none
+        arrays.update(known_pairs=space.known_pairs_, known_rows=space.known_rows_)
     checksums = {}
     for name, arr in arrays.items():
         buf = io.BytesIO()
@@ -492,7 +496,26 @@ def _check_shapes(loaded: dict[str, np.ndarray], dim: int, n_components: int) ->
                            "training row)", f"{name}.npy", name)
     if loaded["labels"].ndim != 1:
         raise _Refusal(f"`labels.npy` has {loaded['labels'].ndim} dimensions, expected 1", "labels.npy", "labels")
+    _check_known(loaded, m)
     return m
+
+
+def _check_known(loaded: dict[str, np.ndarray], m: int) -> None:
+    """The fitted pairs' digests and rows (both or neither): one digest of two int64 per pair,
+    distinct and sorted (they are searched), each row one of the ``m`` training rows."""
+    if ("known_pairs" in loaded) != ("known_rows" in loaded):
+        name = "known_rows" if "known_pairs" in loaded else "known_pairs"
+        raise _Refusal(f"space.json lists no `{name}` beside its pair", "space.json", "arrays")
+    if "known_pairs" not in loaded:
+        return
+    pairs, rows = loaded["known_pairs"], loaded["known_rows"]
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype.itemsize != 8 or rows.shape != (pairs.shape[0],):
+        raise _Refusal(f"`known_pairs.npy` has shape {pairs.shape} and `known_rows.npy` {rows.shape}, expected "
+                       "(pairs, 2) int64 and (pairs,)", "known_pairs.npy", "known_pairs")
+    if len(rows) and (rows.min() < 0 or rows.max() >= m):
+        raise _Refusal(f"`known_rows.npy` holds a row outside the {m} training rows", "known_rows.npy", "known_rows")
+    if not is_sorted(pairs):
+        raise _Refusal("`known_pairs.npy` is not sorted or repeats a pair", "known_pairs.npy", "known_pairs")
 
 
 def _check_members(loaded: dict[str, np.ndarray], strategies: pl.DataFrame, n_strategies: int) -> None:
