@@ -138,8 +138,15 @@ def _measure(tmp: Path, impls: dict[str, Path], args: argparse.Namespace) -> tup
                      "this code CPU (s)": round(statistics.median(t[1] for t in times[(label, "this code")]), 2),
                      "this code peak (GB)": round(max(t[2] for t in times[(label, "this code")]), 2)})
     ref_out, new_out = (outputs[n] for n in impls)
-    differ = sorted(k for k in ref_out.keys() | new_out.keys() if ref_out.get(k) != new_out.get(k))
-    same = f"yes, all {len(new_out)} files" if not differ else f"NO: {len(differ)} differ ({', '.join(differ[:5])})"
+    both = ref_out.keys() & new_out.keys()
+    differ = sorted(k for k in both if ref_out[k] != new_out[k])
+    same = f"yes, all {len(both)} files both write" if not differ else f"NO: {len(differ)} of {len(both)} differ " \
+        f"({', '.join(differ[:5])})"
+    # files one writes and the other does not (a new artefact, say) are named, not compared
+    for who, extra in (("only the reference writes", ref_out.keys() - both),
+                       ("only this code writes", new_out.keys() - both)):
+        if extra:
+            same += f"; {who}: {', '.join(sorted(extra))}"
     return rows, same
 
 

@@ -208,9 +208,10 @@ def _send(worker: subprocess.Popen, job: _Job
     try:
         _write(worker.stdin, pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))  # type: ignore[arg-type]
         answer = _read(worker.stdout)  # type: ignore[arg-type]
-    except (OSError, EOFError, ValueError):
+        return None if answer is None else pickle.loads(answer)
+    except (OSError, EOFError, ValueError, pickle.UnpicklingError):  # gone, or its answers unreadable
+        worker.kill()
         return None
-    return None if answer is None else pickle.loads(answer)
 
 
 def _save_here(job: _Job) -> tuple[_Error, list[tuple[str, type[Warning]]]]:
@@ -255,10 +256,13 @@ def _serve() -> None:
     import matplotlib  # noqa: PLC0415 - matplotlib: the worker's own, before pyplot loads
 
     matplotlib.use("Agg")
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # a stray print must not land in the answers
+    # the answers go out on a copy of standard output; the descriptor itself now points at
+    # standard error, so a stray print (from Python or a C library) cannot land in them
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    stdin = sys.stdin.buffer
     while (data := _read(stdin)) is not None:
-        _write(stdout, pickle.dumps(_save_here(pickle.loads(data)), protocol=pickle.HIGHEST_PROTOCOL))
+        _write(answers, pickle.dumps(_save_here(pickle.loads(data)), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 if __name__ == "__main__":

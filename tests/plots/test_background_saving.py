@@ -79,6 +79,20 @@ def test_no_worker_means_the_caller_saves_everything(tmp_path, monkeypatch):
     assert len(list(tmp_path.glob("*.png"))) == 4
 
 
+def test_a_worker_that_dies_leaves_its_figures_to_the_caller(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    # a "worker" that exits at once, as one killed mid-run would: every answer is missing
+    monkeypatch.setattr(background, "_start_worker", lambda: subprocess.Popen(
+        [sys.executable, "-c", "pass"], stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+    with saving_in_background(2):
+        for i, fig in enumerate(_figures()):
+            save_figure(fig, tmp_path, f"f{i}", formats=("png",))
+            plt.close(fig)
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == [f"f{i}.png" for i in range(4)]
+
+
 def test_a_failure_in_a_worker_is_raised_when_the_block_ends(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
