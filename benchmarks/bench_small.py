@@ -32,6 +32,9 @@ from pathlib import Path
 from harness import report
 
 ROOT = Path(__file__).resolve().parents[1]
+# arrays a saved space holds since issue 36 (the digests of the pairs its fit joined): new
+# files, named in the notes, and left out of space.json's comparison
+_NEW_ARRAYS = ("known_pairs", "known_rows")
 
 
 def run(impl: Path, args: list[str], env: dict[str, str]) -> tuple[float, float, float]:
@@ -63,6 +66,11 @@ def digests(folder: Path) -> dict[str, str]:
             numbers = json.loads(data)
             numbers.pop("seconds", None)
             data = json.dumps(numbers, sort_keys=True).encode()
+        elif path.name == "space.json":  # a saved space lists the arrays it holds: the ones both write are compared
+            config = json.loads(data)
+            for name in _NEW_ARRAYS:
+                config.get("arrays", {}).pop(name, None)
+            data = json.dumps(config, sort_keys=True).encode()
         elif path.suffix in (".md", ".html"):
             data = re.sub(rb"pass@\(k,T\) [0-9.]+ s, strategies [0-9.]+ s[^<\n]*", b"", data)
         out[str(path.relative_to(folder))] = hashlib.sha256(data).hexdigest()

@@ -43,7 +43,14 @@ _ACTIVE: contextvars.ContextVar[_Savers | str | None] = contextvars.ContextVar("
 
 
 def default_workers() -> int:
-    """Workers for a report: one per core the process may use, at most 4 (a report has 10-20 figures)."""
+    """Workers for a report: ``MECHANISM_FIGURE_WORKERS`` where set (0: figures saved in the
+    caller), else one per core the process may use, at most 4 (a report has 10-20 figures)."""
+    setting = os.environ.get("MECHANISM_FIGURE_WORKERS", "").strip()
+    if setting:
+        try:
+            return max(0, int(setting))
+        except ValueError:
+            raise MechanismError(f"MECHANISM_FIGURE_WORKERS must be a whole number, got {setting[:40]!r}") from None
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS and Windows have no affinity mask

@@ -136,3 +136,16 @@ def test_a_workers_warning_is_raised_in_the_caller(tmp_path):
     plt.close(fig)
     assert (tmp_path / "warns.png").is_file()
     assert any("missing from font" in str(w.message) for w in caught), [str(w.message) for w in caught]
+
+
+def test_the_environment_sets_the_default_number_of_workers(tmp_path, monkeypatch):
+    monkeypatch.setenv("MECHANISM_FIGURE_WORKERS", "0")
+    assert background.default_workers() == 0
+    with saving_in_background():  # 0: saved here, at once
+        fig = _figures()[0]
+        save_figure(fig, tmp_path, "env", formats=("png",))
+        assert (tmp_path / "env.png").is_file()
+        plt.close(fig)
+    monkeypatch.setenv("MECHANISM_FIGURE_WORKERS", "two")
+    with pytest.raises(MechanismError, match="MECHANISM_FIGURE_WORKERS must be a whole number"):
+        background.default_workers()
