@@ -19,10 +19,7 @@ Run: ``python benchmarks/bench_small.py [--reference REV] [--repeat 2]``; prints
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -30,6 +27,8 @@ import tempfile
 from pathlib import Path
 
 from harness import report
+
+from mechanism.report.digests import output_digests
 
 ROOT = Path(__file__).resolve().parents[1]
 # arrays a saved space holds since issue 36 (the digests of the pairs its fit joined): new
@@ -56,25 +55,8 @@ def run(impl: Path, args: list[str], env: dict[str, str]) -> tuple[float, float,
 
 
 def digests(folder: Path) -> dict[str, str]:
-    """Every output file's digest, with the run's own timings taken out of the texts that hold them."""
-    out = {}
-    for path in sorted(folder.rglob("*")):
-        if not path.is_file() or path.name == ".mechanism-complete":
-            continue
-        data = path.read_bytes()
-        if path.name == "numbers.json":
-            numbers = json.loads(data)
-            numbers.pop("seconds", None)
-            data = json.dumps(numbers, sort_keys=True).encode()
-        elif path.name == "space.json":  # a saved space lists the arrays it holds: the ones both write are compared
-            config = json.loads(data)
-            for name in _NEW_ARRAYS:
-                config.get("arrays", {}).pop(name, None)
-            data = json.dumps(config, sort_keys=True).encode()
-        elif path.suffix in (".md", ".html"):
-            data = re.sub(rb"pass@\(k,T\) [0-9.]+ s, strategies [0-9.]+ s[^<\n]*", b"", data)
-        out[str(path.relative_to(folder))] = hashlib.sha256(data).hexdigest()
-    return out
+    """Every output file's digest, the run's own timings taken out, a space's new arrays left unlisted."""
+    return output_digests(folder, ignore_arrays=_NEW_ARRAYS)
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ private command line ``_cli``. Every public name is importable from here.
 """
 from __future__ import annotations
 
-import importlib
+from mechanism.core.lazy import lazy_exports
 
 # Public names, imported on first use (PEP 562): importing everything eagerly costs ~1.5 s
 # (matplotlib, scipy.stats), which a script that only fits a strategy space from its cache
@@ -64,19 +64,7 @@ _SUBPACKAGES = {"plots": "mechanism.plots", "report": "mechanism.report", "simul
                 "datasets": "mechanism.datasets", "endpoints": "mechanism.endpoints"}
 
 
-def __getattr__(name: str):
-    if name in _SUBPACKAGES:
-        value = importlib.import_module(_SUBPACKAGES[name])
-    elif name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    else:
-        raise AttributeError(f"module 'mechanism' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBPACKAGES)
 
 
 __version__ = "0.1.0"

@@ -6,5 +6,6 @@ resampling (:mod:`~mechanism.core.resample`), answer scoring (:mod:`~mechanism.c
 the result protocol (:mod:`~mechanism.core.results`), the on-disk cache
 (:mod:`~mechanism.core.cachefile`), and the readings of a step every stage shares: failed calls
 (:mod:`~mechanism.core.failures`), generic action tools (:mod:`~mechanism.core.actions`) and the
-linear-time pattern engine (:mod:`~mechanism.core.patterns`).
+linear-time pattern engine (:mod:`~mechanism.core.patterns`); packages' exports loaded on first use
+(:mod:`~mechanism.core.lazy`).
 """

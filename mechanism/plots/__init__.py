@@ -6,7 +6,7 @@ needs the style alone, not every figure's analysis.
 """
 from __future__ import annotations
 
-import importlib
+from mechanism.core.lazy import lazy_exports
 
 _EXPORTS = {
     **dict.fromkeys(("plot_integration_grid", "plot_integration_shift", "plot_integration_split"),
@@ -31,14 +31,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    where = _EXPORTS.get(name)
-    if where is None:
-        raise AttributeError(f"module 'mechanism.plots' has no attribute {name!r}")
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -14,7 +14,7 @@ result objects, so a caller states verdicts from the results, never by reading f
 """
 from __future__ import annotations
 
-import importlib
+from mechanism.core.lazy import lazy_exports
 
 _EXPORTS = {
     "Section": "mechanism.report._section",
@@ -35,14 +35,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    where = _EXPORTS.get(name)
-    if where is None:
-        raise AttributeError(f"module 'mechanism.report' has no attribute {name!r}")
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

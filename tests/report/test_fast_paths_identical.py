@@ -4,10 +4,7 @@ compiled once and loaded from numba's cache gives the same coordinates as code c
 (``benchmarks/bench_small.py`` compares every output with the previous commit's, in one run.)"""
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import re
 import subprocess
 import sys
 
@@ -16,24 +13,7 @@ import pytest
 import mechanism as mx
 from mechanism.plots.background import saving_in_background
 from mechanism.report import write_report
-
-
-def _digests(folder):
-    """Every file's digest, the run's own timings taken out (they are all that may differ)."""
-    out = {}
-    for path in sorted(folder.rglob("*")):
-        if not path.is_file() or path.name == ".mechanism-complete":
-            continue
-        data = path.read_bytes()
-        if path.name == "numbers.json":
-            numbers = json.loads(data)
-            numbers.pop("seconds")
-            data = json.dumps(numbers, sort_keys=True).encode()
-        elif path.suffix in (".md", ".html"):
-            data, n = re.subn(rb"pass@\(k,T\) [0-9.]+ s, strategies [0-9.]+ s[^<\n]*", b"", data)
-            assert n <= 1
-        out[str(path.relative_to(folder))] = hashlib.sha256(data).hexdigest()
-    return out
+from mechanism.report.digests import output_digests
 
 
 @pytest.mark.slow
@@ -44,7 +24,7 @@ def test_figures_saved_by_workers_are_the_files_saved_here(tmp_path):
         write_report(runs, tmp_path / "here", **options)
     with saving_in_background(2):
         write_report(runs, tmp_path / "workers", **options)
-    here, workers = _digests(tmp_path / "here"), _digests(tmp_path / "workers")
+    here, workers = output_digests(tmp_path / "here"), output_digests(tmp_path / "workers")
     assert sum(name.endswith(".png") for name in here) >= 10
     assert here == workers
 

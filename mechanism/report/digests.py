@@ -1,0 +1,55 @@
+"""Digests of an output folder's files with the run's own timings taken out: two runs of one
+analysis on one input then agree file for file, and any other difference is a changed output.
+
+Used by the test that the fast paths change no output and by ``benchmarks/bench_small.py``,
+which compares every output with another commit's.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+# The page's line of phase times ("pass@(k,T) 1.2 s, strategies 3.4 s, ..."), in Markdown and HTML.
+_TIMINGS_LINE = re.compile(rb"pass@\(k,T\) [0-9.]+ s, strategies [0-9.]+ s[^<\n]*")
+
+
+def output_digests(folder: str | Path, *, ignore_arrays: Sequence[str] = ()) -> dict[str, str]:
+    """SHA-256 of every file under ``folder`` (relative path -> hex digest), timings removed.
+
+    Parameters
+    ----------
+    folder
+        An output folder (``mechanism report``'s, or any command's).
+    ignore_arrays
+        Arrays a saved space's ``space.json`` lists that are left out of its digest (to compare
+        with a commit that did not save them).
+
+    Returns
+    -------
+    dict of str to str
+        The digests, by path relative to ``folder``, sorted; the completion marker is left out.
+        ``numbers.json`` is hashed without its ``seconds`` and the pages without their line of
+        phase times.
+    """
+    folder = Path(folder)
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file() or path.name == ".mechanism-complete":
+            continue
+        data = path.read_bytes()
+        if path.name == "numbers.json":
+            numbers = json.loads(data)
+            numbers.pop("seconds", None)
+            data = json.dumps(numbers, sort_keys=True).encode()
+        elif path.name == "space.json" and ignore_arrays:
+            config = json.loads(data)
+            for name in ignore_arrays:
+                config.get("arrays", {}).pop(name, None)
+            data = json.dumps(config, sort_keys=True).encode()
+        elif path.suffix in (".md", ".html"):
+            data = _TIMINGS_LINE.sub(b"", data)
+        out[str(path.relative_to(folder))] = hashlib.sha256(data).hexdigest()
+    return out
