@@ -21,7 +21,9 @@ Pipeline, in one fresh process with ``--n-jobs`` worker processes:
 
 Peak memory is reported for the pipeline process (``ru_maxrss``) and for its largest worker
 (the worker's own high-water mark, ``VmHWM``, polled; see :class:`WorkerPeak`); the
-machine-wide peak is at most the first plus ``--n-jobs`` times the second.
+machine-wide peak is at most the first plus ``--n-jobs`` times the second. The peak of the
+sum over the whole process tree at one moment is measured too (sampled every 0.2 s): the
+pipeline's own peak and its workers' need not fall at the same time.
 
 Run: ``python benchmarks/bench_scale.py --n 1000000 [--n-jobs 2] [--data DIR]``; prints a
 markdown table.
@@ -66,37 +68,64 @@ def simulate_shards(data: Path, n: int, samples: int, shards: int) -> None:
 
 
 class WorkerPeak:
-    """The largest ``VmHWM`` that any child of this process reached, polled every ``interval`` s.
+    """Memory of this process and its workers, polled every ``interval`` s: the largest
+    ``VmHWM`` any child reached (``kb``) and the largest sum of ``VmRSS`` over this process and
+    every descendant at one moment (``tree_kb``).
 
     Not ``RUSAGE_CHILDREN``: a child's ``ru_maxrss`` starts at its parent's resident size when it
     was started (Linux carries it across fork and exec), so every worker started after the fit
     would read as large as the pipeline process. ``VmHWM`` is the high-water mark of the worker's
-    own memory since exec; polling misses only what a worker adds in its last interval. Linux
-    only (``None`` elsewhere).
+    own memory since exec; polling misses only what a worker adds in its last interval. The
+    tree's sum is the machine-wide footprint at each poll (pages two processes share are counted
+    twice, so it errs high) and misses a peak shorter than ``interval``. Linux only (``None``
+    elsewhere).
     """
 
     def __init__(self, interval: float = 0.2) -> None:
         self.interval = interval
         self.kb: int | None = 0 if Path(f"/proc/{os.getpid()}/task").is_dir() else None
+        self.tree_kb: int | None = self.kb
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
-    def _children_hwm_kb(self) -> int:
-        peak = 0
-        for children in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
-            for pid in children.read_text().split():
-                try:
-                    status = Path(f"/proc/{pid}/status").read_text()
-                except OSError:  # the child exited between the two reads
-                    continue
-                for line in status.splitlines():
-                    if line.startswith("VmHWM:"):
-                        peak = max(peak, int(line.split()[1]))
-        return peak
+    @staticmethod
+    def _status_kb(pid: str, field: str) -> int:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:  # the process exited between the two reads
+            return 0
+        for line in status.splitlines():
+            if line.startswith(field):
+                return int(line.split()[1])
+        return 0
+
+    @staticmethod
+    def _children(pid: str) -> list[str]:
+        out = []
+        for children in Path(f"/proc/{pid}/task").glob("*/children"):
+            try:
+                out += children.read_text().split()
+            except OSError:
+                continue
+        return out
+
+    def _sample(self) -> tuple[int, int]:
+        me = str(os.getpid())
+        hwm, rss, todo, seen = 0, self._status_kb(me, "VmRSS:"), self._children(me), set()
+        while todo:
+            pid = todo.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            hwm = max(hwm, self._status_kb(pid, "VmHWM:"))
+            rss += self._status_kb(pid, "VmRSS:")
+            todo += self._children(pid)
+        return hwm, rss
 
     def _poll(self) -> None:
         while not self._stop.wait(self.interval):
-            self.kb = max(self.kb, self._children_hwm_kb())
+            hwm, rss = self._sample()
+            self.kb, self.tree_kb = max(self.kb, hwm), max(self.tree_kb, rss)
 
     def __enter__(self) -> WorkerPeak:
         if self.kb is not None:
@@ -181,6 +210,7 @@ def main() -> None:
         with WorkerPeak() as workers:
             result = pipeline(data, Path(args.work), args.n_jobs, args.fit_questions, args.neighbours)
         result["peak_gb_worker"] = None if workers.kb is None else workers.kb / 2**20
+        result["peak_gb_tree"] = None if workers.tree_kb is None else workers.tree_kb / 2**20
         print(json.dumps(result))
         return
 
@@ -209,7 +239,8 @@ def main() -> None:
     else:
         memory = (f"peak memory: pipeline process {r['peak_gb_self']:.2f} GB, largest worker "
                   f"{r['peak_gb_worker']:.2f} GB (bound on the machine-wide peak: "
-                  f"{r['peak_gb_self'] + args.n_jobs * r['peak_gb_worker']:.2f} GB)")
+                  f"{r['peak_gb_self'] + args.n_jobs * r['peak_gb_worker']:.2f} GB); measured machine-wide peak "
+                  f"(the process tree's summed resident memory, sampled every 0.2 s): {r['peak_gb_tree']:.2f} GB")
     report(__file__, rows, params=vars(args), notes=memory,
            title=f"{r['rows']:,} trajectories, {args.shards} shards, n_jobs={args.n_jobs}; strategies fitted on "
                  f"{r['fit_rows']:,} rows ({r['n_strategies']} found)")

@@ -464,10 +464,24 @@ def _nearest(space: StrategySpace, runs: pl.DataFrame) -> tuple[pl.DataFrame, np
     pairs, inverse = _known_or_joined(space, with_kinds(traj, runs, space.by, space.kinds_))
     if not len(pairs):
         return traj, pairs[inverse], np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
-    # Neighbours of each distinct pair once; each query is answered independently, so
-    # gathering them per row equals querying every row.
+    # Neighbours of each distinct pair once, gathered per row. The search's distances round
+    # with the BLAS blocks of the batch asked (a row seen at fit reads 0 or 1e-7), so the
+    # nearest one, which the table reports and the outlier test reads, is measured again row
+    # by row: the same row gets the same distance in any batch or shard.
     dist, idx = space._nn.kneighbors(pairs)
+    dist[:, 0] = _exact_distances(pairs, space.train_features_, idx[:, 0])
     return traj, pairs[inverse], dist[inverse], idx[inverse]
+
+
+def _exact_distances(x: np.ndarray, features: np.ndarray, nearest: np.ndarray, block: int = 8192) -> np.ndarray:
+    """Euclidean distance (float64) between each row of ``x`` and its row ``nearest`` of
+    ``features``, summed row by row (independent of the rows asked with it), ``block`` rows at a time."""
+    out = np.empty(len(x), dtype=np.float64)
+    for start in range(0, len(x), block):
+        stop = start + block
+        diff = x[start:stop].astype(np.float64) - features[nearest[start:stop]].astype(np.float64)
+        out[start:stop] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    return out
 
 
 def _known_or_joined(space: StrategySpace, table: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+import mechanism.analysis.parallel as parallel
 from mechanism.analysis.parallel import (
     RUN_COLUMNS,
     assign_shards,
@@ -76,6 +77,18 @@ def test_render_and_assign_shards_identical_for_two_workers_and_equal_to_one_pro
     whole = StrategySpace.load(saved_space, progress=False).transform(read(folder))
     np.testing.assert_array_equal(a1["strategy"].to_numpy(), whole)
     assert a1.columns == ["arm", "question_id", "sample_id", "strategy", "distance", "outlier"]
+
+
+def test_a_shard_assigned_in_slices_is_the_shard_assigned_whole(shards, saved_space, monkeypatch):
+    # a worker assigns ASSIGN_BATCH rows at a time (bounded memory); slices of 7 rows, across
+    # questions and arms, give the same table, byte for byte, as the whole shard at once
+    folder, _ = shards
+    text = {"text": True}
+    whole = assign_shards(saved_space, folder, n_jobs=1, **text)
+    monkeypatch.setattr(parallel, "ASSIGN_BATCH", 7)
+    sliced = assign_shards(saved_space, folder, n_jobs=1, **text)
+    assert _bytes(sliced) == _bytes(whole)
+    assert min(pl.read_parquet(p).height for p in folder.glob("*.parquet")) > 7  # more than one slice each
 
 
 def test_streamed_read_writes_parts_and_statistics_need_no_steps(shards, tmp_path):
