@@ -79,6 +79,7 @@ from mechanism.analysis._strategies.clustering import (  # noqa: F401 - some re-
     assign_table,
     medoid_rows,
     neighbours,
+    row_distances,
     umap_settings,
     weighted_silhouette,
 )
@@ -469,19 +470,8 @@ def _nearest(space: StrategySpace, runs: pl.DataFrame) -> tuple[pl.DataFrame, np
     # nearest one, which the table reports and the outlier test reads, is measured again row
     # by row: the same row gets the same distance in any batch or shard.
     dist, idx = space._nn.kneighbors(pairs)
-    dist[:, 0] = _exact_distances(pairs, space.train_features_, idx[:, 0])
+    dist[:, 0] = row_distances(pairs, space.train_features_, idx[:, 0])
     return traj, pairs[inverse], dist[inverse], idx[inverse]
-
-
-def _exact_distances(x: np.ndarray, features: np.ndarray, nearest: np.ndarray, block: int = 8192) -> np.ndarray:
-    """Euclidean distance (float64) between each row of ``x`` and its row ``nearest`` of
-    ``features``, summed row by row (independent of the rows asked with it), ``block`` rows at a time."""
-    out = np.empty(len(x), dtype=np.float64)
-    for start in range(0, len(x), block):
-        stop = start + block
-        diff = x[start:stop].astype(np.float64) - features[nearest[start:stop]].astype(np.float64)
-        out[start:stop] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
-    return out
 
 
 def _known_or_joined(space: StrategySpace, table: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:

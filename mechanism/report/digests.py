@@ -33,6 +33,12 @@ def output_digests(folder: str | Path, *, ignore_arrays: Sequence[str] = ()) -> 
         The digests, by path relative to ``folder``, sorted; the completion marker is left out.
         ``numbers.json`` is hashed without its ``seconds`` and the pages without their line of
         phase times.
+
+    Raises
+    ------
+    ValueError
+        A ``numbers.json`` without ``seconds``, or a page with more than one line of phase
+        times: what would be taken out is then not only the run's timings.
     """
     folder = Path(folder)
     out = {}
@@ -42,7 +48,9 @@ def output_digests(folder: str | Path, *, ignore_arrays: Sequence[str] = ()) -> 
         data = path.read_bytes()
         if path.name == "numbers.json":
             numbers = json.loads(data)
-            numbers.pop("seconds", None)
+            if "seconds" not in numbers:
+                raise ValueError(f"{path}: numbers.json holds no `seconds`")
+            numbers.pop("seconds")
             data = json.dumps(numbers, sort_keys=True).encode()
         elif path.name == "space.json" and ignore_arrays:
             config = json.loads(data)
@@ -50,6 +58,8 @@ def output_digests(folder: str | Path, *, ignore_arrays: Sequence[str] = ()) -> 
                 config.get("arrays", {}).pop(name, None)
             data = json.dumps(config, sort_keys=True).encode()
         elif path.suffix in (".md", ".html"):
-            data = _TIMINGS_LINE.sub(b"", data)
+            data, found = _TIMINGS_LINE.subn(b"", data)
+            if found > 1:
+                raise ValueError(f"{path}: {found} lines of phase times, expected at most one")
         out[str(path.relative_to(folder))] = hashlib.sha256(data).hexdigest()
     return out

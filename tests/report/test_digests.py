@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from mechanism.report.digests import output_digests
 
 
@@ -31,3 +33,14 @@ def test_ignored_arrays_are_left_out_of_a_spaces_listing(tmp_path):
     (b / "space.json").write_text(json.dumps({"arrays": {"labels": "labels.npy"}}))
     assert output_digests(a)["space.json"] != output_digests(b)["space.json"]
     assert output_digests(a, ignore_arrays=["known_rows"]) == output_digests(b, ignore_arrays=["known_rows"])
+
+
+def test_more_than_the_runs_timings_is_refused(tmp_path):
+    two_lines = "pass@(k,T) 1 s, strategies 2 s\npass@(k,T) 3 s, strategies 4 s"
+    twice = _folder(tmp_path / "twice", 1.0, 0.5, timings=two_lines)
+    with pytest.raises(ValueError, match="2 lines of phase times"):
+        output_digests(twice)
+    untimed = _folder(tmp_path / "untimed", 1.0, 0.5)
+    (untimed / "numbers.json").write_text(json.dumps({"value": 0.5}))
+    with pytest.raises(ValueError, match="numbers.json holds no `seconds`"):
+        output_digests(untimed)

@@ -363,13 +363,24 @@ def medoid_rows(features: np.ndarray, counts: np.ndarray, labels: np.ndarray) ->
     return med
 
 
+def row_distances(x: np.ndarray, features: np.ndarray, index: np.ndarray, block: int = 8192) -> np.ndarray:
+    """Euclidean distance (float64) of each row of ``x`` to its row ``index`` of ``features``,
+    summed row by row (the same value whatever rows are asked with it), ``block`` rows at a
+    time (bounded memory)."""
+    out = np.empty(len(x), dtype=np.float64)
+    for start in range(0, len(x), block):
+        stop = start + block
+        diff = x[start:stop].astype(np.float64) - features[index[start:stop]].astype(np.float64)
+        out[start:stop] = np.sqrt((diff ** 2).sum(axis=1))
+    return out
+
+
 def medoid_distance(features: np.ndarray, x: np.ndarray, labels: np.ndarray, med: np.ndarray) -> np.ndarray:
     """Distance of each row of ``x`` to the medoid of its strategy ``labels`` (inf for -1)."""
     out = np.full(len(x), np.inf)
     ok = labels >= 0
     if ok.any():
-        centre = features[med[labels[ok]]].astype(np.float64)
-        out[ok] = np.sqrt(((x[ok].astype(np.float64) - centre) ** 2).sum(axis=1))
+        out[ok] = row_distances(x[ok], features, med[labels[ok]])
     return out
 
 
