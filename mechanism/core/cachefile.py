@@ -30,6 +30,7 @@ import secrets
 import shutil
 import stat
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -92,6 +93,7 @@ def sidecar(path: Path) -> Path:
 
 
 _KEYS: dict[str, bytes] = {}  # folder -> its secret, read once per process
+_KEYS_LOCK = threading.Lock()
 
 
 def cache_key(folder: Path) -> bytes:
@@ -105,11 +107,24 @@ def cache_key(folder: Path) -> bytes:
     known = _KEYS.get(str(folder))
     if known is not None:
         return known
-    path = folder / KEY_FILE
+    with _KEYS_LOCK:  # threads of one process make a folder's key one at a time
+        known = _KEYS.get(str(folder))
+        if known is None:
+            known = _KEYS[str(folder)] = _make_key(folder / KEY_FILE)
+    return known
+
+
+def _make_key(path: Path) -> bytes:
+    """The key at ``path``, made when there is none (:func:`cache_key`)."""
     key = _read_key(path)
+    if key is None and os.path.lexists(path):
+        # read again before calling it bad: another process may have linked its key there
+        # between the read above and this look (the file it found missing is now whole)
+        key = _read_key(path)
     if key is None:
         if os.path.lexists(path):
             set_aside(path, "not a key file of this user's (0600, 32 bytes)")
+        folder = path.parent
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f"{KEY_FILE}.")  # mkstemp's file is 0600
         try:
@@ -125,7 +140,6 @@ def cache_key(folder: Path) -> bytes:
         key = _read_key(path)
         if key is None:
             raise OSError(f"cannot make the cache key {path}")
-    _KEYS[str(folder)] = key
     return key
 
 
