@@ -23,6 +23,7 @@ from mechanism.core.options import check_seed
 from mechanism.core.schema import count_shared, refuse_few_shared
 from mechanism.plots.background import saving_in_background
 from mechanism.readers import FORMATS, SCORERS, read
+from mechanism.report.digests import COMPLETE_MARKER
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
@@ -237,7 +238,6 @@ def cli_message(exc: BaseException, args: argparse.Namespace) -> str:
 # killed, or stops on a full disk, leaves the previous output (or nothing) at --out, never a mix
 # of old and new files that looks complete. COMPLETE_MARKER, written last, lists what a finished
 # run wrote; a folder without it was not written by a finished run.
-COMPLETE_MARKER = ".mechanism-complete"
 _PARTIAL = ".partial-"
 _OLD = ".old-"
 

@@ -12,6 +12,11 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+#: The file a finished command writes last into its output folder, listing what it wrote
+#: (the command line's atomic outputs, ``mechanism._cli._common``); named here, the lower
+#: layer, so the digests leave it out without importing the command line.
+COMPLETE_MARKER = ".mechanism-complete"
+
 # The page's line of phase times ("pass@(k,T) 1.2 s, strategies 3.4 s, ..."), in Markdown and HTML.
 _TIMINGS_LINE = re.compile(rb"pass@\(k,T\) [0-9.]+ s, strategies [0-9.]+ s[^<\n]*")
 
@@ -43,7 +48,7 @@ def output_digests(folder: str | Path, *, ignore_arrays: Sequence[str] = ()) -> 
     folder = Path(folder)
     out = {}
     for path in sorted(folder.rglob("*")):
-        if not path.is_file() or path.name == ".mechanism-complete":
+        if not path.is_file() or path.name == COMPLETE_MARKER:
             continue
         data = path.read_bytes()
         if path.name == "numbers.json":

@@ -1,0 +1,88 @@
+"""The sequence-analysis methods of benchmarks/bench_strategies_methods.py on inputs whose answer
+is known: optimal-matching distances against hand-counted edits, and each method recovering
+plans that differ in the way it can see."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+from mechanism.core.schema import from_records, make_step
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    # the script imports its harness and the floor's loaders as sibling modules
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        path = BENCHMARKS / "bench_strategies_methods.py"
+        spec = importlib.util.spec_from_file_location("bench_strategies_methods", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return module
+
+
+def _world(plans: dict[str, list[str]], n_questions: int = 12, n_samples: int = 2):
+    """Every question answered by every plan ``n_samples`` times: (runs, planted labels)."""
+    records, truth = [], []
+    for q in range(n_questions):
+        for name, tools in plans.items():
+            for _ in range(n_samples):
+                steps = [make_step(tool=t, arguments=json.dumps({"id": f"item{q}-{i}"}),
+                                   observation=f"{t} result {q}-{i}") for i, t in enumerate(tools)]
+                records.append({"arm": "a", "question_id": f"q{q}", "sample_id": len(records),
+                                "question": f"Look up item {q}", "gold": ["x"], "answer": "x", "correct": True,
+                                "n_rounds": len(tools), "steps": steps})
+                truth.append(name)
+    return from_records(records), np.array(truth)
+
+
+def test_optimal_matching_counts_edits(bench):
+    seqs = [("a", "b"), ("a", "c"), ("a",), ("a", "b")]
+    dist, inverse = bench.om_distances(seqs, "constant")
+    assert inverse.tolist() == [0, 1, 2, 0]  # the repeated sequence is one row
+    # a substitution costs 2 (a deletion and an insertion), an insertion 1
+    assert dist.tolist() == [[0.0, 2.0, 1.0], [2.0, 0.0, 1.0], [1.0, 1.0, 0.0]]
+
+
+def test_indelslog_makes_common_tools_cheap_to_insert(bench):
+    # "a" in every trajectory, "b" in half: log(2 / (1 + 1)) = 0 and log(2 / 1.5)
+    dist, _ = bench.om_distances([("a",), ("a", "b"), ("b", "a"), ("a",)], "indelslog")
+    assert dist[0, 1] == pytest.approx(np.log(2 / 1.5))
+    assert dist[1, 2] == pytest.approx(0.0)  # a tool every trajectory holds moves for free
+
+
+def test_every_method_recovers_plans_of_different_tools(bench):
+    runs, truth = _world({"look": ["search", "open"], "ask": ["ask_user"], "calc": ["calc", "calc", "calc"]})
+    assert adjusted_rand_score(truth, bench.om_clusters(runs, "constant")) == pytest.approx(1.0)
+    assert adjusted_rand_score(truth, bench.om_clusters(runs, "indelslog")) == pytest.approx(1.0)
+    assert adjusted_rand_score(truth, bench.ngram_clusters(runs, seed=0)) == pytest.approx(1.0)
+
+
+def test_one_markov_chain_explains_plans_that_start_apart(bench):
+    # each plan starts with its own tool and runs deterministically: one chain fits them all
+    # as well as three do, so BIC keeps one (a mixture separates conflicting transitions only)
+    runs, _ = _world({"look": ["search", "open"], "ask": ["ask_user"], "calc": ["calc", "compute"]}, n_questions=60)
+    assert len(set(bench.markov_clusters(runs, seed=0).tolist())) == 1
+
+
+def test_order_alone_is_seen_by_edits_and_chains(bench):
+    runs, truth = _world({"lookup_first": ["lookup", "update"], "update_first": ["update", "lookup"]})
+    assert adjusted_rand_score(truth, bench.om_clusters(runs, "constant")) == pytest.approx(1.0)
+    assert adjusted_rand_score(truth, bench.markov_clusters(runs, seed=0)) == pytest.approx(1.0)
+
+
+def test_the_choice_counts_worlds_below_the_floor_first(bench):
+    table = {"steady": {"x": 0.8, "y": 0.8, "z": 0.1}, "peaky": {"x": 1.0, "y": 0.5, "z": 0.9}}
+    floors = {"x": 0.7, "y": 0.7, "z": 0.0}
+    assert bench.choose(table, floors, ["x", "y"]) == "steady"  # peaky is below y's floor
+    assert bench.choose(table, floors, ["x", "z"]) == "peaky"  # neither below: the higher mean
