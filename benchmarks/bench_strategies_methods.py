@@ -36,7 +36,9 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numba
 import numpy as np
@@ -106,6 +108,20 @@ def om_distances(seqs: list[tuple[str, ...]], costs: str) -> tuple[np.ndarray, n
     return _om_matrix(codes, lengths, indel, indel[:, None] + indel[None, :]), inverse
 
 
+def best_by_silhouette(partition: Callable[[int], np.ndarray], x: Any, metric: str, n: int) -> np.ndarray:
+    """The partition ``partition(k)`` (k in :data:`K_RANGE`) of ``n`` trajectories with the
+    highest silhouette of ``x`` under ``metric``; one group when no k gives 2 to n - 1 groups."""
+    best, best_score = np.zeros(n, dtype=np.int64), -np.inf
+    for k in K_RANGE:
+        labels = partition(k)
+        if not 2 <= len(set(labels.tolist())) < n:
+            continue
+        score = silhouette_score(x, labels, metric=metric)
+        if score > best_score + 1e-12:
+            best, best_score = labels, score
+    return best
+
+
 def om_clusters(runs: pl.DataFrame, costs: str) -> np.ndarray:
     """Average-linkage clusters of the optimal-matching distances, k by average silhouette width."""
     dist, inverse = om_distances(tool_sequences(runs), costs)
@@ -113,15 +129,8 @@ def om_clusters(runs: pl.DataFrame, costs: str) -> np.ndarray:
         return inverse
     tree = linkage(squareform(dist, checks=False), method="average")
     full = dist[np.ix_(inverse, inverse)]  # every trajectory weighs one, as TraMineR's weights
-    best, best_score = np.zeros(runs.height, dtype=np.int64), -np.inf
-    for k in K_RANGE:
-        labels = fcluster(tree, k, criterion="maxclust")[inverse]
-        if not 2 <= len(set(labels.tolist())) < runs.height:
-            continue
-        score = silhouette_score(full, labels, metric="precomputed")
-        if score > best_score + 1e-12:
-            best, best_score = labels, score
-    return best
+    return best_by_silhouette(lambda k: fcluster(tree, k, criterion="maxclust")[inverse], full, "precomputed",
+                              runs.height)
 
 
 def ngram_clusters(runs: pl.DataFrame, seed: int) -> np.ndarray:
@@ -130,17 +139,13 @@ def ngram_clusters(runs: pl.DataFrame, seed: int) -> np.ndarray:
     if not any(docs):
         return np.zeros(runs.height, dtype=np.int64)
     x = TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"[^ ]+", lowercase=False).fit_transform(docs)
-    best, best_score = np.zeros(runs.height, dtype=np.int64), -np.inf
-    for k in K_RANGE:
+
+    def kmeans(k: int) -> np.ndarray:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(x)
-        if not 2 <= len(set(labels.tolist())) < runs.height:
-            continue
-        score = silhouette_score(x, labels, metric="cosine")
-        if score > best_score + 1e-12:
-            best, best_score = labels, score
-    return best
+            return KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(x)
+
+    return best_by_silhouette(kmeans, x, "cosine", runs.height)
 
 
 def _transition_counts(seqs: list[tuple[str, ...]]) -> np.ndarray:

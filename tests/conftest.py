@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import matplotlib
 import pytest
@@ -17,6 +20,26 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba-cache"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FIREACT = ROOT.parent / "shared" / "data" / "fireact-hotpotqa"
+
+
+@pytest.fixture(scope="session")
+def load_benchmark():
+    """A function loading the script ``benchmarks/<name>.py`` as a module."""
+    return _load_benchmark
+
+
+def _load_benchmark(name: str) -> ModuleType:
+    """The script ``benchmarks/<name>.py`` as a module (it imports its harness and sibling
+    benchmarks as top-level modules, so their folder is on the path while it loads)."""
+    folder = ROOT / "benchmarks"
+    sys.path.insert(0, str(folder))
+    try:
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(folder))
+    return module
 
 
 @pytest.fixture

@@ -2,32 +2,17 @@
 known: what each baseline can and cannot see, and a ceiling that separates separable moves."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mechanism.core.schema import from_records, make_step
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def bench():
-    # the script imports its harness and the worlds' loader as sibling modules
-
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        path = BENCHMARKS / "bench_strategies_floor.py"
-        spec = importlib.util.spec_from_file_location("bench_strategies_floor", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+def bench(load_benchmark):
+    return load_benchmark("bench_strategies_floor")
 
 
 def _call(tool: str, value: str):

@@ -3,10 +3,7 @@ is known: optimal-matching distances against hand-counted edits, and each method
 plans that differ in the way it can see."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,21 +11,10 @@ from sklearn.metrics import adjusted_rand_score
 
 from mechanism.core.schema import from_records, make_step
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def bench():
-    # the script imports its harness and the floor's loaders as sibling modules
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        path = BENCHMARKS / "bench_strategies_methods.py"
-        spec = importlib.util.spec_from_file_location("bench_strategies_methods", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+def bench(load_benchmark):
+    return load_benchmark("bench_strategies_methods")
 
 
 def _world(plans: dict[str, list[str]], n_questions: int = 12, n_samples: int = 2):
