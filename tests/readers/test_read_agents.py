@@ -340,19 +340,13 @@ def _line_events(fn, filename: str) -> int:
     return count
 
 
-def test_openai_matching_is_one_pass(monkeypatch):
+def test_openai_matching_is_one_pass(load_benchmark):
     """Results without ``tool_call_id`` after calls with ids: each takes the oldest unanswered
     call. The earlier reader scanned every step per result (5k/10k/20k/40k messages: 0.9, 1.8,
     6.7, 30 s); 4x the messages must cost at most 6x the operations (benchmarks/bench_read.py
     --openai times it)."""
-    import importlib.util
-
     from mechanism.readers import openai
-    benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
-    monkeypatch.syspath_prepend(str(benchmarks))  # the script imports its harness as a sibling module
-    spec = importlib.util.spec_from_file_location("bench_read", benchmarks / "bench_read.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("bench_read")
     small, large = (bench.openai_record(n)["messages"] for n in (300, 1200))
     ops = [_line_events(lambda m=m: openai.parse_messages(m), openai.__file__) for m in (small, large)]
     assert ops[1] / ops[0] <= 6, ops
