@@ -7,6 +7,9 @@ strategies of:
 
 - ``default``: ``mx.StrategySpace()`` (agglomerative, average linkage, on move tokens joined
   with the sentence embedding, the tree cut at ``resolution``, a tree per tool plan);
+- ``default, families``: the same fit read at ``level="family"`` (each strategy joined with
+  the ones one step longer, :mod:`mechanism.analysis._strategies.levels`): the evidence for
+  which level is shown by default;
 - the estimator's other clusterings: ``method="kmeans"`` (k by silhouette), ``method="hdbscan"``
   and ``cluster_on="umap"``;
 - **optimal matching** (TraMineR's ``seqdist(method="OM")`` + ``hclust`` + average silhouette
@@ -52,6 +55,8 @@ from sklearn.metrics import adjusted_rand_score, silhouette_score
 
 import mechanism as mx
 from mechanism.analysis.segmentation import render
+from mechanism.analysis.strategy_params import Level
+from mechanism.analysis.strategy_space import at_level
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
@@ -193,18 +198,22 @@ def markov_clusters(runs: pl.DataFrame, seed: int, restarts: int = 5, iterations
     return best
 
 
-METHODS = ("default", "default kmeans", "default hdbscan", "default umap", "OM constant", "OM indelslog",
-           "n-gram profile", "Markov mixture")
+METHODS = ("default", "default, families", "default kmeans", "default hdbscan", "default umap", "OM constant",
+           "OM indelslog", "n-gram profile", "Markov mixture")
 _ESTIMATOR_OPTIONS = {"default": {}, "default kmeans": {"method": "kmeans"}, "default hdbscan": {"method": "hdbscan"},
                       "default umap": {"cluster_on": "umap"}}
 
 
-def labels_of(method: str, runs: pl.DataFrame, seed: int, embedder: str | None, cache_dir: str) -> np.ndarray:
-    """One method's strategies of ``runs``."""
+def labels_of(method: str, runs: pl.DataFrame, seed: int, embedder: str | None, cache_dir: str,
+              level: Level = "variant") -> np.ndarray:
+    """One method's strategies of ``runs`` (the estimator's at ``level``)."""
+    if method == "default, families":  # the default's fit (read back from the cache), one level up
+        return labels_of("default", runs, seed, embedder, cache_dir, level="family")
     if method in _ESTIMATOR_OPTIONS:
         space = mx.StrategySpace(random_state=seed, n_bootstrap=0, progress=False, embedder=embedder,
                                  cache_dir=cache_dir, **_ESTIMATOR_OPTIONS[method])
-        return space.fit(runs).labels_
+        space.fit(runs)
+        return at_level(space.labels_, space.describe(), level)  # labels_ = transform(runs)
     if method.startswith("OM "):
         return om_clusters(runs, method.split()[1])
     if method == "n-gram profile":

@@ -472,6 +472,13 @@ def add_shared_argument(parser: argparse.ArgumentParser) -> None:
                         help="compare arms that share fewer than half of their questions (refused by default)")
 
 
+def add_level_argument(parser: argparse.ArgumentParser) -> None:
+    """``--level``: a saved space's strategies as fitted, or joined into families."""
+    parser.add_argument("--level", choices=("variant", "family"), default="variant",
+                        help="with --space: compare the strategies as fitted (variant, default) or their "
+                             "families (a core sequence and the strategies one step longer)")
+
+
 def check_shared_questions(args: argparse.Namespace, runs: pl.DataFrame, *, what: str) -> None:
     """Refuse, with one line naming ``--allow-few-shared``, arms that share fewer than half of
     the questions any of them has (:func:`mechanism.core.schema.refuse_few_shared`, the check of every

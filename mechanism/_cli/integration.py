@@ -10,6 +10,7 @@ from mechanism._cli._common import (
     add_bootstrap_arguments,
     add_embedding_arguments,
     add_input_arguments,
+    add_level_argument,
     add_output_argument,
     add_shared_argument,
     atomic_output,
@@ -52,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "downloaded): it scores every trajectory for query vs reasoning perplexity")
     add_bootstrap_arguments(parser)
     add_shared_argument(parser)
+    add_level_argument(parser)
     add_embedding_arguments(parser)
 
 
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         labels = read_labels(runs, args.labels, column=args.label_column)
     elif args.space is not None:
         labels, _, names = labels_from_space(runs, args.space, cache_dir=args.cache_dir,
-                                             progress=progress_flag(args))
+                                             progress=progress_flag(args), level=args.level)
     with atomic_output(args.out) as out:
         written, summary = write_outputs(runs, out, arms=args.arms, base=args.base, treated=args.treated,
                                          labels=labels, names=names, weighting=args.weighting, ci=args.ci,

@@ -11,6 +11,7 @@ from mechanism._cli._common import (
     add_bootstrap_arguments,
     add_embedding_arguments,
     add_input_arguments,
+    add_level_argument,
     add_output_argument,
     add_shared_argument,
     atomic_output,
@@ -42,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="arm(s) compared with --base (default: every other arm)")
     add_bootstrap_arguments(parser)
     add_shared_argument(parser)
+    add_level_argument(parser)
     parser.add_argument("--n-permutations", type=int, default=1000,
                         help="permutations of the within-question test (default 1000; 0 skips it)")
     add_embedding_arguments(parser)
@@ -59,8 +61,9 @@ def run(args: argparse.Namespace) -> int:
         source = f"labels from {args.labels} (column `{args.label_column}`)"
     elif args.space is not None:
         labels, coordinates, names = labels_from_space(runs, args.space, cache_dir=args.cache_dir,
-                                                       progress=progress_flag(args))
-        source = f"strategies of the saved space {args.space}"
+                                                       progress=progress_flag(args), level=args.level)
+        source = (f"strategies of the saved space {args.space}" if args.level == "variant"
+                  else f"families of the strategies of the saved space {args.space}")
     else:
         labels = rounds_labels(runs)
         source = "number of search rounds (0..5+)"

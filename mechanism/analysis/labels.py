@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.analysis.compare import labels_from_table
+from mechanism.analysis.strategy_params import Level
 from mechanism.core.cachefile import check_parquet_depth
 from mechanism.core.errors import InputError
 
@@ -74,7 +75,8 @@ def _read_table(path: Path) -> pl.DataFrame:
 
 
 def labels_from_space(runs: pl.DataFrame, folder: str | Path, *, cache_dir: str | Path | None = None,
-                      progress: bool | None = None) -> tuple[np.ndarray, np.ndarray | None, dict[int, str]]:
+                      progress: bool | None = None, level: Level = "variant",
+                      ) -> tuple[np.ndarray, np.ndarray | None, dict[int, str]]:
     """Labels, map coordinates and display names from a saved StrategySpace, each trajectory embedded once.
 
     Parameters
@@ -87,21 +89,31 @@ def labels_from_space(runs: pl.DataFrame, folder: str | Path, *, cache_dir: str 
         Where embeddings are cached.
     progress : bool, optional
         Show progress bars (default: when the terminal is interactive).
+    level : {"variant", "family"}, default "variant"
+        The strategies as fitted, or their families
+        (:meth:`~mechanism.analysis.strategy_space.StrategySpace.describe` with ``level="family"``).
 
     Returns
     -------
     tuple
-        ``(labels, coordinates, names)``: one strategy id per row of ``runs`` (-1 an outlier),
+        ``(labels, coordinates, names)``: one strategy (or family) id per row of ``runs`` (-1 an outlier),
         the coordinates of the placement (or None), and each strategy's display name.
     """
     from mechanism.analysis.strategy_space import (  # noqa: PLC0415 - scikit-learn and the embedder: only when a saved space is read
         StrategySpace,
+        at_level,
+        check_level,
         display_names,
     )
 
+    check_level(level)  # before the space is loaded and the runs embedded
     space = StrategySpace.load(folder, cache_dir=cache_dir, progress=progress)
     placement = space.place(runs, map_xy=False)
-    return placement.labels, placement.coordinates, display_names(space.describe())
+    described = space.describe(level=level)
+    if level == "family":
+        described = described.rename({"family": "strategy"})
+    return (at_level(placement.labels, space.describe(), level), placement.coordinates,
+            display_names(described))
 
 
 def given_space(space: Any, *, cache_dir: str | Path | None = None, progress: bool | None = None) -> tuple[Any, str]:

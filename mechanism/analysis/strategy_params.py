@@ -25,6 +25,7 @@ ClusterOn = Literal["features", "umap"]
 Families = Literal["merge", "keep"]
 Plans = Literal["apart", "mixed"]
 TaskCallsMode = Literal["auto", "keep"]
+Level = Literal["variant", "family"]  # strategies as fitted, or joined into families (_strategies.levels)
 
 K_MAX = 10_000  # the most strategies k-means is asked to try
 PATTERN_MAX = 2000  # characters of an `error_pattern`

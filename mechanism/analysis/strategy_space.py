@@ -98,10 +98,12 @@ from mechanism.analysis._strategies.features import (
 from mechanism.analysis._strategies.fitcache import fit_cached
 from mechanism.analysis._strategies.known import find_rows, known_pairs, pair_digests
 from mechanism.analysis._strategies.labels import display_names, strategy_label  # noqa: F401  (public here)
+from mechanism.analysis._strategies.levels import at_level, check_level, describe_families, family_table  # noqa: F401  (public here)
 from mechanism.analysis._strategies.params import (
     CONSTRAINTS,
     ClusterOn,
     Families,
+    Level,
     Linkage,
     Method,
     Plans,
@@ -346,9 +348,9 @@ class StrategySpace(BaseEstimator):
         (:func:`mechanism.analysis._strategies.clustering.assign_table` states the rule)."""
         return self.place(runs, map_xy=False).assigned
 
-    def transform(self, runs: pl.DataFrame) -> np.ndarray:
-        """Strategy id of each row of ``runs`` (-1: outlier), without refitting."""
-        return self.assign(runs)["strategy"].to_numpy()
+    def transform(self, runs: pl.DataFrame, *, level: Level = "variant") -> np.ndarray:
+        """Strategy id of each row of ``runs`` (-1: outlier; ``level="family"``: its family's), without refitting."""
+        return at_level(self.assign(runs)["strategy"].to_numpy(), self.strategies_, level)  # assign: "not fitted"
 
     predict = transform
 
@@ -410,11 +412,11 @@ class StrategySpace(BaseEstimator):
         self._check_fitted()
         return _describe.execution(self.strategies_)
 
-    def describe(self) -> pl.DataFrame:
-        """One row per strategy (-1 first when HDBSCAN left outliers), computed once at fit; the
-        columns (name, fidelity, size, shares, success per arm, ...): :mod:`mechanism.analysis._strategies.describe`."""
+    def describe(self, level: Level = "variant") -> pl.DataFrame:
+        """One row per strategy, made at fit (-1 first when HDBSCAN left outliers; the columns: module
+        ``_strategies.describe``); ``level="family"``: one row per family (module ``_strategies.levels``)."""
         self._check_fitted()
-        return self.strategies_.clone()
+        return self.strategies_.clone() if check_level(level) == "variant" else describe_families(self.strategies_)
 
     def set_params(self, **params: Any) -> StrategySpace:
         """Set constructor parameters (scikit-learn convention; checked against the table); refit afterwards."""

@@ -35,6 +35,7 @@ from mechanism.analysis.strategy_params import (  # noqa: F401 - the Literals: n
     Bounds,
     ClusterOn,
     Families,
+    Level,
     Linkage,
     Method,
     Plans,
