@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import mechanism as mx
 from mechanism.analysis._strategies.clustering import agglomerative
-from mechanism.analysis._strategies.features import plan_codes, tool_plan
+from mechanism.analysis._strategies.features import plan_codes, plan_profiles, tool_plan
 from mechanism.analysis.segmentation import render
 from mechanism.datasets.worlds import analyst
 
@@ -73,6 +73,37 @@ def test_a_small_strategy_joins_one_of_its_own_plan_first():
     assert labels[3] == labels[2] != labels[4]
     mixed = agglomerative(dist, counts, resolution=1.0, linkage="average", min_share=0.1)
     assert mixed[3] == mixed[4]
+
+
+def test_a_strategy_alone_in_its_plan_joins_the_plan_whose_tools_are_most_alike():
+    """An optional first step (`a`) that most plans take hardly counts: `a > r`, too small and
+    alone in its plan, joins `r`, although in the joined space it lies nearer `a > p`; without
+    the profiles it joins the nearest."""
+    plans = ["a > r", "r", "a > p", "p", "a > q", "q"]
+    dist = np.full((6, 6), 5.0)
+    np.fill_diagonal(dist, 0.0)
+    dist[0, 1] = dist[1, 0] = 2.0
+    dist[0, 2] = dist[2, 0] = 1.5
+    counts = np.array([1, 10, 10, 10, 10, 10])
+    kw = dict(resolution=1.0, linkage="average", min_share=0.05, groups=plan_codes(plans))
+    alike = agglomerative(dist, counts, profiles=plan_profiles(plans), **kw)
+    assert alike[0] == alike[1] and len(set(alike.tolist())) == 5
+    nearest = agglomerative(dist, counts, **kw)
+    assert nearest[0] == nearest[2]
+    # the profiles only order joins across plans: with no row too small, nothing moves
+    big = np.full(6, 10)
+    assert (agglomerative(dist, big, profiles=plan_profiles(plans), **kw) == agglomerative(dist, big, **kw)).all()
+
+
+def test_plan_profiles_weigh_a_tool_most_plans_call_least():
+    x = plan_profiles(["list_alerts > restart", "restart", "list_alerts > post_status", "post_status+", ""]).toarray()
+    assert np.allclose((x ** 2).sum(axis=1), 1.0)
+    cos = x @ x.T
+    assert cos[0, 1] > cos[0, 2]  # restart, rarer than list_alerts, decides
+    assert cos[4, :4].max() == 0.0  # no tool called: alike to no plan that calls one
+    # a run called again counts its tool twice: nearer a plan that calls it again than once
+    y = plan_profiles(["p", "p+", "p > q"]).toarray()
+    assert y[1] @ y[0] > 0 and not np.allclose(y[0], y[1])
 
 
 def test_a_small_strategy_without_tools_stays_apart_and_tool_users_never_join_it():

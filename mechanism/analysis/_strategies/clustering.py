@@ -14,7 +14,10 @@
    wording are.
 2. A strategy holds at least ``min_share`` of the trajectories: a smaller group is a
    variant, and joins the strategy whose members are nearest on average (count-weighted).
-   Rare renderings cannot then each claim a strategy of their own.
+   Rare renderings cannot then each claim a strategy of their own. One alone in its plan joins
+   a strategy of another plan, the one whose tools are most alike first
+   (:func:`~mechanism.analysis._strategies.features.plan_profiles`: a tool that most plans
+   call, such as an optional first look, hardly counts), then the nearest.
 
 Alternatives: ``method="kmeans"`` (count weighted, k by the highest count-weighted silhouette
 over ``k_range``) and ``method="hdbscan"`` (outliers -1). Strategies are then numbered by
@@ -71,10 +74,16 @@ GROUP_GAP = 1e4
 # Added again between a row that calls no tool and one that does: any distance of at least this
 # is across that line, which `min_share` never joins over.
 SIDE_GAP = 2 * GROUP_GAP
+# Across plans, this many times the cosine distance of the plans' TF-IDF tool profiles is added
+# to the joined space's distance: a strategy alone in its plan joins the plan whose tools are
+# most alike before the nearest in moves and wording. Measured on the planted worlds
+# (benchmarks/RESULTS.md, issue 31): 5 lifts sre 0.70 -> 0.90, gui 0.71 -> 0.78, toolbench
+# 0.16 -> 0.19, browser 0.48 -> 0.65; 1-2 leave sre under 0.9, 10 splits gui and sheet.
+PROFILE_WEIGHT = 5.0
 
 
 def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, linkage: str,
-                  min_share: float, groups: np.ndarray | None = None,
+                  min_share: float, groups: np.ndarray | None = None, profiles: np.ndarray | None = None,
                   join: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """Labels of rows from their square distance matrix: the tree cut at ``resolution``
     (groups joined while their linkage distance is below it), then :func:`merge_small`.
@@ -85,7 +94,9 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
     of its own group, and only one alone in its group joins the nearest other; group -1 (no
     tool called, :func:`~mechanism.analysis._strategies.features.plan_codes`) is a further
     :data:`SIDE_GAP` from the rest, which no join crosses: a strategy without tools and one
-    that calls them stay apart, however small.
+    that calls them stay apart, however small. With ``profiles`` (unit rows, dense or sparse,
+    each row's plan's :func:`~mechanism.analysis._strategies.features.plan_profiles`), a row of another group
+    is also :data:`PROFILE_WEIGHT` times the cosine distance of their profiles farther.
     ``join`` maps the cut's labels to joined ones before :func:`merge_small` (the task test,
     :mod:`mechanism.analysis._strategies.tasks`, which must see the strategies before small ones are
     absorbed).
@@ -112,7 +123,18 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
         labels[idx] = _cut(dist[np.ix_(idx, idx)], resolution, linkage) + offset
         offset = int(labels[idx].max()) + 1
     labels = join(labels)
-    apart = dist + GROUP_GAP * (groups[:, None] != groups[None, :])
+    differ = groups[:, None] != groups[None, :]
+    apart = np.where(differ, GROUP_GAP, 0.0)
+    if profiles is not None:
+        unit = np.asarray(profiles.toarray() if hasattr(profiles, "toarray") else profiles, dtype=np.float64)
+        far = unit @ unit.T  # the cosine similarity of unit rows
+        np.subtract(1.0, far, out=far)
+        np.clip(far, 0.0, 2.0, out=far)
+        far *= PROFILE_WEIGHT
+        far[~differ] = 0.0
+        apart += far
+        del far
+    apart += dist
     tool_free = groups < 0
     apart += SIDE_GAP * (tool_free[:, None] != tool_free[None, :])
     return merge_small_from(apart, labels, counts, min_share)
@@ -219,12 +241,14 @@ def reduced(p: Any, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray | None = None,
             plans: np.ndarray | None = None,
-            join: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
-            ) -> tuple[np.ndarray, dict[int, float] | None]:
+            join: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+            profiles: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, float] | None]:
     """Strategies of the distinct rows ``space`` weighted by ``counts`` under ``p.method``, and
     the silhouette of every k tried (k-means only, else ``None``); ``plans`` (each row's plan
     code, :func:`~mechanism.analysis._strategies.features.plan_codes`) keeps plans apart in the tree
-    when ``p.plans == "apart"``; ``join(labels, rows)`` joins the cut's strategies of the
+    when ``p.plans == "apart"``, and ``profiles`` (each row's plan's TF-IDF profile) says which
+    other plan a strategy alone in its own joins (:func:`agglomerative`); ``join(labels, rows)``
+    joins the cut's strategies of the
     clustered rows ``rows`` before ``min_share`` (:func:`agglomerative`)."""
     m = len(space)
     if m < 2:
@@ -240,7 +264,7 @@ def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray
     heavy = core(counts)
     lab = agglomerative(distances(space[heavy]) if core_dist is None else core_dist, counts[heavy],
                         resolution=p.resolution, linkage=p.linkage, min_share=p.min_share,
-                        groups=plan_groups(p, plans, heavy),
+                        groups=plan_groups(p, plans, heavy), profiles=None if profiles is None else profiles[heavy],
                         join=None if join is None else (lambda labels: join(labels, heavy)))
     out = np.empty(m, dtype=np.int64)
     out[heavy] = lab
@@ -251,11 +275,13 @@ def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray
     return out, None
 
 
-def cluster_rows(p: Any, rows: np.ndarray, counts: np.ndarray, plans: np.ndarray | None = None) -> np.ndarray:
+def cluster_rows(p: Any, rows: np.ndarray, counts: np.ndarray, plans: np.ndarray | None = None,
+                 profiles: np.ndarray | None = None) -> np.ndarray:
     """The clustering ``p`` makes of some distinct rows of the joined space, with their plan
-    codes (for resamples, seeds and the resolution sweep; a clone's parameters give another
-    fit's)."""
-    return cluster(p, reduced(p, rows, counts), np.asarray(counts, dtype=np.float64), plans=plans)[0]
+    codes and profiles (for resamples, seeds and the resolution sweep; a clone's parameters give
+    another fit's)."""
+    return cluster(p, reduced(p, rows, counts), np.asarray(counts, dtype=np.float64), plans=plans,
+                   profiles=profiles)[0]
 
 
 def plan_groups(p: Any, plans: np.ndarray | None, index: np.ndarray) -> np.ndarray | None:

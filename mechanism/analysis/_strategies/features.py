@@ -316,6 +316,40 @@ def plan_codes(plans: Sequence[str]) -> np.ndarray:
     return codes
 
 
+def plan_profiles(plans: Sequence[str]) -> np.ndarray:
+    """TF-IDF profile of each plan (:func:`task_plan`): its tools, a run called again
+    (``tool+``) counted twice, as unigrams and consecutive pairs, weighted by inverse document
+    frequency over the plans given and scaled to unit length (scikit-learn's
+    ``TfidfVectorizer``), as a sparse matrix (rows x n-grams); the empty plan (no tool called)
+    is a token of its own.
+
+    What a strategy too small to stand alone uses to choose among the strategies of other plans
+    (:func:`mechanism.analysis._strategies.clustering.agglomerative`): the rare tools it shares
+    with one of them count, a tool that most plans call (an optional first look, a final
+    status post) hardly does.
+
+    Examples
+    --------
+    >>> x = plan_profiles(["list_alerts > restart", "restart", "list_alerts > post_status", ""]).toarray()
+    >>> x.shape, bool(np.allclose((x ** 2).sum(axis=1), 1))
+    ((4, 6), True)
+    >>> bool(x[0] @ x[1] > x[0] @ x[2])  # restart is rarer than list_alerts
+    True
+    """
+    from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
+
+    docs = []
+    for plan in plans:
+        tools = ["_".join(t.split()) for t in (plan or "").split(" > ") if t.strip()]  # one token a tool
+        docs.append(" ".join(f"{t[:-1]} {t[:-1]}" if t.endswith("+") else t for t in tools) or NO_PLAN)
+    vectorizer = TfidfVectorizer(token_pattern=r"[^ ]+", ngram_range=(1, 2), lowercase=False)
+    return vectorizer.fit_transform(docs).tocsr()
+
+
+# The token of a plan that calls no tool: a control character, which no tool name is read with
+NO_PLAN = "\x00no_tool"
+
+
 @dataclass(frozen=True)
 class FitRows:
     """What a fit clusters: the distinct rows of the joined space and what the clustering,

@@ -25,7 +25,7 @@ from mechanism.analysis._strategies.clustering import (
     renumber,
 )
 from mechanism.analysis._strategies.describe import summaries
-from mechanism.analysis._strategies.features import FitRows, plan_codes
+from mechanism.analysis._strategies.features import FitRows, plan_codes, plan_profiles
 from mechanism.analysis._strategies.stability import fit_stability
 from mechanism.analysis._strategies.tasks import task_variants
 from mechanism.core.cachefile import code_id, digest, discard, parse_json, read_checked, write_checked
@@ -54,7 +54,8 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
         joined, cut["variants"] = task_variants(labels, counts[index], rows, index)
         return joined
 
-    raw, silhouette = cluster(p, space, counts, core_dist, plans=plan_codes(rows.plans), join=join)
+    profiles = plan_profiles(rows.plans) if p.plans == "apart" else None
+    raw, silhouette = cluster(p, space, counts, core_dist, plans=plan_codes(rows.plans), join=join, profiles=profiles)
     family, merges = families(p, raw, counts, rows)
     # and again once min_share and the families have gathered each strategy's variants (more
     # trajectories per strategy: a test that can see what the cut's fragments could not)
@@ -81,7 +82,7 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
     out["threshold"] = medoid_threshold(uniq, counts, labels, medoid_rows(uniq, counts, labels),
                                         resolution=p.resolution)
     out["summaries"] = summaries(rows.renderings, counts, labels, space)
-    out["stability"], out["seed_agreement"] = fit_stability(p, rows, labels, core_dist)
+    out["stability"], out["seed_agreement"] = fit_stability(p, rows, labels, core_dist, profiles)
     return out
 
 

@@ -23,7 +23,7 @@ from mechanism.analysis._strategies.clustering import (
     families,
     plan_groups,
 )
-from mechanism.analysis._strategies.features import FitRows, plan_codes
+from mechanism.analysis._strategies.features import FitRows, plan_codes, plan_profiles
 from mechanism.analysis._strategies.tasks import task_variants
 from mechanism.core.errors import MechanismError
 from mechanism.core.resample import question_bootstrap_weights, stream
@@ -97,22 +97,25 @@ def _trajectory_ari(labels: np.ndarray, other: np.ndarray, counts: np.ndarray) -
     return float(adjusted_rand_score(np.repeat(labels, counts), np.repeat(other, counts)))
 
 
-def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarray | None = None
-                  ) -> tuple[dict[int, float], float]:
+def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarray | None = None,
+                  profiles: Any = None) -> tuple[dict[int, float], float]:
     """Per-strategy bootstrap stability over question resamples, and the adjusted Rand index
     between the fit's strategies and a fit with the next seed (made by a clone of ``p``:
-    ``p`` never changes)."""
+    ``p`` never changes); ``profiles``: the rows' plan profiles the fit used
+    (:func:`~mechanism.analysis._strategies.features.plan_profiles`), else computed here."""
     from sklearn.base import clone  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     feats, counts = rows.features, rows.counts.astype(np.float64)
     plans = plan_codes(rows.plans)
+    if profiles is None and p.plans == "apart":
+        profiles = plan_profiles(rows.plans)
     tree = p.method == "agglomerative" and p.cluster_on == "features"
     seed = int(p.random_state)
     if tree:
         agreement = 1.0  # no random step: any seed gives these strategies (tests check it)
     else:
         other = clone(p).set_params(random_state=(seed + 1) % 2**32)
-        agreement = _trajectory_ari(labels, cluster_rows(other, feats, counts, plans), rows.counts)
+        agreement = _trajectory_ari(labels, cluster_rows(other, feats, counts, plans, profiles), rows.counts)
     stab: dict[int, float] = {}
     if p.n_bootstrap > 0 and len(feats) > 1:
         if tree:
@@ -124,17 +127,21 @@ def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarr
             keep[heavy] = np.arange(len(heavy))
             in_core = keep[rows.row_of] >= 0
             groups = plan_groups(p, plans, heavy)
+            core_profiles = None if profiles is None else profiles[heavy]
 
             def refit(idx: np.ndarray, cnt: np.ndarray) -> np.ndarray:
                 cut = agglomerative(dist[np.ix_(idx, idx)], cnt, resolution=p.resolution, linkage=p.linkage,
                                     min_share=p.min_share, groups=None if groups is None else groups[idx],
+                                    profiles=None if core_profiles is None else core_profiles[idx],
                                     join=lambda labels: task_variants(labels, cnt, rows, heavy[idx])[0])
                 return task_variants(families(p, cut, cnt, rows, heavy[idx])[0], cnt, rows, heavy[idx])[0]
 
             stab = bootstrap_stability(refit, len(heavy), labels[heavy], keep[rows.row_of][in_core],
                                        rows.questions[in_core], n_boot=p.n_bootstrap, random_state=seed)
         else:
-            stab = bootstrap_stability(lambda idx, cnt: cluster_rows(p, feats[idx], cnt, plans[idx]), len(feats),
+            stab = bootstrap_stability(lambda idx, cnt: cluster_rows(p, feats[idx], cnt, plans[idx],
+                                                                     None if profiles is None else profiles[idx]),
+                                       len(feats),
                                        labels, rows.row_of, rows.questions, n_boot=p.n_bootstrap, random_state=seed)
     return stab, agreement
 
@@ -153,11 +160,15 @@ def sweep(space: Any, resolutions: Sequence[float] | None) -> pl.DataFrame:
             raise MechanismError(f"`resolutions` must be positive, got {r!r}")
     counts = space.train_counts_.astype(np.float64)
     labels = space.train_labels_
+    plans = getattr(space, "train_plans_", None)
+    # the fit's profiles: what a strategy alone in its plan joins by (a space saved before plans
+    # were read has neither)
+    profiles = None if plans is None or space.plans != "apart" else plan_profiles(plans)
     out = []
     for r in resolutions:
         other = clone(space).set_params(resolution=float(r), random_state=space.seed_)
-        plans = getattr(space, "train_plans_", None)
-        lab = cluster_rows(other, space.train_features_, counts, None if plans is None else plan_codes(plans))
+        lab = cluster_rows(other, space.train_features_, counts, None if plans is None else plan_codes(plans),
+                           profiles)
         n = len(np.unique(lab))
         ari = _trajectory_ari(labels, lab, space.train_counts_)
         for c in sorted(set(labels.tolist()) - {-1}):
