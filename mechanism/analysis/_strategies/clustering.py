@@ -76,9 +76,9 @@ GROUP_GAP = 1e4
 SIDE_GAP = 2 * GROUP_GAP
 # Across plans, this many times the cosine distance of the plans' TF-IDF tool profiles is added
 # to the joined space's distance: a strategy alone in its plan joins the plan whose tools are
-# most alike before the nearest in moves and wording. Measured on the planted worlds
-# (benchmarks/RESULTS.md, issue 31): 5 lifts sre 0.70 -> 0.90, gui 0.71 -> 0.78, toolbench
-# 0.16 -> 0.19, browser 0.48 -> 0.65; 1-2 leave sre under 0.9, 10 splits gui and sheet.
+# most alike before the nearest in moves and wording. Measured on the planted worlds (seeds 0-2,
+# benchmarks/RESULTS.md): 5 lifts sre 0.70 -> 0.90, gui 0.71 -> 0.78, toolbench 0.16 -> 0.19,
+# browser 0.48 -> 0.65; 2 leaves sre at 0.87; unigrams alone leave gui under its floor.
 PROFILE_WEIGHT = 5.0
 
 
