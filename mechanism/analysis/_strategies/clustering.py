@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -40,6 +40,9 @@ import polars as pl
 from mechanism.analysis._strategies.families import merge_families
 from mechanism.analysis._strategies.reduce import umap_coordinates
 from mechanism.core.resample import library_seed
+
+if TYPE_CHECKING:
+    from scipy.sparse import spmatrix
 
 
 def merge_small(space: np.ndarray, labels: np.ndarray, counts: np.ndarray, min_share: float) -> np.ndarray:
@@ -83,7 +86,7 @@ PROFILE_WEIGHT = 5.0
 
 
 def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, linkage: str,
-                  min_share: float, groups: np.ndarray | None = None, profiles: np.ndarray | None = None,
+                  min_share: float, groups: np.ndarray | None = None, profiles: np.ndarray | spmatrix | None = None,
                   join: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """Labels of rows from their square distance matrix: the tree cut at ``resolution``
     (groups joined while their linkage distance is below it), then :func:`merge_small`.
@@ -126,8 +129,9 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
     differ = groups[:, None] != groups[None, :]
     apart = np.where(differ, GROUP_GAP, 0.0)
     if profiles is not None:
-        unit = np.asarray(profiles.toarray() if hasattr(profiles, "toarray") else profiles, dtype=np.float64)
-        far = unit @ unit.T  # the cosine similarity of unit rows
+        # the cosine similarity of unit rows (sparse by sparse: no rows x n-grams dense copy)
+        alike = profiles @ profiles.T
+        far = np.array(alike.toarray() if hasattr(alike, "toarray") else alike, dtype=np.float64)
         np.subtract(1.0, far, out=far)
         np.clip(far, 0.0, 2.0, out=far)
         far *= PROFILE_WEIGHT
@@ -242,14 +246,13 @@ def reduced(p: Any, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray | None = None,
             plans: np.ndarray | None = None,
             join: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
-            profiles: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, float] | None]:
+            profiles: np.ndarray | spmatrix | None = None) -> tuple[np.ndarray, dict[int, float] | None]:
     """Strategies of the distinct rows ``space`` weighted by ``counts`` under ``p.method``, and
     the silhouette of every k tried (k-means only, else ``None``); ``plans`` (each row's plan
     code, :func:`~mechanism.analysis._strategies.features.plan_codes`) keeps plans apart in the tree
     when ``p.plans == "apart"``, and ``profiles`` (each row's plan's TF-IDF profile) says which
-    other plan a strategy alone in its own joins (:func:`agglomerative`); ``join(labels, rows)``
-    joins the cut's strategies of the
-    clustered rows ``rows`` before ``min_share`` (:func:`agglomerative`)."""
+    other plan a strategy alone in its own joins; ``join(labels, rows)`` joins the cut's
+    strategies of the clustered rows ``rows`` before ``min_share`` (:func:`agglomerative`)."""
     m = len(space)
     if m < 2:
         return np.zeros(m, dtype=np.int64), None
@@ -276,7 +279,7 @@ def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray
 
 
 def cluster_rows(p: Any, rows: np.ndarray, counts: np.ndarray, plans: np.ndarray | None = None,
-                 profiles: np.ndarray | None = None) -> np.ndarray:
+                 profiles: np.ndarray | spmatrix | None = None) -> np.ndarray:
     """The clustering ``p`` makes of some distinct rows of the joined space, with their plan
     codes and profiles (for resamples, seeds and the resolution sweep; a clone's parameters give
     another fit's)."""

@@ -12,11 +12,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mechanism.analysis.segmentation import TaskCalls
 from mechanism.core.errors import MechanismError
+
+if TYPE_CHECKING:
+    from scipy.sparse import spmatrix
 
 # At most this many tokens get a column of their own (the most frequent over trajectories);
 # rarer ones count together in the last column. Bounds the memory of the joined space
@@ -316,7 +320,7 @@ def plan_codes(plans: Sequence[str]) -> np.ndarray:
     return codes
 
 
-def plan_profiles(plans: Sequence[str]) -> np.ndarray:
+def plan_profiles(plans: Sequence[str]) -> spmatrix:
     """TF-IDF profile of each plan (:func:`task_plan`): its tools, a run called again
     (``tool+``) counted twice, as unigrams and consecutive pairs, weighted by inverse document
     frequency over the plans given and scaled to unit length (scikit-learn's

@@ -10,7 +10,7 @@ questions are drawn; below about 0.6 it is not a stable finding (Hennig's readin
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -27,6 +27,9 @@ from mechanism.analysis._strategies.features import FitRows, plan_codes, plan_pr
 from mechanism.analysis._strategies.tasks import task_variants
 from mechanism.core.errors import MechanismError
 from mechanism.core.resample import question_bootstrap_weights, stream
+
+if TYPE_CHECKING:
+    from scipy.sparse import spmatrix
 
 
 def jaccard_best(labels: np.ndarray, other: np.ndarray, weights: np.ndarray) -> dict[int, float]:
@@ -98,7 +101,7 @@ def _trajectory_ari(labels: np.ndarray, other: np.ndarray, counts: np.ndarray) -
 
 
 def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarray | None = None,
-                  profiles: Any = None) -> tuple[dict[int, float], float]:
+                  profiles: np.ndarray | spmatrix | None = None) -> tuple[dict[int, float], float]:
     """Per-strategy bootstrap stability over question resamples, and the adjusted Rand index
     between the fit's strategies and a fit with the next seed (made by a clone of ``p``:
     ``p`` never changes); ``profiles``: the rows' plan profiles the fit used
