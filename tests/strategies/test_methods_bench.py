@@ -72,3 +72,25 @@ def test_the_choice_counts_worlds_below_the_floor_first(bench):
     floors = {"x": 0.7, "y": 0.7, "z": 0.0}
     assert bench.choose(table, floors, ["x", "y"]) == "steady"  # peaky is below y's floor
     assert bench.choose(table, floors, ["x", "z"]) == "peaky"  # neither below: the higher mean
+
+
+def test_the_min_share_sweep_records_each_value_and_the_choice_leaving_a_world_out(load_benchmark, tmp_path,
+                                                                                   monkeypatch):
+    """benchmarks/bench_strategies_min_share.py, small: one row per world with every value's ARI,
+    the value the other world chooses and whether it is below the floor, then the mean and the
+    count of worlds below the floor per value."""
+    monkeypatch.setenv("BENCH_RESULTS_DIR", str(tmp_path))
+    sweep = load_benchmark("bench_strategies_min_share")
+    sweep.main(["--worlds", "service", "multihop", "--seeds", "0", "--n", "12", "--values", "0.07", "0.5",
+                "--embedder", "hashing-64"])
+    record = json.loads((tmp_path / "bench_strategies_min_share.json").read_text())
+    rows = {r["world"]: r for r in record["rows"]}
+    assert set(rows) == {"service", "multihop", "mean", "worlds below floor"}
+    for world in ("service", "multihop"):
+        row = rows[world]
+        assert row["chosen leaving it out"] in ("min_share 0.07", "min_share 0.5")
+        assert row["its ARI"] == row[row["chosen leaving it out"]]
+        assert row["below floor"] == ("yes" if row["its ARI"] < row["floor"] - 1e-9 else "")
+        # min_share 0.5 leaves at most two strategies: never better than 0.07 on these worlds
+        assert row["min_share 0.5"] <= row["min_share 0.07"] + 1e-9, world
+    assert "Folds:" in record["notes"]
