@@ -225,7 +225,7 @@ class StrategySpace(BaseEstimator):
 
     def __init__(self, *, embedder: str | TextEmbedder | None = None, embedding_weight: float = 0.3,
                  structure_weight: float = 1.0, method: Method = "agglomerative", resolution: float = 1.5,
-                 linkage: Linkage = "average", min_share: float = 0.08, k_range: tuple[int, int] = (2, 12),
+                 linkage: Linkage = "average", min_share: float = 0.07, k_range: tuple[int, int] = (2, 12),
                  min_cluster_size: int | None = None, cluster_on: ClusterOn = "features", n_components: int = 5,
                  n_neighbors: int = 15, min_dist: float = 0.0, max_umap_points: int = 3000, n_bootstrap: int = 20,
                  random_state: RandomState = 0, retries: Retries = "merge",
