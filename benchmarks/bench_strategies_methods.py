@@ -228,12 +228,39 @@ def choose(table: dict[str, dict[str, float]], floors: dict[str, float], worlds_
     return min(table, key=key)
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_world_arguments(ap: argparse.ArgumentParser) -> None:
+    """The worlds, seeds, questions and embedder of a world-by-world comparison."""
     ap.add_argument("--embedder", default="None", help="embedder of the estimator's fits; None: MiniLM")
     ap.add_argument("--worlds", nargs="*", default=None)
     ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     ap.add_argument("--n", type=int, default=60, help="questions per world")
+
+
+def leave_one_out_rows(table: dict[str, dict[str, float]], floors: dict[str, float], names: list[str]
+                       ) -> list[dict[str, Any]]:
+    """One row per world (its floor, every candidate's ARI, the candidate the other worlds
+    choose by :func:`choose`, its ARI there and whether that is below the floor), then the mean
+    row and the count of worlds below the floor per candidate."""
+    rows = []
+    for world in names:
+        chosen = choose(table, floors, [w for w in names if w != world]) if len(names) > 1 else next(iter(table))
+        rows.append({"world": world, "floor": round(floors[world], 3),
+                     **{m: round(table[m][world], 3) for m in table},
+                     "chosen leaving it out": chosen, "its ARI": round(table[chosen][world], 3),
+                     "below floor": "yes" if table[chosen][world] < floors[world] - 1e-9 else ""})
+    summary = {"world": "mean", "floor": round(float(np.mean(list(floors.values()))), 3),
+               **{m: round(float(np.mean(list(table[m].values()))), 3) for m in table},
+               "chosen leaving it out": "", "its ARI": round(float(np.mean([r["its ARI"] for r in rows])), 3),
+               "below floor": str(sum(r["below floor"] == "yes" for r in rows))}
+    below = {"world": "worlds below floor", "floor": "",
+             **{m: sum(table[m][w] < floors[w] - 1e-9 for w in names) for m in table},
+             "chosen leaving it out": "", "its ARI": "", "below floor": ""}
+    return [*rows, summary, below]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_world_arguments(ap)
     args = ap.parse_args(argv)
     embedder = None if args.embedder in (None, "None", "none") else args.embedder
     names = args.worlds or worlds()
@@ -252,26 +279,12 @@ def main(argv: list[str] | None = None) -> None:
             for m in METHODS:
                 table[m][world] = float(np.mean(cells[m]))
             print(world, {m: round(v[world], 3) for m, v in table.items()}, flush=True)
-    rows = []
-    for world in names:
-        chosen = choose(table, floors, [w for w in names if w != world]) if len(names) > 1 else "default"
-        rows.append({"world": world, "floor": round(floors[world], 3),
-                     **{m: round(table[m][world], 3) for m in METHODS},
-                     "chosen leaving it out": chosen, "its ARI": round(table[chosen][world], 3),
-                     "below floor": "yes" if table[chosen][world] < floors[world] - 1e-9 else ""})
-    summary = {"world": "mean", "floor": round(float(np.mean(list(floors.values()))), 3),
-               **{m: round(float(np.mean(list(table[m].values()))), 3) for m in METHODS},
-               "chosen leaving it out": "", "its ARI": round(float(np.mean([r["its ARI"] for r in rows])), 3),
-               "below floor": str(sum(r["below floor"] == "yes" for r in rows))}
-    below = {"world": "worlds below floor", "floor": "",
-             **{m: sum(table[m][w] < floors[w] - 1e-9 for w in names) for m in METHODS},
-             "chosen leaving it out": "", "its ARI": "", "below floor": ""}
     wall = time.perf_counter() - t0
     notes = (f"ARI means over seeds {' '.join(map(str, args.seeds))}, {args.n} questions per world; floor: the better "
              f"of rounds alone and TF-IDF + k-means at the planted k (bench_strategies_floor.py). 'chosen leaving it "
              f"out': the method with the fewest other worlds below their floor, ties by mean ARI on them. Wall time "
              f"{wall:.0f} s.")
-    harness.report(__file__, [*rows, summary, below],
+    harness.report(__file__, leave_one_out_rows(table, floors, names),
                    title=f"Clustering methods for behaviour sequences, world by world, embedder {embedder or 'MiniLM'}",
                    notes=notes, params={**vars(args), "embedder": embedder})
 

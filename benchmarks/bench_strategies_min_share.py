@@ -29,16 +29,13 @@ import mechanism as mx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 from bench_strategies_floor import baseline_rounds, baseline_tfidf, load_world, worlds
-from bench_strategies_methods import choose
+from bench_strategies_methods import add_world_arguments, leave_one_out_rows
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--values", nargs="*", type=float, default=[0.05, 0.07, 0.08, 0.09, 0.1])
-    ap.add_argument("--embedder", default="None", help="embedder of the fits; None: MiniLM")
-    ap.add_argument("--worlds", nargs="*", default=None)
-    ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
-    ap.add_argument("--n", type=int, default=60, help="questions per world")
+    add_world_arguments(ap)
     args = ap.parse_args(argv)
     embedder = None if args.embedder in (None, "None", "none") else args.embedder
     names = args.worlds or worlds()
@@ -60,27 +57,14 @@ def main(argv: list[str] | None = None) -> None:
             for c in columns.values():
                 table[c][world] = float(np.mean(cells[c]))
             print(world, {c: round(t[world], 3) for c, t in table.items()}, flush=True)
-    rows = []
-    for world in names:
-        chosen = choose(table, floors, [w for w in names if w != world])
-        rows.append({"world": world, "floor": round(floors[world], 3),
-                     **{c: round(table[c][world], 3) for c in columns.values()},
-                     "chosen leaving it out": chosen, "its ARI": round(table[chosen][world], 3),
-                     "below floor": "yes" if table[chosen][world] < floors[world] - 1e-9 else ""})
-    summary = {"world": "mean", "floor": round(float(np.mean(list(floors.values()))), 3),
-               **{c: round(float(np.mean(list(table[c].values()))), 3) for c in columns.values()},
-               "chosen leaving it out": "", "its ARI": round(float(np.mean([r["its ARI"] for r in rows])), 3),
-               "below floor": str(sum(r["below floor"] == "yes" for r in rows))}
-    below = {"world": "worlds below floor", "floor": "",
-             **{c: sum(table[c][w] < floors[w] - 1e-9 for w in names) for c in columns.values()},
-             "chosen leaving it out": "", "its ARI": "", "below floor": ""}
-    folds = Counter(r["chosen leaving it out"] for r in rows)
+    rows = leave_one_out_rows(table, floors, names)
+    folds = Counter(r["chosen leaving it out"] for r in rows[:len(names)])
     wall = time.perf_counter() - t0
     notes = (f"ARI means over seeds {' '.join(map(str, args.seeds))}, {args.n} questions per world, every other "
              f"parameter the default; floor as in bench_strategies_floor.py. 'chosen leaving it out': the value with "
              f"the fewest other worlds below their floor, ties by mean ARI on them. Folds: "
              f"{', '.join(f'{c} in {k}' for c, k in folds.most_common())}. Wall time {wall:.0f} s.")
-    harness.report(__file__, [*rows, summary, below],
+    harness.report(__file__, rows,
                    title=f"The default at several min_share, world by world, embedder {embedder or 'MiniLM'}",
                    notes=notes, params={**vars(args), "embedder": embedder})
 
