@@ -126,6 +126,14 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
         labels[idx] = _cut(dist[np.ix_(idx, idx)], resolution, linkage) + offset
         offset = int(labels[idx].max()) + 1
     labels = join(labels)
+    # the distances across plans are built only when some strategy is under min_share
+    return _merge_small(lambda: _apart(dist, groups, profiles), labels, counts, min_share)
+
+
+def _apart(dist: np.ndarray, groups: np.ndarray, profiles: np.ndarray | spmatrix | None) -> np.ndarray:
+    """``dist`` with the gaps of :func:`agglomerative` added: :data:`GROUP_GAP` (and
+    :data:`PROFILE_WEIGHT` times the profiles' cosine distance) between rows of two groups,
+    :data:`SIDE_GAP` across calling tools or not."""
     differ = groups[:, None] != groups[None, :]
     apart = np.where(differ, GROUP_GAP, 0.0)
     if profiles is not None:
@@ -141,7 +149,7 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
     apart += dist
     tool_free = groups < 0
     apart += SIDE_GAP * (tool_free[:, None] != tool_free[None, :])
-    return merge_small_from(apart, labels, counts, min_share)
+    return apart
 
 
 def _cut(dist: np.ndarray, resolution: float, linkage: str) -> np.ndarray:

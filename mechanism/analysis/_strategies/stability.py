@@ -104,14 +104,12 @@ def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarr
                   profiles: np.ndarray | spmatrix | None = None) -> tuple[dict[int, float], float]:
     """Per-strategy bootstrap stability over question resamples, and the adjusted Rand index
     between the fit's strategies and a fit with the next seed (made by a clone of ``p``:
-    ``p`` never changes); ``profiles``: the rows' plan profiles the fit used
-    (:func:`~mechanism.analysis._strategies.features.plan_profiles`), else computed here."""
+    ``p`` never changes); ``profiles``: the rows' plan profiles the fit clustered with
+    (:func:`~mechanism.analysis._strategies.features.plan_profiles`; ``None``: none)."""
     from sklearn.base import clone  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
     feats, counts = rows.features, rows.counts.astype(np.float64)
     plans = plan_codes(rows.plans)
-    if profiles is None and p.plans == "apart":
-        profiles = plan_profiles(rows.plans)
     tree = p.method == "agglomerative" and p.cluster_on == "features"
     seed = int(p.random_state)
     if tree:
