@@ -973,42 +973,56 @@ def _all_pass_values(n: np.ndarray, c: np.ndarray, ks: np.ndarray) -> np.ndarray
 def _count_blocks(runs: pl.DataFrame, ts: np.ndarray) -> pl.DataFrame | None:
     """Per-problem counts without a hash group-by, when the table is laid out in blocks.
 
-    Tables are usually written one (arm, question) after another. One vectorised pass
-    compares each row's ``arm`` and ``question_id`` with the row before: the block starts
-    give every problem's rows, and one ``numpy.bincount`` over (block, depth index) counts
-    samples and successes within each depth. The same pass checks that sample ids strictly increase
-    within each block; with the blocks' keys all distinct, no ``(arm, question_id,
-    sample_id)`` can repeat, so the duplicate-key check costs nothing extra. Returns None
-    (the caller then groups by hash and checks keys exactly) when an (arm, question) is
-    split over several blocks or sample ids do not increase.
+    Tables are usually written one (arm, question) after another. One polars pass finds
+    where ``question_id`` changes, where ``arm`` changes and where ``sample_id`` fails to
+    increase, each as its own expression so they run on separate threads; the union of the
+    first two gives every problem's rows. One ``numpy.bincount`` over (block, rounds used)
+    and a cumulative sum over rounds count samples and successes within each depth. With
+    sample ids increasing within every block and the blocks' keys all distinct, no ``(arm,
+    question_id, sample_id)`` can repeat, so the duplicate-key check costs nothing extra.
+    Returns None (the caller then groups by hash and checks keys exactly) when an (arm,
+    question) is split over several blocks or sample ids do not increase.
     """
     if runs.height == 0:
         return None
     arm, qid = pl.col("arm"), pl.col("question_id")
-    same = ((arm == arm.shift()) & (qid == qid.shift())).fill_null(False)
-    exprs = [(~same).arg_true().implode().alias("starts")]
+    beyond = int(ts.max()) + 1  # a failure, or a success after the largest T: counted at no depth
+    exprs = [(qid != qid.shift()).fill_null(True).arg_true().implode().alias("q"),
+             (arm != arm.shift()).fill_null(True).arg_true().implode().alias("a"),
+             pl.when(pl.col("correct") & (pl.col("n_rounds") < beyond)).then(pl.col("n_rounds"))
+             .otherwise(beyond).implode().alias("r")]
     if "sample_id" in runs.columns:
         sid = pl.col("sample_id")
-        exprs.append((same & (sid <= sid.shift())).any().alias("unordered"))
-    probe = runs.select(exprs)  # one pass: the row comparisons are made once
-    if "unordered" in probe.columns and probe["unordered"].item():
+        exprs.append((sid <= sid.shift()).fill_null(False).arg_true().implode().alias("s"))
+    probe = runs.select(exprs)  # one pass over the table, one thread per expression
+    changes = [probe[name].explode().to_numpy().astype(np.int64) for name in ("q", "a")]
+    if 2 * max(c.size for c in changes) > runs.height:  # mostly one-row blocks (shuffled rows): hash instead
         return None
-    starts = probe["starts"].explode().to_numpy().astype(np.int64)
+    # the union of two ascending runs: a stable sort merges them in linear time
+    starts = np.sort(np.concatenate(changes), kind="stable")
+    starts = starts[np.append(True, starts[1:] != starts[:-1])]
+    if "s" in probe.columns:  # a sample id that does not increase is allowed only where a block starts
+        drops = probe["s"].explode().to_numpy().astype(np.int64)
+        at = np.minimum(np.searchsorted(starts, drops), starts.size - 1)
+        if not (starts[at] == drops).all():
+            return None
     blocks = runs.select("arm", "question_id")[starts]
     if blocks.is_duplicated().any():  # an (arm, question) in several blocks: not this layout
         return None
-    # Each episode's depth index: the first T of the grid it fits under (failures: past the
-    # grid). One bincount over (block, depth index) and a cumulative sum over depths give the
-    # successes within every T for every problem at once.
-    beyond = int(ts.max()) + 1
-    rounds = runs.select(pl.when(pl.col("correct")).then(pl.col("n_rounds")).otherwise(beyond)
-                         .alias("r"))["r"].to_numpy()
-    depth_of = np.searchsorted(ts, np.arange(beyond + 1), side="left")  # rounds -> depth index
+    # One bincount over (block, rounds used, capped past the grid) and a cumulative sum over
+    # rounds give the successes within every T for every problem at once. A grid reaching a
+    # large T would make that histogram wide: rounds are then mapped to their depth index
+    # first (a lookup per row, which a dense grid saves).
+    rounds = probe["r"].explode().to_numpy()
+    width, columns = beyond + 1, ts
+    if starts.size * width > 4 * runs.height + (1 << 16):
+        rounds = np.searchsorted(ts, rounds, side="left")
+        width, columns = ts.size + 1, np.arange(ts.size)
     n = np.diff(np.append(starts, runs.height))
-    width = ts.size + 1
-    cell = np.repeat(np.arange(starts.size, dtype=np.int64) * width, n) + depth_of[np.minimum(rounds, beyond)]
+    cell = np.repeat(np.arange(starts.size, dtype=np.int64) * width, n)
+    cell += rounds
     hist = np.bincount(cell, minlength=starts.size * width).reshape(starts.size, width)
-    within = np.cumsum(hist[:, :ts.size], axis=1)
+    within = np.cumsum(hist[:, :width - 1], axis=1)[:, columns]
     cols = {"n": n, **{f"c{i}": within[:, i] for i in range(ts.size)}}
     return blocks.with_columns(**{k: pl.Series(v, dtype=pl.Int64) for k, v in cols.items()}).sort("arm", "question_id")
 
