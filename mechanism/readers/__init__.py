@@ -10,6 +10,7 @@ One module per format (``canonical``, ``searchr1``, ``openai``, ``react``, ``ati
 """
 from __future__ import annotations
 
+import pickle
 import re
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -25,7 +26,7 @@ from mechanism.core.names import safe_filename
 from mechanism.core.options import check_choice
 from mechanism.core.progress import progress as _progress
 from mechanism.core.schema import validate
-from mechanism.readers import atif, canonical, fireact, inspectlog, openai, react, searchr1
+from mechanism.readers import _parts, atif, canonical, fireact, inspectlog, openai, react, searchr1
 from mechanism.readers._answer import compile_answer_pattern
 from mechanism.readers._build import F1_THRESHOLD, SCORERS, Columns, ReadOptions, Tally, build_row
 from mechanism.readers._fields import MISSING, FieldMap, get_path
@@ -141,6 +142,11 @@ class _Source:
             self._frame = read_parquet(path, self._data)
         elif self.kind == "csv":
             self._frame = read_csv(path, self._data)
+
+    @property
+    def from_pipe(self) -> bool:
+        """Whether the records are bytes read from a pipe (not a file that can be read again)."""
+        return self._data is not None
 
     def records(self, fmt: str) -> Iterator[tuple[int, Any]]:
         self.blank = []
@@ -417,12 +423,28 @@ def _read_file(path: Path, rows: Columns, rep: ReadReport, tally: Tally, *, form
         return
     src, src_name, fmt, records = opened
     rep.formats[src_name] = fmt
-    module = _MODULES[fmt]
     stem_arm = safe_filename(path.stem)
-    if filt is not None:
-        records = filt.apply(records, src_name, rep)
-    layout = _Layout(fields)
-    for line, record in _progress(records, enabled=progress, desc=path.name):
+    how = {"fmt": fmt, "src_name": src_name, "fields": fields, "options": options, "arm": arm,
+           "stem_arm": stem_arm, "errors": errors}
+    blank = _read_in_parts(path, src, rows, rep, tally, how, filt=filt, progress=progress)
+    if blank is None:  # one process, the records in order
+        if filt is not None:
+            records = filt.apply(records, src_name, rep)
+        _read_records(_progress(records, enabled=progress, desc=path.name), rows, rep, tally, _Layout(fields),
+                      **how)
+        blank = src.blank if src is not None else []
+    if blank:  # the same rule for JSONL and CSV: not records, but said
+        shown = ", ".join(map(str, blank[:5])) + (", ..." if len(blank) > 5 else "")
+        rep.notes.append(f"{src_name}: {len(blank)} blank line{'s' if len(blank) > 1 else ''} "
+                         f"(no record) left out: line {shown}")
+
+
+def _read_records(records: Iterable[tuple[int, Any]], rows: Columns, rep: ReadReport, tally: Tally,
+                  layout: _Layout, *, fmt: str, src_name: str, fields: FieldMap, options: ReadOptions,
+                  arm: str | None, stem_arm: str, errors: Errors) -> None:
+    """``(line, record)`` pairs of one file into ``rows``; bad records raised or listed in ``rep``."""
+    module = _MODULES[fmt]
+    for line, record in records:
         rep.rows_in += 1
         try:
             if isinstance(record, InputError):
@@ -461,10 +483,70 @@ def _read_file(path: Path, rows: Columns, rep: ReadReport, tally: Tally, *, form
             continue
         row["_source"], row["_line"] = src_name, line
         rows.append(row)
-    if src is not None and src.blank:  # the same rule for JSONL and CSV: not records, but said
-        shown = ", ".join(map(str, src.blank[:5])) + (", ..." if len(src.blank) > 5 else "")
-        rep.notes.append(f"{src_name}: {len(src.blank)} blank line{'s' if len(src.blank) > 1 else ''} "
-                         f"(no record) left out: line {shown}")
+
+
+# the formats whose records are the lines of a JSONL file, each parsed on its own
+_PART_FORMATS = frozenset({"canonical", "searchr1", "openai", "react", "atif"})
+
+
+def _read_in_parts(path: Path, src: _Source | None, rows: Columns, rep: ReadReport, tally: Tally,
+                   how: dict[str, Any], *, filt: _Where | None, progress: bool | None) -> list[int] | None:
+    """Read a large JSONL file in parts, the first here and the others in worker processes
+    (:mod:`mechanism.readers._parts`), and put them together as one read of the whole file.
+
+    Returns the file's blank lines, or None when the file was not read (small, not a plain
+    file, a filter, a part that failed or could not be put together exactly): the caller then
+    reads it in this process. ``rows``, ``rep`` and ``tally`` are changed only on success.
+    """
+    if (src is None or src.kind != "jsonl" or src.from_pipe or filt is not None
+            or how["fmt"] not in _PART_FORMATS):
+        return None
+    workers = _parts.default_workers()
+    ranges = _parts.spans(path, workers) if workers > 1 else []
+    if len(ranges) < 2:
+        return None
+    try:
+        jobs = [{"path": path, "span": r, **how} for r in ranges[1:]]
+        pickle.dumps(jobs[0], protocol=pickle.HIGHEST_PROTOCOL)  # a scorer defined in a notebook cannot travel
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return None
+    with _parts.started(jobs) as pending:
+        try:
+            first: _parts.Part | None = read_part(path, (0, ranges[0][1]), first=1, progress=progress, **how)
+        except InputError:  # the error to raise depends on the rows of earlier files too: read again
+            first = None
+        parts = [first, *pending.results()] if first is not None else [None]
+    if (any(p is None for p in parts) or not _parts.uniform(parts) or not _parts.mergeable(tally, parts)
+            or path.stat().st_size != ranges[-1][1]):  # a file that grew: read again, which refuses it
+        return None
+    blank: list[int] = []
+    for part in parts:
+        _parts.add_rows(rows, part.rows)
+        _parts.add_tally(tally, part.tally)
+        rep.rows_in += part.report.rows_in
+        rep.skipped.extend(part.report.skipped)
+        how["fields"].present |= part.present
+        blank.extend(part.blank)
+    return blank
+
+
+def read_part(path: Path, span: tuple[int, int], *, fmt: str, src_name: str, fields: FieldMap,
+              options: ReadOptions, arm: str | None, stem_arm: str, errors: Errors, first: int | None = None,
+              progress: bool | None = False) -> _parts.Part:
+    """The records of the byte range ``span`` of a JSONL file (cut at line starts), read into a
+    part of their own (:class:`~mechanism.readers._parts.Part`). A worker process of
+    :func:`_read_in_parts` runs it on its part; ``first`` is the number of the range's first
+    line, counted when not given."""
+    start, stop = span
+    line = _parts.first_line(path, start) if first is None else first
+    rows, rep, tally, layout, blank = Columns(), ReadReport(), Tally(scorer_name=options.scorer_name), \
+        _Layout(fields), []
+    records = iter_jsonl(path, None, blank, span=(start, stop, line))
+    _read_records(_progress(records, enabled=progress, desc=f"{path.name} (part 1)"), rows, rep, tally, layout,
+                  fmt=fmt, src_name=src_name, fields=fields, options=options, arm=arm, stem_arm=stem_arm,
+                  errors=errors)
+    groups = (layout.common, layout.union) if layout.common is not None else None
+    return _parts.Part(rows, rep, tally.without_caches(), blank, set(fields.present), groups, layout.refused)
 
 
 def _other_format(record: Mapping[str, Any], fields: FieldMap, fmt: str) -> str | None:
@@ -579,6 +661,8 @@ class _Layout:
     def __init__(self, fields: FieldMap) -> None:
         self.fields = fields
         self.common: frozenset[int] | None = None
+        self.union: frozenset[int] | None = None  # the fields some kept record has
+        self.refused = 0  # records refused for lacking fields (their message counts the records before)
         self.seen_key: dict[int, str] = {}  # group -> the field name earlier records used for it
         self.kept = 0
         self._cache: dict[tuple[str, ...], dict[int, str]] = {}
@@ -605,6 +689,7 @@ class _Layout:
         if self.common is not None and self.kept >= self.MIN_RECORDS:
             lacking = sorted(self.common - set(present))
             if lacking:
+                self.refused += 1
                 shown = ", ".join(f"`{self.seen_key[g]}`" for g in lacking)
                 raise InputError(f"record lacks {shown}, which the {self.kept} records before it in this file "
                                  "have (a record of another kind, or cut short)", field=self.seen_key[lacking[0]])
@@ -613,6 +698,7 @@ class _Layout:
     def keep(self, present: dict[int, str]) -> None:
         groups = frozenset(present)
         self.common = groups if self.common is None else self.common & groups
+        self.union = groups if self.union is None else self.union | groups
         for g, key in present.items():
             self.seen_key.setdefault(g, key)
         self.kept += 1

@@ -29,7 +29,7 @@ from mechanism.readers._repeats import RepeatedReplies
 
 SCORERS = ("em", "f1", "cover-em", "contains")
 F1_THRESHOLD = 0.5  # `scorer="f1"`: correct when token F1 reaches this (the usual partial-credit cut)
-_EXAMPLES = 3
+EXAMPLES = 3  # locations kept per note (parser notes, leaks, disagreements)
 _SELF_TOOLS = frozenset({"reflect", "think", "plan", "note", "scratchpad"})
 # a logger's gold-answer line; in agent-visible text it is a leak (flagged, see Tally.leak)
 _LEAK_BODY = r"[ \t]*(?:correct answer|gold(?: answer)?|ground[ _-]?truth)[ \t]*:[ \t]*([^\n]*)"
@@ -38,7 +38,8 @@ _LEAK_LINE = re.compile("^" + _LEAK_BODY, re.I | re.M)
 # engine jump from one line break to the next, where `^` (or a case-insensitive word) makes it
 # try the pattern at every character of a long passage (see _has_leak_line)
 _LEAK_AFTER_BREAK = re.compile("\n" + _LEAK_BODY, re.I)
-_FIELD_VALUES = 100_000  # distinct values kept per candidate grouping field (bounded memory)
+FIELD_VALUES = 100_000  # distinct values kept per candidate grouping field (bounded memory)
+NOTHING_FORMS = 16  # distinct "nothing" answers counted as written (bounded memory)
 LONG_ANSWER = 2_000  # characters: longer is a whole message or a runaway generation, not an answer
 _WARN_MIN_ANSWERS = 5  # fewer answers, all wrong, is no sign of a misread
 
@@ -208,6 +209,11 @@ class Tally:
     _norm: dict[str, str] = field(default_factory=dict)
     _f1_cache: dict[tuple[str, str], float] = field(default_factory=dict)
 
+    def without_caches(self) -> Tally:
+        """This tally with its look-up caches emptied (they are not counts: not worth sending)."""
+        self._norm, self._f1_cache = {}, {}
+        return self
+
     def _normalized(self, text: str) -> str:
         # gold answers repeat across samples and arms: normalise each text once
         norm = self._norm.get(text)
@@ -242,7 +248,7 @@ class Tally:
         """Count one parser note (a repaired or dropped action) and keep a few locations."""
         entry = self.parser_notes.setdefault(kind, [0, []])
         entry[0] += 1
-        if len(entry[1]) < _EXAMPLES and where not in entry[1]:  # one location once
+        if len(entry[1]) < EXAMPLES and where not in entry[1]:  # one location once
             entry[1].append(where)
 
     def leak(self, gold: list[str], question: str, steps: list[dict[str, Any]], where: str) -> None:
@@ -267,7 +273,7 @@ class Tally:
                 said = self._normalized(m.group(1))
                 if said and any(f" {g} " in f" {said} " for g in golds):
                     self.gold_leaks += 1
-                    if len(self.gold_leak_examples) < _EXAMPLES:
+                    if len(self.gold_leak_examples) < EXAMPLES:
                         self.gold_leak_examples.append(f"{where}, {name}: {_short(m.group(0).strip())}")
                     return
 
@@ -683,7 +689,7 @@ def _score(row: dict[str, Any], tally: Tally, options: ReadOptions, given_correc
             agrees = (em or contains_answer(answer, gold)) if given_correct else not em
             if not agrees:
                 tally.disagreements += 1
-                if len(tally.disagreement_examples) < 3:
+                if len(tally.disagreement_examples) < EXAMPLES:
                     tally.disagreement_examples.append(where)
     elif unanswered:
         row["correct"] = False
@@ -731,7 +737,7 @@ def _count_calls(steps: list[dict[str, Any]], tally: Tally, options: ReadOptions
             tally.failure_kinds[kind] += 1
             if kind == "nothing":
                 form = observation.strip()[:40]
-                if form in tally.nothing_forms or len(tally.nothing_forms) < 16:  # bounded
+                if form in tally.nothing_forms or len(tally.nothing_forms) < NOTHING_FORMS:
                     tally.nothing_forms[form] += 1
         else:
             tally.replies.add(observation, tool, step.get("arguments") or step.get("query"))
@@ -748,7 +754,7 @@ def _count_hashed(row: dict[str, Any], record: Mapping[str, Any], consumed: set[
         if name in consumed or name[:1] == "_" or isinstance(value, bool) or not isinstance(value, (str, int)):
             continue
         seen = tally.field_values.setdefault(name, set())
-        if len(seen) < _FIELD_VALUES:
+        if len(seen) < FIELD_VALUES:
             seen.add(value)
     tally.hashed_groups[(row["arm"], row["question_id"])] += 1
 

@@ -221,20 +221,29 @@ def _decode(raw: bytes, source: str, line: int) -> str:
         raise BadRecord(f"not valid UTF-8 (byte {exc.start + 1} of the line)", source=source, line=line) from None
 
 
-def iter_jsonl(path: Path, data: bytes | None = None, blank: list[int] | None = None) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(path: Path, data: bytes | None = None, blank: list[int] | None = None, *,
+               span: tuple[int, int, int] | None = None) -> Iterator[tuple[int, Any]]:
     """(line number, decoded value) for every non-blank line, streamed.
 
     A line that fails to decode yields ``(line, BadRecord)`` so the caller decides whether to
     raise or skip, and reading goes on with the next line; a key given twice in one object is
     such a failure (JSON would keep the last value silently). The numbers of blank lines are
-    appended to ``blank`` (the caller reports them, as it does for CSV).
+    appended to ``blank`` (the caller reports them, as it does for CSV). ``span`` = (first
+    byte, end byte, number of its first line) reads only the lines of that byte range of a
+    file (both ends at line starts), numbered as in the whole file.
     """
     source = str(path)
+    start, stop, first = span if span is not None else (0, None, 1)
     with open_binary(path, data) as fh:
         # a file that grows while it is read (a live log, a special file posing as a regular one)
         # is refused at the size it had when opened, before it can fill memory
-        limit, used = (os.fstat(fh.fileno()).st_size if data is None else len(data)), 0
-        for number, raw in enumerate(fh, 1):
+        limit, used = (os.fstat(fh.fileno()).st_size if data is None else len(data)), start
+        if stop is not None:
+            fh.seek(start)
+            limit = min(limit, stop)
+        for number, raw in enumerate(fh, first):
+            if used >= limit and stop is not None:
+                break
             used += len(raw)
             if used > limit:
                 raise InputError(f"file grew while it was read (past the {limit:,} bytes it had when opened): "

@@ -21,6 +21,7 @@ look-up.
 from __future__ import annotations
 
 import re
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 
@@ -80,7 +81,8 @@ class RepeatedReplies:
 
     def __init__(self) -> None:
         self.calls = 0
-        self._texts: dict[str, list] = {}  # text -> [count, set of call hashes, Counter of tools]
+        self._texts: dict[str, list] = {}  # text -> [count, set of call checksums, Counter of tools]
+        self.pruned = False  # whether the less frequent texts were ever dropped
 
     def add(self, observation: str | None, tool: str, action: str | None) -> None:
         """Count one call's observation (one that the failure reading did not already count)."""
@@ -97,16 +99,36 @@ class RepeatedReplies:
             entry = self._texts[text] = [0, set(), Counter()]
         entry[0] += 1
         if len(entry[1]) < MAX_ACTIONS:
-            # the hash only tells calls apart within this read; nothing of it is kept or shown
-            entry[1].add(hash((tool, action)))
+            # the checksum only tells calls apart within this read; nothing of it is kept or shown.
+            # Unlike hash(), it is the same in every process, so parts of a file read in worker
+            # processes (mechanism.readers._parts) count distinct calls together
+            entry[1].add(zlib.crc32(f"{tool}\x1f{action}".encode("utf-8", "surrogatepass")))
         if tool in entry[2] or len(entry[2]) < MAX_TOOLS:
             entry[2][tool] += 1
 
     def _prune(self) -> None:
         # the more frequent half stays (ties: the earlier seen); amortised, each call's share of
         # the sorting is O(log MAX_TEXTS)
+        self.pruned = True
         ranked = sorted(self._texts.items(), key=lambda kv: -kv[1][0])
         self._texts = dict(ranked[: MAX_TEXTS // 2])
+
+    def tools_by_text(self) -> dict[str, set[str]]:
+        """Each counted text and the tools it followed."""
+        return {text: set(entry[2]) for text, entry in self._texts.items()}
+
+    def absorb(self, other: RepeatedReplies) -> None:
+        """Count ``other``'s calls (made after these) in with these, where neither dropped a text
+        or filled a text's tools (checked by the caller, :func:`mechanism.readers._parts.mergeable`)."""
+        self.calls += other.calls
+        for text, (count, actions, tools) in other._texts.items():
+            entry = self._texts.setdefault(text, [0, set(), Counter()])
+            entry[0] += count
+            for action in actions:  # only how many distinct calls (up to the bound) is ever read
+                if len(entry[1]) >= MAX_ACTIONS:
+                    break
+                entry[1].add(action)
+            entry[2].update(tools)
 
     def proposals(self, *, limit: int = 3) -> list[Proposal]:
         """Texts that answered at least :data:`MIN_ACTIONS` distinct calls and at least
