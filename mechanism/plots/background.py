@@ -18,22 +18,27 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 import pickle
 import queue
-import struct
 import subprocess
 import sys
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from mechanism.core.errors import MechanismError
+from mechanism.core.workers import (
+    answer_stream,
+    read_frame,
+    start_worker,
+    usable_cores,
+    workers_setting,
+    write_frame,
+)
 from mechanism.plots.handoff import HANDOFF
 
-_HEADER = struct.Struct("<Q")
 _NOT_SENT = frozenset({"backend", "backend_fallback", "interactive", "webagg.port", "webagg.address"})
 _Job = tuple[bytes, str, str, tuple[str, ...], dict[str, Any]]
 # a failure: an OSError's (errno, strerror, filename), another's one line, or None
@@ -45,17 +50,10 @@ _ACTIVE: contextvars.ContextVar[_Savers | str | None] = contextvars.ContextVar("
 def default_workers() -> int:
     """Workers for a report: ``MECHANISM_FIGURE_WORKERS`` where set (0: figures saved in the
     caller), else one per core the process may use, at most 4 (a report has 10-20 figures)."""
-    setting = os.environ.get("MECHANISM_FIGURE_WORKERS", "").strip()
-    if setting:
-        try:
-            return max(0, int(setting))
-        except ValueError:
-            raise MechanismError(f"MECHANISM_FIGURE_WORKERS must be a whole number, got {setting[:40]!r}") from None
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS and Windows have no affinity mask
-        cores = os.cpu_count() or 1
-    return max(1, min(4, cores))
+    setting = workers_setting("MECHANISM_FIGURE_WORKERS")
+    if setting is not None:
+        return max(0, setting)
+    return max(1, min(4, usable_cores()))
 
 
 @contextlib.contextmanager
@@ -183,14 +181,7 @@ class _Savers:
 
 def _start_worker() -> subprocess.Popen | None:
     """A worker process, or ``None`` where none can start (the caller then saves every figure)."""
-    # the worker finds this copy of the package wherever the caller found it
-    home = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH")) if p)}
-    try:
-        return subprocess.Popen([sys.executable, "-m", "mechanism.plots.background"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    except OSError:
-        return None
+    return start_worker("mechanism.plots.background")
 
 
 def _stop(worker: subprocess.Popen | None) -> None:
@@ -213,8 +204,8 @@ def _send(worker: subprocess.Popen, job: _Job
           ) -> tuple[_Error, list[tuple[str, type[Warning]]]] | None:
     """The worker's answer to one job, or ``None`` when it is gone."""
     try:
-        _write(worker.stdin, pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))  # type: ignore[arg-type]
-        answer = _read(worker.stdout)  # type: ignore[arg-type]
+        write_frame(worker.stdin, pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))  # type: ignore[arg-type]
+        answer = read_frame(worker.stdout)  # type: ignore[arg-type]
         return None if answer is None else pickle.loads(answer)
     except (OSError, EOFError, ValueError, pickle.UnpicklingError):  # gone, or its answers unreadable
         worker.kill()
@@ -243,33 +234,15 @@ def _save_here(job: _Job) -> tuple[_Error, list[tuple[str, type[Warning]]]]:
     return error, [(str(w.message), w.category) for w in caught]
 
 
-def _write(stream: BinaryIO, data: bytes) -> None:
-    stream.write(_HEADER.pack(len(data)))
-    stream.write(data)
-    stream.flush()
-
-
-def _read(stream: BinaryIO) -> bytes | None:
-    head = stream.read(_HEADER.size)
-    if len(head) < _HEADER.size:
-        return None
-    (size,) = _HEADER.unpack(head)
-    data = stream.read(size)
-    return data if len(data) == size else None
-
-
 def _serve() -> None:
     """The worker: jobs from standard input until it closes, each answered on standard output."""
     import matplotlib  # noqa: PLC0415 - matplotlib: the worker's own, before pyplot loads
 
     matplotlib.use("Agg")
-    # the answers go out on a copy of standard output; the descriptor itself now points at
-    # standard error, so a stray print (from Python or a C library) cannot land in them
-    answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    answers = answer_stream()
     stdin = sys.stdin.buffer
-    while (data := _read(stdin)) is not None:
-        _write(answers, pickle.dumps(_save_here(pickle.loads(data)), protocol=pickle.HIGHEST_PROTOCOL))
+    while (data := read_frame(stdin)) is not None:
+        write_frame(answers, pickle.dumps(_save_here(pickle.loads(data)), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 if __name__ == "__main__":

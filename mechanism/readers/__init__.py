@@ -498,16 +498,17 @@ def _read_in_parts(path: Path, src: _Source | None, rows: Columns, rep: ReadRepo
     file, a filter, a part that failed or could not be put together exactly): the caller then
     reads it in this process. ``rows``, ``rep`` and ``tally`` are changed only on success.
     """
+    # a scorer function is the caller's code: it is run here only, never imported by a worker
     if (src is None or src.kind != "jsonl" or src.from_pipe or filt is not None
-            or how["fmt"] not in _PART_FORMATS):
+            or how["fmt"] not in _PART_FORMATS or callable(how["options"].scorer)):
         return None
     workers = _parts.default_workers()
     ranges = _parts.spans(path, workers) if workers > 1 else []
     if len(ranges) < 2:
         return None
+    jobs = [{"path": path, "span": r, **how} for r in ranges[1:]]
     try:
-        jobs = [{"path": path, "span": r, **how} for r in ranges[1:]]
-        pickle.dumps(jobs[0], protocol=pickle.HIGHEST_PROTOCOL)  # a scorer defined in a notebook cannot travel
+        pickle.dumps(jobs[0], protocol=pickle.HIGHEST_PROTOCOL)  # a pattern compiled by another engine may not travel
     except (pickle.PicklingError, AttributeError, TypeError):
         return None
     with _parts.started(jobs) as pending:

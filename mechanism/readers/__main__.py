@@ -10,19 +10,20 @@ from __future__ import annotations
 import pickle
 import sys
 
+from mechanism.core.workers import answer_stream, read_frame, write_frame
 from mechanism.readers import read_part
-from mechanism.readers._parts import receive, send
 
 
 def main() -> int:
-    data = receive(sys.stdin.buffer)
+    answers = answer_stream()
+    data = read_frame(sys.stdin.buffer)
     if data is None:
         return 2
     try:
         part = read_part(**pickle.loads(data))
     except Exception:  # noqa: BLE001 - any failure: the caller reads this part again itself
         return 1
-    send(sys.stdout.buffer, pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
+    write_frame(answers, pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
     return 0
 
 

@@ -3,11 +3,10 @@
 Why: reading is one Python loop per record (decode, parse, score, count), on one core, while
 the others sit idle; 100,000 Search-R1 trajectories took 6-7 s on two cores. A file of at least
 :data:`MIN_BYTES` is cut at line starts into one part per core: this process reads the first
-part while each other part is read by ``python -m mechanism.readers``, a fresh
-interpreter that imports only the readers (it never runs the caller's script again, as
-multiprocessing's ``spawn`` does for a script without a ``__main__`` guard). A job and its part
-travel pickled over the worker's pipes, in memory, between this package's own processes;
-nothing pickled is ever written to disk.
+part while each other part is read by ``python -m mechanism.readers``
+(:mod:`mechanism.core.workers`: a fresh interpreter that never runs the caller's script again).
+A job and its part travel pickled over the worker's pipes, in memory, between this package's
+own processes; nothing pickled is ever written to disk.
 
 The parts are then put together in file order, and the table and the report are those of
 one read of the whole file: rows, skipped records, blank lines and every count of the
@@ -18,7 +17,11 @@ in this process, the slow way, so no result ever depends on the number of cores:
   the first bad record in file order is the one raised, as always);
 - records that do not all have the same canonical fields (which record is "lacking" fields
   depends on the records before it);
-- a bounded count that filled up in a part (what it dropped depends on what came before).
+- a bounded count that filled up in a part (what it dropped depends on what came before);
+- a file that changed size while it was read (one read refuses it).
+
+A ``where=`` filter, a ``scorer`` function (the caller's code, run only in the caller) and a
+pipe are read in one process from the start.
 
 ``MECHANISM_READ_WORKERS`` sets the number of parts (0 or 1: always one process); a read in
 a worker process never starts workers of its own.
@@ -29,16 +32,15 @@ import contextlib
 import multiprocessing
 import os
 import pickle
-import struct
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from mechanism.core.errors import MechanismError, ReadReport
+from mechanism.core.errors import ReadReport
+from mechanism.core.workers import read_frame, start_worker, usable_cores, workers_setting, write_frame
 from mechanism.readers._build import EXAMPLES, FIELD_VALUES, NOTHING_FORMS, Columns, Tally
 from mechanism.readers._repeats import MAX_TEXTS, MAX_TOOLS
 
@@ -46,7 +48,6 @@ MIN_BYTES = 64 << 20  # below this a worker's start (about 0.4 s) is not won bac
 PART_BYTES = 32 << 20  # at least this much of the file per part
 FIRST_WEIGHT = 1.4  # the first part's size, in workers' parts
 _WORKER_ENV = "MECHANISM_READ_WORKER"  # set in a worker: its own reads stay in one process
-_HEADER = struct.Struct("<Q")
 
 
 def default_workers() -> int:
@@ -54,17 +55,8 @@ def default_workers() -> int:
     process may use, at most 8; 1 inside a read's own worker or any multiprocessing worker."""
     if os.environ.get(_WORKER_ENV) or multiprocessing.parent_process() is not None:
         return 1  # already one of several processes (a read's part, a shard's worker): no more
-    setting = os.environ.get("MECHANISM_READ_WORKERS", "").strip()
-    if setting:
-        try:
-            return max(1, int(setting))
-        except ValueError:
-            raise MechanismError(f"MECHANISM_READ_WORKERS must be a whole number, got {setting[:40]!r}") from None
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS and Windows have no affinity mask
-        cores = os.cpu_count() or 1
-    return max(1, min(8, cores))
+    setting = workers_setting("MECHANISM_READ_WORKERS")
+    return max(1, setting) if setting is not None else max(1, min(8, usable_cores()))
 
 
 def spans(path: Path, workers: int, *, min_bytes: int | None = None) -> list[tuple[int, int]]:
@@ -119,16 +111,16 @@ class Workers:
     """Worker processes reading the parts after the first, started at once."""
 
     def __init__(self, jobs: list[dict[str, Any]]) -> None:
-        env = {**os.environ, _WORKER_ENV: "1", "POLARS_MAX_THREADS": "1"}
-        self.procs: list[subprocess.Popen] = []
+        env = {_WORKER_ENV: "1", "POLARS_MAX_THREADS": "1"}
+        self.procs: list[subprocess.Popen | None] = []
         for job in jobs:
-            proc = subprocess.Popen([sys.executable, "-m", "mechanism.readers"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            proc = start_worker("mechanism.readers", env)
             self.procs.append(proc)
-            assert proc.stdin is not None
+            if proc is None:
+                continue
             try:
-                send(proc.stdin, pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
-                proc.stdin.close()
+                write_frame(proc.stdin, pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))  # type: ignore[arg-type]
+                proc.stdin.close()  # type: ignore[union-attr]
             except OSError:  # a worker that died at start: its part is read again here
                 pass
 
@@ -136,18 +128,21 @@ class Workers:
         """Each worker's part, in order; None for one that failed."""
         out: list[Part | None] = []
         for proc in self.procs:
-            try:
-                assert proc.stdout is not None
-                data = receive(proc.stdout)
-                part = pickle.loads(data) if data is not None else None
-            except (OSError, EOFError, pickle.UnpicklingError):
-                part = None
-            proc.wait()
-            out.append(part if isinstance(part, Part) and proc.returncode == 0 else None)
+            part = None
+            if proc is not None:
+                try:
+                    data = read_frame(proc.stdout)  # type: ignore[arg-type]
+                    part = pickle.loads(data) if data is not None else None
+                except (OSError, EOFError, ValueError, pickle.UnpicklingError):
+                    part = None
+                proc.wait()
+            out.append(part if isinstance(part, Part) and proc is not None and proc.returncode == 0 else None)
         return out
 
     def stop(self) -> None:
         for proc in self.procs:
+            if proc is None:
+                continue
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
@@ -165,21 +160,6 @@ def started(jobs: list[dict[str, Any]]) -> Iterator[Workers]:
         yield workers
     finally:
         workers.stop()
-
-
-def send(pipe: BinaryIO, data: bytes) -> None:
-    pipe.write(_HEADER.pack(len(data)))
-    pipe.write(data)
-    pipe.flush()
-
-
-def receive(pipe: BinaryIO) -> bytes | None:
-    head = pipe.read(_HEADER.size)
-    if len(head) < _HEADER.size:
-        return None
-    (size,) = _HEADER.unpack(head)
-    data = pipe.read(size)
-    return data if len(data) == size else None
 
 
 # ---------------------------------------------------------------------------------------------
