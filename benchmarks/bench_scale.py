@@ -25,12 +25,18 @@ machine-wide peak is at most the first plus ``--n-jobs`` times the second. The p
 sum over the whole process tree at one moment is measured too (sampled every 0.2 s): the
 pipeline's own peak and its workers' need not fall at the same time.
 
-Run: ``python benchmarks/bench_scale.py --n 1000000 [--n-jobs 2] [--data DIR]``; prints a
-markdown table.
+``--backend ray`` assigns the shards with :func:`mechanism.analysis.distributed.assign_shards_ray`
+on a local Ray cluster of ``--n-jobs`` CPUs (started inside the timed stage), for the figures of
+the path that scales past one machine; the notes give the composition, the within-strategy part
+and a digest of the labels, the same on both backends.
+
+Run: ``python benchmarks/bench_scale.py --n 1000000 [--n-jobs 2] [--data DIR] [--backend ray]``;
+prints a markdown table.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -138,7 +144,8 @@ class WorkerPeak:
             self._thread.join()
 
 
-def pipeline(data: Path, work: Path, n_jobs: int, fit_questions: float, neighbours: bool) -> dict:
+def pipeline(data: Path, work: Path, n_jobs: int, fit_questions: float, neighbours: bool,
+             backend: str = "local") -> dict:
     import polars as pl
 
     from mechanism.analysis.compare import reweighting
@@ -173,7 +180,16 @@ def pipeline(data: Path, work: Path, n_jobs: int, fit_questions: float, neighbou
     out["fit_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    labels = assign_shards(saved, work / "parts", format="parts", n_jobs=n_jobs, cache_dir=work / "cache")
+    if backend == "ray":  # a local Ray cluster of n_jobs CPUs, started (and timed) here
+        import ray
+
+        from mechanism.analysis.distributed import assign_shards_ray
+
+        ray.init(num_cpus=n_jobs, include_dashboard=False, log_to_driver=False)
+        labels = assign_shards_ray(saved, work / "parts", format="parts", cache_dir=work / "cache")
+        ray.shutdown()
+    else:
+        labels = assign_shards(saved, work / "parts", format="parts", n_jobs=n_jobs, cache_dir=work / "cache")
     out["assign_s"] = time.perf_counter() - t
     assert labels.select("arm", "question_id", "sample_id").equals(light.select("arm", "question_id", "sample_id"))
 
@@ -185,6 +201,7 @@ def pipeline(data: Path, work: Path, n_jobs: int, fit_questions: float, neighbou
     out["reweighting_s"] = time.perf_counter() - t
     out["composition"] = rw.composition
     out["within"] = rw.within
+    out["labels_digest"] = hashlib.sha256(labels["strategy"].to_numpy().tobytes()).hexdigest()[:16]
     out["peak_gb_self"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     return out
 
@@ -200,6 +217,8 @@ def main() -> None:
     ap.add_argument("--data", default=None, help="folder of shards (simulated into it when empty)")
     ap.add_argument("--phase", default="all", choices=["all", "simulate", "pipeline"])
     ap.add_argument("--work", default=None)
+    ap.add_argument("--backend", default="local", choices=["local", "ray"],
+                    help="assign the shards in local worker processes or on a local Ray cluster of --n-jobs CPUs")
     args = ap.parse_args()
 
     data = Path(args.data or Path(tempfile.gettempdir()) / f"mechanism-scale-{args.n}")
@@ -208,7 +227,7 @@ def main() -> None:
         return
     if args.phase == "pipeline":
         with WorkerPeak() as workers:
-            result = pipeline(data, Path(args.work), args.n_jobs, args.fit_questions, args.neighbours)
+            result = pipeline(data, Path(args.work), args.n_jobs, args.fit_questions, args.neighbours, args.backend)
         result["peak_gb_worker"] = None if workers.kb is None else workers.kb / 2**20
         result["peak_gb_tree"] = None if workers.tree_kb is None else workers.tree_kb / 2**20
         print(json.dumps(result))
@@ -223,7 +242,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         t = time.perf_counter()
         proc = subprocess.run(me + ["--phase", "pipeline", "--work", work, "--n-jobs", str(args.n_jobs),
-                                    "--fit-questions", str(args.fit_questions)]
+                                    "--fit-questions", str(args.fit_questions), "--backend", args.backend]
                               + (["--neighbours"] if args.neighbours else []),
                               check=True, capture_output=True, text=True)
         total = time.perf_counter() - t
@@ -241,8 +260,11 @@ def main() -> None:
                   f"{r['peak_gb_worker']:.2f} GB (bound on the machine-wide peak: "
                   f"{r['peak_gb_self'] + args.n_jobs * r['peak_gb_worker']:.2f} GB); measured machine-wide peak "
                   f"(the process tree's summed resident memory, sampled every 0.2 s): {r['peak_gb_tree']:.2f} GB")
-    report(__file__, rows, params=vars(args), notes=memory,
-           title=f"{r['rows']:,} trajectories, {args.shards} shards, n_jobs={args.n_jobs}; strategies fitted on "
+    figures = (f"; composition {r['composition']:.6f}, within {r['within']:.6f}, labels sha256 "
+               f"{r['labels_digest']} (the same on every backend)")
+    where = "; shards assigned on a local Ray cluster" if args.backend == "ray" else ""
+    report(__file__, rows, params=vars(args), notes=memory + figures, part=None if args.backend == "local" else "ray",
+           title=f"{r['rows']:,} trajectories, {args.shards} shards, n_jobs={args.n_jobs}{where}; strategies fitted on "
                  f"{r['fit_rows']:,} rows ({r['n_strategies']} found)")
 
 if __name__ == "__main__":

@@ -74,6 +74,9 @@ class _AssignActor:
 
     def __init__(self, files: Mapping[str, bytes], space_key: str, format: str, options: Mapping[str, Any],
                  cache_dir: str | None, text: bool) -> None:
+        # an actor holds the CPUs Ray gave it: its reads stay in its own process, whatever the
+        # shard's size (mechanism.readers._parts would otherwise start a worker per core)
+        os.environ["MECHANISM_READ_WORKERS"] = "1"
         self.files = dict(files)
         self.space_key = space_key
         self.read = ReadArgs(format, dict(options))  # checked by the driver
