@@ -26,6 +26,9 @@ def _record(i: int, kind: str) -> dict:
     elif kind == "nothing":  # a short fixed reply to many different calls: counted in the replies
         base["response"] = (f"<search> try {i} </search><information>No results.</information>"
                             f"<search> again {i % 7} </search><information>None</information>")
+    elif kind == "cant":  # a fixed reply after 12 calls, each made again and again: proposed with their count
+        base["response"] = (f"<search> move {i // 4 % 12} </search><information>You can't do that.</information>"
+                            f"<answer> Author {i // 4} </answer>")
     elif kind == "cut":  # generation cut off inside the answer: a parser note with its line
         base["response"] = f"<search> x{i} </search><information>Doc</information><answer> Aut"
     elif kind == "bad":  # an unclosed <information>: a bad record
@@ -193,7 +196,7 @@ def test_every_count_of_the_read_has_a_rule_for_parts():
 def test_worker_processes_read_the_parts(tmp_path, monkeypatch):
     # the real thing: `python -m mechanism.readers` workers, parts of a few kilobytes
     path = tmp_path / "runs.jsonl"
-    _write(path, ["ok", "nothing", "cut", "ok"] * 60 + ["bad"])
+    _write(path, ["ok", "nothing", "cut", "cant"] * 60 + ["bad"])
     monkeypatch.setattr(_parts, "MIN_BYTES", 0)
     monkeypatch.setattr(_parts, "PART_BYTES", 4096)
     monkeypatch.setenv("MECHANISM_READ_WORKERS", "3")
@@ -210,6 +213,8 @@ def test_worker_processes_read_the_parts(tmp_path, monkeypatch):
     assert len(results) == 2 and all(isinstance(p, _parts.Part) for p in results)
     _same(got, _one_process(path, monkeypatch, errors="skip"))
     assert got[1].skipped[0].line == 241
+    # the same 12 calls made in every part are 12 distinct calls, not 12 per process
+    assert any("follows 12 distinct calls" in note for note in got[1].notes)
     # a bad record under errors="raise": the workers' parts are dropped, the file read again here
     with pytest.raises(InputError, match="line 241: unclosed `<information>`"):
         read(path)
