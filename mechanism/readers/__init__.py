@@ -506,9 +506,8 @@ def _read_in_parts(path: Path, src: _Source | None, rows: Columns, rep: ReadRepo
     ranges = _parts.spans(path, workers) if workers > 1 else []
     if len(ranges) < 2:
         return None
-    jobs = [{"path": path, "span": r, **how} for r in ranges[1:]]
-    try:
-        pickle.dumps(jobs[0], protocol=pickle.HIGHEST_PROTOCOL)  # a pattern compiled by another engine may not travel
+    try:  # each job pickled once, here: a pattern compiled by another engine may not travel
+        jobs = [pickle.dumps({"path": path, "span": r, **how}, protocol=pickle.HIGHEST_PROTOCOL) for r in ranges[1:]]
     except (pickle.PicklingError, AttributeError, TypeError):
         return None
     with _parts.started(jobs) as pending:

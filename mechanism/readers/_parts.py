@@ -37,7 +37,6 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
 
 from mechanism.core.errors import ReadReport
 from mechanism.core.workers import read_frame, start_worker, usable_cores, workers_setting, write_frame
@@ -110,16 +109,16 @@ class Part:
 class Workers:
     """Worker processes reading the parts after the first, started at once."""
 
-    def __init__(self, jobs: list[dict[str, Any]]) -> None:
+    def __init__(self, jobs: list[bytes]) -> None:
         env = {_WORKER_ENV: "1", "POLARS_MAX_THREADS": "1"}
         self.procs: list[subprocess.Popen | None] = []
-        for job in jobs:
+        for job in jobs:  # each a pickled mechanism.readers.read_part call
             proc = start_worker("mechanism.readers", env)
             self.procs.append(proc)
             if proc is None:
                 continue
             try:
-                write_frame(proc.stdin, pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))  # type: ignore[arg-type]
+                write_frame(proc.stdin, job)  # type: ignore[arg-type]
                 proc.stdin.close()  # type: ignore[union-attr]
             except OSError:  # a worker that died at start: its part is read again here
                 pass
@@ -153,7 +152,7 @@ class Workers:
 
 
 @contextlib.contextmanager
-def started(jobs: list[dict[str, Any]]) -> Iterator[Workers]:
+def started(jobs: list[bytes]) -> Iterator[Workers]:
     """Workers for ``jobs``, stopped on leaving the block whatever happened in it."""
     workers = Workers(jobs)
     try:

@@ -57,19 +57,15 @@ class _InProcess:
 
     def results(self):
         out = []
-        for job in jobs_roundtrip(self.jobs):
+        for job in self.jobs:  # pickled, as the worker gets them: copies, not the caller's objects
             try:
-                out.append(readers.read_part(**job))
+                out.append(readers.read_part(**pickle.loads(job)))
             except Exception:  # noqa: BLE001 - as the worker process: a failure is a missing part
                 out.append(None)
         return out
 
     def stop(self):
         pass
-
-
-def jobs_roundtrip(jobs):
-    return [pickle.loads(pickle.dumps(job)) for job in jobs]  # the worker gets copies, not these objects
 
 
 @pytest.fixture
