@@ -28,6 +28,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import polars as pl
 from harness import report
@@ -118,15 +119,8 @@ def _time(fn, repeat: int) -> tuple[float, float, object]:
 def _one_process(fn):
     """``fn`` with the read kept in one process (no workers reading parts of the file)."""
     def run():
-        saved = os.environ.get("MECHANISM_READ_WORKERS")
-        os.environ["MECHANISM_READ_WORKERS"] = "1"
-        try:
+        with mock.patch.dict(os.environ, {"MECHANISM_READ_WORKERS": "1"}):
             return fn()
-        finally:
-            if saved is None:
-                os.environ.pop("MECHANISM_READ_WORKERS")
-            else:
-                os.environ["MECHANISM_READ_WORKERS"] = saved
     return run
 
 
