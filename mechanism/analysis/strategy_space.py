@@ -304,9 +304,9 @@ class StrategySpace(BaseEstimator):
         self.labels_, self.n_strategies_ = labels[inverse], int(labels.max() + 1) if (labels >= 0).any() else 0
         self.stability_ = _describe.stability_table(fitted["stability"], labels)
         self.seed_agreement_, self.names_ = float(fitted["seed_agreement"]), {}
-        self.strategies_ = _describe.table(runs, traj, self.labels_, fitted["summaries"], self.stability_,
-                                           fitted["optional_steps"], seed=self.seed_, task_variants=fitted[
-            "task_variants"], task_calls=_describe.task_call_tools(named, self.labels_, self.task_calls_.tools))
+        calls = _describe.task_call_tools(named, self.labels_, self.task_calls_.tools)
+        self.strategies_ = _describe.table(runs, traj, self.labels_, fitted, self.stability_, seed=self.seed_,
+                                           task_calls=calls)
         self._example_pool = _describe.example_pool(runs, traj["moves"].to_list(), self.labels_, self.strategies_)
         return self._index()
 

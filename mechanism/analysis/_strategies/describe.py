@@ -16,7 +16,9 @@ a failed call, with a retry), ``failed_call_share`` (failed calls over calls),
 each retried by the next call of its tool; a strategy at least half loops says so in its name),
 ``optional_steps`` (what ``families="merge"`` joined), ``task_variants`` (tools that took one
 another's place on different kinds of task, ``"create_event / send_email"``:
-:mod:`mechanism.analysis._strategies.tasks`) and, per arm of the fitted table,
+:mod:`mechanism.analysis._strategies.tasks`), ``endings`` (last tools that took one another's
+place after the same steps, ``"restart / scale"``: :mod:`mechanism.analysis._strategies.endings`)
+and, per arm of the fitted table,
 ``n[arm]``, ``success_rate[arm]`` (questions weighted equally) and its bootstrap interval
 ``ci_low[arm]``, ``ci_high[arm]``, and ``failure_rate[arm]``, ``retry_rate[arm]`` with theirs
 (``..._ci_low[arm]``, ``..._ci_high[arm]``; :meth:`StrategySpace.execution` gives them as a long
@@ -127,13 +129,16 @@ def task_call_tools(tools: Sequence[str | None], labels: np.ndarray, task: froze
     return out
 
 
-def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries: list[dict[str, Any]],
-          stability: pl.DataFrame, optional_steps: dict[int, list[str]], *, seed: int,
-          task_variants: dict[int, list[str]] | None = None,
-          task_calls: dict[int, list[str]] | None = None) -> pl.DataFrame:
+def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, fitted: dict[str, Any],
+          stability: pl.DataFrame, *, seed: int, task_calls: dict[int, list[str]] | None = None) -> pl.DataFrame:
     """The description table (:meth:`StrategySpace.describe` documents its columns) of the
-    fitted ``runs``, rendered as ``traj``, with strategies ``labels``; ``task_calls``
-    (:func:`task_call_tools`) joins ``task_variants`` and is named where the name shows a task call."""
+    fitted ``runs``, rendered as ``traj``, with strategies ``labels`` and the clustering's record
+    ``fitted`` (:func:`~mechanism.analysis._strategies.fitcache.fit_clusters`: its ``summaries``,
+    ``optional_steps``, ``task_variants`` and ``endings``, strategy -> ``"restart / scale"``, the
+    last tools joined, named after the steps); ``task_calls`` (:func:`task_call_tools`) joins
+    ``task_variants`` and is named where the name shows a task call."""
+    summaries, optional_steps = fitted["summaries"], fitted["optional_steps"]
+    task_variants, endings = fitted.get("task_variants"), fitted.get("endings")
     frame = traj.select("arm", "question_id", "moves", "tools", "tokens", "rendering").with_columns(
         pl.Series("strategy", labels, dtype=pl.Int64), runs["correct"].alias("correct"),
         runs["n_rounds"].alias("n_rounds"), pl.Series("row", np.arange(traj.height), dtype=pl.Int64),
@@ -179,9 +184,13 @@ def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries:
     shown = set(out.filter(pl.col("built_name").str.contains(TASK_TOOL, literal=True))["strategy"].to_list())
     for c in shown & set(calls):
         by_task[c] = sorted({*by_task.get(c, ()), *calls[c]})
+    # a strategy whose last action varies says which actions end it ("query_metrics (then
+    # restart or scale)"): a name from what 90 % of the members share leaves them out
+    ends = {c: sorted({t for v in vs for t in v.split(" / ")}) for c, vs in (endings or {}).items() if vs}
     out = out.with_columns(pl.struct("strategy", "built_name").map_elements(
-        lambda r: r["built_name"] + (f" (by task: {' or '.join(by_task[r['strategy']])})"
-                                     if r["strategy"] in by_task else ""), return_dtype=pl.String).alias("built_name"))
+        lambda r: r["built_name"] + (f" (then {' or '.join(ends[r['strategy']])})" if r["strategy"] in ends else "")
+        + (f" (by task: {' or '.join(by_task[r['strategy']])})" if r["strategy"] in by_task else ""),
+        return_dtype=pl.String).alias("built_name"))
     task_variants = {c: sorted({*(task_variants or {}).get(c, ()), *(task_calls or {}).get(c, ())})
                      for c in {*(task_variants or {}), *(task_calls or {})}}
     out = out.with_columns(pl.col("built_name").alias("name"))
@@ -213,7 +222,8 @@ def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, summaries:
     ids = [int(c) for c in out["strategy"].to_list()]
     return out.with_columns(
         pl.Series("optional_steps", [optional_steps.get(c, []) for c in ids], dtype=pl.List(pl.String)),
-        pl.Series("task_variants", [(task_variants or {}).get(c, []) for c in ids], dtype=pl.List(pl.String)))
+        pl.Series("task_variants", [(task_variants or {}).get(c, []) for c in ids], dtype=pl.List(pl.String)),
+        pl.Series("endings", [(endings or {}).get(c, []) for c in ids], dtype=pl.List(pl.String)))
 
 
 def example_pool(runs: pl.DataFrame, moves: list[str], labels: np.ndarray, described: pl.DataFrame

@@ -25,6 +25,7 @@ from mechanism.analysis._strategies.clustering import (
     renumber,
 )
 from mechanism.analysis._strategies.describe import summaries
+from mechanism.analysis._strategies.endings import endings
 from mechanism.analysis._strategies.features import FitRows, plan_codes, plan_profiles
 from mechanism.analysis._strategies.stability import fit_stability
 from mechanism.analysis._strategies.tasks import task_variants
@@ -61,7 +62,9 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
     # and again once min_share and the families have gathered each strategy's variants (more
     # trajectories per strategy: a test that can see what the cut's fragments could not)
     merged, after = task_variants(family, counts, rows)
-    labels = renumber(merged, space, counts, np.array(rows.renderings, dtype=object))
+    # strategies that differ only in a last action the agent picks on what it saw
+    ended, swaps = endings(merged, counts, rows)
+    labels = renumber(ended, space, counts, np.array(rows.renderings, dtype=object))
     optional: dict[int, list[str]] = {}
     for rec in merges:
         if rec["merged"]:
@@ -77,6 +80,12 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
                 final = int(final_of[np.flatnonzero(held == rec["kept"])[0]])
                 tasks.setdefault(final, []).append(" / ".join(rec["blocks"]))
     out["task_variants"] = {c: sorted(set(v)) for c, v in tasks.items()}
+    ends: dict[int, list[str]] = {}
+    for rec in swaps:
+        if rec["merged"]:
+            final = int(labels[np.flatnonzero(merged == rec["kept"])[0]])
+            ends.setdefault(final, []).append(rec["endings"])
+    out["endings"] = {c: sorted(set(v)) for c, v in ends.items()}
     if silhouette is not None:
         out["silhouette"] = silhouette
     out["labels"] = labels
@@ -137,7 +146,8 @@ def fit_cached(p: Any, rows: FitRows, *, folder: Path | None, **key: Any) -> tup
                              if "silhouette" in fitted else None),
               "train_space": fitted["train_space"].tolist() if "train_space" in fitted else None,
               "optional_steps": {str(k): v for k, v in fitted.get("optional_steps", {}).items()},
-              "task_variants": {str(k): v for k, v in fitted.get("task_variants", {}).items()}}
+              "task_variants": {str(k): v for k, v in fitted.get("task_variants", {}).items()},
+              "endings": {str(k): v for k, v in fitted.get("endings", {}).items()}}
     write_checked(path, json.dumps(record).encode("utf-8", "surrogatepass"), {"format": FORMAT})
     return fitted, rebuilt
 
@@ -166,8 +176,9 @@ def decode(record: dict[str, Any], m: int, n_components: int) -> dict[str, Any]:
                            "seed_agreement": _finite(record["seed_agreement"])}
     out["optional_steps"] = {int(k): [str(x) for x in v] for k, v in dict(record["optional_steps"]).items()}
     out["task_variants"] = {int(k): [str(x) for x in v] for k, v in dict(record["task_variants"]).items()}
-    if not set(out["optional_steps"]) | set(out["task_variants"]) <= set(found):
-        raise ValueError("cached optional steps or task variants name unknown strategies")
+    out["endings"] = {int(k): [str(x) for x in v] for k, v in dict(record["endings"]).items()}
+    if not set(out["optional_steps"]) | set(out["task_variants"]) | set(out["endings"]) <= set(found):
+        raise ValueError("cached optional steps, task variants or endings name unknown strategies")
     if record.get("silhouette") is not None:
         out["silhouette"] = {int(k): _finite(v) for k, v in dict(record["silhouette"]).items()}
     if record.get("train_space") is not None:

@@ -297,7 +297,8 @@ STRATEGY_COLUMNS: dict[str, Column] = {
     "example": Column("str", null=True), "success_rate": _RATE, "mean_rounds": Column("float", 0, 2**31),
     "no_search_share": _RATE, "failure_rate": _RATE, "retry_rate": _RATE,
     "failed_call_share": Column("float", 0, 2**31), "optional_steps": Column("strs"),
-    "task_variants": Column("strs", optional=True), "retry_loop_share": Column("float", 0, 1, optional=True),
+    "task_variants": Column("strs", optional=True), "endings": Column("strs", optional=True),
+    "retry_loop_share": Column("float", 0, 1, optional=True),
 }
 # the columns strategies.parquet holds for every arm, named ``<column>[<arm>]``
 ARM_COLUMNS: dict[str, Column] = {
@@ -583,9 +584,10 @@ def _load(restore: Callable[[dict[str, Any], dict[str, Any]], Any], folder: Path
     m = _check_shapes(loaded, len(vocabulary) + 1 + embedding_dim + len(kinds), params["n_components"])
     strategies = frames["strategies"]
     _check_members(loaded, strategies, n_strategies)
-    if "task_variants" not in strategies.columns:  # saved before task variants were read: none joined
-        strategies = strategies.with_columns(pl.Series("task_variants", [[] for _ in range(strategies.height)],
-                                                       dtype=pl.List(pl.String)))
+    for column in ("task_variants", "endings"):  # saved before these joins were made: none joined
+        if column not in strategies.columns:
+            strategies = strategies.with_columns(pl.Series(column, [[] for _ in range(strategies.height)],
+                                                           dtype=pl.List(pl.String)))
     # a space saved without a rule measured outliers from the nearest training row
     rule = config.get("threshold_rule", "nearest")
     if rule not in ("nearest", "medoid"):

@@ -23,6 +23,7 @@ from mechanism.analysis._strategies.clustering import (
     families,
     plan_groups,
 )
+from mechanism.analysis._strategies.endings import endings
 from mechanism.analysis._strategies.features import FitRows, plan_codes, plan_profiles
 from mechanism.analysis._strategies.tasks import task_variants
 from mechanism.core.errors import MechanismError
@@ -135,7 +136,8 @@ def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarr
                                     min_share=p.min_share, groups=None if groups is None else groups[idx],
                                     profiles=None if core_profiles is None else core_profiles[idx],
                                     join=lambda labels: task_variants(labels, cnt, rows, heavy[idx])[0])
-                return task_variants(families(p, cut, cnt, rows, heavy[idx])[0], cnt, rows, heavy[idx])[0]
+                joined = task_variants(families(p, cut, cnt, rows, heavy[idx])[0], cnt, rows, heavy[idx])[0]
+                return endings(joined, cnt, rows, heavy[idx])[0]
 
             stab = bootstrap_stability(refit, len(heavy), labels[heavy], keep[rows.row_of][in_core],
                                        rows.questions[in_core], n_boot=p.n_bootstrap, random_state=seed)

@@ -1,0 +1,86 @@
+"""Strategies that differ only in a last action the agent picks on what it saw are one
+(``mechanism.analysis._strategies.endings``)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import adjusted_rand_score
+
+import mechanism as mx
+from mechanism.analysis._strategies.endings import ENDING_SHARE, join_endings, swapped_endings
+from mechanism.datasets.worlds import sre
+
+# two approaches that each end with `scale` or `restart`, a third that restarts straight away
+PLANS = ["query_metrics+ > scale", "query_metrics+ > restart", "list_alerts > describe_pod+ > scale",
+         "list_alerts > describe_pod+ > restart", "restart"]
+
+
+def test_last_tools_swapped_after_two_prefixes_join_each_approach():
+    labels = np.arange(5)
+    out, records = join_endings(labels, np.array([40, 45, 38, 42, 60]), PLANS)
+    assert out.tolist() == [1, 1, 3, 3, 4]  # each pair under its heavier member; `restart` alone stays
+    assert {(r["endings"], r["contexts"], r["merged"]) for r in records} == {("restart / scale", 2, True)}
+
+
+def test_a_swap_seen_after_one_prefix_only_is_left_to_the_cut():
+    # the only thing two strategies differ in may be their last tool
+    out, records = join_endings(np.arange(3), np.array([40, 45, 60]), PLANS[:2] + ["restart"])
+    assert out.tolist() == [0, 1, 2]
+    assert [(r["contexts"], r["merged"]) for r in records] == [(1, False)]
+
+
+def test_an_ending_too_rare_to_count_is_no_second_context():
+    counts = np.array([400, 450, 380, 2, 600])  # describe_pod then restart: 2 of 1,832 (< 1 %)
+    assert 2 < ENDING_SHARE * counts.sum()
+    assert swapped_endings(PLANS, counts) == {frozenset({"restart", "scale"}): {("query_metrics",)}}
+    out, _ = join_endings(np.arange(5), counts, PLANS)
+    assert out.tolist() == [0, 1, 2, 3, 4]
+
+
+def test_outliers_and_one_tool_plans_are_never_joined():
+    plans = ["a > x", "a > y", "b > x", "b > y", "x", "y"]
+    out, _ = join_endings(np.array([0, 1, 2, 3, 4, -1]), np.full(6, 10), plans)
+    assert out.tolist() == [0, 0, 2, 2, 4, -1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abcd"), min_size=1, max_size=4), min_size=2, max_size=10),
+       st.data())
+def test_joined_strategies_differ_in_their_last_tool_alone(plans, data):
+    plans = [" > ".join(p) for p in plans]
+    counts = np.array(data.draw(st.lists(st.integers(1, 20), min_size=len(plans), max_size=len(plans))))
+    labels = np.arange(len(plans))
+    out, _ = join_endings(labels, counts, plans)
+    for c in set(out.tolist()):
+        members = [plans[i].split(" > ") for i in np.flatnonzero(out == c)]
+        # one row per strategy here: every member of a joined set shares all but the last tool
+        assert len({tuple(m[:-1]) for m in members}) == 1
+        assert len(members) == 1 or all(len(m) >= 2 for m in members)
+
+
+@pytest.fixture(scope="module")
+def sre_fit(tmp_path_factory):
+    world = sre(n_questions=60, random_state=1)
+    runs = mx.read(world.write(tmp_path_factory.mktemp("sre")), format=world.format)
+    return runs, world.labels_for(runs), mx.StrategySpace(random_state=1, n_bootstrap=0, progress=False).fit(runs)
+
+
+def test_the_incident_world_keeps_each_approach_whole_and_names_its_last_actions(sre_fit, tmp_path):
+    """The on-call world at seed 1: reading the metrics and describing the pods each end with
+    `scale` or `restart` on what they show; without the join each was cut in two (ARI 0.86)."""
+    runs, truth, space = sre_fit
+    assert adjusted_rand_score(truth, space.labels_) == pytest.approx(1.0)
+    desc = space.describe()
+    ended = desc.filter(pl_len(desc["endings"]) > 0)
+    assert ended.height == 2
+    assert all(e == ["restart / scale"] for e in ended["endings"].to_list())
+    assert all(n.endswith("(then restart or scale)") for n in ended["name"].to_list())
+    assert "restart" in desc["name"].to_list()  # restarting straight away is its own strategy
+    loaded = mx.StrategySpace.load(space.save(tmp_path / "space"))
+    assert loaded.describe()["endings"].to_list() == desc["endings"].to_list()
+
+
+def pl_len(column):
+    return column.list.len()
