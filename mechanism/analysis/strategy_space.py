@@ -31,7 +31,9 @@ Pipeline (docs/methods.md, "What it answers"):
    (``benchmarks/bench_strategies_worlds.py --lowo``, ``--min-share-lowo``). The tree is cut
    within each tool plan, the tools the question decides read as one mark
    (:func:`~mechanism.analysis._strategies.features.task_tools`), and strategies of one plan used on
-   disjoint questions are one (:mod:`mechanism.analysis._strategies.tasks`).
+   disjoint questions are one (:mod:`mechanism.analysis._strategies.tasks`), as are strategies
+   that differ only in a last tool the data show swapped after other prefixes too
+   (:mod:`mechanism.analysis._strategies.endings`).
    Alternatives: ``method="kmeans"`` (count weighted, k by the highest count-weighted
    silhouette over ``k_range``) and ``method="hdbscan"`` (outliers -1).
 5. Strategies are numbered by descending size, ties broken by their medoid's rendering, so

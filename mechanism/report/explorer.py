@@ -246,7 +246,9 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
         fid = row.get("fidelity")
         line = (f"{int(row['size']):,} trajectories; fidelity {estimate_text(fid, digits=2)} (share of members whose "
                 "calls contain the name's core sequence); typical moves: " + str(row.get("typical_moves") or "")
-                + ("; tools the task decides: " + ", ".join(row["task_variants"]) if row.get("task_variants") else ""))
+                + ("; tools the task decides: " + ", ".join(row["task_variants"]) if row.get("task_variants") else "")
+                + ("; last actions that take each other's place: " + ", ".join(row["endings"])
+                   if row.get("endings") else ""))
         listed = (pages or {}).get(s)
         blocks.append({"id": str(s).replace("-", "m"), "label": strategy_label(s), "name": row.get("name") or "",
                        "line": line, "table": table, "members": members,

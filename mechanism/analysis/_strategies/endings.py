@@ -23,8 +23,9 @@ Arms and outcomes never enter, nor does the question (the task test,
 :mod:`mechanism.analysis._strategies.tasks`, reads that). Measured on every planted world
 (``benchmarks/bench_strategies_floor.py``, seeds 0-2, default embedder): the incident-response
 world rises from 0.899 to 1.0 (typed tools and one generic tool alike) and no world changes;
-with any ending counted (one trajectory) web navigation falls 0.649 -> 0.625, and candidates
-seen after one prefix joined break the customer-service world (1.0 -> 0.81).
+with any ending counted (one trajectory) web navigation falls 0.649 -> 0.625, and with
+candidates seen after one prefix joined the customer-service world falls 1.0 -> 0.81 and
+research 0.81 -> 0.49 (hashing embedder).
 """
 from __future__ import annotations
 
