@@ -31,7 +31,9 @@ the move the last of them made, and a failed call nobody retried is read as the 
 attempted. How often an agent fails and retries is execution, not strategy: it is kept per call (``failed``,
 ``retried``) and per trajectory (``n_failed``,
 ``n_retries``) and reported per strategy and arm, never in the move tokens or the rendering
-that define strategies. ``retries="keep"`` keeps every call a move of its own, failure
+that define strategies. One thing about failing does enter them: an episode that answers
+right after a failed call nobody retried ends otherwise (``E:answer_after_failure``): the
+agent gave up on a call that never went through. ``retries="keep"`` keeps every call a move of its own, failure
 (``!``) and retry (``after error``) marked, for studies of recovery behaviour.
 
 Another look (also under ``"merge"``): a call of a tool that does not retrieve, made right
@@ -524,8 +526,9 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
     turn, an earlier call, a result; new words alone count only when nothing was carried, since
     rewording is not a change of plan), whether it covers the whole question or part of it, and
     whether it follows a failed call. Plus each consecutive pair of (tool, relation) moves, so
-    order counts, and how the episode ended. A different tool or relation thus differs at every
-    grain, a different provenance at one.
+    order counts, and how the episode ended (``answer_after_failure`` where its last call failed
+    and nobody retried it, under ``retries="merge"``: the agent gave up on that call). A different
+    tool or relation thus differs at every grain, a different provenance at one.
 
     Examples
     --------
@@ -538,7 +541,7 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
      'B:start>cancel_order!/first', 'B:cancel_order!/first>answer', 'E:answer']
     >>> render(runs)["tokens"][0].split()  # doctest: +NORMALIZE_WHITESPACE
     ['T:cancel_order', 'R:cancel_order/first', 'M:cancel_order/first/user/partial',
-     'B:start>cancel_order/first', 'B:cancel_order/first>answer', 'E:answer']
+     'B:start>cancel_order/first', 'B:cancel_order/first>answer_after_failure', 'E:answer_after_failure']
     """
     out: list[str] = []
     prev = "start"
@@ -550,7 +553,11 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
         fine = f"M:{mid}/{'+'.join(carried)}/{scope}" + ("/after_error" if m.after_error and m.marked_retry else "")
         out += [f"T:{tool}", f"R:{mid}", fine, f"B:{prev}>{mid}"]
         prev = mid
-    out += [f"B:{prev}>{final.move}", f"E:{final.move}" if moves else f"E:no_calls_{final.move}"]
+    # a last call that failed and was never retried did not go through: the merged attempt reads
+    # it as made, so the ending says the agent gave up on it (retries="keep" marks it already)
+    gave_up = bool(moves) and final.after_error and not moves[-1].marked
+    end = f"{final.move}_after_failure" if gave_up else final.move
+    out += [f"B:{prev}>{end}", f"E:{end}" if moves else f"E:no_calls_{final.move}"]
     return list(dict.fromkeys(out))
 
 

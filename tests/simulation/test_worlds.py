@@ -261,11 +261,12 @@ _DEFAULT_BAR = {"simulated": 0.9, "multihop": 0.9, "multihop_react": 0.9, "servi
                 "gui": 0.85, "sre": 0.85, "sheet": 0.85, "toolbench": 0.85, "terminal": 0.85, "computer": 0.85}
 # measured with the defaults at seed 0 (benchmarks/RESULTS.md): these worlds are not
 # recovered at the bar; kept honest as strict xfails, with the floor each does reach asserted
-# (browser 0.645, travel 0.813, sheet 0.793, toolbench 0.199; research 0.825, 0.944 before a
-# strategy alone in its plan joined by tool profiles (its optional lookups now join the plan
-# with a lookup); the one-tool worlds, written blind to the method: terminal 0.648 through
+# (browser 0.645, travel 0.813, sheet 0.793, toolbench 0.219, 0.199 before an answer right
+# after an unretried failure read as giving up; research 0.825, 0.944 before a strategy alone
+# in its plan joined by tool profiles (its optional lookups now join the plan with a lookup);
+# the one-tool worlds, written blind to the method: terminal 0.648 through
 # `bash`, computer 0.835 through `computer`)
-_BELOW_BAR = {"browser": 0.6, "travel": 0.78, "research": 0.8, "sheet": 0.75, "toolbench": 0.17,
+_BELOW_BAR = {"browser": 0.6, "travel": 0.78, "research": 0.8, "sheet": 0.75, "toolbench": 0.2,
               "terminal": 0.62, "computer": 0.8}
 _COMPOSITION_BELOW_BAR = 0.06  # toolbench: 0.054 at seed 0, every other world within 0.02
 # terminal: 0.074 at seed 0 (ARI 0.62: strategies mixed where they share their

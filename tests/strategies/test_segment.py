@@ -119,10 +119,14 @@ def test_a_failed_call_and_its_retry_are_one_attempt_by_default():
     assert "!" not in a["tokens"][0] and "error" not in a["rendering"][0]
     assert (a["n_failed"][0], a["n_retries"][0], a["n_rounds"][0]) == (2.0, 2.0, 4.0)
     assert (b["n_failed"][0], b["n_retries"][0]) == (0.0, 0.0)
-    # a failed call nobody retried is the move it attempted; another tool after a failure is
+    # a failed call nobody retried is the move it attempted, and an answer right after it ends
+    # the episode otherwise (the agent gave up on that call); another tool after a failure is
     # a move of its own (a fallback, not a retry)
-    unretried = render(_runs([lookup, failing[0]], question=USER))
-    assert unretried["tokens"][0] == render(_runs([lookup, clean[0]], question=USER))["tokens"][0]
+    unretried = render(_runs([lookup, failing[0]], question=USER))["tokens"][0].split()
+    made = render(_runs([lookup, clean[0]], question=USER))["tokens"][0].split()
+    assert unretried[:-2] == made[:-2]
+    assert unretried[-2:] == ["B:cancel_pending_order/switch>answer_after_failure", "E:answer_after_failure"]
+    assert made[-2:] == ["B:cancel_pending_order/switch>answer", "E:answer"]
     fallback = segment(_runs([call("find_user_id_by_email", "Error: user not found", email="a@b.c"),
                               call("find_user_id_by_name_zip", '"u_1"', first_name="mia", zip="10001")],
                              question=USER))

@@ -65,12 +65,7 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
     # strategies that differ only in a last action the agent picks on what it saw
     ended, swaps = endings(merged, counts, rows)
     labels = renumber(ended, space, counts, np.array(rows.renderings, dtype=object))
-    optional: dict[int, list[str]] = {}
-    for rec in merges:
-        if rec["merged"]:
-            final = int(labels[np.flatnonzero(raw == rec["joined"])[0]])
-            optional.setdefault(final, []).append(rec["step"])
-    out["optional_steps"] = {c: sorted(set(v)) for c, v in optional.items()}
+    out["optional_steps"] = _by_final(merges, labels, raw, "joined", "step")
     tasks: dict[int, list[str]] = {}
     # each join's final strategy: that of a row its kept strategy held when it was tested
     tested = [(labels[cut["index"]], cut["labels"], cut["variants"])] if "variants" in cut else []
@@ -80,12 +75,7 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
                 final = int(final_of[np.flatnonzero(held == rec["kept"])[0]])
                 tasks.setdefault(final, []).append(" / ".join(rec["blocks"]))
     out["task_variants"] = {c: sorted(set(v)) for c, v in tasks.items()}
-    ends: dict[int, list[str]] = {}
-    for rec in swaps:
-        if rec["merged"]:
-            final = int(labels[np.flatnonzero(merged == rec["kept"])[0]])
-            ends.setdefault(final, []).append(rec["endings"])
-    out["endings"] = {c: sorted(set(v)) for c, v in ends.items()}
+    out["endings"] = _by_final(swaps, labels, merged, "kept", "endings")
     if silhouette is not None:
         out["silhouette"] = silhouette
     out["labels"] = labels
@@ -94,6 +84,17 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
     out["summaries"] = summaries(rows.renderings, counts, labels, space)
     out["stability"], out["seed_agreement"] = fit_stability(p, rows, labels, core_dist, profiles)
     return out
+
+
+def _by_final(records: list[dict], labels: np.ndarray, held: np.ndarray, side: str, field: str) -> dict[int, list[str]]:
+    """The distinct ``field`` of the joins made (``records`` with ``merged``), under each final
+    strategy (``labels``): that of a row the record's ``side`` strategy held (``held``: the
+    labels the join was made on)."""
+    out: dict[int, set[str]] = {}
+    for rec in records:
+        if rec["merged"]:
+            out.setdefault(int(labels[np.flatnonzero(held == rec[side])[0]]), set()).add(rec[field])
+    return {c: sorted(v) for c, v in out.items()}
 
 
 @functools.lru_cache(maxsize=4)
