@@ -59,6 +59,12 @@ TEXT_FIELD = "*"  # the call's whole text argument (no JSON fields): `act[go nor
 _SUBCOMMAND_PROGRAMS = frozenset({"git", "pip", "pip3", "npm", "yarn", "pnpm", "cargo", "go", "docker", "kubectl",
                                   "apt", "apt-get", "conda", "uv", "poetry", "gh", "brew", "systemctl", "make"})
 _SHELL_PREFIXES = frozenset({"sudo", "env", "time", "nohup", "timeout", "exec", "command"})
+# Programs that print a file unless told to edit it in place (`sed -n 10,30p` reads, `sed -i`
+# and `perl -pi -e` write): the flag makes another action of them.
+_IN_PLACE_PROGRAMS = frozenset({"sed", "perl"})
+# a short cluster holding `i` (`-i`, `-pi`, `-Ei`, `-i.bak`), never a longer option that
+# happens to hold one (`perl -Mstrict`)
+_IN_PLACE_FLAG = re.compile(r"-[A-Za-z]{0,3}i[A-Za-z]{0,2}(\.\S*)?|-i\S*|--in-place(=\S*)?")
 # `python3.11`, `pip3`, `node18` are one program whatever version the agent typed
 _VERSIONED = re.compile(r"^(python|pip|perl|ruby|node|php|lua|java|gcc|clang)[0-9.]+$")
 _SHELL_SETUP = frozenset({"cd", "export", "source", ".", "set", "pushd", "popd", "true"})
@@ -108,7 +114,7 @@ def _parse(arguments: str | None) -> dict[str, Any] | None:
 def _shell_verb(command: str) -> tuple[str, str]:
     """(program, rest) of a shell command line: set-up segments (``cd x &&``) and prefixes
     (``sudo``, ``VAR=1``) skipped, ``python -m pytest`` read as ``pytest``, a program with
-    subcommands as ``git diff``."""
+    subcommands as ``git diff``, a stream editor told to edit in place as ``sed -i``."""
     for segment in _SHELL_SPLIT.split(command[:2_000]):
         try:
             words = shlex.split(segment, posix=True)
@@ -124,6 +130,8 @@ def _shell_verb(command: str) -> tuple[str, str]:
             program, rest = rest[1].lower(), rest[2:]
         elif program in _SUBCOMMAND_PROGRAMS and rest and _VERB.fullmatch(rest[0].lower()):
             program, rest = f"{program} {rest[0].lower()}", rest[1:]
+        elif program in _IN_PLACE_PROGRAMS and any(_IN_PLACE_FLAG.fullmatch(w) for w in rest):
+            program = f"{program} -i"
         return program, " ".join(rest)
     return "", command
 
@@ -153,6 +161,9 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None)
     ('grep', '-n foo src/a.py')
     >>> verb_object("bash", "command", '{"command": "python3.11 -m pytest -x tests"}', None)[:2]
     ('pytest', '-x tests')
+    >>> [verb_object("bash", "command", json.dumps({"command": c}), None)[0]
+    ...  for c in ("sed -n 10,30p a.py", "sed -i 's/x/y/' a.py", "perl -pi -e 's/x/y/' a.py")]
+    ['sed', 'sed -i', 'perl -i']
     >>> verb_object("computer", "action", '{"action": "left_click", "coordinate": [10, 20]}', None)
     ('left_click', '', {'coordinate': [10, 20]})
     >>> verb_object("act", "*", None, "go north")[:2]

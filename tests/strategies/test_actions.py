@@ -43,6 +43,11 @@ def test_verbs_of_shell_commands_requests_and_actions():
                                                                                                    "HEAD~1")
     assert verb_object("bash", "command", '{"command": "/usr/bin/grep -n x a.py | head"}', None)[0] == "grep"
     assert verb_object("bash", "command", '{"command": "echo \\"unclosed"}', None)[0] == "echo"  # bad quoting
+    # an in-place edit is another action than a read; a long option holding an `i` is no flag
+    edits = {c: verb_object("bash", "command", json.dumps({"command": c}), None)[0]
+             for c in ("sed -n 5,9p a.py", "sed -Ei 's/a/b/' a.py", "sed --in-place=.bak 's/a/b/' a.py",
+                       "perl -pi.bak -e 's/a/b/' a.py", "perl -Mstrict -ne 'print' a.py")}
+    assert list(edits.values()) == ["sed", "sed -i", "sed -i", "perl -i", "perl"]
     assert verb_object("computer", "action", '{"action": "key", "text": "ctrl+s"}', None) == ("key", "",
                                                                                                {"text": "ctrl+s"})
     assert verb_object("execute", "code", '{"code": "df = pd.read_csv(\\"x.csv\\")"}', None)[0] == "read_csv"
@@ -54,12 +59,13 @@ def test_a_shell_agent_is_read_by_its_programs_not_as_one_tool():
     runs, truth = _shell_runs()
     assert action_tools(runs) == {"bash": "command"}
     by_verb = render(runs)["tools"].to_list()
-    assert by_verb[0] == "ls > cat > sed > pytest" and by_verb[1] == "grep > sed > pytest"
+    # `sed -i` edits the file and `sed -n` prints it: two actions of one program
+    assert by_verb[0] == "ls > cat > sed_i > pytest" and by_verb[1] == "grep > sed > pytest"
     by_name = render(runs, action_field=None)["tools"].to_list()
     assert {tool for seq in by_name for tool in seq.split(" > ")} == {"bash"}  # what it collapses to
     space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
     assert adjusted_rand_score(truth, space.labels_) == 1.0
-    assert set(space.describe()["name"].to_list()) == {"grep -> sed -> pytest", "ls -> cat -> sed -> pytest"}
+    assert set(space.describe()["name"].to_list()) == {"grep -> sed -> pytest", "ls -> cat -> sed_i -> pytest"}
 
 
 def test_a_saved_space_reads_new_runs_as_it_read_the_fitted_ones(tmp_path):
