@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from mechanism.analysis._strategies.joins import Joins
+from mechanism.analysis._strategies.joins import Joins, typical
 
 #: An ending (a prefix and its final tool) counts where at least this share of the
 #: trajectories (and two) end so; measured alike from 2 to 10 of 480 trajectories.
@@ -109,21 +109,14 @@ def join_endings(labels: np.ndarray, counts: np.ndarray, plans: Sequence[str]) -
     ids = sorted(set(labels.tolist()) - {-1})
     if len(ids) < 2:
         return labels, []
-    typical: dict[int, tuple[str, ...]] = {}
-    weight: dict[int, float] = {}
-    for c in ids:
-        idx = np.flatnonzero(labels == c)
-        held: dict[str, float] = {}
-        for i in idx:
-            held[plans[i]] = held.get(plans[i], 0.0) + float(counts[i])
-        typical[c] = _tools(min(held, key=lambda s: (-held[s], s)))
-        weight[c] = float(counts[idx].sum())
+    plan_of, weight = typical(labels, counts, plans)
+    tools_of = {c: _tools(plan) for c, plan in plan_of.items()}
     swaps = swapped_endings(plans, counts)
     joins = Joins(weight)
     records = []
     for i, a in enumerate(ids):
         for b in ids[i + 1:]:
-            ta, tb = typical[a], typical[b]
+            ta, tb = tools_of[a], tools_of[b]
             if len(ta) < 2 or len(ta) != len(tb) or ta[:-1] != tb[:-1] or ta[-1] == tb[-1]:
                 continue
             contexts = len(swaps.get(frozenset((ta[-1], tb[-1])), ()))

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mechanism.analysis._strategies.joins import Joins
+from mechanism.analysis._strategies.joins import Joins, typical
 
 FAMILY_ALPHA = 0.01
 
@@ -86,22 +86,12 @@ def merge_families(labels: np.ndarray, counts: np.ndarray, sequences: Sequence[t
     ids = sorted(set(labels.tolist()) - {-1})
     if len(ids) < 2:
         return labels, []
-    typical: dict[int, tuple[str, ...]] = {}
-    weight: dict[int, float] = {}
-    by_arm: dict[int, np.ndarray] = {}
-    for c in ids:
-        idx = np.flatnonzero(labels == c)
-        w = counts[idx].astype(np.float64)
-        weight[c] = float(w.sum())
-        by_arm[c] = arm_counts[idx].sum(axis=0).astype(np.float64)
-        seqs: dict[tuple[str, ...], float] = {}
-        for i, wi in zip(idx, w):
-            seqs[tuple(sequences[i])] = seqs.get(tuple(sequences[i]), 0.0) + wi
-        typical[c] = min(seqs, key=lambda s: (-seqs[s], s))
+    typical_of, weight = typical(labels, counts, [tuple(s) for s in sequences])
+    by_arm = {c: arm_counts[labels == c].sum(axis=0).astype(np.float64) for c in ids}
     pairs = []
     for i, a in enumerate(ids):
         for b in ids[i + 1:]:
-            step = one_step_apart(typical[a], typical[b])
+            step = one_step_apart(typical_of[a], typical_of[b])
             if step is not None:
                 pairs.append((-(weight[a] + weight[b]), a, b, step))
     joins = Joins(weight)

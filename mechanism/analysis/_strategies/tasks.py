@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from mechanism.analysis._strategies.features import TASK_MARK, task_plan
+from mechanism.analysis._strategies.joins import typical as typical_of
 
 TASK_RATIO = 0.25
 TASK_ALPHA = 1e-3
@@ -166,23 +167,14 @@ def _candidates(labels: np.ndarray, counts: np.ndarray, plans: Sequence[str], ro
     presence = coo_matrix((w[clustered], (code, q[clustered])), shape=(len(ids), len(n_q))).tocsr()
     presence.eliminate_zeros()  # a row's questions: the sorted column indices of its nonzeros
     # each strategy's typical plan (its heaviest, ties by name) and weight, in one pass over rows
-    by_plan: dict[tuple[int, str], float] = {}
-    for c, plan, n in zip(labels.tolist(), plans, counts.tolist()):
-        if c != -1:
-            by_plan[(c, plan)] = by_plan.get((c, plan), 0.0) + n
-    weight: dict[int, float] = dict.fromkeys(ids, 0.0)
-    best: dict[int, tuple[float, str]] = {}
-    for (c, plan), n in by_plan.items():
-        weight[c] += n
-        if c not in best or (-n, plan) < (-best[c][0], best[c][1]):
-            best[c] = (n, plan)
-    typical = {c: tuple(t for t in best[c][1].split(" > ") if t) for c in ids}
+    plan_of, weight = typical_of(labels, counts, plans)
+    typical = {c: tuple(t for t in plan_of[c].split(" > ") if t) for c in ids}
     # candidates: strategies whose typical plans are one plan once the tools the question
     # decides are read as one mark, where that plan holds such a mark or two steps at least (a
     # plan of one tool, searches only, says nothing of the approach the cut did not see)
     groups: dict[str, list[int]] = {}
     for c in ids:
-        read = task_plan(best[c][1], task)
+        read = task_plan(plan_of[c], task)
         if TASK_MARK in read or len(typical[c]) >= 2:
             groups.setdefault(read, []).append(c)
     position = {c: i for i, c in enumerate(ids)}
