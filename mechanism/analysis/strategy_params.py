@@ -60,7 +60,7 @@ _WEIGHT = Bounds(False, 0, 1e6, "both")
 BOUNDS: dict[str, Bounds] = {
     "embedding_weight": _WEIGHT, "structure_weight": _WEIGHT,
     "resolution": Bounds(False, 0, 1e6, "right"),
-    "min_share": Bounds(False, 0, 1, "left"),
+    "min_share": Bounds(False, 0, 1, "left"), "min_share_tested": Bounds(False, 0, 1, "left"),
     "min_cluster_size": Bounds(True, 1, 2**31, "both"),
     "n_components": Bounds(True, 1, 100, "both"),
     "n_neighbors": Bounds(True, 1, 2**31, "both"),

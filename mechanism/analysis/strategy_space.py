@@ -153,20 +153,20 @@ class StrategySpace(BaseEstimator):
     embedding_weight, structure_weight
         Multipliers of the (unit-length) embedding and of the move-token columns.
     method, linkage
-        ``"agglomerative"`` (the tree cut at ``resolution``, ``linkage`` ``"average"``,
-        ``"complete"`` or ``"single"``), ``"kmeans"`` or ``"hdbscan"``.
+        ``"agglomerative"`` (the tree cut at ``resolution``, ``linkage`` ``"average"``, ``"complete"`` or
+        ``"single"``), ``"kmeans"`` or ``"hdbscan"``.
     resolution
-        Where the tree is cut: groups whose ``linkage`` distance (square roots of numbers of
-        differing move tokens) is below it are one strategy.
-    min_share
-        Smallest share of trajectories a strategy holds (agglomerative); smaller groups join
-        the group nearest on average (under ``plans="apart"`` never across calling tools or not).
+        Where the tree is cut: groups whose ``linkage`` distance (square roots of numbers of differing move
+        tokens) is below it are one strategy.
+    min_share, min_share_tested
+        Smallest share of trajectories a strategy holds (agglomerative); smaller groups join the group nearest
+        on average (under ``plans="apart"`` never across calling tools or not). One under ``min_share_tested``
+        joins too unless the arms take the two at different rates (chi-square p < 0.2; with one arm it joins).
     k_range, min_cluster_size
-        Numbers of strategies k-means tries (smallest, largest); HDBSCAN's smallest strategy
-        in trajectories (default: 1 % of them, at least 5).
+        Strategies k-means tries (smallest, largest); HDBSCAN's smallest strategy (default 1 %, at least 5).
     cluster_on, n_components, n_neighbors, min_dist, max_umap_points
-        ``"features"`` (the joined space) or ``"umap"`` (its UMAP reduction, with these
-        settings; rows repeated by count up to ``max_umap_points``).
+        ``"features"`` (the joined space) or ``"umap"`` (its UMAP reduction, with these settings; rows
+        repeated by count up to ``max_umap_points``).
     n_bootstrap
         Resamples of questions behind ``stability_`` (0: none).
     random_state
@@ -174,27 +174,26 @@ class StrategySpace(BaseEstimator):
         (fresh entropy): seeds UMAP, k-means and the bootstrap (the fit's seed: ``seed_``;
         :func:`mechanism.core.resample.library_seed` hands UMAP and scikit-learn a 32-bit one).
     retries, families, plans
-        ``retries="merge"``: a failed call and the retries of its tool after it are one attempt
-        (failure and retry rates are execution: :meth:`execution`); ``"keep"``: every call a move,
-        failures and retries marked. ``families="merge"``: strategies one inserted step apart are one
-        unless the arms take it at different rates (:mod:`mechanism.analysis._strategies.families`);
-        ``"keep"``: the cut alone. ``plans="apart"``: a tree per tool plan (:func:`tool_plan`), ``"mixed"``: one.
+        ``retries="merge"``: a failed call and the retries of its tool after it are one attempt (failure and
+        retry rates are execution: :meth:`execution`); ``"keep"``: every call a move, failures and retries
+        marked. ``families="merge"``: strategies one inserted step apart are one unless the arms take it at
+        different rates (:mod:`mechanism.analysis._strategies.families`); ``"keep"``: the cut alone.
+        ``plans="apart"``: a tree per tool plan (:func:`tool_plan`), ``"mixed"``: one.
     error_pattern
         A regular expression (case-insensitive) for your environment's failure messages.
     action_field, ignore_tools
-        ``"auto"``: a generic tool (``bash(command=)``, ``computer(action=)``) is read as verb +
-        object (:mod:`mechanism.core.actions`), or ``{tool: field}``, or ``None`` (by name); tools or
-        verbs left out of every trajectory (bookkeeping: ``think``, ``screenshot``).
+        ``"auto"``: a generic tool (``bash(command=)``, ``computer(action=)``) is read as verb + object
+        (:mod:`mechanism.core.actions`), or ``{tool: field}``, or ``None`` (by name); tools or verbs left out
+        of every trajectory (bookkeeping: ``think``, ``screenshot``).
     task_calls
-        ``"auto"``: calls the question decides (``search_hotels`` or ``search_flights``) are read by
-        their place, not their name (``task_calls_``, :func:`tool_plan`'s module); ``"keep"``: by name.
+        ``"auto"``: calls the question decides (``search_hotels`` or ``search_flights``) are read by their
+        place, not their name (``task_calls_``, :func:`tool_plan`'s module); ``"keep"``: by name.
     by
-        A column of declared task kinds (``"category"``): strategies are found within each kind,
-        never across; a kind unseen at fit is an outlier (-1) on ``transform``.
+        A column of task kinds (``"category"``): strategies found within each kind; an unseen one is -1.
     cache_dir
-        Folder of the caches (``None``: none): ``embeddings/``, ``segments/``, ``fits/`` and
-        ``reductions/`` (UMAP), :mod:`mechanism.core.cachefile` entries; a fit on a table seen before
-        reads everything from them (nothing segmented, embedded or clustered, no model loaded).
+        Folder of the caches (``None``: none): ``embeddings/``, ``segments/``, ``fits/`` and ``reductions/``
+        (UMAP), :mod:`mechanism.core.cachefile` entries; a fit on a table seen before reads everything from
+        them (nothing segmented, embedded or clustered, no model loaded).
     progress
         Show progress bars (``None``: only on a terminal).
 
@@ -227,12 +226,13 @@ class StrategySpace(BaseEstimator):
 
     def __init__(self, *, embedder: str | TextEmbedder | None = None, embedding_weight: float = 0.3,
                  structure_weight: float = 1.0, method: Method = "agglomerative", resolution: float = 1.5,
-                 linkage: Linkage = "average", min_share: float = 0.07, k_range: tuple[int, int] = (2, 12),
-                 min_cluster_size: int | None = None, cluster_on: ClusterOn = "features", n_components: int = 5,
-                 n_neighbors: int = 15, min_dist: float = 0.0, max_umap_points: int = 3000, n_bootstrap: int = 20,
-                 random_state: RandomState = 0, retries: Retries = "merge",
-                 families: Families = "keep", plans: Plans = "apart", error_pattern: str | None = None,
-                 action_field: ActionField = "auto", ignore_tools: Sequence[str] | None = None,
+                 linkage: Linkage = "average", min_share: float = 0.07, min_share_tested: float = 0.08,
+                 k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
+                 cluster_on: ClusterOn = "features", n_components: int = 5, n_neighbors: int = 15,
+                 min_dist: float = 0.0, max_umap_points: int = 3000, n_bootstrap: int = 20,
+                 random_state: RandomState = 0, retries: Retries = "merge", families: Families = "keep",
+                 plans: Plans = "apart", error_pattern: str | None = None, action_field: ActionField = "auto",
+                 ignore_tools: Sequence[str] | None = None,
                  task_calls: TaskCallsMode = "auto", by: str | None = None, cache_dir: str | os.PathLike | None = None,
                  progress: bool | None = None) -> None:
         self.embedder, self.embedding_weight, self.structure_weight, self.method = (embedder, embedding_weight,
@@ -241,7 +241,7 @@ class StrategySpace(BaseEstimator):
         self.cluster_on, self.n_components, self.n_neighbors = cluster_on, n_components, n_neighbors
         self.min_dist, self.max_umap_points, self.min_cluster_size = min_dist, max_umap_points, min_cluster_size
         self.n_bootstrap, self.random_state = n_bootstrap, random_state
-        self.retries, self.families, self.plans = retries, families, plans
+        self.retries, self.families, self.plans, self.min_share_tested = retries, families, plans, min_share_tested
         self.error_pattern, self.action_field, self.ignore_tools = error_pattern, action_field, ignore_tools
         self.task_calls, self.by, self.cache_dir, self.progress = task_calls, by, cache_dir, progress
 

@@ -108,7 +108,8 @@ def test_the_readme_quotes_recovery_and_fidelity_as_recorded():
     assert len(quoted) == len(measured) == 17
     assert sorted(row[1:] for row in quoted) == measured
     below = [w for w, r in typed.items() if r["verdict"] == "below floor"]
-    count = {1: "One world falls", 2: "Two worlds fall", 3: "Three worlds fall", 4: "Four worlds fall"}[len(below)]
+    count = {0: "No world falls", 1: "One world falls", 2: "Two worlds fall", 3: "Three worlds fall",
+             4: "Four worlds fall"}[len(below)]
     assert f"**Where it is weakest.** {count} below the better baseline" in section
     for w in below:
         assert f"{typed[w]['default']:.3f} against" in section, w

@@ -59,6 +59,22 @@ def test_names_that_would_read_the_same_say_how_they_differ():
     assert names["fidelity"].to_list() == [1.0, 1.0]
 
 
+def test_giving_up_is_named_and_a_wording_two_tokens_share_is_never_added_twice():
+    # one call each; strategy 1 gives up after it failed (the tokens of segmentation.move_tokens)
+    frame = _frame([(0, ["get_quote"], ["first"], 6), (1, ["get_quote"], ["first"], 6)]).with_columns(
+        tokens=pl.when(pl.col("strategy") == 1).then(pl.lit("T:get_quote E:answer_after_failure"))
+        .otherwise(pl.col("tokens")))
+    got = dict(zip(*strategy_names(frame).select("strategy", "built_name").to_dict(as_series=False).values()))
+    assert got[1] == "get_quote (with gives up after a failed call)", got
+    assert got[0] != got[1] and "gives up" not in got[0]
+    # two tokens read in one wording ("ends with an answer"): a phrase both siblings would add
+    # tells neither apart and is never stacked; the ids (or another qualifier) do
+    frame = frame.with_columns(tokens=pl.when(pl.col("strategy") == 1).then(pl.lit("T:get_quote E:answer_x"))
+                               .otherwise(pl.col("tokens")))
+    got = strategy_names(frame)["built_name"].to_list()
+    assert len(set(got)) == 2 and not any(n.count("(with ends with an answer)") for n in got), got
+
+
 @pytest.fixture(scope="module")
 def service_runs(tmp_path_factory):
     w = service(n_questions=20, random_state=0)

@@ -17,7 +17,13 @@
    Rare renderings cannot then each claim a strategy of their own. One alone in its plan joins
    a strategy of another plan, the one whose tools are most alike first
    (:func:`~mechanism.analysis._strategies.features.plan_profiles`: a tool that most plans
-   call, such as an optional first look, hardly counts), then the nearest.
+   call, such as an optional first look, hardly counts), then the nearest. A group under
+   ``min_share_tested`` (and at least ``min_share``) joins its nearest the same way unless the
+   arms take the two at different rates (a chi-square test of the 2 x arms table,
+   ``p < VARIANT_ALPHA``): a fragment of one strategy (one cut on an optional step) shares its
+   strategy's mixture across arms, while a small strategy that rl took up or dropped is the
+   change the toolkit exists to show. Joining two groups the arms take alike moves no
+   composition between them, so the test decides a name, never a finding.
 
 Alternatives: ``method="kmeans"`` (count weighted, k by the highest count-weighted silhouette
 over ``k_range``) and ``method="hdbscan"`` (outliers -1). Strategies are then numbered by
@@ -37,12 +43,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from mechanism.analysis._strategies.families import merge_families
+from mechanism.analysis._strategies.families import arm_test, merge_families
 from mechanism.analysis._strategies.reduce import umap_coordinates
 from mechanism.core.resample import library_seed
 
 if TYPE_CHECKING:
     from scipy.sparse import spmatrix
+
+
+#: Level of the arm test under which a group in the tested band (``min_share`` to
+#: ``min_share_tested``) stands: weak evidence keeps it apart, since hiding a strategy rl moved
+#: costs more than one strategy too many. On the customer-service world at 40 questions the
+#: planted ``escalate`` (rl: 20 % -> 5 %), 23 of 320 trajectories, has p = 0.09 against its
+#: nearest (benchmarks/RESULTS.md).
+VARIANT_ALPHA = 0.2
 
 
 def merge_small(space: np.ndarray, labels: np.ndarray, counts: np.ndarray, min_share: float) -> np.ndarray:
@@ -87,7 +101,8 @@ PROFILE_WEIGHT = 5.0
 
 def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, linkage: str,
                   min_share: float, groups: np.ndarray | None = None, profiles: np.ndarray | spmatrix | None = None,
-                  join: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+                  join: Callable[[np.ndarray], np.ndarray] | None = None, min_share_tested: float = 0.0,
+                  arms: np.ndarray | None = None) -> np.ndarray:
     """Labels of rows from their square distance matrix: the tree cut at ``resolution``
     (groups joined while their linkage distance is below it), then :func:`merge_small`.
 
@@ -102,7 +117,9 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
     is also :data:`PROFILE_WEIGHT` times the cosine distance of their profiles farther.
     ``join`` maps the cut's labels to joined ones before :func:`merge_small` (the task test,
     :mod:`mechanism.analysis._strategies.tasks`, which must see the strategies before small ones are
-    absorbed).
+    absorbed). With ``arms`` (``rows x arms`` trajectory counts), a group under
+    ``min_share_tested`` joins too unless the arms take it and its nearest at different rates
+    (module docstring); without them only ``min_share`` applies.
 
     Examples
     --------
@@ -117,8 +134,9 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
     if m < 2:
         return np.zeros(m, dtype=np.int64)
     join = join or (lambda labels: labels)
+    tested = (min_share_tested, arms)
     if groups is None:
-        return merge_small_from(dist, join(_cut(dist, resolution, linkage)), counts, min_share)
+        return _merge_small(lambda: dist, join(_cut(dist, resolution, linkage)), counts, min_share, *tested)
     labels = np.empty(m, dtype=np.int64)
     offset = 0
     for g in np.unique(groups):
@@ -127,7 +145,7 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
         offset = int(labels[idx].max()) + 1
     labels = join(labels)
     # the distances across plans are built only when some strategy is under min_share
-    return _merge_small(lambda: _apart(dist, groups, profiles), labels, counts, min_share)
+    return _merge_small(lambda: _apart(dist, groups, profiles), labels, counts, min_share, *tested)
 
 
 def _apart(dist: np.ndarray, groups: np.ndarray, profiles: np.ndarray | spmatrix | None) -> np.ndarray:
@@ -170,21 +188,28 @@ def merge_small_from(dist: np.ndarray, labels: np.ndarray, counts: np.ndarray, m
     return _merge_small(lambda: dist, labels, counts, min_share)
 
 
-def _merge_small(pairwise, labels: np.ndarray, counts: np.ndarray, min_share: float) -> np.ndarray:
-    """The merge of :func:`merge_small`; ``pairwise()`` gives the distance matrix, asked for
-    only when some group is below ``min_share`` (it costs the square of the rows)."""
+def _merge_small(pairwise, labels: np.ndarray, counts: np.ndarray, min_share: float, min_share_tested: float = 0.0,
+                 arms: np.ndarray | None = None) -> np.ndarray:
+    """The merge of :func:`merge_small`, and of the tested band of :func:`agglomerative` where
+    ``arms`` are given; ``pairwise()`` gives the distance matrix, asked for only when some
+    group is below a share (it costs the square of the rows)."""
     labels = np.asarray(labels).copy()
-    if min_share <= 0 or len(labels) == 0:
+    tested = max(min_share, min_share_tested) if arms is not None else min_share
+    if tested <= 0 or len(labels) == 0:
         return labels
     w = counts.astype(np.float64)
     ids, inv = np.unique(labels, return_inverse=True)
     k = len(ids)
     size = np.bincount(inv, weights=w, minlength=k)
-    if k < 2 or size.min() >= min_share * w.sum():
+    if k < 2 or size.min() >= tested * w.sum():
         return labels
     # sums[c, d] = sum over members i of c, j of d of w_i w_j |x_i - x_j|
     sums = _group_sums(pairwise() * w[:, None] * w[None, :], inv, k)
-    return ids[_merge(sums, size, min_share * w.sum())[inv]]
+    by_arm = None
+    if arms is not None:
+        by_arm = np.zeros((k, arms.shape[1]))
+        np.add.at(by_arm, inv, np.asarray(arms, dtype=np.float64))
+    return ids[_merge(sums, size, min_share * w.sum(), tested * w.sum(), by_arm)[inv]]
 
 
 def _group_sums(matrix: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
@@ -196,17 +221,21 @@ def _group_sums(matrix: np.ndarray, groups: np.ndarray, k: int) -> np.ndarray:
     return np.add.reduceat(cols[order], starts, axis=0)
 
 
-def _merge(sums: np.ndarray, size: np.ndarray, target: float) -> np.ndarray:
+def _merge(sums: np.ndarray, size: np.ndarray, target: float, tested: float = 0.0,
+           by_arm: np.ndarray | None = None) -> np.ndarray:
+    """Owner of each group once every group under ``target`` has joined its nearest, and every
+    group under ``tested`` has too where the arm test (``by_arm``: groups x arms) finds no
+    difference with that nearest; ``size`` and ``by_arm`` are updated in place."""
     k = len(size)
     alive = np.ones(k, dtype=bool)
-    alone = np.zeros(k, dtype=bool)  # too small, with nothing on its side left to join
+    alone = np.zeros(k, dtype=bool)  # stays: nothing on its side left to join, or the arms say it stands
     owner = np.arange(k)
     while alive.sum() > 1:
         live = np.flatnonzero(alive & ~alone)
         if not len(live):
             break
         small = live[np.lexsort((live, size[live]))[0]]  # smallest, ties by id
-        if size[small] >= target:
+        if size[small] >= max(target, tested):
             break
         others = np.flatnonzero(alive)
         others = others[others != small]
@@ -217,6 +246,11 @@ def _merge(sums: np.ndarray, size: np.ndarray, target: float) -> np.ndarray:
             alone[small] = True
             continue
         into = others[int(np.argmin(mean))]
+        if size[small] >= target and arm_test(by_arm[[small, into]]) < VARIANT_ALPHA:
+            alone[small] = True  # the arms take it at another rate: a strategy, however small
+            continue
+        if by_arm is not None:
+            by_arm[into] += by_arm[small]
         sums[into, :] += sums[small, :]
         sums[:, into] += sums[:, small]
         size[into] += size[small]
@@ -254,13 +288,15 @@ def reduced(p: Any, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray | None = None,
             plans: np.ndarray | None = None,
             join: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
-            profiles: np.ndarray | spmatrix | None = None) -> tuple[np.ndarray, dict[int, float] | None]:
+            profiles: np.ndarray | spmatrix | None = None,
+            arms: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, float] | None]:
     """Strategies of the distinct rows ``space`` weighted by ``counts`` under ``p.method``, and
     the silhouette of every k tried (k-means only, else ``None``); ``plans`` (each row's plan
     code, :func:`~mechanism.analysis._strategies.features.plan_codes`) keeps plans apart in the tree
     when ``p.plans == "apart"``, and ``profiles`` (each row's plan's TF-IDF profile) says which
     other plan a strategy alone in its own joins; ``join(labels, rows)`` joins the cut's
-    strategies of the clustered rows ``rows`` before ``min_share`` (:func:`agglomerative`)."""
+    strategies of the clustered rows ``rows`` before ``min_share`` (:func:`agglomerative`);
+    ``arms`` (each row's trajectories per arm) lets the tested band join (:func:`agglomerative`)."""
     m = len(space)
     if m < 2:
         return np.zeros(m, dtype=np.int64), None
@@ -276,7 +312,8 @@ def cluster(p: Any, space: np.ndarray, counts: np.ndarray, core_dist: np.ndarray
     lab = agglomerative(distances(space[heavy]) if core_dist is None else core_dist, counts[heavy],
                         resolution=p.resolution, linkage=p.linkage, min_share=p.min_share,
                         groups=plan_groups(p, plans, heavy), profiles=None if profiles is None else profiles[heavy],
-                        join=None if join is None else (lambda labels: join(labels, heavy)))
+                        join=None if join is None else (lambda labels: join(labels, heavy)),
+                        min_share_tested=p.min_share_tested, arms=None if arms is None else arms[heavy])
     out = np.empty(m, dtype=np.int64)
     out[heavy] = lab
     rest = np.setdiff1d(np.arange(m), heavy)
@@ -359,10 +396,14 @@ def families(p: Any, raw: np.ndarray, counts: np.ndarray, rows: Any, index: np.n
         return raw, []
 
     index = np.arange(len(rows.steps)) if index is None else index
+    return merge_families(raw, np.asarray(counts), [rows.steps[i] for i in index], resampled_arms(rows, index, counts))
+
+
+def resampled_arms(rows: Any, index: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Trajectories per arm of the fit's distinct rows ``index`` at the counts ``counts``: a
+    resample's counts scale each row's arm counts (its trajectories' arms)."""
     base = rows.counts[index].astype(np.float64)
-    # a resample's counts scale each row's arm counts (its trajectories' arms)
-    arms = rows.arm_counts[index] * (np.asarray(counts, dtype=np.float64) / np.maximum(base, 1.0))[:, None]
-    return merge_families(raw, np.asarray(counts), [rows.steps[i] for i in index], arms)
+    return rows.arm_counts[index] * (np.asarray(counts, dtype=np.float64) / np.maximum(base, 1.0))[:, None]
 
 
 def renumber(raw: np.ndarray, space: np.ndarray, counts: np.ndarray, renderings: np.ndarray) -> np.ndarray:

@@ -46,7 +46,7 @@ def one_step_apart(a: tuple[str, ...], b: tuple[str, ...]) -> str | None:
     return None
 
 
-def _arm_test(counts: np.ndarray) -> float:
+def arm_test(counts: np.ndarray) -> float:
     """p-value of independence in a 2 x arms table (1.0 where fewer than two arms hold any)."""
     from scipy.stats import chi2_contingency  # noqa: PLC0415 - scipy: loaded by the steps that use it, not at import
 
@@ -97,7 +97,7 @@ def merge_families(labels: np.ndarray, counts: np.ndarray, sequences: Sequence[t
     joins = Joins(weight)
     merges = []
     for _, a, b, step in sorted(pairs):
-        p = _arm_test(np.vstack([by_arm[a], by_arm[b]]))
+        p = arm_test(np.vstack([by_arm[a], by_arm[b]]))
         joined = p >= alpha and joins.join(a, b)
         merges.append({"kept": a, "joined": b, "step": step, "p": p, "merged": bool(joined)})
     out = joins.labels(labels)

@@ -57,7 +57,8 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
 
     # only the tree joins small strategies across plans (k-means and HDBSCAN never read them)
     profiles = plan_profiles(rows.plans) if p.plans == "apart" and p.method == "agglomerative" else None
-    raw, silhouette = cluster(p, space, counts, core_dist, plans=plan_codes(rows.plans), join=join, profiles=profiles)
+    raw, silhouette = cluster(p, space, counts, core_dist, plans=plan_codes(rows.plans), join=join, profiles=profiles,
+                              arms=rows.arm_counts)
     family, merges = families(p, raw, counts, rows)
     # and again once min_share and the families have gathered each strategy's variants (more
     # trajectories per strategy: a test that can see what the cut's fragments could not)

@@ -30,6 +30,9 @@ LOOP_SHARE = 0.5
 # strategy's members than of any sibling's (shares of trajectories).
 TELL_GAP = 0.5
 LOOP_PHRASE = "fail-and-retry loop"
+# How :func:`mechanism.analysis.segmentation.move_tokens` ends an episode that answers right after
+# a failed call nobody retried: the agent gave up on it.
+GIVE_UP = "answer_after_failure"
 
 
 def step_labels(moves: Sequence[str], tools: Sequence[str]) -> list[str]:
@@ -113,16 +116,21 @@ def _token_phrase(token: str) -> str:
     ('search on another object', 'first search then search reworded')
     >>> _token_phrase("B:start>get_user/first"), _token_phrase("M:search/revise/user/partial")
     ('opens with first get_user', 'search reworded, from user, part of question')
+    >>> _token_phrase("E:answer_after_failure"), _token_phrase("B:search/first>answer_after_failure")
+    ('gives up after a failed call', 'first search then gives up')
     """
     kind, _, body = token.partition(":")
     if kind == "E":
+        if body == GIVE_UP:
+            return "gives up after a failed call"
         return "ends without an answer" if "no_answer" in body else (
             "answers without a call" if body.startswith("no_calls") else "ends with an answer")
     if kind == "B":
         a, _, b = body.partition(">")
         if a == "start":
             return f"opens with {_move_words(b)}"
-        return f"{_move_words(a)} then {'an answer' if b in ('answer', 'no_answer') else _move_words(b)}"
+        then = {"answer": "an answer", "no_answer": "an answer", GIVE_UP: "gives up"}.get(b) or _move_words(b)
+        return f"{_move_words(a)} then {then}"
     if kind == "M":
         parts = body.split("/")
         tool, relation, sources, scope = (parts + ["", "", "", ""])[:4]
@@ -315,8 +323,10 @@ def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
         for cs in groups:
             # one group's qualifiers are chosen together (its siblings' ranges are disjoint)
             found = {c: _qualifier(c, cs, members, name[c], given) for c in cs}
+            phrases = Counter(q[0] for q in found.values() if q is not None)
             for c, q in found.items():
-                if q is not None:
+                # a phrase two siblings would both add tells neither apart (two tokens in one wording)
+                if q is not None and phrases[q[0]] == 1:
                     name[c] = f"{name[c]} ({q[0]})"
                     tests[c].append(q[1])
                     if q[2] is not None:

@@ -22,6 +22,7 @@ from mechanism.analysis._strategies.clustering import (
     distances,
     families,
     plan_groups,
+    resampled_arms,
 )
 from mechanism.analysis._strategies.endings import endings
 from mechanism.analysis._strategies.features import FitRows, plan_codes, plan_profiles
@@ -135,7 +136,8 @@ def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarr
                 cut = agglomerative(dist[np.ix_(idx, idx)], cnt, resolution=p.resolution, linkage=p.linkage,
                                     min_share=p.min_share, groups=None if groups is None else groups[idx],
                                     profiles=None if core_profiles is None else core_profiles[idx],
-                                    join=lambda labels: task_variants(labels, cnt, rows, heavy[idx])[0])
+                                    join=lambda labels: task_variants(labels, cnt, rows, heavy[idx])[0],
+                                    min_share_tested=p.min_share_tested, arms=resampled_arms(rows, heavy[idx], cnt))
                 joined = task_variants(families(p, cut, cnt, rows, heavy[idx])[0], cnt, rows, heavy[idx])[0]
                 return endings(joined, cnt, rows, heavy[idx])[0]
 
