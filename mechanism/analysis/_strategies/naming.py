@@ -270,8 +270,9 @@ def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
        percentile, ``x2-4`` where the name has that tool alone, else ``lookup x2-4``; offered
        only where neither a sibling's range of that tool nor a count of it that another name
        of the space states meets it, and only for a tool every member in the range calls),
-       or, where none of those tells them apart, a move token (``with ...``/``without ...``). This repeats for
-       names still alike (three rounds), then the most common sequence is stated
+       or, where none of those tells them apart, a move token (``with ...``/``without ...``); a
+       phrase two siblings would both add (two tokens in one wording) is added to neither. This
+       repeats for names still alike (three rounds), then the most common sequence is stated
        (``mostly ...``) and, only if nothing tells them apart, the strategy id.
 
     A name *describes* a member when every part of it holds for the member: it has every
