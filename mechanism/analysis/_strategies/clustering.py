@@ -134,9 +134,8 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
     if m < 2:
         return np.zeros(m, dtype=np.int64)
     join = join or (lambda labels: labels)
-    tested = (min_share_tested, arms)
     if groups is None:
-        return _merge_small(lambda: dist, join(_cut(dist, resolution, linkage)), counts, min_share, *tested)
+        return merge_small_from(dist, join(_cut(dist, resolution, linkage)), counts, min_share, min_share_tested, arms)
     labels = np.empty(m, dtype=np.int64)
     offset = 0
     for g in np.unique(groups):
@@ -145,7 +144,7 @@ def agglomerative(dist: np.ndarray, counts: np.ndarray, *, resolution: float, li
         offset = int(labels[idx].max()) + 1
     labels = join(labels)
     # the distances across plans are built only when some strategy is under min_share
-    return _merge_small(lambda: _apart(dist, groups, profiles), labels, counts, min_share, *tested)
+    return _merge_small(lambda: _apart(dist, groups, profiles), labels, counts, min_share, min_share_tested, arms)
 
 
 def _apart(dist: np.ndarray, groups: np.ndarray, profiles: np.ndarray | spmatrix | None) -> np.ndarray:
@@ -183,9 +182,11 @@ def _cut(dist: np.ndarray, resolution: float, linkage: str) -> np.ndarray:
     return fcluster(z, t=np.nextafter(resolution, 0.0), criterion="distance").astype(np.int64) - 1
 
 
-def merge_small_from(dist: np.ndarray, labels: np.ndarray, counts: np.ndarray, min_share: float) -> np.ndarray:
-    """:func:`merge_small` from a square distance matrix."""
-    return _merge_small(lambda: dist, labels, counts, min_share)
+def merge_small_from(dist: np.ndarray, labels: np.ndarray, counts: np.ndarray, min_share: float,
+                     min_share_tested: float = 0.0, arms: np.ndarray | None = None) -> np.ndarray:
+    """:func:`merge_small` from a square distance matrix (with ``arms``, the tested band of
+    :func:`agglomerative` too)."""
+    return _merge_small(lambda: dist, labels, counts, min_share, min_share_tested, arms)
 
 
 def _merge_small(pairwise, labels: np.ndarray, counts: np.ndarray, min_share: float, min_share_tested: float = 0.0,
