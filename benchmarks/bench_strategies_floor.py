@@ -57,6 +57,8 @@ from bench_strategies_worlds import load
 BAR = 0.85
 CEILING_MARGIN = 0.05
 LOW_CEILING = 0.9
+#: Issue 31: the composition split under the found strategies within this of the planted one.
+COMPOSITION_TOLERANCE = 0.03
 
 
 class Ceiling(NamedTuple):
@@ -258,10 +260,27 @@ def ceiling_supervised(runs: pl.DataFrame, truth, seed: int, n_splits: int = 5) 
     return Ceiling(float(adjusted_rand_score(truth, pred)), float(accuracy_score(truth, pred)))
 
 
-def default_ari(runs: pl.DataFrame, truth, seed: int, embedder: str | None, params: dict[str, Any]) -> float:
-    """ARI of ``mx.StrategySpace`` fitted with its defaults (plus ``params``)."""
+def default_labels(runs: pl.DataFrame, seed: int, embedder: str | None, params: dict[str, Any]) -> np.ndarray:
+    """Labels of ``mx.StrategySpace`` fitted with its defaults (plus ``params``)."""
     space = mx.StrategySpace(random_state=seed, n_bootstrap=0, progress=False, embedder=embedder, **params)
-    return float(adjusted_rand_score(truth, space.fit(runs).labels_))
+    return np.asarray(space.fit(runs).labels_)
+
+
+def composition(runs: pl.DataFrame, labels, base: str = "base", treated: str = "rl") -> float:
+    """The composition part of the accuracy change from ``base`` to ``treated`` under
+    ``labels`` (``mx.reweighting``'s point estimate: question x strategy strata, questions
+    weighed equally; no interval, no test)."""
+    rw = mx.reweighting(runs, [str(x) for x in labels], base=base, treated=treated, ci=None, n_permutations=0)
+    return float(rw.composition)
+
+
+def composition_error(runs: pl.DataFrame, truth, labels) -> float | None:
+    """Composition under the found ``labels`` minus composition under the planted ``truth``
+    (issue 31: within 0.03 wherever rl only reweights); None when the runs lack a ``base``
+    and an ``rl`` arm."""
+    if not {"base", "rl"} <= set(runs["arm"].unique().to_list()):
+        return None
+    return composition(runs, labels) - composition(runs, truth)
 
 
 def verdict(default: float, floor: float, ceiling: float) -> str:
@@ -280,9 +299,19 @@ def measure(runs: pl.DataFrame, truth, seed: int, embedder: str | None, params: 
     row = {"rounds": baseline_rounds(runs, truth, seed), "tfidf": baseline_tfidf(runs, truth, seed),
            "ceiling_ari": ceiling.ari, "ceiling_acc": ceiling.accuracy}
     t1 = time.perf_counter()
-    row["default"] = default_ari(runs, truth, seed, embedder, params)
+    labels = default_labels(runs, seed, embedder, params)
+    row["default"] = float(adjusted_rand_score(truth, labels))
     row.update(baselines_s=t1 - t0, fit_s=time.perf_counter() - t1)
+    error = composition_error(runs, truth, labels)
+    if error is not None:
+        row["composition_error"] = error
     return row
+
+
+def _max_abs(cells: list[dict[str, float]], key: str) -> float | str:
+    # the worst seed, not the mean: errors of opposite signs must not cancel
+    values = [abs(c[key]) for c in cells if key in c]
+    return round(max(values), 3) if values else ""
 
 
 def _parse(value: str) -> Any:
@@ -327,13 +356,14 @@ def main(argv: list[str] | None = None) -> None:
             per_seed.append({"world": world, "seed": seed, "k planted": _k(truth), "n": runs.height,
                              **{k: round(v, 4) for k, v in cell.items()}})
             print(per_seed[-1], flush=True)
-        mean = {k: float(np.mean([c[k] for c in cells])) for k in cells[0]}
+        mean = {k: float(np.mean([c[k] for c in cells])) for k in cells[0] if k != "composition_error"}
         floor = max(mean["rounds"], mean["tfidf"])
         rows.append({"world": world, "k planted": per_seed[-1]["k planted"], "rounds": round(mean["rounds"], 3),
                      "tfidf": round(mean["tfidf"], 3), "floor (max of the two)": round(floor, 3),
                      "default": round(mean["default"], 3), "ceiling ARI": round(mean["ceiling_ari"], 3),
                      "ceiling acc": round(mean["ceiling_acc"], 3),
                      "default - floor": round(mean["default"] - floor, 3),
+                     "composition found - planted (max abs)": _max_abs(cells, "composition_error"),
                      "verdict": verdict(mean["default"], floor, mean["ceiling_ari"])})
     wall = time.perf_counter() - t_all
     title = (f"Floor, default and ceiling of strategy discovery{' (one generic act tool)' if args.generic else ''}, "
@@ -341,7 +371,9 @@ def main(argv: list[str] | None = None) -> None:
              f"{' ' + str(params) if params else ''}")
     notes = (f"floor: the better of the rounds and TF-IDF baselines (k-means at the planted k); ceiling: logistic "
              f"regression on move 1-3-grams at three grains (tool, tool/move, full move), 5-fold cross-validated "
-             f"by question. Verdict 'meets bar': default >= "
+             f"by question. Composition: the composition part of base -> rl's accuracy change under the "
+             f"default's labels minus under the planted ones, the largest over seeds (issue 31: within "
+             f"{COMPOSITION_TOLERANCE}). Verdict 'meets bar': default >= "
              f"{BAR}, or within {CEILING_MARGIN} of a ceiling below {LOW_CEILING}. Means over seeds; "
              f"wall time {wall:.0f} s.")
     out = harness.report(__file__, rows, title=title, notes=notes,

@@ -65,6 +65,12 @@ _IN_PLACE_PROGRAMS = frozenset({"sed", "perl"})
 # a short cluster holding `i` (`-i`, `-pi`, `-Ei`, `-i.bak`), never a longer option that
 # happens to hold one (`perl -Mstrict`)
 _IN_PLACE_FLAG = re.compile(r"-[A-Za-z]{0,3}i[A-Za-z]{0,2}(\.\S*)?|-i\S*|--in-place(=\S*)?")
+# Interpreters run a file (`python scripts/run.py`: the agent runs what is there) or code the
+# agent writes in the call (`python3 - <<'EOF'`, `python -c`, `node -e`, `bash -c`): two actions,
+# as an edit and a check are; asking their version (`python --version`) is a third.
+_INTERPRETERS = frozenset({"python", "node", "ruby", "perl", "php", "lua", "bash", "sh", "zsh", "rscript"})
+_INLINE_FLAGS = frozenset({"-", "-c", "-e"})
+_VERSION_FLAGS = frozenset({"--version", "-V"})
 # `python3.11`, `pip3`, `node18` are one program whatever version the agent typed
 _VERSIONED = re.compile(r"^(python|pip|perl|ruby|node|php|lua|java|gcc|clang)[0-9.]+$")
 _SHELL_SETUP = frozenset({"cd", "export", "source", ".", "set", "pushd", "popd", "true"})
@@ -114,7 +120,8 @@ def _parse(arguments: str | None) -> dict[str, Any] | None:
 def _shell_verb(command: str) -> tuple[str, str]:
     """(program, rest) of a shell command line: set-up segments (``cd x &&``) and prefixes
     (``sudo``, ``VAR=1``) skipped, ``python -m pytest`` read as ``pytest``, a program with
-    subcommands as ``git diff``, a stream editor told to edit in place as ``sed -i``."""
+    subcommands as ``git diff``, a stream editor told to edit in place as ``sed -i``, an
+    interpreter given code in the call as ``python inline``."""
     for segment in _SHELL_SPLIT.split(command[:2_000]):
         try:
             words = shlex.split(segment, posix=True)
@@ -132,6 +139,10 @@ def _shell_verb(command: str) -> tuple[str, str]:
             program, rest = f"{program} {rest[0].lower()}", rest[1:]
         elif program in _IN_PLACE_PROGRAMS and any(_IN_PLACE_FLAG.fullmatch(w) for w in rest):
             program = f"{program} -i"
+        elif program in _INTERPRETERS and (not rest or rest[0] in _INLINE_FLAGS or rest[0].startswith("<<")):
+            program = f"{program} inline"
+        elif program in _INTERPRETERS and rest[0] in _VERSION_FLAGS:
+            program = f"{program} --version"
         return program, " ".join(rest)
     return "", command
 
@@ -164,6 +175,10 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None)
     >>> [verb_object("bash", "command", json.dumps({"command": c}), None)[0]
     ...  for c in ("sed -n 10,30p a.py", "sed -i 's/x/y/' a.py", "perl -pi -e 's/x/y/' a.py")]
     ['sed', 'sed -i', 'perl -i']
+    >>> [verb_object("bash", "command", json.dumps({"command": c}), None)[0]
+    ...  for c in ("python3 scripts/run.py data.csv", "python3 - <<'EOF'\\nprint(1)\\nEOF", "python -c 'print(1)'",
+    ...            "python3 --version", "bash -c 'ls'")]
+    ['python', 'python inline', 'python inline', 'python --version', 'bash inline']
     >>> verb_object("computer", "action", '{"action": "left_click", "coordinate": [10, 20]}', None)
     ('left_click', '', {'coordinate': [10, 20]})
     >>> verb_object("act", "*", None, "go north")[:2]
@@ -334,10 +349,30 @@ def mend_typos(steps: list[dict[str, Any]], raw_tools: Sequence[str], failed: Se
     >>> steps = [{"tool": "pytohn"}, {"tool": "python"}, {"tool": "cat"}]
     >>> [s["tool"] for s in mend_typos(steps, ["bash"] * 3, [True, False, False])]
     ['python', 'python', 'cat']
+
+    The slip may be in a program with a subcommand or a version (``gti log`` then ``git log``,
+    ``pthon3`` then ``python3``):
+
+    >>> steps = [{"tool": "gti"}, {"tool": "git log"}, {"tool": "pthon3"}, {"tool": "python"}]
+    >>> [s["tool"] for s in mend_typos(steps, ["bash"] * 4, [True, False, True, False])]
+    ['git log', 'git log', 'python', 'python']
     """
     out = list(steps)
     for i in range(len(out) - 2, -1, -1):  # from the end: a run of slips all reads as the call that worked
-        if failed[i] and raw_tools[i] == raw_tools[i + 1] and one_typo_apart(str(out[i].get("tool")),
-                                                                              str(out[i + 1].get("tool"))):
+        slip, fixed = str(out[i].get("tool")), str(out[i + 1].get("tool"))
+        if failed[i] and raw_tools[i] == raw_tools[i + 1] and (one_typo_apart(slip, fixed)
+                                                                or one_typo_apart(_program(slip), _program(fixed))):
             out[i] = {**out[i], "tool": out[i + 1].get("tool")}
     return out
+
+
+def _program(verb: str) -> str:
+    """The program of a verb, without its subcommand or version: a slip in the program's name
+    (``gti`` for ``git log``, ``pthon3`` for ``python``) is one slip whatever follows it.
+
+    Examples
+    --------
+    >>> _program("git log"), _program("pthon3"), _program("python3.11"), _program("sed -i")
+    ('git', 'pthon', 'python', 'sed')
+    """
+    return re.sub(r"[0-9.]+$", "", verb.split(" ", 1)[0])

@@ -68,6 +68,30 @@ def test_a_shell_agent_is_read_by_its_programs_not_as_one_tool():
     assert set(space.describe()["name"].to_list()) == {"grep -> sed -> pytest", "ls -> cat -> sed_i -> pytest"}
 
 
+def test_an_interpreter_given_code_is_another_action_than_one_running_a_file():
+    verbs = [verb_object("bash", "command", json.dumps({"command": c}), None)[0]
+             for c in ("python3 scripts/report.py data.csv", "python3 - <<'EOF'\nopen('a.py').write('x')\nEOF",
+                       "python -c 'import a'", "node -e 'x()'", "bash -c 'make'", "python3 --version", "python -V",
+                       "perl -pi -e 's/a/b/' a.py", "python3 -m pytest -x")]
+    assert verbs == ["python", "python inline", "python inline", "node inline", "bash inline", "python --version",
+                     "python --version", "perl -i", "pytest"]
+
+
+def test_a_slip_in_a_program_with_a_subcommand_or_a_version_is_one_attempt():
+    # `gti log` and `pthon3` fail with "command not found" and are typed again right: each
+    # pair is one attempt of the move the retry made, as a slip in a bare program's name is
+    commands = [("gti log -3 a.py", "bash: gti: command not found\n[exit code: 127]"), ("git log -3 a.py", "abc fix"),
+                ("pthon3 scripts/run.py", "bash: pthon3: command not found\n[exit code: 127]"),
+                ("python3 scripts/run.py", "ok")]
+    records = [{"arm": "base", "question_id": f"q{q}", "sample_id": 0, "question": "Fix the crash", "gold": [],
+                "answer": "done", "correct": True, "n_rounds": len(commands),
+                "steps": [make_step(tool="bash", arguments=json.dumps({"command": c}), observation=o)
+                          for c, o in commands]} for q in range(3)]
+    table = render(from_records(records), action_field={"bash": "command"})
+    assert table["tools"].to_list() == ["git_log > python"] * 3
+    assert table["n_failed"].to_list() == [2] * 3
+
+
 def test_a_saved_space_reads_new_runs_as_it_read_the_fitted_ones(tmp_path):
     runs, _ = _shell_runs()
     space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
