@@ -45,7 +45,9 @@ takes in is execution). A call that carries on what the attempt before it found 
 query with the id the first returned: a chain), that revises or repeats a call, or of a
 retrieval tool (where each query is a plan: rewording, bridging, decomposing) stays a move
 of its own. Folded calls are kept in the moves table (``folded``) and change nothing but the
-attempts.
+attempts. Calls read by their place (:class:`TaskCalls` ``by_place``) are never folded: there
+the shape of the calls is all that is read, and one tool run on several of the request's
+items (a fan-out) is a shape.
 
 Calls of a retrieval tool (named like a search) are also read as search moves
 (:data:`SEARCH_MOVES`: ``first_lookup``, ``bridge_lookup``, ``verification``,
@@ -259,24 +261,33 @@ class TaskCalls:
     ``drop`` leaves them out (whether one is called at all is the task's doing), else each is
     read as :data:`TASK_TOOL` numbered by the order the episode first called it, so the shape
     stays (one tool called again or another) and which tool it was goes.
-    :func:`mechanism.analysis._strategies.features.task_calls` finds them."""
+    :func:`mechanism.analysis._strategies.features.task_calls` finds them.
+
+    ``by_place``: every call, whatever its tool, is read by its place (:data:`TASK_TOOL`
+    numbered by the order the episode first called its tool), each call kept: the reading of
+    an agent whose requests pick among many tools, so that which tools an episode called is the
+    question's and only the shape (one call, a chain, the same tool on several items, a
+    cross-check with another) is the strategy's (:mod:`mechanism.analysis._strategies.tasks`
+    decides when)."""
 
     tools: frozenset[str] = frozenset()
     drop: bool = False
+    by_place: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.tools)
+        return bool(self.tools) or self.by_place
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (saved with a strategy space)."""
-        return {"tools": sorted(self.tools), "drop": self.drop}
+        return {"tools": sorted(self.tools), "drop": self.drop, **({"by_place": True} if self.by_place else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> TaskCalls:
         """The inverse of :meth:`to_dict` (``None``: none)."""
         if not data:
             return cls()
-        return cls(frozenset(str(t) for t in data.get("tools", ())), bool(data.get("drop", False)))
+        return cls(frozenset(str(t) for t in data.get("tools", ())), bool(data.get("drop", False)),
+                   bool(data.get("by_place", False)))
 
 
 NO_TASK_CALLS = TaskCalls()
@@ -430,7 +441,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         coverage = len(tset & asked) / len(asked) if asked else 0.0
         scope = _scope(coverage, counts["user"])
         retrieval = bool(_RETRIEVAL.search(step.get("_named") or tool)) and len(values) <= 1
-        folded = (merge and not merged and not retrieval and last_attempt == tool
+        # read by place, a second item through the same tool is the shape itself (a fan-out)
+        folded = (merge and not task.by_place and not merged and not retrieval and last_attempt == tool
                   and relation == "new" and not (tset & last_found))
         move = _search_move(relation, sources) if retrieval else relation
         src = "+".join(s for s in SOURCES if s in sources) or "nothing"
@@ -489,9 +501,14 @@ def _task_read(task: TaskCalls, steps: list[dict], failed_of: list[bool], tools_
     Left out (``drop``): the first is kept when all are the task's, so the episode still calls a
     tool. Renamed: in a run of consecutive task calls only those of the run's first tool stay
     (search then book, or cancel alone: how many calls the request takes is the task's, calling
-    one again is the strategy's), each named by the order the episode first called it. A renamed
-    call keeps its own name under ``_named``, which says whether it is a retrieval.
+    one again is the strategy's), each named by the order the episode first called it. Read by
+    place (``by_place``): every call kept, each renamed so. A renamed call keeps its own name
+    under ``_named``, which says whether it is a retrieval.
     """
+    if task.by_place:
+        places: dict[str, str] = {}
+        names = [places.setdefault(t, f"{TASK_TOOL}_{len(places) + 1}") for t in tools_of]
+        return [{**st, "_named": t} for st, t in zip(steps, tools_of)], failed_of, names
     if task.drop:
         kept = [i for i, t in enumerate(tools_of) if t not in task.tools] or list(range(min(1, len(steps))))
     else:

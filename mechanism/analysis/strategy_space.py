@@ -114,6 +114,7 @@ from mechanism.analysis._strategies.params import (
     model_params,
 )
 from mechanism.analysis._strategies.persist import FORMAT_VERSION  # noqa: F401  (the saved format's version, public)
+from mechanism.analysis._strategies.places import PLACE_ASSOCIATION, prefer_places, question_association, read_by_place
 from mechanism.analysis._strategies.reduce import interpolate, map_coordinates
 from mechanism.analysis.embed import TextEmbedder, make_embedder
 from mechanism.analysis.segmentation import NO_TASK_CALLS, ActionField, Retries, TaskCalls, action_tools, render
@@ -213,7 +214,12 @@ class StrategySpace(BaseEstimator):
         adjusted Rand index with the fit under the next seed.
     names_, seed_, action_tools_, task_calls_ : dict, int, dict, TaskCalls
         Names given with :meth:`rename`; the fit's integer seed (``random_state`` when an int);
-        the generic tools read as verbs, ``{tool: field}``, and the task's calls (new runs alike).
+        the generic tools read as verbs, ``{tool: field}``, and the task's calls (new runs alike;
+        ``by_place`` where every call is read by its place).
+    place_association_ : dict or None
+        Where the fit read the calls by place too (:mod:`mechanism.analysis._strategies.places`):
+        the strategies' association with the question read by name and by place, and the
+        reading kept (``"name"`` or ``"place"``); ``None`` where it did not (fit only, not saved).
 
     Examples
     --------
@@ -287,29 +293,8 @@ class StrategySpace(BaseEstimator):
         self.seed_ = resolve_seed(self.random_state)
         work = self.__sklearn_clone__().set_params(random_state=self.seed_)  # what the private modules read
         self.embedding_model_ = self._embedder().model_id
-        traj = self._render(runs) if first is None or self.task_calls_ else first  # no task calls: read alike
-        self.vocabulary_ = fit_vocabulary(traj["tokens"].to_list())
-        pair_rows, pair_of_row = self._features(table := with_kinds(traj, runs, self.by, self.kinds_), dim=-1)
-        self.embedding_dim_ = int(pair_rows.shape[1] - len(self.vocabulary_) - 1 - len(self.kinds_))
-        uniq, inverse, first = distinct_rows(pair_rows, pair_of_row)
-        self.known_pairs_, self.known_rows_ = known_pairs(table["rendering"], table["tokens"], inverse)
-        rows = _fit_rows(runs, traj, uniq, inverse, first, by=self.by)
-        self.train_features_, self.train_counts_ = uniq, rows.counts
-        self.train_renderings_, self.train_moves_, self.train_plans_ = rows.renderings, rows.moves, rows.plans
-        fitted, self.fit_cache_rebuilt_ = fit_cached(
-            work, rows, folder=self._cache_path("fits"), params=model_params(self.get_params(), self.seed_),
-            model=self.embedding_model_, vocabulary=self.vocabulary_)
-        self.train_labels_ = labels = fitted["labels"]
-        self.threshold_, self.threshold_rule_ = fitted["threshold"], "medoid"
-        # what UMAP clustering and k-means learn besides the labels
-        self.__dict__.update({f"{k}_": fitted[k] for k in ("train_space", "silhouette") if fitted.get(k) is not None})
-        self.labels_, self.n_strategies_ = labels[inverse], int(labels.max() + 1) if (labels >= 0).any() else 0
-        self.stability_ = _describe.stability_table(fitted["stability"], labels)
-        self.seed_agreement_, self.names_ = float(fitted["seed_agreement"]), {}
-        calls = _describe.task_call_tools(named, self.labels_, self.task_calls_.tools)
-        self.strategies_ = _describe.table(runs, traj, self.labels_, fitted, self.stability_, seed=self.seed_,
-                                           task_calls=calls)
-        self._example_pool = _describe.example_pool(runs, traj["moves"].to_list(), self.labels_, self.strategies_)
+        _fit_reading(self, runs, named, first, work)
+        self.place_association_ = _reread_by_place(self, runs, named, work)
         return self._index()
 
     def _index(self) -> StrategySpace:  # what assigning reads, derived from the fitted state
@@ -521,6 +506,58 @@ def with_kinds(traj: pl.DataFrame, runs: pl.DataFrame, by: str | None, kinds: Se
     index = {k: i for i, k in enumerate(kinds)}
     marks = [f" G:{index.get(k, '?')}" for k in kind_of_rows(runs, by)]
     return traj.with_columns(pl.Series("tokens", [t + m for t, m in zip(traj["tokens"].to_list(), marks)]))
+
+
+def _fit_reading(space: StrategySpace, runs: pl.DataFrame, named: list[str | None], first: pl.DataFrame | None,
+                 work: StrategySpace) -> None:
+    """The fit of ``space`` under the reading its ``task_calls_`` say (``first``: the table
+    rendered before they were found, reused where there are none)."""
+    traj = space._render(runs) if first is None or space.task_calls_ else first  # no task calls: read alike
+    space.vocabulary_ = fit_vocabulary(traj["tokens"].to_list())
+    pair_rows, pair_of_row = space._features(table := with_kinds(traj, runs, space.by, space.kinds_), dim=-1)
+    space.embedding_dim_ = int(pair_rows.shape[1] - len(space.vocabulary_) - 1 - len(space.kinds_))
+    uniq, inverse, first = distinct_rows(pair_rows, pair_of_row)
+    space.known_pairs_, space.known_rows_ = known_pairs(table["rendering"], table["tokens"], inverse)
+    rows = _fit_rows(runs, traj, uniq, inverse, first, by=space.by)
+    space.train_features_, space.train_counts_ = uniq, rows.counts
+    space.train_renderings_, space.train_moves_, space.train_plans_ = rows.renderings, rows.moves, rows.plans
+    fitted, space.fit_cache_rebuilt_ = fit_cached(
+        work, rows, folder=space._cache_path("fits"), params=model_params(space.get_params(), space.seed_),
+        model=space.embedding_model_, vocabulary=space.vocabulary_)
+    space.train_labels_ = labels = fitted["labels"]
+    space.threshold_, space.threshold_rule_ = fitted["threshold"], "medoid"
+    # what UMAP clustering and k-means learn besides the labels
+    space.__dict__.update({f"{k}_": fitted[k] for k in ("train_space", "silhouette") if fitted.get(k) is not None})
+    space.labels_, space.n_strategies_ = labels[inverse], int(labels.max() + 1) if (labels >= 0).any() else 0
+    space.stability_ = _describe.stability_table(fitted["stability"], labels)
+    space.seed_agreement_, space.names_ = float(fitted["seed_agreement"]), {}
+    calls = _describe.task_call_tools(named, space.labels_, space.task_calls_.tools)
+    space.strategies_ = _describe.table(runs, traj, space.labels_, fitted, space.stability_, seed=space.seed_,
+                                       task_calls=calls)
+    space._example_pool = _describe.example_pool(runs, traj["moves"].to_list(), space.labels_, space.strategies_)
+
+
+def _reread_by_place(space: StrategySpace, runs: pl.DataFrame, named: list[str | None],
+                     work: StrategySpace) -> dict[str, Any] | None:
+    """Where the question picks the tools and the strategies read by name track it, the fit
+    made again with every call read by its place, kept where it tracks the question at most
+    half as much (:mod:`mechanism.analysis._strategies.places`); the test's record, or ``None``
+    where none was made."""
+    place = read_by_place(space.task_calls_, named)
+    if place is None:
+        return None
+    questions = runs["question_id"].cast(pl.String).to_numpy()
+    by_name = question_association(space.labels_, questions)
+    if by_name < PLACE_ASSOCIATION:
+        return None
+    by_name_fit = dict(space.__dict__)
+    space.task_calls_ = place
+    _fit_reading(space, runs, named, None, work)
+    by_place = question_association(space.labels_, questions)
+    if not prefer_places(by_name, by_place):
+        space.__dict__.clear()
+        space.__dict__.update(by_name_fit)
+    return {"by_name": by_name, "by_place": by_place, "reading": "place" if space.task_calls_.by_place else "name"}
 
 
 def _read_task_calls(space: StrategySpace, runs: pl.DataFrame

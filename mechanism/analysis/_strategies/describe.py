@@ -129,6 +129,24 @@ def task_call_tools(tools: Sequence[str | None], labels: np.ndarray, task: froze
     return out
 
 
+#: A name lists at most this many of the tools its task calls stand for, then how many more.
+MAX_TASK_TOOLS_NAMED = 4
+
+
+def _listed(tools: Sequence[str]) -> str:
+    """The tools a strategy's task calls stand for, as a name says them: all of a few, else
+    the first :data:`MAX_TASK_TOOLS_NAMED` - 1 and how many more (an agent read by place calls
+    every tool of a benchmark; the full list is the ``task_variants`` column).
+
+    >>> _listed(["book", "cancel"]), _listed(["a", "b", "c", "d", "e", "f"])
+    ('book or cancel', 'a, b, c or 3 more')
+    """
+    if len(tools) <= MAX_TASK_TOOLS_NAMED:
+        return " or ".join(tools)
+    shown = MAX_TASK_TOOLS_NAMED - 1
+    return f"{', '.join(tools[:shown])} or {len(tools) - shown} more"
+
+
 def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, fitted: dict[str, Any],
           stability: pl.DataFrame, *, seed: int, task_calls: dict[int, list[str]] | None = None) -> pl.DataFrame:
     """The description table (:meth:`StrategySpace.describe` documents its columns) of the
@@ -189,7 +207,7 @@ def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, fitted: di
     ends = {c: sorted({t for v in vs for t in v.split(" / ")}) for c, vs in (endings or {}).items() if vs}
     out = out.with_columns(pl.struct("strategy", "built_name").map_elements(
         lambda r: r["built_name"] + (f" (then {' or '.join(ends[r['strategy']])})" if r["strategy"] in ends else "")
-        + (f" (by task: {' or '.join(by_task[r['strategy']])})" if r["strategy"] in by_task else ""),
+        + (f" (by task: {_listed(by_task[r['strategy']])})" if r["strategy"] in by_task else ""),
         return_dtype=pl.String).alias("built_name"))
     task_variants = {c: sorted({*(task_variants or {}).get(c, ()), *(task_calls or {}).get(c, ())})
                      for c in {*(task_variants or {}), *(task_calls or {})}}

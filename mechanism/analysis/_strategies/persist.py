@@ -141,8 +141,10 @@ def _task_calls(raw: Any, cfg: str, mode: str) -> TaskCalls:
         return TaskCalls()
     tools = raw.get("tools") if isinstance(raw, dict) else None
     if not (isinstance(tools, list) and all(isinstance(t, str) and 0 < len(t) <= 200 for t in tools)
-            and len(tools) <= 10_000 and isinstance(raw.get("drop"), bool)):
-        raise _Refusal("`task_calls` must be {tools: [names], drop: true or false}", cfg, "task_calls")
+            and len(tools) <= 10_000 and isinstance(raw.get("drop"), bool)
+            and isinstance(raw.get("by_place", False), bool) and set(raw) <= {"tools", "drop", "by_place"}):
+        raise _Refusal("`task_calls` must be {tools: [names], drop: true or false, by_place: true or false}", cfg,
+                       "task_calls")
     return TaskCalls.from_dict(raw)
 
 
