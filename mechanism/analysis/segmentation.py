@@ -267,7 +267,7 @@ class TaskCalls:
     numbered by the order the episode first called its tool), each call kept: the reading of
     an agent whose requests pick among many tools, so that which tools an episode called is the
     question's and only the shape (one call, a chain, the same tool on several items, a
-    cross-check with another) is the strategy's (:mod:`mechanism.analysis._strategies.tasks`
+    cross-check with another) is the strategy's (:mod:`mechanism.analysis._strategies.places`
     decides when)."""
 
     tools: frozenset[str] = frozenset()

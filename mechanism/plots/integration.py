@@ -235,7 +235,10 @@ def _draw_strategies(ax: Any, table: pl.DataFrame, shift: dict, base: str, arm: 
     ax.set_xticks(([strip] if no_rate[ok].any() else []) + ticks,
                   (["no rate\nin base"] if no_rate[ok].any() else []) + [f"{t:.1f}" for t in ticks])
     ax.set_xlabel(f"integration rate in {arm_label(base)}: P(correct | gold retrieved)")
-    ax.set_ylabel(f"share change, {arm_label(arm)} \u2212 {arm_label(base)}")
+    # one line per arm where the two would not fit beside the axis (long arm names collapsed
+    # the layout: a 60-character vertical label is taller than the axes)
+    ylabel = f"share change, {arm_label(arm)} \u2212 {arm_label(base)}"
+    ax.set_ylabel(ylabel if len(ylabel) <= 40 else f"share change\n{arm_label(arm)}\n\u2212 {arm_label(base)}")
     align = shift["alignment_integration"]
     atext = "alignment n/a"
     if align["estimate"] is not None:

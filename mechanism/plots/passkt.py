@@ -201,7 +201,8 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str, t_source: st
         if t_source == "truncation":
             ax.set_ylabel(_t_label(t_source))
         ax.set_title(f"PASS@(k,T): {t} − {b}" + (" (* interval excludes 0)" if sig is not None else ""))
-        fig.colorbar(image, ax=ax, shrink=0.9, label=f"{t} − {b}")
+        # the title names the two arms; beside the bar, long names would be taller than the axes
+        fig.colorbar(image, ax=ax, shrink=0.9, label=f"{t} − {b}" if len(t) + len(b) <= 34 else "difference")
         if sig is not None and caption:
             fig.text(0.5, -0.01, "* bootstrap interval over problems excludes 0 "
                      "(each cell at its own level, not adjusted over cells)",

@@ -39,6 +39,7 @@ def _names(described: pl.DataFrame) -> dict[int, str]:
 
 
 _COLORS = list(STRATEGY_PALETTE)  # never an arm colour; black marks outliers
+SHARES_LABEL_CHARS = 64  # a strategy's label beside its bars, at most
 
 
 def _colors(n_strategies: int, top: int) -> dict[int, str]:
@@ -294,7 +295,9 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
             vals = [sub.get(s, 0.0) for s in keep]
             ax.barh(np.arange(len(keep)) + (i - (len(arms) - 1) / 2) * height, vals, height=height,
                     color=colors[arm], label=arm_label(arm))
-        ax.set_yticks(np.arange(len(keep)), [names[s] for s in keep])
+        # a name that says which of many tools a strategy's calls stand for runs long: bounded,
+        # so the bars keep their room (the full name is in the table beside the figure)
+        ax.set_yticks(np.arange(len(keep)), [display_name(names[s], max_length=SHARES_LABEL_CHARS) for s in keep])
         ax.invert_yaxis()
         ax.set_xlabel("share of the arm (questions weighted equally)")
         ax.grid(axis="y", visible=False)

@@ -423,7 +423,8 @@ def _page_sections(runs: pl.DataFrame, out: Path, found: _Analyses, tabs: _Table
     strategies_section = PageSection(key="strategies", title="Strategies",
                                      paragraphs=[f"{found.space.n_strategies_} strategies ({found.space_note}); a "
                                                  "strategy's id opens its entry in the explorer below, and its "
-                                                 "members cell every one of its members (pages, with a CSV list)."],
+                                                 "members cell every one of its members (pages, with a CSV list).",
+                                                 *[n for n in (_reading_note(found.space),) if n]],
                                      tables=[tabs.strategy_table],
                                      figures=_figures(sections["strategies"], captions, out))
     page_sections = [overview, PageSection(key="accuracy", title="Accuracy", tables=[tabs.main_tables[0]]),
@@ -460,6 +461,19 @@ def _place_space(runs: pl.DataFrame, out: Path, space: Any, *, embedder: Any, ra
         return space, placement, f"fitted on these runs (random_state={random_state}), saved to space/"
     space, space_note = given_space(space, cache_dir=cache_dir, progress=progress)
     return space, space.place(runs), space_note
+
+
+def _reading_note(space: Any) -> str:
+    """What the page says of a space that read every call by its place (the fit inferred it:
+    mechanism.analysis._strategies.places), else nothing."""
+    if not getattr(getattr(space, "task_calls_", None), "by_place", False):
+        return ""
+    test = getattr(space, "place_association_", None)
+    measured = (f" (the strategies' association with the question: {test['by_name']:.2f} read by tool name, "
+                f"{test['by_place']:.2f} by place)" if test else "")
+    return ("Every call is read by its place (task_call_1 is the first tool an episode calls, task_call_2 the "
+            f"next new one): the question picks the tools{measured}, so the strategies are the shapes of the "
+            "calls; each name lists the tools its task calls stand for.")
 
 
 def visible_arm_names(runs: pl.DataFrame) -> dict[str, str]:

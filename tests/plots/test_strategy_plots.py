@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import matplotlib
+import polars as pl
 import pytest
 
 from mechanism.analysis.strategy_space import StrategySpace
@@ -96,4 +97,24 @@ def test_map_labels_strategies_without_overlap_and_sizes_markers_by_share(fitted
         assert np.allclose(np.sort(ax.collections[1].get_sizes()), np.sort(expected))
     keys = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
     assert any(k.endswith("%") for k in keys)
+    close(fig)
+
+
+def test_long_strategy_names_keep_the_shares_figure_laid_out(fitted):
+    """A name that lists the tools a strategy's calls stand for runs long: beside the bars it
+    is cut, so constrained layout still has room (it gave up, with a warning, on such names)."""
+    import warnings
+
+    from mechanism.plots.strategies import SHARES_LABEL_CHARS
+
+    runs, space = fitted
+    described = space.describe().with_columns(
+        name=pl.format("task_call_1 -> task_call_2 (mostly task_call_1 -> task_call_2) (by task: {} or 11 more)",
+                       pl.col("strategy")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # constrained layout's "axes sizes collapsed" fails here
+        fig = plot_strategy_shares(space, runs, described=described)
+        fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels and all(len(t) <= SHARES_LABEL_CHARS and t.endswith("…") for t in labels)
     close(fig)

@@ -67,6 +67,12 @@ def test_an_agent_whose_requests_pick_its_tools_is_read_by_the_shape_of_its_call
     row = space.describe().row(0, named=True)
     assert "task_call_1" in row["name"] and " more)" in row["name"]
     assert len(row["task_variants"]) >= 1
+    # the report says how the calls were read, and what the test measured
+    from mechanism.report.study import _reading_note
+
+    note = _reading_note(space)
+    assert note.startswith("Every call is read by its place") and f"{test['by_name']:.2f} read by tool name" in note
+    assert _reading_note(by_name) == ""
 
 
 def test_a_space_read_by_place_is_saved_and_applied_as_it_was_fitted(api_world, tmp_path):
