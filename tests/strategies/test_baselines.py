@@ -68,3 +68,22 @@ def test_verdict(bench):
     assert bench.verdict(0.9, floor=0.6, ceiling=1.0) == "meets bar"
     assert bench.verdict(0.7, floor=0.6, ceiling=0.74) == "meets bar"
     assert bench.verdict(0.7, floor=0.6, ceiling=0.95) == "ok"
+
+
+def test_composition_error_is_the_split_under_the_found_labels_minus_the_planted(bench):
+    # two plans, rl moving mass from the one that fails to the one that succeeds: all of
+    # rl's gain is composition under the planted labels
+    records, truth = [], []
+    for q in range(12):
+        for arm, mix in (("base", ("a", "a", "a", "b")), ("rl", ("a", "b", "b", "b"))):
+            for s, plan in enumerate(mix):
+                records.append({"arm": arm, "question_id": f"q{q}", "sample_id": s, "question": f"Look up item {q}",
+                                "gold": ["x"], "answer": "x" if plan == "b" else "y", "correct": plan == "b",
+                                "n_rounds": 1, "steps": [_call(plan, f"item{q}")]})
+                truth.append(plan)
+    runs, truth = from_records(records), np.array(truth)
+    assert bench.composition(runs, truth) == pytest.approx(0.5)
+    assert bench.composition_error(runs, truth, truth) == pytest.approx(0.0)
+    # one label for all: nothing is composition, so the whole planted split is the error
+    assert bench.composition_error(runs, truth, np.zeros(len(truth), dtype=int)) == pytest.approx(-0.5)
+    assert bench.composition_error(runs.with_columns(arm=runs["arm"] + "_x"), truth, truth) is None
