@@ -33,7 +33,10 @@ Pipeline (docs/methods.md, "What it answers"):
    (:func:`~mechanism.analysis._strategies.features.task_tools`), and strategies of one plan used on
    disjoint questions are one (:mod:`mechanism.analysis._strategies.tasks`), as are strategies
    that differ only in a last tool the data show swapped after other prefixes too
-   (:mod:`mechanism.analysis._strategies.endings`).
+   (:mod:`mechanism.analysis._strategies.endings`). Where the question picks the tools and
+   the strategies so found track the question, the fit is made again with every call read by
+   its place, and kept where that tracks the question at most half as much
+   (:mod:`mechanism.analysis._strategies.places`).
    Alternatives: ``method="kmeans"`` (count weighted, k by the highest count-weighted
    silhouette over ``k_range``) and ``method="hdbscan"`` (outliers -1).
 5. Strategies are numbered by descending size, ties broken by their medoid's rendering, so
