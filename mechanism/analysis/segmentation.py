@@ -252,6 +252,9 @@ class _Step:
 
 #: The name a task's calls are read under, numbered by first call (``task_call_1``, ...).
 TASK_TOOL = "task_call"
+#: What joins the members of a group of interchangeable tools in the name they are read under
+#: (``sed_i_or_python_inline_or_perl_i``).
+ALIKE_JOIN = "_or_"
 
 
 @dataclass(frozen=True)
@@ -268,18 +271,33 @@ class TaskCalls:
     an agent whose requests pick among many tools, so that which tools an episode called is the
     question's and only the shape (one call, a chain, the same tool on several items, a
     cross-check with another) is the strategy's (:mod:`mechanism.analysis._strategies.places`
-    decides when)."""
+    decides when).
+
+    ``alike``: groups of tools the agent uses interchangeably, whatever its strategy (an edit
+    made with ``sed -i``, a Python heredoc or ``perl -pi``), each group read as one tool named
+    by its members joined by :data:`ALIKE_JOIN`, most called first
+    (:mod:`mechanism.analysis._strategies.alike` finds them)."""
 
     tools: frozenset[str] = frozenset()
     drop: bool = False
     by_place: bool = False
+    alike: tuple[tuple[str, ...], ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.tools) or self.by_place
+        return bool(self.tools) or self.by_place or bool(self.alike)
+
+    def alike_names(self) -> dict[str, str]:
+        """Each tool of a group in ``alike`` -> the name its group is read under.
+
+        >>> TaskCalls(alike=(("sed_i", "perl_i"),)).alike_names()
+        {'sed_i': 'sed_i_or_perl_i', 'perl_i': 'sed_i_or_perl_i'}
+        """
+        return {t: ALIKE_JOIN.join(group) for group in self.alike for t in group}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (saved with a strategy space)."""
-        return {"tools": sorted(self.tools), "drop": self.drop, **({"by_place": True} if self.by_place else {})}
+        return {"tools": sorted(self.tools), "drop": self.drop, **({"by_place": True} if self.by_place else {}),
+                **({"alike": [list(g) for g in self.alike]} if self.alike else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> TaskCalls:
@@ -287,7 +305,7 @@ class TaskCalls:
         if not data:
             return cls()
         return cls(frozenset(str(t) for t in data.get("tools", ())), bool(data.get("drop", False)),
-                   bool(data.get("by_place", False)))
+                   bool(data.get("by_place", False)), tuple(tuple(str(t) for t in g) for g in data.get("alike", ())))
 
 
 NO_TASK_CALLS = TaskCalls()
@@ -392,6 +410,10 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         kept = [i for i, st in enumerate(steps) if memo.tool(st.get("tool")) not in ignore]
         steps, failed_of = [steps[i] for i in kept], [failed_of[i] for i in kept]
     tools_of = [memo.tool(st.get("tool")) for st in steps]
+    if task.alike:  # tools used interchangeably read as one, each call keeping its own name
+        read_as = task.alike_names()
+        steps = [{**st, "_named": t} if t in read_as else st for st, t in zip(steps, tools_of)]
+        tools_of = [read_as.get(t, t) for t in tools_of]
     if task:
         steps, failed_of, tools_of = _task_read(task, steps, failed_of, tools_of)
     for i, step in enumerate(steps):

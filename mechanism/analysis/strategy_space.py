@@ -65,6 +65,7 @@ strategy's medoid even where its nearest fitted row is close.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Sequence
@@ -78,6 +79,7 @@ from sklearn.base import BaseEstimator, _fit_context
 
 from mechanism.analysis._strategies import describe as _describe
 from mechanism.analysis._strategies import persist, stability
+from mechanism.analysis._strategies.alike import interchangeable_tools
 from mechanism.analysis._strategies.association import association_of
 from mechanism.analysis._strategies.clustering import (  # noqa: F401 - some re-exported: tests and benchmarks reach them here
     OUTLIER_QUANTILE,
@@ -191,7 +193,9 @@ class StrategySpace(BaseEstimator):
         of every trajectory (bookkeeping: ``think``, ``screenshot``).
     task_calls
         ``"auto"``: calls the question decides (``search_hotels`` or ``search_flights``) are read by their
-        place, not their name (``task_calls_``, :func:`tool_plan`'s module); ``"keep"``: by name.
+        place, not their name (``task_calls_``, :func:`tool_plan`'s module), and tools the agent uses
+        interchangeably whatever its strategy (an edit by ``sed -i`` or by ``perl -pi``) as one
+        (``task_calls_.alike``, :mod:`~mechanism.analysis._strategies.alike`); ``"keep"``: every call by its name.
     by
         A column of task kinds (``"category"``): strategies found within each kind; an unseen one is -1.
     cache_dir
@@ -567,12 +571,15 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
                      ) -> tuple[list[str | None], pl.DataFrame | None, TaskCalls]:
     """Each row's tools as named, the table rendered before the task's calls are found (it is
     the fit's own where none are found: a render is most of a cold fit) and the task's calls
-    (none, and no table, under ``task_calls="keep"``)."""
+    with the tools used interchangeably (:mod:`~mechanism.analysis._strategies.alike`; none, and
+    no table, under ``task_calls="keep"``)."""
     if space.task_calls == "keep":
         return [], None, NO_TASK_CALLS
     first = space._render(runs)
     named = first["tools"].to_list()
-    return named, first, task_calls(named, runs["question_id"].cast(pl.String).to_numpy())
+    found = task_calls(named, runs["question_id"].cast(pl.String).to_numpy())
+    alike = interchangeable_tools(named, runs["arm"].cast(pl.String).to_list(), found.tools)
+    return named, first, dataclasses.replace(found, alike=alike) if alike else found
 
 
 def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse: np.ndarray,

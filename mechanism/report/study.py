@@ -464,16 +464,22 @@ def _place_space(runs: pl.DataFrame, out: Path, space: Any, *, embedder: Any, ra
 
 
 def _reading_note(space: Any) -> str:
-    """What the page says of a space that read every call by its place (the fit inferred it:
-    mechanism.analysis._strategies.places), else nothing."""
-    if not getattr(getattr(space, "task_calls_", None), "by_place", False):
-        return ""
+    """What the page says of how the fit read the calls where it inferred a reading of its own:
+    every call by its place (mechanism.analysis._strategies.places), tools used interchangeably
+    as one (mechanism.analysis._strategies.alike); else nothing."""
+    calls = getattr(space, "task_calls_", None)
+    alike = [" / ".join(group) for group in getattr(calls, "alike", ())]
+    said = ([f"Tools the agents use interchangeably, whatever the strategy, are read as one: {'; '.join(alike)} "
+             "(each is called whatever else the episode does, at like rates in every arm)."] if alike else [])
+    if not getattr(calls, "by_place", False):
+        return " ".join(said)
     test = getattr(space, "place_association_", None)
     measured = (f" (the strategies' association with the question: {test['by_name']:.2f} read by tool name, "
                 f"{test['by_place']:.2f} by place)" if test else "")
-    return ("Every call is read by its place (task_call_1 is the first tool an episode calls, task_call_2 the "
-            f"next new one): the question picks the tools{measured}, so the strategies are the shapes of the "
-            "calls; each name lists the tools its task calls stand for.")
+    return " ".join([
+        "Every call is read by its place (task_call_1 is the first tool an episode calls, task_call_2 the "
+        f"next new one): the question picks the tools{measured}, so the strategies are the shapes of the "
+        "calls; each name lists the tools its task calls stand for.", *said])
 
 
 def visible_arm_names(runs: pl.DataFrame) -> dict[str, str]:

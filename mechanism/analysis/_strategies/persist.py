@@ -140,11 +140,15 @@ def _task_calls(raw: Any, cfg: str, mode: str) -> TaskCalls:
     if raw is None and mode == "keep":
         return TaskCalls()
     tools = raw.get("tools") if isinstance(raw, dict) else None
+    alike = raw.get("alike", []) if isinstance(raw, dict) else None
     if not (isinstance(tools, list) and all(isinstance(t, str) and 0 < len(t) <= 200 for t in tools)
             and len(tools) <= 10_000 and isinstance(raw.get("drop"), bool)
-            and isinstance(raw.get("by_place", False), bool) and set(raw) <= {"tools", "drop", "by_place"}):
-        raise _Refusal("`task_calls` must be {tools: [names], drop: true or false, by_place: true or false}", cfg,
-                       "task_calls")
+            and isinstance(raw.get("by_place", False), bool) and set(raw) <= {"tools", "drop", "by_place", "alike"}
+            and isinstance(alike, list) and len(alike) <= 1_000
+            and all(isinstance(g, list) and 2 <= len(g) <= 100 and all(isinstance(t, str) and 0 < len(t) <= 200
+                                                                       for t in g) for g in alike)):
+        raise _Refusal("`task_calls` must be {tools: [names], drop: true or false, by_place: true or false, "
+                       "alike: [[names]]}", cfg, "task_calls")
     return TaskCalls.from_dict(raw)
 
 

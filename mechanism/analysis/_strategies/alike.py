@@ -1,0 +1,216 @@
+"""Tools an agent uses interchangeably: one choice made whatever the strategy.
+
+A terminal agent edits a file with ``sed -i``, a Python heredoc or ``perl -pi``, at random,
+whatever it did to find the bug. Read by name, each edit verb makes another plan, and the cut
+splits one strategy three ways by its edit verb as readily as it splits two strategies by how
+the bug was found. A strategy is what the agent does whatever else varies; a choice the agent
+makes whatever its strategy is a detail of execution.
+
+The data say which choice is which. Two tools A and B fill one slot where some plans (the
+tools called, in order, each run read once, the task's calls as one mark: :func:`plan_of`)
+differ only by calling A or B there: with the slot masked, they are one *context*. Where A
+and B are the strategy's choice (a settings search, or a swipe down to the quick settings,
+both before the same taps), the contexts both are met in differ only by what varies inside a
+strategy: an optional step, a popup dismissed. Where the choice is made whatever the strategy,
+it is met in every strategy's context, and the contexts holding both are as varied as the
+plans of the whole table. So A and B are read as one tool (:class:`~mechanism.analysis.segmentation.TaskCalls`
+``alike``) when
+
+1. most trajectories calling one of them (not both) are in a context where the other is met
+   too (:data:`ALIKE_COVER`),
+2. the contexts holding both are nearly as varied as all plans (:data:`ALIKE_CROSSING`: their
+   mean distance, tools one has and the other lacks, as a share of the mean distance between
+   any two trajectories' plans), and
+3. neither the contexts nor the arms take them at different rates (chi-square tests of the
+   contexts x {A, B} and arms x {A, B} tables, each ``p >= ALIKE_ALPHA``): a choice rl moved
+   is what the toolkit exists to show, and one that follows the rest of the plan belongs to
+   the strategy.
+
+Tools that the question decides (:func:`~mechanism.analysis._strategies.features.task_calls`)
+are read by their own rule and never enter. Pairs are joined into groups (a group of three
+edit verbs); a group is named by its members, most called first, joined by ``_or_``. The
+outcome never enters.
+
+Measured on the planted worlds (seed 0, 60 questions, the fit's own reading): the terminal
+world's three edit verbs have cover 0.70-0.85 and crossing 0.74-0.76; every pair of tools in
+another world that meets the cover has a crossing of at most 0.56 but the incident-response
+world's ``restart`` and ``scale`` (0.74; one planted strategy uses either); listing verbs
+``ls`` / ``find`` / ``tree`` 0.46-0.56 (reading them as one lowered the terminal world's ARI).
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from itertools import combinations
+
+import numpy as np
+
+from mechanism.analysis._strategies.features import TASK_MARK, task_plan, tool_plan
+
+#: Share of the trajectories calling one tool of a pair (not both) that lie in a context where
+#: the other is met too (module docstring, criterion 1).
+ALIKE_COVER = 0.5
+#: Mean distance between the contexts holding both tools, as a share of the mean distance
+#: between any two trajectories' plans, from which the choice is read as made whatever the
+#: strategy (criterion 2).
+ALIKE_CROSSING = 0.7
+#: Level under which a chi-square test keeps a pair apart (criterion 3). At 0.2 one of the
+#: terminal world's three pairs of edit verbs fell under it by chance at one seed (the arms,
+#: p = 0.16) and the group came out split; at 0.05 it holds at seeds 0-2.
+ALIKE_ALPHA = 0.05
+#: Least number of contexts holding both tools, and least trajectories in a context for it to
+#: enter the chi-square test of the contexts.
+MIN_SHARED_CONTEXTS = 3
+MIN_CONTEXT_SIZE = 5
+
+
+def plan_of(tools: str | None, task: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The steps of a trajectory's plan as this module reads it: each run of a tool once
+    (again or not: how often is execution), the task's calls as one mark, failure marks off.
+
+    Examples
+    --------
+    >>> plan_of("grep > grep > sed > sed_i! > sed_i > pytest", frozenset({"pytest"}))
+    ('grep', 'sed', 'sed_i', '(task)')
+    """
+    plan = task_plan(tool_plan((tools or "").replace("!", "")), task)
+    out: list[str] = []
+    for step in plan.split(" > "):
+        step = step.rstrip("+")
+        if step and (not out or out[-1] != step):
+            out.append(step)
+    return tuple(out)
+
+
+def _spread(sets: list[frozenset[str]], weights: np.ndarray) -> float:
+    """Mean number of tools one of two plans drawn without replacement (by weight) holds and
+    the other lacks: twice the sum over tools of p (1 - p), corrected for drawing one twice."""
+    total = float(weights.sum())
+    sq = float(np.sum(weights ** 2))
+    if total <= 0 or total ** 2 <= sq:
+        return 0.0
+    share: dict[str, float] = defaultdict(float)
+    for s, w in zip(sets, weights):
+        for t in s:
+            share[t] += float(w)
+    p = np.asarray(list(share.values())) / total
+    return float(2 * np.sum(p * (1 - p)) * total ** 2 / (total ** 2 - sq))
+
+
+def _p_value(table: np.ndarray) -> float:
+    from scipy.stats import chi2_contingency  # noqa: PLC0415 - scipy: loaded by the steps that use it
+
+    table = table[table.sum(axis=1) > 0]
+    if table.shape[0] < 2 or (table.sum(axis=0) == 0).any():
+        return 1.0
+    return float(chi2_contingency(table)[1])
+
+
+def interchangeable_tools(tools: Sequence[str | None], arms: Sequence[str], task: frozenset[str] = frozenset(),
+                          ) -> tuple[tuple[str, ...], ...]:
+    """Groups of tools the agent uses interchangeably (module docstring), each most called
+    first; the groups in order of their first member.
+
+    Parameters
+    ----------
+    tools
+        Each trajectory's tools, ``" > "``-joined, as :func:`mechanism.analysis.segmentation.render`
+        writes them.
+    arms
+        Each trajectory's arm.
+    task
+        The tools the question decides (never grouped here).
+
+    Examples
+    --------
+    Three edit verbs used at random after four ways of finding the bug, in both arms alike:
+
+    >>> rng = np.random.default_rng(0)
+    >>> finds = ["grep > sed", "ls > cat", "git_log > git_show", "pytest > sed"]
+    >>> rows = [f"{finds[i % 4]} > {('sed_i', 'perl_i', 'python_inline')[rng.integers(3)]} > pytest"
+    ...         for i in range(400)]
+    >>> interchangeable_tools(rows, ["base", "rl"] * 200)
+    (('python_inline', 'perl_i', 'sed_i'),)
+
+    Two ways in, each before the same steps: the strategy's choice, not read as one.
+
+    >>> rows = [f"{('search_settings', 'swipe')[i % 2]} > tap > {('tap', 'back > tap')[i % 3 == 0]}"
+    ...         for i in range(400)]
+    >>> interchangeable_tools(rows, ["base", "rl"] * 200)
+    ()
+    """
+    arm_names = sorted(set(map(str, arms)))
+    arm_code = {a: i for i, a in enumerate(arm_names)}
+    plans: dict[tuple[str, ...], np.ndarray] = {}
+    # each distinct (tools, arm) read once: a table repeats its tool sequences heavily
+    for (tl, arm), n in Counter(zip(tools, map(str, arms))).items():
+        plan = plan_of(tl, task)
+        if plan:
+            plans.setdefault(plan, np.zeros(len(arm_names)))[arm_code[arm]] += n
+    if len(plans) < 2:
+        return ()
+    keys = list(plans)
+    by_arm = np.asarray([plans[k] for k in keys])
+    counts = by_arm.sum(axis=1)
+    spread_all = _spread([frozenset(k) for k in keys], counts)
+    names = sorted({t for k in keys for t in k})
+    column = {t: j for j, t in enumerate(names)}
+    calls = np.zeros((len(keys), len(names)), dtype=bool)  # plan x tool: whether the plan calls it
+    # contexts: a plan with one tool masked, each holding the arm counts of every tool met in
+    # its slot; one pass over the plans, so a pair's shared contexts are read off it
+    slot: dict[tuple[str, ...], dict[str, np.ndarray]] = defaultdict(dict)
+    for i, k in enumerate(keys):
+        calls[i, [column[t] for t in k]] = True
+        for t in set(k) - task - {TASK_MARK}:
+            filled = slot[tuple("_" if x == t else x for x in k)]
+            filled[t] = filled.get(t, 0) + by_arm[i]
+    shared: dict[tuple[str, str], list[tuple[str, ...]]] = defaultdict(list)
+    for ctx, filled in slot.items():
+        if len(filled) > 1:
+            present = set(ctx)
+            for a, b in combinations(sorted(filled), 2):
+                if a not in present and b not in present:  # a plan calling both is neither's context
+                    shared[a, b].append(ctx)
+    alike = []
+    for (a, b), contexts in sorted(shared.items()):
+        if len(contexts) < MIN_SHARED_CONTEXTS:
+            continue
+        only_a = calls[:, column[a]] & ~calls[:, column[b]]
+        only_b = calls[:, column[b]] & ~calls[:, column[a]]
+        arms_ab = np.stack([by_arm[only_a].sum(axis=0), by_arm[only_b].sum(axis=0)], axis=1)
+        per_context = np.asarray([[slot[c][a].sum(), slot[c][b].sum()] for c in contexts])
+        if _alike(per_context, [frozenset(c) - {"_"} for c in contexts], arms_ab, spread_all):
+            alike.append((a, b))
+    use = dict(zip(names, counts @ calls))
+    ordered = [tuple(sorted(g, key=lambda t: (-use[t], t))) for g in _join(alike)]
+    return tuple(sorted(ordered))
+
+
+def _alike(per_context: np.ndarray, contexts: list[frozenset[str]], arms_ab: np.ndarray, spread_all: float) -> bool:
+    """Whether a pair meets the module's three criteria, from its shared contexts' counts
+    (one row per context: trajectories calling the one, the other), the tools of those
+    contexts, and the arm counts of all trajectories calling one of the two and not both (one
+    row per arm)."""
+    if per_context.sum() < ALIKE_COVER * arms_ab.sum():
+        return False
+    if _spread(contexts, per_context.min(axis=1)) < ALIKE_CROSSING * spread_all:
+        return False
+    tested = per_context[per_context.sum(axis=1) >= MIN_CONTEXT_SIZE]
+    return _p_value(tested) >= ALIKE_ALPHA and _p_value(arms_ab) >= ALIKE_ALPHA
+
+
+def _join(pairs: list[tuple[str, str]]) -> list[set[str]]:
+    """The connected groups of ``pairs``."""
+    group: dict[str, set[str]] = {}
+    for a, b in pairs:
+        ga, gb = group.get(a, {a}), group.get(b, {b})
+        if ga is not gb:
+            ga |= gb
+        for t in ga:
+            group[t] = ga
+    out, seen = [], set()
+    for g in group.values():
+        if id(g) not in seen:
+            seen.add(id(g))
+            out.append(g)
+    return out
