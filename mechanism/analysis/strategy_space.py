@@ -540,7 +540,8 @@ def _fit_reading(space: StrategySpace, runs: pl.DataFrame, named: list[str | Non
     space.seed_agreement_, space.names_ = float(fitted["seed_agreement"]), {}
     calls = _describe.task_call_tools(named, space.labels_, space.task_calls_.tools)
     space.strategies_ = _describe.table(runs, traj, space.labels_, fitted, space.stability_, seed=space.seed_,
-                                       task_calls=calls)
+                                       task_calls=calls,
+                                       alike=_describe.alike_tools(named, space.labels_, space.task_calls_.alike))
     space._example_pool = _describe.example_pool(runs, traj["moves"].to_list(), space.labels_, space.strategies_)
 
 

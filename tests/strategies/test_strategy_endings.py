@@ -64,12 +64,16 @@ def test_joined_strategies_differ_in_their_last_tool_alone(plans, data):
 def sre_fit(tmp_path_factory):
     world = sre(n_questions=60, random_state=1)
     runs = mx.read(world.write(tmp_path_factory.mktemp("sre")), format=world.format)
-    return runs, world.labels_for(runs), mx.StrategySpace(random_state=1, n_bootstrap=0, progress=False).fit(runs)
+    # every call by its name: by default `restart` and `scale` are read as one tool here
+    # (test_the_incident_world_reads_restart_and_scale_as_one), and no strategy then ends two ways
+    space = mx.StrategySpace(random_state=1, n_bootstrap=0, progress=False, task_calls="keep").fit(runs)
+    return runs, world.labels_for(runs), space
 
 
 def test_the_incident_world_keeps_each_approach_whole_and_names_its_last_actions(sre_fit, tmp_path):
-    """The on-call world at seed 1: reading the metrics and describing the pods each end with
-    `scale` or `restart` on what they show; without the join each was cut in two (ARI 0.86)."""
+    """The on-call world at seed 1, every call by its name: reading the metrics and describing
+    the pods each end with `scale` or `restart` on what they show; without the join each was cut
+    in two (ARI 0.86)."""
     runs, truth, space = sre_fit
     assert adjusted_rand_score(truth, space.labels_) == pytest.approx(1.0)
     desc = space.describe()
@@ -84,3 +88,16 @@ def test_the_incident_world_keeps_each_approach_whole_and_names_its_last_actions
 
 def pl_len(column):
     return column.list.len()
+
+
+def test_the_incident_world_reads_restart_and_scale_as_one(tmp_path):
+    """With the defaults, the same world reads the two last actions as one tool (met after
+    every approach that acts, at like rates in both arms), which keeps each approach whole as
+    the join did; a strategy that only restarts is named for what it calls."""
+    world = sre(n_questions=60, random_state=1)
+    runs = mx.read(world.write(tmp_path / "sre"), format=world.format)
+    space = mx.StrategySpace(random_state=1, n_bootstrap=0, progress=False).fit(runs)
+    assert space.task_calls_.alike == (("restart", "scale"),)
+    assert adjusted_rand_score(world.labels_for(runs), space.labels_) == pytest.approx(1.0)
+    names = space.describe()["name"].to_list()
+    assert "restart" in names and any("restart_or_scale" in n for n in names), names

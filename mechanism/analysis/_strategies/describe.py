@@ -43,7 +43,7 @@ from mechanism.analysis._strategies.description import (
     with_calls,
 )
 from mechanism.analysis._strategies.naming import loop_share
-from mechanism.analysis.segmentation import TASK_TOOL
+from mechanism.analysis.segmentation import ALIKE_JOIN, TASK_TOOL
 from mechanism.core.errors import InputError, MechanismError
 
 _SCOPES = (("whole question", "whole_question"), ("most of question", "most_of_question"),
@@ -131,6 +131,39 @@ def task_call_tools(tools: Sequence[str | None], labels: np.ndarray, task: froze
 
 #: A name lists at most this many of the tools its task calls stand for, then how many more.
 MAX_TASK_TOOLS_NAMED = 4
+#: A tool of a group read as one (:class:`~mechanism.analysis.segmentation.TaskCalls` ``alike``)
+#: that a strategy's name lists: at least this share of the strategy's calls to the group.
+ALIKE_NAMED_SHARE = 0.1
+
+
+def alike_tools(tools: Sequence[str | None], labels: np.ndarray, alike: Sequence[Sequence[str]]
+                ) -> dict[int, dict[str, str]]:
+    """For each strategy whose members call a group of tools read as one, the group's name
+    -> what the strategy's name says instead: the members of the group making at least
+    :data:`ALIKE_NAMED_SHARE` of its calls to the group, most called first, joined as the group
+    is (a strategy that only restarts is named ``restart``, not ``restart_or_scale``).
+
+    Examples
+    --------
+    >>> alike_tools(["restart", "get > scale", "get > restart"], np.array([0, 1, 1]), [("restart", "scale")])
+    {0: {'restart_or_scale': 'restart'}, 1: {'restart_or_scale': 'restart_or_scale'}}
+    """
+    out: dict[int, dict[str, str]] = {}
+    group_of = {t: i for i, g in enumerate(alike) for t in g}
+    if not group_of:
+        return out
+    used: dict[tuple[int, int], dict[str, int]] = {}
+    for c, tl in zip(labels.tolist(), tools):
+        for t in (tl or "").split(" > "):
+            g = group_of.get(t.rstrip("!"))
+            if g is not None and c >= 0:
+                tally = used.setdefault((int(c), g), {})
+                tally[t.rstrip("!")] = tally.get(t.rstrip("!"), 0) + 1
+    for (c, g), tally in sorted(used.items()):
+        total = sum(tally.values())
+        shown = [t for t in alike[g] if tally.get(t, 0) >= ALIKE_NAMED_SHARE * total]
+        out.setdefault(c, {})[ALIKE_JOIN.join(alike[g])] = ALIKE_JOIN.join(shown)
+    return out
 
 
 def _listed(tools: Sequence[str]) -> str:
@@ -147,14 +180,22 @@ def _listed(tools: Sequence[str]) -> str:
     return f"{', '.join(tools[:shown])} or {len(tools) - shown} more"
 
 
+def _say_alike(name: str, shown: dict[str, str]) -> str:
+    for group, said in shown.items():
+        name = name.replace(group, said)
+    return name
+
+
 def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, fitted: dict[str, Any],
-          stability: pl.DataFrame, *, seed: int, task_calls: dict[int, list[str]] | None = None) -> pl.DataFrame:
+          stability: pl.DataFrame, *, seed: int, task_calls: dict[int, list[str]] | None = None,
+          alike: dict[int, dict[str, str]] | None = None) -> pl.DataFrame:
     """The description table (:meth:`StrategySpace.describe` documents its columns) of the
     fitted ``runs``, rendered as ``traj``, with strategies ``labels`` and the clustering's record
     ``fitted`` (:func:`~mechanism.analysis._strategies.fitcache.fit_clusters`: its ``summaries``,
     ``optional_steps``, ``task_variants`` and ``endings``, strategy -> ``"restart / scale"``, the
     last tools joined, named after the steps); ``task_calls`` (:func:`task_call_tools`) joins
-    ``task_variants`` and is named where the name shows a task call."""
+    ``task_variants`` and is named where the name shows a task call; ``alike``
+    (:func:`alike_tools`) says which tools of a group read as one each name lists."""
     summaries, optional_steps = fitted["summaries"], fitted["optional_steps"]
     task_variants, endings = fitted.get("task_variants"), fitted.get("endings")
     frame = traj.select("arm", "question_id", "moves", "tools", "tokens", "rendering").with_columns(
@@ -177,6 +218,10 @@ def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, fitted: di
                .group_by("strategy", maintain_order=True).first()
                .select("strategy", pl.col("moves").alias("typical_moves"), pl.col("tools").alias("typical_tools")))
     names = strategy_names(frame.select("strategy", "moves", "tools", "tokens", "n_rounds", "n_retries", "n_repeat"))
+    if alike:  # a group read as one is named by the tools of it this strategy calls
+        names = names.with_columns(pl.struct("strategy", "built_name").map_elements(
+            lambda r: _say_alike(r["built_name"], alike.get(r["strategy"], {})), return_dtype=pl.String)
+            .alias("built_name"))
     meds = pl.DataFrame(summaries, schema={"strategy": pl.Int64, "typical_member": pl.String,
                                          "keywords": pl.List(pl.String)})
     # an unmasked example: the first trajectory whose rendering is the typical member's
