@@ -17,7 +17,9 @@ questions: the verbs met in at least :data:`MIN_VERB_QUESTIONS` questions cover 
 :data:`MIN_VERB_COVERAGE` of the tool's calls, with at least two such verbs. A search query's
 first word is an entity of its question, and a tool named like a search is never generic; ``go``, ``take``,
 ``grep``, ``left_click`` recur on every question. Verbs that occur only on a question or two
-are folded into ``other`` so that the vocabulary a strategy is built from stays shared.
+are folded into ``other`` so that the vocabulary a strategy is built from stays shared. A key
+press is named by its key (``key return``, ``key escape``, ``key ctrl+s``), as a program by
+its subcommand (``git log``): pressing Return and pressing Escape are two actions.
 
 ``action_field=`` of :class:`~mechanism.StrategySpace` and :func:`mechanism.analysis.segmentation.render`
 sets the reading by hand (``{"bash": "command"}``) or turns it off (``None``).
@@ -55,6 +57,10 @@ MIN_TOOL_SHARE = 0.2  # a generic tool carries a real part of the calls
 MAX_VERB_CHARS = 40
 TEXT_FIELD = "*"  # the call's whole text argument (no JSON fields): `act[go north]`, `Action: go north`
 
+# Verbs of a key press, named by the key they press (`_pressed`), and what a key name is: a
+# key or a combination of keys (`Return`, `ctrl+shift+s`, `F2`).
+_KEY_VERBS = frozenset({"key", "press", "key_press", "keypress", "press_key", "hotkey"})
+_KEY_NAME = re.compile(r"[A-Za-z0-9_]{1,20}(?:\+[A-Za-z0-9_]{1,20}){0,4}")
 # Programs whose first word after them is the command (`git diff`, `pip install`).
 _SUBCOMMAND_PROGRAMS = frozenset({"git", "pip", "pip3", "npm", "yarn", "pnpm", "cargo", "go", "docker", "kubectl",
                                   "apt", "apt-get", "conda", "uv", "poetry", "gh", "brew", "systemctl", "make"})
@@ -211,13 +217,34 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None)
     if field in ("command", "cmd") or (field == TEXT_FIELD and tool in ("bash", "shell", "terminal", "sh")):
         program, rest = _shell_verb(text)
         if program:
+            program, rest = _pressed(program, rest, rest_fields)
             return program[:MAX_VERB_CHARS], rest, rest_fields
     if field == "code":
         call = _CALL.search(text)
         verb = call.group(1).rsplit(".", 1)[-1].lower() if call else "code"
         return verb[:MAX_VERB_CHARS], text, rest_fields
-    head, _, rest = text.partition(" ")
-    return head.lower()[:MAX_VERB_CHARS], rest.strip(), rest_fields
+    head, rest = _pressed(*(part.strip() for part in text.partition(" ")[::2]), rest_fields)
+    return head.lower()[:MAX_VERB_CHARS], rest, rest_fields
+
+
+def _pressed(verb: str, obj: str, fields: Mapping[str, Any]) -> tuple[str, str]:
+    """A key press named by its key, as a program by its subcommand (``key Return`` confirms,
+    ``key Escape`` closes, ``key ctrl+s`` saves: xdotool's key names, which computer-use tools
+    take); the key from the call's ``text``/``key`` field or from the object. Any other verb, or
+    an object that is no key name, is left as it is.
+
+    >>> _pressed("key", "", {"text": "Return"}), _pressed("key", "ctrl+shift+s", {})
+    (('key return', ''), ('key ctrl+shift+s', ''))
+    >>> _pressed("type", "hello", {}), _pressed("key", "some words", {})
+    (('type', 'hello'), ('key', 'some words'))
+    """
+    if verb.lower() not in _KEY_VERBS:
+        return verb, obj
+    field = next((str(fields[k]) for k in ("text", "key", "keys") if isinstance(fields.get(k), str)), None)
+    key = (field if field is not None else obj).strip()
+    if not _KEY_NAME.fullmatch(key):
+        return verb, obj
+    return f"{verb} {key.lower()}", obj if field is not None else ""
 
 
 def _candidate_fields(parsed: dict[str, Any] | None) -> list[str]:

@@ -48,8 +48,12 @@ def test_verbs_of_shell_commands_requests_and_actions():
              for c in ("sed -n 5,9p a.py", "sed -Ei 's/a/b/' a.py", "sed --in-place=.bak 's/a/b/' a.py",
                        "perl -pi.bak -e 's/a/b/' a.py", "perl -Mstrict -ne 'print' a.py")}
     assert list(edits.values()) == ["sed", "sed -i", "sed -i", "perl -i", "perl"]
-    assert verb_object("computer", "action", '{"action": "key", "text": "ctrl+s"}', None) == ("key", "",
+    # a key press is named by its key, from the call's field or, through one text tool, its object
+    assert verb_object("computer", "action", '{"action": "key", "text": "ctrl+s"}', None) == ("key ctrl+s", "",
                                                                                                {"text": "ctrl+s"})
+    assert verb_object("act", "command", '{"command": "key Return"}', None)[:2] == ("key return", "")
+    assert verb_object("computer", "action", '{"action": "key", "text": "hello there"}', None)[0] == "key"
+    assert verb_object("computer", "action", '{"action": "type", "text": "ctrl+s"}', None)[0] == "type"
     assert verb_object("execute", "code", '{"code": "df = pd.read_csv(\\"x.csv\\")"}', None)[0] == "read_csv"
     verb, obj, _ = verb_object("request", "method", '{"method": "POST", "url": "/api/v2/orders/A7731/cancel"}', None)
     assert (verb, obj) == ("post api/orders/cancel", "v2 A7731")
