@@ -180,10 +180,19 @@ def _listed(tools: Sequence[str]) -> str:
     return f"{', '.join(tools[:shown])} or {len(tools) - shown} more"
 
 
-def _say_alike(name: str, shown: dict[str, str]) -> str:
-    for group, said in shown.items():
-        name = name.replace(group, said)
-    return name
+def _say_alike(names: pl.DataFrame, alike: dict[int, dict[str, str]]) -> pl.DataFrame:
+    """``names`` (``strategy, built_name, ...``) with each group read as one named by the
+    tools of it the strategy calls (:func:`alike_tools`)."""
+    def say(row: dict[str, Any]) -> str:
+        name = row["built_name"]
+        for group, said in alike.get(row["strategy"], {}).items():
+            name = name.replace(group, said)
+        return name
+
+    if not alike:
+        return names
+    return names.with_columns(pl.struct("strategy", "built_name").map_elements(say, return_dtype=pl.String)
+                              .alias("built_name"))
 
 
 def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, fitted: dict[str, Any],
@@ -218,10 +227,7 @@ def table(runs: pl.DataFrame, traj: pl.DataFrame, labels: np.ndarray, fitted: di
                .group_by("strategy", maintain_order=True).first()
                .select("strategy", pl.col("moves").alias("typical_moves"), pl.col("tools").alias("typical_tools")))
     names = strategy_names(frame.select("strategy", "moves", "tools", "tokens", "n_rounds", "n_retries", "n_repeat"))
-    if alike:  # a group read as one is named by the tools of it this strategy calls
-        names = names.with_columns(pl.struct("strategy", "built_name").map_elements(
-            lambda r: _say_alike(r["built_name"], alike.get(r["strategy"], {})), return_dtype=pl.String)
-            .alias("built_name"))
+    names = _say_alike(names, alike or {})
     meds = pl.DataFrame(summaries, schema={"strategy": pl.Int64, "typical_member": pl.String,
                                          "keywords": pl.List(pl.String)})
     # an unmasked example: the first trajectory whose rendering is the typical member's
