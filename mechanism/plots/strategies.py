@@ -8,6 +8,7 @@ and a malformed expression makes saving the figure fail).
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ def _names(described: pl.DataFrame) -> dict[int, str]:
 
 _COLORS = list(STRATEGY_PALETTE)  # never an arm colour; black marks outliers
 SHARES_LABEL_CHARS = 64  # a strategy's label beside its bars, at most
+_STRATEGY_ID = re.compile(r"^S-?\d+:? ")  # the id a strategy label starts with (strategy_label)
 
 
 def _colors(n_strategies: int, top: int) -> dict[int, str]:
@@ -57,6 +59,42 @@ _LABEL_SIZE = 6.8
 def _shorten(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters with an ellipsis (the ``$`` escaping kept whole)."""
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
+
+
+def bar_labels(names: Sequence[str], limit: int = SHARES_LABEL_CHARS) -> list[str]:
+    """Each name cut to ``limit`` characters (:func:`display_name`); names whose cuts would
+    read alike (the strategy id set aside) show their start, then the words where they part.
+
+    Examples
+    --------
+    >>> a = "S2 cat -> sed_i_or_python_inline -> test (without head) (by task: pytest)"
+    >>> bar_labels([a, a.replace("S2", "S3").replace("without", "with"), "S4 grep"], 40)
+    ['S2 cat -> sed_i_or_p…(without head) (by…', 'S3 cat -> sed_i_or_p…(with head) (by ta…', 'S4 grep']
+    """
+    cut = [display_name(n, max_length=limit) for n in names]
+    plain = [display_name(n, max_length=len(str(n)) + 1, mathtext=False) for n in names]
+    key = [_STRATEGY_ID.sub("", c) for c in cut]
+    out = []
+    for i, short in enumerate(cut):
+        twins = [j for j in range(len(cut)) if j != i and key[j] == key[i]]
+        if twins and len(plain[i]) > limit:
+            whole = _STRATEGY_ID.sub("", plain[i])
+            parted = min(_common_prefix(whole, _STRATEGY_ID.sub("", plain[j])) for j in twins)
+            ident = plain[i][:len(plain[i]) - len(whole)]
+            head = limit // 2 - len(ident)
+            start = max(head, whole.rfind(" ", 0, parted) + 1)
+            room = limit - len(ident) - head - 2
+            tail = whole[start:start + room] + ("\u2026" if start + room < len(whole) else "")
+            short = (ident + whole[:head].rstrip() + "\u2026" + tail).replace("$", r"\$")
+        out.append(short)
+    return out
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
 
 
 def _size_steps(largest: float) -> list[float]:
@@ -285,8 +323,9 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
     names = _names(desc)
     colors = {**arm_colors(arms), **(colors or {})}
     with paper_style():
+        own_figure = ax is None
         if ax is None:
-            fig, ax = plt.subplots(figsize=(6.2, 0.42 * len(keep) + 1.0), constrained_layout=True)
+            fig, ax = plt.subplots(figsize=(6.2, 0.42 * len(keep) + 0.5 + 0.25 * len(arms)), layout="constrained")
         else:
             fig = ax.figure
         height = 0.8 / max(len(arms), 1)
@@ -297,11 +336,14 @@ def plot_strategy_shares(space: StrategySpace, runs: pl.DataFrame, *, arms: Sequ
                     color=colors[arm], label=arm_label(arm))
         # a name that says which of many tools a strategy's calls stand for runs long: bounded,
         # so the bars keep their room (the full name is in the table beside the figure)
-        ax.set_yticks(np.arange(len(keep)), [display_name(names[s], max_length=SHARES_LABEL_CHARS) for s in keep])
+        ax.set_yticks(np.arange(len(keep)), bar_labels([names[s] for s in keep]))
         ax.invert_yaxis()
-        ax.set_xlabel("share of the arm (questions weighted equally)")
+        ax.set_xlabel("share of the arm\n(questions weighted equally)")  # one line overran long labels' axes
         ax.grid(axis="y", visible=False)
-        ax.legend(title="arm", loc="lower right")
+        if own_figure:  # below the axes: inside, it covers the bars of the strategy under it
+            fig.legend(*ax.get_legend_handles_labels(), title="arm", loc="outside lower center", frameon=False)
+        else:
+            ax.legend(title="arm", loc="best")
         if caption:
             ax.set_title("Strategy shares per arm")
     return fig

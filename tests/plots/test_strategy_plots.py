@@ -116,5 +116,9 @@ def test_long_strategy_names_keep_the_shares_figure_laid_out(fitted):
         fig = plot_strategy_shares(space, runs, described=described)
         fig.canvas.draw()
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert labels and all(len(t) <= SHARES_LABEL_CHARS and t.endswith("…") for t in labels)
+    assert labels and all(len(t) <= SHARES_LABEL_CHARS and "…" in t for t in labels)
+    # the names part at their end ("by task: 3 or 11 more"): cut there, not at the end, so each
+    # label still says which strategy it is
+    assert len({t.split(" ", 1)[1] for t in labels}) == len(labels), labels
+    assert fig.legends and not fig.axes[0].get_legend()  # below the axes, not over a strategy's bars
     close(fig)
