@@ -8,6 +8,7 @@ and a malformed expression makes saving the figure fail).
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -19,7 +20,7 @@ from matplotlib.figure import Figure
 
 from mechanism.analysis.shares import strategy_shares as question_weighted_shares
 from mechanism.analysis.strategy_space import strategy_label
-from mechanism.plots.style import STRATEGY_PALETTE, arm_colors, arm_label, display_name, paper_style
+from mechanism.plots.style import STRATEGY_PALETTE, arm_colors, arm_label, display_name, escape_control, paper_style
 
 if TYPE_CHECKING:  # imported for the annotations only: the plots need no fitted-space machinery
     from mechanism.analysis.strategy_space import StrategySpace
@@ -72,14 +73,14 @@ def bar_labels(names: Sequence[str], limit: int = SHARES_LABEL_CHARS) -> list[st
     ['S2 cat -> sed_i_or_p…(without head) (by…', 'S3 cat -> sed_i_or_p…(with head) (by ta…', 'S4 grep']
     """
     cut = [display_name(n, max_length=limit) for n in names]
-    plain = [display_name(n, max_length=len(str(n)) + 1, mathtext=False) for n in names]
+    plain = [escape_control(n) for n in names]
     key = [_STRATEGY_ID.sub("", c) for c in cut]
     out = []
     for i, short in enumerate(cut):
         twins = [j for j in range(len(cut)) if j != i and key[j] == key[i]]
         if twins and len(plain[i]) > limit:
             whole = _STRATEGY_ID.sub("", plain[i])
-            parted = min(_common_prefix(whole, _STRATEGY_ID.sub("", plain[j])) for j in twins)
+            parted = min(len(os.path.commonprefix([whole, _STRATEGY_ID.sub("", plain[j])])) for j in twins)
             ident = plain[i][:len(plain[i]) - len(whole)]
             head = limit // 2 - len(ident)
             start = max(head, whole.rfind(" ", 0, parted) + 1)
@@ -88,13 +89,6 @@ def bar_labels(names: Sequence[str], limit: int = SHARES_LABEL_CHARS) -> list[st
             short = (ident + whole[:head].rstrip() + "\u2026" + tail).replace("$", r"\$")
         out.append(short)
     return out
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def _size_steps(largest: float) -> list[float]:

@@ -48,6 +48,7 @@ from itertools import combinations
 
 import numpy as np
 
+from mechanism.analysis._strategies.families import arm_test
 from mechanism.analysis._strategies.features import TASK_MARK, task_plan, tool_plan
 
 #: Share of the trajectories calling one tool of a pair (not both) that lie in a context where
@@ -98,15 +99,6 @@ def _spread(sets: list[frozenset[str]], weights: np.ndarray) -> float:
             share[t] += float(w)
     p = np.asarray(list(share.values())) / total
     return float(2 * np.sum(p * (1 - p)) * total ** 2 / (total ** 2 - sq))
-
-
-def _p_value(table: np.ndarray) -> float:
-    from scipy.stats import chi2_contingency  # noqa: PLC0415 - scipy: loaded by the steps that use it
-
-    table = table[table.sum(axis=1) > 0]
-    if table.shape[0] < 2 or (table.sum(axis=0) == 0).any():
-        return 1.0
-    return float(chi2_contingency(table)[1])
 
 
 def interchangeable_tools(tools: Sequence[str | None], arms: Sequence[str], task: frozenset[str] = frozenset(),
@@ -199,7 +191,8 @@ def _alike(per_context: np.ndarray, contexts: list[frozenset[str]], arms_ab: np.
     if _spread(contexts, per_context.min(axis=1)) < ALIKE_CROSSING * spread_all:
         return False
     tested = per_context[per_context.sum(axis=1) >= MIN_CONTEXT_SIZE]
-    return _p_value(tested) >= ALIKE_ALPHA and _p_value(arms_ab) >= ALIKE_ALPHA
+    # the chi-square of independence of a 2 x k table: the two tools against contexts, arms
+    return arm_test(tested.T) >= ALIKE_ALPHA and arm_test(arms_ab.T) >= ALIKE_ALPHA
 
 
 def _join(pairs: list[tuple[str, str]]) -> list[set[str]]:

@@ -114,19 +114,25 @@ def task_call_tools(tools: Sequence[str | None], labels: np.ndarray, task: froze
     >>> task_call_tools(["look > book", "cancel", "look"], np.array([0, 0, 1]), frozenset({"book", "cancel"}))
     {0: ['book / cancel']}
     """
-    out: dict[int, list[str]] = {}
-    if not task:
-        return out
+    return {c: [" / ".join(sorted(tally, key=lambda t: (-tally[t], t)))]
+            for c, tally in _calls_of(tools, labels, task).items()}
+
+
+def _calls_of(tools: Sequence[str | None], labels: np.ndarray, wanted: Sequence[str] | frozenset[str]
+              ) -> dict[int, dict[str, int]]:
+    """For each strategy (outliers left out), how many calls its members make to each tool
+    of ``wanted`` (a failed call, marked ``!``, counted as its tool)."""
+    wanted = frozenset(wanted)
     used: dict[int, dict[str, int]] = {}
+    if not wanted:
+        return used
     for c, tl in zip(labels.tolist(), tools):
         for t in (tl or "").split(" > "):
-            if t.rstrip("!") in task:
+            t = t.rstrip("!")
+            if t in wanted and c >= 0:
                 tally = used.setdefault(int(c), {})
-                tally[t.rstrip("!")] = tally.get(t.rstrip("!"), 0) + 1
-    for c, tally in used.items():
-        if c >= 0:
-            out[c] = [" / ".join(sorted(tally, key=lambda t: (-tally[t], t)))]
-    return out
+                tally[t] = tally.get(t, 0) + 1
+    return used
 
 
 #: A name lists at most this many of the tools its task calls stand for, then how many more.
@@ -149,20 +155,12 @@ def alike_tools(tools: Sequence[str | None], labels: np.ndarray, alike: Sequence
     {0: {'restart_or_scale': 'restart'}, 1: {'restart_or_scale': 'restart_or_scale'}}
     """
     out: dict[int, dict[str, str]] = {}
-    group_of = {t: i for i, g in enumerate(alike) for t in g}
-    if not group_of:
-        return out
-    used: dict[tuple[int, int], dict[str, int]] = {}
-    for c, tl in zip(labels.tolist(), tools):
-        for t in (tl or "").split(" > "):
-            g = group_of.get(t.rstrip("!"))
-            if g is not None and c >= 0:
-                tally = used.setdefault((int(c), g), {})
-                tally[t.rstrip("!")] = tally.get(t.rstrip("!"), 0) + 1
-    for (c, g), tally in sorted(used.items()):
-        total = sum(tally.values())
-        shown = [t for t in alike[g] if tally.get(t, 0) >= ALIKE_NAMED_SHARE * total]
-        out.setdefault(c, {})[ALIKE_JOIN.join(alike[g])] = ALIKE_JOIN.join(shown)
+    for c, tally in sorted(_calls_of(tools, labels, [t for group in alike for t in group]).items()):
+        for group in alike:
+            total = sum(tally.get(t, 0) for t in group)
+            if total:
+                shown = [t for t in group if tally.get(t, 0) >= ALIKE_NAMED_SHARE * total]
+                out.setdefault(c, {})[ALIKE_JOIN.join(group)] = ALIKE_JOIN.join(shown)
     return out
 
 
