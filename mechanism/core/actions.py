@@ -292,6 +292,9 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
                 parsed = None
             for field in _candidate_fields(parsed):
                 verb = verb_object(tool, field, step.get("arguments"), step.get("query"))[0]
+                # a key press is one action of the vocabulary whatever its key: a shortcut is the
+                # request's, met on a question or two, and would count against the tool
+                verb = verb.split(" ", 1)[0] if verb.split(" ", 1)[0] in _KEY_VERBS else verb
                 if not verb or not _VERB.match(verb):
                     continue
                 key = (tool, field)

@@ -123,6 +123,17 @@ def test_a_search_tool_is_never_generic_however_its_queries_begin(tmp_path):
     assert detect_action_tools(queries, range(40)) == {}  # one verb shared is not a vocabulary
 
 
+def test_key_presses_are_one_action_of_the_vocabulary_whatever_their_keys():
+    # every question presses its own shortcut: named by its key when read, one verb when the
+    # tool's vocabulary is judged (else the request's shortcuts would hide a generic tool)
+    def call(action, q):
+        return {"tool": "computer", "arguments": json.dumps({"action": action, "text": f"ctrl+{q}"})}
+
+    rows = [[call(a, q) for a in ("screenshot", "key", "key", "left_click")] for q in range(40)]
+    assert detect_action_tools(rows, range(40)) == {"computer": "action"}
+    assert verb_object("computer", "action", rows[0][1]["arguments"], None)[0] == "key ctrl+0"
+
+
 @pytest.mark.parametrize("make, expected", [(terminal, {"bash": "command"}), (computer, {"computer": "action"})])
 def test_the_one_tool_worlds_are_detected(make, expected, tmp_path):
     runs = _read(make(n_questions=20, random_state=0), tmp_path)
