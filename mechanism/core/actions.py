@@ -17,7 +17,8 @@ questions: the verbs met in at least :data:`MIN_VERB_QUESTIONS` questions cover 
 :data:`MIN_VERB_COVERAGE` of the tool's calls, with at least two such verbs. A search query's
 first word is an entity of its question, and a tool named like a search is never generic; ``go``, ``take``,
 ``grep``, ``left_click`` recur on every question. Verbs that occur only on a question or two
-are folded into ``other`` so that the vocabulary a strategy is built from stays shared. A key
+are no part of that shared vocabulary: their calls count against the tool when it is judged,
+and each is still read as its own verb once it is. A key
 press is named by its key (``key return``, ``key escape``, ``key ctrl+s``), as a program by
 its subcommand (``git log``): pressing Return and pressing Escape are two actions.
 
