@@ -414,20 +414,25 @@ def test_merge_small_matches_brute_force():
     lab = rng.integers(0, 8, size=30)
     w = rng.integers(1, 5, size=30)
     got = merge_small(x, lab, w, 0.15)
-    # brute force: repeatedly join the smallest group to the group at least mean distance
+    # brute force: repeatedly join the closest pair of groups holding one under the share (the
+    # smaller of the two into the larger), with each group's mean distance computed afresh
     ref = lab.copy()
     while True:
         ids = np.unique(ref)
         size = {c: w[ref == c].sum() for c in ids}
-        small = min(ids, key=lambda c: (size[c], c))
-        if len(ids) < 2 or size[small] >= 0.15 * w.sum():
+        small = [c for c in ids if size[c] < 0.15 * w.sum()]
+        if len(ids) < 2 or not small:
             break
-        def mean(c, small=small):
-            a, b = ref == small, ref == c
-            d = np.linalg.norm(x[a][:, None] - x[b][None], axis=2)
-            return (w[a][:, None] * w[b][None] * d).sum() / (w[a].sum() * w[b].sum())
-        ref[ref == small] = min((c for c in ids if c != small), key=mean)
+        def mean(c, d):
+            a, b = ref == c, ref == d
+            dist = np.linalg.norm(x[a][:, None] - x[b][None], axis=2)
+            return (w[a][:, None] * w[b][None] * dist).sum() / (w[a].sum() * w[b].sum())
+        c, d = min(((c, d) for c in small for d in ids if d != c), key=lambda cd: mean(*cd))
+        if d in small and (size[d], d) < (size[c], c):
+            c, d = d, c
+        ref[ref == c] = d
     np.testing.assert_array_equal(got, ref)
+    assert len(np.unique(got)) < len(np.unique(lab))
 
 
 def test_old_format_is_refused_with_how_to_refit(tmp_path, space):
