@@ -36,18 +36,13 @@ right after a failed call nobody retried ends otherwise (``E:answer_after_failur
 agent gave up on a call that never went through. ``retries="keep"`` keeps every call a move of its own, failure
 (``!``) and retry (``after error``) marked, for studies of recovery behaviour.
 
-Another look (also under ``"merge"``): a call of a tool that does not retrieve, made right
-after an attempt of the same tool, on another object (relation ``new``) and carrying
-nothing first met in that attempt's results, is *folded* into that attempt: opening
-a second file before editing, describing a second table, reading a second of the e-mails a
-search listed are one look of the same move, as a third scroll is (how many objects a look
-takes in is execution). A call that carries on what the attempt before it found (a second
-query with the id the first returned: a chain), that revises or repeats a call, or of a
-retrieval tool (where each query is a plan: rewording, bridging, decomposing) stays a move
-of its own. Folded calls are kept in the moves table (``folded``) and change nothing but the
-attempts. Calls read by their place (:class:`TaskCalls` ``by_place``) are never folded: there
-the shape of the calls is all that is read, and one tool run on several of the request's
-items (a fan-out) is a shape.
+Every other call is a move of its own, a second look included: opening three files one after
+another, reading a second of the e-mails a search listed. How many objects an agent takes in
+can be the strategy itself (read many files before editing, read every sheet of a workbook),
+and the tool plan reads a tool called again as such (``tool+``,
+:func:`~mechanism.analysis._strategies.features.tool_plan`). Looks were once folded into the
+attempt before them (as execution); measured on the planted worlds, that hid strategies that
+differ by how much they read (benchmarks/RESULTS.md, 2026-12-05).
 
 Calls of a retrieval tool (named like a search) are also read as search moves
 (:data:`SEARCH_MOVES`: ``first_lookup``, ``bridge_lookup``, ``verification``,
@@ -245,7 +240,6 @@ class _Step:
     masked: str
     token: str
     merged: bool = False  # retried, and read as one attempt with its retry (retries="merge")
-    folded: bool = False  # another look of the attempt before it (retries="merge", module docstring)
     marked: bool = False  # the failure is part of the move (retries="keep")
     marked_retry: bool = False  # so is following a failed call
 
@@ -395,8 +389,6 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     calls_seen: set[tuple[str, tuple[str, ...]]] = set()
     prev_call: tuple[str, tuple[str, ...]] | None = None
     prev_failed = False
-    last_attempt: str | None = None  # the tool of the last attempt (what a look folds into)
-    last_found: set[str] = set()  # atoms first met in that attempt's results (what a chain carries on)
     moves: list[_Step] = []
     steps = [st or {} for st in (steps or ())]  # a null step is a call with nothing recorded
     raw = [memo.tool(st.get("tool")) for st in steps]
@@ -463,9 +455,6 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         coverage = len(tset & asked) / len(asked) if asked else 0.0
         scope = _scope(coverage, counts["user"])
         retrieval = bool(_RETRIEVAL.search(step.get("_named") or tool)) and len(values) <= 1
-        # read by place, a second item through the same tool is the shape itself (a fan-out)
-        folded = (merge and not task.by_place and not merged and not retrieval and last_attempt == tool
-                  and relation == "new" and not (tset & last_found))
         move = _search_move(relation, sources) if retrieval else relation
         src = "+".join(s for s in SOURCES if s in sources) or "nothing"
         shown_failed, shown_after = (failed, prev_failed) if not merge else (False, False)
@@ -478,17 +467,11 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
             after_error=prev_failed, retried=retried, n_atoms=n,
             share_user=counts["user"] / n if n else 0.0, share_result=counts["result"] / n if n else 0.0,
             share_call=counts["call"] / n if n else 0.0, share_new=counts["new"] / n if n else 0.0,
-            question_coverage=coverage, masked=masked, token=token, merged=merged, folded=folded,
+            question_coverage=coverage, masked=masked, token=token, merged=merged,
             marked=shown_failed, marked_retry=shown_after))
         prev_failed = failed
         if merged:
             continue
-        # what a chain would carry on: only read when looks are folded ("merge")
-        found = (memo.atoms(observation) - result_atoms - call_atoms - tset - user) if merge else frozenset()
-        if folded:
-            last_found |= found
-        else:
-            last_attempt, last_found = tool, set(found)
         calls_seen.add(key)
         prev_call = key
         by_tool.setdefault(tool, set()).update(tset)
@@ -552,8 +535,8 @@ def _task_read(task: TaskCalls, steps: list[dict], failed_of: list[bool], tools_
 
 def attempts(moves: Sequence[_Step]) -> list[_Step]:
     """The moves that define a strategy: every call but the failed ones their retry replaces
-    and the looks folded into the attempt before them (none under ``retries="keep"``)."""
-    return [m for m in moves if not (m.merged or m.folded)]
+    (none under ``retries="keep"``)."""
+    return [m for m in moves if not m.merged]
 
 
 def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
@@ -603,7 +586,7 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
 _MOVE_SCHEMA = {
     "arm": pl.String, "question_id": pl.String, "sample_id": pl.Int64, "step": pl.Int64,
     "tool": pl.String, "move": pl.String, "relation": pl.String, "sources": pl.String, "scope": pl.String,
-    "failed": pl.Boolean, "after_error": pl.Boolean, "retried": pl.Boolean, "folded": pl.Boolean, "n_atoms": pl.Int64,
+    "failed": pl.Boolean, "after_error": pl.Boolean, "retried": pl.Boolean, "n_atoms": pl.Int64,
     "share_user": pl.Float64,
     "share_result": pl.Float64, "share_call": pl.Float64, "share_new": pl.Float64,
     "question_coverage": pl.Float64, "masked": pl.String, "token": pl.String,

@@ -103,8 +103,11 @@ def test_the_readme_quotes_recovery_and_fidelity_as_recorded():
     section = README.read_text("utf-8").split("## Strategies: how well they are recovered", 1)[1].split("\n## ", 1)[0]
     quoted = [tuple(c.strip().strip("*") for c in line.strip("|").split("|")) for line in section.splitlines()
               if line.startswith("| ") and not line.startswith("| world")]
+    # the verdict holds for both readings: a world that meets the bar typed only says so
     measured = sorted((f"{r['rounds']:.3f}", f"{r['tfidf']:.3f}", f"{r['default']:.3f}", f"{r['ceiling ARI']:.3f}",
-                       f"{generic[w]['default']:.3f}", r["verdict"]) for w, r in typed.items())
+                       f"{generic[w]['default']:.3f}",
+                       "meets bar typed only" if r["verdict"] == "meets bar" != generic[w]["verdict"] else r["verdict"])
+                      for w, r in typed.items())
     assert len(quoted) == len(measured) == 17
     assert sorted(row[1:] for row in quoted) == measured
     below = [w for w, r in typed.items() if r["verdict"] == "below floor"]

@@ -191,8 +191,8 @@ def test_bare_react_actions_are_read_as_verbs_of_one_generic_tool(tmp_path):
     assert any("without brackets" in n for n in report.notes)
     assert runs["n_rounds"].to_list()[:2] == [4, 3] and runs["steps"][0][0]["tool"] == "act"
     assert action_tools(runs) == {"act": "*"}
-    # "go west" then "go north": another look of one move (segmentation: folded), as a second scroll is
-    assert render(runs)["tools"][:2].to_list() == ["look > go > open", "go > take > open"]
+    # "go west" then "go north": two moves of the verb `go` (the plan reads it as called again)
+    assert render(runs)["tools"][:2].to_list() == ["look > go > go > open", "go > take > open"]
     labels = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs).labels_
     assert adjusted_rand_score(np.arange(runs.height) % 2, labels) == 1.0
 

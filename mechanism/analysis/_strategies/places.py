@@ -14,10 +14,9 @@ information with the question, :func:`question_association`, at least
 :data:`PLACE_ASSOCIATION`), the fit is made again with every call read by its place
 (:class:`~mechanism.analysis.segmentation.TaskCalls` ``by_place``: the first tool an episode
 calls is ``task_call_1``, the next new one ``task_call_2``, and so on), and that reading is
-kept when it at least halves the association (:data:`PLACE_REDUCTION`). Read by place, a
-tool run on several items is not folded into one look (:mod:`mechanism.analysis.segmentation`):
-the same tool on two cities is the shape of a fan-out. Neither arms nor outcomes enter: the
-choice is made from the questions alone.
+kept when it at least halves the association (:data:`PLACE_REDUCTION`). Read by place, the
+same tool on two cities is ``task_call_1`` called again: the shape of a fan-out. Neither arms
+nor outcomes enter: the choice is made from the questions alone.
 
 Measured on the planted worlds (MiniLM, seeds 0-2, 60 questions; ``benchmarks/RESULTS.md``):
 read by name, the API-calling world's strategies have an association of 0.10-0.14 and read by
