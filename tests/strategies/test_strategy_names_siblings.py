@@ -255,6 +255,31 @@ def test_siblings_are_told_apart_by_what_only_one_does():
     assert {got[2], got[3]} == {"search (x1)", "search (x3-4)"}
 
 
+def test_tools_only_one_strategy_uses_are_named_as_alternatives():
+    """The spreadsheet world's sort_filter sorts, filters or both, then reads the top rows: no
+    one tool is called by 0.9 of it, so its core is `read_range`, which says nothing a sibling
+    that only reads lacks; the tools only it calls, together, do."""
+    from mechanism.analysis._strategies.naming import strategy_names
+
+    def member(strategy, tools, n):
+        return [{"strategy": strategy, "tools": " > ".join(tools),
+                 "moves": " > ".join(["first"] * len(tools) + ["answer"]),
+                 "tokens": " ".join(f"T:{t}" for t in tools), "n_rounds": len(tools), "n_retries": 0,
+                 "n_repeat": 0}] * n
+
+    rows = (member(0, ["sort", "read_range"], 5) + member(0, ["filter", "read_range"], 3)
+            + member(0, ["filter", "sort", "read_range"], 2)
+            + member(1, ["read_range", "read_range"], 9) + member(1, ["list_sheets", "read_range"], 1)
+            # 2: a tool only it uses, but by too few of it to name (0.4 + 0.2 < 0.9)
+            + member(2, ["find", "read_range"], 4) + member(2, ["macro", "read_range"], 2)
+            + member(2, ["set_formula", "read_range"], 4) + member(1, ["set_formula"], 1))
+    names = strategy_names(pl.DataFrame(rows)).sort("strategy")
+    built = names["built_name"].to_list()
+    assert built[0] == "read_range (with sort or filter)"
+    assert "sort" not in built[1] and "with find" not in built[2] and "macro" not in built[2]
+    assert names["fidelity"][0] == 1.0
+
+
 def test_no_two_names_carry_overlapping_counts_of_one_tool():
     from mechanism.analysis._strategies.naming import strategy_names
 

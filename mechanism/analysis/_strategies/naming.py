@@ -6,6 +6,7 @@ The rule is stated once, in :func:`strategy_names`; :func:`shared_core` and
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -30,6 +31,11 @@ LOOP_SHARE = 0.5
 # strategy's members than of any sibling's (shares of trajectories).
 TELL_GAP = 0.5
 LOOP_PHRASE = "fail-and-retry loop"
+# Tools a strategy alone uses (each by at most this share of any other strategy's trajectories)
+# that together cover NAME_COVERAGE of its members are named, as alternatives, when its core
+# does not mention them: `sort` or `filter` before reading the top rows. At most this many.
+OWN_TOOL_OTHERS = 0.05
+OWN_TOOLS_MAX = 3
 # How :func:`mechanism.analysis.segmentation.move_tokens` ends an episode that answers right after
 # a failed call nobody retried: the agent gave up on it.
 GIVE_UP = "answer_after_failure"
@@ -169,11 +175,43 @@ def _count_range(ms: list[Member], tool: str) -> tuple[int, int]:
     return int(np.floor(np.quantile(r, 0.1))), int(np.ceil(np.quantile(r, 0.9)))
 
 
+def own_tools(c: int, members: dict[int, list[Member]], base: str) -> list[str]:
+    """The tools strategy ``c`` alone uses, to name beside its name ``base``: tools the name does
+    not mention, each called by at most :data:`OWN_TOOL_OTHERS` of every other strategy's
+    members, the most used first, as few as together cover :data:`NAME_COVERAGE` of ``c``'s
+    members (at most :data:`OWN_TOOLS_MAX`); empty where none do.
+
+    Examples
+    --------
+    >>> m = lambda tools, n=1.0: {"counts": Counter(tools), "n": n}
+    >>> members = {0: [m(["sort", "read_range"], 6), m(["filter", "read_range"], 4)],
+    ...            1: [m(["read_range"], 9), m(["read_range", "read_range"], 1)]}
+    >>> own_tools(0, members, "read_range"), own_tools(1, members, "read_range")
+    (['sort', 'filter'], [])
+    """
+    mine = members[c]
+    named = set(re.findall(r"[^\s()]+", base.replace(" -> ", " ")))  # every word of the name, qualifiers too
+    used = Counter(t for m in mine for t in m["counts"])
+    candidates = []
+    for t in sorted(used):
+        if t in named or any(_share(ms, lambda m, t=t: t in m["counts"]) > OWN_TOOL_OTHERS + 1e-12
+                             for o, ms in members.items() if o != c):
+            continue
+        candidates.append((-_share(mine, lambda m, t=t: t in m["counts"]), t))
+    chosen: list[str] = []
+    for _, t in sorted(candidates)[:OWN_TOOLS_MAX]:
+        chosen.append(t)
+        if _share(mine, lambda m: any(x in m["counts"] for x in chosen)) >= NAME_COVERAGE - 1e-12:
+            return chosen
+    return []
+
+
 def _qualifier(c: int, group: list[int], members: dict[int, list[Member]], base: str,
                given: dict[str, list[tuple[int, int]]]) -> tuple[str, Test, tuple[str, int, int] | None] | None:
     """What tells strategy ``c`` from every other strategy of ``group`` (all named ``base``):
     the qualifier whose test holds for the largest share of ``c``'s members beyond any
-    sibling's, at least :data:`TELL_GAP`, among a tool only it uses, a tool it lacks (a
+    sibling's, at least :data:`TELL_GAP`, among the tools only it uses (:func:`own_tools`), a
+    tool only it uses, a tool it lacks (a
     missing step), repeated identical calls and a count of one tool whose range no sibling's
     range meets, nor any range of that tool ``given`` to another name of the space (ties in
     that order); a move token only where none of those does. Returns the phrase, its test and
@@ -190,6 +228,9 @@ def _qualifier(c: int, group: list[int], members: dict[int, list[Member]], base:
         if gap >= TELL_GAP - 1e-12:
             options.append((round(gap, 9), -kind, phrase, (lambda m, t=test: not t(m)) if lacking else test, count))
 
+    own = own_tools(c, members, base)
+    if own:  # the tools only it uses, together (one alone is the `with <tool>` below)
+        offer(6, f"with {' or '.join(own)}", lambda m, own=own: any(t in m["counts"] for t in own))
     for t in tools:
         def uses(m: dict, t: str = t) -> bool:
             return m["counts"].get(t, 0) > 0
@@ -273,7 +314,10 @@ def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
        or, where none of those tells them apart, a move token (``with ...``/``without ...``); a
        phrase two siblings would both add (two tokens in one wording) is added to neither. This
        repeats for names still alike (three rounds), then the most common sequence is stated
-       (``mostly ...``) and, only if nothing tells them apart, the strategy id.
+       (``mostly ...``). Then tools a strategy alone uses (:func:`own_tools`) that together
+       cover :data:`NAME_COVERAGE` of its members and that its name does not mention are named
+       as alternatives (``read_range (with sort or filter)``), and, only where nothing tells two
+       strategies apart, the strategy id.
 
     A name *describes* a member when every part of it holds for the member: it has every
     step of the core in order (for rule 1: no call), it is a loop where the name says so,
@@ -338,6 +382,11 @@ def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
             for c in cs:
                 name[c] = f"{name[c]} (mostly {' -> '.join(tops[c]) or 'no call'})"
                 tests[c].append(lambda m, top=tops[c]: m["seq"] == top)
+    for c in name:
+        own = own_tools(c, members, name[c]) if tests[c] and name[c] != "answer without tools" else []
+        if own and not name[c].startswith("varied: "):
+            name[c] += f" (with {' or '.join(own)})"
+            tests[c].append(lambda m, own=own: any(t in m["counts"] for t in own))
     for cs in clashes():
         for c in cs:
             name[c] = f"{name[c]} [S{c}]"
