@@ -128,8 +128,10 @@ def _shell_verb(command: str) -> tuple[str, str]:
     """(program, rest) of a shell command line: set-up segments (``cd x &&``) and prefixes
     (``sudo``, ``VAR=1``) skipped, ``python -m pytest`` read as ``pytest``, a program with
     subcommands as ``git diff``, a stream editor told to edit in place as ``sed -i``, an
-    interpreter given code in the call as ``python inline``."""
-    for segment in _SHELL_SPLIT.split(command[:2_000]):
+    interpreter given code in the call as ``python inline``; the rest of the line after the
+    program's segment stays in the object."""
+    segments = _SHELL_SPLIT.split(command[:2_000])
+    for i, segment in enumerate(segments):
         try:
             words = shlex.split(segment, posix=True)
         except ValueError:  # an unclosed quote: the words as written
@@ -150,7 +152,10 @@ def _shell_verb(command: str) -> tuple[str, str]:
             program = f"{program} inline"
         elif program in _INTERPRETERS and rest[0] in _VERSION_FLAGS:
             program = f"{program} --version"
-        return program, " ".join(rest)
+        # what follows on the line (`; print(...)`, a heredoc's lines) is part of the object: the
+        # values it carries are where its provenance is read
+        after = " ".join(s.strip() for s in segments[i + 1:] if s.strip())
+        return program, " ".join([*rest, after] if after else rest)
     return "", command
 
 

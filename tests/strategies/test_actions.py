@@ -43,6 +43,13 @@ def test_verbs_of_shell_commands_requests_and_actions():
                                                                                                    "HEAD~1")
     assert verb_object("bash", "command", '{"command": "/usr/bin/grep -n x a.py | head"}', None)[0] == "grep"
     assert verb_object("bash", "command", '{"command": "echo \\"unclosed"}', None)[0] == "echo"  # bad quoting
+    # the rest of the line is the object too: the figures a program's code carries are its provenance
+    # (a ReAct action `python import numpy as np; print(np.sum([3, 36, 81]))` through one `act` tool)
+    line = json.dumps({"command": "python import numpy as np; print(int(np.sum([3, 36, 81])))"})
+    assert verb_object("act", "command", line, None)[:2] == ("python",
+                                                             "import numpy as np print(int(np.sum([3, 36, 81])))")
+    heredoc = json.dumps({"command": "cd /repo && python3 - <<'EOF'\nimport re\nx = 1\nEOF"})
+    assert verb_object("bash", "command", heredoc, None)[:2] == ("python inline", "- <<EOF import re x = 1 EOF")
     # an in-place edit is another action than a read; a long option holding an `i` is no flag
     edits = {c: verb_object("bash", "command", json.dumps({"command": c}), None)[0]
              for c in ("sed -n 5,9p a.py", "sed -Ei 's/a/b/' a.py", "sed --in-place=.bak 's/a/b/' a.py",
