@@ -383,8 +383,9 @@ def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
                 name[c] = f"{name[c]} (mostly {' -> '.join(tops[c]) or 'no call'})"
                 tests[c].append(lambda m, top=tops[c]: m["seq"] == top)
     for c in name:
-        own = own_tools(c, members, name[c]) if tests[c] and name[c] != "answer without tools" else []
-        if own and not name[c].startswith("varied: "):
+        plain = name[c] != "answer without tools" and not name[c].startswith("varied: ")
+        own = own_tools(c, members, name[c]) if plain else []
+        if own:
             name[c] += f" (with {' or '.join(own)})"
             tests[c].append(lambda m, own=own: any(t in m["counts"] for t in own))
     for cs in clashes():
