@@ -175,11 +175,25 @@ def _count_range(ms: list[Member], tool: str) -> tuple[int, int]:
     return int(np.floor(np.quantile(r, 0.1))), int(np.ceil(np.quantile(r, 0.9)))
 
 
-def own_tools(c: int, members: dict[int, list[Member]], base: str) -> list[str]:
+def tool_shares(members: dict[int, list[Member]]) -> dict[int, dict[str, float]]:
+    """Each strategy's share of members (weighted by count) calling each tool, in one pass."""
+    out: dict[int, dict[str, float]] = {}
+    for c, ms in members.items():
+        total, calls = sum(m["n"] for m in ms), Counter()
+        for m in ms:
+            for t in m["counts"]:
+                calls[t] += m["n"]
+        out[c] = {t: v / total for t, v in calls.items()} if total else {}
+    return out
+
+
+def own_tools(c: int, members: dict[int, list[Member]], base: str,
+              shares: dict[int, dict[str, float]] | None = None) -> list[str]:
     """The tools strategy ``c`` alone uses, to name beside its name ``base``: tools the name does
     not mention, each called by at most :data:`OWN_TOOL_OTHERS` of every other strategy's
     members, the most used first, as few as together cover :data:`NAME_COVERAGE` of ``c``'s
-    members (at most :data:`OWN_TOOLS_MAX`); empty where none do.
+    members (at most :data:`OWN_TOOLS_MAX`); empty where none do. ``shares``: the
+    :func:`tool_shares` of ``members``, computed once by a caller that names every strategy.
 
     Examples
     --------
@@ -189,17 +203,13 @@ def own_tools(c: int, members: dict[int, list[Member]], base: str) -> list[str]:
     >>> own_tools(0, members, "read_range"), own_tools(1, members, "read_range")
     (['sort', 'filter'], [])
     """
+    shares = tool_shares(members) if shares is None else shares
     mine = members[c]
     named = set(re.findall(r"[^\s()]+", base.replace(" -> ", " ")))  # every word of the name, qualifiers too
-    used = Counter(t for m in mine for t in m["counts"])
-    candidates = []
-    for t in sorted(used):
-        if t in named or any(_share(ms, lambda m, t=t: t in m["counts"]) > OWN_TOOL_OTHERS + 1e-12
-                             for o, ms in members.items() if o != c):
-            continue
-        candidates.append((-_share(mine, lambda m, t=t: t in m["counts"]), t))
+    candidates = sorted((-share, t) for t, share in shares[c].items() if t not in named and all(
+        other.get(t, 0.0) <= OWN_TOOL_OTHERS + 1e-12 for o, other in shares.items() if o != c))
     chosen: list[str] = []
-    for _, t in sorted(candidates)[:OWN_TOOLS_MAX]:
+    for _, t in candidates[:OWN_TOOLS_MAX]:
         chosen.append(t)
         if _share(mine, lambda m: any(x in m["counts"] for x in chosen)) >= NAME_COVERAGE - 1e-12:
             return chosen
@@ -207,7 +217,8 @@ def own_tools(c: int, members: dict[int, list[Member]], base: str) -> list[str]:
 
 
 def _qualifier(c: int, group: list[int], members: dict[int, list[Member]], base: str,
-               given: dict[str, list[tuple[int, int]]]) -> tuple[str, Test, tuple[str, int, int] | None] | None:
+               given: dict[str, list[tuple[int, int]]], shares: dict[int, dict[str, float]] | None = None,
+               ) -> tuple[str, Test, tuple[str, int, int] | None] | None:
     """What tells strategy ``c`` from every other strategy of ``group`` (all named ``base``):
     the qualifier whose test holds for the largest share of ``c``'s members beyond any
     sibling's, at least :data:`TELL_GAP`, among the tools only it uses (:func:`own_tools`), a
@@ -228,7 +239,7 @@ def _qualifier(c: int, group: list[int], members: dict[int, list[Member]], base:
         if gap >= TELL_GAP - 1e-12:
             options.append((round(gap, 9), -kind, phrase, (lambda m, t=test: not t(m)) if lacking else test, count))
 
-    own = own_tools(c, members, base)
+    own = own_tools(c, members, base, shares)
     if own:  # the tools only it uses, together (one alone is the `with <tool>` below)
         offer(6, f"with {' or '.join(own)}", lambda m, own=own: any(t in m["counts"] for t in own))
     for t in tools:
@@ -361,13 +372,14 @@ def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
         return [cs for cs in by.values() if len(cs) > 1]
 
     given: dict[str, list[tuple[int, int]]] = {}  # the counts names state, per tool
+    shares = tool_shares(members)
     for _ in range(3):
         groups = clashes()
         if not groups:
             break
         for cs in groups:
             # one group's qualifiers are chosen together (its siblings' ranges are disjoint)
-            found = {c: _qualifier(c, cs, members, name[c], given) for c in cs}
+            found = {c: _qualifier(c, cs, members, name[c], given, shares) for c in cs}
             phrases = Counter(q[0] for q in found.values() if q is not None)
             for c, q in found.items():
                 # a phrase two siblings would both add tells neither apart (two tokens in one wording)
@@ -384,7 +396,7 @@ def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
                 tests[c].append(lambda m, top=tops[c]: m["seq"] == top)
     for c in name:
         plain = name[c] != "answer without tools" and not name[c].startswith("varied: ")
-        own = own_tools(c, members, name[c]) if plain else []
+        own = own_tools(c, members, name[c], shares) if plain else []
         if own:
             name[c] += f" (with {' or '.join(own)})"
             tests[c].append(lambda m, own=own: any(t in m["counts"] for t in own))
