@@ -243,17 +243,22 @@ def _merge(sums: np.ndarray, size: np.ndarray, target: float, tested: float = 0.
     alone = np.zeros(k, dtype=bool)  # stays: nothing on its side left to join, or the arms say it stands
     owner = np.arange(k)
     bar = max(target, tested)
+    # mean[c, d]: the mean distance of groups c and d (inf to itself and to a joined group); each
+    # group's nearest is kept and only the rows a join touches are searched again, so that a
+    # join costs O(groups) instead of a search of the whole table
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = sums / (size[:, None] * size[None, :])
+    np.fill_diagonal(mean, np.inf)
+    near = np.argmin(mean, axis=1)
+    gap = mean[np.arange(k), near]
     while alive.sum() > 1:
         live = np.flatnonzero(alive & ~alone & (size < bar))
         if not len(live):
             break
-        others = np.flatnonzero(alive)
-        mean = sums[np.ix_(live, others)] / (size[live, None] * size[None, others])
-        mean[live[:, None] == others[None, :]] = np.inf
         # the closest pair holding a group under the bar (first in row order on ties)
-        i, j = np.unravel_index(int(np.argmin(mean)), mean.shape)
-        small, into = int(live[i]), int(others[j])
-        if mean[i, j] >= SIDE_GAP:
+        small = int(live[np.argmin(gap[live])])
+        into = int(near[small])
+        if gap[small] >= SIDE_GAP:
             # only strategies on the other side of calling tools or not are left: it stays
             # apart, however small (a strategy without tools is never one that calls them)
             alone[small] = True
@@ -270,7 +275,30 @@ def _merge(sums: np.ndarray, size: np.ndarray, target: float, tested: float = 0.
         size[into] += size[small]
         alive[small] = False
         owner[owner == small] = into
+        _rejoin(mean, near, gap, sums, size, alive, small, into)
     return owner
+
+
+def _rejoin(mean: np.ndarray, near: np.ndarray, gap: np.ndarray, sums: np.ndarray, size: np.ndarray,
+            alive: np.ndarray, small: int, into: int) -> None:
+    """After ``small`` joined ``into``: ``mean`` gets ``into``'s new row and column and loses
+    ``small``'s; each group's nearest (``near``, at ``gap``) is searched again where it was one of
+    the two, and elsewhere compared with its new distance to ``into``."""
+    mean[small, :] = np.inf
+    mean[:, small] = np.inf
+    mean[into, :] = np.where(alive, sums[into, :] / (size[into] * size), np.inf)
+    mean[:, into] = np.where(alive, sums[:, into] / (size * size[into]), np.inf)
+    mean[into, into] = np.inf
+    stale = np.flatnonzero(alive & ((near == small) | (near == into)))
+    stale = np.union1d(stale, [into])
+    near[stale] = np.argmin(mean[stale], axis=1)
+    gap[stale] = mean[stale, near[stale]]
+    rest = np.flatnonzero(alive)
+    rest = rest[~np.isin(rest, stale)]
+    closer = (mean[rest, into] < gap[rest]) | ((mean[rest, into] == gap[rest]) & (into < near[rest]))
+    near[rest[closer]] = into
+    gap[rest[closer]] = mean[rest[closer], into]
+    gap[small] = np.inf
 
 
 # Silhouette needs all pairwise distances; above this many distinct rows it is computed on
