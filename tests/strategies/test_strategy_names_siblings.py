@@ -24,6 +24,7 @@ import pytest
 
 import mechanism as mx
 from mechanism.analysis.segmentation import render, segment
+from mechanism.analysis._strategies.naming import SIBLING_OVERLAP, strategy_names
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "readers"))
 from log_shapes import REFLEXION_READ, TAU_READ
@@ -175,6 +176,14 @@ def assert_names_tell_siblings_apart(runs: pl.DataFrame, space: mx.StrategySpace
             for olo, ohi, other in ranges.get(t, []):
                 assert hi < olo or ohi < lo, (name, other)
             ranges.setdefault(t, []).append((lo, hi, name))
+    # no two names each describe more than half of the other's members (rule 5 of strategy_names)
+    read = space._render(runs)  # the reading the fit made (task calls, generic tools)
+    frame = read.select("moves", "tools", "tokens").with_columns(
+        pl.Series("strategy", space.labels_, dtype=pl.Int64), runs["n_rounds"],
+        read["n_retries"].fill_null(0).cast(pl.Int64), read["n_repeat"].fill_null(0).cast(pl.Int64))
+    named = strategy_names(frame, sibling_overlap=True)
+    assert named["fidelity"].to_list() == pytest.approx(d.sort("strategy")["fidelity"].to_list())
+    assert named["sibling_overlap"].max() <= SIBLING_OVERLAP, named.rows()
     return d
 
 

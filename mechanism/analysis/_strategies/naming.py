@@ -31,6 +31,9 @@ LOOP_SHARE = 0.5
 # strategy's members than of any sibling's (shares of trajectories).
 TELL_GAP = 0.5
 LOOP_PHRASE = "fail-and-retry loop"
+# Two names tell their strategies apart unless each describes more than this share of the
+# other's members; such a pair gets what separates them (rule 5 of strategy_names).
+SIBLING_OVERLAP = 0.5
 # Tools a strategy alone uses (each by at most this share of any other strategy's trajectories)
 # that together cover NAME_COVERAGE of its members are named, as alternatives, when its core
 # does not mention them: `sort` or `filter` before reading the top rows. At most this many.
@@ -104,6 +107,11 @@ _RELATION_WORDS = {"first": "first", "new": "on another object", "revise": "rewo
                    "return": "again after other calls", "switch": "on an object another tool used"}
 
 
+# where a call's carried values came from (mechanism.analysis.segmentation.move_tokens), in words
+_SOURCE_WORDS = {"user": "the user's words", "call": "an earlier call", "result": "a result",
+                 "nothing": "nothing carried"}
+
+
 def _move_words(move: str) -> str:
     """``tool/relation`` in words: ``search/revise`` -> ``search reworded``."""
     tool, _, relation = move.partition("/")
@@ -121,7 +129,9 @@ def _token_phrase(token: str) -> str:
     >>> _token_phrase("R:search/new"), _token_phrase("B:search/first>search/revise")
     ('search on another object', 'first search then search reworded')
     >>> _token_phrase("B:start>get_user/first"), _token_phrase("M:search/revise/user/partial")
-    ('opens with first get_user', 'search reworded, from user, part of question')
+    ('opens with first get_user', "search reworded of part of the question, from the user's words only")
+    >>> _token_phrase("M:search/revise/user+call/whole")
+    "search reworded of the whole question, from the user's words and an earlier call"
     >>> _token_phrase("E:answer_after_failure"), _token_phrase("B:search/first>answer_after_failure")
     ('gives up after a failed call', 'first search then gives up')
     """
@@ -141,8 +151,11 @@ def _token_phrase(token: str) -> str:
         parts = body.split("/")
         tool, relation, sources, scope = (parts + ["", "", "", ""])[:4]
         tail = " after an error" if body.endswith("/after_error") else ""
-        where = {"whole": ", whole question", "partial": ", part of question"}.get(scope, "")
-        return f"{_move_words(f'{tool}/{relation}')}, from {sources.replace('+', ' and ')}{where}{tail}"
+        where = {"whole": " of the whole question", "partial": " of part of the question"}.get(scope, "")
+        # the token holds the whole set of sources: one alone is the only one
+        words = [_SOURCE_WORDS.get(x, x) for x in sources.split("+") if x]
+        carried = " and ".join(words) + (" only" if len(words) == 1 and sources != "nothing" else "")
+        return f"{_move_words(f'{tool}/{relation}')}{where}, from {carried}{tail}"
     if kind == "R":
         return _move_words(body)
     return body.replace("/", " ")
@@ -293,7 +306,46 @@ def _members(frame: pl.DataFrame) -> dict[int, list[Member]]:
     return members
 
 
-def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
+def overlaps(members: dict[int, list[Member]], tests: dict[int, list[Test]]) -> dict[tuple[int, int], float]:
+    """``(c, d) ->`` the share of strategy ``d``'s members (weighted by count) that ``c``'s name
+    describes (every test of ``tests[c]`` holds), for every ordered pair of distinct strategies;
+    ``(c, c)`` is ``c``'s fidelity."""
+    out: dict[tuple[int, int], float] = {}
+    for c in members:
+        for d, ms in members.items():
+            out[c, d] = _share(ms, lambda m, ts=tests[c]: all(t(m) for t in ts))
+    return out
+
+
+def _tell_siblings_apart(name: dict[int, str], tests: dict[int, list[Test]], members: dict[int, list[Member]],
+                         given: dict[str, list[tuple[int, int]]], shares: dict[int, dict[str, float]]) -> None:
+    """Rule 5 of :func:`strategy_names`: two strategies whose names each describe more than
+    :data:`SIBLING_OVERLAP` of the other's members (different names that read alike on the
+    members) each get what separates them from the other (:func:`_qualifier` on the pair), the
+    most alike pair first, for three rounds; ``name`` and ``tests`` are updated in place."""
+    for _ in range(3):
+        ov = overlaps(members, tests)
+        pairs = sorted(((min(ov[c, d], ov[d, c]), c, d) for c in members for d in members
+                        if c < d and min(ov[c, d], ov[d, c]) > SIBLING_OVERLAP + 1e-12), reverse=True)
+        touched: set[int] = set()
+        for _, c, d in pairs:
+            if touched & {c, d}:
+                continue  # measured again next round, with the qualifier just added
+            found = {x: _qualifier(x, [c, d], members, name[x], given, shares) for x in (c, d)}
+            phrases = [q[0] for q in found.values() if q is not None]
+            for x, q in found.items():
+                if q is None or phrases.count(q[0]) > 1 or f"({q[0]})" in name[x]:
+                    continue
+                name[x] = f"{name[x]} ({q[0]})"
+                tests[x].append(q[1])
+                if q[2] is not None:
+                    given.setdefault(q[2][0], []).append(q[2][1:])
+                touched.add(x)
+        if not touched:
+            return
+
+
+def strategy_names(frame: pl.DataFrame, *, sibling_overlap: bool = False) -> pl.DataFrame:
     """Each strategy's name, built from what its members share, and its fidelity.
 
     ``frame`` has one row per member: ``strategy``, ``moves`` and ``tools`` (the attempt
@@ -335,10 +387,24 @@ def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
     and every qualifier holds; ``fidelity`` is the share of the strategy's members the name
     describes.
 
+    5. Two strategies whose names each describe more than :data:`SIBLING_OVERLAP` of the
+       other's members (``search -> search (reworded)`` beside ``search (with first search then
+       search reworded)``, both holding searches reworded once) each get what separates them
+       from the other, chosen as in 4 (:func:`_tell_siblings_apart`).
+
+    Parameters
+    ----------
+    frame
+        One row per member, as above.
+    sibling_overlap
+        Add the column ``sibling_overlap``: over the other strategies, the largest of the
+        smaller of the two shares each name describes of the other's members (at most
+        :data:`SIBLING_OVERLAP` where rule 5 told every pair apart).
+
     Returns
     -------
     polars.DataFrame
-        ``strategy, built_name, fidelity``.
+        ``strategy, built_name, fidelity`` (and ``sibling_overlap``).
     """
     members = _members(frame)
     # test(member) -> bool for every part of a name, so that fidelity checks exactly what it says
@@ -400,13 +466,19 @@ def strategy_names(frame: pl.DataFrame) -> pl.DataFrame:
         if own:
             name[c] += f" (with {' or '.join(own)})"
             tests[c].append(lambda m, own=own: any(t in m["counts"] for t in own))
+    _tell_siblings_apart(name, tests, members, given, shares)
     for cs in clashes():
         for c in cs:
             name[c] = f"{name[c]} [S{c}]"
     ids = sorted(members)
     fidelity = [_share(members[c], lambda m, c=c: all(t(m) for t in tests[c])) for c in ids]
-    return pl.DataFrame({"strategy": ids, "built_name": [name[c] for c in ids], "fidelity": fidelity},
-                        schema={"strategy": pl.Int64, "built_name": pl.String, "fidelity": pl.Float64})
+    out = pl.DataFrame({"strategy": ids, "built_name": [name[c] for c in ids], "fidelity": fidelity},
+                       schema={"strategy": pl.Int64, "built_name": pl.String, "fidelity": pl.Float64})
+    if sibling_overlap:
+        ov = overlaps(members, tests)
+        out = out.with_columns(pl.Series("sibling_overlap", [
+            max((min(ov[c, d], ov[d, c]) for d in ids if d != c), default=0.0) for c in ids], dtype=pl.Float64))
+    return out
 
 
 def loop_share(n_retries: pl.Expr) -> pl.Expr:
