@@ -33,8 +33,14 @@ attempted. How often an agent fails and retries is execution, not strategy: it i
 ``n_retries``) and reported per strategy and arm, never in the move tokens or the rendering
 that define strategies. One thing about failing does enter them: an episode that answers
 right after a failed call nobody retried ends otherwise (``E:answer_after_failure``): the
-agent gave up on a call that never went through. ``retries="keep"`` keeps every call a move of its own, failure
-(``!``) and retry (``after error``) marked, for studies of recovery behaviour.
+agent gave up on a call that never went through. Another: a call answered by an HTTP error (a
+4xx or 5xx status line, an error body, a browser's error page such as a guessed URL's 404) that
+the agent moves on from to another call, not retries, stays a move of its own marked failed
+(``goto!``, named ``goto (failed) -> click``): its request reached nothing, and what the agent
+does instead is its way around. A failing check or a traceback stays unmarked: it is the
+environment's report on the work, met inside every strategy (marking it: terminal world 0.96 ->
+0.77, benchmarks/RESULTS.md, 2026-12-05). ``retries="keep"`` keeps every call a move of its own,
+failure (``!``) and retry (``after error``) marked, for studies of recovery behaviour.
 
 Every other call is a move of its own, a second look included: opening three files one after
 another, reading a second of the e-mails a search listed. How many objects an agent takes in
@@ -94,7 +100,7 @@ from mechanism.core.cachefile import (
     write_checked,
 )
 from mechanism.core.errors import InputError
-from mechanism.core.failures import compile_error_pattern, is_failure
+from mechanism.core.failures import compile_error_pattern, failure_kind, is_failure
 from mechanism.core.schema import validate
 
 RELATIONS = ("first", "repeat", "return", "revise", "switch", "new")
@@ -457,7 +463,12 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         retrieval = bool(_RETRIEVAL.search(step.get("_named") or tool)) and len(values) <= 1
         move = _search_move(relation, sources) if retrieval else relation
         src = "+".join(s for s in SOURCES if s in sources) or "nothing"
-        shown_failed, shown_after = (failed, prev_failed) if not merge else (False, False)
+        # under merge, a call answered by an HTTP error (a guessed URL that is a 404 page) that the
+        # agent moves on from, not retries, stays a move of its own, marked: what it does instead
+        # is its way around. Only HTTP errors: a failing check or a traceback is the environment's
+        # report on the work, met inside every strategy (marking those too: terminal 0.96 -> 0.77)
+        stands = failed and not retried and i + 1 < len(steps) and failure_kind(observation) == "http"
+        shown_failed, shown_after = (failed, prev_failed) if not merge else (stands, False)
         flag = "!" if shown_failed else ""
         token = f"{tool}{flag}/{relation}/{src}/{scope}" + ("/after_error" if shown_after else "")
         masked = (f"{tool} {move}" + (" failed" if shown_failed else "") + (" after error" if shown_after else "")

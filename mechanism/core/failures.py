@@ -40,7 +40,9 @@ Default reading (on the observation's head, bounded, so the cost per call is con
   and error bodies: ``{"status": 500}``, ``{"status_code": 404}`` (at the object's top level),
   FastAPI's ``{"detail": "..."}`` as the whole body or its list of validation errors
   (``{"detail": [{"loc": ...}]}``), a FHIR ``OperationOutcome`` with an issue of severity
-  ``error`` or ``fatal``. A page that mentions 404 in its text is content.
+  ``error`` or ``fatal``; a browser's accessibility tree whose root is an error page (WebArena:
+  ``[1] RootWebArea '404 Not Found'``, after at most two lines). A page that mentions 404 in its
+  text is content.
 
 Any other text that an environment repeats verbatim after many different actions ("You can't
 do that.") is found by the readers, which propose it as an ``error_pattern`` in the read report
@@ -106,6 +108,10 @@ _HTTP = re.compile(r"^\W{0,3}(?:https?/\d(?:\.\d)?[ \t]++[45]\d\d\b|"
                    # a server's own error page (nginx, Apache): the status in its title
                    r"^\s*(?:<!doctype html>\s*)?<html[^>]{0,100}>\s*<head>\s*"
                    rf"<title>\s*[45]\d\d[ \t]++(?:{_HTTP_REASONS})|"
+                   # a browser's accessibility tree of an error page (WebArena): the status as the root's
+                   # name, after at most two lines (the URL, or "Tab 0 (current): ...")
+                   rf"^(?:[^\n]{{0,300}}\n){{0,2}}[ \t]*+(?:\[\d+\][ \t]*+)?RootWebArea[ \t]++['\"][45]\d\d[ \t]++"
+                   rf"(?:{_HTTP_REASONS})['\"]|"
                    r'^\s*\{[^{}\[\]]{0,200}"(?:status|status_?code|statuscode|http_?status(?:_?code)?)"\s*:\s*"?[45]\d\d\b|'
                    r'^\s*\{\s*"detail"\s*:\s*\[\s*\{[^{}]{0,200}"loc"\s*:\s*\[', re.I)
 # FastAPI / Django REST's error body: `{"detail": "..."}` and nothing else
@@ -209,6 +215,13 @@ def is_failure(observation: str | None, pattern: Any = None, *, tool: str | None
     False
     >>> is_failure("500 Days of Summer is a 2009 film."), is_failure("404 Not Found is a 2009 album by X.")
     (False, False)
+
+    A browser's accessibility tree of an error page (WebArena), not a page that shows a 404 in its text:
+
+    >>> page = "http://shop/orders/9\\n[274] RootWebArea '{}' focused: True\\n  [691] link 'My Account'"
+    >>> shown = page.format("Order #9") + "\\n  StaticText '404 Not Found'"
+    >>> is_failure(page.format("404 Not Found")), is_failure(shown)
+    (True, False)
     >>> outcome = '{"resourceType": "OperationOutcome", "issue": [{"severity": "%s", "code": "not-found"}]}'
     >>> is_failure(outcome % "error"), is_failure(outcome % "information")
     (True, False)

@@ -261,7 +261,8 @@ _DEFAULT_BAR = {"simulated": 0.9, "multihop": 0.9, "multihop_react": 0.9, "servi
                 "gui": 0.85, "sre": 0.85, "sheet": 0.85, "toolbench": 0.85, "terminal": 0.85, "computer": 0.85}
 # measured with the defaults at seed 0 (benchmarks/RESULTS.md): these worlds are not
 # recovered at the bar; kept honest as strict xfails, with the floor each does reach asserted
-# (browser 0.729, travel 0.818, toolbench 0.549 once its calls are read by their place, 0.219
+# (browser 0.792 once a guessed URL that lands on a 404 page stays a move of its own, 0.729 before;
+# travel 0.818, toolbench 0.549 once its calls are read by their place, 0.219
 # by name). Research (1.0) and the spreadsheet (0.901) reach it once a second look of a tool is
 # a move of its own (0.809 and 0.811 when looks were folded into one attempt: reading many
 # sheets or one window after another is the strategy); gui 0.970 once small groups join the
@@ -269,7 +270,7 @@ _DEFAULT_BAR = {"simulated": 0.9, "multihop": 0.9, "multihop_react": 0.9, "servi
 # terminal 0.987 through `bash` (its three edit verbs, used whatever the strategy, read as one
 # tool; 0.946 with looks folded, 0.687 before the edit verbs), computer 1.0 through `computer`
 # (a key press named by its key)
-_BELOW_BAR = {"browser": 0.65, "travel": 0.78, "toolbench": 0.45}
+_BELOW_BAR = {"browser": 0.75, "travel": 0.78, "toolbench": 0.45}
 # toolbench: 0.034 at seed 0 read by place (0.088 by name), every other world within 0.02
 _COMPOSITION_BELOW_BAR = 0.06
 _COMPOSITION_MEASURED: dict[str, float] = {}

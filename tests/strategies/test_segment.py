@@ -135,6 +135,30 @@ def test_a_failed_call_and_its_retry_are_one_attempt_by_default():
         render(clean_run, retries="drop")
 
 
+def test_a_call_answered_by_an_http_error_and_not_retried_stays_a_move_of_its_own():
+    """A guessed URL that lands on a 404 page, then a link from it: the failed goto stays a
+    move, marked, beside a goto that reached its page; retried by the same tool it is one
+    attempt as ever, and a traceback the agent moves on from stays unmarked (it is the
+    environment's report on the work)."""
+    question = "What is the status of order 560022?"
+    page = "http://shop/orders/560022\n[274] RootWebArea '{}' focused: True\n  [627] link 'View Order #560022'"
+    goto = call("goto", page.format("404 Not Found"), url="http://shop/orders/560022")
+    listing = call("goto", page.format("My Orders"), url="http://shop/orders/560022")
+    click = call("click", "Order # 560022\nStatus: shipped", element_id=627)
+    missed, reached, retried = (render(_runs(steps, answer="shipped", question=question))
+                                for steps in ([goto, click], [listing, click], [goto, listing, click]))
+    assert missed["tools"][0] == "goto! > click" and reached["tools"][0] == "goto > click"
+    assert missed["tokens"][0].split()[:4] == ["T:goto!", "R:goto!/first", "M:goto!/first/new/none",
+                                               "B:start>goto!/first"]
+    assert missed["rendering"][0].startswith("1. goto first failed: new | 2. click first: result")
+    assert retried["tools"][0] == "goto > click" and retried["tokens"][0] == reached["tokens"][0]
+    assert (missed["n_failed"][0], missed["n_retries"][0]) == (1.0, 0.0)
+    traceback = call("run", "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad row",
+                     command="python scripts/build.py")
+    edit = call("edit", "ok", path="scripts/build.py")
+    assert render(_runs([traceback, edit]))["tools"][0] == "run > edit"
+
+
 def test_is_error_and_tool_names():
     assert is_error("Error: user not found") and is_error('{"error": "x"}') and is_error("  Traceback (most")
     assert not is_error("The error rate of the model is 3%.") and not is_error(None)

@@ -23,8 +23,8 @@ import polars as pl
 import pytest
 
 import mechanism as mx
-from mechanism.analysis.segmentation import render, segment
 from mechanism.analysis._strategies.naming import SIBLING_OVERLAP, strategy_names
+from mechanism.analysis.segmentation import render, segment
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "readers"))
 from log_shapes import REFLEXION_READ, TAU_READ
