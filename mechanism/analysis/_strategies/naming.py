@@ -379,18 +379,17 @@ def strategy_names(frame: pl.DataFrame, *, sibling_overlap: bool = False) -> pl.
        repeats for names still alike (three rounds), then the most common sequence is stated
        (``mostly ...``). Then tools a strategy alone uses (:func:`own_tools`) that together
        cover :data:`NAME_COVERAGE` of its members and that its name does not mention are named
-       as alternatives (``read_range (with sort or filter)``), and, only where nothing tells two
-       strategies apart, the strategy id.
+       as alternatives (``read_range (with sort or filter)``); then rule 5; and, only where
+       nothing tells two strategies apart, the strategy id.
+    5. Two strategies whose names each describe more than :data:`SIBLING_OVERLAP` of the
+       other's members (``search -> search (reworded)`` beside ``search (with first search then
+       search reworded)``, both holding searches reworded once) each get what separates them
+       from the other, chosen as in 4 (:func:`_tell_siblings_apart`).
 
     A name *describes* a member when every part of it holds for the member: it has every
     step of the core in order (for rule 1: no call), it is a loop where the name says so,
     and every qualifier holds; ``fidelity`` is the share of the strategy's members the name
     describes.
-
-    5. Two strategies whose names each describe more than :data:`SIBLING_OVERLAP` of the
-       other's members (``search -> search (reworded)`` beside ``search (with first search then
-       search reworded)``, both holding searches reworded once) each get what separates them
-       from the other, chosen as in 4 (:func:`_tell_siblings_apart`).
 
     Parameters
     ----------
