@@ -229,6 +229,31 @@ def own_tools(c: int, members: dict[int, list[Member]], base: str,
     return []
 
 
+def _with_own(own: list[str]) -> tuple[str, Test]:
+    """The phrase naming the tools only a strategy uses (:func:`own_tools`) and its test."""
+    return f"with {' or '.join(own)}", lambda m: any(t in m["counts"] for t in own)
+
+
+def _add_qualifiers(found: dict[int, tuple[str, Test, tuple[str, int, int] | None] | None], name: dict[int, str],
+                    tests: dict[int, list[Test]], given: dict[str, list[tuple[int, int]]], *,
+                    new_only: bool = False) -> set[int]:
+    """Each strategy's qualifier of ``found`` (:func:`_qualifier`) added to its name and tests,
+    and the count it states to ``given``; a phrase two of them would both add tells neither
+    apart (two tokens in one wording) and is added to neither; with ``new_only``, neither is a
+    phrase the name already says. Returns the strategies that got one."""
+    phrases = Counter(q[0] for q in found.values() if q is not None)
+    added: set[int] = set()
+    for c, q in found.items():
+        if q is None or phrases[q[0]] > 1 or (new_only and f"({q[0]})" in name[c]):
+            continue
+        name[c] = f"{name[c]} ({q[0]})"
+        tests[c].append(q[1])
+        if q[2] is not None:
+            given.setdefault(q[2][0], []).append(q[2][1:])
+        added.add(c)
+    return added
+
+
 def _qualifier(c: int, group: list[int], members: dict[int, list[Member]], base: str,
                given: dict[str, list[tuple[int, int]]], shares: dict[int, dict[str, float]] | None = None,
                ) -> tuple[str, Test, tuple[str, int, int] | None] | None:
@@ -254,7 +279,7 @@ def _qualifier(c: int, group: list[int], members: dict[int, list[Member]], base:
 
     own = own_tools(c, members, base, shares)
     if own:  # the tools only it uses, together (one alone is the `with <tool>` below)
-        offer(6, f"with {' or '.join(own)}", lambda m, own=own: any(t in m["counts"] for t in own))
+        offer(6, *_with_own(own))
     for t in tools:
         def uses(m: dict, t: str = t) -> bool:
             return m["counts"].get(t, 0) > 0
@@ -332,15 +357,7 @@ def _tell_siblings_apart(name: dict[int, str], tests: dict[int, list[Test]], mem
             if touched & {c, d}:
                 continue  # measured again next round, with the qualifier just added
             found = {x: _qualifier(x, [c, d], members, name[x], given, shares) for x in (c, d)}
-            phrases = [q[0] for q in found.values() if q is not None]
-            for x, q in found.items():
-                if q is None or phrases.count(q[0]) > 1 or f"({q[0]})" in name[x]:
-                    continue
-                name[x] = f"{name[x]} ({q[0]})"
-                tests[x].append(q[1])
-                if q[2] is not None:
-                    given.setdefault(q[2][0], []).append(q[2][1:])
-                touched.add(x)
+            touched |= _add_qualifiers(found, name, tests, given, new_only=True)
         if not touched:
             return
 
@@ -445,14 +462,7 @@ def strategy_names(frame: pl.DataFrame, *, sibling_overlap: bool = False) -> pl.
         for cs in groups:
             # one group's qualifiers are chosen together (its siblings' ranges are disjoint)
             found = {c: _qualifier(c, cs, members, name[c], given, shares) for c in cs}
-            phrases = Counter(q[0] for q in found.values() if q is not None)
-            for c, q in found.items():
-                # a phrase two siblings would both add tells neither apart (two tokens in one wording)
-                if q is not None and phrases[q[0]] == 1:
-                    name[c] = f"{name[c]} ({q[0]})"
-                    tests[c].append(q[1])
-                    if q[2] is not None:
-                        given.setdefault(q[2][0], []).append(q[2][1:])
+            _add_qualifiers(found, name, tests, given)
     for cs in clashes():  # the most common sequence, where those differ
         tops = {c: members[c][0]["seq"] for c in cs}
         if len(set(tops.values())) == len(cs):
@@ -463,8 +473,9 @@ def strategy_names(frame: pl.DataFrame, *, sibling_overlap: bool = False) -> pl.
         plain = name[c] != "answer without tools" and not name[c].startswith("varied: ")
         own = own_tools(c, members, name[c], shares) if plain else []
         if own:
-            name[c] += f" (with {' or '.join(own)})"
-            tests[c].append(lambda m, own=own: any(t in m["counts"] for t in own))
+            phrase, test = _with_own(own)
+            name[c] += f" ({phrase})"
+            tests[c].append(test)
     _tell_siblings_apart(name, tests, members, given, shares)
     for cs in clashes():
         for c in cs:
