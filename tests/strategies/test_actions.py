@@ -210,3 +210,22 @@ def test_a_bare_line_beside_bracketed_actions_stays_a_dropped_thought(tmp_path):
     path.write_text(json.dumps({"question": "Where?", "text": text, "correct": True, "arm": "a"}) + "\n")
     runs, report = mx.read(path, report=True)
     assert runs["n_rounds"][0] == 1 and any("dropped" in n for n in report.notes)
+
+
+def test_rare_mistyped_programs_do_not_make_a_large_table_read_as_free_text():
+    # five programs on every question, and 60 typos each met on three questions: the shared
+    # verbs number 65, but five of them cover the calls, so the tool is still generic
+    rows, questions = [], []
+    for q in range(60):
+        rows.append([{"tool": "bash", "arguments": json.dumps({"command": c})}
+                     for c in ("ls", "cat a.py", "grep -n x .", "sed -n 1,9p a.py", "python -m pytest")])
+        questions.append(q)
+    for typo in range(60):
+        for q in range(3):
+            rows.append([{"tool": "bash", "arguments": json.dumps({"command": f"typo{typo}x a.py"})}])
+            questions.append(q)
+    assert detect_action_tools(rows, questions) == {"bash": "command"}
+    # a first word that is free text: hundreds of words shared by a few questions each
+    text = [[{"tool": "bash", "arguments": json.dumps({"command": f"word{w} and more"})}] for w in range(300)
+            for _ in range(3)]
+    assert detect_action_tools(text, [i % 7 for i in range(900)]) == {}
