@@ -338,7 +338,7 @@ def _vocabulary(calls: Sequence[int], need: float) -> float:
 
     The size of a vocabulary is that of its common part: the rare verbs that reach a few
     questions (a mistyped program, ``cta``, ``grpe``) grow in number with the table, and counting
-    them made a terminal agent of 120 questions read as free text (41 shared verbs, 5 of them
+    them made a terminal agent of 120 questions read as free text (41 shared verbs, 10 of them
     covering 80 % of its calls).
 
     Examples
