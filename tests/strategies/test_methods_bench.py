@@ -94,3 +94,34 @@ def test_the_min_share_sweep_records_each_value_and_the_choice_leaving_a_world_o
         # min_share 0.5 leaves at most two strategies: never better than 0.07 on these worlds
         assert row["min_share 0.5"] <= row["min_share 0.07"] + 1e-9, world
     assert "Folds:" in record["notes"]
+
+
+def test_arm_power_matches_the_exact_chance_on_a_table_small_enough_to_enumerate(load_benchmark):
+    """benchmarks/bench_strategies_arm_power.py's simulated power against the exact probability,
+    summed over every table of one question (four trajectories per arm), and its two limits: arms
+    that take two strategies alike are separated at most at the test's level, arms that swap them
+    nearly always."""
+    from itertools import product
+
+    from scipy.stats import multinomial
+
+    from mechanism.analysis._strategies.clustering import VARIANT_ALPHA
+    from mechanism.analysis._strategies.families import arm_test
+
+    power = load_benchmark("bench_strategies_arm_power")
+    a, b = np.array([0.5, 0.1]), np.array([0.2, 0.6])
+    n = power.SAMPLES
+    outcomes = [(i, j) for i in range(n + 1) for j in range(n + 1 - i)]
+    exact = 0.0
+    for (a0, b0), (a1, b1) in product(outcomes, outcomes):
+        chance = (multinomial.pmf([a0, b0, n - a0 - b0], n, [a[0], b[0], 1 - a[0] - b[0]])
+                  * multinomial.pmf([a1, b1, n - a1 - b1], n, [a[1], b[1], 1 - a[1] - b[1]]))
+        exact += chance * (arm_test(np.array([[a0, a1], [b0, b1]], dtype=float)) < VARIANT_ALPHA)
+    simulated = power.separation_power(a, b, 1, draws=4000, rng=np.random.default_rng(0))
+    assert abs(simulated - exact) < 0.03, (simulated, exact)
+    alike = power.separation_power(np.array([0.2, 0.2]), np.array([0.1, 0.1]), 60, draws=400,
+                                   rng=np.random.default_rng(1))
+    assert alike <= VARIANT_ALPHA + 0.05
+    swapped = power.separation_power(np.array([0.3, 0.05]), np.array([0.05, 0.3]), 60, draws=200,
+                                     rng=np.random.default_rng(2))
+    assert swapped > 0.99
