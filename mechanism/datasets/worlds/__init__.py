@@ -131,17 +131,21 @@ from mechanism.datasets.worlds.generic import as_generic_action
 from mechanism.datasets.worlds.gui import gui
 from mechanism.datasets.worlds.multihop import multihop
 from mechanism.datasets.worlds.research import research
+from mechanism.datasets.worlds.rest import rest
 from mechanism.datasets.worlds.service import service
 from mechanism.datasets.worlds.sheet import sheet
 from mechanism.datasets.worlds.sre import sre
 from mechanism.datasets.worlds.terminal import terminal
+from mechanism.datasets.worlds.textgame import textgame
 from mechanism.datasets.worlds.toolbench import toolbench
 from mechanism.datasets.worlds.travel import travel
 from mechanism.datasets.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
-          "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer")
+          "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer", "rest",
+          "textgame")
 
 __all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "coder", "computer", "PlantedWorld",
            "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "mixture_planted",
-           "multihop", "research", "service", "sheet", "sre", "terminal", "toolbench", "travel", "webshop", "WORLDS"]
+           "multihop", "research", "rest", "service", "sheet", "sre", "terminal", "textgame", "toolbench", "travel",
+           "webshop", "WORLDS"]
