@@ -6,9 +6,11 @@ An ``Action`` is executed when an ``Observation`` follows it; when a model write
 actions before one observation, the first one is the one the environment ran, as ReAct
 environments parse the first action of a turn (``multi_action="last"`` for environments that
 run the last); the others stay in the thought text and are counted in a note. In chat
-messages an observation may come unlabelled: after an action, the next message that is not
-the assistant's is its observation. A finishing action (``finish``, ``answer``, ...) gives the
-final answer and is not a round. Tool names are lower-cased.
+messages an observation may come unlabelled: after an action, bracketed or a text game's bare
+command (``Action: go to cabinet 1``), the next message that is not the assistant's is its
+observation. A finishing action (``finish``, ``answer``, ...) gives the final answer and is not
+a round; so does a chat's last assistant message when it writes no ReAct line (the answer in
+words, as the reader of chat transcripts takes it). Tool names are lower-cased.
 
 A log's own bookkeeping before the first or after the last ReAct line (Reflexion's
 ``Correct answer: <gold>`` trailer, trial banners such as ``BEGIN TRIAL 1`` or rows of
@@ -27,14 +29,17 @@ from mechanism.core.actions import GENERIC_TOOL
 from mechanism.core.errors import InputError
 from mechanism.core.schema import make_step
 from mechanism.readers._fields import FieldMap, as_str
-from mechanism.readers.openai import FINISH_TOOLS, content_text
+from mechanism.readers.openai import FINISH_TOOLS, content_text, final_from_content
 
 FORMAT = "react"
 
 # a user turn in a chat transcript is marked with a control character no model writes at a line start
 _USER_MARK = "\x1eUser"
 _USER_KIND = _USER_MARK.lower()
-_MARKER = re.compile(r"^[ \t]*(Thought|Action|Observation|Question|\x1eUser)(?:[ \t]*\d+)?[ \t]*:[ \t]?",
+# and so is a chat's last assistant message that writes no ReAct line: the final answer in words
+_ANSWER_MARK = "\x1eAnswer"
+_ANSWER_KIND = _ANSWER_MARK.lower()
+_MARKER = re.compile(r"^[ \t]*(Thought|Action|Observation|Question|\x1eUser|\x1eAnswer)(?:[ \t]*\d+)?[ \t]*:[ \t]?",
                      re.M | re.I)
 # heads only: the argument is cut with str.rfind, so no pattern backtracks over untrusted text
 _ACTION_HEAD = re.compile(r"[ \t]*([A-Za-z_][\w\-]*)[ \t]*\[")
@@ -71,15 +76,14 @@ def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
     if detect_text(fields.get(record, "text")):
         return True
     messages = fields.get(record, "messages")
-    if isinstance(messages, list):
-        for m in messages:
-            if isinstance(m, Mapping):
-                try:
-                    if detect_text(content_text(m.get("content"))):
-                        return True
-                except InputError:
-                    return False
-    return False
+    if not isinstance(messages, list):
+        return False
+    try:
+        # joined as the reader joins them: a text game's environment answers a bare action as the
+        # user, unlabelled, so no one message holds both an action and an observation
+        return detect_text(messages_text(messages)[0])
+    except InputError:
+        return False
 
 
 def _action(body: str) -> tuple[str, str, bool] | None:
@@ -171,12 +175,13 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
     turn: list[tuple[str, str]] = []  # actions written since the last observation
     answer: str | None = None
     final = False
+    rule = "finish"
     notes: list[str] = []
     finish_results: list[str] = []
 
     def run_turn(observation: str | None) -> None:
         """The action of the turn the environment ran, with its observation."""
-        nonlocal answer, final
+        nonlocal answer, final, rule
         if not turn:
             return
         chosen = 0 if multi_action == "first" else len(turn) - 1
@@ -187,7 +192,7 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
                 notes.append(EXTRA)
         turn.clear()
         if tool in FINISH_TOOLS:
-            answer, final = arg, True
+            answer, final, rule = arg, True, "finish"
             if observation is not None:
                 finish_results.append(observation)
             return
@@ -210,6 +215,10 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
         elif kind == _USER_KIND:
             if body:
                 users.append(body)
+        elif kind == _ANSWER_KIND:
+            run_turn(None)
+            answer, rule = final_from_content(body)
+            final = answer is not None
         elif kind == "thought":
             action = None
             if "ction" in body and (i + 1 == len(marks) or marks[i + 1].group(1).lower() == "observation"):
@@ -239,7 +248,7 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
     if final and steps and answer is None:
         final = False
     out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,
-                           "notes": notes, "answer_rule": "finish" if final else None}
+                           "notes": notes, "answer_rule": rule if final else None}
     extra = _kept_beside(finish_results, users, bookkeeping)
     if extra:
         out["meta_extra"] = extra
@@ -265,7 +274,8 @@ def messages_text(messages: Any, *, field: str = "messages") -> tuple[str, str |
 
     After an action, the next message that is not the assistant's is its observation, with
     or without an ``Observation:`` label (chat agents whose environment answers as the
-    user); any other user message is a user turn, kept for the next step's ``user``.
+    user); any other user message is a user turn, kept for the next step's ``user``. The last
+    message, when the assistant's and free of ReAct lines, is the final answer.
     """
     if not isinstance(messages, list):
         raise InputError(f"`{field}` must be a list of messages, got {type(messages).__name__}", field=field)
@@ -284,7 +294,11 @@ def messages_text(messages: Any, *, field: str = "messages") -> tuple[str, str |
         if role == "system":
             continue
         if role == "assistant":
-            acted = acted or _DETECT.search(text) is not None or _INLINE_HEAD.search(text) is not None
+            if index == len(messages) - 1 and parts and not acted and _MARKER.search(text) is None:
+                parts.append(f"{_ANSWER_MARK}: {text}")  # the last word, after the last observation
+                continue
+            acted = (acted or _DETECT.search(text) is not None or _INLINE_HEAD.search(text) is not None
+                     or _BARE_ACTION.search(text) is not None)
             parts.append(text)
             continue
         labelled = _MARKER.match(text) is not None

@@ -176,6 +176,45 @@ def test_chat_react_user_turn_between_actions():
         ("order", "order not found", None), ("#W1234", "found", "it is #W1234")]
 
 
+def _text_game(labelled: bool, last: str | None) -> list[dict]:
+    """An ALFWorld-like chat: bare commands, the environment answering as the user."""
+    said = [("go to countertop 1", "You arrive at countertop 1. On it, you see a mug 1."),
+            ("take mug 1 from countertop 1", "You pick up the mug 1 from the countertop 1."),
+            ("goto cabinet 1", "Nothing happens."), ("go to cabinet 1", "You arrive at cabinet 1.")]
+    messages = [{"role": "system", "content": "You are in the middle of a room."},
+                {"role": "user", "content": "Your task is to: put a mug in cabinet 1."}]
+    for command, seen in said:
+        messages.append({"role": "assistant", "content": f"Thought: next.\nAction: {command}"})
+        messages.append({"role": "user", "content": f"Observation: {seen}" if labelled else seen})
+    if last is not None:
+        messages.append({"role": "assistant", "content": last})
+    return messages
+
+
+@pytest.mark.parametrize("last, answer", [("Thought: done.\nAction: finish[done]", "done"),
+                                          ("I put the mug 1 in the cabinet 1.", "I put the mug 1 in the cabinet 1."),
+                                          (None, None)])
+def test_a_text_game_chat_reads_alike_with_or_without_observation_labels(tmp_path, last, answer):
+    """Bare commands answered by unlabelled user messages are rounds, as labelled ones are: each
+    message alone holds an action or an observation, never both (the whole episode was once one
+    round, or no ReAct at all when it ended in words); a last message in words is the answer."""
+    read_back = {}
+    for labelled in (True, False):
+        path = tmp_path / f"{labelled}.jsonl"
+        path.write_text(json.dumps({"arm": "a", "question_id": "q", "messages": _text_game(labelled, last),
+                                    "correct": True}) + "\n")
+        runs, rep = read(path, report=True)
+        assert set(rep.formats.values()) == {"react"}
+        read_back[labelled] = runs
+    for runs in read_back.values():
+        steps = runs["steps"][0]
+        assert runs["n_rounds"][0] == 4 and [s["tool"] for s in steps] == ["act"] * 4
+        assert [s["query"] for s in steps][2:] == ["goto cabinet 1", "go to cabinet 1"]
+        assert steps[-1]["observation"] == "You arrive at cabinet 1."  # the answer is not observed
+        assert runs["answer"][0] == answer
+    assert read_back[True].drop("steps").equals(read_back[False].drop("steps"))
+
+
 def test_fireact_multi_action_turns_fixture():
     runs, rep = read(AGENTS / "fireact_multi" / "trajs", report=True)
     got = {r["question_id"]: r for r in runs.to_dicts()}
