@@ -199,7 +199,7 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None)
     >>> verb_object("request", "method", '{"method": "GET", "url": "https://x.org/api/patients/123/labs"}', None)[:2]
     ('get api/patients/labs', '123')
     >>> verb_object("http_get", "url", '{"url": "/orders/W1?full=1"}', None)[:2]
-    ('http_get orders', 'W1 full=1')
+    ('get orders', 'W1 full=1')
     """
     parsed = _parse(arguments)
     if field == TEXT_FIELD or parsed is None:
@@ -218,7 +218,8 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None)
         rest_fields = {k: v for k, v in rest_fields.items() if k not in ("url", "path", "endpoint")}
         return verb[:MAX_VERB_CHARS], obj, rest_fields
     if field in ("url", "path", "endpoint"):
-        method = tool if any(tool.lower().endswith(m) or tool.lower().startswith(m) for m in _HTTP_METHODS) else None
+        # the method a tool's name says (`http_get`, `post`): one verb with `request(method="GET")`'s
+        method = next((w for w in re.split(r"[^a-z]+", tool.lower()) if w in _HTTP_METHODS), None)
         verb, obj = _request_verb(text, method)
         return verb[:MAX_VERB_CHARS], obj, rest_fields
     if field in ("command", "cmd") or (field == TEXT_FIELD and tool in ("bash", "shell", "terminal", "sh")):

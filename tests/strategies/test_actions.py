@@ -64,6 +64,13 @@ def test_verbs_of_shell_commands_requests_and_actions():
     assert verb_object("execute", "code", '{"code": "df = pd.read_csv(\\"x.csv\\")"}', None)[0] == "read_csv"
     verb, obj, _ = verb_object("request", "method", '{"method": "POST", "url": "/api/v2/orders/A7731/cancel"}', None)
     assert (verb, obj) == ("post api/orders/cancel", "v2 A7731")
+    # a tool whose name says its method is that method's verb: http_get(url) reads as
+    # http_request(method="GET", url) does, and a name with no method word adds none
+    got = verb_object("http_get", "url", '{"url": "/api/v2/orders/A7731"}', None)[0]
+    assert got == verb_object("http_request", "method", '{"method": "GET", "url": "/api/v2/orders/A7731"}', None)[0]
+    assert got == "get api/orders"
+    assert verb_object("fetch", "url", '{"url": "/api/v2/orders/A7731"}', None)[0] == "api/orders"
+    assert verb_object("widget", "url", '{"url": "/api/v2/orders"}', None)[0] == "api/orders"
 
 
 def test_a_shell_agent_is_read_by_its_programs_not_as_one_tool():
