@@ -176,6 +176,27 @@ def _request_verb(url: str, method: str | None) -> tuple[str, str]:
     return verb, " ".join(ids + ([query] if query else []))
 
 
+def _method_of(name: str) -> str | None:
+    """The HTTP method a name says (``http_get``, ``POST``), or ``None``."""
+    return next((w for w in re.split(r"[^a-z]+", name.lower()) if w in _HTTP_METHODS), None)
+
+
+def _written_request(text: str) -> tuple[str, str] | None:
+    """(verb, object) of a request written out as a command, or ``None``: a method then a URL
+    or path (``GET /api/orders/7``, ``http_request POST /api/refunds {...}``), or a name that
+    says its method then one (``http_get /api/orders/7``). A path must start with ``/`` or a
+    scheme, so a text game's ``get apple`` stays the verb ``get``."""
+    words = text.split(maxsplit=3)
+    for i in range(min(2, len(words) - 1)):
+        method = _method_of(words[i]) if i == 0 or words[i].lower() in _HTTP_METHODS else None
+        target = words[i + 1]
+        if method and (target.startswith("/") or re.match(r"[a-z][a-z0-9+.\-]*://", target, re.I)):
+            verb, obj = _request_verb(target, method)
+            rest = " ".join(words[i + 2:])
+            return verb, " ".join(v for v in (obj, rest) if v)
+    return None
+
+
 def verb_object(tool: str, field: str, arguments: str | None, query: str | None) -> tuple[str, str, dict[str, Any]]:
     """(verb, object, other fields) of one call of a generic tool read through ``field``.
 
@@ -219,9 +240,12 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None)
         return verb[:MAX_VERB_CHARS], obj, rest_fields
     if field in ("url", "path", "endpoint"):
         # the method a tool's name says (`http_get`, `post`): one verb with `request(method="GET")`'s
-        method = next((w for w in re.split(r"[^a-z]+", tool.lower()) if w in _HTTP_METHODS), None)
+        method = _method_of(tool)
         verb, obj = _request_verb(text, method)
         return verb[:MAX_VERB_CHARS], obj, rest_fields
+    written = _written_request(text)
+    if written is not None:  # a request written out through a text tool: read as its typed form is
+        return written[0][:MAX_VERB_CHARS], written[1], rest_fields
     if field in ("command", "cmd") or (field == TEXT_FIELD and tool in ("bash", "shell", "terminal", "sh")):
         program, rest = _shell_verb(text)
         if program:

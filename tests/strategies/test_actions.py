@@ -71,6 +71,15 @@ def test_verbs_of_shell_commands_requests_and_actions():
     assert got == "get api/orders"
     assert verb_object("fetch", "url", '{"url": "/api/v2/orders/A7731"}', None)[0] == "api/orders"
     assert verb_object("widget", "url", '{"url": "/api/v2/orders"}', None)[0] == "api/orders"
+    # the same requests written out through one text tool read as their typed forms do: a method then
+    # a path or URL, after the tool's name or not, or a name that says its method; a method word
+    # before anything but a path is a verb like any other (a text game's `get apple 2`)
+    for written in ("http_request GET /api/v2/orders/A7731", "GET https://shop.example/api/v2/orders/A7731",
+                    "http_get /api/v2/orders/A7731"):
+        assert verb_object("act", "command", json.dumps({"command": written}), None)[:2] == ("get api/orders",
+                                                                                           "v2 A7731"), written
+    assert verb_object("act", "command", '{"command": "get apple 2"}', None)[:2] == ("get", "apple 2")
+    assert verb_object("act", "command", '{"command": "curl -X POST https://x.org/a"}', None)[0] == "curl"
 
 
 def test_a_shell_agent_is_read_by_its_programs_not_as_one_tool():
