@@ -127,6 +127,24 @@ def _thought_and_action(body: str) -> tuple[str, tuple[str, str] | None]:
     return body[: inline[0]].strip(), (inline[1], inline[2])
 
 
+def _read_action(body: str, bare: bool, notes: list[str]) -> tuple[str, str] | None:
+    """(tool, argument) of an ``Action`` line's body (a bare command read as the generic tool's
+    where ``bare``), or ``None`` when it is no action, the line then kept as thought text; what
+    was inferred is noted in ``notes``."""
+    found = _action(body)
+    if found is None and bare and body:
+        found = (BARE_TOOL, body.split("\n", 1)[0].strip(), False)
+        notes.append(BARE)
+    if found is None:
+        if body:
+            notes.append(DROPPED)
+        return None
+    tool, arg, repaired = found
+    if repaired:
+        notes.append(REPAIRED)
+    return tool, arg
+
+
 def _bare_actions(text: str, marks: list[re.Match[str]]) -> bool:
     """Whether ``Action:`` lines are read without brackets: only where the transcript writes no
     action in brackets but finishing ones (else a bare line is a slip)."""
@@ -229,19 +247,11 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
             if action is not None:
                 turn.append(action)
         elif kind == "action":
-            found = _action(body)
-            if found is None and bare and body:
-                found = (BARE_TOOL, body.split("\n", 1)[0].strip(), False)
-                notes.append(BARE)
-            if found is None:
-                if body:
-                    thoughts.append(f"Action: {body}")
-                    notes.append(DROPPED)
-                continue
-            tool, arg, repaired = found
-            if repaired:
-                notes.append(REPAIRED)
-            turn.append((tool, arg))
+            found = _read_action(body, bare, notes)
+            if found is not None:
+                turn.append(found)
+            elif body:
+                thoughts.append(f"Action: {body}")
         else:  # observation
             run_turn(body)
     run_turn(None)  # a last turn with no observation (the episode stopped there)
