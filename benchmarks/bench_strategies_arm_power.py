@@ -69,9 +69,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     rows, counted = [], {}
-    names = [w for w in worlds() if "shares" in planted_world(w, 0, 2).planted]
-    for world in progress(names, desc="worlds", enabled=None if not args.no_progress else False):
-        shares = planted_world(world, 0, 2).planted["shares"]
+    # each world's planted mixtures (a two-question world is enough to hold them)
+    mixtures = {w: p["shares"] for w in worlds() if "shares" in (p := planted_world(w, 0, 2).planted)}
+    for world in progress(mixtures, desc="worlds", enabled=False if args.no_progress else None):
+        shares = mixtures[world]
         arms = list(shares)
         rng = np.random.default_rng(args.seed)
         pairs = list(itertools.combinations(shares[arms[0]], 2))

@@ -88,7 +88,8 @@ _SHELL_SPLIT = re.compile(r"&&|\|\||;|\||\n")
 RETRIEVAL_TOOL = re.compile(r"search|retriev|wiki|bm25|web|browse|google|bing|lookup_doc")
 _VERB = re.compile(r"[a-z][a-z0-9_+.\-]*")
 _CALL = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
-_URL = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://[^/\s]*)?(/[^\s?#]*)?", re.I)
+_SCHEME = r"[a-z][a-z0-9+.\-]*://"
+_URL = re.compile(rf"^(?:{_SCHEME}[^/\s]*)?(/[^\s?#]*)?", re.I)
 _ID_SEGMENT = re.compile(r"\d|^[0-9a-f\-]{12,}$|^.{25,}$", re.I)
 _HTTP_METHODS = frozenset({"get", "post", "put", "patch", "delete", "head", "options"})
 
@@ -190,7 +191,7 @@ def _written_request(text: str) -> tuple[str, str] | None:
     for i in range(min(2, len(words) - 1)):
         method = _method_of(words[i]) if i == 0 or words[i].lower() in _HTTP_METHODS else None
         target = words[i + 1]
-        if method and (target.startswith("/") or re.match(r"[a-z][a-z0-9+.\-]*://", target, re.I)):
+        if method and (target.startswith("/") or re.match(_SCHEME, target, re.I)):
             verb, obj = _request_verb(target, method)
             rest = " ".join(words[i + 2:])
             return verb, " ".join(v for v in (obj, rest) if v)

@@ -7,6 +7,7 @@ import json
 
 import polars as pl
 import pytest
+from world_checks import assert_arms_differ_only_in_mixture, openai_calls
 
 import mechanism as mx
 from mechanism.datasets.worlds._base import PlantedWorld
@@ -23,10 +24,6 @@ def world():
 @pytest.fixture(scope="module")
 def runs(world, tmp_path_factory):
     return mx.read(world.write(tmp_path_factory.mktemp("rest")), format=world.format)
-
-
-def _calls(record):
-    return [c["function"] for m in record["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
 
 
 def _failed(content: str) -> bool:
@@ -65,11 +62,9 @@ def test_every_strategy_appears_and_shares_follow_the_arms(world):
     t = world.truth
     assert t.height == len(world.records) == 2 * 60 * 4
     assert set(t["strategy"]) == set(STRATEGIES)
-    big = rest(n_questions=150, n_samples=4, random_state=1).truth
-    for arm, mix in ARMS.items():
-        sub = big.filter(pl.col("arm") == arm)
-        for s, p in mix.items():
-            assert abs((sub["strategy"] == s).mean() - p) < 0.05, (arm, s)
+    big = rest(n_questions=150, n_samples=4, random_state=1)
+    assert_arms_differ_only_in_mixture(big.truth.with_columns(correct=pl.Series([r["correct"] for r in big.records])),
+                                       ARMS, tool_free="no_call")
     assert world.planted["split"]["rl"]["all"]["pure_reweighting"]
 
 
@@ -81,7 +76,7 @@ def test_reads_back_with_the_planted_calls(world, runs):
     by_key = {(r["arm"], r["question_id"], r["sample_id"]): r for r in world.records}
     for row in runs.head(80).iter_rows(named=True):
         rec = by_key[(row["arm"], row["question_id"], row["sample_id"])]
-        assert [s["tool"] for s in row["steps"]] == [c["name"] for c in _calls(rec)]
+        assert [s["tool"] for s in row["steps"]] == [name for name, _, _ in openai_calls(rec)]
     assert {s["tool"] for steps in runs["steps"].to_list() for s in steps} == TOOLS
     assert not any(x is None for x in world.labels_for(runs))
 
@@ -93,18 +88,18 @@ def test_no_call_has_zero_calls_and_every_other_strategy_calls_and_fails(world):
         if s != "no_call":
             sub = t.filter(pl.col("strategy") == s)
             assert (sub["n_calls"] > 0).all() and sub["n_failures"].sum() > 0, s
-    assert all(len(_calls(r)) == n for r, n in zip(world.records, t["n_calls"].to_list()))
+    assert all(len(openai_calls(r)) == n for r, n in zip(world.records, t["n_calls"].to_list()))
 
 
 def test_failures_are_error_responses_followed_by_the_same_tool(world):
     counted = []
     for rec in world.records:
-        calls, results = _calls(rec), [m["content"] for m in rec["messages"] if m["role"] == "tool"]
-        failed = [_failed(c) for c in results]
+        calls = openai_calls(rec)
+        failed = [_failed(observation) for _, _, observation in calls]
         counted.append(sum(failed))
         for j, f in enumerate(failed):
             if f:
-                assert j + 1 < len(calls) and calls[j + 1]["name"] == calls[j]["name"]
+                assert j + 1 < len(calls) and calls[j + 1][0] == calls[j][0]
         assert rec["messages"][-1]["role"] == "assistant" and "tool_calls" not in rec["messages"][-1]
     assert counted == world.truth["n_failures"].to_list()
 
