@@ -15,26 +15,9 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.analysis.segmentation import segment
+from mechanism.datasets import worlds
 from mechanism.datasets.simulation import simulate
-from mechanism.datasets.worlds import (
-    analyst,
-    assistant,
-    browser,
-    coder,
-    computer,
-    gui,
-    multihop,
-    research,
-    rest,
-    service,
-    sheet,
-    sre,
-    terminal,
-    textgame,
-    toolbench,
-    travel,
-    webshop,
-)
+from mechanism.datasets.worlds import analyst, multihop, service, webshop
 from mechanism.datasets.worlds.analyst import ARMS, STRATEGIES
 
 FAST = "hashing-256"
@@ -292,12 +275,8 @@ def _default_world(name, tmp):
         return _analyst_runs(0, tmp)
     if name == "multihop_react":
         world = multihop(n_questions=60, random_state=0, react=True)
-    else:
-        gen = {"multihop": multihop, "service": service, "webshop": webshop, "coder": coder, "browser": browser,
-               "assistant": assistant, "travel": travel, "research": research, "gui": gui, "sre": sre,
-               "sheet": sheet, "toolbench": toolbench, "terminal": terminal, "computer": computer, "rest": rest,
-               "textgame": textgame}
-        world = gen[name](n_questions=60, random_state=0)
+    else:  # every other world by its generator's name (mechanism.datasets.worlds.WORLDS)
+        world = getattr(worlds, name)(n_questions=60, random_state=0)
     runs = mx.read(world.write(tmp / name), format=world.format)
     return runs, world.labels_for(runs)
 
