@@ -89,6 +89,7 @@ from mechanism.core.actions import (
     detect_action_tools,
     mend_typos,
     read_action,
+    request_segments,
     tool_name,
 )
 from mechanism.core.cachefile import (
@@ -276,15 +277,21 @@ class TaskCalls:
     ``alike``: groups of tools the agent uses interchangeably, whatever its strategy (an edit
     made with ``sed -i``, a Python heredoc or ``perl -pi``), each group read as one tool named
     by its members joined by :data:`ALIKE_JOIN`, most called first
-    (:mod:`mechanism.analysis._strategies.alike` finds them)."""
+    (:mod:`mechanism.analysis._strategies.alike` finds them).
+
+    ``segments``: the path segments of a generic request tool's calls that the task decides
+    (``invoices`` or ``tickets``: which resource a request names), each read as one mark in the
+    request's verb (:func:`mechanism.core.actions.request_segments`,
+    :func:`mechanism.analysis._strategies.features.task_segments`)."""
 
     tools: frozenset[str] = frozenset()
     drop: bool = False
     by_place: bool = False
     alike: tuple[tuple[str, ...], ...] = ()
+    segments: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
-        return bool(self.tools) or self.by_place or bool(self.alike)
+        return bool(self.tools) or self.by_place or bool(self.alike) or bool(self.segments)
 
     def alike_names(self) -> dict[str, str]:
         """Each tool of a group in ``alike`` -> the name its group is read under.
@@ -297,7 +304,8 @@ class TaskCalls:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (saved with a strategy space)."""
         return {"tools": sorted(self.tools), "drop": self.drop, **({"by_place": True} if self.by_place else {}),
-                **({"alike": [list(g) for g in self.alike]} if self.alike else {})}
+                **({"alike": [list(g) for g in self.alike]} if self.alike else {}),
+                **({"segments": sorted(self.segments)} if self.segments else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> TaskCalls:
@@ -305,7 +313,8 @@ class TaskCalls:
         if not data:
             return cls()
         return cls(frozenset(str(t) for t in data.get("tools", ())), bool(data.get("drop", False)),
-                   bool(data.get("by_place", False)), tuple(tuple(str(t) for t in g) for g in data.get("alike", ())))
+                   bool(data.get("by_place", False)), tuple(tuple(str(t) for t in g) for g in data.get("alike", ())),
+                   frozenset(str(s) for s in data.get("segments", ())))
 
 
 NO_TASK_CALLS = TaskCalls()
@@ -399,7 +408,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     steps = [st or {} for st in (steps or ())]  # a null step is a call with nothing recorded
     raw = [memo.tool(st.get("tool")) for st in steps]
     if actions:
-        steps = [read_action(st, actions[name]) if name in actions else st for st, name in zip(steps, raw)]
+        steps = [read_action(st, actions[name], task.segments) if name in actions else st
+                 for st, name in zip(steps, raw)]
     # each call's failure read once: the typo mending and the moves both need it
     failed_of = [_failed(st, error_pattern) for st in steps]
     if actions:
@@ -699,6 +709,22 @@ def action_tools(runs: pl.DataFrame, action_field: ActionField = "auto", *, keys
     # verbs recur across questions, not how often one episode was sampled
     distinct = runs.filter((row_keys(runs) if keys is None else keys).is_first_distinct())
     return detect_action_tools(distinct["steps"].to_list(), distinct["question_id"].to_list())
+
+
+def request_paths(runs: pl.DataFrame, actions: Mapping[str, str]) -> list[str]:
+    """Each row's request path segments (:func:`mechanism.core.actions.request_segments`) in
+    the order first named, ``" > "``-joined (``""`` where it makes no request through the
+    generic tools ``actions``): what :func:`mechanism.analysis._strategies.features.task_segments`
+    tests. Linear in the calls."""
+    out = []
+    for steps in runs["steps"].to_list():
+        segments: dict[str, None] = {}
+        for step in steps or ():
+            field = actions.get(tool_name(step.get("tool"))) if step else None
+            if field is not None:
+                segments.update(dict.fromkeys(request_segments(step, field)))
+        out.append(" > ".join(segments))
+    return out
 
 
 def ignored_tools(ignore_tools: Sequence[str] | None) -> frozenset[str]:

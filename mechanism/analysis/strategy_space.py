@@ -99,6 +99,7 @@ from mechanism.analysis._strategies.features import (
     fit_vocabulary,
     task_calls,
     task_plan,
+    task_segments,
     task_tools,
     tool_plan,
 )
@@ -122,7 +123,15 @@ from mechanism.analysis._strategies.persist import FORMAT_VERSION  # noqa: F401 
 from mechanism.analysis._strategies.places import PLACE_ASSOCIATION, prefer_places, question_association, read_by_place
 from mechanism.analysis._strategies.reduce import interpolate, map_coordinates
 from mechanism.analysis.embed import TextEmbedder, make_embedder
-from mechanism.analysis.segmentation import NO_TASK_CALLS, ActionField, Retries, TaskCalls, action_tools, render
+from mechanism.analysis.segmentation import (
+    NO_TASK_CALLS,
+    ActionField,
+    Retries,
+    TaskCalls,
+    action_tools,
+    render,
+    request_paths,
+)
 from mechanism.core.errors import InputError, MechanismError
 from mechanism.core.options import RandomState
 from mechanism.core.resample import resolve_seed
@@ -275,12 +284,13 @@ class StrategySpace(BaseEstimator):
                                                progress=self.progress)
         return self._embedder_obj
 
-    def _render(self, runs: pl.DataFrame) -> pl.DataFrame:
+    def _render(self, runs: pl.DataFrame, task: TaskCalls | None = None) -> pl.DataFrame:
         # a fitted space reads new runs' generic tools as it read the fitted ones
         actions = getattr(self, "action_tools_", None)
         return render(runs, cache_dir=self._cache_path("segments"), error_pattern=self.error_pattern,
                       retries=self.retries, action_field=self.action_field if actions is None else actions,
-                      ignore_tools=self.ignore_tools, task_calls=getattr(self, "task_calls_", NO_TASK_CALLS))
+                      ignore_tools=self.ignore_tools,
+                      task_calls=getattr(self, "task_calls_", NO_TASK_CALLS) if task is None else task)
 
     def _features(self, traj: pl.DataFrame, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         return embed_join(traj, self._embedder(), self.vocabulary_, dim=self.embedding_dim_ if dim is None else dim,
@@ -519,7 +529,9 @@ def _fit_reading(space: StrategySpace, runs: pl.DataFrame, named: list[str | Non
                  work: StrategySpace) -> None:
     """The fit of ``space`` under the reading its ``task_calls_`` say (``first``: the table
     rendered before they were found, reused where there are none)."""
-    traj = space._render(runs) if first is None or space.task_calls_ else first  # no task calls: read alike
+    # read alike where the task decides nothing but request segments (`first` was read under them)
+    same = first is not None and space.task_calls_ == TaskCalls(segments=space.task_calls_.segments)
+    traj = first if same else space._render(runs)
     space.vocabulary_ = fit_vocabulary(traj["tokens"].to_list())
     pair_rows, pair_of_row = space._features(table := with_kinds(traj, runs, space.by, space.kinds_), dim=-1)
     space.embedding_dim_ = int(pair_rows.shape[1] - len(space.vocabulary_) - 1 - len(space.kinds_))
@@ -573,12 +585,17 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
     """Each row's tools as named, the table rendered before the task's calls are found (it is
     the fit's own where none are found: a render is most of a cold fit) and the task's calls
     with the tools used interchangeably (:mod:`~mechanism.analysis._strategies.alike`; none, and
-    no table, under ``task_calls="keep"``)."""
+    no table, under ``task_calls="keep"``). Where the question decides which resource a generic
+    request tool's calls name (:func:`task_segments`), the table is read with those segments
+    as one mark before the rest is tested."""
     if space.task_calls == "keep":
         return [], None, NO_TASK_CALLS
-    first = space._render(runs)
+    questions = runs["question_id"].cast(pl.String).to_numpy()
+    actions = space.action_tools_
+    segments = task_segments(request_paths(runs, actions), questions) if actions else frozenset()
+    first = space._render(runs, TaskCalls(segments=segments))
     named = first["tools"].to_list()
-    found = task_calls(named, runs["question_id"].cast(pl.String).to_numpy())
+    found = dataclasses.replace(task_calls(named, questions), segments=segments)
     alike = interchangeable_tools(named, runs["arm"].cast(pl.String).to_list(), found.tools)
     return named, first, dataclasses.replace(found, alike=alike) if alike else found
 

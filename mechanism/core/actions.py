@@ -92,6 +92,7 @@ _SCHEME = r"[a-z][a-z0-9+.\-]*://"
 _URL = re.compile(rf"^(?:{_SCHEME}[^/\s]*)?(/[^\s?#]*)?", re.I)
 _ID_SEGMENT = re.compile(r"\d|^[0-9a-f\-]{12,}$|^.{25,}$", re.I)
 _HTTP_METHODS = frozenset({"get", "post", "put", "patch", "delete", "head", "options"})
+_URL_FIELDS = ("url", "path", "endpoint")
 
 
 _TOOL_NAME = re.compile(r"[^a-z0-9_.]+")
@@ -161,17 +162,37 @@ def _shell_verb(command: str) -> tuple[str, str]:
     return "", command
 
 
-def _request_verb(url: str, method: str | None) -> tuple[str, str]:
-    """(method + resource, ids) of a request: path segments holding digits or long codes are
-    the object (``/patients/123/labs`` -> ``get patients/labs``, object ``123``)."""
+#: What a path segment the task decides (:func:`request_segments`, saved with a strategy space)
+#: and an id after a resource are read as in a request's verb where the task decides segments.
+TASK_SEGMENT, ID_SEGMENT = "{task}", "{id}"
+
+
+def _path_of(url: str) -> str:
     m = _URL.match(url.strip())
-    path = (m.group(1) if m else None) or ""
+    return (m.group(1) if m else None) or ""
+
+
+def _request_verb(url: str, method: str | None, task: frozenset[str] = frozenset()) -> tuple[str, str]:
+    """(method + resource, ids) of a request: path segments holding digits or long codes are
+    the object (``/patients/123/labs`` -> ``get patients/labs``, object ``123``).
+
+    Where the task decides some segments (``task``: which resource a request names is the
+    question's, :func:`mechanism.analysis._strategies.features.task_segments`), each is read as
+    :data:`TASK_SEGMENT` and an id after a resource as :data:`ID_SEGMENT`, so the shape stays
+    (a record, its sub-resource, the collection) and which resource it was goes:
+    ``/invoices/7/refunds`` -> ``get {task}/{id}/{task}``.
+
+    >>> _request_verb("/api/invoices/7/refunds", "GET", frozenset({"invoices", "refunds"}))
+    ('get {task}/{id}/{task}', '7')
+    """
     resource, ids = [], []
-    for seg in (s for s in path.split("/") if s):
+    for seg in (s for s in _path_of(url).split("/") if s):
         if _ID_SEGMENT.search(seg):
             ids.append(seg)
+            if task and resource and resource[-1] != ID_SEGMENT:
+                resource.append(ID_SEGMENT)
         else:
-            resource.append(seg.lower())
+            resource.append(TASK_SEGMENT if seg.lower() in task else seg.lower())
     query = url.split("?", 1)[1] if "?" in url else ""
     verb = " ".join(v for v in ((method or "").lower(), "/".join(resource[-3:])) if v)
     return verb, " ".join(ids + ([query] if query else []))
@@ -182,24 +203,63 @@ def _method_of(name: str) -> str | None:
     return next((w for w in re.split(r"[^a-z]+", name.lower()) if w in _HTTP_METHODS), None)
 
 
-def _written_request(text: str) -> tuple[str, str] | None:
-    """(verb, object) of a request written out as a command, or ``None``: a method then a URL
-    or path (``GET /api/orders/7``, ``http_request POST /api/refunds {...}``), or a name that
-    says its method then one (``http_get /api/orders/7``). A path must start with ``/`` or a
-    scheme, so a text game's ``get apple`` stays the verb ``get``."""
+def _written_request(text: str) -> tuple[str, str, str] | None:
+    """(URL, method, what follows) of a request written out as a command, or ``None``: a
+    method then a URL or path (``GET /api/orders/7``, ``http_request POST /api/refunds {...}``),
+    or a name that says its method then one (``http_get /api/orders/7``). A path must start with
+    ``/`` or a scheme, so a text game's ``get apple`` stays the verb ``get``."""
     words = text.split(maxsplit=3)
     for i in range(min(2, len(words) - 1)):
         method = _method_of(words[i]) if i == 0 or words[i].lower() in _HTTP_METHODS else None
         target = words[i + 1]
         if method and (target.startswith("/") or re.match(_SCHEME, target, re.I)):
-            verb, obj = _request_verb(target, method)
-            rest = " ".join(words[i + 2:])
-            return verb, " ".join(v for v in (obj, rest) if v)
+            return target, method, " ".join(words[i + 2:])
     return None
 
 
-def verb_object(tool: str, field: str, arguments: str | None, query: str | None) -> tuple[str, str, dict[str, Any]]:
-    """(verb, object, other fields) of one call of a generic tool read through ``field``.
+def _call_text(field: str, arguments: str | None, query: str | None
+               ) -> tuple[dict[str, Any] | None, str, dict[str, Any]]:
+    """(parsed arguments, the text ``field`` holds, the other fields) of one call."""
+    parsed = _parse(arguments)
+    if field == TEXT_FIELD or parsed is None:
+        text = (query if query is not None else arguments) or ""
+        if parsed is not None and field != TEXT_FIELD:
+            text = str(parsed.get(field, text))
+        return parsed, text.strip(), {}
+    raw = parsed.get(field)
+    text = raw if isinstance(raw, str) else json.dumps(raw) if raw is not None else ""
+    return parsed, text.strip(), {k: v for k, v in parsed.items() if k != field}
+
+
+def _request(tool: str, field: str, parsed: dict[str, Any] | None, text: str) -> tuple[str, str | None, str] | None:
+    """(URL, method, what follows) of a call that makes a request, else ``None``: a method field
+    beside a URL, a URL field (its method what the tool's name says: ``http_get``), or a request
+    written out through a text tool."""
+    if field == "method" and parsed is not None:
+        return next((str(parsed[k]) for k in _URL_FIELDS if k in parsed), ""), text, ""
+    if field in _URL_FIELDS:
+        return text, _method_of(tool), ""
+    return _written_request(text)
+
+
+def request_segments(step: Mapping[str, Any], field: str) -> list[str]:
+    """The resource segments of the path a call of a generic tool read through ``field``
+    requests (ids left out, lower case), ``[]`` where it makes no request.
+
+    >>> request_segments({"tool": "http_get", "arguments": '{"url": "/api/v2/Orders/W1/refunds"}'}, "url")
+    ['api', 'orders', 'refunds']
+    """
+    parsed, text, _ = _call_text(field, step.get("arguments"), step.get("query"))
+    request = _request(tool_name(step.get("tool")), field, parsed, text)
+    if request is None:
+        return []
+    return [seg.lower() for seg in _path_of(request[0]).split("/") if seg and not _ID_SEGMENT.search(seg)]
+
+
+def verb_object(tool: str, field: str, arguments: str | None, query: str | None,
+                task: frozenset[str] = frozenset()) -> tuple[str, str, dict[str, Any]]:
+    """(verb, object, other fields) of one call of a generic tool read through ``field``; a
+    request's path segments in ``task`` read as the task's (:func:`_request_verb`).
 
     Examples
     --------
@@ -223,30 +283,14 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None)
     >>> verb_object("http_get", "url", '{"url": "/orders/W1?full=1"}', None)[:2]
     ('get orders', 'W1 full=1')
     """
-    parsed = _parse(arguments)
-    if field == TEXT_FIELD or parsed is None:
-        text = (query if query is not None else arguments) or ""
-        if parsed is not None and field != TEXT_FIELD:
-            text = str(parsed.get(field, text))
-        rest_fields: dict[str, Any] = {}
-    else:
-        raw = parsed.get(field)
-        text = raw if isinstance(raw, str) else json.dumps(raw) if raw is not None else ""
-        rest_fields = {k: v for k, v in parsed.items() if k != field}
-    text = text.strip()
-    if field == "method" and parsed is not None:
-        url = next((str(parsed[k]) for k in ("url", "path", "endpoint") if k in parsed), "")
-        verb, obj = _request_verb(url, text)
-        rest_fields = {k: v for k, v in rest_fields.items() if k not in ("url", "path", "endpoint")}
-        return verb[:MAX_VERB_CHARS], obj, rest_fields
-    if field in ("url", "path", "endpoint"):
-        # the method a tool's name says (`http_get`, `post`): one verb with `request(method="GET")`'s
-        method = _method_of(tool)
-        verb, obj = _request_verb(text, method)
-        return verb[:MAX_VERB_CHARS], obj, rest_fields
-    written = _written_request(text)
-    if written is not None:  # a request written out through a text tool: read as its typed form is
-        return written[0][:MAX_VERB_CHARS], written[1], rest_fields
+    parsed, text, rest_fields = _call_text(field, arguments, query)
+    request = _request(tool, field, parsed, text)
+    if request is not None:  # a request, typed or written out through a text tool
+        url, method, after = request
+        verb, obj = _request_verb(url, method, task)
+        if field == "method":
+            rest_fields = {k: v for k, v in rest_fields.items() if k not in _URL_FIELDS}
+        return verb[:MAX_VERB_CHARS], " ".join(v for v in (obj, after) if v), rest_fields
     if field in ("command", "cmd") or (field == TEXT_FIELD and tool in ("bash", "shell", "terminal", "sh")):
         program, rest = _shell_verb(text)
         if program:
@@ -391,11 +435,12 @@ def check_action_field(value: Any) -> None:
                          f"{str(value)[:60]!r}", field="action_field")
 
 
-def read_action(step: Mapping[str, Any], field: str) -> dict[str, Any]:
+def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``step`` with its generic tool replaced by its verb and its arguments by the object
-    (the other argument fields kept as they were)."""
+    (the other argument fields kept as they were); ``task``: the request path segments the
+    task decides (:func:`_request_verb`)."""
     tool = tool_name(step.get("tool"))
-    verb, obj, rest = verb_object(tool, field, step.get("arguments"), step.get("query"))
+    verb, obj, rest = verb_object(tool, field, step.get("arguments"), step.get("query"), task)
     verb = verb or tool
     arguments = json.dumps({"object": obj, **rest}, ensure_ascii=False, default=str) if (obj or rest) else None
     # `via`: the tool that ran the call (whether an empty result is a failure depends on it)

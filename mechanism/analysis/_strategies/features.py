@@ -268,8 +268,7 @@ def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
     >>> task_calls(typed, q).to_dict()
     {'tools': ['type'], 'drop': True}
     """
-    n_questions = len(np.unique(np.asarray(questions)))
-    if n_questions < TASK_MIN_QUESTIONS or len(tools) < TASK_MIN_PER_QUESTION * n_questions:
+    if not _task_testable(len(tools), questions):
         return TaskCalls()
     task = task_tools(tools, questions)
     called = {t for tl in tools if tl for t in tl.split(" > ")}
@@ -278,6 +277,44 @@ def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
     # each tool-calling trajectory as one of two marks: calls one of the task's tools, or not
     marks = [("task" if task & set(tl.split(" > ")) else "other") if tl else "" for tl in tools]
     return TaskCalls(task, drop="task" in task_tools(marks, questions))
+
+
+def _task_testable(n_rows: int, questions: np.ndarray) -> bool:
+    """Whether the table asks enough questions, each often enough, for the task test."""
+    n_questions = len(np.unique(np.asarray(questions)))
+    return n_questions >= TASK_MIN_QUESTIONS and n_rows >= TASK_MIN_PER_QUESTION * n_questions
+
+
+def task_segments(paths: Sequence[str | None], questions: np.ndarray) -> frozenset[str]:
+    """The path segments of generic request tools' calls that the question decides: the test
+    of :func:`task_tools` on the segments each trajectory's requests name, under the same
+    conditions as :func:`task_calls`.
+
+    An agent acting through ``http_request(method, url)`` names the resource in the URL, so
+    which resource a request names (``invoices`` for a refund question, ``tickets`` for a
+    support one) is the question's, while how it gets there (a search, the collection, a
+    record and its sub-resource) is the strategy's. The segments found here are read as one
+    mark in the request's verb (:func:`mechanism.core.actions.request_segments`).
+
+    Parameters
+    ----------
+    paths
+        Each trajectory's request path segments, ``" > "``-joined
+        (:func:`mechanism.analysis.segmentation.request_paths`).
+    questions
+        Each trajectory's question code.
+
+    Examples
+    --------
+    >>> q = np.repeat(np.arange(12), 4)
+    >>> paths = ["api > search > invoices" if i % 2 else "api > invoices" for i in range(24)]
+    >>> paths += ["api > search > tickets" if i % 2 else "api > tickets" for i in range(24)]
+    >>> sorted(task_segments(paths, q))
+    ['invoices', 'tickets']
+    """
+    if not _task_testable(len(paths), questions):
+        return frozenset()
+    return task_tools(paths, questions)
 
 
 def task_plan(plan: str, task: frozenset[str]) -> str:

@@ -141,14 +141,18 @@ def _task_calls(raw: Any, cfg: str, mode: str) -> TaskCalls:
         return TaskCalls()
     tools = raw.get("tools") if isinstance(raw, dict) else None
     alike = raw.get("alike", []) if isinstance(raw, dict) else None
+    segments = raw.get("segments", []) if isinstance(raw, dict) else None
     if not (isinstance(tools, list) and all(isinstance(t, str) and 0 < len(t) <= 200 for t in tools)
             and len(tools) <= 10_000 and isinstance(raw.get("drop"), bool)
-            and isinstance(raw.get("by_place", False), bool) and set(raw) <= {"tools", "drop", "by_place", "alike"}
+            and isinstance(raw.get("by_place", False), bool)
+            and set(raw) <= {"tools", "drop", "by_place", "alike", "segments"}
+            and isinstance(segments, list) and len(segments) <= 10_000
+            and all(isinstance(t, str) and 0 < len(t) <= 200 for t in segments)
             and isinstance(alike, list) and len(alike) <= 1_000
             and all(isinstance(g, list) and 2 <= len(g) <= 100 and all(isinstance(t, str) and 0 < len(t) <= 200
                                                                        for t in g) for g in alike)):
         raise _Refusal("`task_calls` must be {tools: [names], drop: true or false, by_place: true or false, "
-                       "alike: [[names]]}", cfg, "task_calls")
+                       "alike: [[names]], segments: [names]}", cfg, "task_calls")
     return TaskCalls.from_dict(raw)
 
 

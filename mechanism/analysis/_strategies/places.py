@@ -87,7 +87,7 @@ def read_by_place(task: TaskCalls, tools: Sequence[str | None]) -> TaskCalls | N
     called = {t.rstrip("!") for tl in tools if tl for t in tl.split(" > ") if t}
     if len(called) < 2:
         return None
-    return TaskCalls(frozenset(called), drop=False, by_place=True, alike=task.alike)
+    return TaskCalls(frozenset(called), drop=False, by_place=True, alike=task.alike, segments=task.segments)
 
 
 def prefer_places(by_name: float, by_place: float) -> bool:
