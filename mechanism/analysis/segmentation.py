@@ -251,6 +251,8 @@ class _Step:
     marked_retry: bool = False  # so is following a failed call
 
 
+#: The mark the tools the question decides are read as in a plan (:func:`plan_steps`).
+TASK_MARK = "(task)"
 #: The name a task's calls are read under, numbered by first call (``task_call_1``, ...).
 TASK_TOOL = "task_call"
 #: What joins the members of a group of interchangeable tools in the name they are read under
@@ -282,16 +284,24 @@ class TaskCalls:
     ``segments``: the path segments of a generic request tool's calls that the task decides
     (``invoices`` or ``tickets``: which resource a request names), each read as one mark in the
     request's verb (:func:`mechanism.core.actions.request_segments`,
-    :func:`mechanism.analysis._strategies.features.task_segments`)."""
+    :func:`mechanism.analysis._strategies.features.task_segments`).
+
+    ``optional``: tools the agent calls or not whatever its strategy (a look at the account
+    before any of them), each with the plans (:func:`plan_steps`, ``" > "``-joined, the task's
+    ``tools`` as one mark) met both with it and without it: a trajectory whose plan without the
+    tool is one of them has its calls of it left out, any other keeps them (a strategy made of
+    the tool, or that needs it); none under ``by_place``
+    (:func:`mechanism.analysis._strategies.alike.optional_steps` finds them)."""
 
     tools: frozenset[str] = frozenset()
     drop: bool = False
     by_place: bool = False
     alike: tuple[tuple[str, ...], ...] = ()
     segments: frozenset[str] = frozenset()
+    optional: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.tools) or self.by_place or bool(self.alike) or bool(self.segments)
+        return bool(self.tools) or self.by_place or bool(self.alike) or bool(self.segments) or bool(self.optional)
 
     def alike_names(self) -> dict[str, str]:
         """Each tool of a group in ``alike`` -> the name its group is read under.
@@ -305,7 +315,8 @@ class TaskCalls:
         """JSON-ready form (saved with a strategy space)."""
         return {"tools": sorted(self.tools), "drop": self.drop, **({"by_place": True} if self.by_place else {}),
                 **({"alike": [list(g) for g in self.alike]} if self.alike else {}),
-                **({"segments": sorted(self.segments)} if self.segments else {})}
+                **({"segments": sorted(self.segments)} if self.segments else {}),
+                **({"optional": {t: list(plans) for t, plans in self.optional}} if self.optional else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> TaskCalls:
@@ -314,7 +325,9 @@ class TaskCalls:
             return cls()
         return cls(frozenset(str(t) for t in data.get("tools", ())), bool(data.get("drop", False)),
                    bool(data.get("by_place", False)), tuple(tuple(str(t) for t in g) for g in data.get("alike", ())),
-                   frozenset(str(s) for s in data.get("segments", ())))
+                   frozenset(str(s) for s in data.get("segments", ())),
+                   tuple(sorted((str(t), tuple(sorted(map(str, plans))))
+                                for t, plans in dict(data.get("optional") or {}).items())))
 
 
 NO_TASK_CALLS = TaskCalls()
@@ -422,6 +435,9 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         read_as = task.alike_names()
         steps = [{**st, "_named": t} if t in read_as else st for st, t in zip(steps, tools_of)]
         tools_of = [read_as.get(t, t) for t in tools_of]
+    if task.optional:  # steps taken whatever the strategy, where the plan without them is met too
+        kept = optional_kept(task.optional, tools_of, task.tools)
+        steps, failed_of, tools_of = [steps[i] for i in kept], [failed_of[i] for i in kept], [tools_of[i] for i in kept]
     if task:
         steps, failed_of, tools_of = _task_read(task, steps, failed_of, tools_of)
     for i, step in enumerate(steps):
@@ -518,6 +534,40 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     parts.append(final.masked)
     rendering = " | ".join(parts)
     return moves, final, feats, rendering
+
+
+def plan_steps(tools: Sequence[str], task: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The steps of a trajectory's plan: each run of a tool once (again or not: how often is
+    execution), failure marks off, the tools in ``task`` as one mark (``(task)``).
+
+    >>> plan_steps(["grep", "grep", "sed", "sed_i!", "sed_i", "pytest"], frozenset({"pytest"}))
+    ('grep', 'sed', 'sed_i', '(task)')
+    """
+    out: list[str] = []
+    for tool in tools:
+        tool = tool.rstrip("!")
+        step = TASK_MARK if tool in task else tool
+        if step and (not out or out[-1] != step):
+            out.append(step)
+    return tuple(out)
+
+
+def optional_kept(optional: Sequence[tuple[str, Sequence[str]]], tools: Sequence[str],
+                  task: frozenset[str] = frozenset()) -> list[int]:
+    """The calls of one trajectory's ``tools`` kept under :class:`TaskCalls` ``optional``: a
+    tool's calls are left out where the plan without it (``task``'s tools as one mark) is one
+    it was met both with and without.
+
+    >>> optional_kept((("me", ("search > get",)),), ["me", "search", "get"])
+    [1, 2]
+    >>> optional_kept((("me", ("search > get",)),), ["me", "list", "get"])
+    [0, 1, 2]
+    """
+    plan = plan_steps(tools, task)
+    drop = {t for t, plans in optional
+            if t in plan and " > ".join(plan_steps([x for x in plan if x != t], task)) in plans}
+    # tools each met without the others, all of the plan: kept, so the episode still calls one
+    return [i for i, t in enumerate(tools) if t not in drop] or list(range(len(tools)))
 
 
 def _task_read(task: TaskCalls, steps: list[dict], failed_of: list[bool], tools_of: list[str]

@@ -79,7 +79,7 @@ from sklearn.base import BaseEstimator, _fit_context
 
 from mechanism.analysis._strategies import describe as _describe
 from mechanism.analysis._strategies import persist, stability
-from mechanism.analysis._strategies.alike import interchangeable_tools
+from mechanism.analysis._strategies.alike import interchangeable_tools, optional_steps
 from mechanism.analysis._strategies.association import association_of
 from mechanism.analysis._strategies.clustering import (  # noqa: F401 - some re-exported: tests and benchmarks reach them here
     OUTLIER_QUANTILE,
@@ -596,8 +596,12 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
     first = space._render(runs, TaskCalls(segments=segments))
     named = first["tools"].to_list()
     found = dataclasses.replace(task_calls(named, questions), segments=segments)
-    alike = interchangeable_tools(named, runs["arm"].cast(pl.String).to_list(), found.tools)
-    return named, first, dataclasses.replace(found, alike=alike) if alike else found
+    arms = runs["arm"].cast(pl.String).to_list()
+    alike = interchangeable_tools(named, arms, found.tools)
+    read_as = dataclasses.replace(found, alike=alike).alike_names()
+    grouped = [" > ".join(read_as.get(t.rstrip("!"), t) for t in tl.split(" > ")) if tl else tl for tl in named]
+    optional = optional_steps(grouped, arms, found.tools)
+    return named, first, dataclasses.replace(found, alike=alike, optional=optional)
 
 
 def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse: np.ndarray,

@@ -26,6 +26,11 @@ plans of the whole table. So A and B are read as one tool (:class:`~mechanism.an
    is what the toolkit exists to show, and one that follows the rest of the plan belongs to
    the strategy.
 
+A step taken or not whatever the strategy (a look at the account before any approach) is the
+same choice with the step's absence as the other member: :func:`optional_steps` applies the
+three criteria to a tool and nothing, a plan with the tool and the same plan without it being
+one context, and its calls are left out only where the plan without them is met too.
+
 Tools that the question decides (:func:`~mechanism.analysis._strategies.features.task_calls`)
 are read by their own rule and never enter. Pairs are joined into groups (a group of three
 edit verbs); a group is named by its members, most called first, joined by ``_or_``. The
@@ -49,7 +54,8 @@ from itertools import combinations
 import numpy as np
 
 from mechanism.analysis._strategies.families import arm_test
-from mechanism.analysis._strategies.features import TASK_MARK, task_plan, tool_plan
+from mechanism.analysis._strategies.features import TASK_MARK
+from mechanism.analysis.segmentation import plan_steps
 
 #: Share of the trajectories calling one tool of a pair (not both) that lie in a context where
 #: the other is met too (module docstring, criterion 1).
@@ -69,21 +75,15 @@ MIN_CONTEXT_SIZE = 5
 
 
 def plan_of(tools: str | None, task: frozenset[str] = frozenset()) -> tuple[str, ...]:
-    """The steps of a trajectory's plan as this module reads it: each run of a tool once
-    (again or not: how often is execution), the task's calls as one mark, failure marks off.
+    """The steps of a trajectory's plan as this module reads it
+    (:func:`~mechanism.analysis.segmentation.plan_steps` of its ``" > "``-joined tools).
 
     Examples
     --------
     >>> plan_of("grep > grep > sed > sed_i! > sed_i > pytest", frozenset({"pytest"}))
     ('grep', 'sed', 'sed_i', '(task)')
     """
-    plan = task_plan(tool_plan((tools or "").replace("!", "")), task)
-    out: list[str] = []
-    for step in plan.split(" > "):
-        step = step.rstrip("+")
-        if step and (not out or out[-1] != step):
-            out.append(step)
-    return tuple(out)
+    return plan_steps([t for t in (tools or "").split(" > ") if t], task)
 
 
 def _spread(sets: list[frozenset[str]], weights: np.ndarray) -> float:
@@ -181,12 +181,15 @@ def interchangeable_tools(tools: Sequence[str | None], arms: Sequence[str], task
     return tuple(sorted(ordered))
 
 
-def _alike(per_context: np.ndarray, contexts: list[frozenset[str]], arms_ab: np.ndarray, spread_all: float) -> bool:
+def _alike(per_context: np.ndarray, contexts: list[frozenset[str]], arms_ab: np.ndarray, spread_all: float,
+           calling: float | None = None) -> bool:
     """Whether a pair meets the module's three criteria, from its shared contexts' counts
     (one row per context: trajectories calling the one, the other), the tools of those
     contexts, and the arm counts of all trajectories calling one of the two and not both (one
-    row per arm)."""
-    if per_context.sum() < ALIKE_COVER * arms_ab.sum():
+    row per arm); ``calling``: the trajectories the cover counts against, where a tool is
+    paired with its absence (those calling it), else all in ``arms_ab``."""
+    covered = per_context[:, 0].sum() if calling is not None else per_context.sum()
+    if covered < ALIKE_COVER * (arms_ab.sum() if calling is None else calling):
         return False
     if _spread(contexts, per_context.min(axis=1)) < ALIKE_CROSSING * spread_all:
         return False
@@ -210,3 +213,59 @@ def _join(pairs: list[tuple[str, str]]) -> list[set[str]]:
             seen.add(id(g))
             out.append(g)
     return out
+
+
+def optional_steps(tools: Sequence[str | None], arms: Sequence[str], task: frozenset[str] = frozenset(),
+                   ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Tools the agent calls or not whatever its strategy, each with the plans met both with
+    and without it (:class:`~mechanism.analysis.segmentation.TaskCalls` ``optional``): the
+    module's three criteria with the tool's absence as the other member of the pair (a plan
+    with the tool and the same plan without it are one context), the tools the question
+    decides (``task``) as one mark and never optional.
+
+    Examples
+    --------
+    A look at the account before any of four strategies, one time in four in both arms:
+
+    >>> rng = np.random.default_rng(0)
+    >>> ways = ["search > get > patch", "list > get > patch", "customers > orders > patch", "batch"]
+    >>> rows = [("me > " if rng.random() < 0.25 else "") + ways[i % 4] for i in range(400)]
+    >>> [(t, len(plans)) for t, plans in optional_steps(rows, ["base", "rl"] * 200)]
+    [('me', 4)]
+
+    A step one strategy alone adds: that strategy's, not read so.
+
+    >>> rows = [("verify > " if i % 4 == 0 and rng.random() < 0.5 else "") + ways[i % 4] for i in range(400)]
+    >>> optional_steps(rows, ["base", "rl"] * 200)
+    ()
+    """
+    arm_names = sorted(set(map(str, arms)))
+    arm_code = {a: i for i, a in enumerate(arm_names)}
+    plans: dict[tuple[str, ...], np.ndarray] = {}
+    for (tl, arm), n in Counter(zip(tools, map(str, arms))).items():
+        plan = plan_of(tl, task)
+        if plan:
+            plans.setdefault(plan, np.zeros(len(arm_names)))[arm_code[arm]] += n
+    if len(plans) < 2:
+        return ()
+    keys = list(plans)
+    counts = np.asarray([plans[k].sum() for k in keys])
+    spread_all = _spread([frozenset(k) for k in keys], counts)
+    # a plan calling t, read without it: a context whose other member is that plan itself
+    with_t: dict[str, dict[tuple[str, ...], np.ndarray]] = defaultdict(dict)
+    for k in keys:
+        for t in set(k) - {TASK_MARK}:
+            ctx = plan_steps([x for x in k if x != t])
+            if ctx:
+                with_t[t][ctx] = with_t[t].get(ctx, 0) + plans[k]
+    optional = []
+    for t, filled in sorted(with_t.items()):
+        contexts = [c for c in filled if c in plans]
+        if len(contexts) < MIN_SHARED_CONTEXTS:
+            continue
+        per_context = np.asarray([[filled[c].sum(), plans[c].sum()] for c in contexts])
+        arms_t = np.stack([sum(filled.values()), sum(plans[c] for c in contexts)], axis=1)
+        if _alike(per_context, [frozenset(c) for c in contexts], arms_t, spread_all,
+                  calling=sum(float(v.sum()) for v in filled.values())):
+            optional.append((t, tuple(sorted(" > ".join(c) for c in contexts))))
+    return tuple(optional)

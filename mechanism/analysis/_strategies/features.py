@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mechanism.analysis.segmentation import TaskCalls
+from mechanism.analysis.segmentation import TASK_MARK, TaskCalls
 from mechanism.core.errors import MechanismError
 
 if TYPE_CHECKING:
@@ -179,7 +179,6 @@ def tool_plan(tools: str | None) -> str:
 # 0.6-1.0, the tools an episode's strategy picks at 0.25 or less; only where the request picks
 # among fourteen APIs (toolbench) do they spread over 0.1-0.8.
 TASK_SHARE = 0.5
-TASK_MARK = "(task)"
 
 
 def task_tools(tools: Sequence[str | None], questions: np.ndarray, *, share: float = TASK_SHARE) -> frozenset[str]:

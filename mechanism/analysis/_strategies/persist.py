@@ -134,25 +134,30 @@ def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_c
     return out
 
 
+def _string_list(value: Any, most: int, longest: int = 200) -> bool:
+    """Whether ``value`` is a list of at most ``most`` non-empty strings of at most ``longest``
+    characters."""
+    return (isinstance(value, list) and len(value) <= most
+            and all(isinstance(t, str) and 0 < len(t) <= longest for t in value))
+
+
 def _task_calls(raw: Any, cfg: str, mode: str) -> TaskCalls:
     """The saved task calls: none in a space fitted with ``task_calls="keep"`` (as every space
     saved before they were read was), required under ``"auto"``."""
     if raw is None and mode == "keep":
         return TaskCalls()
-    tools = raw.get("tools") if isinstance(raw, dict) else None
-    alike = raw.get("alike", []) if isinstance(raw, dict) else None
-    segments = raw.get("segments", []) if isinstance(raw, dict) else None
-    if not (isinstance(tools, list) and all(isinstance(t, str) and 0 < len(t) <= 200 for t in tools)
-            and len(tools) <= 10_000 and isinstance(raw.get("drop"), bool)
-            and isinstance(raw.get("by_place", False), bool)
-            and set(raw) <= {"tools", "drop", "by_place", "alike", "segments"}
-            and isinstance(segments, list) and len(segments) <= 10_000
-            and all(isinstance(t, str) and 0 < len(t) <= 200 for t in segments)
-            and isinstance(alike, list) and len(alike) <= 1_000
-            and all(isinstance(g, list) and 2 <= len(g) <= 100 and all(isinstance(t, str) and 0 < len(t) <= 200
-                                                                       for t in g) for g in alike)):
+    ok = isinstance(raw, dict) and set(raw) <= {"tools", "drop", "by_place", "alike", "segments", "optional"}
+    if ok:
+        alike, optional = raw.get("alike", []), raw.get("optional", {})
+        ok = (_string_list(raw.get("tools"), 10_000) and isinstance(raw.get("drop"), bool)
+              and isinstance(raw.get("by_place", False), bool) and _string_list(raw.get("segments", []), 10_000)
+              and isinstance(alike, list) and len(alike) <= 1_000
+              and all(_string_list(g, 100) and len(g) >= 2 for g in alike)
+              and isinstance(optional, dict) and len(optional) <= 1_000
+              and all(_string_list([t], 1) and _string_list(plans, 10_000, 20_000) for t, plans in optional.items()))
+    if not ok:
         raise _Refusal("`task_calls` must be {tools: [names], drop: true or false, by_place: true or false, "
-                       "alike: [[names]], segments: [names]}", cfg, "task_calls")
+                       "alike: [[names]], segments: [names], optional: {name: [plans]}}", cfg, "task_calls")
     return TaskCalls.from_dict(raw)
 
 

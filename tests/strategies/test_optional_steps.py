@@ -1,0 +1,103 @@
+"""A step the agent takes or not whatever its strategy (a look at the account first, a status
+post at the end) is execution: its calls are left out where the plan without it is met too
+(mechanism.analysis._strategies.alike.optional_steps), and kept in a strategy made of it."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+import mechanism as mx
+from mechanism.analysis._strategies.alike import optional_steps
+from mechanism.analysis.segmentation import TaskCalls, optional_kept, render
+from mechanism.core.errors import InputError
+from mechanism.core.schema import from_records, make_step
+
+FAST = "hashing-64"
+STRATEGIES = {
+    "search": ["search", "get_record", "update"],
+    "listing": ["list_records", "get_record", "update"],
+    "walk": ["get_customer", "list_orders", "get_record", "update"],
+    "batch": ["batch"],
+    "post": ["post_status"],  # made of the tool that every other strategy may add at its end
+}
+
+
+def _runs(p_first: float = 0.3, p_last: float = 0.35, n_questions: int = 30, per_question: int = 8, seed: int = 0):
+    """Every strategy but `post` looks at the account first (`whoami`) and posts a status at the
+    end at fixed rates, in both arms alike; the arms differ in their mixture only."""
+    rng = np.random.default_rng(seed)
+    names = sorted(STRATEGIES)
+    mixture = {"base": [0.3, 0.1, 0.2, 0.1, 0.3], "rl": [0.1, 0.3, 0.2, 0.2, 0.2]}
+    records, truth = [], []
+    for q in range(n_questions):
+        for s in range(per_question):
+            arm = ("base", "rl")[s % 2]
+            strategy = names[rng.choice(len(names), p=mixture[arm])]
+            tools = list(STRATEGIES[strategy])
+            if strategy != "post":
+                tools = (["whoami"] if rng.random() < p_first else []) + tools
+                tools += ["post_status"] if rng.random() < p_last else []
+            steps = [make_step(tool=t, arguments=json.dumps({"id": f"R{q}-{s}-{i}"}), observation="ok")
+                     for i, t in enumerate(tools)]
+            records.append({"arm": arm, "question_id": f"q{q}", "sample_id": s, "question": f"Fix account {q}.",
+                            "gold": [], "answer": "done", "correct": bool(rng.random() < 0.5),
+                            "n_rounds": len(steps), "steps": steps})
+            truth.append(strategy)
+    return from_records(records), np.asarray(truth)
+
+
+def test_steps_taken_whatever_the_strategy_are_found_and_a_strategy_made_of_one_keeps_it():
+    runs, truth = _runs()
+    arms = runs["arm"].to_list()
+    tools = render(runs)["tools"].to_list()
+    found = dict(optional_steps(tools, arms))
+    assert set(found) == {"whoami", "post_status"}
+    # the plans met with and without the status post are the four strategies that may add it
+    assert "batch" in found["post_status"] and "search > get_record > update" in found["post_status"]
+    # left out where the plan without it is met; kept where nothing is left (a strategy made of it)
+    optional = tuple(found.items())
+    assert optional_kept(optional, ["whoami", "batch", "post_status"]) == [1]
+    assert optional_kept(optional, ["post_status", "post_status"]) == [0, 1]
+    # taken by one arm more than the other: rl's doing, never read as optional
+    tilted = [("whoami > " if (i % 2 and i % 3) else "") + t for i, t in enumerate(tools)]
+    assert "whoami" not in dict(optional_steps(tilted, arms))
+
+
+def test_the_fit_reads_the_strategies_through_their_optional_steps():
+    runs, truth = _runs()
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, random_state=0).fit(runs)
+    assert {t for t, _ in space.task_calls_.optional} == {"whoami", "post_status"}
+    assert adjusted_rand_score(truth, space.labels_) == pytest.approx(1.0)
+    # the same episodes without the optional steps at all: the same strategies
+    bare, bare_truth = _runs(p_first=0.0, p_last=0.0)
+    bare_space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, random_state=0).fit(bare)
+    assert bare_space.task_calls_.optional == ()
+    assert adjusted_rand_score(bare_truth, bare_space.labels_) == pytest.approx(1.0)
+
+
+def test_a_saved_space_leaves_the_same_optional_calls_out_on_apply(tmp_path):
+    runs, _ = _runs()
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, random_state=0).fit(runs)
+    folder = space.save(tmp_path / "space")
+    saved = json.loads((folder / "space.json").read_text())["task_calls"]["optional"]
+    assert set(saved) == {"whoami", "post_status"} and all(isinstance(p, str) for p in saved["whoami"])
+    loaded = mx.StrategySpace.load(folder)
+    assert loaded.task_calls_ == space.task_calls_
+    assert (loaded.transform(runs[:3]) == space.labels_[:3]).all()
+    assert (loaded.transform(runs) == space.labels_).all()
+    assert TaskCalls.from_dict(space.task_calls_.to_dict()) == space.task_calls_
+
+
+@pytest.mark.parametrize("optional", [["whoami"], {"whoami": "batch"}, {"whoami": [3]}, {"": ["batch"]}])
+def test_saved_optional_steps_of_the_wrong_form_are_refused_by_name(tmp_path, optional):
+    runs, _ = _runs(n_questions=12, per_question=4)
+    folder = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs).save(tmp_path / "space")
+    config = json.loads((folder / "space.json").read_text())
+    config["task_calls"]["optional"] = optional
+    (folder / "space.json").write_text(json.dumps(config))
+    with pytest.raises(InputError, match="task_calls") as info:
+        mx.StrategySpace.load(folder)
+    assert "\n" not in str(info.value)
