@@ -303,6 +303,12 @@ class TaskCalls:
     def __bool__(self) -> bool:
         return bool(self.tools) or self.by_place or bool(self.alike) or bool(self.segments) or bool(self.optional)
 
+    @functools.cached_property
+    def optional_plans(self) -> dict[str, frozenset[str]]:
+        """Each tool in ``optional`` -> the plans without it where its calls are left out (built
+        once: every trajectory's reading looks them up)."""
+        return {t: frozenset(plans) for t, plans in self.optional}
+
     def alike_names(self) -> dict[str, str]:
         """Each tool of a group in ``alike`` -> the name its group is read under.
 
@@ -436,7 +442,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         steps = [{**st, "_named": t} if t in read_as else st for st, t in zip(steps, tools_of)]
         tools_of = [read_as.get(t, t) for t in tools_of]
     if task.optional:  # steps taken whatever the strategy, where the plan without them is met too
-        kept = optional_kept(task.optional, tools_of, task.tools)
+        kept = optional_kept(task.optional_plans, tools_of, task.tools)
         steps, failed_of, tools_of = [steps[i] for i in kept], [failed_of[i] for i in kept], [tools_of[i] for i in kept]
     if task:
         steps, failed_of, tools_of = _task_read(task, steps, failed_of, tools_of)
@@ -552,19 +558,19 @@ def plan_steps(tools: Sequence[str], task: frozenset[str] = frozenset()) -> tupl
     return tuple(out)
 
 
-def optional_kept(optional: Sequence[tuple[str, Sequence[str]]], tools: Sequence[str],
+def optional_kept(optional: Mapping[str, frozenset[str]], tools: Sequence[str],
                   task: frozenset[str] = frozenset()) -> list[int]:
-    """The calls of one trajectory's ``tools`` kept under :class:`TaskCalls` ``optional``: a
-    tool's calls are left out where the plan without it (``task``'s tools as one mark) is one
-    it was met both with and without.
+    """The calls of one trajectory's ``tools`` kept under :class:`TaskCalls` ``optional``
+    (:meth:`TaskCalls.optional_plans`): a tool's calls are left out where the plan without it
+    (``task``'s tools as one mark) is one it was met both with and without.
 
-    >>> optional_kept((("me", ("search > get",)),), ["me", "search", "get"])
+    >>> optional_kept({"me": frozenset({"search > get"})}, ["me", "search", "get"])
     [1, 2]
-    >>> optional_kept((("me", ("search > get",)),), ["me", "list", "get"])
+    >>> optional_kept({"me": frozenset({"search > get"})}, ["me", "list", "get"])
     [0, 1, 2]
     """
     plan = plan_steps(tools, task)
-    drop = {t for t, plans in optional
+    drop = {t for t, plans in optional.items()
             if t in plan and " > ".join(plan_steps([x for x in plan if x != t], task)) in plans}
     # tools each met without the others, all of the plan: kept, so the episode still calls one
     return [i for i, t in enumerate(tools) if t not in drop] or list(range(len(tools)))

@@ -58,7 +58,7 @@ def test_steps_taken_whatever_the_strategy_are_found_and_a_strategy_made_of_one_
     # the plans met with and without the status post are the four strategies that may add it
     assert "batch" in found["post_status"] and "search > get_record > update" in found["post_status"]
     # left out where the plan without it is met; kept where nothing is left (a strategy made of it)
-    optional = tuple(found.items())
+    optional = TaskCalls(optional=tuple(found.items())).optional_plans
     assert optional_kept(optional, ["whoami", "batch", "post_status"]) == [1]
     assert optional_kept(optional, ["post_status", "post_status"]) == [0, 1]
     # taken by one arm more than the other: rl's doing, never read as optional
