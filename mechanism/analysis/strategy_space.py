@@ -36,7 +36,11 @@ Pipeline (docs/methods.md, "What it answers"):
    (:mod:`mechanism.analysis._strategies.endings`). Where the question picks the tools and
    the strategies so found track the question, the fit is made again with every call read by
    its place, and kept where that tracks the question at most half as much
-   (:mod:`mechanism.analysis._strategies.places`).
+   (:mod:`mechanism.analysis._strategies.places`). Before any of it, tools used
+   interchangeably are read as one and steps taken whatever the strategy are left out
+   (:mod:`mechanism.analysis._strategies.alike`), and a generic request tool's path segments
+   that the question decides are read as one mark
+   (:func:`~mechanism.analysis._strategies.features.task_segments`).
    Alternatives: ``method="kmeans"`` (count weighted, k by the highest count-weighted
    silhouette over ``k_range``) and ``method="hdbscan"`` (outliers -1).
 5. Strategies are numbered by descending size, ties broken by their medoid's rendering, so
@@ -204,7 +208,9 @@ class StrategySpace(BaseEstimator):
         ``"auto"``: calls the question decides (``search_hotels`` or ``search_flights``) are read by their
         place, not their name (``task_calls_``, :func:`tool_plan`'s module), and tools the agent uses
         interchangeably whatever its strategy (an edit by ``sed -i`` or by ``perl -pi``) as one
-        (``task_calls_.alike``, :mod:`~mechanism.analysis._strategies.alike`); ``"keep"``: every call by its name.
+        (``task_calls_.alike``, :mod:`~mechanism.analysis._strategies.alike`), steps it takes or not whatever its
+        strategy left out (``task_calls_.optional``), and a request tool's path segments that the question
+        decides as one mark (``task_calls_.segments``); ``"keep"``: every call by its name.
     by
         A column of task kinds (``"category"``): strategies found within each kind; an unseen one is -1.
     cache_dir
@@ -584,8 +590,9 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
                      ) -> tuple[list[str | None], pl.DataFrame | None, TaskCalls]:
     """Each row's tools as named, the table rendered before the task's calls are found (it is
     the fit's own where none are found: a render is most of a cold fit) and the task's calls
-    with the tools used interchangeably (:mod:`~mechanism.analysis._strategies.alike`; none, and
-    no table, under ``task_calls="keep"``). Where the question decides which resource a generic
+    with the tools used interchangeably and the steps taken whatever the strategy
+    (:mod:`~mechanism.analysis._strategies.alike`; none, and no table, under
+    ``task_calls="keep"``). Where the question decides which resource a generic
     request tool's calls name (:func:`task_segments`), the table is read with those segments
     as one mark before the rest is tested."""
     if space.task_calls == "keep":
