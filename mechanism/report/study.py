@@ -466,11 +466,19 @@ def _place_space(runs: pl.DataFrame, out: Path, space: Any, *, embedder: Any, ra
 def _reading_note(space: Any) -> str:
     """What the page says of how the fit read the calls where it inferred a reading of its own:
     every call by its place (mechanism.analysis._strategies.places), tools used interchangeably
-    as one (mechanism.analysis._strategies.alike); else nothing."""
+    as one and steps taken whatever the strategy left out (mechanism.analysis._strategies.alike),
+    request path segments the question decides as one mark; else nothing."""
     calls = getattr(space, "task_calls_", None)
     alike = [" / ".join(group) for group in getattr(calls, "alike", ())]
+    optional = [tool for tool, _ in getattr(calls, "optional", ())]
+    segments = sorted(getattr(calls, "segments", ()))
     said = ([f"Tools the agents use interchangeably, whatever the strategy, are read as one: {'; '.join(alike)} "
              "(each is called whatever else the episode does, at like rates in every arm)."] if alike else [])
+    said += ([f"Steps the agents take or not whatever the strategy are left out where the rest of the episode is "
+              f"met without them too: {', '.join(optional)} (each taken after every kind of approach, at like "
+              "rates in every arm)."] if optional else [])
+    said += ([f"Which resource a request names is the question's: {', '.join(segments)} read as one mark, "
+              "{task}, in the requests."] if segments else [])
     if not getattr(calls, "by_place", False):
         return " ".join(said)
     test = getattr(space, "place_association_", None)

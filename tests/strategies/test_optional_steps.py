@@ -71,6 +71,11 @@ def test_the_fit_reads_the_strategies_through_their_optional_steps():
     space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, random_state=0).fit(runs)
     assert {t for t, _ in space.task_calls_.optional} == {"whoami", "post_status"}
     assert adjusted_rand_score(truth, space.labels_) == pytest.approx(1.0)
+    # the report says which steps were left out
+    from mechanism.report.study import _reading_note
+
+    note = _reading_note(space)
+    assert note.startswith("Steps the agents take or not") and "whoami" in note and "post_status" in note
     # the same episodes without the optional steps at all: the same strategies
     bare, bare_truth = _runs(p_first=0.0, p_last=0.0)
     bare_space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, random_state=0).fit(bare)

@@ -69,6 +69,9 @@ def test_the_question_s_resources_are_found_and_the_strategies_read_across_them(
     # the resource alone is found: `api` is in every request, `search` and `events` are the strategies'
     assert space.task_calls_.segments == frozenset(RESOURCES)
     assert adjusted_rand_score(truth, space.labels_) == pytest.approx(1.0)
+    from mechanism.report.study import _reading_note
+
+    assert "Which resource a request names is the question's: invoices, orders, tickets" in _reading_note(space)
     # read by name, every resource is a strategy of its own for each way to reach it
     kept = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, random_state=0,
                             task_calls="keep").fit(runs)
