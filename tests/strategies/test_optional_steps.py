@@ -12,7 +12,6 @@ from sklearn.metrics import adjusted_rand_score
 import mechanism as mx
 from mechanism.analysis._strategies.alike import optional_steps
 from mechanism.analysis.segmentation import TaskCalls, optional_kept, render
-from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
 
 FAST = "hashing-64"
@@ -95,14 +94,3 @@ def test_a_saved_space_leaves_the_same_optional_calls_out_on_apply(tmp_path):
     assert (loaded.transform(runs) == space.labels_).all()
     assert TaskCalls.from_dict(space.task_calls_.to_dict()) == space.task_calls_
 
-
-@pytest.mark.parametrize("optional", [["whoami"], {"whoami": "batch"}, {"whoami": [3]}, {"": ["batch"]}])
-def test_saved_optional_steps_of_the_wrong_form_are_refused_by_name(tmp_path, optional):
-    runs, _ = _runs(n_questions=12, per_question=4)
-    folder = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs).save(tmp_path / "space")
-    config = json.loads((folder / "space.json").read_text())
-    config["task_calls"]["optional"] = optional
-    (folder / "space.json").write_text(json.dumps(config))
-    with pytest.raises(InputError, match="task_calls") as info:
-        mx.StrategySpace.load(folder)
-    assert "\n" not in str(info.value)

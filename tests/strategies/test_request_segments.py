@@ -13,7 +13,6 @@ from sklearn.metrics import adjusted_rand_score
 import mechanism as mx
 from mechanism.analysis.segmentation import TaskCalls, render, request_paths
 from mechanism.core.actions import request_segments, verb_object
-from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
 
 FAST = "hashing-64"
@@ -96,14 +95,3 @@ def test_a_saved_space_reads_new_requests_by_the_segments_it_found(tmp_path):
     assert "{" not in table["tools"][0] and "task" in table["tools"][0]
     assert TaskCalls.from_dict(space.task_calls_.to_dict()) == space.task_calls_
 
-
-@pytest.mark.parametrize("segments", [["invoices", 3], "invoices", [""], ["x" * 201]])
-def test_saved_segments_of_the_wrong_form_are_refused_by_name(tmp_path, segments):
-    runs, _ = _request_runs(n_questions=12, per_question=4)
-    folder = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs).save(tmp_path / "space")
-    config = json.loads((folder / "space.json").read_text())
-    config["task_calls"]["segments"] = segments
-    (folder / "space.json").write_text(json.dumps(config))
-    with pytest.raises(InputError, match="task_calls") as info:
-        mx.StrategySpace.load(folder)
-    assert "\n" not in str(info.value)

@@ -215,3 +215,21 @@ def test_a_strategies_table_of_two_columns_is_refused_by_apply_in_one_line(saved
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
     assert "strategies.parquet" in lines[0] and "has no column `name`" in lines[0], lines[0]
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("segments", ["invoices", 3]), ("segments", "invoices"), ("segments", [""]), ("segments", ["x" * 201]),
+    ("optional", ["whoami"]), ("optional", {"whoami": "batch"}), ("optional", {"whoami": [3]}),
+    ("optional", {"": ["batch"]}), ("unknown", []),
+])
+def test_saved_task_calls_of_the_wrong_form_are_refused_by_name(saved_small_space, tmp_path, field, value):
+    """The request segments and optional steps a fit saves (task_calls_) are checked on load."""
+    from mechanism.analysis.strategy_space import StrategySpace
+
+    folder = _copy(saved_small_space, tmp_path)
+    config = _config(folder)
+    config["task_calls"] = {**(config.get("task_calls") or {"tools": [], "drop": False}), field: value}
+    (folder / "space.json").write_text(json.dumps(config))
+    with pytest.raises(InputError, match="task_calls") as info:
+        StrategySpace.load(folder)
+    assert "\n" not in str(info.value) and Path(info.value.source).name == "space.json"

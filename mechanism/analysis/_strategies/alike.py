@@ -86,6 +86,20 @@ def plan_of(tools: str | None, task: frozenset[str] = frozenset()) -> tuple[str,
     return plan_steps([t for t in (tools or "").split(" > ") if t], task)
 
 
+def _plan_arms(tools: Sequence[str | None], arms: Sequence[str], task: frozenset[str]
+               ) -> dict[tuple[str, ...], np.ndarray]:
+    """Each plan met (:func:`plan_of`) -> its trajectories' counts by arm (arms in sorted order)."""
+    arm_names = sorted(set(map(str, arms)))
+    arm_code = {a: i for i, a in enumerate(arm_names)}
+    plans: dict[tuple[str, ...], np.ndarray] = {}
+    # each distinct (tools, arm) read once: a table repeats its tool sequences heavily
+    for (tl, arm), n in Counter(zip(tools, map(str, arms))).items():
+        plan = plan_of(tl, task)
+        if plan:
+            plans.setdefault(plan, np.zeros(len(arm_names)))[arm_code[arm]] += n
+    return plans
+
+
 def _spread(sets: list[frozenset[str]], weights: np.ndarray) -> float:
     """Mean number of tools one of two plans drawn without replacement (by weight) holds and
     the other lacks: twice the sum over tools of p (1 - p), corrected for drawing one twice."""
@@ -134,14 +148,7 @@ def interchangeable_tools(tools: Sequence[str | None], arms: Sequence[str], task
     >>> interchangeable_tools(rows, ["base", "rl"] * 200)
     ()
     """
-    arm_names = sorted(set(map(str, arms)))
-    arm_code = {a: i for i, a in enumerate(arm_names)}
-    plans: dict[tuple[str, ...], np.ndarray] = {}
-    # each distinct (tools, arm) read once: a table repeats its tool sequences heavily
-    for (tl, arm), n in Counter(zip(tools, map(str, arms))).items():
-        plan = plan_of(tl, task)
-        if plan:
-            plans.setdefault(plan, np.zeros(len(arm_names)))[arm_code[arm]] += n
+    plans = _plan_arms(tools, arms, task)
     if len(plans) < 2:
         return ()
     keys = list(plans)
@@ -239,13 +246,7 @@ def optional_steps(tools: Sequence[str | None], arms: Sequence[str], task: froze
     >>> optional_steps(rows, ["base", "rl"] * 200)
     ()
     """
-    arm_names = sorted(set(map(str, arms)))
-    arm_code = {a: i for i, a in enumerate(arm_names)}
-    plans: dict[tuple[str, ...], np.ndarray] = {}
-    for (tl, arm), n in Counter(zip(tools, map(str, arms))).items():
-        plan = plan_of(tl, task)
-        if plan:
-            plans.setdefault(plan, np.zeros(len(arm_names)))[arm_code[arm]] += n
+    plans = _plan_arms(tools, arms, task)
     if len(plans) < 2:
         return ()
     keys = list(plans)
