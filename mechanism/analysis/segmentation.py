@@ -249,6 +249,7 @@ class _Step:
     merged: bool = False  # retried, and read as one attempt with its retry (retries="merge")
     marked: bool = False  # the failure is part of the move (retries="keep")
     marked_retry: bool = False  # so is following a failed call
+    query_keys: tuple[str, ...] = ()  # a request's query parameter names (mechanism.core.actions)
 
 
 #: The mark the tools the question decides are read as in a plan (:func:`plan_steps`).
@@ -511,7 +512,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
             share_user=counts["user"] / n if n else 0.0, share_result=counts["result"] / n if n else 0.0,
             share_call=counts["call"] / n if n else 0.0, share_new=counts["new"] / n if n else 0.0,
             question_coverage=coverage, masked=masked, token=token, merged=merged,
-            marked=shown_failed, marked_retry=shown_after))
+            marked=shown_failed, marked_retry=shown_after, query_keys=tuple(step.get("_query_keys") or ())))
         prev_failed = failed
         if merged:
             continue
@@ -624,7 +625,9 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
     relation to earlier calls; and the full move: where its carried values came from (the user
     turn, an earlier call, a result; new words alone count only when nothing was carried, since
     rewording is not a change of plan), whether it covers the whole question or part of it, and
-    whether it follows a failed call. Plus each consecutive pair of (tool, relation) moves, so
+    whether it follows a failed call; for a request read through a generic tool, each of its query
+    parameter names (``K:get_api_orders?page``: how it asks, which the verb leaves out so that a
+    plan stays the resources' order). Plus each consecutive pair of (tool, relation) moves, so
     order counts, and how the episode ended (``answer_after_failure`` where its last call failed
     and nobody retried it, under ``retries="merge"``: the agent gave up on that call). A different
     tool or relation thus differs at every grain, a different provenance at one.
@@ -650,7 +653,7 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
         carried = [s for s in m.sources.split("+") if s not in ("new", "")] or [m.sources or "nothing"]
         scope = m.scope if m.scope in ("whole", "none") else "partial"
         fine = f"M:{mid}/{'+'.join(carried)}/{scope}" + ("/after_error" if m.after_error and m.marked_retry else "")
-        out += [f"T:{tool}", f"R:{mid}", fine, f"B:{prev}>{mid}"]
+        out += [f"T:{tool}", f"R:{mid}", fine, f"B:{prev}>{mid}", *(f"K:{tool}?{k}" for k in m.query_keys)]
         prev = mid
     # a last call that failed and was never retried did not go through: the merged attempt reads
     # it as made, so the ending says the agent gave up on it (retries="keep" marks it already)

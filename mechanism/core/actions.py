@@ -242,6 +242,19 @@ def _request(tool: str, field: str, parsed: dict[str, Any] | None, text: str) ->
     return _written_request(text)
 
 
+#: A request's query parameter names kept as move tokens at most (a hostile URL's thousand
+#: parameters would otherwise make a thousand tokens of one call).
+MAX_QUERY_KEYS = 16
+
+
+def _query_keys(url: str) -> tuple[str, ...]:
+    """The names of a URL's query parameters, lower case, sorted, each once
+    (``?page=2&per_page=50`` -> ``('page', 'per_page')``)."""
+    query = url.split("?", 1)[1].split("#", 1)[0] if "?" in url else ""
+    keys = sorted({k.split("=", 1)[0].strip().lower()[:MAX_VERB_CHARS] for k in query[:2_000].split("&")} - {""})
+    return tuple(keys[:MAX_QUERY_KEYS])
+
+
 def request_segments(step: Mapping[str, Any], field: str) -> list[str]:
     """The resource segments of the path a call of a generic tool read through ``field``
     requests (ids left out, lower case), ``[]`` where it makes no request.
@@ -443,8 +456,14 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
     verb, obj, rest = verb_object(tool, field, step.get("arguments"), step.get("query"), task)
     verb = verb or tool
     arguments = json.dumps({"object": obj, **rest}, ensure_ascii=False, default=str) if (obj or rest) else None
-    # `via`: the tool that ran the call (whether an empty result is a failure depends on it)
-    return {**step, "tool": verb, "arguments": arguments, "query": obj or None, "via": tool}
+    # `via`: the tool that ran the call (whether an empty result is a failure depends on it);
+    # `_query_keys`: a request's query parameter names (how it asks: by page, by a filter, by a
+    # number), which the move tokens carry while the verb and the plan stay the resource's
+    parsed, text, _ = _call_text(field, step.get("arguments"), step.get("query"))
+    request = _request(tool, field, parsed, text)
+    keys = _query_keys(request[0]) if request is not None else ()
+    return {**step, "tool": verb, "arguments": arguments, "query": obj or None, "via": tool,
+            **({"_query_keys": keys} if keys else {})}
 
 
 def one_typo_apart(a: str, b: str) -> bool:

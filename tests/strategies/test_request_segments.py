@@ -12,7 +12,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.analysis.segmentation import TaskCalls, render, request_paths
-from mechanism.core.actions import request_segments, verb_object
+from mechanism.core.actions import read_action, request_segments, verb_object
 from mechanism.core.schema import from_records, make_step
 
 FAST = "hashing-64"
@@ -21,8 +21,10 @@ RESOURCES = ("invoices", "tickets", "orders")
 STRATEGIES = {
     "direct": ["GET /api/v2/{r}/{id}", "PATCH /api/v2/{r}/{id}"],
     "search": ["GET /api/v2/search?q={q}", "GET /api/v2/{r}/{id}", "PATCH /api/v2/{r}/{id}"],
-    "list": ["GET /api/v2/{r}?status=open", "PATCH /api/v2/{r}/{id}"],
+    "list": ["GET /api/v2/{r}?status=open&sort=created&limit=20", "PATCH /api/v2/{r}/{id}"],
     "history": ["GET /api/v2/{r}/{id}", "GET /api/v2/{r}/{id}/events", "PATCH /api/v2/{r}/{id}"],
+    # the shape of `list`, asked by the record's number: told apart by the query's key names alone
+    "lookup": ["GET /api/v2/{r}?number={id}", "PATCH /api/v2/{r}/{id}"],
 }
 
 
@@ -58,6 +60,12 @@ def test_a_request_reads_the_task_s_segments_as_one_mark_and_an_id_after_a_resou
     assert verb_object("act", "*", None, written, task)[0] == "get {task}/{id}/{task}"
     assert request_segments({"tool": "act", "query": "PATCH /api/v2/tickets/T-1 {\"x\": 1}"}, "*") == ["api", "tickets"]
     assert request_segments({"tool": "act", "query": "go north"}, "*") == []
+    # how a request asks (its query's key names) is carried beside the verb, not in it
+    step = read_action({"tool": "act", "query": "GET /api/v2/tickets?page=2&Per_Page=50&page=3#x"}, "*")
+    assert step["tool"] == "get api/tickets" and step["_query_keys"] == ("page", "per_page")
+    assert "_query_keys" not in read_action({"tool": "act", "query": "GET /api/v2/tickets/T-1"}, "*")
+    hostile = read_action({"tool": "act", "query": "GET /x?" + "&".join(f"k{i}=1" for i in range(5_000))}, "*")
+    assert len(hostile["_query_keys"]) == 16
 
 
 def test_the_question_s_resources_are_found_and_the_strategies_read_across_them():
