@@ -296,6 +296,13 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None,
     >>> verb_object("http_get", "url", '{"url": "/orders/W1?full=1"}', None)[:2]
     ('get orders', 'W1 full=1')
     """
+    return _read_call(tool, field, arguments, query, task)[:3]
+
+
+def _read_call(tool: str, field: str, arguments: str | None, query: str | None, task: frozenset[str] = frozenset()
+               ) -> tuple[str, str, dict[str, Any], tuple[str, ...]]:
+    """:func:`verb_object`'s (verb, object, other fields), and a request's query parameter names
+    (:func:`_query_keys`; ``()`` for any other call): one parse of the call for both."""
     parsed, text, rest_fields = _call_text(field, arguments, query)
     request = _request(tool, field, parsed, text)
     if request is not None:  # a request, typed or written out through a text tool
@@ -303,18 +310,18 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None,
         verb, obj = _request_verb(url, method, task)
         if field == "method":
             rest_fields = {k: v for k, v in rest_fields.items() if k not in _URL_FIELDS}
-        return verb[:MAX_VERB_CHARS], " ".join(v for v in (obj, after) if v), rest_fields
+        return verb[:MAX_VERB_CHARS], " ".join(v for v in (obj, after) if v), rest_fields, _query_keys(url)
     if field in ("command", "cmd") or (field == TEXT_FIELD and tool in ("bash", "shell", "terminal", "sh")):
         program, rest = _shell_verb(text)
         if program:
             program, rest = _pressed(program, rest, rest_fields)
-            return program[:MAX_VERB_CHARS], rest, rest_fields
+            return program[:MAX_VERB_CHARS], rest, rest_fields, ()
     if field == "code":
         call = _CALL.search(text)
         verb = call.group(1).rsplit(".", 1)[-1].lower() if call else "code"
-        return verb[:MAX_VERB_CHARS], text, rest_fields
+        return verb[:MAX_VERB_CHARS], text, rest_fields, ()
     head, rest = _pressed(*(part.strip() for part in text.partition(" ")[::2]), rest_fields)
-    return head.lower()[:MAX_VERB_CHARS], rest, rest_fields
+    return head.lower()[:MAX_VERB_CHARS], rest, rest_fields, ()
 
 
 def _pressed(verb: str, obj: str, fields: Mapping[str, Any]) -> tuple[str, str]:
@@ -453,15 +460,12 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
     (the other argument fields kept as they were); ``task``: the request path segments the
     task decides (:func:`_request_verb`)."""
     tool = tool_name(step.get("tool"))
-    verb, obj, rest = verb_object(tool, field, step.get("arguments"), step.get("query"), task)
+    verb, obj, rest, keys = _read_call(tool, field, step.get("arguments"), step.get("query"), task)
     verb = verb or tool
     arguments = json.dumps({"object": obj, **rest}, ensure_ascii=False, default=str) if (obj or rest) else None
     # `via`: the tool that ran the call (whether an empty result is a failure depends on it);
     # `_query_keys`: a request's query parameter names (how it asks: by page, by a filter, by a
     # number), which the move tokens carry while the verb and the plan stay the resource's
-    parsed, text, _ = _call_text(field, step.get("arguments"), step.get("query"))
-    request = _request(tool, field, parsed, text)
-    keys = _query_keys(request[0]) if request is not None else ()
     return {**step, "tool": verb, "arguments": arguments, "query": obj or None, "via": tool,
             **({"_query_keys": keys} if keys else {})}
 
