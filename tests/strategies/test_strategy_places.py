@@ -12,7 +12,7 @@ from mechanism.analysis._strategies.places import question_association, read_by_
 from mechanism.analysis.segmentation import TaskCalls, render
 from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
-from mechanism.datasets.worlds import service, toolbench
+from mechanism.datasets.worlds import gui, service, toolbench
 
 FAST = "hashing-64"
 
@@ -93,3 +93,21 @@ def test_an_agent_whose_strategies_do_not_track_the_question_keeps_its_tool_name
     assert not space.task_calls_.by_place
     assert space.place_association_ is None or space.place_association_["reading"] == "name"
     assert adjusted_rand_score(truth, space.labels_) == 1.0
+
+
+def test_a_question_that_decides_one_step_among_many_leaves_the_tools_their_names(tmp_path, monkeypatch):
+    """The phone GUI: the question decides whether the agent types (``type``, about an eighth of
+    the calls), and at 30 questions (seed 2) the strategies read by name track the question
+    just past the threshold (0.056). Read by place, ``tap``, ``swipe`` and ``search_settings``
+    would lose the names that tell its strategies apart."""
+    from mechanism.analysis._strategies import places
+
+    runs, truth = _read(gui(n_questions=30, random_state=2), tmp_path)
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    assert space.task_calls_.tools == frozenset({"type"}) and not space.task_calls_.by_place
+    assert space.place_association_ is None
+    kept = adjusted_rand_score(truth, space.labels_)
+    monkeypatch.setattr(places, "PLACE_CALL_SHARE", 0.0)  # the reading tried whatever the share
+    tried = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    assert tried.task_calls_.by_place and tried.place_association_["by_name"] >= places.PLACE_ASSOCIATION
+    assert kept > adjusted_rand_score(truth, tried.labels_) + 0.15, kept
