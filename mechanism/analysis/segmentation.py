@@ -562,17 +562,20 @@ def plan_steps(tools: Sequence[str], task: frozenset[str] = frozenset()) -> tupl
 def optional_kept(optional: Mapping[str, frozenset[str]], tools: Sequence[str],
                   task: frozenset[str] = frozenset()) -> list[int]:
     """The calls of one trajectory's ``tools`` kept under :class:`TaskCalls` ``optional``
-    (:meth:`TaskCalls.optional_plans`): a tool's calls are left out where the plan without it
-    (``task``'s tools as one mark) is one it was met both with and without.
+    (:meth:`TaskCalls.optional_plans`): a tool's calls are left out where they are one step of
+    the plan (one run) and the plan without it (``task``'s tools as one mark) is one it was met
+    both with and without.
 
     >>> optional_kept({"me": frozenset({"search > get"})}, ["me", "search", "get"])
     [1, 2]
     >>> optional_kept({"me": frozenset({"search > get"})}, ["me", "list", "get"])
     [0, 1, 2]
+    >>> optional_kept({"me": frozenset({"search > get"})}, ["me", "search", "me", "get"])  # a way of working
+    [0, 1, 2, 3]
     """
     plan = plan_steps(tools, task)
     drop = {t for t, plans in optional.items()
-            if t in plan and " > ".join(plan_steps([x for x in plan if x != t], task)) in plans}
+            if plan.count(t) == 1 and " > ".join(plan_steps([x for x in plan if x != t], task)) in plans}
     # tools each met without the others, all of the plan: kept, so the episode still calls one
     return [i for i, t in enumerate(tools) if t not in drop] or list(range(len(tools)))
 

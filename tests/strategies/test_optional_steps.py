@@ -24,19 +24,21 @@ STRATEGIES = {
 }
 
 
-def _runs(p_first: float = 0.3, p_last: float = 0.35, n_questions: int = 30, per_question: int = 8, seed: int = 0):
-    """Every strategy but `post` looks at the account first (`whoami`) and posts a status at the
-    end at fixed rates, in both arms alike; the arms differ in their mixture only."""
+def _runs(p_first: float = 0.3, p_last: float = 0.35, n_questions: int = 30, per_question: int = 8, seed: int = 0,
+          strategies: dict[str, list[str]] = STRATEGIES, mixture: dict[str, list[float]] | None = None):
+    """Every strategy but `post` (and any whose tools start with `whoami`) looks at the account
+    first (`whoami`) and posts a status at the end at fixed rates, in both arms alike; the arms
+    differ in their mixture only."""
     rng = np.random.default_rng(seed)
-    names = sorted(STRATEGIES)
-    mixture = {"base": [0.3, 0.1, 0.2, 0.1, 0.3], "rl": [0.1, 0.3, 0.2, 0.2, 0.2]}
+    names = sorted(strategies)
+    mixture = mixture or {"base": [0.3, 0.1, 0.2, 0.1, 0.3], "rl": [0.1, 0.3, 0.2, 0.2, 0.2]}
     records, truth = [], []
     for q in range(n_questions):
         for s in range(per_question):
             arm = ("base", "rl")[s % 2]
             strategy = names[rng.choice(len(names), p=mixture[arm])]
-            tools = list(STRATEGIES[strategy])
-            if strategy != "post":
+            tools = list(strategies[strategy])
+            if strategy != "post" and tools[0] != "whoami":
                 tools = (["whoami"] if rng.random() < p_first else []) + tools
                 tools += ["post_status"] if rng.random() < p_last else []
             steps = [make_step(tool=t, arguments=json.dumps({"id": f"R{q}-{s}-{i}"}), observation="ok")
@@ -94,3 +96,26 @@ def test_a_saved_space_leaves_the_same_optional_calls_out_on_apply(tmp_path):
     assert (loaded.transform(runs) == space.labels_).all()
     assert TaskCalls.from_dict(space.task_calls_.to_dict()) == space.task_calls_
 
+
+
+
+def test_a_step_taken_between_every_two_steps_is_a_way_of_working_and_stays(tmp_path):
+    """`careful` checks the account before every call. Read without `whoami` it is `search`'s
+    plan, which is met with and without the one optional look; but a tool called at several
+    places of a plan is how the agent works, and stays."""
+    strategies = {**STRATEGIES, "careful": ["whoami", "search", "whoami", "get_record", "whoami", "update"]}
+    mixture = {"base": [0.25, 0.1, 0.1, 0.15, 0.1, 0.3], "rl": [0.1, 0.1, 0.3, 0.2, 0.1, 0.2]}
+    runs, truth = _runs(strategies=strategies, mixture=mixture)
+    optional = TaskCalls(optional=(("whoami", ("search > get_record > update",)),))
+    read = dict(zip(render(runs)["tools"].to_list(), render(runs, task_calls=optional)["tools"].to_list()))
+    assert read["whoami > search > get_record > update"] == "search > get_record > update"
+    assert read["whoami > search > whoami > get_record > whoami > update"].count("whoami") == 3
+    # the phone GUI with one sample a question: its careful strategy reads the screen between
+    # every two taps, the others once at the end or not; read as its direct one before (0.72)
+    from mechanism.datasets.worlds import gui
+
+    world = gui(n_questions=120, n_samples=1, random_state=1)
+    gui_runs = mx.read(world.write(tmp_path / "gui"), format=world.format)
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, random_state=1).fit(gui_runs)
+    assert "read_screen" in dict(space.task_calls_.optional)
+    assert adjusted_rand_score([str(t) for t in world.labels_for(gui_runs)], space.labels_) > 0.9
