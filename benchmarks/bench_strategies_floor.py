@@ -73,17 +73,18 @@ def worlds() -> list[str]:
     return ["simulated", *mw.WORLDS]
 
 
-def planted_world(world: str, seed: int, n: int = 60) -> mw.PlantedWorld:
-    """The generator's object of one world (a :class:`mechanism.datasets.worlds.PlantedWorld`)."""
+def planted_world(world: str, seed: int, n: int = 60, samples: int = 4) -> mw.PlantedWorld:
+    """The generator's object of one world (a :class:`mechanism.datasets.worlds.PlantedWorld`),
+    ``samples`` episodes per question and arm."""
     if world == "simulated":
         from mechanism.datasets.simulation import simulate
 
-        return simulate(n_questions=n, n_samples=4, random_state=seed, progress=False)
+        return simulate(n_questions=n, n_samples=samples, random_state=seed, progress=False)
     if world == "multihop_react":
-        return mw.multihop(n_questions=n, random_state=seed, react=True)
+        return mw.multihop(n_questions=n, n_samples=samples, random_state=seed, react=True)
     if world not in mw.WORLDS:
         raise ValueError(f"unknown world {world!r}; known: {', '.join(worlds())}")
-    return getattr(mw, world)(n_questions=n, random_state=seed)
+    return getattr(mw, world)(n_questions=n, n_samples=samples, random_state=seed)
 
 
 def _read_back(w) -> tuple[pl.DataFrame, np.ndarray]:
@@ -92,7 +93,8 @@ def _read_back(w) -> tuple[pl.DataFrame, np.ndarray]:
     return runs, np.asarray([str(t) for t in w.labels_for(runs)])
 
 
-def load_world(world: str, seed: int, n: int = 60, generic: bool = False) -> tuple[pl.DataFrame, np.ndarray]:
+def load_world(world: str, seed: int, n: int = 60, generic: bool = False, samples: int = 4,
+               ) -> tuple[pl.DataFrame, np.ndarray]:
     """(runs, planted labels) of one world, read back from its native file.
 
     Worlds the shared loader of ``bench_strategies_worlds.py`` does not list (ones added to
@@ -100,9 +102,17 @@ def load_world(world: str, seed: int, n: int = 60, generic: bool = False) -> tup
     in :mod:`mechanism.datasets.worlds`, written and read with ``mx.read``. ``generic``: the episodes
     re-logged through one ``act(command=...)`` tool first
     (``mechanism.datasets.worlds.as_generic_action``), written and read the same way.
+    ``samples``: episodes per question and arm (other than 4, built and read back as above).
     """
     if generic:
-        return _read_back(mw.as_generic_action(planted_world(world, seed, n)))
+        return _read_back(mw.as_generic_action(planted_world(world, seed, n, samples)))
+    if samples != 4 and world == "simulated":  # the simulator's table and truth, as `load` reads them
+        sim = planted_world(world, seed, n, samples)
+        keys = ["arm", "question_id", "sample_id"]
+        truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"]
+        return sim.runs, np.asarray([str(t) for t in truth])
+    if samples != 4:
+        return _read_back(planted_world(world, seed, n, samples))
     try:
         runs, truth = load(world, seed=seed, n=n)
     except KeyError:
@@ -329,6 +339,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--worlds", nargs="*", default=None, help="worlds to run (default: all)")
     ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     ap.add_argument("--n", type=int, default=60, help="questions per world")
+    ap.add_argument("--samples", type=int, default=4, help="episodes per question and arm")
     ap.add_argument("--param", nargs="*", default=[], help="StrategySpace parameters, k=v")
     ap.add_argument("--generic", action="store_true", help="re-log each world through one act(command=...) tool")
     ap.add_argument("--json", default=None, help="where to write the numbers (default benchmarks/results/)")
@@ -350,7 +361,7 @@ def main(argv: list[str] | None = None) -> None:
     for world in names:
         cells: list[dict[str, float]] = []
         for seed in args.seeds:
-            runs, truth = load_world(world, seed=seed, n=args.n, generic=args.generic)
+            runs, truth = load_world(world, seed=seed, n=args.n, generic=args.generic, samples=args.samples)
             cell = measure(runs, truth, seed, embedder, params)
             cells.append(cell)
             per_seed.append({"world": world, "seed": seed, "k planted": _k(truth), "n": runs.height,
@@ -368,6 +379,7 @@ def main(argv: list[str] | None = None) -> None:
     wall = time.perf_counter() - t_all
     title = (f"Floor, default and ceiling of strategy discovery{' (one generic act tool)' if args.generic else ''}, "
              f"embedder {embedder or 'default (MiniLM)'}, seeds {' '.join(map(str, args.seeds))}"
+             f"{f', {args.n} questions x {args.samples} samples' if args.samples != 4 else ''}"
              f"{' ' + str(params) if params else ''}")
     notes = (f"floor: the better of the rounds and TF-IDF baselines (k-means at the planted k); ceiling: logistic "
              f"regression on move 1-3-grams at three grains (tool, tool/move, full move), 5-fold cross-validated "
