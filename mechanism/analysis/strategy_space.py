@@ -104,6 +104,7 @@ from mechanism.analysis._strategies.features import (
     task_calls,
     task_plan,
     task_segments,
+    task_tokens,
     task_tools,
     tool_plan,
 )
@@ -231,6 +232,9 @@ class StrategySpace(BaseEstimator):
         99th percentile of the fitted members' own, at least ``resolution``).
     vocabulary_, kinds_ : list of str
         The move tokens with a column of their own; the kinds of ``by`` (none without it).
+    task_tokens_ : frozenset of str
+        The move tokens the question decides (:func:`~mechanism.analysis._strategies.features.task_tokens`),
+        left out of the distances (none under ``task_calls="keep"``).
     stability_, seed_agreement_ : polars.DataFrame, float
         ``strategy, stability`` (mean best Jaccard over ``n_bootstrap`` question resamples);
         adjusted Rand index with the fit under the next seed.
@@ -301,7 +305,7 @@ class StrategySpace(BaseEstimator):
     def _features(self, traj: pl.DataFrame, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         return embed_join(traj, self._embedder(), self.vocabulary_, dim=self.embedding_dim_ if dim is None else dim,
                           n_groups=len(self.kinds_), structure_weight=self.structure_weight,
-                          embedding_weight=self.embedding_weight)
+                          embedding_weight=self.embedding_weight, ignore=getattr(self, "task_tokens_", frozenset()))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, runs: pl.DataFrame, y: Any = None) -> StrategySpace:
@@ -309,7 +313,8 @@ class StrategySpace(BaseEstimator):
         validate(runs, source="runs")
         if runs.height == 0:
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
-        for attr in ("_embedder_obj", "silhouette_", "train_space_", "map_coords_", "action_tools_", "task_calls_"):
+        for attr in ("_embedder_obj", "silhouette_", "train_space_", "map_coords_", "action_tools_", "task_calls_",
+                     "task_tokens_"):
             self.__dict__.pop(attr, None)
         self.action_tools_, self.kinds_ = action_tools(runs, self.action_field), declared_kinds(runs, self.by)
         named, first, self.task_calls_ = _read_task_calls(self, runs)
@@ -456,8 +461,9 @@ class StrategySpace(BaseEstimator):
 FITTED_STATE = ("train_features_", "train_labels_", "train_counts_", "labels_", "train_space_", "map_coords_",
                 "strategies_", "stability_", "train_renderings_", "train_moves_", "train_plans_", "embedding_model_",
                 "embedding_dim_", "vocabulary_", "threshold_", "threshold_rule_", "n_strategies_", "names_",
-                "seed_agreement_", "action_tools_", "kinds_", "task_calls_", "known_pairs_", "known_rows_")
-_OPTIONAL_STATE = {"train_space_", "map_coords_", "task_calls_", "known_pairs_", "known_rows_"}
+                "seed_agreement_", "action_tools_", "kinds_", "task_calls_", "known_pairs_", "known_rows_",
+                "task_tokens_")
+_OPTIONAL_STATE = {"train_space_", "map_coords_", "task_calls_", "known_pairs_", "known_rows_", "task_tokens_"}
 
 
 def _fitted_state(state: dict[str, Any]) -> dict[str, Any]:
@@ -538,7 +544,10 @@ def _fit_reading(space: StrategySpace, runs: pl.DataFrame, named: list[str | Non
     # read alike where the task decides nothing but request segments (`first` was read under them)
     same = first is not None and space.task_calls_ == TaskCalls(segments=space.task_calls_.segments)
     traj = first if same else space._render(runs)
-    space.vocabulary_ = fit_vocabulary(traj["tokens"].to_list())
+    tokens = traj["tokens"].to_list()
+    space.task_tokens_ = (frozenset() if space.task_calls == "keep"
+                          else task_tokens(tokens, runs["question_id"].cast(pl.String).to_numpy()))
+    space.vocabulary_ = fit_vocabulary(tokens, ignore=space.task_tokens_)
     pair_rows, pair_of_row = space._features(table := with_kinds(traj, runs, space.by, space.kinds_), dim=-1)
     space.embedding_dim_ = int(pair_rows.shape[1] - len(space.vocabulary_) - 1 - len(space.kinds_))
     uniq, inverse, first = distinct_rows(pair_rows, pair_of_row)

@@ -467,7 +467,8 @@ def _reading_note(space: Any) -> str:
     """What the page says of how the fit read the calls where it inferred a reading of its own:
     every call by its place (mechanism.analysis._strategies.places), tools used interchangeably
     as one and steps taken whatever the strategy left out (mechanism.analysis._strategies.alike),
-    request path segments the question decides as one mark; else nothing."""
+    request path segments the question decides as one mark, move tokens the question decides
+    left out of the distances; else nothing."""
     calls = getattr(space, "task_calls_", None)
     alike = [" / ".join(group) for group in getattr(calls, "alike", ())]
     optional = [tool for tool, _ in getattr(calls, "optional", ())]
@@ -479,6 +480,10 @@ def _reading_note(space: Any) -> str:
               "rates in every arm)."] if optional else [])
     said += ([f"Which resource a request names is the question's: {', '.join(segments)} read as one mark, "
               "{task}, in the requests."] if segments else [])
+    tokens = sorted(getattr(space, "task_tokens_", ()), key=lambda t: (not t.startswith("T:"), t))
+    said += ([f"{len(tokens)} move token{'s' if len(tokens) > 1 else ''} that the question decides (e.g. "
+              f"{', '.join(tokens[:3])}) {'are' if len(tokens) > 1 else 'is'} left out of the distances between "
+              "episodes: they say which question an episode answered, not how."] if tokens else [])
     if not getattr(calls, "by_place", False):
         return " ".join(said)
     test = getattr(space, "place_association_", None)

@@ -233,3 +233,21 @@ def test_saved_task_calls_of_the_wrong_form_are_refused_by_name(saved_small_spac
     with pytest.raises(InputError, match="task_calls") as info:
         StrategySpace.load(folder)
     assert "\n" not in str(info.value) and Path(info.value.source).name == "space.json"
+
+
+@pytest.mark.parametrize("value", ["T:clean", ["T:clean", 3], [""], ["x" * 10_001], {"T:clean": 1}])
+def test_saved_task_tokens_of_the_wrong_form_are_refused_by_name(saved_small_space, tmp_path, value):
+    """The move tokens the question decides (task_tokens_) are checked on load; a space saved
+    before they were read has none and loads."""
+    from mechanism.analysis.strategy_space import StrategySpace
+
+    folder = _copy(saved_small_space, tmp_path)
+    config = _config(folder)
+    config.pop("task_tokens", None)
+    (folder / "space.json").write_text(json.dumps(config))
+    assert StrategySpace.load(folder).task_tokens_ == frozenset()
+    config["task_tokens"] = value
+    (folder / "space.json").write_text(json.dumps(config))
+    with pytest.raises(InputError, match="task_tokens") as info:
+        StrategySpace.load(folder)
+    assert "\n" not in str(info.value) and Path(info.value.source).name == "space.json"

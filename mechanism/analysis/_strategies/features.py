@@ -29,9 +29,11 @@ if TYPE_CHECKING:
 MAX_VOCABULARY = 512
 
 
-def fit_vocabulary(tokens: Sequence[str], *, max_size: int = MAX_VOCABULARY) -> list[str]:
+def fit_vocabulary(tokens: Sequence[str], *, max_size: int = MAX_VOCABULARY,
+                   ignore: frozenset[str] = frozenset()) -> list[str]:
     """The tokens that get a column: the ``max_size`` most frequent over the fitted
-    trajectories (``tokens`` holds each trajectory's, space-separated), ties by name, sorted.
+    trajectories (``tokens`` holds each trajectory's, space-separated), ties by name, sorted;
+    those in ``ignore`` (:func:`task_tokens`) never.
 
     Examples
     --------
@@ -41,19 +43,22 @@ def fit_vocabulary(tokens: Sequence[str], *, max_size: int = MAX_VOCABULARY) -> 
     freq: Counter[str] = Counter()
     for row, n in Counter(tokens).items():
         for t in set(row.split()):
-            if not t.startswith(GROUP_TOKEN):  # a declared kind is a block of its own, not a move
+            # a declared kind is a block of its own, not a move; a token the question decides is the task's
+            if not t.startswith(GROUP_TOKEN) and t not in ignore:
                 freq[t] += n
     ranked = sorted(freq, key=lambda t: (-freq[t], t))[:max_size]
     return sorted(ranked)
 
 
-def token_matrix(tokens: Sequence[str], vocabulary: Sequence[str]) -> np.ndarray:
+def token_matrix(tokens: Sequence[str], vocabulary: Sequence[str], ignore: frozenset[str] = frozenset()
+                 ) -> np.ndarray:
     """Presence of each vocabulary token in each trajectory (``len(tokens) x len(vocabulary)``).
 
     Tokens outside the vocabulary (a tool never seen at fit, or too rare to get a column)
     are counted in one extra column, ``sqrt(number of them)``: each adds 1 to the
     trajectory's squared norm, so a new checkpoint's unknown moves push it away from every
-    fitted strategy rather than vanishing.
+    fitted strategy rather than vanishing. Tokens in ``ignore`` (the question's,
+    :func:`task_tokens`) count nowhere.
     """
     index = {t: i for i, t in enumerate(vocabulary)}
     out = np.zeros((len(tokens), len(vocabulary) + 1), dtype=np.float64)
@@ -62,7 +67,7 @@ def token_matrix(tokens: Sequence[str], vocabulary: Sequence[str]) -> np.ndarray
         for t in set(row.split()):
             i = index.get(t)
             if i is None:
-                unseen += 1
+                unseen += t not in ignore
             else:
                 out[r, i] = 1.0
         out[r, -1] = np.sqrt(unseen)
@@ -103,9 +108,10 @@ def distinct_pairs(renderings: Sequence[str], tokens: Sequence[str]
 
 
 def join(tokens: Sequence[str], emb: np.ndarray, vocabulary: Sequence[str], *, structure_weight: float,
-         embedding_weight: float, n_groups: int = 0) -> np.ndarray:
-    """The joined space of some rows: token presence columns times ``structure_weight`` beside
-    the embedding times ``embedding_weight`` and, with ``n_groups``, the :func:`group_block`.
+         embedding_weight: float, n_groups: int = 0, ignore: frozenset[str] = frozenset()) -> np.ndarray:
+    """The joined space of some rows: token presence columns times ``structure_weight`` (the
+    tokens in ``ignore`` left out) beside the embedding times ``embedding_weight`` and, with
+    ``n_groups``, the :func:`group_block`.
 
     Elementwise in each row, so joining each distinct pair once gives exactly the rows joining
     every trajectory would; rounded to 5 decimals so that one rendering embedded in different
@@ -114,7 +120,7 @@ def join(tokens: Sequence[str], emb: np.ndarray, vocabulary: Sequence[str], *, s
     groups = group_block(tokens, n_groups)
     if n_groups:
         tokens = [" ".join(t for t in row.split() if not t.startswith(GROUP_TOKEN)) for row in tokens]
-    left = token_matrix(tokens, vocabulary) * structure_weight
+    left = token_matrix(tokens, vocabulary, ignore) * structure_weight
     right = emb.astype(np.float64) * embedding_weight
     return np.round(np.hstack([left, right, groups]), 5).astype(np.float32)
 
@@ -316,6 +322,33 @@ def task_segments(paths: Sequence[str | None], questions: np.ndarray) -> frozens
     return task_tools(paths, questions)
 
 
+def task_tokens(tokens: Sequence[str], questions: np.ndarray) -> frozenset[str]:
+    """The move tokens the question decides: :func:`task_tools`'s test (adjusted
+    between-question share of variance at least :data:`TASK_SHARE`) on the tokens each
+    trajectory holds, under the same conditions as :func:`task_calls` (a declared kind's mark
+    never enters).
+
+    A token is a tool, a move, a bigram of moves or where a call's values came from. Which of
+    them an episode holds is partly its strategy's (a look first, a check after each step) and
+    partly its question's: the task kind's step (``clean`` before ``put``), the room that has
+    drawers to open, the resource a request names. Tokens the question decides explain which
+    question an episode answered, and strategies are drawn whatever the question, so these
+    tokens only move episodes of one strategy apart; the distances leave them out
+    (:func:`token_matrix`).
+
+    Examples
+    --------
+    >>> q = np.repeat(np.arange(12), 4)
+    >>> rows = [("T:look " if i % 2 else "") + ("T:clean" if q[i] % 2 else "T:heat") for i in range(48)]
+    >>> sorted(task_tokens(rows, q))
+    ['T:clean', 'T:heat']
+    """
+    if not _task_testable(len(tokens), questions):
+        return frozenset()
+    rows = [" > ".join(t for t in row.split() if not t.startswith(GROUP_TOKEN)) for row in tokens]
+    return task_tools(rows, questions)
+
+
 def task_plan(plan: str, task: frozenset[str]) -> str:
     """A :func:`tool_plan` with each run of the task's tools (:func:`task_tools`) read as one
     mark, ``(task)+`` where a tool of the run is called again: the plan the cut keeps apart.
@@ -429,7 +462,8 @@ def distinct_rows(pair_rows: np.ndarray, pair_of_row: np.ndarray) -> tuple[np.nd
 
 
 def embed_join(traj: object, embedder: object, vocabulary: Sequence[str], *, dim: int,
-               structure_weight: float, embedding_weight: float, n_groups: int = 0) -> tuple[np.ndarray, np.ndarray]:
+               structure_weight: float, embedding_weight: float, n_groups: int = 0,
+               ignore: frozenset[str] = frozenset()) -> tuple[np.ndarray, np.ndarray]:
     """Joined rows of a rendered table's distinct (rendering, move tokens) pairs, each distinct
     rendering embedded once, and each row's pair (row ``i`` is ``pairs[inverse[i]]``); ``dim``
     is the embedding dimension the space was fitted with (-1: any, at fit)."""
@@ -439,4 +473,4 @@ def embed_join(traj: object, embedder: object, vocabulary: Sequence[str], *, dim
         raise MechanismError(f"embedder `{embedder.model_id}` gives {emb.shape[-1]} dimensions, "
                              f"the space was fitted with {dim}")
     return join(traj[first]["tokens"].to_list(), emb[text_of_pair], vocabulary, structure_weight=structure_weight,
-                embedding_weight=embedding_weight, n_groups=n_groups), inverse
+                embedding_weight=embedding_weight, n_groups=n_groups, ignore=ignore), inverse

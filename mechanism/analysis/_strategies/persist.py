@@ -126,6 +126,7 @@ def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_c
         "seed_agreement": space.seed_agreement_,
         "action_tools": dict(sorted(getattr(space, "action_tools_", {}).items())),
         "task_calls": getattr(space, "task_calls_", TaskCalls()).to_dict(),
+        "task_tokens": sorted(getattr(space, "task_tokens_", ())),
         "ignore_tools": sorted(space.ignore_tools or ()),
         "by": space.by, "kinds": list(getattr(space, "kinds_", [])),
     }
@@ -159,6 +160,13 @@ def _task_calls(raw: Any, cfg: str, mode: str) -> TaskCalls:
         raise _Refusal("`task_calls` must be {tools: [names], drop: true or false, by_place: true or false, "
                        "alike: [[names]], segments: [names], optional: {name: [plans]}}", cfg, "task_calls")
     return TaskCalls.from_dict(raw)
+
+
+def _task_tokens(raw: Any, cfg: str) -> frozenset[str]:
+    """The saved move tokens the question decides (none in a space saved before they were read)."""
+    if not _string_list(raw, 100_000, _NAME_MAX):
+        raise _Refusal("`task_tokens` must be a list of move tokens", cfg, "task_tokens")
+    return frozenset(raw)
 
 
 def _action_tools(raw: Any, cfg: str) -> dict[str, str]:
@@ -614,7 +622,8 @@ def _load(restore: Callable[[dict[str, Any], dict[str, Any]], Any], folder: Path
                  embedding_dim_=embedding_dim, vocabulary_=vocabulary, threshold_=threshold, threshold_rule_=rule,
                  n_strategies_=n_strategies, names_=names, seed_agreement_=seed_agreement,
                  action_tools_=_action_tools(config.get("action_tools"), cfg), kinds_=kinds,
-                 task_calls_=_task_calls(config.get("task_calls"), cfg, params["task_calls"]))
+                 task_calls_=_task_calls(config.get("task_calls"), cfg, params["task_calls"]),
+                 task_tokens_=_task_tokens(config.get("task_tokens", []), cfg))
     space = restore({**params, "embedder": embedder if embedder is not None else model, "cache_dir": cache_dir,
                      "progress": progress, "ignore_tools": _ignore_tools(config.get("ignore_tools"), cfg),
                      "by": by}, state)
