@@ -9,8 +9,9 @@ sources and scopes, never a value.
 """
 from __future__ import annotations
 
+from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -210,28 +211,37 @@ def task_tools(tools: Sequence[str | None], questions: np.ndarray, *, share: flo
     >>> sorted(task_tools(acts, q))
     ['book', 'cancel']
     """
-    # each (trajectory, tool) pair once, from the tool-calling trajectories: linear in the calls
-    traj, names = [], []
-    for i, tl in enumerate(tools):
-        for t in dict.fromkeys(x for x in (tl or "").split(" > ") if x):
+    return _question_decided(((x for x in (tl or "").split(" > ") if x) for tl in tools), questions, share)
+
+
+def _question_decided(items: Iterable[Iterable[str]], questions: np.ndarray, share: float) -> frozenset[str]:
+    """:func:`task_tools`'s test on the items each row holds (tools, path segments, move
+    tokens; rows holding none left out)."""
+    # each (row, item) pair once, items coded as met: linear in the pairs, 16 bytes a pair
+    index: dict[str, int] = {}
+    traj, codes = array("q"), array("q")
+    for i, row in enumerate(items):
+        for t in dict.fromkeys(row):
             traj.append(i)
-            names.append(t)
-    users = np.unique(np.asarray(traj, dtype=np.int64))
+            codes.append(index.setdefault(t, len(index)))
+    traj_a = np.frombuffer(traj, dtype=np.int64) if traj else np.zeros(0, np.int64)
+    users = np.unique(traj_a)
     n = len(users)
     if n < 2:
         return frozenset()
-    q_of = np.full(len(tools), -1, dtype=np.int64)
+    q_of = np.full(len(questions), -1, dtype=np.int64)
     q_of[users] = np.unique(np.asarray(questions)[users], return_inverse=True)[1].ravel()
     n_q = int(q_of[users].max()) + 1
     if n <= n_q:
         return frozenset()
-    tool_names, tool = np.unique(np.asarray(names, dtype=object).astype(str), return_inverse=True)
-    q = q_of[np.asarray(traj, dtype=np.int64)]
+    tool_names = list(index)
+    tool = np.frombuffer(codes, dtype=np.int64)
+    q = q_of[traj_a]
     size_q = np.bincount(q_of[users], minlength=n_q).astype(np.float64)
     # for a 0/1 presence: SS_total = c - c^2 / n and SS_within = sum over questions of
     # c_q - c_q^2 / n_q, with c (c_q) the trajectories (of question q) that call the tool
-    c = np.bincount(tool.ravel(), minlength=len(tool_names)).astype(np.float64)
-    cell, c_q = np.unique(tool.ravel() * n_q + q, return_counts=True)
+    c = np.bincount(tool, minlength=len(tool_names)).astype(np.float64)
+    cell, c_q = np.unique(tool * n_q + q, return_counts=True)
     between = np.bincount(cell // n_q, weights=c_q.astype(np.float64) ** 2 / size_q[cell % n_q],
                           minlength=len(tool_names))
     sst, ssw = c - c ** 2 / n, c - between
@@ -345,8 +355,8 @@ def task_tokens(tokens: Sequence[str], questions: np.ndarray) -> frozenset[str]:
     """
     if not _task_testable(len(tokens), questions):
         return frozenset()
-    rows = [" > ".join(t for t in row.split() if not t.startswith(GROUP_TOKEN)) for row in tokens]
-    return task_tools(rows, questions)
+    return _question_decided(((t for t in row.split() if not t.startswith(GROUP_TOKEN)) for row in tokens),
+                             questions, TASK_SHARE)
 
 
 def task_plan(plan: str, task: frozenset[str]) -> str:
