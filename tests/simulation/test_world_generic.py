@@ -20,6 +20,7 @@ from mechanism.datasets.worlds import (
     multihop,
     service,
     terminal,
+    textgame,
     webshop,
 )
 from mechanism.datasets.worlds.generic import command_text
@@ -33,10 +34,12 @@ GENERATORS = {
     "multihop": (lambda: multihop(n_questions=8, random_state=1), "openai"),  # Search-R1, re-logged
     "terminal": (lambda: terminal(n_questions=8, random_state=1), "openai"),
     "computer": (lambda: computer(n_questions=8, random_state=1), "atif"),
+    # bare ReAct commands (`Action: go to sofa 1`), read as the generic tool: re-logged as they were
+    "textgame": (lambda: textgame(n_questions=8, random_state=1), "openai"),
     "simulation": (lambda: simulate(n_questions=6, n_samples=2, arms=("base", "rl"), random_state=0,
                                     progress=False), "openai"),
 }
-ONE_COMMAND_TOOL = {"terminal", "computer"}
+ONE_COMMAND_TOOL = {"terminal", "computer", "textgame"}
 
 
 @pytest.fixture(scope="module", params=sorted(GENERATORS))

@@ -31,6 +31,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from mechanism.core.actions import GENERIC_TOOL
 from mechanism.core.errors import InputError
 from mechanism.datasets.worlds._base import PlantedWorld, World
 
@@ -128,7 +129,9 @@ def _first_key(arguments: Any) -> str | None:
 
 def _one_command_tool(world: PlantedWorld) -> bool:
     """Whether every non-finishing call of the world is to one tool whose first argument
-    already writes the action out (``bash(command=...)``, ``computer(action=...)``)."""
+    already writes the action out (``bash(command=...)``, ``computer(action=...)``, or the
+    reader's own :data:`~mechanism.core.actions.GENERIC_TOOL` for a ReAct action written without
+    brackets, ``Action: go north``)."""
     if isinstance(world, World) and world.format in NATIVE_FORMATS:
         calls = _openai_calls if world.format == "openai" else _atif_calls
         pairs = [(str(c.get("name")), _first_key(c.get("arguments"))) for rec in world.records for c in calls(rec)]
@@ -136,7 +139,8 @@ def _one_command_tool(world: PlantedWorld) -> bool:
         pairs = [(s["tool"], _first_key(s["arguments"])) for steps in world.runs["steps"].to_list()
                  for s in steps or [] if s["tool"] is not None]
     pairs = [(n, k) for n, k in pairs if n.lower() not in _FINISH]
-    return len({n for n, _ in pairs}) == 1 and all(k in _COMMAND_KEYS for _, k in pairs)
+    names = {n for n, _ in pairs}
+    return len(names) == 1 and (names == {GENERIC_TOOL} or all(k in _COMMAND_KEYS for _, k in pairs))
 
 
 def _rewrite_openai(record: Mapping[str, Any], tool: str, field: str, with_tool: bool) -> dict[str, Any]:
