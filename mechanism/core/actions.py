@@ -66,6 +66,11 @@ _KEY_NAME = re.compile(r"[A-Za-z0-9_]{1,20}(?:\+[A-Za-z0-9_]{1,20}){0,4}")
 # Programs whose first word after them is the command (`git diff`, `pip install`).
 _SUBCOMMAND_PROGRAMS = frozenset({"git", "pip", "pip3", "npm", "yarn", "pnpm", "cargo", "go", "docker", "kubectl",
                                   "apt", "apt-get", "conda", "uv", "poetry", "gh", "brew", "systemctl", "make"})
+# Programs whose name is also a word of plain commands (a text game's `go to sofa 1`, `go north`):
+# a subcommand only when it is one of theirs, so `go to` stays the verb `go` whatever field holds it
+_CLOSED_SUBCOMMANDS = {"go": frozenset({"bug", "build", "clean", "doc", "env", "fix", "fmt", "generate", "get",
+                                        "install", "list", "mod", "run", "telemetry", "test", "tool", "version",
+                                        "vet", "work"})}
 _SHELL_PREFIXES = frozenset({"sudo", "env", "time", "nohup", "timeout", "exec", "command"})
 # Programs that print a file unless told to edit it in place (`sed -n 10,30p` reads, `sed -i`
 # and `perl -pi -e` write): the flag makes another action of them.
@@ -147,7 +152,8 @@ def _shell_verb(command: str) -> tuple[str, str]:
         rest = words[1:]
         if program == "python" and len(rest) >= 2 and rest[0] == "-m":
             program, rest = rest[1].lower(), rest[2:]
-        elif program in _SUBCOMMAND_PROGRAMS and rest and _VERB.fullmatch(rest[0].lower()):
+        elif (program in _SUBCOMMAND_PROGRAMS and rest and _VERB.fullmatch(rest[0].lower())
+              and rest[0].lower() in _CLOSED_SUBCOMMANDS.get(program, (rest[0].lower(),))):
             program, rest = f"{program} {rest[0].lower()}", rest[1:]
         elif program in _IN_PLACE_PROGRAMS and any(_IN_PLACE_FLAG.fullmatch(w) for w in rest):
             program = f"{program} -i"
@@ -291,6 +297,8 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None,
     ('left_click', '', {'coordinate': [10, 20]})
     >>> verb_object("act", "*", None, "go north")[:2]
     ('go', 'north')
+    >>> [verb_object("act", "command", json.dumps({"command": c}), None)[:2] for c in ("go to sofa 1", "go test ./...")]
+    [('go', 'to sofa 1'), ('go test', './...')]
     >>> verb_object("request", "method", '{"method": "GET", "url": "https://x.org/api/patients/123/labs"}', None)[:2]
     ('get api/patients/labs', '123')
     >>> verb_object("http_get", "url", '{"url": "/orders/W1?full=1"}', None)[:2]
