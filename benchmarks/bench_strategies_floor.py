@@ -106,11 +106,9 @@ def load_world(world: str, seed: int, n: int = 60, generic: bool = False, sample
     """
     if generic:
         return _read_back(mw.as_generic_action(planted_world(world, seed, n, samples)))
-    if samples != 4 and world == "simulated":  # the simulator's table and truth, as `load` reads them
+    if samples != 4 and world == "simulated":  # the simulator's own table, as `load` reads it
         sim = planted_world(world, seed, n, samples)
-        keys = ["arm", "question_id", "sample_id"]
-        truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"]
-        return sim.runs, np.asarray([str(t) for t in truth])
+        return sim.runs, np.asarray([str(t) for t in sim.labels_for()])
     if samples != 4:
         return _read_back(planted_world(world, seed, n, samples))
     try:
