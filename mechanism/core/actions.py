@@ -150,11 +150,12 @@ def _shell_verb(command: str) -> tuple[str, str]:
             continue
         program = _VERSIONED.sub(r"\1", words[0].rsplit("/", 1)[-1].lower())
         rest = words[1:]
+        sub = rest[0].lower() if rest else ""
         if program == "python" and len(rest) >= 2 and rest[0] == "-m":
             program, rest = rest[1].lower(), rest[2:]
-        elif (program in _SUBCOMMAND_PROGRAMS and rest and _VERB.fullmatch(rest[0].lower())
-              and rest[0].lower() in _CLOSED_SUBCOMMANDS.get(program, (rest[0].lower(),))):
-            program, rest = f"{program} {rest[0].lower()}", rest[1:]
+        elif (program in _SUBCOMMAND_PROGRAMS and _VERB.fullmatch(sub)
+              and (program not in _CLOSED_SUBCOMMANDS or sub in _CLOSED_SUBCOMMANDS[program])):
+            program, rest = f"{program} {sub}", rest[1:]
         elif program in _IN_PLACE_PROGRAMS and any(_IN_PLACE_FLAG.fullmatch(w) for w in rest):
             program = f"{program} -i"
         elif program in _INTERPRETERS and (not rest or rest[0] in _INLINE_FLAGS or rest[0].startswith("<<")):
