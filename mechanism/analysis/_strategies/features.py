@@ -234,21 +234,21 @@ def _question_decided(items: Iterable[Iterable[str]], questions: np.ndarray, sha
     n_q = int(q_of[users].max()) + 1
     if n <= n_q:
         return frozenset()
-    tool_names = list(index)
-    tool = np.frombuffer(codes, dtype=np.int64)
+    item_names = list(index)
+    item = np.frombuffer(codes, dtype=np.int64)
     q = q_of[traj_a]
     size_q = np.bincount(q_of[users], minlength=n_q).astype(np.float64)
     # for a 0/1 presence: SS_total = c - c^2 / n and SS_within = sum over questions of
-    # c_q - c_q^2 / n_q, with c (c_q) the trajectories (of question q) that call the tool
-    c = np.bincount(tool, minlength=len(tool_names)).astype(np.float64)
-    cell, c_q = np.unique(tool * n_q + q, return_counts=True)
+    # c_q - c_q^2 / n_q, with c (c_q) the rows (of question q) that hold the item
+    c = np.bincount(item, minlength=len(item_names)).astype(np.float64)
+    cell, c_q = np.unique(item * n_q + q, return_counts=True)
     between = np.bincount(cell // n_q, weights=c_q.astype(np.float64) ** 2 / size_q[cell % n_q],
-                          minlength=len(tool_names))
+                          minlength=len(item_names))
     sst, ssw = c - c ** 2 / n, c - between
-    keep = sst > 1e-12  # a tool every tool user calls says nothing of the task
+    keep = sst > 1e-12  # an item every row holding any holds says nothing of the task
     share_of = np.ones_like(sst)
     share_of[keep] = 1 - (ssw[keep] / (n - n_q)) / (sst[keep] / (n - 1))
-    return frozenset(str(t) for t, k, v in zip(tool_names, keep, share_of) if k and v >= share)
+    return frozenset(str(t) for t, k, v in zip(item_names, keep, share_of) if k and v >= share)
 
 
 # The move reading's test needs questions asked several times: below this many questions, or
