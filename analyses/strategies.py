@@ -30,10 +30,9 @@ def simulated(out: Path, *, embedder: str | None, seed: int) -> str:
     space = StrategySpace(embedder=embedder, random_state=seed, progress=None).fit(sim.runs)
     found = analyse_strategies(space, sim.runs, random_state=seed)
     text = write_strategies(found, sim.runs, out, arms=["base", "rl", "sft"], title="Simulated default").text
-    keys = ["arm", "question_id", "sample_id"]
-    truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
+    truth = sim.labels_for()
     fresh = simulate(n_questions=100, n_samples=16, random_state=seed + 1, progress=None)
-    fresh_truth = fresh.runs.select(keys).join(fresh.truth, on=keys, how="left")["strategy"].to_numpy()
+    fresh_truth = fresh.labels_for()
     applied = space.transform(fresh.runs)
     text += (f"\n  adjusted Rand index vs planted strategies: {adjusted_rand_score(truth, space.labels_):.3f}"
              f"\n  saved space applied to a fresh sample (seed {seed + 1}), no refit: ARI "

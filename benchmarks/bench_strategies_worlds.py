@@ -54,9 +54,7 @@ def load(world: str, seed: int, n: int = 60):
     """(runs, planted labels) of one world, read from its native file."""
     if world == "simulated":
         sim = simulate(n_questions=n, n_samples=4, random_state=seed, progress=False)
-        keys = ["arm", "question_id", "sample_id"]
-        truth = sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
-        return sim.runs, truth
+        return sim.runs, sim.labels_for()
     gen = {"multihop": lambda: multihop(n_questions=n, random_state=seed),
            "multihop_react": lambda: multihop(n_questions=n, random_state=seed, react=True),
            "service": lambda: service(n_questions=n, random_state=seed),

@@ -272,8 +272,7 @@ _COMPOSITION_MEASURED: dict[str, float] = {"textgame": 0.08}
 def _default_world(name, tmp):
     if name == "simulated":
         sim = simulate(n_questions=60, n_samples=4, random_state=0, progress=False)
-        keys = ["arm", "question_id", "sample_id"]
-        return sim.runs, sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
+        return sim.runs, sim.labels_for()
     if name == "analyst":
         return _analyst_runs(0, tmp)
     if name == "multihop_react":

@@ -18,8 +18,7 @@ FAST = "hashing-256"  # model-free embedder for the fast tests; the real model h
 
 
 def _truth(sim) -> np.ndarray:
-    keys = ["arm", "question_id", "sample_id"]
-    return sim.runs.select(keys).join(sim.truth, on=keys, how="left")["strategy"].to_numpy()
+    return sim.labels_for()
 
 
 @pytest.fixture(scope="module")
