@@ -104,6 +104,7 @@ from mechanism.analysis._strategies.features import (
     task_calls,
     task_plan,
     task_segments,
+    task_testable,
     task_tokens,
     task_tools,
     tool_plan,
@@ -235,6 +236,11 @@ class StrategySpace(BaseEstimator):
     task_tokens_ : frozenset of str
         The move tokens the question decides (:func:`~mechanism.analysis._strategies.features.task_tokens`),
         left out of the distances (none under ``task_calls="keep"``).
+    task_tested_ : bool
+        Whether the fit's table let it test what the question decides
+        (:func:`~mechanism.analysis._strategies.features.task_testable`: at least 10 questions, two
+        trajectories a question on average, 30 beyond each question's first); ``False`` under
+        ``task_calls="keep"``, absent from a space saved before it was recorded.
     stability_, seed_agreement_ : polars.DataFrame, float
         ``strategy, stability`` (mean best Jaccard over ``n_bootstrap`` question resamples);
         adjusted Rand index with the fit under the next seed.
@@ -314,10 +320,11 @@ class StrategySpace(BaseEstimator):
         if runs.height == 0:
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
         for attr in ("_embedder_obj", "silhouette_", "train_space_", "map_coords_", "action_tools_", "task_calls_",
-                     "task_tokens_"):
+                     "task_tokens_", "task_tested_"):
             self.__dict__.pop(attr, None)
         self.action_tools_, self.kinds_ = action_tools(runs, self.action_field), declared_kinds(runs, self.by)
         named, first, self.task_calls_ = _read_task_calls(self, runs)
+        self.task_tested_ = self.task_calls != "keep" and task_testable(runs.height, runs["question_id"].to_numpy())
         self.seed_ = resolve_seed(self.random_state)
         work = self.__sklearn_clone__().set_params(random_state=self.seed_)  # what the private modules read
         self.embedding_model_ = self._embedder().model_id
@@ -462,8 +469,9 @@ FITTED_STATE = ("train_features_", "train_labels_", "train_counts_", "labels_", 
                 "strategies_", "stability_", "train_renderings_", "train_moves_", "train_plans_", "embedding_model_",
                 "embedding_dim_", "vocabulary_", "threshold_", "threshold_rule_", "n_strategies_", "names_",
                 "seed_agreement_", "action_tools_", "kinds_", "task_calls_", "known_pairs_", "known_rows_",
-                "task_tokens_")
-_OPTIONAL_STATE = {"train_space_", "map_coords_", "task_calls_", "known_pairs_", "known_rows_", "task_tokens_"}
+                "task_tokens_", "task_tested_")
+_OPTIONAL_STATE = {"train_space_", "map_coords_", "task_calls_", "known_pairs_", "known_rows_", "task_tokens_",
+                   "task_tested_"}
 
 
 def _fitted_state(state: dict[str, Any]) -> dict[str, Any]:

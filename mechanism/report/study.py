@@ -468,7 +468,8 @@ def _reading_note(space: Any) -> str:
     every call by its place (mechanism.analysis._strategies.places), tools used interchangeably
     as one and steps taken whatever the strategy left out (mechanism.analysis._strategies.alike),
     request path segments the question decides as one mark, move tokens the question decides
-    left out of the distances; else nothing."""
+    left out of the distances, or that its table was too small to test what the question
+    decides; else nothing."""
     calls = getattr(space, "task_calls_", None)
     alike = [" / ".join(group) for group in getattr(calls, "alike", ())]
     optional = [tool for tool, _ in getattr(calls, "optional", ())]
@@ -484,6 +485,10 @@ def _reading_note(space: Any) -> str:
     said += ([f"{len(tokens)} move token{'s' if len(tokens) > 1 else ''} that the question decides (e.g. "
               f"{', '.join(tokens[:3])}) {'are' if len(tokens) > 1 else 'is'} left out of the distances between "
               "episodes: they say which question an episode answered, not how."] if tokens else [])
+    if getattr(space, "task_tested_", True) is False and space.task_calls != "keep":
+        said.append("What the question decides (a booking's own step, the resource a request names) was not "
+                    "tested: the test needs at least 10 questions, two episodes a question on average and 30 "
+                    "beyond each question's first. Tools a kind of task decides may split one strategy in two.")
     if not getattr(calls, "by_place", False):
         return " ".join(said)
     test = getattr(space, "place_association_", None)

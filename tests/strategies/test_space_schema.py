@@ -27,7 +27,8 @@ N = int(os.environ.get("MECHANISM_HYPOTHESIS_EXAMPLES", "40"))
 ARRAYS = ("train_features", "train_labels", "train_counts", "labels", "map_coords")
 TABLES = ("strategies", "train_rows")
 # space.json fields a space saved by an older version may lack (read with their documented defaults)
-CONFIG_OPTIONAL = {"names", "threshold_rule", "checksum", "action_tools", "ignore_tools", "by", "kinds"}
+CONFIG_OPTIONAL = {"names", "threshold_rule", "checksum", "action_tools", "ignore_tools", "by", "kinds",
+                   "task_tokens", "task_tested"}  # absent from spaces saved before they were recorded
 CONFIG_NUMBERS = {"threshold": (0, 1e12), "n_strategies": (0, 2**31), "embedding_dim": (0, 2**20),
                   "seed_agreement": (-1, 1)}
 
@@ -249,5 +250,25 @@ def test_saved_task_tokens_of_the_wrong_form_are_refused_by_name(saved_small_spa
     config["task_tokens"] = value
     (folder / "space.json").write_text(json.dumps(config))
     with pytest.raises(InputError, match="task_tokens") as info:
+        StrategySpace.load(folder)
+    assert "\n" not in str(info.value) and Path(info.value.source).name == "space.json"
+
+
+@pytest.mark.parametrize("value", ["yes", 1, [True], {"tested": True}])
+def test_a_saved_task_tested_of_the_wrong_form_is_refused_by_name(saved_small_space, tmp_path, value):
+    """Whether the fit tested what the question decides (task_tested_) is checked on load; a
+    space saved before it was recorded has none and loads."""
+    from mechanism.analysis.strategy_space import StrategySpace
+
+    folder = _copy(saved_small_space, tmp_path)
+    config = _config(folder)
+    assert isinstance(config["task_tested"], bool)
+    assert StrategySpace.load(folder).task_tested_ is config["task_tested"]
+    config.pop("task_tested")
+    (folder / "space.json").write_text(json.dumps(config))
+    assert not hasattr(StrategySpace.load(folder), "task_tested_")
+    config["task_tested"] = value
+    (folder / "space.json").write_text(json.dumps(config))
+    with pytest.raises(InputError, match="task_tested") as info:
         StrategySpace.load(folder)
     assert "\n" not in str(info.value) and Path(info.value.source).name == "space.json"

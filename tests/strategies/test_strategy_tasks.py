@@ -12,7 +12,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
-from mechanism.analysis._strategies.features import _task_testable, task_calls, task_plan, task_tools
+from mechanism.analysis._strategies.features import task_calls, task_plan, task_testable, task_tools
 from mechanism.analysis._strategies.tasks import merge_task_variants, shared_questions
 from mechanism.datasets.worlds import assistant, service
 
@@ -63,12 +63,12 @@ def test_a_tool_the_question_decides_is_found_by_its_share_of_variance_between_q
 def test_the_task_test_runs_on_two_episodes_a_question_given_thirty_beyond_the_first():
     """One episode a question and arm (two arms) is enough where the questions are many: the
     test needs TASK_MIN_WITHIN episodes beyond each question's first, and two a question."""
-    assert _task_testable(240, np.repeat(np.arange(120), 2))
-    assert _task_testable(60, np.repeat(np.arange(30), 2))
-    assert _task_testable(40, np.repeat(np.arange(10), 4))  # the least it ran on before
-    assert not _task_testable(20, np.repeat(np.arange(10), 2))  # 10 beyond the first
-    assert not _task_testable(120, np.arange(120))  # one a question
-    assert not _task_testable(36, np.repeat(np.arange(9), 4))  # too few questions
+    assert task_testable(240, np.repeat(np.arange(120), 2))
+    assert task_testable(60, np.repeat(np.arange(30), 2))
+    assert task_testable(40, np.repeat(np.arange(10), 4))  # the least it ran on before
+    assert not task_testable(20, np.repeat(np.arange(10), 2))  # 10 beyond the first
+    assert not task_testable(120, np.arange(120))  # one a question
+    assert not task_testable(36, np.repeat(np.arange(9), 4))  # too few questions
     rng = np.random.default_rng(1)
     questions = np.repeat(np.arange(120), 2)
     act = np.where(questions % 2 == 0, "act_a", "act_b")
@@ -246,3 +246,21 @@ def test_one_episode_a_question_and_arm_reads_the_task(name, monkeypatch):
     assert min(ari for _, ari in read) > 0.7
     monkeypatch.setattr(features, "TASK_MIN_WITHIN", 10**9)  # the test not run: every call kept
     assert max(fit(seed)[1] for seed in range(3)) < 0.7
+
+
+def test_a_table_too_small_for_the_task_test_says_so(tmp_path):
+    """Ten questions asked once per arm: nothing is read as the task's, the fit records it, the
+    saved space keeps it, and the report's reading note says what was not tested; a table the
+    test runs on says nothing of it."""
+    from mechanism.report.study import _reading_note
+
+    small, _ = _read(service(n_questions=10, n_samples=1, random_state=0))
+    space = mx.StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False).fit(small)
+    assert space.task_tested_ is False and not space.task_calls_.tools
+    assert "was not tested" in _reading_note(space)
+    assert mx.StrategySpace.load(space.save(tmp_path / "space")).task_tested_ is False
+    runs, _ = _read(service(n_questions=30, n_samples=1, random_state=0))
+    tested = mx.StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False).fit(runs)
+    assert tested.task_tested_ is True and "was not tested" not in _reading_note(tested)
+    keep = mx.StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False, task_calls="keep").fit(small)
+    assert keep.task_tested_ is False and "was not tested" not in _reading_note(keep)

@@ -288,7 +288,7 @@ def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
     >>> task_calls(typed, q).to_dict()
     {'tools': ['type'], 'drop': True}
     """
-    if not _task_testable(len(tools), questions):
+    if not task_testable(len(tools), questions):
         return TaskCalls()
     task = task_tools(tools, questions)
     called = {t for tl in tools if tl for t in tl.split(" > ")}
@@ -299,7 +299,7 @@ def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
     return TaskCalls(task, drop="task" in task_tools(marks, questions))
 
 
-def _task_testable(n_rows: int, questions: np.ndarray) -> bool:
+def task_testable(n_rows: int, questions: np.ndarray) -> bool:
     """Whether the table asks enough questions, often enough, for the task test: at least
     :data:`TASK_MIN_QUESTIONS`, twice each on average, with :data:`TASK_MIN_WITHIN` episodes
     beyond each question's first (the test's within-question degrees of freedom)."""
@@ -335,7 +335,7 @@ def task_segments(paths: Sequence[str | None], questions: np.ndarray) -> frozens
     >>> sorted(task_segments(paths, q))
     ['invoices', 'tickets']
     """
-    if not _task_testable(len(paths), questions):
+    if not task_testable(len(paths), questions):
         return frozenset()
     return task_tools(paths, questions)
 
@@ -361,7 +361,7 @@ def task_tokens(tokens: Sequence[str], questions: np.ndarray) -> frozenset[str]:
     >>> sorted(task_tokens(rows, q))
     ['T:clean', 'T:heat']
     """
-    if not _task_testable(len(tokens), questions):
+    if not task_testable(len(tokens), questions):
         return frozenset()
     return _question_decided(((t for t in row.split() if not t.startswith(GROUP_TOKEN)) for row in tokens),
                              questions, TASK_SHARE)

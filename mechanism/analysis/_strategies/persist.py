@@ -127,6 +127,7 @@ def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_c
         "action_tools": dict(sorted(getattr(space, "action_tools_", {}).items())),
         "task_calls": getattr(space, "task_calls_", TaskCalls()).to_dict(),
         "task_tokens": sorted(getattr(space, "task_tokens_", ())),
+        **({"task_tested": space.task_tested_} if hasattr(space, "task_tested_") else {}),
         "ignore_tools": sorted(space.ignore_tools or ()),
         "by": space.by, "kinds": list(getattr(space, "kinds_", [])),
     }
@@ -167,6 +168,16 @@ def _task_tokens(raw: Any, cfg: str) -> frozenset[str]:
     if not _string_list(raw, 100_000, _NAME_MAX):
         raise _Refusal("`task_tokens` must be a list of move tokens", cfg, "task_tokens")
     return frozenset(raw)
+
+
+def _task_tested(raw: Any, cfg: str) -> dict[str, bool]:
+    """Whether the fit tested what the question decides, as state (none in a space saved before
+    it was recorded)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, bool):
+        raise _Refusal("`task_tested` must be true or false", cfg, "task_tested")
+    return {"task_tested_": raw}
 
 
 def _action_tools(raw: Any, cfg: str) -> dict[str, str]:
@@ -623,7 +634,8 @@ def _load(restore: Callable[[dict[str, Any], dict[str, Any]], Any], folder: Path
                  n_strategies_=n_strategies, names_=names, seed_agreement_=seed_agreement,
                  action_tools_=_action_tools(config.get("action_tools"), cfg), kinds_=kinds,
                  task_calls_=_task_calls(config.get("task_calls"), cfg, params["task_calls"]),
-                 task_tokens_=_task_tokens(config.get("task_tokens", []), cfg))
+                 task_tokens_=_task_tokens(config.get("task_tokens", []), cfg),
+                 **_task_tested(config.get("task_tested"), cfg))
     space = restore({**params, "embedder": embedder if embedder is not None else model, "cache_dir": cache_dir,
                      "progress": progress, "ignore_tools": _ignore_tools(config.get("ignore_tools"), cfg),
                      "by": by}, state)
