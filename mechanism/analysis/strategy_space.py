@@ -239,7 +239,8 @@ class StrategySpace(BaseEstimator):
     task_tested_ : bool
         Whether the fit's table let it test what the question decides
         (:func:`~mechanism.analysis._strategies.features.task_testable`: at least 10 questions, two
-        trajectories a question on average, 30 beyond each question's first); ``False`` under
+        trajectories a question on average, 30 beyond each question's first, and at most half the
+        pairs of a question's trajectories calling the same tools); ``False`` under
         ``task_calls="keep"``, absent from a space saved before it was recorded.
     stability_, seed_agreement_ : polars.DataFrame, float
         ``strategy, stability`` (mean best Jaccard over ``n_bootstrap`` question resamples);
@@ -324,7 +325,7 @@ class StrategySpace(BaseEstimator):
             self.__dict__.pop(attr, None)
         self.action_tools_, self.kinds_ = action_tools(runs, self.action_field), declared_kinds(runs, self.by)
         named, first, self.task_calls_ = _read_task_calls(self, runs)
-        self.task_tested_ = self.task_calls != "keep" and task_testable(runs.height, runs["question_id"].to_numpy())
+        self.task_tested_ = self.task_calls != "keep" and task_testable(named, runs["question_id"].to_numpy())
         self.seed_ = resolve_seed(self.random_state)
         work = self.__sklearn_clone__().set_params(random_state=self.seed_)  # what the private modules read
         self.embedding_model_ = self._embedder().model_id

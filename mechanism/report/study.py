@@ -487,8 +487,9 @@ def _reading_note(space: Any) -> str:
               "episodes: they say which question an episode answered, not how."] if tokens else [])
     if getattr(space, "task_tested_", True) is False and space.task_calls != "keep":
         said.append("What the question decides (a booking's own step, the resource a request names) was not "
-                    "tested: the test needs at least 10 questions, two episodes a question on average and 30 "
-                    "beyond each question's first. Tools a kind of task decides may split one strategy in two.")
+                    "tested: the test needs at least 10 questions, two episodes a question on average, 30 beyond "
+                    "each question's first, and episodes of a question that do not mostly repeat one another "
+                    "(as one greedy policy's would). Tools a kind of task decides may split one strategy in two.")
     if not getattr(calls, "by_place", False):
         return " ".join(said)
     test = getattr(space, "place_association_", None)

@@ -14,6 +14,7 @@ from sklearn.metrics import adjusted_rand_score
 import mechanism as mx
 from mechanism.analysis._strategies.features import task_calls, task_plan, task_testable, task_tools
 from mechanism.analysis._strategies.tasks import merge_task_variants, shared_questions
+from mechanism.core.schema import from_records, make_step
 from mechanism.datasets.worlds import assistant, service
 
 
@@ -60,15 +61,20 @@ def test_a_tool_the_question_decides_is_found_by_its_share_of_variance_between_q
     assert task_tools([None, ""], np.array([0, 1])) == frozenset()
 
 
+def _drawn(n: int) -> list[str]:
+    """Episodes that differ from one another: each its own plan."""
+    return [f"look > act_{i}" for i in range(n)]
+
+
 def test_the_task_test_runs_on_two_episodes_a_question_given_thirty_beyond_the_first():
     """One episode a question and arm (two arms) is enough where the questions are many: the
     test needs TASK_MIN_WITHIN episodes beyond each question's first, and two a question."""
-    assert task_testable(240, np.repeat(np.arange(120), 2))
-    assert task_testable(60, np.repeat(np.arange(30), 2))
-    assert task_testable(40, np.repeat(np.arange(10), 4))  # the least it ran on before
-    assert not task_testable(20, np.repeat(np.arange(10), 2))  # 10 beyond the first
-    assert not task_testable(120, np.arange(120))  # one a question
-    assert not task_testable(36, np.repeat(np.arange(9), 4))  # too few questions
+    assert task_testable(_drawn(240), np.repeat(np.arange(120), 2))
+    assert task_testable(_drawn(60), np.repeat(np.arange(30), 2))
+    assert task_testable(_drawn(40), np.repeat(np.arange(10), 4))  # the least it ran on before
+    assert not task_testable(_drawn(20), np.repeat(np.arange(10), 2))  # 10 beyond the first
+    assert not task_testable(_drawn(120), np.arange(120))  # one a question
+    assert not task_testable(_drawn(36), np.repeat(np.arange(9), 4))  # too few questions
     rng = np.random.default_rng(1)
     questions = np.repeat(np.arange(120), 2)
     act = np.where(questions % 2 == 0, "act_a", "act_b")
@@ -264,3 +270,52 @@ def test_a_table_too_small_for_the_task_test_says_so(tmp_path):
     assert tested.task_tested_ is True and "was not tested" not in _reading_note(tested)
     keep = mx.StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False, task_calls="keep").fit(small)
     assert keep.task_tested_ is False and "was not tested" not in _reading_note(keep)
+
+
+def _greedy_arms(agree: float, seed: int, n_q: int = 120):
+    """Two arms, one episode each a question, as greedy decoding gives: rl keeps base's
+    strategy on a question with probability ``agree`` (else draws its own); the question's
+    kind decides the last tool (refund or reship)."""
+    rng = np.random.default_rng(seed)
+    ways = {"search": ["search", "get_record", "update"], "listing": ["list_records", "get_record", "update"],
+            "walk": ["get_customer", "list_orders", "get_record", "update"], "batch": ["batch"],
+            "lookup": ["whoami", "search", "update"]}
+    names = sorted(ways)
+    records, truth = [], []
+    for q in range(n_q):
+        base = names[rng.integers(len(names))]
+        rl = base if rng.random() < agree else names[rng.integers(len(names))]
+        for arm, way in (("base", base), ("rl", rl)):
+            steps = [make_step(tool=t, arguments=f'{{"id": "R{q}"}}', observation="ok")
+                     for t in [*ways[way], "refund" if q % 2 else "reship"]]
+            records.append({"arm": arm, "question_id": f"q{q}", "sample_id": 0, "question": f"Fix account {q}.",
+                            "gold": [], "answer": "done", "correct": bool(rng.random() < 0.5),
+                            "n_rounds": len(steps), "steps": steps})
+            truth.append(way)
+    return from_records(records), np.asarray(truth)
+
+
+def test_episodes_that_repeat_one_another_on_a_question_are_not_read_as_the_task(monkeypatch):
+    """Greedy arms that mostly agree on a question's strategy make the strategy look like the
+    question's doing: the test is not run there, and the fit is the one made without it; arms
+    drawing independently are tested, and the kind's last step is the task's. Measured (seeds
+    0-2): agreeing on 80 % of questions and tested, every strategy joined one (ARI 0.0)."""
+    from mechanism.analysis._strategies import features
+
+    def fit(runs):
+        return mx.StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False, random_state=0).fit(runs)
+
+    for seed in range(3):
+        runs, truth = _greedy_arms(0.8, seed)
+        greedy = fit(runs)
+        assert greedy.task_tested_ is False and not greedy.task_tokens_
+        with monkeypatch.context() as m:
+            m.setattr(features, "TASK_MIN_WITHIN", 10**9)
+            assert (fit(runs).labels_ == greedy.labels_).all()
+            m.setattr(features, "TASK_MIN_WITHIN", 30)
+            m.setattr(features, "TASK_MAX_REPEATS", 1.0)  # tested all the same
+            assert adjusted_rand_score(truth, fit(runs).labels_) < 0.1
+        runs, truth = _greedy_arms(0.0, seed)
+        drawn = fit(runs)
+        assert drawn.task_tested_ is True and drawn.task_calls_.tools == {"refund", "reship"}
+        assert adjusted_rand_score(truth, drawn.labels_) > 0.95

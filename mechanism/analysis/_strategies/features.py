@@ -262,6 +262,14 @@ def _question_decided(items: Iterable[Iterable[str]], questions: np.ndarray, sha
 # 0.77, API-calling 0.20 -> 0.45, travel 0.62 -> 0.77; benchmarks/RESULTS.md).
 TASK_MIN_QUESTIONS = 10
 TASK_MIN_WITHIN = 30
+# Where more than this share of the pairs of one question's episodes are the same episode, the
+# table reads as each policy's habit on each question (greedy decoding, arms that mostly agree),
+# not as draws: a strategy the policy keeps on a question would pass for the question's doing.
+# Measured: 0.0-0.43 on the nineteen planted worlds at one and four samples a question and arm
+# (60 questions, seed 0), 0.37 on the FireAct agents; two greedy arms that agree on a question's
+# strategy half the time give about 0.6 and, tested, lost 0.08 ARI (1.0 -> 0.92), at 80 % about
+# 0.84 and collapsed to one strategy (0.59 -> 0.0).
+TASK_MAX_REPEATS = 0.5
 
 
 def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
@@ -284,11 +292,11 @@ def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
     >>> acts = ["look > book" if i % 2 else "book" for i in range(24)] + ["look > cancel", "cancel"] * 12
     >>> task_calls(acts, q).to_dict()
     {'tools': ['book', 'cancel'], 'drop': False}
-    >>> typed = ["open > type > send" if i < 24 else "open > send" for i in range(48)]
+    >>> typed = [("look > " if i % 2 else "") + ("open > type > send" if i < 24 else "open > send") for i in range(48)]
     >>> task_calls(typed, q).to_dict()
     {'tools': ['type'], 'drop': True}
     """
-    if not task_testable(len(tools), questions):
+    if not task_testable(tools, questions):
         return TaskCalls()
     task = task_tools(tools, questions)
     called = {t for tl in tools if tl for t in tl.split(" > ")}
@@ -299,13 +307,37 @@ def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
     return TaskCalls(task, drop="task" in task_tools(marks, questions))
 
 
-def task_testable(n_rows: int, questions: np.ndarray) -> bool:
+def task_testable(rows: Sequence[str | None], questions: np.ndarray) -> bool:
     """Whether the table asks enough questions, often enough, for the task test: at least
     :data:`TASK_MIN_QUESTIONS`, twice each on average, with :data:`TASK_MIN_WITHIN` episodes
-    beyond each question's first (the test's within-question degrees of freedom)."""
+    beyond each question's first (the test's within-question degrees of freedom), and whether
+    its episodes of a question are draws: at most :data:`TASK_MAX_REPEATS` of their pairs the
+    same ``rows`` (each episode's tools, paths or tokens, as the test reads them).
+
+    Examples
+    --------
+    >>> q = np.repeat(np.arange(40), 2)
+    >>> task_testable(["look > act", "act"] * 40, q), task_testable(["look > act"] * 80, q)
+    (True, False)
+    """
     n_questions = len(np.unique(np.asarray(questions)))
-    return (n_questions >= TASK_MIN_QUESTIONS and n_rows >= 2 * n_questions
-            and n_rows - n_questions >= TASK_MIN_WITHIN)
+    return (n_questions >= TASK_MIN_QUESTIONS and len(rows) >= 2 * n_questions
+            and len(rows) - n_questions >= TASK_MIN_WITHIN and repeated_share(rows, questions) <= TASK_MAX_REPEATS)
+
+
+def repeated_share(rows: Sequence[str | None], questions: np.ndarray) -> float:
+    """The share of the pairs of episodes of one question that are the same row (``None`` and
+    ``""`` alike); 0 where no question is asked twice.
+
+    Examples
+    --------
+    >>> repeated_share(["a", "a", "a", "b", "c", None], np.array([0, 0, 0, 1, 1, 2]))
+    0.75
+    """
+    by_question = Counter(np.asarray(questions).tolist())
+    pairs = sum(n * (n - 1) for n in by_question.values())
+    same = sum(n * (n - 1) for n in Counter(zip(np.asarray(questions).tolist(), (r or "" for r in rows))).values())
+    return same / pairs if pairs else 0.0
 
 
 def task_segments(paths: Sequence[str | None], questions: np.ndarray) -> frozenset[str]:
@@ -335,7 +367,7 @@ def task_segments(paths: Sequence[str | None], questions: np.ndarray) -> frozens
     >>> sorted(task_segments(paths, q))
     ['invoices', 'tickets']
     """
-    if not task_testable(len(paths), questions):
+    if not task_testable(paths, questions):
         return frozenset()
     return task_tools(paths, questions)
 
@@ -361,7 +393,7 @@ def task_tokens(tokens: Sequence[str], questions: np.ndarray) -> frozenset[str]:
     >>> sorted(task_tokens(rows, q))
     ['T:clean', 'T:heat']
     """
-    if not task_testable(len(tokens), questions):
+    if not task_testable(tokens, questions):
         return frozenset()
     return _question_decided(((t for t in row.split() if not t.startswith(GROUP_TOKEN)) for row in tokens),
                              questions, TASK_SHARE)
