@@ -97,10 +97,12 @@ from mechanism.analysis._strategies.clustering import (  # noqa: F401 - some re-
 from mechanism.analysis._strategies.describe import c_tf_idf_keywords  # noqa: F401  (public here since 0.1)
 from mechanism.analysis._strategies.description import MAX_SHOWN_CHARS, member_examples, pick_members, step_labels  # noqa: F401  (public here: the report's explorer)
 from mechanism.analysis._strategies.features import (
+    TASK_MAX_REPEATS,
     FitRows,
     distinct_rows,
     embed_join,
     fit_vocabulary,
+    repeated_share,
     task_calls,
     task_plan,
     task_segments,
@@ -651,6 +653,7 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
         counts=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
         renderings=[str(r) for r in traj["rendering"].gather(first).to_list()], moves=moves,
         questions=questions, row_of=inverse, arm_counts=arm_counts,
+        draws=repeated_share(traj["tools"].to_list(), questions) <= TASK_MAX_REPEATS,
         steps=[tuple(step_labels(m.split(" > "), [t for t in (tl or "").split(" > ") if t]))
                for m, tl in zip(moves, tools)])
 

@@ -484,7 +484,9 @@ class FitRows:
     resamples; ``steps`` and ``arm_counts`` each distinct row's attempt sequence and arm counts,
     what the family test reads; ``tool_plans`` each distinct row's :func:`tool_plan`, ``task``
     the tools the question decides (:func:`task_tools`) and ``plans`` the plans the cut keeps
-    apart (:func:`task_plan`), what the task test reads.
+    apart (:func:`task_plan`), what the task test reads; ``draws`` whether a question's
+    trajectories are draws (at most :data:`TASK_MAX_REPEATS` of their pairs the same tools), where
+    alone strategies that never share a question can be one on two kinds of task.
     """
 
     features: np.ndarray
@@ -498,6 +500,7 @@ class FitRows:
     plans: list[str]
     tool_plans: list[str]
     task: frozenset[str]
+    draws: bool = True
 
 
 def distinct_rows(pair_rows: np.ndarray, pair_of_row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

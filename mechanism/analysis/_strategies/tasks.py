@@ -199,7 +199,12 @@ def task_variants(labels: np.ndarray, counts: np.ndarray, rows: Any, index: np.n
                   ) -> tuple[np.ndarray, list[dict]]:
     """:func:`merge_task_variants` of the strategies ``labels`` of the distinct rows ``index``
     (all by default) of a fit's rows (:class:`~mechanism.analysis._strategies.features.FitRows`) with
-    counts ``counts``; a resample's counts weigh each row's trajectories alike."""
+    counts ``counts``; a resample's counts weigh each row's trajectories alike. Where a
+    question's trajectories mostly repeat one another (``rows.draws`` false: one greedy policy's
+    habit on each question), strategies that never share a question say nothing of the task, and
+    none is joined."""
+    if not rows.draws:
+        return np.asarray(labels).copy(), []
     n_rows = len(rows.plans)
     index = np.arange(n_rows) if index is None else np.asarray(index)
     position = np.full(n_rows, -1, dtype=np.int64)
