@@ -334,9 +334,9 @@ def repeated_share(rows: Sequence[str | None], questions: np.ndarray) -> float:
     >>> repeated_share(["a", "a", "a", "b", "c", None], np.array([0, 0, 0, 1, 1, 2]))
     0.75
     """
-    by_question = Counter(np.asarray(questions).tolist())
-    pairs = sum(n * (n - 1) for n in by_question.values())
-    same = sum(n * (n - 1) for n in Counter(zip(np.asarray(questions).tolist(), (r or "" for r in rows))).values())
+    qs = np.asarray(questions).tolist()
+    pairs = sum(n * (n - 1) for n in Counter(qs).values())
+    same = sum(n * (n - 1) for n in Counter(zip(qs, (r or "" for r in rows))).values())
     return same / pairs if pairs else 0.0
 
 
