@@ -97,12 +97,11 @@ from mechanism.analysis._strategies.clustering import (  # noqa: F401 - some re-
 from mechanism.analysis._strategies.describe import c_tf_idf_keywords  # noqa: F401  (public here since 0.1)
 from mechanism.analysis._strategies.description import MAX_SHOWN_CHARS, member_examples, pick_members, step_labels  # noqa: F401  (public here: the report's explorer)
 from mechanism.analysis._strategies.features import (
-    TASK_MAX_REPEATS,
     FitRows,
     distinct_rows,
     embed_join,
+    episodes_are_draws,
     fit_vocabulary,
-    repeated_share,
     task_calls,
     task_plan,
     task_segments,
@@ -240,10 +239,10 @@ class StrategySpace(BaseEstimator):
         left out of the distances (none under ``task_calls="keep"``).
     task_tested_ : bool
         Whether the fit's table let it test what the question decides
-        (:func:`~mechanism.analysis._strategies.features.task_testable`: at least 10 questions, two
-        trajectories a question on average, 30 beyond each question's first, and at most half the
-        pairs of a question's trajectories calling the same tools); ``False`` under
-        ``task_calls="keep"``, absent from a space saved before it was recorded.
+        (:func:`~mechanism.analysis._strategies.features.task_testable`: 10 questions, two
+        trajectories a question on average, 30 beyond each question's first, and a question's
+        trajectories not one policy's habit on it); ``False`` under ``task_calls="keep"``,
+        absent from a space saved before it was recorded.
     stability_, seed_agreement_ : polars.DataFrame, float
         ``strategy, stability`` (mean best Jaccard over ``n_bootstrap`` question resamples);
         adjusted Rand index with the fit under the next seed.
@@ -556,8 +555,10 @@ def _fit_reading(space: StrategySpace, runs: pl.DataFrame, named: list[str | Non
     same = first is not None and space.task_calls_ == TaskCalls(segments=space.task_calls_.segments)
     traj = first if same else space._render(runs)
     tokens = traj["tokens"].to_list()
-    space.task_tokens_ = (frozenset() if space.task_calls == "keep"
-                          else task_tokens(tokens, runs["question_id"].cast(pl.String).to_numpy()))
+    # only where the tools could be tested: a habit repeats the tools more than the tokens
+    # (where a call's values came from differs), so it is read on the tools
+    space.task_tokens_ = (task_tokens(tokens, runs["question_id"].cast(pl.String).to_numpy()) if space.task_tested_
+                          else frozenset())
     space.vocabulary_ = fit_vocabulary(tokens, ignore=space.task_tokens_)
     pair_rows, pair_of_row = space._features(table := with_kinds(traj, runs, space.by, space.kinds_), dim=-1)
     space.embedding_dim_ = int(pair_rows.shape[1] - len(space.vocabulary_) - 1 - len(space.kinds_))
@@ -641,7 +642,9 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
     np.add.at(arm_counts, (inverse, arm_codes), 1)
     tools = traj["tools"].gather(first).to_list()
     questions = np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
-    task = task_tools(traj["tools"].to_list(), questions)
+    draws = episodes_are_draws(traj["tools"].to_list(), questions)
+    # a policy's habit on a question would pass for the question's tools, and their plans be one
+    task = task_tools(traj["tools"].to_list(), questions) if draws else frozenset()
     plans = [tool_plan(t) for t in tools]
     cut_plans = [task_plan(plan, task) for plan in plans]
     if by is not None:  # a plan is a plan of its kind: no cut, join or task test crosses kinds
@@ -653,7 +656,7 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
         counts=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
         renderings=[str(r) for r in traj["rendering"].gather(first).to_list()], moves=moves,
         questions=questions, row_of=inverse, arm_counts=arm_counts,
-        draws=repeated_share(traj["tools"].to_list(), questions) <= TASK_MAX_REPEATS,
+        draws=draws,
         steps=[tuple(step_labels(m.split(" > "), [t for t in (tl or "").split(" > ") if t]))
                for m, tl in zip(moves, tools)])
 

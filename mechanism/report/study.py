@@ -488,8 +488,9 @@ def _reading_note(space: Any) -> str:
     if getattr(space, "task_tested_", True) is False and space.task_calls != "keep":
         said.append("What the question decides (a booking's own step, the resource a request names) was not "
                     "tested: the test needs at least 10 questions, two episodes a question on average, 30 beyond "
-                    "each question's first, and episodes of a question that do not mostly repeat one another "
-                    "(as one greedy policy's would). Tools a kind of task decides may split one strategy in two.")
+                    "each question's first, and episodes of a question that are not one policy's habit on it (the "
+                    "same tools in the same order in most pairs, or far more often than in pairs of two questions, "
+                    "as greedy decoding gives). Tools a kind of task decides may split one strategy in two.")
     if not getattr(calls, "by_place", False):
         return " ".join(said)
     test = getattr(space, "place_association_", None)

@@ -11,6 +11,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
+from mechanism.analysis._strategies import features
 from mechanism.analysis.segmentation import TaskCalls, render, request_paths
 from mechanism.core.actions import read_action, request_segments, verb_object
 from mechanism.core.schema import from_records, make_step
@@ -72,7 +73,12 @@ def test_the_question_s_resources_are_found_and_the_strategies_read_across_them(
     runs, truth = _request_runs()
     paths = request_paths(runs, {"http_request": "method"})
     assert set(paths[0].split(" > ")) <= {"api", "search", *RESOURCES, "events"}
+    # the question fixes each path's resource and three strategies share their paths, so a
+    # question's paths agree well beyond chance though its episodes are draws: the habit is read
+    # on the tools once the resource is one mark
+    assert features.question_agreement(paths, runs["question_id"].to_numpy()) > features.TASK_MAX_AGREEMENT
     space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, random_state=0).fit(runs)
+    assert space.task_tested_ is True
     # the resource alone is found: `api` is in every request, `search` and `events` are the strategies'
     assert space.task_calls_.segments == frozenset(RESOURCES)
     assert adjusted_rand_score(truth, space.labels_) == pytest.approx(1.0)

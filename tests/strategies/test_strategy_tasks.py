@@ -12,7 +12,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
-from mechanism.analysis._strategies.features import task_calls, task_plan, task_testable, task_tools
+from mechanism.analysis._strategies.features import question_agreement, task_calls, task_plan, task_testable, task_tools
 from mechanism.analysis._strategies.tasks import merge_task_variants, shared_questions
 from mechanism.core.schema import from_records, make_step
 from mechanism.datasets.worlds import assistant, service
@@ -272,10 +272,11 @@ def test_a_table_too_small_for_the_task_test_says_so(tmp_path):
     assert keep.task_tested_ is False and "was not tested" not in _reading_note(keep)
 
 
-def _greedy_arms(agree: float, seed: int, n_q: int = 120):
+def _greedy_arms(agree: float, seed: int, n_q: int = 120, optional: float = 0.0):
     """Two arms, one episode each a question, as greedy decoding gives: rl keeps base's
     strategy on a question with probability ``agree`` (else draws its own); the question's
-    kind decides the last tool (refund or reship)."""
+    kind decides the last tool (refund or reship); each episode first reads the docs with
+    probability ``optional`` (a step each arm takes at its own rate)."""
     rng = np.random.default_rng(seed)
     ways = {"search": ["search", "get_record", "update"], "listing": ["list_records", "get_record", "update"],
             "walk": ["get_customer", "list_orders", "get_record", "update"], "batch": ["batch"],
@@ -286,8 +287,9 @@ def _greedy_arms(agree: float, seed: int, n_q: int = 120):
         base = names[rng.integers(len(names))]
         rl = base if rng.random() < agree else names[rng.integers(len(names))]
         for arm, way in (("base", base), ("rl", rl)):
+            first = ["read_docs"] if optional and rng.random() < optional else []
             steps = [make_step(tool=t, arguments=f'{{"id": "R{q}"}}', observation="ok")
-                     for t in [*ways[way], "refund" if q % 2 else "reship"]]
+                     for t in [*first, *ways[way], "refund" if q % 2 else "reship"]]
             records.append({"arm": arm, "question_id": f"q{q}", "sample_id": 0, "question": f"Fix account {q}.",
                             "gold": [], "answer": "done", "correct": bool(rng.random() < 0.5),
                             "n_rounds": len(steps), "steps": steps})
@@ -314,12 +316,70 @@ def test_episodes_that_repeat_one_another_on_a_question_are_not_read_as_the_task
         assert greedy.task_tested_ is False and not greedy.task_tokens_ and greedy.n_strategies_ == 5
         assert adjusted_rand_score(truth, greedy.labels_) > 0.95
         with monkeypatch.context() as m:
-            m.setattr(strategy_space, "TASK_MAX_REPEATS", 1.0)  # strategies never sharing a question joined
+            # strategies never sharing a question joined
+            m.setattr(strategy_space, "episodes_are_draws", lambda rows, questions: True)
             joined_alone.append(adjusted_rand_score(truth, fit(runs).labels_))
             m.setattr(features, "TASK_MAX_REPEATS", 1.0)  # and the task tested
+            m.setattr(features, "TASK_MAX_AGREEMENT", 1.0)
             assert adjusted_rand_score(truth, fit(runs).labels_) < 0.1
         runs, truth = _greedy_arms(0.0, seed)
         drawn = fit(runs)
         assert drawn.task_tested_ is True and drawn.task_calls_.tools == {"refund", "reship"}
         assert adjusted_rand_score(truth, drawn.labels_) > 0.95
     assert min(joined_alone) < 0.5
+
+
+def test_arms_that_keep_a_question_s_strategy_but_not_its_optional_step_are_not_read_as_the_task(monkeypatch):
+    """The same habit with an optional first step each arm takes at its own rate (0.4), the
+    arms agreeing 70 %: the episodes of a question repeat one another less than half the time
+    (0.42-0.45 at seeds 0-2), but more than chance by 0.39-0.42 (question_agreement), and the
+    table is not tested. Tested, every strategy joined one at every seed (ARI 0.0); independent
+    arms with the same step are tested."""
+    from mechanism.analysis._strategies import features
+    from mechanism.report.study import _reading_note
+
+    def fit(runs):
+        return mx.StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False, random_state=0).fit(runs)
+
+    tested = []
+    for seed in range(3):
+        runs, truth = _greedy_arms(0.7, seed, optional=0.4)
+        tools = [" > ".join(s["tool"] for s in steps) for steps in runs["steps"].to_list()]
+        questions = runs["question_id"].to_numpy()
+        assert features.repeated_share(tools, questions) <= features.TASK_MAX_REPEATS
+        assert features.question_agreement(tools, questions) > features.TASK_MAX_AGREEMENT
+        habit = fit(runs)
+        assert habit.task_tested_ is False and not habit.task_tokens_ and habit.n_strategies_ == 5
+        assert adjusted_rand_score(truth, habit.labels_) > 0.95
+        assert "one policy's habit" in _reading_note(habit)
+        with monkeypatch.context() as m:
+            m.setattr(features, "TASK_MAX_AGREEMENT", 1.0)
+            tested.append(adjusted_rand_score(truth, fit(runs).labels_))
+        runs, truth = _greedy_arms(0.0, seed, optional=0.4)
+        drawn = fit(runs)
+        assert drawn.task_tested_ is True and drawn.task_calls_.tools == {"refund", "reship"}
+        assert adjusted_rand_score(truth, drawn.labels_) > 0.95
+    assert max(tested) < 0.1
+
+
+def test_question_agreement_is_repeats_beyond_chance():
+    """Brute force over every pair: the share of a question's pairs that are the same row,
+    against the share of pairs of two questions, kappa-corrected."""
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n = int(rng.integers(4, 40))
+        rows = [str(x) if x else None for x in rng.integers(0, 4, size=n)]
+        questions = rng.integers(0, int(rng.integers(2, 6)), size=n)
+        same_in = pairs_in = same_out = pairs_out = 0
+        for i, j in itertools.permutations(range(n), 2):
+            same = (rows[i] or "") == (rows[j] or "")
+            if questions[i] == questions[j]:
+                pairs_in, same_in = pairs_in + 1, same_in + same
+            else:
+                pairs_out, same_out = pairs_out + 1, same_out + same
+        got = question_agreement(rows, questions)
+        if not pairs_in or not pairs_out or same_out == pairs_out:
+            assert got == 0.0
+        else:
+            w, b = same_in / pairs_in, same_out / pairs_out
+            assert got == pytest.approx((w - b) / (1 - b))

@@ -270,6 +270,21 @@ TASK_MIN_WITHIN = 30
 # strategy half the time give about 0.6 and, tested, lost 0.08 ARI (1.0 -> 0.92), at 80 % about
 # 0.84 and collapsed to one strategy (0.59 -> 0.0).
 TASK_MAX_REPEATS = 0.5
+# Where a question's episodes repeat one another more than this beyond chance
+# (question_agreement), the table is read the same way: greedy arms that keep a question's
+# strategy but take an optional step each at its own rate repeat one another less than half the
+# time, and the test then read every strategy as the question's. Measured (benchmarks/
+# bench_strategies_greedy.py, a toy of five strategies and two kinds of task, 120 questions,
+# seeds 0-2): arms agreeing 70-90 % with an optional first step at 0.3 or 0.5 give 0.32-0.57
+# and ARI 0.0-0.34 with the repeats guard alone, 1.0 with this one; at 50-60 % they give
+# 0.24-0.37, of which this catches about half (ARI 0.05-0.29 -> 0.38-0.74). Draws stay under it:
+# the nineteen planted worlds at most 0.17 (30-120 questions, one to four episodes a question
+# and arm), the FireAct agents 0.16, a table whose kind of task decides every step but an
+# optional look (taken at 0.4) 0.27. No threshold tells every habit from every task: draws
+# whose kind of task fixes the rest agree p_s (1 - p_t) / (1 - p_t p_s), with p_s the chance
+# that two episodes of one question repeat one another (at most 0.5 here, or the repeats guard
+# holds) and p_t the chance that two questions ask the same kind of task.
+TASK_MAX_AGREEMENT = 0.3
 
 
 def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
@@ -307,12 +322,14 @@ def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
     return TaskCalls(task, drop="task" in task_tools(marks, questions))
 
 
-def task_testable(rows: Sequence[str | None], questions: np.ndarray) -> bool:
+def task_testable(rows: Sequence[str | None], questions: np.ndarray, *, agreement: bool = True) -> bool:
     """Whether the table asks enough questions, often enough, for the task test: at least
     :data:`TASK_MIN_QUESTIONS`, twice each on average, with :data:`TASK_MIN_WITHIN` episodes
     beyond each question's first (the test's within-question degrees of freedom), and whether
     its episodes of a question are draws: at most :data:`TASK_MAX_REPEATS` of their pairs the
-    same ``rows`` (each episode's tools, paths or tokens, as the test reads them).
+    same ``rows`` (each episode's tools, paths or tokens, as the test reads them), and, with
+    ``agreement``, no more alike than :data:`TASK_MAX_AGREEMENT` beyond chance
+    (:func:`question_agreement`).
 
     Examples
     --------
@@ -322,7 +339,24 @@ def task_testable(rows: Sequence[str | None], questions: np.ndarray) -> bool:
     """
     n_questions = len(np.unique(np.asarray(questions)))
     return (n_questions >= TASK_MIN_QUESTIONS and len(rows) >= 2 * n_questions
-            and len(rows) - n_questions >= TASK_MIN_WITHIN and repeated_share(rows, questions) <= TASK_MAX_REPEATS)
+            and len(rows) - n_questions >= TASK_MIN_WITHIN
+            and (episodes_are_draws(rows, questions) if agreement
+                 else repeated_share(rows, questions) <= TASK_MAX_REPEATS))
+
+
+def episodes_are_draws(rows: Sequence[str | None], questions: np.ndarray) -> bool:
+    """Whether a question's episodes read as draws rather than each policy's habit on it: at
+    most :data:`TASK_MAX_REPEATS` of their pairs the same row (:func:`repeated_share`) and no
+    more alike than :data:`TASK_MAX_AGREEMENT` beyond chance (:func:`question_agreement`).
+
+    Examples
+    --------
+    >>> q = np.repeat(np.arange(20), 2)
+    >>> episodes_are_draws(["look > search", "search"] * 20, q), episodes_are_draws(["search"] * 40, q)
+    (True, False)
+    """
+    return (repeated_share(rows, questions) <= TASK_MAX_REPEATS
+            and question_agreement(rows, questions) <= TASK_MAX_AGREEMENT)
 
 
 def repeated_share(rows: Sequence[str | None], questions: np.ndarray) -> float:
@@ -334,10 +368,48 @@ def repeated_share(rows: Sequence[str | None], questions: np.ndarray) -> float:
     >>> repeated_share(["a", "a", "a", "b", "c", None], np.array([0, 0, 0, 1, 1, 2]))
     0.75
     """
-    qs = np.asarray(questions).tolist()
-    pairs = sum(n * (n - 1) for n in Counter(qs).values())
-    same = sum(n * (n - 1) for n in Counter(zip(qs, (r or "" for r in rows))).values())
+    same, pairs, _, _ = _pair_counts(rows, questions)
     return same / pairs if pairs else 0.0
+
+
+def _pair_counts(rows: Sequence[str | None], questions: np.ndarray) -> tuple[int, int, int, int]:
+    """Ordered pairs of episodes: of one question that are the same row, of one question, of
+    the whole table that are the same row, and of the whole table (counted, never listed)."""
+    qs = np.asarray(questions).tolist()
+    keys = [r or "" for r in rows]
+    pairs_in = sum(k * (k - 1) for k in Counter(qs).values())
+    same_in = sum(k * (k - 1) for k in Counter(zip(qs, keys)).values())
+    return same_in, pairs_in, sum(k * (k - 1) for k in Counter(keys).values()), len(keys) * (len(keys) - 1)
+
+
+def question_agreement(rows: Sequence[str | None], questions: np.ndarray) -> float:
+    """How much more often two episodes of one question are the same row than two episodes of
+    different questions: :func:`repeated_share` corrected for chance as Cohen's kappa is,
+    ``(within - between) / (1 - between)``, with ``between`` the share of the pairs of
+    different questions that are the same row (``None`` and ``""`` alike).
+
+    Draws answer a question independently: about 0 where the strategy is drawn whatever the
+    question, a little more where the question fixes some steps. A policy that keeps its
+    strategy on a question repeats itself more than chance even where optional steps make most
+    of its episodes differ. 0 where no question is asked twice, where one question holds every
+    row or where every pair is the same row (nothing to tell). Exact, and linear in the rows.
+
+    Examples
+    --------
+    >>> q = np.repeat(np.arange(20), 2)
+    >>> kept = ["search > buy", "search > buy", "list > buy", "list > buy"] * 10
+    >>> round(question_agreement(kept, q), 2)
+    1.0
+    >>> drawn = ["search > buy", "list > buy"] * 20
+    >>> round(question_agreement(drawn, q), 2)
+    -1.0
+    """
+    same_in, pairs_in, same_all, pairs_all = _pair_counts(rows, questions)
+    pairs_out = pairs_all - pairs_in
+    if not pairs_in or not pairs_out:
+        return 0.0
+    between = (same_all - same_in) / pairs_out
+    return 0.0 if between >= 1 else float((same_in / pairs_in - between) / (1 - between))
 
 
 def task_segments(paths: Sequence[str | None], questions: np.ndarray) -> frozenset[str]:
@@ -367,7 +439,9 @@ def task_segments(paths: Sequence[str | None], questions: np.ndarray) -> frozens
     >>> sorted(task_segments(paths, q))
     ['invoices', 'tickets']
     """
-    if not task_testable(paths, questions):
+    # a request's path names the resource and little of how it got there, so a question's paths
+    # are alike by the question's doing: a habit is read on the tools, once these are one mark
+    if not task_testable(paths, questions, agreement=False):
         return frozenset()
     return task_tools(paths, questions)
 
@@ -485,7 +559,8 @@ class FitRows:
     what the family test reads; ``tool_plans`` each distinct row's :func:`tool_plan`, ``task``
     the tools the question decides (:func:`task_tools`) and ``plans`` the plans the cut keeps
     apart (:func:`task_plan`), what the task test reads; ``draws`` whether a question's
-    trajectories are draws (at most :data:`TASK_MAX_REPEATS` of their pairs the same tools), where
+    trajectories are draws (at most :data:`TASK_MAX_REPEATS` of their pairs the same tools, and
+    no more alike than :data:`TASK_MAX_AGREEMENT` beyond chance), where
     alone strategies that never share a question can be one on two kinds of task.
     """
 
