@@ -105,10 +105,11 @@ from mechanism.analysis._strategies.features import (
     task_calls,
     task_plan,
     task_segments,
-    task_testable,
+    task_table,
     task_tokens,
     task_tools,
     tool_plan,
+    untested_reasons,
 )
 from mechanism.analysis._strategies.fitcache import fit_cached
 from mechanism.analysis._strategies.known import find_rows, known_pairs, pair_digests
@@ -237,12 +238,12 @@ class StrategySpace(BaseEstimator):
     task_tokens_ : frozenset of str
         The move tokens the question decides (:func:`~mechanism.analysis._strategies.features.task_tokens`),
         left out of the distances (none under ``task_calls="keep"``).
-    task_tested_ : bool
-        Whether the fit's table let it test what the question decides
-        (:func:`~mechanism.analysis._strategies.features.task_testable`: 10 questions, two
+    task_tested_, task_test_ : bool, dict
+        Whether the fit's table let it test what the question decides (10 questions, two
         trajectories a question on average, 30 beyond each question's first, and a question's
-        trajectories not one policy's habit on it); ``False`` under ``task_calls="keep"``,
-        absent from a space saved before it was recorded.
+        trajectories not one policy's habit on it; ``False`` under ``task_calls="keep"``), and
+        the figures that decided it (:func:`~mechanism.analysis._strategies.features.task_table`;
+        none under ``"keep"``). Both absent from a space saved before they were recorded.
     stability_, seed_agreement_ : polars.DataFrame, float
         ``strategy, stability`` (mean best Jaccard over ``n_bootstrap`` question resamples);
         adjusted Rand index with the fit under the next seed.
@@ -322,11 +323,11 @@ class StrategySpace(BaseEstimator):
         if runs.height == 0:
             raise InputError("cannot fit a strategy space on an empty table", source="runs")
         for attr in ("_embedder_obj", "silhouette_", "train_space_", "map_coords_", "action_tools_", "task_calls_",
-                     "task_tokens_", "task_tested_"):
+                     "task_tokens_", "task_tested_", "task_test_"):
             self.__dict__.pop(attr, None)
         self.action_tools_, self.kinds_ = action_tools(runs, self.action_field), declared_kinds(runs, self.by)
         named, first, self.task_calls_ = _read_task_calls(self, runs)
-        self.task_tested_ = self.task_calls != "keep" and task_testable(named, runs["question_id"].to_numpy())
+        _decide_task_test(self, named, runs)
         self.seed_ = resolve_seed(self.random_state)
         work = self.__sklearn_clone__().set_params(random_state=self.seed_)  # what the private modules read
         self.embedding_model_ = self._embedder().model_id
@@ -471,9 +472,9 @@ FITTED_STATE = ("train_features_", "train_labels_", "train_counts_", "labels_", 
                 "strategies_", "stability_", "train_renderings_", "train_moves_", "train_plans_", "embedding_model_",
                 "embedding_dim_", "vocabulary_", "threshold_", "threshold_rule_", "n_strategies_", "names_",
                 "seed_agreement_", "action_tools_", "kinds_", "task_calls_", "known_pairs_", "known_rows_",
-                "task_tokens_", "task_tested_")
+                "task_tokens_", "task_tested_", "task_test_")
 _OPTIONAL_STATE = {"train_space_", "map_coords_", "task_calls_", "known_pairs_", "known_rows_", "task_tokens_",
-                   "task_tested_"}
+                   "task_tested_", "task_test_"}
 
 
 def _fitted_state(state: dict[str, Any]) -> dict[str, Any]:
@@ -630,6 +631,14 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
     grouped = [" > ".join(read_as.get(t.rstrip("!"), t) for t in tl.split(" > ")) if tl else tl for tl in named]
     optional = optional_steps(grouped, arms, found.tools)
     return named, first, dataclasses.replace(found, alike=alike, optional=optional)
+
+
+def _decide_task_test(space: StrategySpace, named: list[str | None], runs: pl.DataFrame) -> None:
+    """``space.task_test_`` (the figures the task test's conditions read, on the tools as named;
+    none under ``task_calls="keep"``) and ``space.task_tested_`` (whether they let it run)."""
+    if space.task_calls != "keep":
+        space.task_test_ = task_table(named, runs["question_id"].to_numpy())
+    space.task_tested_ = space.task_calls != "keep" and not untested_reasons(space.task_test_)
 
 
 def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse: np.ndarray,

@@ -19,6 +19,7 @@ from mechanism.analysis.information import integration
 from mechanism.analysis.labels import given_space
 from mechanism.analysis.passkt import default_k
 from mechanism.analysis.segmentation import segment
+from mechanism.analysis.strategy_space import untested_reasons
 from mechanism.core.errors import InputError
 from mechanism.core.names import pair_folders, visible_name
 from mechanism.core.options import RandomState, check_ci, check_seed
@@ -486,11 +487,12 @@ def _reading_note(space: Any) -> str:
               f"{', '.join(tokens[:3])}) {'are' if len(tokens) > 1 else 'is'} left out of the distances between "
               "episodes: they say which question an episode answered, not how."] if tokens else [])
     if getattr(space, "task_tested_", True) is False and space.task_calls != "keep":
+        figures = getattr(space, "task_test_", None)
+        why = ("; ".join(untested_reasons(figures)) if figures else
+               "it needs at least 10 questions, two episodes a question on average, 30 beyond each question's "
+               "first, and episodes of a question that are not one policy's habit on it")
         said.append("What the question decides (a booking's own step, the resource a request names) was not "
-                    "tested: the test needs at least 10 questions, two episodes a question on average, 30 beyond "
-                    "each question's first, and episodes of a question that are not one policy's habit on it (the "
-                    "same tools in the same order in most pairs, or far more often than in pairs of two questions, "
-                    "as greedy decoding gives). Tools a kind of task decides may split one strategy in two.")
+                    f"tested: {why}. Tools a kind of task decides may split one strategy in two.")
     if not getattr(calls, "by_place", False):
         return " ".join(said)
     test = getattr(space, "place_association_", None)

@@ -28,7 +28,7 @@ ARRAYS = ("train_features", "train_labels", "train_counts", "labels", "map_coord
 TABLES = ("strategies", "train_rows")
 # space.json fields a space saved by an older version may lack (read with their documented defaults)
 CONFIG_OPTIONAL = {"names", "threshold_rule", "checksum", "action_tools", "ignore_tools", "by", "kinds",
-                   "task_tokens", "task_tested"}  # absent from spaces saved before they were recorded
+                   "task_tokens", "task_tested", "task_test"}  # absent from spaces saved before they were recorded
 CONFIG_NUMBERS = {"threshold": (0, 1e12), "n_strategies": (0, 2**31), "embedding_dim": (0, 2**20),
                   "seed_agreement": (-1, 1)}
 
@@ -270,5 +270,29 @@ def test_a_saved_task_tested_of_the_wrong_form_is_refused_by_name(saved_small_sp
     config["task_tested"] = value
     (folder / "space.json").write_text(json.dumps(config))
     with pytest.raises(InputError, match="task_tested") as info:
+        StrategySpace.load(folder)
+    assert "\n" not in str(info.value) and Path(info.value.source).name == "space.json"
+
+
+@pytest.mark.parametrize("value", ["yes", [1], {"questions": 10}, {"questions": -1, "trajectories": 20, "repeats": 0.1,
+                                                                   "agreement": 0.0},
+                                   {"questions": 10, "trajectories": 20, "repeats": 0.1, "agreement": float("nan")},
+                                   {"questions": 10, "trajectories": 20, "repeats": True, "agreement": 0.0},
+                                   {"questions": 10.5, "trajectories": 20, "repeats": 0.1, "agreement": 0.0}])
+def test_a_saved_task_test_of_the_wrong_form_is_refused_by_name(saved_small_space, tmp_path, value):
+    """The figures the fit decided the task test on (task_test_) are checked on load; a space
+    saved before they were recorded has none and loads."""
+    from mechanism.analysis.strategy_space import StrategySpace
+
+    folder = _copy(saved_small_space, tmp_path)
+    config = _config(folder)
+    assert set(config["task_test"]) == {"questions", "trajectories", "repeats", "agreement"}
+    assert StrategySpace.load(folder).task_test_ == config["task_test"]
+    config.pop("task_test")
+    (folder / "space.json").write_text(json.dumps(config))
+    assert not hasattr(StrategySpace.load(folder), "task_test_")
+    config["task_test"] = value
+    (folder / "space.json").write_text(json.dumps(config, allow_nan=True))
+    with pytest.raises(InputError, match="task_test") as info:
         StrategySpace.load(folder)
     assert "\n" not in str(info.value) and Path(info.value.source).name == "space.json"

@@ -263,13 +263,16 @@ def test_a_table_too_small_for_the_task_test_says_so(tmp_path):
     small, _ = _read(service(n_questions=10, n_samples=1, random_state=0))
     space = mx.StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False).fit(small)
     assert space.task_tested_ is False and not space.task_calls_.tools
-    assert "was not tested" in _reading_note(space)
-    assert mx.StrategySpace.load(space.save(tmp_path / "space")).task_tested_ is False
+    assert (space.task_test_["questions"], space.task_test_["trajectories"]) == (10, 20)
+    assert "was not tested: 10 episodes beyond each question's first, where it needs 30." in _reading_note(space)
+    loaded = mx.StrategySpace.load(space.save(tmp_path / "space"))
+    assert loaded.task_tested_ is False and loaded.task_test_ == space.task_test_
     runs, _ = _read(service(n_questions=30, n_samples=1, random_state=0))
     tested = mx.StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False).fit(runs)
     assert tested.task_tested_ is True and "was not tested" not in _reading_note(tested)
     keep = mx.StrategySpace(embedder="hashing-64", n_bootstrap=0, progress=False, task_calls="keep").fit(small)
     assert keep.task_tested_ is False and "was not tested" not in _reading_note(keep)
+    assert not hasattr(keep, "task_test_")
 
 
 def _greedy_arms(agree: float, seed: int, n_q: int = 120, optional: float = 0.0):
@@ -351,7 +354,9 @@ def test_arms_that_keep_a_question_s_strategy_but_not_its_optional_step_are_not_
         habit = fit(runs)
         assert habit.task_tested_ is False and not habit.task_tokens_ and habit.n_strategies_ == 5
         assert adjusted_rand_score(truth, habit.labels_) > 0.95
-        assert "one policy's habit" in _reading_note(habit)
+        agreement = features.question_agreement(tools, questions)
+        assert habit.task_test_["agreement"] == pytest.approx(agreement)
+        assert f"repeat one another {agreement:.2f} more than episodes of two questions" in _reading_note(habit)
         with monkeypatch.context() as m:
             m.setattr(features, "TASK_MAX_AGREEMENT", 1.0)
             tested.append(adjusted_rand_score(truth, fit(runs).labels_))

@@ -329,7 +329,7 @@ def task_testable(rows: Sequence[str | None], questions: np.ndarray, *, agreemen
     its episodes of a question are draws: at most :data:`TASK_MAX_REPEATS` of their pairs the
     same ``rows`` (each episode's tools, paths or tokens, as the test reads them), and, with
     ``agreement``, no more alike than :data:`TASK_MAX_AGREEMENT` beyond chance
-    (:func:`question_agreement`).
+    (:func:`question_agreement`). :func:`untested_reasons` says which fails.
 
     Examples
     --------
@@ -337,11 +337,50 @@ def task_testable(rows: Sequence[str | None], questions: np.ndarray, *, agreemen
     >>> task_testable(["look > act", "act"] * 40, q), task_testable(["look > act"] * 80, q)
     (True, False)
     """
-    n_questions = len(np.unique(np.asarray(questions)))
-    return (n_questions >= TASK_MIN_QUESTIONS and len(rows) >= 2 * n_questions
-            and len(rows) - n_questions >= TASK_MIN_WITHIN
-            and (episodes_are_draws(rows, questions) if agreement
-                 else repeated_share(rows, questions) <= TASK_MAX_REPEATS))
+    return not untested_reasons(task_table(rows, questions), agreement=agreement)
+
+
+def task_table(rows: Sequence[str | None], questions: np.ndarray) -> dict[str, float]:
+    """The figures :func:`task_testable` decides on: the questions, the trajectories, the share
+    of a question's pairs that are the same row (:func:`repeated_share`) and how much more often
+    than pairs of two questions (:func:`question_agreement`).
+
+    Examples
+    --------
+    >>> task_table(["a", "a", "b", "c"], np.array([0, 0, 1, 1]))
+    {'questions': 2, 'trajectories': 4, 'repeats': 0.5, 'agreement': 0.5}
+    """
+    return {"questions": len(np.unique(np.asarray(questions))), "trajectories": len(rows),
+            "repeats": repeated_share(rows, questions), "agreement": question_agreement(rows, questions)}
+
+
+def untested_reasons(table: dict[str, float], *, agreement: bool = True) -> list[str]:
+    """Why the task test does not run on a table of these figures (:func:`task_table`), one
+    clause each; none where it runs.
+
+    Examples
+    --------
+    >>> for clause in untested_reasons({"questions": 10, "trajectories": 10, "repeats": 0.0, "agreement": 0.0}):
+    ...     print(clause)
+    one episode a question on average, where it needs two
+    0 episodes beyond each question's first, where it needs 30
+    """
+    n_q, n = int(table["questions"]), int(table["trajectories"])
+    per = "one episode" if n == n_q else f"{n / max(n_q, 1):.1f} episodes"
+    habit = "one policy's habit on each question, as greedy decoding gives"
+    checks = [
+        (n_q < TASK_MIN_QUESTIONS, f"{n_q} questions, where it needs {TASK_MIN_QUESTIONS}"),
+        (n < 2 * n_q, f"{per} a question on average, where it needs two"),
+        (n - n_q < TASK_MIN_WITHIN,
+         f"{n - n_q} episodes beyond each question's first, where it needs {TASK_MIN_WITHIN}"),
+        (table["repeats"] > TASK_MAX_REPEATS,
+         f"{table['repeats']:.2f} of the pairs of a question's episodes call the same tools in the same order, more "
+         f"than {TASK_MAX_REPEATS} ({habit})"),
+        (agreement and table["agreement"] > TASK_MAX_AGREEMENT,
+         f"a question's episodes repeat one another {table['agreement']:.2f} more than episodes of two questions, "
+         f"beyond chance, more than {TASK_MAX_AGREEMENT} ({habit})"),
+    ]
+    return [clause for failed, clause in checks if failed]
 
 
 def episodes_are_draws(rows: Sequence[str | None], questions: np.ndarray) -> bool:

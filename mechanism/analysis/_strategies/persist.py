@@ -128,6 +128,7 @@ def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_c
         "task_calls": getattr(space, "task_calls_", TaskCalls()).to_dict(),
         "task_tokens": sorted(getattr(space, "task_tokens_", ())),
         **({"task_tested": space.task_tested_} if hasattr(space, "task_tested_") else {}),
+        **({"task_test": space.task_test_} if hasattr(space, "task_test_") else {}),
         "ignore_tools": sorted(space.ignore_tools or ()),
         "by": space.by, "kinds": list(getattr(space, "kinds_", [])),
     }
@@ -178,6 +179,22 @@ def _task_tested(raw: Any, cfg: str) -> dict[str, bool]:
     if not isinstance(raw, bool):
         raise _Refusal("`task_tested` must be true or false", cfg, "task_tested")
     return {"task_tested_": raw}
+
+
+def _task_test(raw: Any, cfg: str) -> dict[str, dict[str, float]]:
+    """The figures the fit decided on whether to test what the question decides (none in a
+    space saved before they were recorded, or fitted under ``task_calls="keep"``)."""
+    if raw is None:
+        return {}
+    counts, shares = ("questions", "trajectories"), ("repeats", "agreement")
+    ok = (isinstance(raw, dict) and set(raw) == {*counts, *shares}
+          and all(type(raw[k]) is int and 0 <= raw[k] <= 2**53 for k in counts)
+          and all(isinstance(raw[k], (int, float)) and not isinstance(raw[k], bool)
+                  and math.isfinite(raw[k]) and -2**53 <= raw[k] <= 1 for k in shares))
+    if not ok:
+        raise _Refusal("`task_test` must be {questions: count, trajectories: count, repeats: share, "
+                       "agreement: number at most 1}", cfg, "task_test")
+    return {"task_test_": {**{k: raw[k] for k in counts}, **{k: float(raw[k]) for k in shares}}}
 
 
 def _action_tools(raw: Any, cfg: str) -> dict[str, str]:
@@ -635,7 +652,7 @@ def _load(restore: Callable[[dict[str, Any], dict[str, Any]], Any], folder: Path
                  action_tools_=_action_tools(config.get("action_tools"), cfg), kinds_=kinds,
                  task_calls_=_task_calls(config.get("task_calls"), cfg, params["task_calls"]),
                  task_tokens_=_task_tokens(config.get("task_tokens", []), cfg),
-                 **_task_tested(config.get("task_tested"), cfg))
+                 **_task_tested(config.get("task_tested"), cfg), **_task_test(config.get("task_test"), cfg))
     space = restore({**params, "embedder": embedder if embedder is not None else model, "cache_dir": cache_dir,
                      "progress": progress, "ignore_tools": _ignore_tools(config.get("ignore_tools"), cfg),
                      "by": by}, state)
