@@ -102,6 +102,7 @@ from mechanism.analysis._strategies.features import (
     embed_join,
     episodes_are_draws,
     fit_vocabulary,
+    habit_reasons,
     task_calls,
     task_plan,
     task_segments,
@@ -565,7 +566,9 @@ def _fit_reading(space: StrategySpace, runs: pl.DataFrame, named: list[str | Non
     space.embedding_dim_ = int(pair_rows.shape[1] - len(space.vocabulary_) - 1 - len(space.kinds_))
     uniq, inverse, first = distinct_rows(pair_rows, pair_of_row)
     space.known_pairs_, space.known_rows_ = known_pairs(table["rendering"], table["tokens"], inverse)
-    rows = _fit_rows(runs, traj, uniq, inverse, first, by=space.by)
+    figures = getattr(space, "task_test_", None)  # a habit read once, on the tools as named, whatever the reading
+    rows = _fit_rows(runs, traj, uniq, inverse, first, by=space.by,
+                     draws=None if figures is None else not habit_reasons(figures))
     space.train_features_, space.train_counts_ = uniq, rows.counts
     space.train_renderings_, space.train_moves_, space.train_plans_ = rows.renderings, rows.moves, rows.plans
     fitted, space.fit_cache_rebuilt_ = fit_cached(
@@ -642,16 +645,17 @@ def _decide_task_test(space: StrategySpace, named: list[str | None], runs: pl.Da
 
 
 def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse: np.ndarray,
-              first: np.ndarray, *, by: str | None = None) -> FitRows:
+              first: np.ndarray, *, by: str | None = None, draws: bool | None = None) -> FitRows:
     """What the fit clusters (:class:`~mechanism.analysis._strategies.features.FitRows`) from the rendered
-    table, its distinct rows, each row's distinct row and the first row holding each."""
+    table, its distinct rows, each row's distinct row and the first row holding each; ``draws``
+    whether a question's trajectories are draws (None: read on the rendered tools)."""
     moves = [str(m) for m in traj["moves"].gather(first).to_list()]
     arm_codes = np.unique(runs["arm"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
     arm_counts = np.zeros((len(uniq), int(arm_codes.max()) + 1), dtype=np.int64)
     np.add.at(arm_counts, (inverse, arm_codes), 1)
     tools = traj["tools"].gather(first).to_list()
     questions = np.unique(runs["question_id"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
-    draws = episodes_are_draws(traj["tools"].to_list(), questions)
+    draws = episodes_are_draws(traj["tools"].to_list(), questions) if draws is None else draws
     # a policy's habit on a question would pass for the question's tools, and their plans be one
     task = task_tools(traj["tools"].to_list(), questions) if draws else frozenset()
     plans = [tool_plan(t) for t in tools]

@@ -320,7 +320,7 @@ def test_episodes_that_repeat_one_another_on_a_question_are_not_read_as_the_task
         assert adjusted_rand_score(truth, greedy.labels_) > 0.95
         with monkeypatch.context() as m:
             # strategies never sharing a question joined
-            m.setattr(strategy_space, "episodes_are_draws", lambda rows, questions: True)
+            m.setattr(strategy_space, "habit_reasons", lambda figures: [])
             joined_alone.append(adjusted_rand_score(truth, fit(runs).labels_))
             m.setattr(features, "TASK_MAX_REPEATS", 1.0)  # and the task tested
             m.setattr(features, "TASK_MAX_AGREEMENT", 1.0)

@@ -356,7 +356,7 @@ def task_table(rows: Sequence[str | None], questions: np.ndarray) -> dict[str, f
 
 def untested_reasons(table: dict[str, float], *, agreement: bool = True) -> list[str]:
     """Why the task test does not run on a table of these figures (:func:`task_table`), one
-    clause each; none where it runs.
+    clause each: its size, then :func:`habit_reasons`; none where it runs.
 
     Examples
     --------
@@ -367,12 +367,28 @@ def untested_reasons(table: dict[str, float], *, agreement: bool = True) -> list
     """
     n_q, n = int(table["questions"]), int(table["trajectories"])
     per = "one episode" if n == n_q else f"{n / max(n_q, 1):.1f} episodes"
-    habit = "one policy's habit on each question, as greedy decoding gives"
     checks = [
         (n_q < TASK_MIN_QUESTIONS, f"{n_q} questions, where it needs {TASK_MIN_QUESTIONS}"),
         (n < 2 * n_q, f"{per} a question on average, where it needs two"),
         (n - n_q < TASK_MIN_WITHIN,
          f"{n - n_q} episodes beyond each question's first, where it needs {TASK_MIN_WITHIN}"),
+    ]
+    return [clause for failed, clause in checks if failed] + habit_reasons(table, agreement=agreement)
+
+
+def habit_reasons(table: dict[str, float], *, agreement: bool = True) -> list[str]:
+    """Why a question's episodes read as one policy's habit on it, not as draws, from the
+    figures of :func:`task_table` (with ``agreement``, :func:`question_agreement` counts too);
+    none where they are draws.
+
+    Examples
+    --------
+    >>> table = {"questions": 40, "trajectories": 80, "repeats": 0.6, "agreement": 0.2}
+    >>> [clause.split(",")[0] for clause in habit_reasons(table)]
+    ["0.60 of the pairs of a question's episodes call the same tools in the same order"]
+    """
+    habit = "one policy's habit on each question, as greedy decoding gives"
+    checks = [
         (table["repeats"] > TASK_MAX_REPEATS,
          f"{table['repeats']:.2f} of the pairs of a question's episodes call the same tools in the same order, more "
          f"than {TASK_MAX_REPEATS} ({habit})"),
@@ -394,8 +410,7 @@ def episodes_are_draws(rows: Sequence[str | None], questions: np.ndarray) -> boo
     >>> episodes_are_draws(["look > search", "search"] * 20, q), episodes_are_draws(["search"] * 40, q)
     (True, False)
     """
-    return (repeated_share(rows, questions) <= TASK_MAX_REPEATS
-            and question_agreement(rows, questions) <= TASK_MAX_AGREEMENT)
+    return not habit_reasons(task_table(rows, questions))
 
 
 def repeated_share(rows: Sequence[str | None], questions: np.ndarray) -> float:
