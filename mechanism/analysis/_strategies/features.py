@@ -277,7 +277,7 @@ TASK_MAX_REPEATS = 0.5
 # bench_strategies_greedy.py, a toy of five strategies and two kinds of task, 120 questions,
 # seeds 0-2): arms agreeing 70-90 % with an optional first step at 0.3 or 0.5 give 0.32-0.57
 # and ARI 0.0-0.34 with the repeats guard alone, 1.0 with this one; at 50-60 % they give
-# 0.24-0.37, of which this catches about half (ARI 0.05-0.29 -> 0.38-0.74). Draws stay under it:
+# 0.24-0.37, of which this catches about half (ARI 0.05-0.29 -> 0.43-0.74). Draws stay under it:
 # the nineteen planted worlds at most 0.17 (30-120 questions, one to four episodes a question
 # and arm), the FireAct agents 0.16, a table whose kind of task decides every step but an
 # optional look (taken at 0.4) 0.27. No threshold tells every habit from every task: draws
