@@ -469,8 +469,8 @@ def _reading_note(space: Any) -> str:
     every call by its place (mechanism.analysis._strategies.places), tools used interchangeably
     as one and steps taken whatever the strategy left out (mechanism.analysis._strategies.alike),
     request path segments the question decides as one mark, move tokens the question decides
-    left out of the distances, or that its table was too small to test what the question
-    decides; else nothing."""
+    left out of the distances, or why what the question decides was not tested (a table too
+    small, or a question's episodes one policy's habit on it); else nothing."""
     calls = getattr(space, "task_calls_", None)
     alike = [" / ".join(group) for group in getattr(calls, "alike", ())]
     optional = [tool for tool, _ in getattr(calls, "optional", ())]

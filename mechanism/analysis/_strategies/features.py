@@ -350,8 +350,9 @@ def task_table(rows: Sequence[str | None], questions: np.ndarray) -> dict[str, f
     >>> task_table(["a", "a", "b", "c"], np.array([0, 0, 1, 1]))
     {'questions': 2, 'trajectories': 4, 'repeats': 0.5, 'agreement': 0.5}
     """
+    counts = _pair_counts(rows, questions)  # counted once for both shares
     return {"questions": len(np.unique(np.asarray(questions))), "trajectories": len(rows),
-            "repeats": repeated_share(rows, questions), "agreement": question_agreement(rows, questions)}
+            "repeats": _repeats(*counts), "agreement": _agreement(*counts)}
 
 
 def untested_reasons(table: dict[str, float], *, agreement: bool = True) -> list[str]:
@@ -422,8 +423,11 @@ def repeated_share(rows: Sequence[str | None], questions: np.ndarray) -> float:
     >>> repeated_share(["a", "a", "a", "b", "c", None], np.array([0, 0, 0, 1, 1, 2]))
     0.75
     """
-    same, pairs, _, _ = _pair_counts(rows, questions)
-    return same / pairs if pairs else 0.0
+    return _repeats(*_pair_counts(rows, questions))
+
+
+def _repeats(same_in: int, pairs_in: int, same_all: int, pairs_all: int) -> float:
+    return same_in / pairs_in if pairs_in else 0.0
 
 
 def _pair_counts(rows: Sequence[str | None], questions: np.ndarray) -> tuple[int, int, int, int]:
@@ -458,7 +462,10 @@ def question_agreement(rows: Sequence[str | None], questions: np.ndarray) -> flo
     >>> round(question_agreement(drawn, q), 2)
     -1.0
     """
-    same_in, pairs_in, same_all, pairs_all = _pair_counts(rows, questions)
+    return _agreement(*_pair_counts(rows, questions))
+
+
+def _agreement(same_in: int, pairs_in: int, same_all: int, pairs_all: int) -> float:
     pairs_out = pairs_all - pairs_in
     if not pairs_in or not pairs_out:
         return 0.0

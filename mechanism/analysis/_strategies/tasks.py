@@ -200,9 +200,9 @@ def task_variants(labels: np.ndarray, counts: np.ndarray, rows: Any, index: np.n
     """:func:`merge_task_variants` of the strategies ``labels`` of the distinct rows ``index``
     (all by default) of a fit's rows (:class:`~mechanism.analysis._strategies.features.FitRows`) with
     counts ``counts``; a resample's counts weigh each row's trajectories alike. Where a
-    question's trajectories mostly repeat one another (``rows.draws`` false: one greedy policy's
-    habit on each question), strategies that never share a question say nothing of the task, and
-    none is joined."""
+    question's trajectories are one policy's habit on it rather than draws (``rows.draws``
+    false: they repeat one another in most pairs, or well beyond chance), strategies that never
+    share a question say nothing of the task, and none is joined."""
     if not rows.draws:
         return np.asarray(labels).copy(), []
     n_rows = len(rows.plans)
