@@ -328,7 +328,7 @@ class StrategySpace(BaseEstimator):
             self.__dict__.pop(attr, None)
         self.action_tools_, self.kinds_ = action_tools(runs, self.action_field), declared_kinds(runs, self.by)
         named, first, self.task_calls_ = _read_task_calls(self, runs)
-        _decide_task_test(self, named, runs)
+        _decide_task_test(self)
         self.seed_ = resolve_seed(self.random_state)
         work = self.__sklearn_clone__().set_params(random_state=self.seed_)  # what the private modules read
         self.embedding_model_ = self._embedder().model_id
@@ -619,7 +619,8 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
     (:mod:`~mechanism.analysis._strategies.alike`; none, and no table, under
     ``task_calls="keep"``). Where the question decides which resource a generic
     request tool's calls name (:func:`task_segments`), the table is read with those segments
-    as one mark before the rest is tested."""
+    as one mark before the rest is tested. Sets ``space.task_test_``, the figures the task test
+    reads on the tools as named (:func:`task_table`)."""
     if space.task_calls == "keep":
         return [], None, NO_TASK_CALLS
     questions = runs["question_id"].cast(pl.String).to_numpy()
@@ -627,7 +628,8 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
     segments = task_segments(request_paths(runs, actions), questions) if actions else frozenset()
     first = space._render(runs, TaskCalls(segments=segments))
     named = first["tools"].to_list()
-    found = dataclasses.replace(task_calls(named, questions), segments=segments)
+    space.task_test_ = task_table(named, questions)  # the task test's figures, counted once
+    found = dataclasses.replace(task_calls(named, questions, table=space.task_test_), segments=segments)
     arms = runs["arm"].cast(pl.String).to_list()
     alike = interchangeable_tools(named, arms, found.tools)
     read_as = dataclasses.replace(found, alike=alike).alike_names()
@@ -636,11 +638,9 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
     return named, first, dataclasses.replace(found, alike=alike, optional=optional)
 
 
-def _decide_task_test(space: StrategySpace, named: list[str | None], runs: pl.DataFrame) -> None:
-    """``space.task_test_`` (the figures the task test's conditions read, on the tools as named;
-    none under ``task_calls="keep"``) and ``space.task_tested_`` (whether they let it run)."""
-    if space.task_calls != "keep":
-        space.task_test_ = task_table(named, runs["question_id"].to_numpy())
+def _decide_task_test(space: StrategySpace) -> None:
+    """``space.task_tested_``: whether the figures of ``space.task_test_`` (read on the tools as
+    named by :func:`_read_task_calls`; none under ``task_calls="keep"``) let the task test run."""
     space.task_tested_ = space.task_calls != "keep" and not untested_reasons(space.task_test_)
 
 

@@ -287,7 +287,8 @@ TASK_MAX_REPEATS = 0.5
 TASK_MAX_AGREEMENT = 0.3
 
 
-def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
+def task_calls(tools: Sequence[str | None], questions: np.ndarray, *, table: dict[str, float] | None = None
+               ) -> TaskCalls:
     """The calls the task decides (:func:`task_tools`) and whether the move reading leaves them
     out: yes when calling any of them at all is the question's doing by the same test (a
     ``type`` step that a text message needs and an alarm does not), else they are renamed
@@ -300,6 +301,9 @@ def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
         writes them.
     questions
         Each trajectory's question code.
+    table
+        :func:`task_table` of ``tools`` and ``questions``, where the caller has it already (the
+        fit keeps it as fitted state); computed here otherwise.
 
     Examples
     --------
@@ -311,7 +315,7 @@ def task_calls(tools: Sequence[str | None], questions: np.ndarray) -> TaskCalls:
     >>> task_calls(typed, q).to_dict()
     {'tools': ['type'], 'drop': True}
     """
-    if not task_testable(tools, questions):
+    if untested_reasons(task_table(tools, questions) if table is None else table):
         return TaskCalls()
     task = task_tools(tools, questions)
     called = {t for tl in tools if tl for t in tl.split(" > ")}
@@ -491,6 +495,9 @@ def task_segments(paths: Sequence[str | None], questions: np.ndarray) -> frozens
         (:func:`mechanism.analysis.segmentation.request_paths`).
     questions
         Each trajectory's question code.
+    table
+        :func:`task_table` of ``tools`` and ``questions``, where the caller has it already (the
+        fit keeps it as fitted state); computed here otherwise.
 
     Examples
     --------
