@@ -21,14 +21,18 @@ first word is an entity of its question, and a tool named like a search is never
 are no part of that shared vocabulary: their calls count against the tool when it is judged,
 and each is still read as its own verb once it is. A key
 press is named by its key (``key return``, ``key escape``, ``key ctrl+s``), as a program by
-its subcommand (``git log``): pressing Return and pressing Escape are two actions.
+its subcommand (``git log``): pressing Return and pressing Escape are two actions. A program
+given through a ``code`` field is named by what it does (:func:`_code_verb`: the libraries it
+imports, whether it loops or asserts), not by the first function it happens to call.
 
 ``action_field=`` of :class:`~mechanism.StrategySpace` and :func:`mechanism.analysis.segmentation.render`
 sets the reading by hand (``{"bash": "command"}``) or turns it off (``None``).
 """
 from __future__ import annotations
 
+import builtins
 import json
+import keyword
 import re
 import shlex
 from collections import Counter, defaultdict
@@ -326,11 +330,48 @@ def _read_call(tool: str, field: str, arguments: str | None, query: str | None, 
             program, rest = _pressed(program, rest, rest_fields)
             return program[:MAX_VERB_CHARS], rest, rest_fields, ()
     if field == "code":
-        call = _CALL.search(text)
-        verb = call.group(1).rsplit(".", 1)[-1].lower() if call else "code"
-        return verb[:MAX_VERB_CHARS], text, rest_fields, ()
+        return _code_verb(text)[:MAX_VERB_CHARS], text, rest_fields, ()
     head, rest = _pressed(*(part.strip() for part in text.partition(" ")[::2]), rest_fields)
     return head.lower()[:MAX_VERB_CHARS], rest, rest_fields, ()
+
+
+# A program's verb (`_code_verb`): the names it calls that say nothing of what it does (Python's
+# built-in functions), the modules it imports (`from a.b import c`, `import a, b as c`), and
+# whether it loops (a `for` / `while` statement, or a comprehension's `for x in`: bounded, so a
+# line of a thousand `for`s is one linear read) or asserts
+_BUILTINS = frozenset(dir(builtins))
+_MODULE = r"[A-Za-z_][\w.]*"
+_IMPORT = re.compile(rf"^[ \t]*(?:from[ \t]+({_MODULE})[ \t]+import\b"
+                     rf"|import[ \t]+({_MODULE}(?:[ \t]*,[ \t]*{_MODULE})*))", re.M)
+_LOOP = re.compile(r"^[ \t]*(?:for|while)\b|\bfor\s+[\w, ()]{1,80}?\s+in\b", re.M)
+_ASSERT = re.compile(r"^[ \t]*assert\b", re.M)
+
+
+def _code_verb(code: str) -> str:
+    """What a program does, as the verb of a call that runs it: the libraries it imports (their
+    top-level names, sorted: ``sympy``, ``itertools math``), else the first function it calls
+    that is not a built-in (``read_csv``), else ``code``; then ``loop`` where it iterates and
+    ``assert`` where it asserts.
+
+    Examples
+    --------
+    >>> _code_verb("from sympy import symbols, solve\\nx = symbols('x')\\nprint(solve(x**2 - 4))")
+    'sympy'
+    >>> _code_verb("import math\\nprint(sum(1 for n in range(1, 100) if math.gcd(n, 12) == 1))")
+    'math loop'
+    >>> _code_verb('df = pd.read_csv("x.csv")'), _code_verb("print(2 ** 10)"), _code_verb("x = 1")
+    ('read_csv', 'code', 'code')
+    """
+    code = code[:20_000]
+    modules = sorted({name.strip().split(".")[0] for m in _IMPORT.finditer(code)
+                      for name in (m.group(1) or m.group(2) or "").split(",") if name.strip()} - {"__future__"})
+    if modules:
+        head = " ".join(modules)
+    else:
+        head = next((c for c in (c.rsplit(".", 1)[-1] for c in _CALL.findall(code))
+                     if c not in _BUILTINS and not keyword.iskeyword(c)), "code")
+    marks = [w for w, pattern in (("loop", _LOOP), ("assert", _ASSERT)) if pattern.search(code)]
+    return " ".join([head.lower(), *marks])
 
 
 def _pressed(verb: str, obj: str, fields: Mapping[str, Any]) -> tuple[str, str]:

@@ -9,10 +9,10 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.analysis.segmentation import action_tools, render
-from mechanism.core.actions import detect_action_tools, verb_object
+from mechanism.core.actions import _code_verb, detect_action_tools, verb_object
 from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
-from mechanism.datasets.worlds import as_generic_action, computer, multihop, service, terminal
+from mechanism.datasets.worlds import as_generic_action, computer, interpreter, multihop, service, terminal
 
 FAST = "hashing-64"
 
@@ -155,6 +155,36 @@ def test_key_presses_are_one_action_of_the_vocabulary_whatever_their_keys():
     rows = [[call(a, q) for a in ("screenshot", "key", "key", "left_click")] for q in range(40)]
     assert detect_action_tools(rows, range(40)) == {"computer": "action"}
     assert verb_object("computer", "action", rows[0][1]["arguments"], None)[0] == "key ctrl+0"
+
+
+def _code(program):
+    return verb_object("python", "code", json.dumps({"code": program}), None)[0]
+
+
+def test_a_program_is_read_by_the_libraries_it_imports_and_whether_it_loops_or_asserts():
+    symbolic = "import sympy as sp\nx = sp.symbols('x')\nprint(sp.solve(x**2 - 5*x + 6, x))"
+    monte_carlo = "import random\nimport math\nhits = sum(random.random() < 0.5 for _ in range(10**5))\nprint(hits)"
+    check = "from math import comb\nassert comb(10, 3) == 120\nprint('ok')"
+    assert [_code(c) for c in (symbolic, monte_carlo, check)] == ["sympy", "math random loop", "math assert"]
+    # the order of the imports says nothing: a program is the same action whichever it names first
+    assert _code("import math\nimport random\nfor _ in range(9): pass") == _code(
+        "from random import random\nimport math.fsum\nwhile True: break")
+    # without imports (a notebook's later cell), its first function that is not a built-in; else `code`
+    assert _code("summary = df.groupby('region').agg(total=('sales', 'sum'))\nprint(summary)") == "groupby"
+    assert [_code(c) for c in ("print(2 ** 10)", "if (x > 1):\n    print(len(str(x)))", "")] == ["code"] * 3
+    # words inside a line are no loop unless they make one; a hostile line stays one bounded read
+    assert _code("print('for whom the bell tolls')") == "code"
+    assert _code("for " * 4_000) == "code loop"
+    # a program is read on its first 20,000 characters (a call's arguments are parsed on as many)
+    assert _code_verb("print(1)\n" * 2_000 + "import numpy as np") == "numpy"
+    assert _code_verb("print(1)\n" * 3_000 + "import numpy as np") == "code"
+
+
+def test_a_math_agent_with_one_python_tool_is_read_by_its_programs(tmp_path):
+    runs = _read(interpreter(n_questions=20, random_state=0), tmp_path)
+    assert action_tools(runs) == {"python": "code"}
+    tools = {t for seq in render(runs)["tools"].to_list() if seq for t in seq.split(" > ")}
+    assert "python" not in tools and {"sympy", "random_loop"} <= tools
 
 
 @pytest.mark.parametrize("make, expected", [(terminal, {"bash": "command"}), (computer, {"computer": "action"})])

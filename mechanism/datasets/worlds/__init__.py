@@ -99,6 +99,15 @@ counts that overlap between strategies, so a method tuned to one world is tested
   one fixed text (:data:`mechanism.datasets.worlds.computer.NOTHING`) and made again corrected, optional
   steps at fixed rates; rl differs from base only in its mixture. A held-out world, written
   without reference to segmentation or clustering.
+- :func:`interpreter`: a tool-integrated math-reasoning agent (ToRL / ReTool / SimpleTIR-like)
+  with ONE tool, ``python(code)`` (OpenAI ``tool_calls``; the result is the program's stdout,
+  a traceback or a timeout), on counting, number-theory, algebra, probability, sequence and
+  lattice-geometry word problems, with seven strategies (no code, calculate the final
+  arithmetic, brute force, sympy, Monte Carlo simulation, derive then verify, stepwise
+  programs feeding printed values forward), failed programs (a missing import, ``import
+  sympi``, a ``SyntaxError``, a ``TimeoutError``) followed by the corrected program, optional
+  steps at fixed rates; rl differs from base only in its mixture. A held-out world, written
+  without reference to segmentation or clustering.
 
 :func:`as_generic_action` re-logs any world's episodes through one generic tool
 (``act(command="search Paris")``, ``act(command="get_order_details W1")``) with the same truth:
@@ -129,6 +138,7 @@ from mechanism.datasets.worlds.coder import coder
 from mechanism.datasets.worlds.computer import computer
 from mechanism.datasets.worlds.generic import as_generic_action
 from mechanism.datasets.worlds.gui import gui
+from mechanism.datasets.worlds.interpreter import interpreter
 from mechanism.datasets.worlds.multihop import multihop
 from mechanism.datasets.worlds.research import research
 from mechanism.datasets.worlds.rest import rest
@@ -143,9 +153,9 @@ from mechanism.datasets.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
           "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer", "rest",
-          "textgame")
+          "textgame", "interpreter")
 
 __all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "coder", "computer", "PlantedWorld",
-           "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "mixture_planted",
+           "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "interpreter", "mixture_planted",
            "multihop", "research", "rest", "service", "sheet", "sre", "terminal", "textgame", "toolbench", "travel",
            "webshop", "WORLDS"]
