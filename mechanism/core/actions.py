@@ -324,13 +324,13 @@ def _read_call(tool: str, field: str, arguments: str | None, query: str | None, 
         if field == "method":
             rest_fields = {k: v for k, v in rest_fields.items() if k not in _URL_FIELDS}
         return verb[:MAX_VERB_CHARS], " ".join(v for v in (obj, after) if v), rest_fields, _query_keys(url)
+    if field == "code" or (field in ("command", "cmd", TEXT_FIELD) and _PYTHON_START.match(text)):
+        return _code_verb(text)[:MAX_VERB_CHARS], text, rest_fields, ()
     if field in ("command", "cmd") or (field == TEXT_FIELD and tool in ("bash", "shell", "terminal", "sh")):
         program, rest = _shell_verb(text)
         if program:
             program, rest = _pressed(program, rest, rest_fields)
             return program[:MAX_VERB_CHARS], rest, rest_fields, ()
-    if field == "code":
-        return _code_verb(text)[:MAX_VERB_CHARS], text, rest_fields, ()
     head, rest = _pressed(*(part.strip() for part in text.partition(" ")[::2]), rest_fields)
     return head.lower()[:MAX_VERB_CHARS], rest, rest_fields, ()
 
@@ -343,6 +343,12 @@ _BUILTINS = frozenset(dir(builtins))
 _MODULE = r"[A-Za-z_][\w.]*"
 _IMPORT = re.compile(rf"^[ \t]*(?:from[ \t]+({_MODULE})[ \t]+import\b"
                      rf"|import[ \t]+({_MODULE}(?:[ \t]*,[ \t]*{_MODULE})*))", re.M)
+# A command that is a Python program, not a shell line: it begins with an import, a definition,
+# an `assert`, a `print(...)`, a block opener ending in `:` or an assignment with a space before
+# its `=` (a shell's `VAR=1 cmd` has none): a program logged through one `act(command=...)` tool
+_PYTHON_START = re.compile(r"\s*(?:#[^\n]*\n\s*)*(?:import[ \t]+[A-Za-z_]|from[ \t]+[\w.]+[ \t]+import\b"
+                           r"|(?:def|class|assert)[ \t]|print[ \t]*\(|(?:for|while|if|with|try)\b[^\n]*:[ \t]*(?:\n|$)"
+                           r"|[A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*[ \t]+[-+*/%]?=[^=])")
 _LOOP = re.compile(r"^[ \t]*(?:for|while)\b|\bfor\s+[\w, ()]{1,80}?\s+in\b", re.M)
 _ASSERT = re.compile(r"^[ \t]*assert\b", re.M)
 

@@ -181,10 +181,29 @@ def test_a_program_is_read_by_the_libraries_it_imports_and_whether_it_loops_or_a
 
 
 def test_a_math_agent_with_one_python_tool_is_read_by_its_programs(tmp_path):
-    runs = _read(interpreter(n_questions=20, random_state=0), tmp_path)
+    world = interpreter(n_questions=20, random_state=0)
+    runs = _read(world, tmp_path)
     assert action_tools(runs) == {"python": "code"}
-    tools = {t for seq in render(runs)["tools"].to_list() if seq for t in seq.split(" > ")}
+    typed = render(runs)["tools"].to_list()
+    tools = {t for seq in typed if seq for t in seq.split(" > ")}
     assert "python" not in tools and {"sympy", "random_loop"} <= tools
+    # the same programs logged through one `act(command=...)` tool are read as programs, not as
+    # shell lines whose first word (`import`, `from`, a variable) would be the program
+    generic = as_generic_action(world)
+    acted = mx.read(generic.write(tmp_path / "acted"), format=generic.format)
+    assert action_tools(acted) == {"act": "command"}
+    assert render(acted)["tools"].to_list() == typed
+
+
+def test_a_command_is_read_as_a_python_program_only_where_it_begins_like_one():
+    python = ("import math\nprint(math.pi)", "from sympy import symbols", "total = 3 * 4\nprint(total)",
+              "a, b = 1, 2", "for i in range(3):\n    print(i)", "print(2 ** 10)", "# a comment\nimport os")
+    shell = ("ls -la", "VAR=1 make test", "grep -rn needle .", "python3 - <<'EOF'\nimport re\nEOF",
+             "for f in *.py; do echo $f; done", "if [ -f a ]; then ls; fi", "go to sofa 1",
+             "import -window root shot.png")
+    read = {c: verb_object("act", "command", json.dumps({"command": c}), None)[0] for c in python + shell}
+    assert [read[c] for c in python] == ["math", "sympy", "code", "code", "code loop", "code", "os"]
+    assert [read[c] for c in shell] == ["ls", "make test", "grep", "python inline", "for", "if", "go", "import"]
 
 
 @pytest.mark.parametrize("make, expected", [(terminal, {"bash": "command"}), (computer, {"computer": "action"})])
