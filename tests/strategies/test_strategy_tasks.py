@@ -12,8 +12,16 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
-from mechanism.analysis._strategies.features import question_agreement, task_calls, task_plan, task_testable, task_tools
+from mechanism.analysis._strategies.features import (
+    question_agreement,
+    task_calls,
+    task_plan,
+    task_table,
+    task_testable,
+    task_tools,
+)
 from mechanism.analysis._strategies.tasks import merge_task_variants, shared_questions
+from mechanism.analysis.segmentation import TaskCalls
 from mechanism.core.schema import from_records, make_step
 from mechanism.datasets.worlds import assistant, service
 
@@ -82,6 +90,10 @@ def test_the_task_test_runs_on_two_episodes_a_question_given_thirty_beyond_the_f
     tools = [" > ".join((["look"] if lk else []) + [a]) for lk, a in zip(look, act)]
     assert task_calls(tools, questions).tools == {"act_a", "act_b"}
     assert task_calls(tools[:20], questions[:20]).tools == frozenset()
+    # the figures a caller counted already decide as the ones counted here (the fit counts them once)
+    table = task_table(tools, questions)
+    assert task_calls(tools, questions, table=table) == task_calls(tools, questions)
+    assert task_calls(tools, questions, table={**table, "repeats": 0.6}) == TaskCalls()
 
 
 @pytest.mark.parametrize("rate", [0.1, 0.3, 0.5])

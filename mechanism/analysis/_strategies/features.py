@@ -495,9 +495,6 @@ def task_segments(paths: Sequence[str | None], questions: np.ndarray) -> frozens
         (:func:`mechanism.analysis.segmentation.request_paths`).
     questions
         Each trajectory's question code.
-    table
-        :func:`task_table` of ``tools`` and ``questions``, where the caller has it already (the
-        fit keeps it as fitted state); computed here otherwise.
 
     Examples
     --------
