@@ -328,7 +328,6 @@ class StrategySpace(BaseEstimator):
             self.__dict__.pop(attr, None)
         self.action_tools_, self.kinds_ = action_tools(runs, self.action_field), declared_kinds(runs, self.by)
         named, first, self.task_calls_ = _read_task_calls(self, runs)
-        _decide_task_test(self)
         self.seed_ = resolve_seed(self.random_state)
         work = self.__sklearn_clone__().set_params(random_state=self.seed_)  # what the private modules read
         self.embedding_model_ = self._embedder().model_id
@@ -620,8 +619,10 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
     ``task_calls="keep"``). Where the question decides which resource a generic
     request tool's calls name (:func:`task_segments`), the table is read with those segments
     as one mark before the rest is tested. Sets ``space.task_test_``, the figures the task test
-    reads on the tools as named (:func:`task_table`)."""
+    reads on the tools as named (:func:`task_table`; none under ``"keep"``), and
+    ``space.task_tested_``, whether they let it run."""
     if space.task_calls == "keep":
+        space.task_tested_ = False
         return [], None, NO_TASK_CALLS
     questions = runs["question_id"].cast(pl.String).to_numpy()
     actions = space.action_tools_
@@ -629,6 +630,7 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
     first = space._render(runs, TaskCalls(segments=segments))
     named = first["tools"].to_list()
     space.task_test_ = task_table(named, questions)  # the task test's figures, counted once
+    space.task_tested_ = not untested_reasons(space.task_test_)
     found = dataclasses.replace(task_calls(named, questions, table=space.task_test_), segments=segments)
     arms = runs["arm"].cast(pl.String).to_list()
     alike = interchangeable_tools(named, arms, found.tools)
@@ -636,12 +638,6 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
     grouped = [" > ".join(read_as.get(t.rstrip("!"), t) for t in tl.split(" > ")) if tl else tl for tl in named]
     optional = optional_steps(grouped, arms, found.tools)
     return named, first, dataclasses.replace(found, alike=alike, optional=optional)
-
-
-def _decide_task_test(space: StrategySpace) -> None:
-    """``space.task_tested_``: whether the figures of ``space.task_test_`` (read on the tools as
-    named by :func:`_read_task_calls`; none under ``task_calls="keep"``) let the task test run."""
-    space.task_tested_ = space.task_calls != "keep" and not untested_reasons(space.task_test_)
 
 
 def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse: np.ndarray,
