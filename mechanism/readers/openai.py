@@ -1,4 +1,9 @@
-"""OpenAI chat messages with ``tool_calls`` and ``role: "tool"`` results.
+"""Chat messages with tool calls: OpenAI's ``tool_calls`` and ``role: "tool"`` results, and the
+same turns as other APIs log them (:func:`openai_shaped`): Anthropic Messages content blocks
+(``tool_use``, ``tool_result``, ``thinking``), Amazon Bedrock Converse blocks (``toolUse``,
+``toolResult``), Google Gemini ``parts`` (``functionCall``, ``functionResponse``, role
+``model``) and OpenAI Responses items (``function_call``, ``function_call_output``,
+``reasoning``).
 
 Each tool call is one round, except a call to a finishing tool (``finish``, ``answer``,
 ``final_answer``, ``submit``), which gives the final answer (its tool result, which the API
@@ -13,6 +18,7 @@ the final answer is taken from the last assistant message that makes no tool cal
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
@@ -35,7 +41,131 @@ def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
     if not isinstance(messages, list):
         return False
     return any(isinstance(m, Mapping) and (m.get("tool_calls") or m.get("role") in ("tool", "function")
-                                           or m.get("function_call")) for m in messages)
+                                           or m.get("function_call") or m.get("type") in _ITEM_CALLS
+                                           or any(_block_kind(b) for b in _blocks(m)))
+               for m in messages)
+
+
+# Other APIs' ways of logging a tool call or its result, each read as OpenAI's: Anthropic
+# Messages (`tool_use`, `tool_result`), Bedrock Converse (`toolUse`, `toolResult`), Gemini
+# (`functionCall`, `functionResponse`), and the reasoning blocks that go with them
+_CALL_TYPES = frozenset({"tool_use", "server_tool_use"})
+_RESULT_TYPES = frozenset({"tool_result", "web_search_tool_result"})
+_THINKING_TYPES = frozenset({"thinking", "reasoning"})
+_CALL_KEYS = ("toolUse", "functionCall")
+_RESULT_KEYS = ("toolResult", "functionResponse")
+# OpenAI Responses items that are not messages (no role)
+_ITEM_CALLS = frozenset({"function_call", "function_call_output", "reasoning"})
+# a block type that names a call or a result in some API's words
+_CALL_LIKE = re.compile(r"tool|function|call", re.IGNORECASE)
+
+
+def _blocks(msg: Mapping[str, Any]) -> list[Any]:
+    """A message's content blocks (``content`` as a list, or Gemini's ``parts``); [] for text."""
+    content = msg.get("content") if "content" in msg else msg.get("parts")
+    return content if isinstance(content, list) else []
+
+
+def _block_kind(block: Any) -> str | None:
+    """``"call"``, ``"result"`` or ``"thinking"`` for a content block other APIs log a tool
+    call, a tool result or reasoning with; ``None`` for text and anything else."""
+    if not isinstance(block, Mapping):
+        return None
+    kind = block.get("type")
+    if kind in _CALL_TYPES or any(isinstance(block.get(k), Mapping) for k in _CALL_KEYS):
+        return "call"
+    if kind in _RESULT_TYPES or any(isinstance(block.get(k), Mapping) for k in _RESULT_KEYS):
+        return "result"
+    if kind in _THINKING_TYPES:
+        return "thinking"
+    return None
+
+
+def _call_of(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A call block as an OpenAI ``tool_calls`` entry (``id`` None where the API logs none)."""
+    inner = next((block[k] for k in _CALL_KEYS if isinstance(block.get(k), Mapping)), block)
+    call_id = inner.get("id", inner.get("toolUseId"))
+    args = inner.get("input", inner.get("args", inner.get("arguments")))
+    return {"id": call_id if isinstance(call_id, str) else None,
+            "function": {"name": inner.get("name"), "arguments": args}}
+
+
+def _result_of(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A result block as an OpenAI ``role: "tool"`` message; ``_failed`` where the API said so
+    (Anthropic ``is_error``, Bedrock ``status: "error"``)."""
+    inner = next((block[k] for k in _RESULT_KEYS if isinstance(block.get(k), Mapping)), block)
+    call_id = inner.get("tool_use_id", inner.get("toolUseId", inner.get("id")))
+    content = inner.get("content", inner.get("response"))
+    if isinstance(content, list):  # Bedrock's {"json": {...}} parts are results too, as JSON text
+        content = [{"text": json.dumps(p["json"], ensure_ascii=False, default=str)}
+                   if isinstance(p, Mapping) and "json" in p and "text" not in p else p for p in content]
+    return {"role": "tool", "tool_call_id": call_id if isinstance(call_id, str) else None, "content": content,
+            "_failed": inner.get("is_error") is True or inner.get("status") == "error"}
+
+
+def _text_of_thinking(block: Mapping[str, Any]) -> str:
+    text = block.get("thinking", block.get("text"))
+    if isinstance(text, str):
+        return text
+    summary = block.get("summary")  # a Responses reasoning item: summary parts with text
+    if isinstance(summary, list):
+        return "\n".join(p["text"] for p in summary if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+    return ""
+
+
+def openai_shaped(msg: Any, where: str) -> list[Mapping[str, Any]]:
+    """One logged message (or Responses item) as the OpenAI chat messages it stands for.
+
+    A message whose content blocks hold tool calls becomes one assistant message with
+    ``tool_calls`` (its text and reasoning blocks, its thought); one whose blocks hold tool
+    results becomes a ``role: "tool"`` message per result, then a user message with its text,
+    if any (the user's next turn). Gemini's role ``model`` is the assistant. A message of
+    OpenAI's own shape comes back as it is.
+
+    Examples
+    --------
+    >>> [m["role"] for m in openai_shaped({"role": "user", "content": [
+    ...     {"type": "tool_result", "tool_use_id": "t1", "content": "42"},
+    ...     {"type": "text", "text": "thanks, now the next one"}]}, "messages[2]")]
+    ['tool', 'user']
+    >>> openai_shaped({"role": "model", "parts": [{"functionCall": {"name": "search", "args": {"q": "x"}}}]},
+    ...               "contents[1]")[0]["tool_calls"]
+    [{'id': None, 'function': {'name': 'search', 'arguments': {'q': 'x'}}}]
+    """
+    if isinstance(msg, Mapping) and "role" not in msg and msg.get("type") in _ITEM_CALLS:
+        kind = msg["type"]
+        if kind == "function_call":
+            return [{"role": "assistant", "content": None, "tool_calls": [
+                {"id": msg.get("call_id", msg.get("id")), "function": {"name": msg.get("name"),
+                                                                    "arguments": msg.get("arguments")}}]}]
+        if kind == "function_call_output":
+            return [{"role": "tool", "tool_call_id": msg.get("call_id"), "content": msg.get("output")}]
+        return [{"role": "assistant", "content": None, "_thinking": _text_of_thinking(msg)}]
+    blocks = _blocks(msg) if isinstance(msg, Mapping) else []
+    kinds = [_block_kind(b) for b in blocks]
+    for i, (block, kind) in enumerate(zip(blocks, kinds)):
+        # a call or result in a block this reader does not know would be lost without a word
+        named = block.get("type") if kind is None and isinstance(block, Mapping) else None
+        if isinstance(named, str) and _CALL_LIKE.search(named):
+            part = "content" if "content" in msg else "parts"
+            raise InputError(f"`{where}.{part}[{i}]` is a `{named[:40]}` block, a tool call or result in a form this "
+                             "reader does not know; convert it to OpenAI `tool_calls` or Anthropic `tool_use`",
+                             field=f"{where}.{part}[{i}].type")
+    if not any(kinds):
+        if isinstance(msg, Mapping) and (msg.get("role") == "model" or "content" not in msg and "parts" in msg):
+            return [{**msg, "role": "assistant" if msg.get("role") == "model" else msg.get("role"),
+                     "content": msg.get("content", msg.get("parts"))}]
+        return [msg]
+    role = _message_role(msg, where)
+    text = [b for b, k in zip(blocks, kinds) if k is None]
+    if "result" in kinds:
+        out: list[Mapping[str, Any]] = [_result_of(b) for b, k in zip(blocks, kinds) if k == "result"]
+        said = content_text(text)
+        return out + ([{"role": "user", "content": said}] if said.strip() else [])
+    calls = [_call_of(b) for b, k in zip(blocks, kinds) if k == "call"]
+    thinking = "\n".join(t for t in (_text_of_thinking(b) for b, k in zip(blocks, kinds) if k == "thinking") if t)
+    return [{"role": "assistant" if role == "model" else role, "content": text, "tool_calls": calls,
+             "_thinking": thinking}]
 
 
 def content_text(content: Any) -> str:
@@ -222,8 +352,9 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
     answer: str | None = None
     rule: str | None = None
     final = False
-    for index, msg in enumerate(messages):
-        where = f"{field}[{index}]"
+    shaped = ((f"{field}[{index}]", m) for index, raw in enumerate(messages)
+              for m in openai_shaped(raw, f"{field}[{index}]"))
+    for where, msg in shaped:
         role = _message_role(msg, where)
         if role in ("tool", "function"):
             text = _result_text(msg.get("content"), where)
@@ -232,7 +363,12 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                 finish_results.append(text)
             else:
                 slot.step["observation"] = text
+                if msg.get("_failed"):  # the API's own verdict (is_error, status "error")
+                    slot.step["failed"] = True
             continue
+        thinking = msg.get("_thinking")
+        if thinking:  # reasoning blocks: the thought of the next call, never an answer
+            said.append(thinking.strip())
         try:
             text = content_text(msg.get("content"))
         except InputError:

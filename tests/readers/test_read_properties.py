@@ -232,3 +232,48 @@ def test_structured_documents_only_raise_input_error(messages, steps, version):
         path.write_text(json.dumps(record))
         for fmt in ("auto", "openai", "react", "atif"):
             _read_ok_or_input_error(path, format=fmt)
+
+
+# content blocks as other chat APIs log calls and results (Anthropic, Bedrock, Gemini, Responses)
+content_block = st.one_of(
+    st.fixed_dictionaries({"type": st.sampled_from(["text", "thinking", "tool_use", "tool_result", "image",
+                                                    "tool_odd"])},
+                          optional={"text": _loose(st.text(max_size=8)), "thinking": _loose(st.text(max_size=8)),
+                                    "id": _loose(st.sampled_from(["t1", "t2"])),
+                                    "tool_use_id": _loose(st.sampled_from(["t1", "t2", "t3"])),
+                                    "name": _loose(st.sampled_from(["search", "finish"])),
+                                    "input": _loose(st.fixed_dictionaries({}, optional={"query": st.text(max_size=5)})),
+                                    "content": _loose(st.text(max_size=8)), "is_error": _loose(st.booleans())}),
+    st.fixed_dictionaries({}, optional={
+        "toolUse": _loose(st.fixed_dictionaries({}, optional={"toolUseId": _loose(st.just("t1")),
+                                                             "name": _loose(st.just("search")), "input": json_values})),
+        "toolResult": _loose(st.fixed_dictionaries({}, optional={"toolUseId": _loose(st.just("t1")),
+                                                                "content": json_values, "status": json_values})),
+        "functionCall": _loose(st.fixed_dictionaries({}, optional={"name": _loose(st.just("search")),
+                                                                  "args": json_values})),
+        "functionResponse": _loose(st.fixed_dictionaries({}, optional={"response": json_values})),
+        "text": _loose(st.text(max_size=8))}))
+block_message = st.one_of(
+    st.fixed_dictionaries({}, optional={
+        "role": _loose(st.sampled_from(["user", "assistant", "model", "function"])),
+        "content": _loose(st.lists(content_block, max_size=4)), "parts": _loose(st.lists(content_block, max_size=4))}),
+    st.fixed_dictionaries({"type": st.sampled_from(["function_call", "function_call_output", "reasoning", "message"])},
+                          optional={"call_id": _loose(st.just("c1")), "name": _loose(st.just("search")),
+                                    "arguments": _loose(st.just('{"query": "a"}')), "output": json_values,
+                                    "summary": json_values, "role": _loose(st.just("user"))}))
+
+
+@FAST
+@given(st.lists(block_message, max_size=7))
+def test_content_block_chats_only_raise_input_error(messages):
+    record = {"question": "q", "gold": ["b"], "messages": messages}
+    try:
+        out = openai.parse(record, FieldMap())
+    except InputError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert all(isinstance(s["tool"], str) for s in out["steps"])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "f.jsonl"
+        path.write_text(json.dumps(record))
+        _read_ok_or_input_error(path)

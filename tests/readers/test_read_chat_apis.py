@@ -1,0 +1,195 @@
+"""Tool calls as other chat APIs log them (Anthropic Messages, Bedrock Converse, Gemini, OpenAI
+Responses) read as OpenAI's: the same episode in every form gives the same steps, the same
+failures and the same moves; a call block of a form the reader does not know is an error that
+names file, line and field, never a trajectory without its calls."""
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import mechanism as mx
+from mechanism.core.errors import InputError
+
+QUESTION = "Which river flows through the capital of the country where the Eiffel Tower stands?"
+# one episode: a search that fails (rate limited), its retry, two lookups at once, an answer
+CALLS = [("search", {"query": "Eiffel Tower country"}, '{"error": "rate limited"}', True),
+         ("search", {"query": "Eiffel Tower country"}, "The Eiffel Tower is in Paris, France.", False),
+         ("lookup", {"entity": "Paris"}, "Paris is the capital of France.", False),
+         ("lookup", {"entity": "Seine"}, "The Seine flows through Paris.", False)]
+THOUGHTS = ["I will find the country first.", "The error was transient; again.", "Two lookups at once."]
+ANSWER = "The answer is the Seine."
+
+
+def _openai() -> list[dict]:
+    msgs: list[dict] = [{"role": "user", "content": QUESTION}]
+    for turn, (thought, calls) in enumerate(zip(THOUGHTS, (CALLS[:1], CALLS[1:2], CALLS[2:]))):
+        ids = [f"c{turn}{j}" for j in range(len(calls))]
+        msgs.append({"role": "assistant", "content": thought, "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            for i, (n, a, _, _) in zip(ids, calls)]})
+        msgs += [{"role": "tool", "tool_call_id": i, "content": r} for i, (_, _, r, _) in zip(ids, calls)]
+    return msgs + [{"role": "assistant", "content": ANSWER}]
+
+
+def _anthropic() -> list[dict]:
+    msgs: list[dict] = [{"role": "user", "content": [{"type": "text", "text": QUESTION}]}]
+    for turn, (thought, calls) in enumerate(zip(THOUGHTS, (CALLS[:1], CALLS[1:2], CALLS[2:]))):
+        ids = [f"toolu_{turn}{j}" for j in range(len(calls))]
+        msgs.append({"role": "assistant", "content": [{"type": "thinking", "thinking": thought, "signature": "x"}] + [
+            {"type": "tool_use", "id": i, "name": n, "input": a} for i, (n, a, _, _) in zip(ids, calls)]})
+        msgs.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": i, "content": [{"type": "text", "text": r}], "is_error": f}
+            for i, (_, _, r, f) in zip(ids, calls)]})
+    return msgs + [{"role": "assistant", "content": [{"type": "text", "text": ANSWER}]}]
+
+
+def _bedrock() -> list[dict]:
+    msgs: list[dict] = [{"role": "user", "content": [{"text": QUESTION}]}]
+    for turn, (thought, calls) in enumerate(zip(THOUGHTS, (CALLS[:1], CALLS[1:2], CALLS[2:]))):
+        ids = [f"tooluse_{turn}{j}" for j in range(len(calls))]
+        msgs.append({"role": "assistant", "content": [{"text": thought}] + [
+            {"toolUse": {"toolUseId": i, "name": n, "input": a}} for i, (n, a, _, _) in zip(ids, calls)]})
+        msgs.append({"role": "user", "content": [
+            {"toolResult": {"toolUseId": i, "content": [{"json": json.loads(r)} if r.startswith("{") else {"text": r}],
+                            "status": "error" if f else "success"}} for i, (_, _, r, f) in zip(ids, calls)]})
+    return msgs + [{"role": "assistant", "content": [{"text": ANSWER}]}]
+
+
+def _gemini() -> list[dict]:
+    # no call ids: results answer the calls in order
+    msgs: list[dict] = [{"role": "user", "parts": [{"text": QUESTION}]}]
+    for thought, calls in zip(THOUGHTS, (CALLS[:1], CALLS[1:2], CALLS[2:])):
+        msgs.append({"role": "model", "parts": [{"text": thought}] + [
+            {"functionCall": {"name": n, "args": a}} for n, a, _, _ in calls]})
+        msgs.append({"role": "user", "parts": [
+            {"functionResponse": {"name": n, "response": json.loads(r) if r.startswith("{") else {"result": r}}}
+            for n, _, r, _ in calls]})
+    return msgs + [{"role": "model", "parts": [{"text": ANSWER}]}]
+
+
+def _responses() -> list[dict]:
+    items: list[dict] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": QUESTION}]}]
+    for turn, (thought, calls) in enumerate(zip(THOUGHTS, (CALLS[:1], CALLS[1:2], CALLS[2:]))):
+        items.append({"type": "reasoning", "id": f"rs_{turn}", "summary": [{"type": "summary_text", "text": thought}]})
+        ids = [f"call_{turn}{j}" for j in range(len(calls))]
+        items += [{"type": "function_call", "call_id": i, "name": n, "arguments": json.dumps(a)}
+                  for i, (n, a, _, _) in zip(ids, calls)]
+        items += [{"type": "function_call_output", "call_id": i, "output": r} for i, (_, _, r, _) in zip(ids, calls)]
+    return items + [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": ANSWER}]}]
+
+
+FORMS = {"openai": ("messages", _openai), "anthropic": ("messages", _anthropic), "bedrock": ("messages", _bedrock),
+         "gemini": ("contents", _gemini), "responses": ("messages", _responses)}
+
+
+def _write(tmp_path, form: str, n: int = 3):
+    field, make = FORMS[form]
+    path = tmp_path / f"{form}.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{i}", "arm": "base", field: make(), "gold": "Seine"}) + "\n"
+                            for i in range(n)))
+    return path
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_every_form_reads_the_episode_call_by_call(tmp_path, form):
+    runs, rep = mx.read(_write(tmp_path, form), report=True)
+    assert rep.formats == {str(tmp_path / f"{form}.jsonl"): "openai"}
+    assert runs["n_rounds"].to_list() == [4, 4, 4]
+    assert runs["answer"].to_list() == ["the Seine"] * 3 and runs["correct"].all()
+    steps = runs["steps"][0]
+    assert [s["tool"] for s in steps] == [c[0] for c in CALLS]
+    assert [s["query"] for s in steps] == [next(iter(c[1].values())) for c in CALLS]
+    assert [json.loads(s["arguments"]) for s in steps] == [c[1] for c in CALLS]
+    # each result reached its own call, parallel calls included (Gemini's by order)
+    for step, (_, _, result, _) in zip(steps, CALLS):
+        assert result in step["observation"] or json.loads(result) == json.loads(step["observation"])
+    # the reasoning before a call is its thought, and never the answer
+    assert [s["thought"] for s in steps] == [THOUGHTS[0], THOUGHTS[1], THOUGHTS[2], None]
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_every_form_gives_the_same_moves_and_failures(tmp_path, form):
+    reference = mx.segment(mx.read(_write(tmp_path, "openai")))
+    moves = mx.segment(mx.read(_write(tmp_path, form)))
+    columns = ["step", "tool", "move", "relation", "sources", "failed", "token"]
+    assert moves.select(columns).equals(reference.select(columns))
+    assert moves.filter(pl.col("tool") == "search")["failed"].to_list() == [True, False] * 3
+
+
+def test_the_apis_own_error_flag_marks_a_call_whose_result_reads_as_success(tmp_path):
+    # Anthropic's is_error and Bedrock's status "error" on a result whose text looks fine
+    msgs = _anthropic()
+    msgs[2]["content"][0]["content"] = [{"type": "text", "text": "Eiffel Tower: see page 2"}]
+    path = tmp_path / "flag.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "messages": msgs, "gold": "Seine"}) + "\n")
+    runs = mx.read(path)
+    assert [s["failed"] for s in runs["steps"][0]][:2] == [True, None]
+    assert mx.segment(runs)["failed"].to_list()[:2] == [True, False]
+
+
+def test_a_user_turn_beside_tool_results_is_the_users(tmp_path):
+    msgs = _anthropic()
+    msgs[4]["content"].append({"type": "text", "text": "Please also check the river's length."})
+    path = tmp_path / "turn.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "messages": msgs, "gold": "Seine"}) + "\n")
+    steps = mx.read(path)["steps"][0]
+    assert steps[2]["user"] == "Please also check the river's length."
+    assert steps[1]["observation"] == "The Eiffel Tower is in Paris, France."
+
+
+def test_a_call_block_of_an_unknown_form_names_file_line_and_field(tmp_path):
+    msgs = _openai()
+    msgs[1] = {"role": "assistant", "content": [{"type": "text", "text": "hm"},
+                                                  {"type": "custom_tool_invocation", "tool": "search", "q": "x"}]}
+    path = tmp_path / "odd.jsonl"
+    path.write_text(json.dumps({"id": "q0", "arm": "a", "messages": _openai(), "gold": "Seine"}) + "\n"
+                    + json.dumps({"id": "q1", "arm": "a", "messages": msgs, "gold": "Seine"}) + "\n")
+    with pytest.raises(InputError) as info:
+        mx.read(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}, line 2") and "messages[1].content[1]" in message
+    assert "custom_tool_invocation" in message and "\n" not in message
+    runs, rep = mx.read(path, errors="skip", report=True)
+    assert runs.height == 1 and [s.line for s in rep.skipped] == [2]
+
+
+def _forms_of(turns) -> dict[str, list[dict]]:
+    """One episode (turns of parallel calls: name, query, result, failed) in two APIs' forms."""
+    oa: list[dict] = [{"role": "user", "content": QUESTION}]
+    an: list[dict] = [{"role": "user", "content": [{"type": "text", "text": QUESTION}]}]
+    for t, calls in enumerate(turns):
+        ids = [f"id{t}_{j}" for j in range(len(calls))]
+        oa.append({"role": "assistant", "content": f"thought {t}", "tool_calls": [
+            {"id": i, "function": {"name": n, "arguments": json.dumps({"query": q})}}
+            for i, (n, q, _, _) in zip(ids, calls)]})
+        oa += [{"role": "tool", "tool_call_id": i, "content": r} for i, (_, _, r, _) in zip(ids, calls)]
+        an.append({"role": "assistant", "content": [{"type": "text", "text": f"thought {t}"}] + [
+            {"type": "tool_use", "id": i, "name": n, "input": {"query": q}} for i, (n, q, _, _) in zip(ids, calls)]})
+        # results in any order inside the user message: matched by id
+        an.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": r}
+                                               for i, (_, _, r, _) in reversed(list(zip(ids, calls)))]})
+    oa.append({"role": "assistant", "content": ANSWER})
+    an.append({"role": "assistant", "content": [{"type": "text", "text": ANSWER}]})
+    return {"openai": oa, "anthropic": an}
+
+
+_word = st.text("abcdefg xyz", min_size=1, max_size=12).filter(str.strip)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.tuples(st.sampled_from(["search", "lookup", "open_page"]), _word,
+                                   st.one_of(_word, st.just("Error: not found")), st.booleans()),
+                         min_size=1, max_size=3), min_size=1, max_size=5))
+def test_anthropic_blocks_read_as_the_same_openai_episode(tmp_path_factory, turns):
+    tmp = tmp_path_factory.mktemp("forms")
+    read = {}
+    for form, msgs in _forms_of(turns).items():
+        path = tmp / f"{form}.jsonl"
+        path.write_text(json.dumps({"id": "q", "arm": "a", "messages": msgs, "gold": "Seine"}) + "\n")
+        read[form] = mx.read(path)
+    assert read["anthropic"]["steps"].to_list() == read["openai"]["steps"].to_list()
+    assert read["anthropic"]["n_rounds"].item() == sum(len(c) for c in turns)
