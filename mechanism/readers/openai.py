@@ -2,8 +2,9 @@
 same turns as other APIs log them (:func:`openai_shaped`): Anthropic Messages content blocks
 (``tool_use``, ``tool_result``, ``thinking``), Amazon Bedrock Converse blocks (``toolUse``,
 ``toolResult``), Google Gemini ``parts`` (``functionCall``, ``functionResponse``, role
-``model``) and OpenAI Responses items (``function_call``, ``function_call_output``,
-``reasoning``).
+``model``), OpenAI Responses items (``function_call``, ``function_call_output``,
+``reasoning``) and LangChain messages (``type`` ``human`` / ``ai`` / ``tool``, flat
+``tool_calls`` ``{"name", "args", "id"}``, the ``messages_to_dict`` form).
 
 Each tool call is one round, except a call to a finishing tool (``finish``, ``answer``,
 ``final_answer``, ``submit``), which gives the final answer (its tool result, which the API
@@ -40,10 +41,12 @@ def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
     messages = fields.get(record, "messages")
     if not isinstance(messages, list):
         return False
+    unwrapped = (m.get("data") if isinstance(m, Mapping) and isinstance(m.get("data"), Mapping) else m
+                 for m in messages)  # LangChain's messages_to_dict form
     return any(isinstance(m, Mapping) and (m.get("tool_calls") or m.get("role") in ("tool", "function")
                                            or m.get("function_call") or m.get("type") in _ITEM_CALLS
-                                           or any(_block_kind(b) for b in _blocks(m)))
-               for m in messages)
+                                           or m.get("type") == "tool" or any(_block_kind(b) for b in _blocks(m)))
+               for m in unwrapped)
 
 
 # Other APIs' ways of logging a tool call or its result, each read as OpenAI's: Anthropic
@@ -56,6 +59,9 @@ _CALL_KEYS = ("toolUse", "functionCall")
 _RESULT_KEYS = ("toolResult", "functionResponse")
 # OpenAI Responses items that are not messages (no role)
 _ITEM_CALLS = frozenset({"function_call", "function_call_output", "reasoning"})
+# LangChain / LangGraph messages name their role by `type` ("chat" messages carry a `role`)
+_LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system", "function": "function",
+                    "chat": None}
 # a block type that names a call or a result in some API's words
 _CALL_LIKE = re.compile(r"tool|function|call", re.IGNORECASE)
 
@@ -132,6 +138,16 @@ def openai_shaped(msg: Any, where: str) -> list[Mapping[str, Any]]:
     ...               "contents[1]")[0]["tool_calls"]
     [{'id': None, 'function': {'name': 'search', 'arguments': {'q': 'x'}}}]
     """
+    if isinstance(msg, Mapping) and "role" not in msg and msg.get("type") in _LANGCHAIN_ROLES:
+        data = msg.get("data") if isinstance(msg.get("data"), Mapping) else msg  # messages_to_dict nests it
+        role = _LANGCHAIN_ROLES[msg["type"]] or data.get("role")
+        msg = {**data, **({"role": role} if role is not None else {})}
+    if isinstance(msg, Mapping) and isinstance(msg.get("tool_calls"), list) and any(
+            isinstance(c, Mapping) and "function" not in c and "name" in c for c in msg["tool_calls"]):
+        # LangChain's flat calls, {"name", "args", "id"}, as OpenAI's {"id", "function": {...}}
+        msg = {**msg, "tool_calls": [
+            {"id": c.get("id"), "function": {"name": c["name"], "arguments": c.get("args", c.get("arguments"))}}
+            if isinstance(c, Mapping) and "function" not in c and "name" in c else c for c in msg["tool_calls"]]}
     if isinstance(msg, Mapping) and "role" not in msg and msg.get("type") in _ITEM_CALLS:
         kind = msg["type"]
         if kind == "function_call":
@@ -363,7 +379,7 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                 finish_results.append(text)
             else:
                 slot.step["observation"] = text
-                if msg.get("_failed"):  # the API's own verdict (is_error, status "error")
+                if msg.get("_failed") or msg.get("status") == "error":  # the API's own verdict (is_error, status)
                     slot.step["failed"] = True
             continue
         thinking = msg.get("_thinking")

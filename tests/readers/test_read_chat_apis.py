@@ -1,5 +1,5 @@
 """Tool calls as other chat APIs log them (Anthropic Messages, Bedrock Converse, Gemini, OpenAI
-Responses) read as OpenAI's: the same episode in every form gives the same steps, the same
+Responses, LangChain) read as OpenAI's: the same episode in every form gives the same steps, the same
 failures and the same moves; a call block of a form the reader does not know is an error that
 names file, line and field, never a trajectory without its calls."""
 from __future__ import annotations
@@ -82,7 +82,20 @@ def _responses() -> list[dict]:
     return items + [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": ANSWER}]}]
 
 
-FORMS = {"openai": ("messages", _openai), "anthropic": ("messages", _anthropic), "bedrock": ("messages", _bedrock),
+def _langchain() -> list[dict]:
+    # messages_to_dict: {"type", "data"}; flat tool calls; a failed tool call's status "error"
+    msgs: list[dict] = [{"type": "human", "data": {"content": QUESTION}}]
+    for turn, (thought, calls) in enumerate(zip(THOUGHTS, (CALLS[:1], CALLS[1:2], CALLS[2:]))):
+        ids = [f"call_{turn}{j}" for j in range(len(calls))]
+        msgs.append({"type": "ai", "data": {"content": thought, "tool_calls": [
+            {"name": n, "args": a, "id": i, "type": "tool_call"} for i, (n, a, _, _) in zip(ids, calls)]}})
+        msgs += [{"type": "tool", "data": {"content": r, "tool_call_id": i, "status": "error" if f else "success"}}
+                 for i, (_, _, r, f) in zip(ids, calls)]
+    return msgs + [{"type": "ai", "data": {"content": ANSWER}}]
+
+
+FORMS = {"langchain": ("messages", _langchain), "openai": ("messages", _openai),
+         "anthropic": ("messages", _anthropic), "bedrock": ("messages", _bedrock),
          "gemini": ("contents", _gemini), "responses": ("messages", _responses)}
 
 

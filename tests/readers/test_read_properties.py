@@ -234,7 +234,7 @@ def test_structured_documents_only_raise_input_error(messages, steps, version):
             _read_ok_or_input_error(path, format=fmt)
 
 
-# content blocks as other chat APIs log calls and results (Anthropic, Bedrock, Gemini, Responses)
+# content blocks as other chat APIs log calls and results (Anthropic, Bedrock, Gemini, Responses, LangChain)
 content_block = st.one_of(
     st.fixed_dictionaries({"type": st.sampled_from(["text", "thinking", "tool_use", "tool_result", "image",
                                                     "tool_odd"])},
@@ -257,6 +257,13 @@ block_message = st.one_of(
     st.fixed_dictionaries({}, optional={
         "role": _loose(st.sampled_from(["user", "assistant", "model", "function"])),
         "content": _loose(st.lists(content_block, max_size=4)), "parts": _loose(st.lists(content_block, max_size=4))}),
+    st.fixed_dictionaries({"type": st.sampled_from(["human", "ai", "tool", "chat", "system"])}, optional={
+        "data": _loose(st.fixed_dictionaries({}, optional={
+            "content": _loose(st.text(max_size=8)), "role": json_values, "status": _loose(st.just("error")),
+            "tool_call_id": _loose(st.just("c1")),
+            "tool_calls": _loose(st.lists(st.fixed_dictionaries({}, optional={
+                "name": _loose(st.just("search")), "args": json_values, "id": _loose(st.just("c1"))}), max_size=2))})),
+        "content": _loose(st.text(max_size=8))}),
     st.fixed_dictionaries({"type": st.sampled_from(["function_call", "function_call_output", "reasoning", "message"])},
                           optional={"call_id": _loose(st.just("c1")), "name": _loose(st.just("search")),
                                     "arguments": _loose(st.just('{"query": "a"}')), "output": json_values,
