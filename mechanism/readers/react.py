@@ -29,7 +29,7 @@ from mechanism.core.actions import GENERIC_TOOL
 from mechanism.core.errors import InputError
 from mechanism.core.schema import make_step
 from mechanism.readers._fields import FieldMap, as_str
-from mechanism.readers.openai import FINISH_TOOLS, content_text, final_from_content
+from mechanism.readers.openai import FINISH_TOOLS, content_text, final_from_content, main_text
 
 FORMAT = "react"
 
@@ -39,8 +39,11 @@ _USER_KIND = _USER_MARK.lower()
 # and so is a chat's last assistant message that writes no ReAct line: the final answer in words
 _ANSWER_MARK = "\x1eAnswer"
 _ANSWER_KIND = _ANSWER_MARK.lower()
-_MARKER = re.compile(r"^[ \t]*(Thought|Action|Observation|Question|\x1eUser|\x1eAnswer)(?:[ \t]*\d+)?[ \t]*:[ \t]?",
-                     re.M | re.I)
+_MARKER = re.compile(r"^[ \t]*(Thought|Action[ \t]+Input|Action|Observation|Question|Final[ \t]+Answer|\x1eUser|"
+                     r"\x1eAnswer)(?:[ \t]*\d+)?[ \t]*:[ \t]?", re.M | re.I)
+# LangChain's ReAct (MRKL) lines: `Action: search` then `Action Input: ...` is search(...), and
+# `Final Answer: ...` ends the episode
+_TOOL_NAME = re.compile(r"[A-Za-z_][\w\-.]*")
 # heads only: the argument is cut with str.rfind, so no pattern backtracks over untrusted text
 _ACTION_HEAD = re.compile(r"[ \t]*([A-Za-z_][\w\-]*)[ \t]*\[")
 _INLINE_HEAD = re.compile(r"Action(?:[ \t]*\d+)?[ \t]*:[ \t]*([A-Za-z_][\w\-]*)[ \t]*\[")
@@ -63,6 +66,23 @@ _DETECT = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:[ \t]*[A-Za-z_][\w\-]*[
 # a text environment's transcript: bare `Action:` lines answered by `Observation:` lines
 _BARE_ACTION = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:[ \t]*[A-Za-z]", re.M | re.I)
 _OBSERVATION = re.compile(r"^[ \t]*Observation(?:[ \t]*\d+)?[ \t]*:", re.M | re.I)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """``text`` parsed, where it is a JSON object; else ``None``."""
+    if not text.startswith("{"):
+        return None
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _kind(mark: re.Match[str]) -> str:
+    """A marker's kind, lower case, one space inside (``"action input"``)."""
+    # spaces and tabs only: str.split() would also take the user and answer marks' \x1e for a space
+    return re.sub(r"[ \t]+", " ", mark.group(1).lower())
 
 
 def detect_text(text: Any) -> bool:
@@ -214,8 +234,10 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
             if observation is not None:
                 finish_results.append(observation)
             return
+        args = _json_object(arg)  # `Action Input: {"entity": "Paris"}`: the call's own arguments
         steps.append(make_step(thought="\n".join(thoughts) or None, tool=tool,
-                               arguments=json.dumps({"query": arg}, ensure_ascii=False), query=arg,
+                               arguments=arg if args is not None else json.dumps({"query": arg}, ensure_ascii=False),
+                               query=arg if args is None else main_text(args, arg),
                                observation=observation, user="\n".join(users) or None))
         thoughts.clear()
         users.clear()
@@ -224,7 +246,7 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
 
     bare = _bare_actions(text, marks)
     for i, m in enumerate(marks):
-        kind = m.group(1).lower()
+        kind = _kind(m)
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
         body = text[m.end(): end].strip()
         if kind == "question":
@@ -237,6 +259,14 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
             run_turn(None)
             answer, rule = final_from_content(body)
             final = answer is not None
+        elif kind == "final answer":
+            run_turn(None)
+            answer, final, rule = body, True, "final_answer"
+        elif kind == "action input":
+            # read with its `Action: tool` line; one after anything else is thought text
+            if not (i > 0 and _kind(marks[i - 1]) == "action" and _TOOL_NAME.fullmatch(
+                    text[marks[i - 1].end(): m.start()].strip())) and body:
+                thoughts.append(f"Action Input: {body}")
         elif kind == "thought":
             action = None
             if "ction" in body and (i + 1 == len(marks) or marks[i + 1].group(1).lower() == "observation"):
@@ -247,6 +277,11 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
             if action is not None:
                 turn.append(action)
         elif kind == "action":
+            named = i + 1 < len(marks) and _kind(marks[i + 1]) == "action input" and _TOOL_NAME.fullmatch(body)
+            if named:  # `Action: tool` + `Action Input: argument`: the named tool's call
+                end_input = marks[i + 2].start() if i + 2 < len(marks) else len(text)
+                turn.append((body.lower(), text[marks[i + 1].end(): end_input].strip()))
+                continue
             found = _read_action(body, bare, notes)
             if found is not None:
                 turn.append(found)

@@ -206,3 +206,39 @@ def test_anthropic_blocks_read_as_the_same_openai_episode(tmp_path_factory, turn
         read[form] = mx.read(path)
     assert read["anthropic"]["steps"].to_list() == read["openai"]["steps"].to_list()
     assert read["anthropic"]["n_rounds"].item() == sum(len(c) for c in turns)
+
+
+def _mrkl(turns=CALLS[1:]) -> str:
+    """LangChain's ReAct (MRKL) transcript of the episode without its failed call."""
+    lines = [f"Question: {QUESTION}"]
+    for (name, args, result, _), thought in zip(turns, [*THOUGHTS, "And the river."]):
+        arg = json.dumps(args) if name == "lookup" else next(iter(args.values()))
+        lines += [f"Thought: {thought}", f"Action: {name}", f"Action Input: {arg}", f"Observation: {result}"]
+    return "\n".join([*lines, "Thought: I now know the final answer", "Final Answer: the Seine"])
+
+
+def test_langchain_react_reads_named_tools_their_input_and_the_final_answer(tmp_path):
+    path = tmp_path / "mrkl.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "response": _mrkl(), "gold": "Seine"}) + "\n")
+    runs, rep = mx.read(path, report=True)
+    assert rep.formats == {str(path): "react"}
+    assert runs["answer"].to_list() == ["the Seine"] and runs["correct"].all()
+    steps = runs["steps"][0]
+    assert [(s["tool"], s["query"]) for s in steps] == [("search", "Eiffel Tower country"), ("lookup", "Paris"),
+                                                       ("lookup", "Seine")]
+    # a JSON input is the call's arguments, as a chat API's would be
+    want = [{"query": "Eiffel Tower country"}, *(c[1] for c in CALLS[2:])]
+    assert [json.loads(s["arguments"]) for s in steps] == want
+    assert [s["observation"] for s in steps] == [c[2] for c in CALLS[1:]]
+    assert not any("generic tool" in n for n in rep.notes)  # named tools, not bare commands
+
+
+def test_an_action_input_without_its_action_stays_thought_text(tmp_path):
+    text = ("Thought: hm\nAction Input: stray\nAction: search\nAction Input: Paris\nObservation: Paris is in France.\n"
+            "Final Answer: France")
+    path = tmp_path / "stray.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "question": "Where is Paris?", "response": text,
+                                "gold": "France"}) + "\n")
+    steps = mx.read(path)["steps"][0]
+    assert [(s["tool"], s["query"]) for s in steps] == [("search", "Paris")]
+    assert steps[0]["thought"] == "hm\nAction Input: stray"

@@ -92,7 +92,9 @@ def test_format_parsers_only_raise_input_error(record):
 
 tag_text = st.lists(st.sampled_from(["<think>", "</think>", "<search>", "</search>", "<information>",
                                      "</information>", "<answer>", "</answer>", " a ", "b\n", "Action: search[x]",
-                                     "Observation: o\n", "Thought 2: t\n", "]", "["]), max_size=14).map("".join)
+                                     "Observation: o\n", "Thought 2: t\n", "]", "[", "Action: search\n",
+                                     "Action Input: {\"q\": 1}\n", "Action Input: x\n", "Final Answer: y\n"]),
+                   max_size=14).map("".join)
 
 
 @FAST
