@@ -39,8 +39,13 @@ _USER_KIND = _USER_MARK.lower()
 # and so is a chat's last assistant message that writes no ReAct line: the final answer in words
 _ANSWER_MARK = "\x1eAnswer"
 _ANSWER_KIND = _ANSWER_MARK.lower()
-_MARKER = re.compile(r"^[ \t]*(Thought|Action[ \t]+Input|Action|Observation|Question|Final[ \t]+Answer|\x1eUser|"
-                     r"\x1eAnswer)(?:[ \t]*\d+)?[ \t]*:[ \t]?", re.M | re.I)
+_MARKER = re.compile(r"^[ \t]*(Thought|Action[ \t]+Input|Action|Observation|Question|Final[ \t]+Answer|Code|"
+                     r"\x1eUser|\x1eAnswer)(?:[ \t]*\d+)?[ \t]*:[ \t]?", re.M | re.I)
+# smolagents' code actions (CodeAct): `Code:` then a fenced program, ended by `<end_code>`; the
+# program is a call of the interpreter, and `final_answer(...)` in it ends the episode
+CODE_TOOL = "python_interpreter"
+_CODE_START = re.compile(r"^[ \t]*Code[ \t]*:[ \t]*\n?[ \t]*```", re.M | re.I)
+_FINAL_CALL = re.compile(r"^[ \t]*final_answer[ \t]*\(", re.M)
 # LangChain's ReAct (MRKL) lines: `Action: search` then `Action Input: ...` is search(...), and
 # `Final Answer: ...` ends the episode
 _TOOL_NAME = re.compile(r"[A-Za-z_][\w\-.]*")
@@ -68,6 +73,29 @@ _BARE_ACTION = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:[ \t]*[A-Za-z]", r
 _OBSERVATION = re.compile(r"^[ \t]*Observation(?:[ \t]*\d+)?[ \t]*:", re.M | re.I)
 
 
+def _program(body: str) -> tuple[str, str | None] | None:
+    """(program, final answer or None) of a ``Code:`` block written as a fenced program, else
+    ``None``; the answer is what ``final_answer(...)`` is given (quotes taken off a string), and
+    the program is what runs before it."""
+    body = body.strip()
+    if not body.startswith("```"):
+        return None
+    code = body.split("\n", 1)[1] if "\n" in body else ""
+    close = code.rfind("```")
+    code = (code[:close] if close >= 0 else code.replace("<end_code>", "")).strip()
+    final = _FINAL_CALL.search(code)
+    if final is None:
+        return code, None
+    line_end = code.find("\n", final.end())
+    line_end = len(code) if line_end < 0 else line_end
+    inner = code[final.end():line_end]
+    inner = inner[:inner.rfind(")")] if ")" in inner else inner
+    answer = inner.strip()
+    if len(answer) >= 2 and answer[0] == answer[-1] and answer[0] in "'\"":
+        answer = answer[1:-1]
+    return code[:final.start()].strip(), answer
+
+
 def _json_object(text: str) -> dict[str, Any] | None:
     """``text`` parsed, where it is a JSON object; else ``None``."""
     if not text.startswith("{"):
@@ -88,8 +116,8 @@ def _kind(mark: re.Match[str]) -> str:
 def detect_text(text: Any) -> bool:
     if not isinstance(text, str):
         return False
-    return _DETECT.search(text) is not None or (_BARE_ACTION.search(text) is not None
-                                                and _OBSERVATION.search(text) is not None)
+    return (_DETECT.search(text) is not None or _CODE_START.search(text) is not None
+            or (_BARE_ACTION.search(text) is not None and _OBSERVATION.search(text) is not None))
 
 
 def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
@@ -234,9 +262,10 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
             if observation is not None:
                 finish_results.append(observation)
             return
-        args = _json_object(arg)  # `Action Input: {"entity": "Paris"}`: the call's own arguments
+        # `Action Input: {"entity": "Paris"}`: the call's own arguments; a program, its code
+        args = {"code": arg} if tool == CODE_TOOL else _json_object(arg)
         steps.append(make_step(thought="\n".join(thoughts) or None, tool=tool,
-                               arguments=arg if args is not None else json.dumps({"query": arg}, ensure_ascii=False),
+                               arguments=json.dumps(args if args is not None else {"query": arg}, ensure_ascii=False),
                                query=arg if args is None else main_text(args, arg),
                                observation=observation, user="\n".join(users) or None))
         thoughts.clear()
@@ -262,6 +291,17 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
         elif kind == "final answer":
             run_turn(None)
             answer, final, rule = body, True, "final_answer"
+        elif kind == "code":
+            program = _program(body)
+            if program is None:  # `Code:` before anything but a fenced program: the thought's words
+                thoughts.append(f"Code: {body}")
+                continue
+            code, said = program
+            if code:
+                turn.append((CODE_TOOL, code))
+            if said is not None:  # the program's last act: the episode's answer
+                run_turn(None)
+                answer, final, rule = said, True, "final_answer"
         elif kind == "action input":
             # read with its `Action: tool` line; one after anything else is thought text
             if not (i > 0 and _kind(marks[i - 1]) == "action" and _TOOL_NAME.fullmatch(

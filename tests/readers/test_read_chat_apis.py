@@ -242,3 +242,39 @@ def test_an_action_input_without_its_action_stays_thought_text(tmp_path):
     steps = mx.read(path)["steps"][0]
     assert [(s["tool"], s["query"]) for s in steps] == [("search", "Paris")]
     assert steps[0]["thought"] == "hm\nAction Input: stray"
+
+
+SMOL = ("Thought: I will count the pairs first.\nCode:\n```py\nimport itertools\n"
+        "pairs = list(itertools.combinations(range(13), 2))\nprint(len(pairs))\n```<end_code>\n"
+        "Observation: Execution logs:\n78\nLast output from code snippet:\nNone\n"
+        "Thought: Now the answer.\nCode:\n```py\nfinal_answer(\"78\")\n```<end_code>")
+
+
+def test_smolagents_code_actions_are_interpreter_calls_and_final_answer_ends(tmp_path):
+    path = tmp_path / "smol.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "question": "How many pairs of 13 items?", "response": SMOL,
+                                "gold": "78"}) + "\n")
+    runs, rep = mx.read(path, report=True)
+    assert rep.formats == {str(path): "react"}
+    assert runs["answer"].to_list() == ["78"] and runs["correct"].all() and runs["n_rounds"].to_list() == [1]
+    (step,) = runs["steps"][0]
+    assert step["tool"] == "python_interpreter" and step["thought"] == "I will count the pairs first."
+    assert json.loads(step["arguments"])["code"].splitlines()[0] == "import itertools"
+    assert step["observation"].startswith("Execution logs:\n78")
+    # the program is read by what it does, as any code field is
+    assert mx.segment(runs, action_field={"python_interpreter": "code"})["tool"].to_list()[0] == "itertools"
+    # and found so without being told, over programs of several kinds on several questions
+    records = [{"id": f"q{i}", "arm": "a", "sample_id": j, "question": f"q{i}?", "gold": "78",
+                "response": SMOL if (i + j) % 2 else SMOL.replace("import itertools", "import sympy")}
+               for i in range(6) for j in range(2)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    space = mx.StrategySpace(embedder="hashing-64", progress=False, n_bootstrap=0).fit(mx.read(path))
+    assert space.action_tools_ == {"python_interpreter": "code"}
+
+
+def test_a_code_line_without_a_program_stays_thought_text(tmp_path):
+    text = "Thought: Code: none needed here.\nCode: the answer is known\nAction: finish[78]"
+    path = tmp_path / "words.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "question": "q?", "response": text, "gold": "78"}) + "\n")
+    runs = mx.read(path)
+    assert runs["answer"].to_list() == ["78"] and runs["n_rounds"].to_list() == [0]

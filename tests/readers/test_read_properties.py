@@ -93,7 +93,8 @@ def test_format_parsers_only_raise_input_error(record):
 tag_text = st.lists(st.sampled_from(["<think>", "</think>", "<search>", "</search>", "<information>",
                                      "</information>", "<answer>", "</answer>", " a ", "b\n", "Action: search[x]",
                                      "Observation: o\n", "Thought 2: t\n", "]", "[", "Action: search\n",
-                                     "Action Input: {\"q\": 1}\n", "Action Input: x\n", "Final Answer: y\n"]),
+                                     "Action Input: {\"q\": 1}\n", "Action Input: x\n", "Final Answer: y\n",
+                                     "Code:\n```py\n", "```<end_code>\n", "final_answer(\"z\")\n", "Code: "]),
                    max_size=14).map("".join)
 
 
