@@ -96,6 +96,52 @@ def _program(body: str) -> tuple[str, str | None] | None:
     return code[:final.start()].strip(), answer
 
 
+def _read_code(body: str, turn: list[tuple[str, str]], thoughts: list[str]) -> str | None:
+    """A ``Code:`` block: its program joins ``turn`` (a fenced program) or its words ``thoughts``
+    (anything else); returns what ``final_answer(...)`` is given, else ``None``."""
+    program = _program(body)
+    if program is None:
+        thoughts.append(f"Code: {body}")
+        return None
+    code, said = program
+    if code:
+        turn.append((CODE_TOOL, code))
+    return said
+
+
+def _mrkl_input(text: str, marks: list[re.Match[str]], i: int) -> str | None:
+    """The ``Action Input`` of mark ``i`` where it is an ``Action: tool`` line followed by one
+    (LangChain's ReAct), else ``None``."""
+    if _kind(marks[i]) != "action" or i + 1 == len(marks) or _kind(marks[i + 1]) != "action input":
+        return None
+    if not _TOOL_NAME.fullmatch(text[marks[i].end(): marks[i + 1].start()].strip()):
+        return None
+    end = marks[i + 2].start() if i + 2 < len(marks) else len(text)
+    return text[marks[i + 1].end(): end].strip()
+
+
+def _read_thought(body: str, last_before_observation: bool, thoughts: list[str], turn: list[tuple[str, str]]) -> None:
+    """A ``Thought`` line: its words, and an action written inline (``Thought: ... Action:
+    finish[x]`` on one line) where nothing but an observation follows."""
+    action = None
+    if "ction" in body and last_before_observation:
+        body, action = _thought_and_action(body)
+    if body:
+        thoughts.append(body)
+    if action is not None:
+        turn.append(action)
+
+
+def _step(tool: str, arg: str, thoughts: list[str], users: list[str], observation: str | None) -> dict[str, Any]:
+    """The step of an action that ran: ``Action Input: {"entity": "Paris"}`` gives the call's own
+    arguments, a program its code."""
+    args = {"code": arg} if tool == CODE_TOOL else _json_object(arg)
+    return make_step(thought="\n".join(thoughts) or None, tool=tool,
+                     arguments=json.dumps(args if args is not None else {"query": arg}, ensure_ascii=False),
+                     query=arg if args is None else main_text(args, arg), observation=observation,
+                     user="\n".join(users) or None)
+
+
 def _json_object(text: str) -> dict[str, Any] | None:
     """``text`` parsed, where it is a JSON object; else ``None``."""
     if not text.startswith("{"):
@@ -262,12 +308,7 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
             if observation is not None:
                 finish_results.append(observation)
             return
-        # `Action Input: {"entity": "Paris"}`: the call's own arguments; a program, its code
-        args = {"code": arg} if tool == CODE_TOOL else _json_object(arg)
-        steps.append(make_step(thought="\n".join(thoughts) or None, tool=tool,
-                               arguments=json.dumps(args if args is not None else {"query": arg}, ensure_ascii=False),
-                               query=arg if args is None else main_text(args, arg),
-                               observation=observation, user="\n".join(users) or None))
+        steps.append(_step(tool, arg, thoughts, users, observation))
         thoughts.clear()
         users.clear()
         if observation is not None:
@@ -288,39 +329,20 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
             run_turn(None)
             answer, rule = final_from_content(body)
             final = answer is not None
-        elif kind == "final answer":
-            run_turn(None)
-            answer, final, rule = body, True, "final_answer"
-        elif kind == "code":
-            program = _program(body)
-            if program is None:  # `Code:` before anything but a fenced program: the thought's words
-                thoughts.append(f"Code: {body}")
-                continue
-            code, said = program
-            if code:
-                turn.append((CODE_TOOL, code))
-            if said is not None:  # the program's last act: the episode's answer
+        elif kind in ("final answer", "code"):
+            said = body if kind == "final answer" else _read_code(body, turn, thoughts)
+            if said is not None:  # `Final Answer:`, or a program's `final_answer(...)`
                 run_turn(None)
                 answer, final, rule = said, True, "final_answer"
         elif kind == "action input":
-            # read with its `Action: tool` line; one after anything else is thought text
-            if not (i > 0 and _kind(marks[i - 1]) == "action" and _TOOL_NAME.fullmatch(
-                    text[marks[i - 1].end(): m.start()].strip())) and body:
+            if body and (i == 0 or _mrkl_input(text, marks, i - 1) is None):  # not after its `Action: tool`
                 thoughts.append(f"Action Input: {body}")
         elif kind == "thought":
-            action = None
-            if "ction" in body and (i + 1 == len(marks) or marks[i + 1].group(1).lower() == "observation"):
-                # "Thought: ... Action: finish[x]" written on one line
-                body, action = _thought_and_action(body)
-            if body:
-                thoughts.append(body)
-            if action is not None:
-                turn.append(action)
+            _read_thought(body, i + 1 == len(marks) or _kind(marks[i + 1]) == "observation", thoughts, turn)
         elif kind == "action":
-            named = i + 1 < len(marks) and _kind(marks[i + 1]) == "action input" and _TOOL_NAME.fullmatch(body)
-            if named:  # `Action: tool` + `Action Input: argument`: the named tool's call
-                end_input = marks[i + 2].start() if i + 2 < len(marks) else len(text)
-                turn.append((body.lower(), text[marks[i + 1].end(): end_input].strip()))
+            mrkl = _mrkl_input(text, marks, i)
+            if mrkl is not None:  # `Action: tool` + `Action Input: argument`: the named tool's call
+                turn.append((body.lower(), mrkl))
                 continue
             found = _read_action(body, bare, notes)
             if found is not None:
