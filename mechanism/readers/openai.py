@@ -3,8 +3,9 @@ same turns as other APIs log them (:func:`openai_shaped`): Anthropic Messages co
 (``tool_use``, ``tool_result``, ``thinking``), Amazon Bedrock Converse blocks (``toolUse``,
 ``toolResult``), Google Gemini ``parts`` (``functionCall``, ``functionResponse``, role
 ``model``), OpenAI Responses items (``function_call``, ``function_call_output``,
-``reasoning``) and LangChain messages (``type`` ``human`` / ``ai`` / ``tool``, flat
-``tool_calls`` ``{"name", "args", "id"}``, the ``messages_to_dict`` form).
+``reasoning``), LangChain messages (``type`` ``human`` / ``ai`` / ``tool``, flat
+``tool_calls`` ``{"name", "args", "id"}``, the ``messages_to_dict`` form) and Hermes / Qwen
+function calling written in the text (``<tool_call>`` and ``<tool_response>`` blocks).
 
 Each tool call is one round, except a call to a finishing tool (``finish``, ``answer``,
 ``final_answer``, ``submit``), which gives the final answer (its tool result, which the API
@@ -45,7 +46,8 @@ def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
                  for m in messages)  # LangChain's messages_to_dict form
     return any(isinstance(m, Mapping) and (m.get("tool_calls") or m.get("role") in ("tool", "function")
                                            or m.get("function_call") or m.get("type") in _ITEM_CALLS
-                                           or m.get("type") == "tool" or any(_block_kind(b) for b in _blocks(m)))
+                                           or m.get("type") == "tool" or any(_block_kind(b) for b in _blocks(m))
+                                           or (isinstance(m.get("content"), str) and "<tool_call>" in m["content"]))
                for m in unwrapped)
 
 
@@ -119,6 +121,69 @@ def _text_of_thinking(block: Mapping[str, Any]) -> str:
     return ""
 
 
+def parse_tool_call(body: str) -> tuple[str, Any] | None:
+    """(name, arguments) of a Hermes / Qwen ``<tool_call>`` body, ``{"name": ..., "arguments":
+    {...}}`` (``parameters`` too; arguments given as JSON text are parsed); ``None`` where the
+    body is not such an object.
+
+    >>> parse_tool_call('{"name": "search", "arguments": {"query": "Paris"}}')
+    ('search', {'query': 'Paris'})
+    >>> parse_tool_call("search Paris") is None
+    True
+    """
+    try:
+        call = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        return None
+    args = call.get("arguments", call.get("parameters", {}))
+    if isinstance(args, str):  # arguments as JSON text, as the OpenAI API gives them
+        try:
+            args = json.loads(args)
+        except (ValueError, RecursionError):
+            pass
+    return call["name"], args
+
+
+def _tagged(text: str, tag: str) -> tuple[list[str], str]:
+    """The bodies of ``<tag>...</tag>`` blocks in ``text`` and the text outside them (an
+    unclosed block runs to the end); one forward pass."""
+    opening, closing = f"<{tag}>", f"</{tag}>"
+    bodies, rest, pos = [], [], 0
+    start = text.find(opening)
+    while start >= 0:
+        rest.append(text[pos:start])
+        end = text.find(closing, start + len(opening))
+        bodies.append((text[start + len(opening):] if end < 0 else text[start + len(opening):end]).strip())
+        pos = len(text) if end < 0 else end + len(closing)
+        start = text.find(opening, pos)
+    rest.append(text[pos:])
+    return bodies, "".join(rest).strip()
+
+
+def _hermes(msg: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    """A message that writes its calls as ``<tool_call>`` blocks in its text (Hermes / Qwen
+    function calling), or its results as ``<tool_response>`` blocks, as OpenAI messages; else
+    ``None``. Results carry no ids: they answer the calls in order."""
+    text, role = msg.get("content"), msg.get("role")
+    if not isinstance(text, str) or msg.get("tool_calls"):
+        return None
+    if role == "assistant" and "<tool_call>" in text:
+        bodies, rest = _tagged(text, "tool_call")
+        calls = []
+        for body in bodies:
+            parsed = parse_tool_call(body)
+            name, args = parsed if parsed is not None else ("tool_call", {"query": body})
+            calls.append({"id": None, "function": {"name": name, "arguments": args}})
+        return [{**msg, "content": rest, "tool_calls": calls}]
+    if role in ("user", "tool") and "<tool_response>" in text:
+        bodies, rest = _tagged(text, "tool_response")
+        said = [{"role": "user", "content": rest}] if role == "user" and rest else []
+        return [{"role": "tool", "tool_call_id": None, "content": b} for b in bodies] + said
+    return None
+
+
 def openai_shaped(msg: Any, where: str) -> list[Mapping[str, Any]]:
     """One logged message (or Responses item) as the OpenAI chat messages it stands for.
 
@@ -157,6 +222,9 @@ def openai_shaped(msg: Any, where: str) -> list[Mapping[str, Any]]:
         if kind == "function_call_output":
             return [{"role": "tool", "tool_call_id": msg.get("call_id"), "content": msg.get("output")}]
         return [{"role": "assistant", "content": None, "_thinking": _text_of_thinking(msg)}]
+    hermes = _hermes(msg) if isinstance(msg, Mapping) else None
+    if hermes is not None:
+        return hermes
     blocks = _blocks(msg) if isinstance(msg, Mapping) else []
     kinds = [_block_kind(b) for b in blocks]
     for i, (block, kind) in enumerate(zip(blocks, kinds)):

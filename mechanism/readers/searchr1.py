@@ -1,7 +1,18 @@
-"""Search-R1 style transcripts: ``<think>``, ``<search>``, ``<information>``, ``<answer>`` tags.
+"""Search-R1 style transcripts: ``<think>``, ``<search>``, ``<information>``, ``<answer>`` tags,
+and the other tagged transcripts RL recipes train on: Hermes / Qwen function calling
+(``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` answered by ``<tool_response>``) and
+tool-integrated reasoning with code fences (ToRL, SimpleTIR: a `````python`` block answered by
+an `````output`` block).
 
 Each ``<search> q </search>`` is one round; the ``<information>`` block after it is its
-observation; the final answer is the last ``<answer>``. A transcript that ends inside an
+observation; the final answer is the last ``<answer>``. Each ``<tool_call>`` is a call of the
+tool it names (a body that is not JSON: the call ``tool_call``, its text the argument, noted),
+and the ``<tool_response>`` blocks answer the calls in order (parallel calls, then their
+results). Each `````python`` block is a call of ``python`` with a ``code`` field, and the
+`````output`` block after it its observation. Where such a transcript has no ``<answer>``, the
+answer is read from its last words (``\\boxed{}``, "the answer is", ...). In a chat template's
+text, the model's reply starts at the first assistant turn after the last user turn that is not
+a tool's response. A transcript that ends inside an
 unclosed ``<think>``, ``<search>`` or ``<answer>`` was cut off by a length limit: it is kept
 (the unfinished part is neither a round nor an answer) and noted. A tag opened inside another,
 an unmatched closing tag or an unclosed ``<information>`` (the environment's output) is a
@@ -15,21 +26,31 @@ from collections.abc import Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
+from mechanism.core.schema import make_step
+from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap, as_str
+from mechanism.readers.openai import main_text, parse_tool_call
 
 FORMAT = "searchr1"
 
-TAGS = ("think", "search", "information", "answer")
+TAGS = ("think", "search", "information", "answer", "tool_call", "tool_response")
 CUT_OFF = ("transcripts end inside an unclosed `<think>`, `<search>` or `<answer>` (generation cut off): kept, "
            "the unfinished part counted as neither a round nor an answer")
-_TAG = re.compile(r"<(/?)(think|search|information|answer)>")
-# chat templates put the prompt (with example tags) before the model's turn
-_ASSISTANT_MARKERS = ("<|im_start|>assistant", "<|start_header_id|>assistant<|end_header_id|>")
+_TAG = re.compile(r"<(/?)(think|search|information|answer|tool_call|tool_response)>")
+# chat templates put the prompt (with example tags) before the model's turn: (user, assistant)
+_TEMPLATES = (("<|im_start|>user", "<|im_start|>assistant"),
+              ("<|start_header_id|>user<|end_header_id|>", "<|start_header_id|>assistant<|end_header_id|>"))
+# a user turn that is a tool's response, not the user's words
+_TOOL_TURN = ("<tool_response>", "<information>")
+UNPARSED_CALL = "`<tool_call>` bodies that are not a JSON call object, read as calls of `tool_call` with their text"
+_NAME = re.compile(r'"name"[ \t]*:[ \t]*"([^"\\]{1,200})"')
+_FENCE = re.compile(r"```[ \t]*(python|py|output)[ \t]*\n", re.I)
 
 
 def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
     text = fields.get(record, "text")
-    return isinstance(text, str) and ("<search>" in text or "<answer>" in text or "<information>" in text)
+    return isinstance(text, str) and ("<search>" in text or "<answer>" in text or "<information>" in text
+                                      or "<tool_call>" in text or "```output" in text)
 
 
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
@@ -58,15 +79,16 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
         On an unclosed ``<tag>`` or a closing tag without its opening one.
     """
     if "<|" in text:  # one scan for the rare chat-template text, not one per marker
-        for marker in _ASSISTANT_MARKERS:
-            at = text.rfind(marker)
-            if at >= 0:
-                text = text[at + len(marker):]
-                break
+        text = _reply(text)
+    if "```output" in text and "<search>" not in text and "<tool_call>" not in text:
+        return _fenced(text, field)
     steps: list[dict[str, str | None]] = []
     thoughts: list[str] = []
     answer: str | None = None
     open_tag: str | None = None
+    notes: list[str] = []
+    answered = 0  # the calls answered in order: `<tool_response>` blocks answer parallel calls
+    last_call = -1  # where the last `<tool_call>` or `<tool_response>` closed
     # split() hands back [text, "/" or "", tag, text, ...] in one C call: far cheaper per
     # record than a Python loop over match objects
     parts = _TAG.split(text)
@@ -97,16 +119,90 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
                 steps[-1]["observation"] = body
             else:
                 raise InputError(f"`<information>` without a `<search>` before it in `{field}`", field=field)
+        elif tag == "tool_call":
+            steps.append(_call_step(body, "\n".join(thoughts) if thoughts else None, notes))
+            thoughts = []
+            last_call = i
+        elif tag == "tool_response":
+            while answered < len(steps) and steps[answered]["observation"] is not None:
+                answered += 1
+            if answered == len(steps):
+                raise InputError(f"`<tool_response>` without a `<tool_call>` before it in `{field}`", field=field)
+            steps[answered]["observation"] = body
+            last_call = i
         else:
             answer = body
-    notes = []
+    rule = "answer_tag"
+    if answer is None and last_call >= 0:  # a function-calling transcript ends in words
+        answer, rule = extract_answer("".join(parts[last_call + 2:]), fallback=False)
     if open_tag is not None:
         if open_tag == "information":  # the environment's output, not the model's: a damaged record
             raise InputError(f"unclosed `<{open_tag}>` tag in `{field}`", field=field)
         # the model's generation stopped inside a tag (a length limit): the unfinished search
         # was never run and the unfinished answer never given
         notes.append(CUT_OFF)
-    return {"steps": steps, "answer": answer, "final": answer is not None, "notes": notes}
+    return {"steps": steps, "answer": answer, "final": answer is not None, "notes": notes,
+            **({"answer_rule": rule} if answer is not None and rule != "answer_tag" else {})}
+
+
+def _reply(text: str) -> str:
+    """The model's reply in a chat template's text: from the first assistant turn after the
+    last user turn that is not a tool's response (the question; example turns before it and
+    the tool turns after it are not where the reply starts); all of it where every user turn is
+    a tool's; else after the last assistant marker; else all of it. The user turns are scanned
+    from the end, so a one-question prompt costs one pass."""
+    for user, assistant in _TEMPLATES:
+        question, tool_turns = text.rfind(user), False
+        while question >= 0 and text[question + len(user):question + len(user) + 40].lstrip().startswith(_TOOL_TURN):
+            tool_turns = True
+            question = text.rfind(user, 0, question)
+        if question < 0 and tool_turns:  # every user turn a tool's: the text starts in the reply
+            return text
+        at = text.find(assistant, question) if question >= 0 else text.rfind(assistant)
+        if at >= 0:
+            return text[at + len(assistant):]
+    return text
+
+
+def _call_step(body: str, thought: str | None, notes: list[str]) -> dict[str, str | None]:
+    """The step of a ``<tool_call>`` body: ``{"name": ..., "arguments": {...}}`` as that tool's
+    call; another body as a call of ``tool_call`` with its text (noted), its name taken where
+    one is written."""
+    parsed = parse_tool_call(body)
+    if parsed is not None:
+        name, args = parsed
+        raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        return make_step(thought=thought, tool=name, arguments=raw,
+                         query=main_text(args if isinstance(args, dict) else None, raw))
+    notes.append(UNPARSED_CALL)
+    named = _NAME.search(body)
+    return make_step(thought=thought, tool=named.group(1) if named else "tool_call",
+                     arguments=json.dumps({"query": body}, ensure_ascii=False), query=body)
+
+
+def _fenced(text: str, field: str) -> dict[str, Any]:
+    """Steps and answer of a transcript of code fences: each `````python`` block a call of
+    ``python`` (its ``code`` field), the `````output`` block after it its observation, the
+    answer from the words after the last block. One forward pass."""
+    steps: list[dict[str, str | None]] = []
+    pos = 0
+    for m in _FENCE.finditer(text):
+        if m.start() < pos:  # a fence written inside an earlier block's text
+            continue
+        close = text.find("```", m.end())
+        body = (text[m.end():] if close < 0 else text[m.end():close]).strip()
+        words = text[pos:m.start()].strip()
+        pos = len(text) if close < 0 else close + 3
+        if m.group(1).lower() != "output":
+            steps.append(make_step(thought=words or None, tool="python",
+                                   arguments=json.dumps({"code": body}, ensure_ascii=False), query=body))
+        elif steps and steps[-1]["observation"] is None:
+            steps[-1]["observation"] = body
+        else:
+            raise InputError(f"an ```output block without a ```python block before it in `{field}`", field=field)
+    answer, rule = extract_answer(text[pos:], fallback=False)
+    return {"steps": steps, "answer": answer, "final": answer is not None, "notes": [],
+            **({"answer_rule": rule} if answer is not None else {})}
 
 
 def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:

@@ -278,3 +278,89 @@ def test_a_code_line_without_a_program_stays_thought_text(tmp_path):
     path.write_text(json.dumps({"id": "q", "arm": "a", "question": "q?", "response": text, "gold": "78"}) + "\n")
     runs = mx.read(path)
     assert runs["answer"].to_list() == ["78"] and runs["n_rounds"].to_list() == [0]
+
+
+def _hermes_text(*, template: bool = True, answer_tag: bool = False) -> str:
+    """A Qwen chat-template transcript with Hermes function calling: an example turn in the
+    prompt, a failed call and its retry, two calls at once answered in order, an answer in words."""
+    im = ("<|im_start|>", "<|im_end|>")
+    turns = [f"{im[0]}system\nYou are helpful. Example:{im[1]}\n{im[0]}user\nWhat is 2+2?{im[1]}\n"
+             f"{im[0]}assistant\n<tool_call>\n{json.dumps({'name': 'calc', 'arguments': {'expr': '2+2'}})}\n"
+             f"</tool_call>{im[1]}\n"
+             f"{im[0]}user\n{QUESTION}{im[1]}\n{im[0]}assistant\n"] if template else [""]
+    for thought, calls in zip(THOUGHTS, (CALLS[:1], CALLS[1:2], CALLS[2:])):
+        turns.append(f"<think>{thought}</think>\n" + "".join(
+            f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>\n" for n, a, _, _ in calls)
+            + f"{im[1]}\n{im[0]}user\n" + "".join(f"<tool_response>\n{r}\n</tool_response>\n" for _, _, r, _ in calls)
+            + f"{im[1]}\n{im[0]}assistant\n")
+    return "".join(turns) + ("<answer>the Seine</answer>" if answer_tag else ANSWER)
+
+
+@pytest.mark.parametrize("template, answer_tag", [(True, False), (False, False), (True, True)])
+def test_hermes_function_calling_in_a_transcript_reads_call_by_call(tmp_path, template, answer_tag):
+    path = tmp_path / "hermes.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "question": QUESTION, "gold": "Seine",
+                                "response": _hermes_text(template=template, answer_tag=answer_tag)}) + "\n")
+    runs, rep = mx.read(path, report=True)
+    assert rep.formats == {str(path): "searchr1"}
+    assert runs["answer"].to_list() == ["the Seine"] and runs["correct"].all()
+    steps = runs["steps"][0]
+    # the prompt's example call is not the agent's; the retry and both parallel calls are
+    assert [(s["tool"], json.loads(s["arguments"])) for s in steps] == [(n, a) for n, a, _, _ in CALLS]
+    assert [s["observation"] for s in steps] == [r for _, _, r, _ in CALLS]
+    assert [s["thought"] for s in steps] == [*THOUGHTS, None]
+    assert mx.segment(runs).filter(pl.col("tool") == "search")["failed"].to_list() == [True, False]
+
+
+def test_hermes_function_calling_in_chat_messages_reads_as_tool_calls(tmp_path):
+    msgs: list[dict] = [{"role": "user", "content": QUESTION}]
+    for thought, calls in zip(THOUGHTS, (CALLS[:1], CALLS[1:2], CALLS[2:])):
+        msgs.append({"role": "assistant", "content": f"{thought}\n" + "".join(
+            f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a, _, _ in calls)})
+        msgs.append({"role": "user", "content": "".join(f"<tool_response>\n{r}\n</tool_response>"
+                                                        for _, _, r, _ in calls)})
+    msgs.append({"role": "assistant", "content": ANSWER})
+    path = tmp_path / "hermes_chat.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "messages": msgs, "gold": "Seine"}) + "\n")
+    reference = mx.read(_write(tmp_path, "openai"))
+    runs = mx.read(path)
+    assert runs["steps"].to_list()[0] == reference["steps"].to_list()[0]
+    assert runs["answer"].to_list() == ["the Seine"]
+
+
+def test_a_tool_call_that_is_not_json_is_read_by_its_name_and_noted(tmp_path):
+    text = ('<tool_call>{"name": "search", "arguments": {"query": "Eiffel"</tool_call>'
+            "<tool_response>Error: malformed call</tool_response><tool_call>look it up</tool_call>"
+            "<tool_response>?</tool_response>The answer is the Seine.")
+    path = tmp_path / "broken.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "question": QUESTION, "response": text, "gold": "Seine"}) + "\n")
+    runs, rep = mx.read(path, report=True)
+    assert [s["tool"] for s in runs["steps"][0]] == ["search", "tool_call"]
+    assert any("not a JSON call object" in n for n in rep.notes)
+    assert runs["answer"].to_list() == ["the Seine"]
+
+
+TORL = ("Count the pairs.\n```python\nfrom itertools import combinations\n"
+        "print(len(list(combinations(range(13), 2)))\n```\n```output\n78\n```\nThen check with the formula.\n"
+        "```python\nfrom math import comb\nprint(comb(13, 2))\n```\n```output\n78\n```\nSo the answer is \\boxed{78}.")
+
+
+def test_code_fence_transcripts_read_each_program_and_its_output(tmp_path):
+    path = tmp_path / "torl.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "question": "Pairs of 13?", "response": TORL,
+                                "gold": "78"}) + "\n")
+    runs, rep = mx.read(path, report=True)
+    assert rep.formats == {str(path): "searchr1"}
+    assert runs["answer"].to_list() == ["78"] and runs["correct"].all()
+    steps = runs["steps"][0]
+    assert [s["tool"] for s in steps] == ["python", "python"]
+    assert [s["observation"] for s in steps] == ["78", "78"]
+    assert [s["thought"] for s in steps] == ["Count the pairs.", "Then check with the formula."]
+    assert json.loads(steps[1]["arguments"])["code"].startswith("from math import comb")
+    # read by what the program does
+    tools = mx.segment(runs, action_field={"python": "code"})["tool"].to_list()
+    assert tools == ["itertools", "math", "answer"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "q", "arm": "a", "question": "q?", "response": "```output\n1\n```"}) + "\n")
+    with pytest.raises(InputError, match=r"line 1.*```output block without a ```python block"):
+        mx.read(bad)

@@ -94,7 +94,10 @@ tag_text = st.lists(st.sampled_from(["<think>", "</think>", "<search>", "</searc
                                      "</information>", "<answer>", "</answer>", " a ", "b\n", "Action: search[x]",
                                      "Observation: o\n", "Thought 2: t\n", "]", "[", "Action: search\n",
                                      "Action Input: {\"q\": 1}\n", "Action Input: x\n", "Final Answer: y\n",
-                                     "Code:\n```py\n", "```<end_code>\n", "final_answer(\"z\")\n", "Code: "]),
+                                     "Code:\n```py\n", "```<end_code>\n", "final_answer(\"z\")\n", "Code: ",
+                                     "<tool_call>", "</tool_call>", '{"name": "s", "arguments": {"q": 1}}',
+                                     "<tool_response>", "</tool_response>", "```python\n", "```output\n", "```",
+                                     "<|im_start|>user\n", "<|im_start|>assistant\n", "<|im_end|>"]),
                    max_size=14).map("".join)
 
 
