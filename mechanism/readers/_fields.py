@@ -26,7 +26,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "t_cap": ("t_cap", "max_turns", "max_rounds"),
     "score": ("score", "f1"),
     "text": ("response", "text", "output", "completion", "transcript", "trajectory"),
-    "messages": ("messages", "conversation", "traj", "contents"),
+    "messages": ("messages", "conversation", "traj", "contents", "conversations"),
     "meta": ("meta",),
 }
 

@@ -4,8 +4,10 @@ same turns as other APIs log them (:func:`openai_shaped`): Anthropic Messages co
 ``toolResult``), Google Gemini ``parts`` (``functionCall``, ``functionResponse``, role
 ``model``), OpenAI Responses items (``function_call``, ``function_call_output``,
 ``reasoning``), LangChain messages (``type`` ``human`` / ``ai`` / ``tool``, flat
-``tool_calls`` ``{"name", "args", "id"}``, the ``messages_to_dict`` form) and Hermes / Qwen
-function calling written in the text (``<tool_call>`` and ``<tool_response>`` blocks).
+``tool_calls`` ``{"name", "args", "id"}``, the ``messages_to_dict`` form), ShareGPT turns
+(``from`` / ``value``, ``function_call`` and ``observation``; LLaMA-Factory's agent data) and
+Hermes / Qwen function calling written in the text (``<tool_call>`` and ``<tool_response>``
+blocks).
 
 Each tool call is one round, except a call to a finishing tool (``finish``, ``answer``,
 ``final_answer``, ``submit``), which gives the final answer (its tool result, which the API
@@ -47,7 +49,8 @@ def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
     return any(isinstance(m, Mapping) and (m.get("tool_calls") or m.get("role") in ("tool", "function")
                                            or m.get("function_call") or m.get("type") in _ITEM_CALLS
                                            or m.get("type") == "tool" or any(_block_kind(b) for b in _blocks(m))
-                                           or (isinstance(m.get("content"), str) and "<tool_call>" in m["content"]))
+                                           or (isinstance(m.get("content"), str) and "<tool_call>" in m["content"])
+                                           or m.get("from") in ("function_call", "observation"))
                for m in unwrapped)
 
 
@@ -162,6 +165,25 @@ def _tagged(text: str, tag: str) -> tuple[list[str], str]:
     return bodies, "".join(rest).strip()
 
 
+# ShareGPT turns (LLaMA-Factory's agent data): `from` names the speaker, `value` the text
+_SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",
+                   "observation": "tool", "tool": "tool", "function": "tool"}
+
+
+def _sharegpt(msg: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A ShareGPT turn as an OpenAI message: ``function_call`` (its value a JSON call, or Hermes
+    ``<tool_call>`` text) as an assistant call, ``observation`` as a tool result; a speaker it
+    does not know keeps its name as the role (an error names it)."""
+    speaker, value = msg["from"], msg.get("value")
+    if speaker == "function_call" and isinstance(value, str):
+        parsed = parse_tool_call(value)
+        if parsed is not None:
+            return {"role": "assistant", "content": None,
+                    "tool_calls": [{"id": None, "function": {"name": parsed[0], "arguments": parsed[1]}}]}
+        return {"role": "assistant", "content": value if "<tool_call>" in value else f"<tool_call>{value}</tool_call>"}
+    return {"role": _SHAREGPT_ROLES.get(speaker.lower(), speaker), "content": value}
+
+
 def _hermes(msg: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
     """A message that writes its calls as ``<tool_call>`` blocks in its text (Hermes / Qwen
     function calling), or its results as ``<tool_response>`` blocks, as OpenAI messages; else
@@ -203,6 +225,8 @@ def openai_shaped(msg: Any, where: str) -> list[Mapping[str, Any]]:
     ...               "contents[1]")[0]["tool_calls"]
     [{'id': None, 'function': {'name': 'search', 'arguments': {'q': 'x'}}}]
     """
+    if isinstance(msg, Mapping) and "role" not in msg and isinstance(msg.get("from"), str):
+        msg = _sharegpt(msg)
     if isinstance(msg, Mapping) and "role" not in msg and msg.get("type") in _LANGCHAIN_ROLES:
         data = msg.get("data") if isinstance(msg.get("data"), Mapping) else msg  # messages_to_dict nests it
         role = _LANGCHAIN_ROLES[msg["type"]] or data.get("role")

@@ -1,5 +1,5 @@
 """Tool calls as other chat APIs log them (Anthropic Messages, Bedrock Converse, Gemini, OpenAI
-Responses, LangChain) read as OpenAI's: the same episode in every form gives the same steps, the same
+Responses, LangChain, ShareGPT) read as OpenAI's: the same episode in every form gives the same steps, the same
 failures and the same moves; a call block of a form the reader does not know is an error that
 names file, line and field, never a trajectory without its calls."""
 from __future__ import annotations
@@ -94,8 +94,18 @@ def _langchain() -> list[dict]:
     return msgs + [{"type": "ai", "data": {"content": ANSWER}}]
 
 
-FORMS = {"langchain": ("messages", _langchain), "openai": ("messages", _openai),
-         "anthropic": ("messages", _anthropic), "bedrock": ("messages", _bedrock),
+def _sharegpt() -> list[dict]:
+    # LLaMA-Factory's agent data: a gpt turn's words, then one function_call turn per call
+    turns: list[dict] = [{"from": "system", "value": "You may call tools."}, {"from": "human", "value": QUESTION}]
+    for thought, calls in zip(THOUGHTS, (CALLS[:1], CALLS[1:2], CALLS[2:])):
+        turns.append({"from": "gpt", "value": thought})
+        turns += [{"from": "function_call", "value": json.dumps({"name": n, "arguments": a})} for n, a, _, _ in calls]
+        turns += [{"from": "observation", "value": r} for _, _, r, _ in calls]
+    return turns + [{"from": "gpt", "value": ANSWER}]
+
+
+FORMS = {"sharegpt": ("conversations", _sharegpt), "langchain": ("messages", _langchain),
+         "openai": ("messages", _openai), "anthropic": ("messages", _anthropic), "bedrock": ("messages", _bedrock),
          "gemini": ("contents", _gemini), "responses": ("messages", _responses)}
 
 

@@ -263,6 +263,9 @@ block_message = st.one_of(
     st.fixed_dictionaries({}, optional={
         "role": _loose(st.sampled_from(["user", "assistant", "model", "function"])),
         "content": _loose(st.lists(content_block, max_size=4)), "parts": _loose(st.lists(content_block, max_size=4))}),
+    st.fixed_dictionaries({"from": st.sampled_from(["human", "gpt", "function_call", "observation", "odd"])},
+                          optional={"value": _loose(st.sampled_from(['{"name": "s", "arguments": {"q": 1}}', "x",
+                                                                     "<tool_call>{}</tool_call>", "{"]))}),
     st.fixed_dictionaries({"type": st.sampled_from(["human", "ai", "tool", "chat", "system"])}, optional={
         "data": _loose(st.fixed_dictionaries({}, optional={
             "content": _loose(st.text(max_size=8)), "role": json_values, "status": _loose(st.just("error")),
