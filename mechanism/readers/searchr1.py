@@ -2,7 +2,9 @@
 and the other tagged transcripts RL recipes train on: Hermes / Qwen function calling
 (``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` answered by ``<tool_response>``) and
 tool-integrated reasoning with code fences (ToRL, SimpleTIR: a `````python`` block answered by
-an `````output`` block).
+an `````output`` block). R1-Searcher's (``<|begin_of_query|>``, ``<|begin_of_documents|>``) and
+Search-o1's (``<|begin_search_query|>``, ``<|begin_search_result|>``) delimiters are read as
+``<search>`` and ``<information>``; Search-o1 answers in words (``\\boxed{}``).
 
 Each ``<search> q </search>`` is one round; the ``<information>`` block after it is its
 observation; the final answer is the last ``<answer>``. Each ``<tool_call>`` is a call of the
@@ -44,13 +46,19 @@ _TEMPLATES = (("<|im_start|>user", "<|im_start|>assistant"),
 _TOOL_TURN = ("<tool_response>", "<information>")
 UNPARSED_CALL = "`<tool_call>` bodies that are not a JSON call object, read as calls of `tool_call` with their text"
 _NAME = re.compile(r'"name"[ \t]*:[ \t]*"([^"\\]{1,200})"')
+# other search agents' delimiters for a query and its documents: R1-Searcher, Search-o1
+_DELIMITERS = (("<|begin_of_query|>", "<search>"), ("<|end_of_query|>", "</search>"),
+               ("<|begin_of_documents|>", "<information>"), ("<|end_of_documents|>", "</information>"),
+               ("<|begin_search_query|>", "<search>"), ("<|end_search_query|>", "</search>"),
+               ("<|begin_search_result|>", "<information>"), ("<|end_search_result|>", "</information>"))
 _FENCE = re.compile(r"```[ \t]*(python|py|output)[ \t]*\n", re.I)
 
 
 def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
     text = fields.get(record, "text")
     return isinstance(text, str) and ("<search>" in text or "<answer>" in text or "<information>" in text
-                                      or "<tool_call>" in text or "```output" in text)
+                                      or "<tool_call>" in text or "```output" in text or "<|begin_of_query|>" in text
+                                      or "<|begin_search_query|>" in text)
 
 
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
@@ -78,8 +86,13 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
     InputError
         On an unclosed ``<tag>`` or a closing tag without its opening one.
     """
+    words_answer = False  # whether an answer in words counts where no `<answer>` is given
     if "<|" in text:  # one scan for the rare chat-template text, not one per marker
         text = _reply(text)
+        if "<|begin_" in text:  # R1-Searcher's and Search-o1's delimiters, read as Search-R1's tags
+            for theirs, ours in _DELIMITERS:
+                text = text.replace(theirs, ours)
+            words_answer = True
     if "```output" in text and "<search>" not in text and "<tool_call>" not in text:
         return _fenced(text, field)
     steps: list[dict[str, str | None]] = []
@@ -135,6 +148,8 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
     rule = "answer_tag"
     if answer is None and last_call >= 0:  # a function-calling transcript ends in words
         answer, rule = extract_answer("".join(parts[last_call + 2:]), fallback=False)
+    elif answer is None and words_answer and steps:  # Search-o1 answers in words, `\boxed{}`
+        answer, rule = extract_answer(parts[-1], fallback=False)
     if open_tag is not None:
         if open_tag == "information":  # the environment's output, not the model's: a damaged record
             raise InputError(f"unclosed `<{open_tag}>` tag in `{field}`", field=field)

@@ -97,7 +97,9 @@ tag_text = st.lists(st.sampled_from(["<think>", "</think>", "<search>", "</searc
                                      "Code:\n```py\n", "```<end_code>\n", "final_answer(\"z\")\n", "Code: ",
                                      "<tool_call>", "</tool_call>", '{"name": "s", "arguments": {"q": 1}}',
                                      "<tool_response>", "</tool_response>", "```python\n", "```output\n", "```",
-                                     "<|im_start|>user\n", "<|im_start|>assistant\n", "<|im_end|>"]),
+                                     "<|im_start|>user\n", "<|im_start|>assistant\n", "<|im_end|>",
+                                     "<|begin_of_query|>", "<|end_of_query|>", "<|begin_search_result|>",
+                                     "<|end_search_result|>"]),
                    max_size=14).map("".join)
 
 

@@ -1,7 +1,12 @@
-"""Tool calls as other chat APIs log them (Anthropic Messages, Bedrock Converse, Gemini, OpenAI
-Responses, LangChain, ShareGPT) read as OpenAI's: the same episode in every form gives the same steps, the same
-failures and the same moves; a call block of a form the reader does not know is an error that
-names file, line and field, never a trajectory without its calls."""
+"""Agents' logs in the shapes other harnesses and RL recipes write, read as what they are.
+
+Chat APIs (Anthropic Messages, Bedrock Converse, Gemini, OpenAI Responses, LangChain, ShareGPT)
+read as OpenAI's: the same episode in every form gives the same steps, failures and moves.
+Transcripts (LangChain's ReAct, smolagents' code actions, Hermes / Qwen tool calls, ToRL code
+fences, R1-Searcher's and Search-o1's delimiters) read call by call with their answers. A call
+in a form the reader does not know is an error that names file, line and field, never a
+trajectory without its calls.
+"""
 from __future__ import annotations
 
 import json
@@ -374,3 +379,23 @@ def test_code_fence_transcripts_read_each_program_and_its_output(tmp_path):
     bad.write_text(json.dumps({"id": "q", "arm": "a", "question": "q?", "response": "```output\n1\n```"}) + "\n")
     with pytest.raises(InputError, match=r"line 1.*```output block without a ```python block"):
         mx.read(bad)
+
+
+@pytest.mark.parametrize("delimiters", [("<|begin_of_query|>", "<|end_of_query|>", "<|begin_of_documents|>",
+                                         "<|end_of_documents|>"),
+                                        ("<|begin_search_query|>", "<|end_search_query|>", "<|begin_search_result|>",
+                                         "<|end_search_result|>")])
+def test_other_search_agents_delimiters_read_as_searches(tmp_path, delimiters):
+    q0, q1, d0, d1 = delimiters
+    searches = [(c[1]["query"], c[2]) for c in CALLS[:2]]
+    text = "".join(f"<think>{t}</think>{q0}{q}{q1}\n{d0}\n{r}\n{d1}\n" for t, (q, r) in zip(THOUGHTS, searches))
+    path = tmp_path / "search.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "question": QUESTION, "gold": "Seine",
+                                "response": text + "So the answer is \\boxed{Seine}."}) + "\n")
+    runs, rep = mx.read(path, report=True)
+    assert rep.formats == {str(path): "searchr1"}
+    steps = runs["steps"][0]
+    assert [(s["tool"], s["query"], s["observation"]) for s in steps] == [("search", q, r) for q, r in searches]
+    assert [s["thought"] for s in steps] == THOUGHTS[:2]
+    assert runs["answer"].to_list() == ["Seine"]
+    assert mx.segment(runs)["failed"].to_list() == [True, False, False]
