@@ -399,3 +399,16 @@ def test_other_search_agents_delimiters_read_as_searches(tmp_path, delimiters):
     assert [s["thought"] for s in steps] == THOUGHTS[:2]
     assert runs["answer"].to_list() == ["Seine"]
     assert mx.segment(runs)["failed"].to_list() == [True, False, False]
+
+
+def test_a_transcript_with_markup_no_reader_knows_is_said_in_the_report(tmp_path):
+    # Llama 3.1's custom tool calls: not read, and the report says so with the line
+    unknown = 'I will look.\n<function=search>{"query": "Seine"}</function>\nSo the answer is the Seine.'
+    path = tmp_path / "llama.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{i}", "arm": "a", "question": QUESTION, "gold": "Seine",
+                                        "response": text}) + "\n"
+                            for i, text in enumerate(["<answer>the Seine</answer>", unknown])))
+    runs, rep = mx.read(path, report=True)
+    assert runs["n_rounds"].to_list() == [0, 0]
+    (note,) = [n for n in rep.notes if "markup this reader does not read" in n]
+    assert note.startswith("1 transcripts") and note.endswith(f"{path} line 2")
