@@ -7,7 +7,7 @@ same turns as other APIs log them (:func:`openai_shaped`): Anthropic Messages co
 ``tool_calls`` ``{"name", "args", "id"}``, the ``messages_to_dict`` form), ShareGPT turns
 (``from`` / ``value``, ``function_call`` and ``observation``; LLaMA-Factory's agent data) and
 Hermes / Qwen function calling written in the text (``<tool_call>`` and ``<tool_response>``
-blocks).
+blocks; Llama 3.1's ``<function=NAME>`` calls and ``ipython`` results alike).
 
 Each tool call is one round, except a call to a finishing tool (``finish``, ``answer``,
 ``final_answer``, ``submit``), which gives the final answer (its tool result, which the API
@@ -49,7 +49,8 @@ def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
     return any(isinstance(m, Mapping) and (m.get("tool_calls") or m.get("role") in ("tool", "function")
                                            or m.get("function_call") or m.get("type") in _ITEM_CALLS
                                            or m.get("type") == "tool" or any(_block_kind(b) for b in _blocks(m))
-                                           or (isinstance(m.get("content"), str) and "<tool_call>" in m["content"])
+                                           or (isinstance(m.get("content"), str) and ("<tool_call>" in m["content"]
+                                                                                      or _LLAMA_CALL in m["content"]))
                                            or m.get("from") in ("function_call", "observation"))
                for m in unwrapped)
 
@@ -149,6 +150,36 @@ def parse_tool_call(body: str) -> tuple[str, Any] | None:
     return call["name"], args
 
 
+_LLAMA_CALL = "<function="
+
+
+def llama_calls_as_hermes(text: str) -> str:
+    """Llama 3.1's custom tool calls, ``<function=NAME>{...}</function>``, written as Hermes
+    ``<tool_call>{"name": NAME, "arguments": {...}}</tool_call>`` (a body that is not JSON stays
+    a call of NAME, with its text); one forward pass.
+
+    >>> llama_calls_as_hermes('<function=search>{"q": "x"}</function>')
+    '<tool_call>{"name": "search", "arguments": {"q": "x"}}</tool_call>'
+    """
+    out, pos = [], 0
+    start = text.find(_LLAMA_CALL)
+    while start >= 0:
+        name_end = text.find(">", start)
+        close = text.find("</function>", name_end) if name_end >= 0 else -1
+        if close < 0:
+            break
+        name, body = text[start + len(_LLAMA_CALL):name_end].strip(), text[name_end + 1:close].strip()
+        try:
+            json.loads(body)
+        except (ValueError, RecursionError):
+            body = json.dumps({"query": body}, ensure_ascii=False)
+        out += [text[pos:start], '<tool_call>{"name": ', json.dumps(name, ensure_ascii=False), ', "arguments": ',
+                body, "}</tool_call>"]
+        pos = close + len("</function>")
+        start = text.find(_LLAMA_CALL, pos)
+    return "".join(out) + text[pos:] if out else text
+
+
 def _tagged(text: str, tag: str) -> tuple[list[str], str]:
     """The bodies of ``<tag>...</tag>`` blocks in ``text`` and the text outside them (an
     unclosed block runs to the end); one forward pass."""
@@ -191,6 +222,10 @@ def _hermes(msg: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
     text, role = msg.get("content"), msg.get("role")
     if not isinstance(text, str) or msg.get("tool_calls"):
         return None
+    if role == "ipython":  # Llama 3.1's tool results
+        return [{"role": "tool", "tool_call_id": None, "content": text}]
+    if role == "assistant" and _LLAMA_CALL in text:
+        text = llama_calls_as_hermes(text)
     if role == "assistant" and "<tool_call>" in text:
         bodies, rest = _tagged(text, "tool_call")
         calls = []
@@ -235,7 +270,8 @@ def openai_shaped(msg: Any, where: str) -> list[Mapping[str, Any]]:
             isinstance(c, Mapping) and "function" not in c and "name" in c for c in msg["tool_calls"]):
         # LangChain's flat calls, {"name", "args", "id"}, as OpenAI's {"id", "function": {...}}
         msg = {**msg, "tool_calls": [
-            {"id": c.get("id"), "function": {"name": c["name"], "arguments": c.get("args", c.get("arguments"))}}
+            {"id": c.get("id"), "function": {"name": c["name"],
+                                             "arguments": c.get("args", c.get("arguments", c.get("parameters")))}}
             if isinstance(c, Mapping) and "function" not in c and "name" in c else c for c in msg["tool_calls"]]}
     if isinstance(msg, Mapping) and "role" not in msg and msg.get("type") in _ITEM_CALLS:
         kind = msg["type"]

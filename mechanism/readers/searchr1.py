@@ -4,7 +4,8 @@ and the other tagged transcripts RL recipes train on: Hermes / Qwen function cal
 tool-integrated reasoning with code fences (ToRL, SimpleTIR: a `````python`` block answered by
 an `````output`` block). R1-Searcher's (``<|begin_of_query|>``, ``<|begin_of_documents|>``) and
 Search-o1's (``<|begin_search_query|>``, ``<|begin_search_result|>``) delimiters are read as
-``<search>`` and ``<information>``; Search-o1 answers in words (``\\boxed{}``).
+``<search>`` and ``<information>``; Search-o1 answers in words (``\\boxed{}``). Llama 3.1's
+``<function=NAME>{...}</function>`` calls and ``ipython`` result turns are read as Hermes'.
 
 Each ``<search> q </search>`` is one round; the ``<information>`` block after it is its
 observation; the final answer is the last ``<answer>``. Each ``<tool_call>`` is a call of the
@@ -31,7 +32,7 @@ from mechanism.core.errors import InputError
 from mechanism.core.schema import make_step
 from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap, as_str
-from mechanism.readers.openai import main_text, parse_tool_call
+from mechanism.readers.openai import llama_calls_as_hermes, main_text, parse_tool_call
 
 FORMAT = "searchr1"
 
@@ -52,6 +53,9 @@ _TEMPLATES = (("<|im_start|>user", "<|im_start|>assistant"),
 _TOOL_TURN = ("<tool_response>", "<information>")
 UNPARSED_CALL = "`<tool_call>` bodies that are not a JSON call object, read as calls of `tool_call` with their text"
 _NAME = re.compile(r'"name"[ \t]*:[ \t]*"([^"\\]{1,200})"')
+# Llama 3.1: a tool's result is an `ipython` turn; a template's special tokens are not words
+_LLAMA_TOOL_TURN = "<|start_header_id|>ipython<|end_header_id|>"
+_SPECIAL = re.compile(r"<\|[A-Za-z_]{1,40}\|>")
 # other search agents' delimiters for a query and its documents: R1-Searcher, Search-o1
 _DELIMITERS = (("<|begin_of_query|>", "<search>"), ("<|end_of_query|>", "</search>"),
                ("<|begin_of_documents|>", "<information>"), ("<|end_of_documents|>", "</information>"),
@@ -95,10 +99,14 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
     words_answer = False  # whether an answer in words counts where no `<answer>` is given
     if "<|" in text:  # one scan for the rare chat-template text, not one per marker
         text = _reply(text)
+        if _LLAMA_TOOL_TURN in text:  # Llama 3.1's tool results, read as Hermes' `<tool_response>`
+            text = _llama_results(text)
         if "<|begin_" in text:  # R1-Searcher's and Search-o1's delimiters, read as Search-R1's tags
             for theirs, ours in _DELIMITERS:
                 text = text.replace(theirs, ours)
             words_answer = True
+    if "<function=" in text:  # Llama 3.1's custom tool calls, read as Hermes' `<tool_call>`
+        text = llama_calls_as_hermes(text)
     if "```output" in text and "<search>" not in text and "<tool_call>" not in text:
         return _fenced(text, field)
     steps: list[dict[str, str | None]] = []
@@ -153,7 +161,7 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
             answer = body
     rule = "answer_tag"
     if answer is None and last_call >= 0:  # a function-calling transcript ends in words
-        answer, rule = extract_answer("".join(parts[last_call + 2:]), fallback=False)
+        answer, rule = extract_answer(_SPECIAL.sub(" ", "".join(parts[last_call + 2:])), fallback=False)
     elif answer is None and words_answer and steps:  # Search-o1 answers in words, `\boxed{}`
         answer, rule = extract_answer(parts[-1], fallback=False)
     if not steps and _UNREAD.search(text) is not None:  # say so, never a silent "no tool used"
@@ -166,6 +174,20 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
         notes.append(CUT_OFF)
     return {"steps": steps, "answer": answer, "final": answer is not None, "notes": notes,
             **({"answer_rule": rule} if answer is not None and rule != "answer_tag" else {})}
+
+
+def _llama_results(text: str) -> str:
+    """Llama 3.1's ``ipython`` turns (tool results, up to ``<|eot_id|>``) as ``<tool_response>``
+    blocks; one forward pass."""
+    out, pos = [], 0
+    start = text.find(_LLAMA_TOOL_TURN)
+    while start >= 0:
+        end = text.find("<|eot_id|>", start)
+        end = len(text) if end < 0 else end
+        out += [text[pos:start], "<tool_response>", text[start + len(_LLAMA_TOOL_TURN):end].strip(), "</tool_response>"]
+        pos = end
+        start = text.find(_LLAMA_TOOL_TURN, pos)
+    return "".join(out) + text[pos:]
 
 
 def _reply(text: str) -> str:

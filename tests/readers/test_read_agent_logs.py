@@ -402,8 +402,8 @@ def test_other_search_agents_delimiters_read_as_searches(tmp_path, delimiters):
 
 
 def test_a_transcript_with_markup_no_reader_knows_is_said_in_the_report(tmp_path):
-    # Llama 3.1's custom tool calls: not read, and the report says so with the line
-    unknown = 'I will look.\n<function=search>{"query": "Seine"}</function>\nSo the answer is the Seine.'
+    # Llama 3.1's built-in tool calls: not read, and the report says so with the line
+    unknown = 'I will look.\n<|python_tag|>brave_search.call(query="Seine")\nSo the answer is the Seine.'
     path = tmp_path / "llama.jsonl"
     path.write_text("".join(json.dumps({"id": f"q{i}", "arm": "a", "question": QUESTION, "gold": "Seine",
                                         "response": text}) + "\n"
@@ -412,3 +412,46 @@ def test_a_transcript_with_markup_no_reader_knows_is_said_in_the_report(tmp_path
     assert runs["n_rounds"].to_list() == [0, 0]
     (note,) = [n for n in rep.notes if "markup this reader does not read" in n]
     assert note.startswith("1 transcripts") and note.endswith(f"{path} line 2")
+
+
+def _llama_template() -> str:
+    """Llama 3.1's chat template with custom tool calls (``<function=...>``) and ``ipython`` turns."""
+    head = "<|start_header_id|>{}<|end_header_id|>\n\n"
+    text = head.format("system") + "Tools: search, lookup<|eot_id|>" + head.format("user") + QUESTION + "<|eot_id|>"
+    for thought, calls in zip(THOUGHTS, (CALLS[:1], CALLS[1:2], CALLS[2:])):
+        text += head.format("assistant") + thought + "".join(
+            f"<function={n}>{json.dumps(a)}</function>" for n, a, _, _ in calls) + "<|eom_id|>"
+        text += "".join(head.format("ipython") + r + "<|eot_id|>" for _, _, r, _ in calls)
+    return text + head.format("assistant") + ANSWER + "<|eot_id|>"
+
+
+def test_llama_custom_tool_calls_read_in_a_template_and_in_chat_messages(tmp_path):
+    path = tmp_path / "llama.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "question": QUESTION, "gold": "Seine",
+                                "response": _llama_template()}) + "\n")
+    runs = mx.read(path)
+    steps = runs["steps"][0]
+    assert [(s["tool"], json.loads(s["arguments"])) for s in steps] == [(n, a) for n, a, _, _ in CALLS]
+    assert [s["observation"] for s in steps] == [r for _, _, r, _ in CALLS]
+    assert runs["answer"].to_list() == ["the Seine"]
+    msgs: list[dict] = [{"role": "user", "content": QUESTION}]
+    for thought, calls in zip(THOUGHTS, (CALLS[:1], CALLS[1:2], CALLS[2:])):
+        msgs.append({"role": "assistant", "content": thought + "".join(
+            f"<function={n}>{json.dumps(a)}</function>" for n, a, _, _ in calls)})
+        msgs += [{"role": "ipython", "content": r} for _, _, r, _ in calls]
+    msgs.append({"role": "assistant", "content": ANSWER})
+    chat = tmp_path / "llama_chat.jsonl"
+    chat.write_text(json.dumps({"id": "q", "arm": "a", "messages": msgs, "gold": "Seine"}) + "\n")
+    assert mx.read(chat)["steps"].to_list()[0] == mx.read(_write(tmp_path, "openai"))["steps"].to_list()[0]
+
+
+def test_flat_tool_calls_with_parameters_keep_their_arguments(tmp_path):
+    # Cohere's shape: {"name", "parameters"}
+    msgs = _openai()
+    for m in msgs:
+        for c in m.get("tool_calls") or []:
+            fn = c.pop("function")
+            c.update(name=fn["name"], parameters=json.loads(fn["arguments"]))
+    path = tmp_path / "flat.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "messages": msgs, "gold": "Seine"}) + "\n")
+    assert mx.read(path)["steps"].to_list()[0] == mx.read(_write(tmp_path, "openai"))["steps"].to_list()[0]
