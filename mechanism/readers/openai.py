@@ -1,13 +1,7 @@
 """Chat messages with tool calls: OpenAI's ``tool_calls`` and ``role: "tool"`` results, and the
-same turns as other APIs log them (:func:`openai_shaped`): Anthropic Messages content blocks
-(``tool_use``, ``tool_result``, ``thinking``), Amazon Bedrock Converse blocks (``toolUse``,
-``toolResult``), Google Gemini ``parts`` (``functionCall``, ``functionResponse``, role
-``model``), OpenAI Responses items (``function_call``, ``function_call_output``,
-``reasoning``), LangChain messages (``type`` ``human`` / ``ai`` / ``tool``, flat
-``tool_calls`` ``{"name", "args", "id"}``, the ``messages_to_dict`` form), ShareGPT turns
-(``from`` / ``value``, ``function_call`` and ``observation``; LLaMA-Factory's agent data) and
-Hermes / Qwen function calling written in the text (``<tool_call>`` and ``<tool_response>``
-blocks; Llama 3.1's ``<function=NAME>`` calls and ``ipython`` results alike).
+same turns as other APIs and data formats log them, each message first written as OpenAI's
+(:func:`mechanism.readers._shapes.openai_shaped`: Anthropic, Bedrock, Gemini, OpenAI Responses,
+LangChain, ShareGPT, Hermes / Qwen and Llama 3.1 function calling in the text).
 
 Each tool call is one round, except a call to a finishing tool (``finish``, ``answer``,
 ``final_answer``, ``submit``), which gives the final answer (its tool result, which the API
@@ -22,7 +16,6 @@ the final answer is taken from the last assistant message that makes no tool cal
 from __future__ import annotations
 
 import json
-import re
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +24,7 @@ from mechanism.core.errors import InputError
 from mechanism.core.schema import make_step
 from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap
+from mechanism.readers._shapes import content_text, message_role, openai_shaped, shows_tool_call
 
 FORMAT = "openai"
 
@@ -42,293 +36,7 @@ ANSWER_KEYS = ("answer", "final_answer", "result", "text", "content")
 
 def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
     messages = fields.get(record, "messages")
-    if not isinstance(messages, list):
-        return False
-    unwrapped = (m.get("data") if isinstance(m, Mapping) and isinstance(m.get("data"), Mapping) else m
-                 for m in messages)  # LangChain's messages_to_dict form
-    return any(isinstance(m, Mapping) and (m.get("tool_calls") or m.get("role") in ("tool", "function")
-                                           or m.get("function_call") or m.get("type") in _ITEM_CALLS
-                                           or m.get("type") == "tool" or any(_block_kind(b) for b in _blocks(m))
-                                           or (isinstance(m.get("content"), str) and ("<tool_call>" in m["content"]
-                                                                                      or _LLAMA_CALL in m["content"]))
-                                           or m.get("from") in ("function_call", "observation"))
-               for m in unwrapped)
-
-
-# Other APIs' ways of logging a tool call or its result, each read as OpenAI's: Anthropic
-# Messages (`tool_use`, `tool_result`), Bedrock Converse (`toolUse`, `toolResult`), Gemini
-# (`functionCall`, `functionResponse`), and the reasoning blocks that go with them
-_CALL_TYPES = frozenset({"tool_use", "server_tool_use"})
-_RESULT_TYPES = frozenset({"tool_result", "web_search_tool_result"})
-_THINKING_TYPES = frozenset({"thinking", "reasoning"})
-_CALL_KEYS = ("toolUse", "functionCall")
-_RESULT_KEYS = ("toolResult", "functionResponse")
-# OpenAI Responses items that are not messages (no role)
-_ITEM_CALLS = frozenset({"function_call", "function_call_output", "reasoning"})
-# LangChain / LangGraph messages name their role by `type` ("chat" messages carry a `role`)
-_LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system", "function": "function",
-                    "chat": None}
-# a block type that names a call or a result in some API's words
-_CALL_LIKE = re.compile(r"tool|function|call", re.IGNORECASE)
-
-
-def _blocks(msg: Mapping[str, Any]) -> list[Any]:
-    """A message's content blocks (``content`` as a list, or Gemini's ``parts``); [] for text."""
-    content = msg.get("content") if "content" in msg else msg.get("parts")
-    return content if isinstance(content, list) else []
-
-
-def _block_kind(block: Any) -> str | None:
-    """``"call"``, ``"result"`` or ``"thinking"`` for a content block other APIs log a tool
-    call, a tool result or reasoning with; ``None`` for text and anything else."""
-    if not isinstance(block, Mapping):
-        return None
-    kind = block.get("type")
-    if kind in _CALL_TYPES or any(isinstance(block.get(k), Mapping) for k in _CALL_KEYS):
-        return "call"
-    if kind in _RESULT_TYPES or any(isinstance(block.get(k), Mapping) for k in _RESULT_KEYS):
-        return "result"
-    if kind in _THINKING_TYPES:
-        return "thinking"
-    return None
-
-
-def _call_of(block: Mapping[str, Any]) -> dict[str, Any]:
-    """A call block as an OpenAI ``tool_calls`` entry (``id`` None where the API logs none)."""
-    inner = next((block[k] for k in _CALL_KEYS if isinstance(block.get(k), Mapping)), block)
-    call_id = inner.get("id", inner.get("toolUseId"))
-    args = inner.get("input", inner.get("args", inner.get("arguments")))
-    return {"id": call_id if isinstance(call_id, str) else None,
-            "function": {"name": inner.get("name"), "arguments": args}}
-
-
-def _result_of(block: Mapping[str, Any]) -> dict[str, Any]:
-    """A result block as an OpenAI ``role: "tool"`` message; ``_failed`` where the API said so
-    (Anthropic ``is_error``, Bedrock ``status: "error"``)."""
-    inner = next((block[k] for k in _RESULT_KEYS if isinstance(block.get(k), Mapping)), block)
-    call_id = inner.get("tool_use_id", inner.get("toolUseId", inner.get("id")))
-    content = inner.get("content", inner.get("response"))
-    if isinstance(content, list):  # Bedrock's {"json": {...}} parts are results too, as JSON text
-        content = [{"text": json.dumps(p["json"], ensure_ascii=False, default=str)}
-                   if isinstance(p, Mapping) and "json" in p and "text" not in p else p for p in content]
-    return {"role": "tool", "tool_call_id": call_id if isinstance(call_id, str) else None, "content": content,
-            "_failed": inner.get("is_error") is True or inner.get("status") == "error"}
-
-
-def _text_of_thinking(block: Mapping[str, Any]) -> str:
-    text = block.get("thinking", block.get("text"))
-    if isinstance(text, str):
-        return text
-    summary = block.get("summary")  # a Responses reasoning item: summary parts with text
-    if isinstance(summary, list):
-        return "\n".join(p["text"] for p in summary if isinstance(p, Mapping) and isinstance(p.get("text"), str))
-    return ""
-
-
-def parse_tool_call(body: str) -> tuple[str, Any] | None:
-    """(name, arguments) of a Hermes / Qwen ``<tool_call>`` body, ``{"name": ..., "arguments":
-    {...}}`` (``parameters`` too; arguments given as JSON text are parsed); ``None`` where the
-    body is not such an object.
-
-    >>> parse_tool_call('{"name": "search", "arguments": {"query": "Paris"}}')
-    ('search', {'query': 'Paris'})
-    >>> parse_tool_call("search Paris") is None
-    True
-    """
-    try:
-        call = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-        return None
-    args = call.get("arguments", call.get("parameters", {}))
-    if isinstance(args, str):  # arguments as JSON text, as the OpenAI API gives them
-        try:
-            args = json.loads(args)
-        except (ValueError, RecursionError):
-            pass
-    return call["name"], args
-
-
-_LLAMA_CALL = "<function="
-
-
-def llama_calls_as_hermes(text: str) -> str:
-    """Llama 3.1's custom tool calls, ``<function=NAME>{...}</function>``, written as Hermes
-    ``<tool_call>{"name": NAME, "arguments": {...}}</tool_call>`` (a body that is not JSON stays
-    a call of NAME, with its text); one forward pass.
-
-    >>> llama_calls_as_hermes('<function=search>{"q": "x"}</function>')
-    '<tool_call>{"name": "search", "arguments": {"q": "x"}}</tool_call>'
-    """
-    out, pos = [], 0
-    start = text.find(_LLAMA_CALL)
-    while start >= 0:
-        name_end = text.find(">", start)
-        close = text.find("</function>", name_end) if name_end >= 0 else -1
-        if close < 0:
-            break
-        name, body = text[start + len(_LLAMA_CALL):name_end].strip(), text[name_end + 1:close].strip()
-        try:
-            json.loads(body)
-        except (ValueError, RecursionError):
-            body = json.dumps({"query": body}, ensure_ascii=False)
-        out += [text[pos:start], '<tool_call>{"name": ', json.dumps(name, ensure_ascii=False), ', "arguments": ',
-                body, "}</tool_call>"]
-        pos = close + len("</function>")
-        start = text.find(_LLAMA_CALL, pos)
-    return "".join(out) + text[pos:] if out else text
-
-
-def _tagged(text: str, tag: str) -> tuple[list[str], str]:
-    """The bodies of ``<tag>...</tag>`` blocks in ``text`` and the text outside them (an
-    unclosed block runs to the end); one forward pass."""
-    opening, closing = f"<{tag}>", f"</{tag}>"
-    bodies, rest, pos = [], [], 0
-    start = text.find(opening)
-    while start >= 0:
-        rest.append(text[pos:start])
-        end = text.find(closing, start + len(opening))
-        bodies.append((text[start + len(opening):] if end < 0 else text[start + len(opening):end]).strip())
-        pos = len(text) if end < 0 else end + len(closing)
-        start = text.find(opening, pos)
-    rest.append(text[pos:])
-    return bodies, "".join(rest).strip()
-
-
-# ShareGPT turns (LLaMA-Factory's agent data): `from` names the speaker, `value` the text
-_SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",
-                   "observation": "tool", "tool": "tool", "function": "tool"}
-
-
-def _sharegpt(msg: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A ShareGPT turn as an OpenAI message: ``function_call`` (its value a JSON call, or Hermes
-    ``<tool_call>`` text) as an assistant call, ``observation`` as a tool result; a speaker it
-    does not know keeps its name as the role (an error names it)."""
-    speaker, value = msg["from"], msg.get("value")
-    if speaker == "function_call" and isinstance(value, str):
-        parsed = parse_tool_call(value)
-        if parsed is not None:
-            return {"role": "assistant", "content": None,
-                    "tool_calls": [{"id": None, "function": {"name": parsed[0], "arguments": parsed[1]}}]}
-        return {"role": "assistant", "content": value if "<tool_call>" in value else f"<tool_call>{value}</tool_call>"}
-    return {"role": _SHAREGPT_ROLES.get(speaker.lower(), speaker), "content": value}
-
-
-def _hermes(msg: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
-    """A message that writes its calls as ``<tool_call>`` blocks in its text (Hermes / Qwen
-    function calling), or its results as ``<tool_response>`` blocks, as OpenAI messages; else
-    ``None``. Results carry no ids: they answer the calls in order."""
-    text, role = msg.get("content"), msg.get("role")
-    if not isinstance(text, str) or msg.get("tool_calls"):
-        return None
-    if role == "ipython":  # Llama 3.1's tool results
-        return [{"role": "tool", "tool_call_id": None, "content": text}]
-    if role == "assistant" and _LLAMA_CALL in text:
-        text = llama_calls_as_hermes(text)
-    if role == "assistant" and "<tool_call>" in text:
-        bodies, rest = _tagged(text, "tool_call")
-        calls = []
-        for body in bodies:
-            parsed = parse_tool_call(body)
-            name, args = parsed if parsed is not None else ("tool_call", {"query": body})
-            calls.append({"id": None, "function": {"name": name, "arguments": args}})
-        return [{**msg, "content": rest, "tool_calls": calls}]
-    if role in ("user", "tool") and "<tool_response>" in text:
-        bodies, rest = _tagged(text, "tool_response")
-        said = [{"role": "user", "content": rest}] if role == "user" and rest else []
-        return [{"role": "tool", "tool_call_id": None, "content": b} for b in bodies] + said
-    return None
-
-
-def openai_shaped(msg: Any, where: str) -> list[Mapping[str, Any]]:
-    """One logged message (or Responses item) as the OpenAI chat messages it stands for.
-
-    A message whose content blocks hold tool calls becomes one assistant message with
-    ``tool_calls`` (its text and reasoning blocks, its thought); one whose blocks hold tool
-    results becomes a ``role: "tool"`` message per result, then a user message with its text,
-    if any (the user's next turn). Gemini's role ``model`` is the assistant. A message of
-    OpenAI's own shape comes back as it is.
-
-    Examples
-    --------
-    >>> [m["role"] for m in openai_shaped({"role": "user", "content": [
-    ...     {"type": "tool_result", "tool_use_id": "t1", "content": "42"},
-    ...     {"type": "text", "text": "thanks, now the next one"}]}, "messages[2]")]
-    ['tool', 'user']
-    >>> openai_shaped({"role": "model", "parts": [{"functionCall": {"name": "search", "args": {"q": "x"}}}]},
-    ...               "contents[1]")[0]["tool_calls"]
-    [{'id': None, 'function': {'name': 'search', 'arguments': {'q': 'x'}}}]
-    """
-    if isinstance(msg, Mapping) and "role" not in msg and isinstance(msg.get("from"), str):
-        msg = _sharegpt(msg)
-    if isinstance(msg, Mapping) and "role" not in msg and msg.get("type") in _LANGCHAIN_ROLES:
-        data = msg.get("data") if isinstance(msg.get("data"), Mapping) else msg  # messages_to_dict nests it
-        role = _LANGCHAIN_ROLES[msg["type"]] or data.get("role")
-        msg = {**data, **({"role": role} if role is not None else {})}
-    if isinstance(msg, Mapping) and isinstance(msg.get("tool_calls"), list) and any(
-            isinstance(c, Mapping) and "function" not in c and "name" in c for c in msg["tool_calls"]):
-        # LangChain's flat calls, {"name", "args", "id"}, as OpenAI's {"id", "function": {...}}
-        msg = {**msg, "tool_calls": [
-            {"id": c.get("id"), "function": {"name": c["name"],
-                                             "arguments": c.get("args", c.get("arguments", c.get("parameters")))}}
-            if isinstance(c, Mapping) and "function" not in c and "name" in c else c for c in msg["tool_calls"]]}
-    if isinstance(msg, Mapping) and "role" not in msg and msg.get("type") in _ITEM_CALLS:
-        kind = msg["type"]
-        if kind == "function_call":
-            return [{"role": "assistant", "content": None, "tool_calls": [
-                {"id": msg.get("call_id", msg.get("id")), "function": {"name": msg.get("name"),
-                                                                    "arguments": msg.get("arguments")}}]}]
-        if kind == "function_call_output":
-            return [{"role": "tool", "tool_call_id": msg.get("call_id"), "content": msg.get("output")}]
-        return [{"role": "assistant", "content": None, "_thinking": _text_of_thinking(msg)}]
-    hermes = _hermes(msg) if isinstance(msg, Mapping) else None
-    if hermes is not None:
-        return hermes
-    blocks = _blocks(msg) if isinstance(msg, Mapping) else []
-    kinds = [_block_kind(b) for b in blocks]
-    for i, (block, kind) in enumerate(zip(blocks, kinds)):
-        # a call or result in a block this reader does not know would be lost without a word
-        named = block.get("type") if kind is None and isinstance(block, Mapping) else None
-        if isinstance(named, str) and _CALL_LIKE.search(named):
-            part = "content" if "content" in msg else "parts"
-            raise InputError(f"`{where}.{part}[{i}]` is a `{named[:40]}` block, a tool call or result in a form this "
-                             "reader does not know; convert it to OpenAI `tool_calls` or Anthropic `tool_use`",
-                             field=f"{where}.{part}[{i}].type")
-    if not any(kinds):
-        if isinstance(msg, Mapping) and (msg.get("role") == "model" or "content" not in msg and "parts" in msg):
-            return [{**msg, "role": "assistant" if msg.get("role") == "model" else msg.get("role"),
-                     "content": msg.get("content", msg.get("parts"))}]
-        return [msg]
-    role = _message_role(msg, where)
-    text = [b for b, k in zip(blocks, kinds) if k is None]
-    if "result" in kinds:
-        out: list[Mapping[str, Any]] = [_result_of(b) for b, k in zip(blocks, kinds) if k == "result"]
-        said = content_text(text)
-        return out + ([{"role": "user", "content": said}] if said.strip() else [])
-    calls = [_call_of(b) for b, k in zip(blocks, kinds) if k == "call"]
-    thinking = "\n".join(t for t in (_text_of_thinking(b) for b, k in zip(blocks, kinds) if k == "thinking") if t)
-    return [{"role": "assistant" if role == "model" else role, "content": text, "tool_calls": calls,
-             "_thinking": thinking}]
-
-
-def content_text(content: Any) -> str:
-    """Message content as text: a string, or the text parts of a content list."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-        return "\n".join(parts)
-    if isinstance(content, Mapping) and isinstance(content.get("text"), str):
-        return content["text"]
-    raise InputError(f"message `content` must be text, got {type(content).__name__}", field="content")
+    return isinstance(messages, list) and any(shows_tool_call(m) for m in messages)
 
 
 def _arguments(raw: Any) -> tuple[str, dict[str, Any] | None]:
@@ -440,15 +148,6 @@ class _Pending:
         return slot
 
 
-def _message_role(msg: Any, where: str) -> str:
-    if not isinstance(msg, Mapping):
-        raise InputError(f"`{where}` must be an object, got {type(msg).__name__}", field=where)
-    role = msg.get("role")
-    if not isinstance(role, str):
-        raise InputError(f"`{where}.role` is missing", field=f"{where}.role")
-    return role
-
-
 def _assistant_calls(msg: Mapping[str, Any], where: str) -> list[Any]:
     calls = msg.get("tool_calls") or []
     if msg.get("function_call"):
@@ -499,7 +198,7 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
     shaped = ((f"{field}[{index}]", m) for index, raw in enumerate(messages)
               for m in openai_shaped(raw, f"{field}[{index}]"))
     for where, msg in shaped:
-        role = _message_role(msg, where)
+        role = message_role(msg, where)
         if role in ("tool", "function"):
             text = _result_text(msg.get("content"), where)
             slot = pending.take(msg.get("tool_call_id"), where)

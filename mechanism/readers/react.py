@@ -29,7 +29,8 @@ from mechanism.core.actions import GENERIC_TOOL
 from mechanism.core.errors import InputError
 from mechanism.core.schema import make_step
 from mechanism.readers._fields import FieldMap, as_str
-from mechanism.readers.openai import FINISH_TOOLS, content_text, final_from_content, main_text
+from mechanism.readers._shapes import content_text
+from mechanism.readers.openai import FINISH_TOOLS, final_from_content, main_text
 
 FORMAT = "react"
 

@@ -32,7 +32,8 @@ from mechanism.core.errors import InputError
 from mechanism.core.schema import make_step
 from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap, as_str
-from mechanism.readers.openai import llama_calls_as_hermes, main_text, parse_tool_call
+from mechanism.readers._shapes import llama_calls_as_hermes, parse_tool_call
+from mechanism.readers.openai import main_text
 
 FORMAT = "searchr1"
 
