@@ -197,11 +197,14 @@ _SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assista
                    "observation": "tool", "tool": "tool", "function": "tool"}
 
 
-def _sharegpt(msg: Mapping[str, Any]) -> Mapping[str, Any]:
+def _sharegpt(msg: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     """A ShareGPT turn as an OpenAI message: ``function_call`` (its value a JSON call, or Hermes
     ``<tool_call>`` text) as an assistant call, ``observation`` as a tool result; a speaker it
-    does not know keeps its name as the role (an error names it)."""
+    does not know is an error naming the field (its turn would be lost)."""
     speaker, value = msg["from"], msg.get("value")
+    if speaker != "function_call" and speaker.lower() not in _SHAREGPT_ROLES:
+        raise InputError(f"`{where}.from` is {speaker[:40]!r}, a ShareGPT speaker this reader does not know "
+                         f"(it reads {', '.join(sorted(_SHAREGPT_ROLES))}, function_call)", field=f"{where}.from")
     if speaker == "function_call" and isinstance(value, str):
         parsed = parse_tool_call(value)
         if parsed is not None:
@@ -256,32 +259,53 @@ def openai_shaped(msg: Any, where: str) -> list[Mapping[str, Any]]:
     ...               "contents[1]")[0]["tool_calls"]
     [{'id': None, 'function': {'name': 'search', 'arguments': {'q': 'x'}}}]
     """
-    if isinstance(msg, Mapping) and "role" not in msg and isinstance(msg.get("from"), str):
-        msg = _sharegpt(msg)
-    if isinstance(msg, Mapping) and "role" not in msg and msg.get("type") in _LANGCHAIN_ROLES:
+    if not isinstance(msg, Mapping):
+        return [msg]  # the parser names what it is
+    msg = _with_role(msg, where)
+    shaped = _responses_item(msg)
+    if shaped is None:
+        shaped = _hermes(msg)
+    return shaped if shaped is not None else _from_blocks(msg, where)
+
+
+def _with_role(msg: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    """A ShareGPT turn or a LangChain message with OpenAI's ``role`` (and flat calls,
+    ``{"name", "args"}``, as OpenAI's ``{"id", "function": {...}}``)."""
+    if "role" not in msg and isinstance(msg.get("from"), str):
+        msg = _sharegpt(msg, where)
+    if "role" not in msg and msg.get("type") in _LANGCHAIN_ROLES:
         data = msg.get("data") if isinstance(msg.get("data"), Mapping) else msg  # messages_to_dict nests it
         role = _LANGCHAIN_ROLES[msg["type"]] or data.get("role")
         msg = {**data, **({"role": role} if role is not None else {})}
-    if isinstance(msg, Mapping) and isinstance(msg.get("tool_calls"), list) and any(
-            isinstance(c, Mapping) and "function" not in c and "name" in c for c in msg["tool_calls"]):
-        # LangChain's flat calls, {"name", "args", "id"}, as OpenAI's {"id", "function": {...}}
+    calls = msg.get("tool_calls")
+    if isinstance(calls, list) and any(isinstance(c, Mapping) and "function" not in c and "name" in c for c in calls):
         msg = {**msg, "tool_calls": [
             {"id": c.get("id"), "function": {"name": c["name"],
                                              "arguments": c.get("args", c.get("arguments", c.get("parameters")))}}
-            if isinstance(c, Mapping) and "function" not in c and "name" in c else c for c in msg["tool_calls"]]}
-    if isinstance(msg, Mapping) and "role" not in msg and msg.get("type") in _ITEM_CALLS:
-        kind = msg["type"]
-        if kind == "function_call":
-            return [{"role": "assistant", "content": None, "tool_calls": [
-                {"id": msg.get("call_id", msg.get("id")), "function": {"name": msg.get("name"),
-                                                                    "arguments": msg.get("arguments")}}]}]
-        if kind == "function_call_output":
-            return [{"role": "tool", "tool_call_id": msg.get("call_id"), "content": msg.get("output")}]
+            if isinstance(c, Mapping) and "function" not in c and "name" in c else c for c in calls]}
+    return msg
+
+
+def _responses_item(msg: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    """An OpenAI Responses item that is not a message (a call, its output, reasoning) as the
+    message it stands for; ``None`` for anything else."""
+    kind = msg.get("type") if "role" not in msg else None
+    if kind == "function_call":
+        return [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": msg.get("call_id", msg.get("id")), "function": {"name": msg.get("name"),
+                                                                "arguments": msg.get("arguments")}}]}]
+    if kind == "function_call_output":
+        return [{"role": "tool", "tool_call_id": msg.get("call_id"), "content": msg.get("output")}]
+    if kind == "reasoning":
         return [{"role": "assistant", "content": None, "_thinking": _text_of_thinking(msg)}]
-    hermes = _hermes(msg) if isinstance(msg, Mapping) else None
-    if hermes is not None:
-        return hermes
-    blocks = _blocks(msg) if isinstance(msg, Mapping) else []
+    return None
+
+
+def _from_blocks(msg: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
+    """A message whose content blocks (or Gemini parts) hold calls, results or reasoning as the
+    OpenAI messages they stand for; any other message as it is (Gemini's role ``model`` as the
+    assistant)."""
+    blocks = _blocks(msg)
     kinds = [_block_kind(b) for b in blocks]
     for i, (block, kind) in enumerate(zip(blocks, kinds)):
         # a call or result in a block this reader does not know would be lost without a word
@@ -292,7 +316,7 @@ def openai_shaped(msg: Any, where: str) -> list[Mapping[str, Any]]:
                              "reader does not know; convert it to OpenAI `tool_calls` or Anthropic `tool_use`",
                              field=f"{where}.{part}[{i}].type")
     if not any(kinds):
-        if isinstance(msg, Mapping) and (msg.get("role") == "model" or "content" not in msg and "parts" in msg):
+        if msg.get("role") == "model" or "content" not in msg and "parts" in msg:
             return [{**msg, "role": "assistant" if msg.get("role") == "model" else msg.get("role"),
                      "content": msg.get("content", msg.get("parts"))}]
         return [msg]

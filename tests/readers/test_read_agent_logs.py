@@ -455,3 +455,12 @@ def test_flat_tool_calls_with_parameters_keep_their_arguments(tmp_path):
     path = tmp_path / "flat.jsonl"
     path.write_text(json.dumps({"id": "q", "arm": "a", "messages": msgs, "gold": "Seine"}) + "\n")
     assert mx.read(path)["steps"].to_list()[0] == mx.read(_write(tmp_path, "openai"))["steps"].to_list()[0]
+
+
+def test_a_sharegpt_speaker_no_reader_knows_names_its_field(tmp_path):
+    turns = _sharegpt()
+    turns[3] = {"from": "tool_caller", "value": "x"}
+    path = tmp_path / "odd_speaker.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "conversations": turns, "gold": "Seine"}) + "\n")
+    with pytest.raises(InputError, match=r"line 1.*conversations\[3\]\.from.*'tool_caller'"):
+        mx.read(path)
