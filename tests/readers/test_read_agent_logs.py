@@ -223,6 +223,14 @@ def test_anthropic_blocks_read_as_the_same_openai_episode(tmp_path_factory, turn
     assert read["anthropic"]["n_rounds"].item() == sum(len(c) for c in turns)
 
 
+def _transcript(tmp_path, text: str, *, question: str = QUESTION, gold: str = "Seine"):
+    """(path, runs, report) of a file holding one transcript record, read."""
+    path = tmp_path / "transcript.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "question": question, "response": text, "gold": gold}) + "\n")
+    runs, rep = mx.read(path, report=True)
+    return path, runs, rep
+
+
 def _mrkl(turns=CALLS[1:]) -> str:
     """LangChain's ReAct (MRKL) transcript of the episode without its failed call."""
     lines = [f"Question: {QUESTION}"]
@@ -233,9 +241,7 @@ def _mrkl(turns=CALLS[1:]) -> str:
 
 
 def test_langchain_react_reads_named_tools_their_input_and_the_final_answer(tmp_path):
-    path = tmp_path / "mrkl.jsonl"
-    path.write_text(json.dumps({"id": "q", "arm": "a", "response": _mrkl(), "gold": "Seine"}) + "\n")
-    runs, rep = mx.read(path, report=True)
+    path, runs, rep = _transcript(tmp_path, _mrkl())
     assert rep.formats == {str(path): "react"}
     assert runs["answer"].to_list() == ["the Seine"] and runs["correct"].all()
     steps = runs["steps"][0]
@@ -266,10 +272,7 @@ SMOL = ("Thought: I will count the pairs first.\nCode:\n```py\nimport itertools\
 
 
 def test_smolagents_code_actions_are_interpreter_calls_and_final_answer_ends(tmp_path):
-    path = tmp_path / "smol.jsonl"
-    path.write_text(json.dumps({"id": "q", "arm": "a", "question": "How many pairs of 13 items?", "response": SMOL,
-                                "gold": "78"}) + "\n")
-    runs, rep = mx.read(path, report=True)
+    path, runs, rep = _transcript(tmp_path, SMOL, question="How many pairs of 13 items?", gold="78")
     assert rep.formats == {str(path): "react"}
     assert runs["answer"].to_list() == ["78"] and runs["correct"].all() and runs["n_rounds"].to_list() == [1]
     (step,) = runs["steps"][0]
@@ -347,9 +350,7 @@ def test_a_tool_call_that_is_not_json_is_read_by_its_name_and_noted(tmp_path):
     text = ('<tool_call>{"name": "search", "arguments": {"query": "Eiffel"</tool_call>'
             "<tool_response>Error: malformed call</tool_response><tool_call>look it up</tool_call>"
             "<tool_response>?</tool_response>The answer is the Seine.")
-    path = tmp_path / "broken.jsonl"
-    path.write_text(json.dumps({"id": "q", "arm": "a", "question": QUESTION, "response": text, "gold": "Seine"}) + "\n")
-    runs, rep = mx.read(path, report=True)
+    _, runs, rep = _transcript(tmp_path, text)
     assert [s["tool"] for s in runs["steps"][0]] == ["search", "tool_call"]
     assert any("not a JSON call object" in n for n in rep.notes)
     assert runs["answer"].to_list() == ["the Seine"]
@@ -361,10 +362,7 @@ TORL = ("Count the pairs.\n```python\nfrom itertools import combinations\n"
 
 
 def test_code_fence_transcripts_read_each_program_and_its_output(tmp_path):
-    path = tmp_path / "torl.jsonl"
-    path.write_text(json.dumps({"id": "q", "arm": "a", "question": "Pairs of 13?", "response": TORL,
-                                "gold": "78"}) + "\n")
-    runs, rep = mx.read(path, report=True)
+    path, runs, rep = _transcript(tmp_path, TORL, question="Pairs of 13?", gold="78")
     assert rep.formats == {str(path): "searchr1"}
     assert runs["answer"].to_list() == ["78"] and runs["correct"].all()
     steps = runs["steps"][0]
@@ -389,10 +387,7 @@ def test_other_search_agents_delimiters_read_as_searches(tmp_path, delimiters):
     q0, q1, d0, d1 = delimiters
     searches = [(c[1]["query"], c[2]) for c in CALLS[:2]]
     text = "".join(f"<think>{t}</think>{q0}{q}{q1}\n{d0}\n{r}\n{d1}\n" for t, (q, r) in zip(THOUGHTS, searches))
-    path = tmp_path / "search.jsonl"
-    path.write_text(json.dumps({"id": "q", "arm": "a", "question": QUESTION, "gold": "Seine",
-                                "response": text + "So the answer is \\boxed{Seine}."}) + "\n")
-    runs, rep = mx.read(path, report=True)
+    path, runs, rep = _transcript(tmp_path, text + "So the answer is \\boxed{Seine}.")
     assert rep.formats == {str(path): "searchr1"}
     steps = runs["steps"][0]
     assert [(s["tool"], s["query"], s["observation"]) for s in steps] == [("search", q, r) for q, r in searches]
