@@ -350,3 +350,21 @@ def shows_tool_call(msg: Any) -> bool:
                 or msg.get("type") in _ITEM_CALLS or msg.get("type") == "tool"
                 or msg.get("from") in ("function_call", "observation") or any(_block_kind(b) for b in _blocks(msg))
                 or (isinstance(content, str) and ("<tool_call>" in content or _LLAMA_CALL in content)))
+
+
+UNREAD = ("episodes without a call whose agent's text holds markup no reader here reads (a code fence, a "
+          "`<|...|>` delimiter, a `<tool...>`, `<function...>` or `<code>` tag, an `Action:` line): read as answering "
+          "without tools; if the agent called tools there, its format is not one read here (`format=`, `columns=`)")
+# markup of a call format no reader knows (bounded: no pattern backtracks over the text)
+_UNREAD = re.compile(r"```|<\|[A-Za-z_]{1,40}\|>|<(?:tool|function|code|call|execute|python)\b|^[ \t]*Action[ \t]*:",
+                     re.M)
+
+
+def unread_markup(text: str) -> bool:
+    """Whether an agent's text holds markup of a call format (:data:`UNREAD`): asked of episodes
+    read without a call, so that one in a format no reader knows is said in the read report.
+
+    >>> unread_markup('<|python_tag|>brave_search.call(query="x")'), unread_markup("Paris.")
+    (True, False)
+    """
+    return _UNREAD.search(text) is not None

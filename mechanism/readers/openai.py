@@ -24,7 +24,14 @@ from mechanism.core.errors import InputError
 from mechanism.core.schema import make_step
 from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap
-from mechanism.readers._shapes import content_text, message_role, openai_shaped, shows_tool_call
+from mechanism.readers._shapes import (
+    UNREAD,
+    content_text,
+    message_role,
+    openai_shaped,
+    shows_tool_call,
+    unread_markup,
+)
 
 FORMAT = "openai"
 
@@ -190,6 +197,7 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
     pending = _Pending()
     user_turns: list[str] = []
     said: list[str] = []  # assistant words to the user since the last call
+    unread = False  # call markup in words: a format no reader knows (noted where no call is read)
     finish_results: list[str] = []
     question: str | None = None
     answer: str | None = None
@@ -228,6 +236,7 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                     answer, rule = final_from_content(text, pattern)
                     final = answer is not None
                     said.append(text.strip())
+                    unread = unread or unread_markup(text)
                 continue
             thought = "\n".join([*said, text.strip()] if text.strip() else said) or None
             said = []
@@ -255,7 +264,10 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                     answer, final = None, False  # a later tool call means the episode went on
                     slot = _Call(step, call_id)
                 pending.add(slot)
-    return _outcome(steps, question, answer, final, rule, finish_results, user_turns)
+    out = _outcome(steps, question, answer, final, rule, finish_results, user_turns)
+    if unread and not steps:  # say so, never a silent "no tool used"
+        out["notes"] = [UNREAD]
+    return out
 
 
 def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:

@@ -32,18 +32,12 @@ from mechanism.core.errors import InputError
 from mechanism.core.schema import make_step
 from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap, as_str
-from mechanism.readers._shapes import llama_calls_as_hermes, parse_tool_call
+from mechanism.readers._shapes import UNREAD, llama_calls_as_hermes, parse_tool_call, unread_markup
 from mechanism.readers.openai import main_text
 
 FORMAT = "searchr1"
 
 TAGS = ("think", "search", "information", "answer", "tool_call", "tool_response")
-UNREAD = ("transcripts without a call whose text holds markup this reader does not read (a code fence, a "
-          "`<|...|>` delimiter, a `<tool...>`, `<function...>` or `<code>` tag, an `Action:` line): read as answering "
-          "without tools; if the agent called tools there, its format is not one read here (`format=`, `columns=`)")
-# markup of a call format this reader does not know (bounded: no pattern backtracks over the text)
-_UNREAD = re.compile(r"```|<\|[A-Za-z_]{1,40}\|>|<(?:tool|function|code|call|execute|python)\b|^[ \t]*Action[ \t]*:",
-                     re.M)
 CUT_OFF = ("transcripts end inside an unclosed `<think>`, `<search>` or `<answer>` (generation cut off): kept, "
            "the unfinished part counted as neither a round nor an answer")
 _TAG = re.compile(r"<(/?)(think|search|information|answer|tool_call|tool_response)>")
@@ -165,7 +159,7 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
         answer, rule = extract_answer(_SPECIAL.sub(" ", "".join(parts[last_call + 2:])), fallback=False)
     elif answer is None and words_answer and steps:  # Search-o1 answers in words, `\boxed{}`
         answer, rule = extract_answer(parts[-1], fallback=False)
-    if not steps and _UNREAD.search(text) is not None:  # say so, never a silent "no tool used"
+    if not steps and unread_markup(text):  # say so, never a silent "no tool used"
         notes.append(UNREAD)
     if open_tag is not None:
         if open_tag == "information":  # the environment's output, not the model's: a damaged record

@@ -405,8 +405,17 @@ def test_a_transcript_with_markup_no_reader_knows_is_said_in_the_report(tmp_path
                             for i, text in enumerate(["<answer>the Seine</answer>", unknown])))
     runs, rep = mx.read(path, report=True)
     assert runs["n_rounds"].to_list() == [0, 0]
-    (note,) = [n for n in rep.notes if "markup this reader does not read" in n]
-    assert note.startswith("1 transcripts") and note.endswith(f"{path} line 2")
+    (note,) = [n for n in rep.notes if "markup no reader here reads" in n]
+    assert note.startswith("1 episodes") and note.endswith(f"{path} line 2")
+    # and in chat messages alike
+    chat = tmp_path / "llama_chat.jsonl"
+    chat.write_text("".join(json.dumps({"id": f"q{i}", "arm": "a", "gold": "Seine", "messages": [
+        {"role": "user", "content": QUESTION}, {"role": "assistant", "content": text}]}) + "\n"
+        for i, text in enumerate([unknown, "The answer is the Seine."])))
+    runs, rep = mx.read(chat, report=True)
+    assert runs["n_rounds"].to_list() == [0, 0]
+    (note,) = [n for n in rep.notes if "markup no reader here reads" in n]
+    assert note.startswith("1 episodes") and note.endswith(f"{chat} line 1")
 
 
 def _llama_template() -> str:
