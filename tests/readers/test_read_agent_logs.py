@@ -468,3 +468,28 @@ def test_a_sharegpt_speaker_no_reader_knows_names_its_field(tmp_path):
     path.write_text(json.dumps({"id": "q", "arm": "a", "conversations": turns, "gold": "Seine"}) + "\n")
     with pytest.raises(InputError, match=r"line 1.*conversations\[3\]\.from.*'tool_caller'"):
         mx.read(path)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.tuples(st.sampled_from(["search", "lookup", "open_page"]), _word,
+                                   st.one_of(_word.map(str.strip), st.just("Error: not found")), st.booleans()),
+                         min_size=1, max_size=3), min_size=1, max_size=5))
+def test_hermes_transcripts_read_as_the_same_openai_episode(tmp_path_factory, turns):
+    # the same episode as a Qwen chat-template transcript with Hermes calls, and as OpenAI turns
+    # (a tag's body is read stripped, as Search-R1's are: results here carry no edge spaces)
+    im = ("<|im_start|>", "<|im_end|>")
+    text = f"{im[0]}system\nTools.{im[1]}\n{im[0]}user\n{QUESTION}{im[1]}\n{im[0]}assistant\n"
+    for t, calls in enumerate(turns):
+        text += f"<think>thought {t}</think>" + "".join(
+            f"<tool_call>{json.dumps({'name': n, 'arguments': {'query': q}})}</tool_call>" for n, q, _, _ in calls)
+        text += f"{im[1]}\n{im[0]}user\n" + "".join(f"<tool_response>{r}</tool_response>" for _, _, r, _ in calls)
+        text += f"{im[1]}\n{im[0]}assistant\n"
+    tmp = tmp_path_factory.mktemp("hermes")
+    hermes = tmp / "hermes.jsonl"
+    hermes.write_text(json.dumps({"id": "q", "arm": "a", "question": QUESTION, "gold": "Seine",
+                                  "response": text + ANSWER}) + "\n")
+    chat = tmp / "openai.jsonl"
+    chat.write_text(json.dumps({"id": "q", "arm": "a", "messages": _forms_of(turns)["openai"], "gold": "Seine"}) + "\n")
+    got, want = mx.read(hermes), mx.read(chat)
+    assert got["steps"].to_list() == want["steps"].to_list()
+    assert got["answer"].to_list() == want["answer"].to_list() == ["the Seine"]
