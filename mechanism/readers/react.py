@@ -46,6 +46,8 @@ _MARKER = re.compile(r"^[ \t]*(Thought|Action[ \t]+Input|Action|Observation|Ques
 # program is a call of the interpreter, and `final_answer(...)` in it ends the episode
 CODE_TOOL = "python_interpreter"
 _CODE_START = re.compile(r"^[ \t]*Code[ \t]*:[ \t]*\n?[ \t]*```", re.M | re.I)
+# LangChain's JSON agents write the action as a blob: `Action:` then ```{"action": ...}``` or {...}
+_JSON_ACTION = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*\n?[ \t]*(?:```[A-Za-z]*[ \t]*\n[ \t]*)?\{", re.M | re.I)
 _FINAL_CALL = re.compile(r"^[ \t]*final_answer[ \t]*\(", re.M)
 # LangChain's ReAct (MRKL) lines: `Action: search` then `Action Input: ...` is search(...), and
 # `Final Answer: ...` ends the episode
@@ -164,6 +166,7 @@ def detect_text(text: Any) -> bool:
     if not isinstance(text, str):
         return False
     return (_DETECT.search(text) is not None or _CODE_START.search(text) is not None
+            or (_JSON_ACTION.search(text) is not None and _OBSERVATION.search(text) is not None)
             or (_BARE_ACTION.search(text) is not None and _OBSERVATION.search(text) is not None))
 
 
@@ -222,10 +225,29 @@ def _thought_and_action(body: str) -> tuple[str, tuple[str, str] | None]:
     return body[: inline[0]].strip(), (inline[1], inline[2])
 
 
+def _json_action(body: str) -> tuple[str, str] | None:
+    """(tool, argument) of an action written as a JSON blob (LangChain's structured-chat and JSON
+    agents: ``{"action": "search", "action_input": ...}``, fenced or not; ``"Final Answer"`` is the
+    finishing action), else ``None``."""
+    text = body.strip()
+    if text.startswith("```"):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        text = text[:text.rfind("```")] if "```" in text else text
+    blob = _json_object(text.strip())
+    if blob is None or not isinstance(blob.get("action"), str):
+        return None
+    tool, arg = blob["action"].strip(), blob.get("action_input", "")
+    arg = arg if isinstance(arg, str) else json.dumps(arg, ensure_ascii=False)
+    return ("finish" if tool.lower() == "final answer" else tool.lower()), arg
+
+
 def _read_action(body: str, bare: bool, notes: list[str]) -> tuple[str, str] | None:
     """(tool, argument) of an ``Action`` line's body (a bare command read as the generic tool's
     where ``bare``), or ``None`` when it is no action, the line then kept as thought text; what
     was inferred is noted in ``notes``."""
+    blob = _json_action(body)
+    if blob is not None:  # LangChain's JSON agents: {"action": tool, "action_input": ...}
+        return blob
     found = _action(body)
     if found is None and bare and body:
         found = (BARE_TOOL, body.split("\n", 1)[0].strip(), False)

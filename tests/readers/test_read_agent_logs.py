@@ -493,3 +493,20 @@ def test_hermes_transcripts_read_as_the_same_openai_episode(tmp_path_factory, tu
     got, want = mx.read(hermes), mx.read(chat)
     assert got["steps"].to_list() == want["steps"].to_list()
     assert got["answer"].to_list() == want["answer"].to_list() == ["the Seine"]
+
+
+def test_langchain_json_agents_read_their_action_blobs(tmp_path):
+    # structured-chat agents: a fenced blob, an object input, and the final answer as an action
+    text = (f"Question: {QUESTION}\nThought: {THOUGHTS[0]}\nAction:\n```\n"
+            + json.dumps({"action": "search", "action_input": "Eiffel Tower country"}, indent=2)
+            + f"\n```\nObservation: {CALLS[1][2]}\nThought: {THOUGHTS[2]}\nAction:\n```json\n"
+            + json.dumps({"action": "lookup", "action_input": {"entity": "Seine"}})
+            + f"\n```\nObservation: {CALLS[3][2]}\n"
+            + 'Thought: done\nAction: {"action": "Final Answer", "action_input": "the Seine"}')
+    path, runs, rep = _transcript(tmp_path, text)
+    assert rep.formats == {str(path): "react"}
+    steps = runs["steps"][0]
+    assert [(s["tool"], json.loads(s["arguments"])) for s in steps] == [("search", {"query": "Eiffel Tower country"}),
+                                                                       ("lookup", {"entity": "Seine"})]
+    assert [s["observation"] for s in steps] == [CALLS[1][2], CALLS[3][2]]
+    assert runs["answer"].to_list() == ["the Seine"] and runs["correct"].all()

@@ -100,7 +100,8 @@ tag_text = st.lists(st.sampled_from(["<think>", "</think>", "<search>", "</searc
                                      "<|im_start|>user\n", "<|im_start|>assistant\n", "<|im_end|>",
                                      "<|begin_of_query|>", "<|end_of_query|>", "<|begin_search_result|>",
                                      "<|end_search_result|>", "<function=f>", "</function>",
-                                     "<|start_header_id|>ipython<|end_header_id|>", "<|eot_id|>"]),
+                                     "<|start_header_id|>ipython<|end_header_id|>", "<|eot_id|>", "Action:\n```\n",
+                                     '{"action": "s", "action_input": {"q": 1}}', '{"action": "Final Answer"}']),
                    max_size=14).map("".join)
 
 
