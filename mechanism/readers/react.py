@@ -112,10 +112,10 @@ def _read_code(body: str, turn: list[tuple[str, str]], thoughts: list[str]) -> s
     return said
 
 
-def _mrkl_input(text: str, marks: list[re.Match[str]], i: int) -> str | None:
+def _mrkl_input(text: str, marks: list[re.Match[str]], kinds: list[str], i: int) -> str | None:
     """The ``Action Input`` of mark ``i`` where it is an ``Action: tool`` line followed by one
     (LangChain's ReAct), else ``None``."""
-    if _kind(marks[i]) != "action" or i + 1 == len(marks) or _kind(marks[i + 1]) != "action input":
+    if kinds[i] != "action" or i + 1 == len(marks) or kinds[i + 1] != "action input":
         return None
     if not _TOOL_NAME.fullmatch(text[marks[i].end(): marks[i + 1].start()].strip()):
         return None
@@ -156,10 +156,17 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _kind(mark: re.Match[str]) -> str:
-    """A marker's kind, lower case, one space inside (``"action input"``)."""
+# a marker as written -> its kind; bounded (case and spacing vary little in one log)
+_KINDS: dict[str, str] = {}
+
+
+def _kind(marker: str) -> str:
+    """A marker's kind, lower case, one space inside (``"action input"``), remembered."""
     # spaces and tabs only: str.split() would also take the user and answer marks' \x1e for a space
-    return re.sub(r"[ \t]+", " ", mark.group(1).lower())
+    kind = re.sub(r"[ \t]+", " ", marker.lower())
+    if len(_KINDS) < 256:
+        _KINDS[marker] = kind
+    return kind
 
 
 def detect_text(text: Any) -> bool:
@@ -245,7 +252,7 @@ def _read_action(body: str, bare: bool, notes: list[str]) -> tuple[str, str] | N
     """(tool, argument) of an ``Action`` line's body (a bare command read as the generic tool's
     where ``bare``), or ``None`` when it is no action, the line then kept as thought text; what
     was inferred is noted in ``notes``."""
-    blob = _json_action(body)
+    blob = _json_action(body) if body[:1] in ("{", "`") else None
     if blob is not None:  # LangChain's JSON agents: {"action": tool, "action_input": ...}
         return blob
     found = _action(body)
@@ -338,8 +345,9 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
             answer, final = None, False  # the episode went on after any earlier finish
 
     bare = _bare_actions(text, marks)
+    kinds = [_KINDS.get(g) or _kind(g) for g in [m.group(1) for m in marks]]
     for i, m in enumerate(marks):
-        kind = _kind(m)
+        kind = kinds[i]
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
         body = text[m.end(): end].strip()
         if kind == "question":
@@ -358,12 +366,12 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
                 run_turn(None)
                 answer, final, rule = said, True, "final_answer"
         elif kind == "action input":
-            if body and (i == 0 or _mrkl_input(text, marks, i - 1) is None):  # not after its `Action: tool`
+            if body and (i == 0 or _mrkl_input(text, marks, kinds, i - 1) is None):  # not after `Action: tool`
                 thoughts.append(f"Action Input: {body}")
         elif kind == "thought":
-            _read_thought(body, i + 1 == len(marks) or _kind(marks[i + 1]) == "observation", thoughts, turn)
+            _read_thought(body, i + 1 == len(marks) or kinds[i + 1] == "observation", thoughts, turn)
         elif kind == "action":
-            mrkl = _mrkl_input(text, marks, i)
+            mrkl = _mrkl_input(text, marks, kinds, i) if i + 1 < len(marks) and kinds[i + 1] == "action input" else None
             if mrkl is not None:  # `Action: tool` + `Action Input: argument`: the named tool's call
                 turn.append((body.lower(), mrkl))
                 continue
