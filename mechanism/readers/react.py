@@ -351,8 +351,7 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
         body = text[m.end(): end].strip()
         if kind == "question":
-            if question is None:
-                question = body
+            question = body if question is None else question
         elif kind == _USER_KIND:
             if body:
                 users.append(body)
