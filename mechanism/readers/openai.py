@@ -236,7 +236,8 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                     answer, rule = final_from_content(text, pattern)
                     final = answer is not None
                     said.append(text.strip())
-                    unread = unread or unread_markup(text)
+                    # asked only while no call is read: the note is for episodes without any
+                    unread = unread or (not steps and unread_markup(text))
                 continue
             thought = "\n".join([*said, text.strip()] if text.strip() else said) or None
             said = []

@@ -76,6 +76,14 @@ _BARE_ACTION = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:[ \t]*[A-Za-z]", r
 _OBSERVATION = re.compile(r"^[ \t]*Observation(?:[ \t]*\d+)?[ \t]*:", re.M | re.I)
 
 
+def _inside_fence(block: str) -> tuple[str, bool]:
+    """(the text inside a block that opens with a code fence, whether a closing fence ends it):
+    from the line after the opening fence up to the last fence, else to the end."""
+    inner = block.split("\n", 1)[1] if "\n" in block else ""
+    close = inner.rfind("```")
+    return (inner[:close], True) if close >= 0 else (inner, False)
+
+
 def _program(body: str) -> tuple[str, str | None] | None:
     """(program, final answer or None) of a ``Code:`` block written as a fenced program, else
     ``None``; the answer is what ``final_answer(...)`` is given (quotes taken off a string), and
@@ -83,9 +91,8 @@ def _program(body: str) -> tuple[str, str | None] | None:
     body = body.strip()
     if not body.startswith("```"):
         return None
-    code = body.split("\n", 1)[1] if "\n" in body else ""
-    close = code.rfind("```")
-    code = (code[:close] if close >= 0 else code.replace("<end_code>", "")).strip()
+    code, closed = _inside_fence(body)
+    code = (code if closed else code.replace("<end_code>", "")).strip()
     final = _FINAL_CALL.search(code)
     if final is None:
         return code, None
@@ -238,8 +245,7 @@ def _json_action(body: str) -> tuple[str, str] | None:
     finishing action), else ``None``."""
     text = body.strip()
     if text.startswith("```"):
-        text = text.split("\n", 1)[1] if "\n" in text else ""
-        text = text[:text.rfind("```")] if "```" in text else text
+        text = _inside_fence(text)[0]
     blob = _json_object(text.strip())
     if blob is None or not isinstance(blob.get("action"), str):
         return None
