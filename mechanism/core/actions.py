@@ -50,9 +50,9 @@ __all__ = ["ACTION_FIELDS", "GENERIC_TOOL", "ActionField", "check_action_field",
 # Argument names that carry the action of a generic tool, in the order they are tried. A
 # request's `url`/`path` comes after `method` so that `request(method, url)` is read by both.
 ACTION_FIELDS = ("action", "command", "cmd", "code", "method", "operation", "op", "url", "path", "endpoint",
-                 "input", "keys", "text")
+                 "input", "keys", "text", "sql", "statement", "sql_query", "query")
 # Fields whose value is what an agent asks about, never an action (a search query's first word
-# is an entity of the question).
+# is an entity of the question), unless it is a SQL statement (`read_query(query="SELECT ...")`).
 _CONTENT_FIELDS = frozenset({"query", "q", "question", "search", "search_query", "prompt", "message", "content"})
 # The tool a reader gives actions written without one (ReAct's `Action: go north`).
 GENERIC_TOOL = "act"
@@ -324,6 +324,9 @@ def _read_call(tool: str, field: str, arguments: str | None, query: str | None, 
         if field == "method":
             rest_fields = {k: v for k, v in rest_fields.items() if k not in _URL_FIELDS}
         return verb[:MAX_VERB_CHARS], " ".join(v for v in (obj, after) if v), rest_fields, _query_keys(url)
+    if _SQL_START.match(text):  # a statement, whatever field holds it: read by what it does
+        verb, obj, keys = _sql_verb(text)
+        return verb, obj, rest_fields, keys
     if field == "code" or (field in ("command", "cmd", TEXT_FIELD) and _PYTHON_START.match(text)):
         return _code_verb(text)[:MAX_VERB_CHARS], text, rest_fields, ()
     if field in ("command", "cmd") or (field == TEXT_FIELD and tool in ("bash", "shell", "terminal", "sh")):
@@ -380,6 +383,100 @@ def _code_verb(code: str) -> str:
     return " ".join([head.lower(), *marks])
 
 
+# A SQL statement (`_sql_verb`): how one begins (a comment or two, then a statement keyword in
+# a form plain words do not take: `select` with a `from`, a star, a number or a function call,
+# `insert into`, `update x set`, ...), and what it is made of once string literals and comments
+# are out of the way (every search below runs on a bounded text, each pattern linear)
+_SQL_START = re.compile(
+    r"\s*(?:--[^\n]*\n\s*|/\*[^*]{0,500}\*/\s*)*\(?\s*(?:"
+    r"select\s+(?:distinct\s+)?(?:\*|\d|[A-Za-z_][\w.]*\s*\(|[^;]{0,2000}?\bfrom\s+[\w\"`\[])"
+    r"|with\s+(?:recursive\s+)?[\w\"`]+\s*(?:\([^)]{0,500}\)\s*)?as\s*\("
+    r"|insert\s+(?:or\s+\w+\s+)?into\s|update\s+[\w.\"`\[]+\s+set\s|delete\s+from\s"
+    r"|(?:create|drop)\s+(?:temp(?:orary)?\s+)?(?:table|view|index|unique\s+index)\b|alter\s+table\s"
+    r"|pragma\s+\w|explain\s+(?:query\s+plan\s+)?select\b|show\s+(?:full\s+)?(?:tables|columns|databases|create)\b"
+    r"|desc(?:ribe)?\s+[\w.\"`]+\s*;?\s*$)",
+    re.I)
+_SQL_MAX = 20_000
+_SQL_NOISE = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|--[^\n]*|/\*.*?\*/", re.S)
+_SQL_WORD = re.compile(r"[A-Za-z_][\w$]*(?:\.[A-Za-z_*][\w$]*)*|\d+(?:\.\d+)?")
+_SQL_CATALOG = re.compile(r"\b(?:sqlite_master|sqlite_schema|sqlite_temp_master|information_schema|pg_catalog|"
+                          r"pg_tables|pragma_table_info|sys\.tables|sys\.columns)\b", re.I)
+_SQL_ALIAS = re.compile(r"\b(?:from|join)\s+[\w.]+\s+(?:as\s+)?([A-Za-z_]\w*)|\bas\s+([A-Za-z_]\w*)", re.I)
+_SQL_PAGE = re.compile(r"\b(?:limit|offset|top)\s+\d+(?:\s*,\s*\d+)?", re.I)
+_SQL_AGGREGATE = frozenset({"count", "sum", "avg", "min", "max", "total", "group_concat", "string_agg", "median"})
+_SQL_WRITES = frozenset({"insert", "update", "delete", "create", "drop", "alter", "replace"})
+# The words of SQL itself (with the aggregates): what is left of a statement without them is its
+# object, the tables, columns and values it names
+_SQL_KEYWORDS = frozenset(
+    "select from where join inner left right outer full cross natural on using and or not in is null like ilike "
+    "glob between group by order having limit offset as distinct all union intersect except case when then else "
+    "end asc desc with recursive insert into values update set delete create table view index drop alter add "
+    "column pragma explain query plan show tables columns describe exists cast true false over partition window "
+    "rows range unbounded preceding following current row collate escape nulls first last fetch next only top "
+    "temp temporary if unique primary key references default replace table_info table_xinfo table_list "
+    "index_list index_info foreign_key_list database_list".split()) | _SQL_AGGREGATE
+# How a statement asks, each a move token beside its verb (`K:select?join`): which clauses it uses
+_SQL_MARKS = (("join", re.compile(r"\bjoin\b|\bfrom\s+[\w.]+(?:\s+(?:as\s+)?\w+)?\s*,\s*[\w.]", re.I)),
+              ("where", re.compile(r"\bwhere\b", re.I)),
+              ("group", re.compile(r"\bgroup\s+by\b|\bhaving\b", re.I)),
+              ("aggregate", re.compile(r"\b(?:count|sum|avg|min|max|total|group_concat|string_agg|median)\s*\(", re.I)),
+              ("distinct", re.compile(r"\bdistinct\b", re.I)),
+              ("order", re.compile(r"\border\s+by\b", re.I)),
+              ("limit", re.compile(r"\blimit\b|\bfetch\s+first\b|\bselect\s+top\b", re.I)),
+              ("subquery", re.compile(r"(?:\b(?:in|exists|from|join|select|any|all|some)|[=<>,(+\-*/])\s*\(\s*select\b",
+                                       re.I)),  # not a CTE's `as (select`
+              ("cte", re.compile(r"^\s*\(?\s*with\b", re.I)),
+              ("union", re.compile(r"\b(?:union|intersect|except)\b", re.I)),
+              ("star", re.compile(r"\bselect\s+(?:distinct\s+)?(?:[\w.]+\.)?\*", re.I)))
+
+
+def _sql_verb(statement: str) -> tuple[str, str, tuple[str, ...]]:
+    """(verb, object, marks) of a SQL statement, read by what it does: ``schema`` where it reads
+    the catalog (``sqlite_master``, ``information_schema``, ``PRAGMA table_info``, ``DESCRIBE``,
+    ``SHOW TABLES``); ``sample`` where it reads a table's rows as they are (``SELECT *`` with
+    no filter, join or aggregate); ``select`` for any other query; a write by its keyword
+    (``insert``, ``update``, ``create`` ...). The object is what it names, its tables, columns
+    and values, without the words of SQL, table aliases or string quotes; the marks say how it
+    asks (:data:`_SQL_MARKS`: ``join``, ``where``, ``group``, ``aggregate``, ``distinct``,
+    ``order``, ``limit``, ``subquery``, ``cte``, ``union``, ``star``).
+
+    Examples
+    --------
+    >>> _sql_verb("SELECT name FROM sqlite_master WHERE type='table'")[0]
+    'schema'
+    >>> _sql_verb("PRAGMA table_info(orders)")[:2], _sql_verb("select * from orders limit 5")
+    (('schema', 'orders'), ('sample', 'orders', ('limit', 'star')))
+    >>> _sql_verb("SELECT COUNT(*) FROM orders o JOIN customers c ON o.cust_id = c.id WHERE c.city = 'Lyon'")
+    ('select', 'orders customers cust_id id city Lyon', ('join', 'where', 'aggregate'))
+    >>> _sql_verb("INSERT INTO t (a) VALUES (1)")[0], _sql_verb("with x as (select 1) select * from x")[2]
+    ('insert', ('cte', 'star'))
+    """
+    text = statement[:_SQL_MAX]
+    bare = _SQL_NOISE.sub(lambda m: " " if m.group(0)[:1] in "-/" else "'", text)
+    first = bare.lstrip(" \t\n(").split(None, 1)[0].lower() if bare.strip(" \t\n(") else ""
+    marks = tuple(name for name, pattern in _SQL_MARKS if pattern.search(bare))
+    bare = _SQL_PAGE.sub(" ", bare)  # how many rows it shows is no value it carries
+    aliases = {(m.group(1) or m.group(2) or "").lower() for m in _SQL_ALIAS.finditer(bare)}
+    literals = [m.group(0)[1:-1].replace("''", "'").strip() for m in re.finditer(r"'(?:[^']|'')*'", text)]
+    names = []
+    for word in _SQL_WORD.findall(bare):
+        word = word.rsplit(".", 1)[-1] if "." in word and not word[0].isdigit() else word
+        if word.lower() not in _SQL_KEYWORDS and word.lower() not in aliases and word != "*":
+            names.append(word)
+    obj = " ".join(dict.fromkeys(n for n in [*names, *literals] if n))
+    if first in ("pragma", "show", "describe", "desc") or _SQL_CATALOG.search(bare):
+        verb = "schema"
+    elif first in _SQL_WRITES:
+        verb = first
+    elif first == "explain":
+        verb = "explain"
+    elif "star" in marks and not {"where", "join", "group", "aggregate", "subquery", "union"} & set(marks):
+        verb = "sample"
+    else:
+        verb = "select"
+    return verb, obj, marks
+
+
 def _pressed(verb: str, obj: str, fields: Mapping[str, Any]) -> tuple[str, str]:
     """A key press named by its key, as a program by its subcommand (``key Return`` confirms,
     ``key Escape`` closes, ``key ctrl+s`` saves: xdotool's key names, which computer-use tools
@@ -403,7 +500,8 @@ def _pressed(verb: str, obj: str, fields: Mapping[str, Any]) -> tuple[str, str]:
 def _candidate_fields(parsed: dict[str, Any] | None) -> list[str]:
     if parsed is None:
         return [TEXT_FIELD]
-    return [f for f in ACTION_FIELDS if isinstance(parsed.get(f), str) and parsed.get(f) and f not in _CONTENT_FIELDS]
+    return [f for f in ACTION_FIELDS if isinstance(parsed.get(f), str) and parsed.get(f)
+            and (f not in _CONTENT_FIELDS or _SQL_START.match(parsed[f]))]
 
 
 def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None] | None],
@@ -439,7 +537,8 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
             if RETRIEVAL_TOOL.search(tool):  # never generic (below): nothing to count
                 continue
             parsed = _parse(step.get("arguments"))
-            if parsed is not None and len(parsed) == 1 and any(k in _CONTENT_FIELDS for k in parsed):
+            if (parsed is not None and len(parsed) == 1 and any(k in _CONTENT_FIELDS for k in parsed)
+                    and not _SQL_START.match(str(next(iter(parsed.values()))))):
                 if tool != GENERIC_TOOL:  # a query is content; a reader's generic tool holds the action there
                     continue
                 parsed = None

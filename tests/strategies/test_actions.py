@@ -9,7 +9,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.analysis.segmentation import action_tools, render
-from mechanism.core.actions import _code_verb, detect_action_tools, verb_object
+from mechanism.core.actions import _code_verb, _sql_verb, detect_action_tools, verb_object
 from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
 from mechanism.datasets.worlds import as_generic_action, computer, interpreter, multihop, service, terminal
@@ -204,6 +204,57 @@ def test_a_command_is_read_as_a_python_program_only_where_it_begins_like_one():
     read = {c: verb_object("act", "command", json.dumps({"command": c}), None)[0] for c in python + shell}
     assert [read[c] for c in python] == ["math", "sympy", "code", "code", "code loop", "code", "os"]
     assert [read[c] for c in shell] == ["ls", "make test", "grep", "python inline", "for", "if", "go", "import"]
+
+
+def test_a_sql_statement_is_read_by_what_it_does_whatever_field_holds_it():
+    catalog = ("SELECT name FROM sqlite_master WHERE type = 'table'", "PRAGMA table_info(orders)", "DESCRIBE orders",
+               "select column_name from information_schema.columns where table_name = 'orders'", "SHOW TABLES")
+    assert {_sql_verb(c)[0] for c in catalog} == {"schema"}
+    # rows as they are, a query, a write: three actions; the tables, columns and values are the object
+    assert _sql_verb("select * from orders limit 5") == ("sample", "orders", ("limit", "star"))
+    assert _sql_verb("SELECT * FROM orders WHERE id = 42")[0] == "select"
+    # aliases (`o`, `c`, `AS n`) are no object: they vary with the writer
+    verb, obj, marks = _sql_verb("SELECT COUNT(*) AS n FROM orders o JOIN customers AS c ON o.cust_id = c.id\n"
+                                 "WHERE c.city = 'Lyon' -- the city asked\nGROUP BY c.id HAVING n > 3")
+    assert verb == "select" and obj.split() == ["orders", "customers", "cust_id", "id", "city", "3", "Lyon"]
+    assert marks == ("join", "where", "group", "aggregate")
+    assert [_sql_verb(c)[0] for c in ("INSERT INTO t (a) VALUES (1)", "update t set a = 1", "DELETE FROM t",
+                                      "CREATE TABLE x (a int)")] == ["insert", "update", "delete", "create"]
+    # a CTE is no subquery; a quoted value is a value (its words make no mark), carried whole
+    assert _sql_verb("WITH x AS (SELECT 1) SELECT * FROM x")[2] == ("cte", "star")
+    assert _sql_verb("SELECT note FROM t WHERE note = 'join us -- for the union'")[1:] == (
+        "note t join us -- for the union", ("where",))
+    # in a `query` field (LangChain's sql_db_query, MCP's read_query), a `sql` field or one text command alike
+    for tool, field in (("read_query", "query"), ("execute_sql", "sql"), ("act", "command")):
+        assert verb_object(tool, field, json.dumps({field: "select * from t"}), None)[0] == "sample"
+    # plain words that begin as SQL keywords do are not statements
+    for words in ("select Size M", "show me the room", "describe the painting", "update the file", "delete it"):
+        assert verb_object("act", "command", json.dumps({"command": words}), None)[0] == words.split()[0].lower()
+
+
+def test_a_database_agent_with_one_sql_tool_is_read_by_its_statements():
+    plans = (["SELECT name FROM sqlite_master WHERE type='table'", "PRAGMA table_info(orders)",
+              "SELECT COUNT(*) FROM orders WHERE city = '{city}'"],
+             ["SELECT * FROM orders LIMIT 5", "SELECT COUNT(*) FROM orders WHERE city = '{city}'"],
+             ["SELECT COUNT(*) FROM orders WHERE city = '{city}'"])
+    records, truth = [], []
+    for q in range(12):
+        city = ("Lyon", "Oslo", "Lima", "Kyiv")[q % 4] + str(q)
+        for sample in range(6):
+            plan = plans[sample % 3]
+            records.append({"arm": "base" if sample < 3 else "rl", "question_id": f"q{q}", "sample_id": sample,
+                            "question": f"How many orders came from {city}?", "gold": [], "answer": "7",
+                            "correct": True, "n_rounds": len(plan),
+                            "steps": [make_step(tool="read_query", arguments=json.dumps({"query": c.format(city=city)}),
+                                                observation="n\n7") for c in plan]})
+            truth.append(sample % 3)
+    runs = from_records(records)
+    assert action_tools(runs) == {"read_query": "query"}
+    assert render(runs)["tools"].to_list()[:3] == ["schema > schema > select", "sample > select", "select"]
+    # read by its name alone, every episode is `read_query` and the three ways are one
+    assert {t for seq in render(runs, action_field=None)["tools"].to_list() for t in seq.split(" > ")} == {"read_query"}
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    assert adjusted_rand_score(truth, space.labels_) == 1.0
 
 
 @pytest.mark.parametrize("make, expected", [(terminal, {"bash": "command"}), (computer, {"computer": "action"})])
