@@ -72,7 +72,8 @@ _WIKI = re.compile(r"^\W{0,3}(could not find\b|no results\W*$|no more results\W*
                    r"there were no results matching the query|invalid action\b|"
                    r"the last page searched was not found\b)", re.I)
 _TOOL_ERROR = re.compile(
-    r"^\W{0,3}(?:(?:error|exception|fatal)\s*(?:\d{3}\s*)?[:!\-\]]|error (?:executing|calling|in|while|running|"
+    r"^\W{0,3}(?:(?:error|exception|fatal)\s*(?:\d{3}\s*)?[:!\-\]]|error \d{3,5} \(\w{5}\)|"
+    r"error (?:executing|calling|in|while|running|"
     r"during|occurred)\b|(?:an )?error occurred\b|failed to\b|failure:|tool (?:error|failed)\b|"
     r"invalid (?:argument|arguments|action|input|id|parameter|parameters|request|command|tool|value|query|"
     r"json|format|syntax)\b|unknown (?:tool|action|command|function)\b|permission denied\b|access denied\b|"
@@ -136,13 +137,19 @@ _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # (a title such as "Not Found is a 2009 album" does not)
 _MISSING = re.compile(r"\b(?:(?:not found|does not exist|doesn't exist|could not be found|cannot be found)"
                       r"\s*(?:[.:!,;)]|$)|no such file or directory\b|generated an exception\b|"
+                      # a database's own words: SQLite's, printed without the exception's name
+                      r"no such (?:table|column|function|index|view)\s*:|near \"[^\"\n]{0,80}\": syntax error|"
+                      r"ambiguous column name\b|"
                       r"unknown tool(?: name)?\b)", re.I)
 _TIMEOUT = re.compile(r"^\W{0,3}(?:timeout(?:error)?\s*[:!]|timeout (?:after|expired|exceeded|reached)\b|"
                       r"timed out\b|execution timed out|time ?limit exceeded|"
-                      r"(?:the )?(?:command|execution|process|cell|code|request|call|tool) "
-                      r"(?:timed out|took too long))", re.I)
+                      r"(?:the )?(?:command|execution|process|cell|code|request|call|tool|query|statement) "
+                      r"(?:timed out|took too long)|(?:sql|query|statement) time ?out\b)", re.I)
 # a bare exception line as the whole answer of a code tool ("KeyError: 'x'", "TimeoutError: ...")
-_HEAD_EXCEPTION = re.compile(r"^\s*[A-Z][\w.]*(?:Error|Exception)\s*:")
+# (module-qualified too, and in SQLAlchemy's brackets: "sqlite3.OperationalError: near ...",
+# "(psycopg2.errors.UndefinedColumn) column ...")
+_HEAD_EXCEPTION = re.compile(r"^\s*(?:[A-Z][\w.]*(?:Error|Exception)\s*:|\(?(?:[a-z_][a-z0-9_]*\.){1,4}"
+                             r"(?:[A-Z]\w*(?:Error|Exception)|(?<=errors\.)[A-Z]\w*)[):])")
 _SYNTAX = re.compile(r"^\s*(?:SyntaxError|IndentationError|TabError)\b.*$", re.M)
 # the anchored head rules above as one pattern: one match per observation instead of four
 _HEAD_FAILURE = re.compile(f"(?i:{_WIKI.pattern})|(?is:{_JSON_ERROR.pattern})|(?i:{_TIMEOUT.pattern})|"

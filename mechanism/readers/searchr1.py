@@ -63,7 +63,7 @@ def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
     text = fields.get(record, "text")
     return isinstance(text, str) and ("<search>" in text or "<answer>" in text or "<information>" in text
                                       or "<tool_call>" in text or "```output" in text or "<|begin_of_query|>" in text
-                                      or "<|begin_search_query|>" in text)
+                                      or "<|begin_search_query|>" in text or "<sql>" in text or "<solution>" in text)
 
 
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
@@ -92,6 +92,8 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
         On an unclosed ``<tag>`` or a closing tag without its opening one.
     """
     words_answer = False  # whether an answer in words counts where no `<answer>` is given
+    if "<sql>" in text or "<solution>" in text:  # SkyRL-SQL's tags, read as Hermes' calls
+        text = _sql_tags(text)
     if "<|" in text:  # one scan for the rare chat-template text, not one per marker
         text = _reply(text)
         if _LLAMA_TOOL_TURN in text:  # Llama 3.1's tool results, read as Hermes' `<tool_response>`
@@ -169,6 +171,22 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
         notes.append(CUT_OFF)
     return {"steps": steps, "answer": answer, "final": answer is not None, "notes": notes,
             **({"answer_rule": rule} if answer is not None and rule != "answer_tag" else {})}
+
+
+_SQL_CALL = re.compile(r"<sql>(.*?)</sql>", re.S)
+_SQL_RESULT = re.compile(r"<observation>(.*?)</observation>", re.S)
+_REMINDER = re.compile(r"<reminder>.*?</reminder>", re.S)
+
+
+def _sql_tags(text: str) -> str:
+    """SkyRL-SQL's transcript (``<sql>`` statement, ``<observation>`` result with its
+    ``<reminder>`` of the turns left, ``<solution>`` answer) in Hermes' and Search-R1's tags: a
+    call of a tool ``sql`` with the statement in its ``sql`` field, its result, the answer."""
+    text = _SQL_CALL.sub(lambda m: "<tool_call>" + json.dumps({"name": "sql", "arguments": {"sql": m.group(1).strip()}},
+                                                              ensure_ascii=False) + "</tool_call>", text)
+    text = _SQL_RESULT.sub(lambda m: "<tool_response>" + _REMINDER.sub("", m.group(1)).strip() + "</tool_response>",
+                           text)
+    return text.replace("<solution>", "<answer>").replace("</solution>", "</answer>")
 
 
 def _llama_results(text: str) -> str:

@@ -396,6 +396,37 @@ def test_other_search_agents_delimiters_read_as_searches(tmp_path, delimiters):
     assert mx.segment(runs)["failed"].to_list() == [True, False, False]
 
 
+def _skyrl_sql(n_turns: int = 5) -> str:
+    """A SkyRL-SQL episode as its environment writes the chat: `<sql>` statements, `<observation>`
+    results that end in a `<reminder>` of the turns left, a `<solution>`."""
+    statements = [("SELECT name FROM sqlite_master WHERE type = 'table'", "name\norders\ncustomers"),
+                  ("SELECT COUNT(*) FROM orders WHERE cty = 'Lyon'",
+                   "Error executing SQL: no such column: cty, db file: /db/shop/shop.sqlite"),
+                  ("SELECT COUNT(*) FROM orders WHERE city = 'Lyon'", "COUNT(*)\n7")]
+    turns = ["<|im_start|>system\nAnswer with <sql>...</sql> and <solution>...</solution>.<|im_end|>\n"
+             "<|im_start|>user\nHow many orders came from Lyon?<|im_end|>\n"]
+    for i, (sql, result) in enumerate(statements):
+        turns.append(f"<|im_start|>assistant\n<think>Step {i}.</think>\n<sql>\n{sql}\n</sql><|im_end|>\n"
+                     f"<|im_start|>user\n\n\n<observation>{result}\n<reminder>You have {n_turns - i - 1} turns left "
+                     "to complete the task.</reminder></observation>\n\n<|im_end|>\n")
+    return "".join(turns) + "<|im_start|>assistant\n<think>Seven.</think>\n<solution>7</solution><|im_end|>"
+
+
+def test_skyrl_sql_transcripts_read_each_statement_its_result_and_the_solution(tmp_path):
+    path, runs, rep = _transcript(tmp_path, _skyrl_sql(), question="How many orders came from Lyon?", gold="7")
+    assert rep.formats == {str(path): "searchr1"}
+    assert runs["answer"].to_list() == ["7"] and runs["correct"].all()
+    steps = runs["steps"][0]
+    assert [s["tool"] for s in steps] == ["sql"] * 3
+    assert [s["thought"] for s in steps] == ["Step 0.", "Step 1.", "Step 2."]
+    assert json.loads(steps[2]["arguments"]) == {"sql": "SELECT COUNT(*) FROM orders WHERE city = 'Lyon'"}
+    assert [s["observation"] for s in steps][::2] == ["name\norders\ncustomers", "COUNT(*)\n7"]  # no reminder
+    # read by what each statement does; the misspelt column failed and its retry is one attempt
+    moves = mx.segment(runs, action_field={"sql": "sql"})
+    assert moves["tool"].to_list() == ["schema", "select", "select", "answer"]
+    assert moves["failed"].to_list() == [False, True, False, False]
+
+
 def test_a_transcript_with_markup_no_reader_knows_is_said_in_the_report(tmp_path):
     # Llama 3.1's built-in tool calls: not read, and the report says so with the line
     unknown = 'I will look.\n<|python_tag|>brave_search.call(query="Seine")\nSo the answer is the Seine.'

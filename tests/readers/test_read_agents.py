@@ -335,6 +335,14 @@ def test_error_pattern_reaches_segmentation(tmp_path):
     ("step 1 ok\nstep 2 ok\nTraceback (most recent call last):\n  File \"run.py\", line 9, in <module>\n"
      "    main()\nKeyError: 'total'", True),
     ("KeyError: 'total'", True),
+    # a database's errors as the common stacks print them (SkyRL-SQL, SQLAlchemy, sqlite3, psycopg2, MySQL)
+    ("Error executing SQL: no such column: o.total, db file: /data/shop.sqlite", True),
+    ("SQL Timeout:\nSELECT * FROM orders, customers", True), ("Query timed out after 30 s", True),
+    ('sqlite3.OperationalError: near "FORM": syntax error', True), ('near "FORM": syntax error', True),
+    ("(sqlite3.OperationalError) no such table: order_items", True), ("no such column: o.total", True),
+    ('(psycopg2.errors.UndefinedColumn) column "totl" does not exist', True), ("ambiguous column name: id", True),
+    ("ERROR 1054 (42S22): Unknown column 'totl' in 'field list'", True),
+    ("pandas.DataFrame: 3 rows x 2 columns", False), ("city\nLyon\nOslo", False),
     # content about errors: calls that worked
     ("Error correction code: in computing, Hamming codes are linear error-correcting codes.", False),
     ("Timeout is a 2015 American drama film.", False), ("Invalid Records is an American record label.", False),
