@@ -15,6 +15,7 @@ here is an error naming its field.
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Mapping
@@ -176,6 +177,69 @@ def llama_calls_as_hermes(text: str) -> str:
     return "".join(out) + text[pos:] if out else text
 
 
+LLAMA_BUILTIN = "<|python_tag|>"
+# where a built-in call ends: the end of its message (`<|eom_id|>`: a tool's result follows), of
+# its turn, or the next header
+_LLAMA_ENDS = ("<|eom_id|>", "<|eot_id|>", "<|start_header_id|>")
+_BUILTIN_CALL = re.compile(r"([A-Za-z_]\w{0,60})\.call\((.*)\)\s*;?\s*", re.S)
+_BUILTIN_MAX = 20_000
+
+
+def _builtin_arguments(text: str) -> dict[str, Any] | None:
+    """The keyword (and first positional) arguments of ``name.call(...)``, where each is a
+    literal (``query="x"``, ``n=3``); ``None`` where they are not. Parsed, never run."""
+    try:
+        tree = ast.parse(f"f({text})", mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    call = tree.body
+    if not isinstance(call, ast.Call):
+        return None
+    try:
+        args = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+        if call.args:
+            args.setdefault("query", ast.literal_eval(call.args[0]))
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return None
+    return args
+
+
+def llama_builtin_as_hermes(text: str) -> str:
+    """Llama 3.1's built-in tool calls, ``<|python_tag|>`` then ``brave_search.call(query="x")``
+    (or ``wolfram_alpha.call(...)``), a JSON call ``{"name": ..., "parameters": ...}``, or a
+    program for its code interpreter, written as Hermes ``<tool_call>`` blocks (the program as a
+    call of ``code_interpreter`` with a ``code`` field); one forward pass.
+
+    >>> llama_builtin_as_hermes('<|python_tag|>brave_search.call(query="Seine")<|eom_id|>')
+    '<tool_call>{"name": "brave_search", "arguments": {"query": "Seine"}}</tool_call><|eom_id|>'
+    >>> llama_builtin_as_hermes("<|python_tag|>print(2 + 2)<|eom_id|>")
+    '<tool_call>{"name": "code_interpreter", "arguments": {"code": "print(2 + 2)"}}</tool_call><|eom_id|>'
+    """
+    out, pos = [], 0
+    start = text.find(LLAMA_BUILTIN)
+    ends = dict.fromkeys(_LLAMA_ENDS, -2)  # each end marker's next place (-1: none left), found again once passed
+    while start >= 0:
+        begin = start + len(LLAMA_BUILTIN)
+        for marker, at in ends.items():
+            if at != -1 and at < begin:
+                ends[marker] = text.find(marker, begin)
+        end = min((i for i in ends.values() if i >= 0), default=len(text))
+        body = text[begin:end].strip()
+        call = _BUILTIN_CALL.fullmatch(body[:_BUILTIN_MAX])
+        parsed = parse_tool_call(body) if body.startswith("{") else None
+        if call is not None and (args := _builtin_arguments(call.group(2))) is not None:
+            name, arguments = call.group(1), args
+        elif parsed is not None:
+            name, arguments = parsed
+        else:
+            name, arguments = "code_interpreter", {"code": body}
+        out += [text[pos:start], "<tool_call>", json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False,
+                                                             default=str), "</tool_call>"]
+        pos = end
+        start = text.find(LLAMA_BUILTIN, pos)
+    return "".join(out) + text[pos:] if out else text
+
+
 def _tagged(text: str, tag: str) -> tuple[list[str], str]:
     """The bodies of ``<tag>...</tag>`` blocks in ``text`` and the text outside them (an
     unclosed block runs to the end); one forward pass."""
@@ -225,6 +289,8 @@ def _hermes(msg: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
         return [{"role": "tool", "tool_call_id": None, "content": text}]
     if role == "assistant" and _LLAMA_CALL in text:
         text = llama_calls_as_hermes(text)
+    if role == "assistant" and LLAMA_BUILTIN in text:
+        text = llama_builtin_as_hermes(text)
     if role == "assistant" and "<tool_call>" in text:
         bodies, rest = _tagged(text, "tool_call")
         calls = []
@@ -349,22 +415,27 @@ def shows_tool_call(msg: Any) -> bool:
     return bool(msg.get("tool_calls") or msg.get("role") in ("tool", "function", "ipython") or msg.get("function_call")
                 or msg.get("type") in _ITEM_CALLS or msg.get("type") == "tool"
                 or msg.get("from") in ("function_call", "observation") or any(_block_kind(b) for b in _blocks(msg))
-                or (isinstance(content, str) and ("<tool_call>" in content or _LLAMA_CALL in content)))
+                or (isinstance(content, str) and ("<tool_call>" in content or _LLAMA_CALL in content
+                                                  or LLAMA_BUILTIN in content)))
 
 
 UNREAD = ("episodes without a call whose agent's text holds markup no reader here reads (a code fence, a "
-          "`<|...|>` delimiter, a `<tool...>`, `<function...>` or `<code>` tag, an `Action:` line): read as answering "
+          "`<|...|>` delimiter, a `<tool...>`, `<function...>` or `<code>` tag, an `Action:` line, Mistral's "
+          "`[TOOL_CALLS]`): read as answering "
           "without tools; if the agent called tools there, its format is not one read here (`format=`, `columns=`)")
 # markup of a call format no reader knows (bounded: no pattern backtracks over the text)
-_UNREAD = re.compile(r"```|<\|[A-Za-z_]{1,40}\|>|<(?:tool|function|code|call|execute|python)\b|^[ \t]*Action[ \t]*:",
-                     re.M)
+# (Mistral's `[TOOL_CALLS]` and DeepSeek's `<｜tool▁calls▁begin｜>` tokens among them)
+_UNREAD = re.compile(r"```|<\|[A-Za-z_]{1,40}\|>|<(?:tool|function|code|call|execute|python)\b|^[ \t]*Action[ \t]*:"
+                     r"|\[TOOL_CALLS\]|<｜tool", re.M)
 
 
 def unread_markup(text: str) -> bool:
     """Whether an agent's text holds markup of a call format (:data:`UNREAD`): asked of episodes
     read without a call, so that one in a format no reader knows is said in the read report.
 
-    >>> unread_markup('<|python_tag|>brave_search.call(query="x")'), unread_markup("Paris.")
-    (True, False)
+    >>> unread_markup('<|tool_start|>lookup("x")'), unread_markup('[TOOL_CALLS] [{"name": "f"}]')
+    (True, True)
+    >>> unread_markup("Paris.")
+    False
     """
     return _UNREAD.search(text) is not None

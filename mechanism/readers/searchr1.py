@@ -32,7 +32,14 @@ from mechanism.core.errors import InputError
 from mechanism.core.schema import make_step
 from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap, as_str
-from mechanism.readers._shapes import UNREAD, llama_calls_as_hermes, parse_tool_call, unread_markup
+from mechanism.readers._shapes import (
+    LLAMA_BUILTIN,
+    UNREAD,
+    llama_builtin_as_hermes,
+    llama_calls_as_hermes,
+    parse_tool_call,
+    unread_markup,
+)
 from mechanism.readers.openai import main_text
 
 FORMAT = "searchr1"
@@ -104,6 +111,8 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
             words_answer = True
     if "<function=" in text:  # Llama 3.1's custom tool calls, read as Hermes' `<tool_call>`
         text = llama_calls_as_hermes(text)
+    if LLAMA_BUILTIN in text:  # and its built-in ones (`<|python_tag|>brave_search.call(...)`)
+        text = llama_builtin_as_hermes(text)
     if "```output" in text and "<search>" not in text and "<tool_call>" not in text:
         return _fenced(text, field)
     steps: list[dict[str, str | None]] = []

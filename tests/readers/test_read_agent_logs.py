@@ -428,8 +428,9 @@ def test_skyrl_sql_transcripts_read_each_statement_its_result_and_the_solution(t
 
 
 def test_a_transcript_with_markup_no_reader_knows_is_said_in_the_report(tmp_path):
-    # Llama 3.1's built-in tool calls: not read, and the report says so with the line
-    unknown = 'I will look.\n<|python_tag|>brave_search.call(query="Seine")\nSo the answer is the Seine.'
+    # DeepSeek-V3's tool-call tokens: not read, and the report says so with the line
+    unknown = ("I will look.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n"
+               '{"query": "Seine"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>So the answer is the Seine.')
     path = tmp_path / "llama.jsonl"
     path.write_text("".join(json.dumps({"id": f"q{i}", "arm": "a", "question": QUESTION, "gold": "Seine",
                                         "response": text}) + "\n"
@@ -478,6 +479,37 @@ def test_llama_custom_tool_calls_read_in_a_template_and_in_chat_messages(tmp_pat
     chat = tmp_path / "llama_chat.jsonl"
     chat.write_text(json.dumps({"id": "q", "arm": "a", "messages": msgs, "gold": "Seine"}) + "\n")
     assert mx.read(chat)["steps"].to_list()[0] == mx.read(_write(tmp_path, "openai"))["steps"].to_list()[0]
+
+
+def test_llama_built_in_tool_calls_read_in_a_template_and_in_chat_messages(tmp_path):
+    head = "<|start_header_id|>{}<|end_header_id|>\n\n"
+    program = "import math\nprint(math.comb(13, 2))"
+    text = (head.format("system") + "Environment: ipython\nTools: brave_search<|eot_id|>" + head.format("user")
+            + QUESTION + "<|eot_id|>" + head.format("assistant")
+            + '<|python_tag|>brave_search.call(query="Eiffel Tower river")<|eom_id|>' + head.format("ipython")
+            + "The Eiffel Tower stands by the Seine.<|eot_id|>" + head.format("assistant")
+            + f"<|python_tag|>{program}<|eom_id|>" + head.format("ipython") + "78<|eot_id|>"
+            + head.format("assistant") + ANSWER + "<|eot_id|>")
+    path = tmp_path / "builtin.jsonl"
+    path.write_text(json.dumps({"id": "q", "arm": "a", "question": QUESTION, "gold": "Seine", "response": text}) + "\n")
+    runs, rep = mx.read(path, report=True)
+    steps = runs["steps"][0]
+    assert [(s["tool"], json.loads(s["arguments"])) for s in steps] == [
+        ("brave_search", {"query": "Eiffel Tower river"}), ("code_interpreter", {"code": program})]
+    assert [s["observation"] for s in steps] == ["The Eiffel Tower stands by the Seine.", "78"]
+    assert runs["answer"].to_list() == ["the Seine"] and not [n for n in rep.notes if "no reader" in n]
+    # in chat messages alike; a call whose arguments are no literals is a program, never run
+    msgs = [{"role": "user", "content": QUESTION},
+            {"role": "assistant", "content": '<|python_tag|>wolfram_alpha.call(query="2+2")'},
+            {"role": "ipython", "content": "4"},
+            {"role": "assistant", "content": "<|python_tag|>brave_search.call(query=__import__('os').getcwd())"},
+            {"role": "ipython", "content": "nothing"}, {"role": "assistant", "content": ANSWER}]
+    chat = tmp_path / "builtin_chat.jsonl"
+    chat.write_text(json.dumps({"id": "q", "arm": "a", "messages": msgs, "gold": "Seine"}) + "\n")
+    steps = mx.read(chat)["steps"][0]
+    assert [(s["tool"], json.loads(s["arguments"])) for s in steps] == [
+        ("wolfram_alpha", {"query": "2+2"}),
+        ("code_interpreter", {"code": "brave_search.call(query=__import__('os').getcwd())"})]
 
 
 def test_flat_tool_calls_with_parameters_keep_their_arguments(tmp_path):

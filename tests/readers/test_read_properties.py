@@ -101,7 +101,10 @@ tag_text = st.lists(st.sampled_from(["<think>", "</think>", "<search>", "</searc
                                      "<|begin_of_query|>", "<|end_of_query|>", "<|begin_search_result|>",
                                      "<|end_search_result|>", "<function=f>", "</function>",
                                      "<|start_header_id|>ipython<|end_header_id|>", "<|eot_id|>", "Action:\n```\n",
-                                     '{"action": "s", "action_input": {"q": 1}}', '{"action": "Final Answer"}']),
+                                     '{"action": "s", "action_input": {"q": 1}}', '{"action": "Final Answer"}',
+                                     "<|python_tag|>", 'brave_search.call(query="x")', "((", "<|eom_id|>",
+                                     "<sql>", "</sql>", "SELECT * FROM t", "<observation>", "</observation>",
+                                     "<reminder>", "</reminder>", "<solution>", "</solution>"]),
                    max_size=14).map("".join)
 
 
