@@ -147,6 +147,30 @@ def parse_tool_call(body: str) -> tuple[str, Any] | None:
     return call["name"], args
 
 
+UNPARSED_CALL = ("`<tool_call>` bodies that are not a JSON call object, read as calls of the tool they name (else "
+                 "`tool_call`) with their text")
+_NAME = re.compile(r'"name"[ \t]*:[ \t]*"([^"\\]{1,200})"')
+
+
+#: marks a call read from a body that did not parse (the chat reader notes it)
+UNPARSED = {"unparsed": True}
+
+
+def hermes_call(body: str) -> tuple[str, Any, bool]:
+    """(tool, arguments, whether the body parsed) of a ``<tool_call>`` body: a JSON call object
+    as that tool's call; any other body as a call of the tool it names (``"name": "x"``), else of
+    ``tool_call``, with its text as the query, in chat messages and transcripts alike.
+
+    >>> hermes_call('{"name": "search", "arguments": {"q": "x"}}'), hermes_call('{"name": "search", "q": x}')
+    (('search', {'q': 'x'}, True), ('search', {'query': '{"name": "search", "q": x}'}, False))
+    """
+    parsed = parse_tool_call(body)
+    if parsed is not None:
+        return parsed[0], parsed[1], True
+    named = _NAME.search(body)
+    return (named.group(1) if named else "tool_call"), {"query": body}, False
+
+
 _LLAMA_CALL = "<function="
 
 
@@ -295,9 +319,8 @@ def _hermes(msg: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
         bodies, rest = _tagged(text, "tool_call")
         calls = []
         for body in bodies:
-            parsed = parse_tool_call(body)
-            name, args = parsed if parsed is not None else ("tool_call", {"query": body})
-            calls.append({"id": None, "function": {"name": name, "arguments": args}})
+            name, args, parsed = hermes_call(body)
+            calls.append({"id": None, "function": {"name": name, "arguments": args}, **({} if parsed else UNPARSED)})
         return [{**msg, "content": rest, "tool_calls": calls}]
     if role in ("user", "tool") and "<tool_response>" in text:
         bodies, rest = _tagged(text, "tool_response")

@@ -25,6 +25,7 @@ from mechanism.core.schema import make_step
 from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap
 from mechanism.readers._shapes import (
+    UNPARSED_CALL,
     UNREAD,
     content_text,
     message_role,
@@ -198,6 +199,7 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
     user_turns: list[str] = []
     said: list[str] = []  # assistant words to the user since the last call
     unread = False  # call markup in words: a format no reader knows (noted where no call is read)
+    unparsed = False  # a `<tool_call>` body that was no JSON call, read by the name it writes
     finish_results: list[str] = []
     question: str | None = None
     answer: str | None = None
@@ -248,6 +250,7 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                 if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
                     raise InputError(f"`{cwhere}.function.name` is missing", field=f"{cwhere}.function.name")
                 name = fn["name"]
+                unparsed = unparsed or call.get("unparsed") is True
                 raw, args = _arguments(fn.get("arguments"))
                 call_id = call.get("id")
                 call_id = call_id if isinstance(call_id, str) else None
@@ -266,8 +269,9 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                     slot = _Call(step, call_id)
                 pending.add(slot)
     out = _outcome(steps, question, answer, final, rule, finish_results, user_turns)
-    if unread and not steps:  # say so, never a silent "no tool used"
-        out["notes"] = [UNREAD]
+    notes = [*([UNREAD] if unread and not steps else []), *([UNPARSED_CALL] if unparsed else [])]
+    if notes:  # say so, never a silent "no tool used" or a call read from its text alone
+        out["notes"] = notes
     return out
 
 

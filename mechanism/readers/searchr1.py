@@ -34,10 +34,11 @@ from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap, as_str
 from mechanism.readers._shapes import (
     LLAMA_BUILTIN,
+    UNPARSED_CALL,
     UNREAD,
+    hermes_call,
     llama_builtin_as_hermes,
     llama_calls_as_hermes,
-    parse_tool_call,
     unread_markup,
 )
 from mechanism.readers.openai import main_text
@@ -53,8 +54,6 @@ _TEMPLATES = (("<|im_start|>user", "<|im_start|>assistant"),
               ("<|start_header_id|>user<|end_header_id|>", "<|start_header_id|>assistant<|end_header_id|>"))
 # a user turn that is a tool's response, not the user's words
 _TOOL_TURN = ("<tool_response>", "<information>")
-UNPARSED_CALL = "`<tool_call>` bodies that are not a JSON call object, read as calls of `tool_call` with their text"
-_NAME = re.compile(r'"name"[ \t]*:[ \t]*"([^"\\]{1,200})"')
 # Llama 3.1: a tool's result is an `ipython` turn; a template's special tokens are not words
 _LLAMA_TOOL_TURN = "<|start_header_id|>ipython<|end_header_id|>"
 _SPECIAL = re.compile(r"<\|[A-Za-z_]{1,40}\|>")
@@ -235,16 +234,12 @@ def _call_step(body: str, thought: str | None, notes: list[str]) -> dict[str, st
     """The step of a ``<tool_call>`` body: ``{"name": ..., "arguments": {...}}`` as that tool's
     call; another body as a call of ``tool_call`` with its text (noted), its name taken where
     one is written."""
-    parsed = parse_tool_call(body)
-    if parsed is not None:
-        name, args = parsed
-        raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        return make_step(thought=thought, tool=name, arguments=raw,
-                         query=main_text(args if isinstance(args, dict) else None, raw))
-    notes.append(UNPARSED_CALL)
-    named = _NAME.search(body)
-    return make_step(thought=thought, tool=named.group(1) if named else "tool_call",
-                     arguments=json.dumps({"query": body}, ensure_ascii=False), query=body)
+    name, args, parsed = hermes_call(body)
+    if not parsed:
+        notes.append(UNPARSED_CALL)
+    raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+    return make_step(thought=thought, tool=name, arguments=raw,
+                     query=main_text(args if isinstance(args, dict) else None, raw))
 
 
 def _fenced(text: str, field: str) -> dict[str, Any]:

@@ -354,6 +354,18 @@ def test_a_tool_call_that_is_not_json_is_read_by_its_name_and_noted(tmp_path):
     assert [s["tool"] for s in runs["steps"][0]] == ["search", "tool_call"]
     assert any("not a JSON call object" in n for n in rep.notes)
     assert runs["answer"].to_list() == ["the Seine"]
+    # in chat messages the same bodies read the same way, and are noted the same way
+    chat = tmp_path / "hermes_chat.jsonl"
+    chat.write_text(json.dumps({"id": "q", "arm": "a", "gold": "Seine", "messages": [
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": '<tool_call>{"name": "search", "arguments": {"query": "Eiffel"</tool_call>'},
+        {"role": "user", "content": "<tool_response>Error: malformed call</tool_response>"},
+        {"role": "assistant", "content": "<tool_call>look it up</tool_call>"},
+        {"role": "tool", "content": "<tool_response>?</tool_response>"},
+        {"role": "assistant", "content": "The answer is the Seine."}]}) + "\n")
+    chat_runs, chat_rep = mx.read(chat, report=True)
+    assert chat_runs["steps"].to_list() == runs["steps"].to_list()
+    assert any("not a JSON call object" in n for n in chat_rep.notes)
 
 
 TORL = ("Count the pairs.\n```python\nfrom itertools import combinations\n"
