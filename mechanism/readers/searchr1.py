@@ -45,15 +45,15 @@ from mechanism.readers.openai import main_text
 
 FORMAT = "searchr1"
 
-TAGS = ("think", "search", "information", "answer", "tool_call", "tool_response")
+TAGS = ("think", "search", "information", "answer", "tool_call", "tool_response", "sql", "observation", "solution")
 CUT_OFF = ("transcripts end inside an unclosed `<think>`, `<search>` or `<answer>` (generation cut off): kept, "
            "the unfinished part counted as neither a round nor an answer")
-_TAG = re.compile(r"<(/?)(think|search|information|answer|tool_call|tool_response)>")
+_TAG = re.compile(r"<(/?)(think|search|information|answer|tool_call|tool_response|sql|observation|solution)>")
 # chat templates put the prompt (with example tags) before the model's turn: (user, assistant)
 _TEMPLATES = (("<|im_start|>user", "<|im_start|>assistant"),
               ("<|start_header_id|>user<|end_header_id|>", "<|start_header_id|>assistant<|end_header_id|>"))
 # a user turn that is a tool's response, not the user's words
-_TOOL_TURN = ("<tool_response>", "<information>")
+_TOOL_TURN = ("<tool_response>", "<information>", "<observation>")
 # Llama 3.1: a tool's result is an `ipython` turn; a template's special tokens are not words
 _LLAMA_TOOL_TURN = "<|start_header_id|>ipython<|end_header_id|>"
 _SPECIAL = re.compile(r"<\|[A-Za-z_]{1,40}\|>")
@@ -98,20 +98,18 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
         On an unclosed ``<tag>`` or a closing tag without its opening one.
     """
     words_answer = False  # whether an answer in words counts where no `<answer>` is given
-    if "<sql>" in text or "<solution>" in text:  # SkyRL-SQL's tags, read as Hermes' calls
-        text = _sql_tags(text)
     if "<|" in text:  # one scan for the rare chat-template text, not one per marker
         text = _reply(text)
         if _LLAMA_TOOL_TURN in text:  # Llama 3.1's tool results, read as Hermes' `<tool_response>`
             text = _llama_results(text)
+        if LLAMA_BUILTIN in text:  # Llama 3.1's built-in calls (`<|python_tag|>brave_search.call(...)`)
+            text = llama_builtin_as_hermes(text)
         if "<|begin_" in text:  # R1-Searcher's and Search-o1's delimiters, read as Search-R1's tags
             for theirs, ours in _DELIMITERS:
                 text = text.replace(theirs, ours)
             words_answer = True
     if "<function=" in text:  # Llama 3.1's custom tool calls, read as Hermes' `<tool_call>`
         text = llama_calls_as_hermes(text)
-    if LLAMA_BUILTIN in text:  # and its built-in ones (`<|python_tag|>brave_search.call(...)`)
-        text = llama_builtin_as_hermes(text)
     if "```output" in text and "<search>" not in text and "<tool_call>" not in text:
         return _fenced(text, field)
     steps: list[dict[str, str | None]] = []
@@ -155,14 +153,22 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
             steps.append(_call_step(body, "\n".join(thoughts) if thoughts else None, notes))
             thoughts = []
             last_call = i
-        elif tag == "tool_response":
+        elif tag == "sql":  # SkyRL-SQL: a statement, answered by an `<observation>`
+            steps.append(make_step(thought="\n".join(thoughts) if thoughts else None, tool="sql",
+                                   arguments=json.dumps({"sql": body}, ensure_ascii=False), query=body))
+            thoughts = []
+            last_call = i
+        elif tag in ("tool_response", "observation"):
             while answered < len(steps) and steps[answered]["observation"] is not None:
                 answered += 1
             if answered == len(steps):
+                if tag == "observation":  # some agents write the tag in their own words: text
+                    continue
                 raise InputError(f"`<tool_response>` without a `<tool_call>` before it in `{field}`", field=field)
-            steps[answered]["observation"] = body
+            # SkyRL-SQL's result ends in a reminder of the turns left: the environment's, not the tool's
+            steps[answered]["observation"] = _REMINDER.sub("", body).strip() if "<reminder>" in body else body
             last_call = i
-        else:
+        else:  # `<answer>`, SkyRL-SQL's `<solution>`
             answer = body
     rule = "answer_tag"
     if answer is None and last_call >= 0:  # a function-calling transcript ends in words
@@ -181,20 +187,7 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
             **({"answer_rule": rule} if answer is not None and rule != "answer_tag" else {})}
 
 
-_SQL_CALL = re.compile(r"<sql>(.*?)</sql>", re.S)
-_SQL_RESULT = re.compile(r"<observation>(.*?)</observation>", re.S)
 _REMINDER = re.compile(r"<reminder>.*?</reminder>", re.S)
-
-
-def _sql_tags(text: str) -> str:
-    """SkyRL-SQL's transcript (``<sql>`` statement, ``<observation>`` result with its
-    ``<reminder>`` of the turns left, ``<solution>`` answer) in Hermes' and Search-R1's tags: a
-    call of a tool ``sql`` with the statement in its ``sql`` field, its result, the answer."""
-    text = _SQL_CALL.sub(lambda m: "<tool_call>" + json.dumps({"name": "sql", "arguments": {"sql": m.group(1).strip()}},
-                                                              ensure_ascii=False) + "</tool_call>", text)
-    text = _SQL_RESULT.sub(lambda m: "<tool_response>" + _REMINDER.sub("", m.group(1)).strip() + "</tool_response>",
-                           text)
-    return text.replace("<solution>", "<answer>").replace("</solution>", "</answer>")
 
 
 def _llama_results(text: str) -> str:
