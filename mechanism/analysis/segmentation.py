@@ -404,6 +404,30 @@ def _failed(step: Mapping[str, Any], error_pattern: re.Pattern[str] | None) -> b
     return is_failure(step.get("observation"), error_pattern, tool=tool) or step.get("failed") is True
 
 
+USER_TURN = "ask_user"
+
+
+def with_user_turns(steps: Sequence[dict]) -> list[dict]:
+    """``steps`` with a move :data:`USER_TURN` before each call that the user spoke before (the
+    step's ``user`` text, moved onto it): where an agent asks the user and waits for the reply,
+    that turn is a move of its plan like a call (asking the customer to restart the phone before
+    any lookup, or after a failed fix), not only where the user's words came from. An agent that
+    asks through a tool of that name reads the same.
+
+    >>> [s["tool"] for s in with_user_turns([{"tool": "get_customer", "user": "It is 4155550134."}])]
+    ['ask_user', 'get_customer']
+    """
+    out: list[dict] = []
+    for st in steps:
+        said = st.get("user")
+        if said:
+            out.append({"tool": USER_TURN, "arguments": None, "query": None, "observation": None, "thought": None,
+                        "user": said})
+            st = {**st, "user": None}
+        out.append(st)
+    return out
+
+
 def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict] | None,
                  memo: _Memo | None = None, error_pattern: re.Pattern[str] | None = None,
                  retries: str = "merge", actions: Mapping[str, str] | None = None,
@@ -426,6 +450,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     prev_failed = False
     moves: list[_Step] = []
     steps = [st or {} for st in (steps or ())]  # a null step is a call with nothing recorded
+    if any(st.get("user") for st in steps):
+        steps = with_user_turns(steps)
     raw = [memo.tool(st.get("tool")) for st in steps]
     if actions:
         steps = [read_action(st, actions[name], task.segments) if name in actions else st
@@ -487,7 +513,9 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         failed = failed_of[i]
         # merged: a failed call the next call of the same tool retries is that call's attempt,
         # so it leaves the grammar's state as it found it (the retry is read as if first tried)
-        retried = failed and i + 1 < len(steps) and tools_of[i + 1] == tool
+        # (a turn the user answers in between, the agent asking for a corrected id, is no other call)
+        after = next((j for j in range(i + 1, len(steps)) if tools_of[j] != USER_TURN), len(steps)) if failed else 0
+        retried = failed and after < len(steps) and tools_of[after] == tool
         merged = merge and retried
         n = len(toks)
         sources = {s for s in SOURCES if counts[s]}
@@ -513,7 +541,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
             share_call=counts["call"] / n if n else 0.0, share_new=counts["new"] / n if n else 0.0,
             question_coverage=coverage, masked=masked, token=token, merged=merged,
             marked=shown_failed, marked_retry=shown_after, query_keys=tuple(step.get("_query_keys") or ())))
-        prev_failed = failed
+        if tool != USER_TURN:  # the user's answer does not put right the call that failed
+            prev_failed = failed
         if merged:
             continue
         calls_seen.add(key)

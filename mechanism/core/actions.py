@@ -61,6 +61,8 @@ MIN_VERB_COVERAGE = 0.8  # of the tool's calls whose verb is such a shared one
 MAX_VERBS = 40  # a vocabulary whose commonest verbs this many do not cover is free text, not actions
 MIN_TOOL_SHARE = 0.2  # a generic tool carries a real part of the calls
 MAX_VERB_CHARS = 40
+#: Marks a read call that runs a SQL statement (:func:`mend_typos` reads its failed attempts).
+STATEMENT = "_statement"
 TEXT_FIELD = "*"  # the call's whole text argument (no JSON fields): `act[go north]`, `Action: go north`
 
 # Verbs of a key press, named by the key they press (`_pressed`), and what a key name is: a
@@ -313,9 +315,10 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None,
 
 
 def _read_call(tool: str, field: str, arguments: str | None, query: str | None, task: frozenset[str] = frozenset()
-               ) -> tuple[str, str, dict[str, Any], tuple[str, ...]]:
-    """:func:`verb_object`'s (verb, object, other fields), and a request's query parameter names
-    (:func:`_query_keys`; ``()`` for any other call): one parse of the call for both."""
+               ) -> tuple[str, str, dict[str, Any], tuple[str, ...], bool]:
+    """:func:`verb_object`'s (verb, object, other fields), a request's query parameter names
+    (:func:`_query_keys`) or a statement's clauses (:func:`_sql_verb`; ``()`` for any other
+    call), and whether the call runs a SQL statement: one parse of the call for all."""
     parsed, text, rest_fields = _call_text(field, arguments, query)
     request = _request(tool, field, parsed, text)
     if request is not None:  # a request, typed or written out through a text tool
@@ -323,19 +326,20 @@ def _read_call(tool: str, field: str, arguments: str | None, query: str | None, 
         verb, obj = _request_verb(url, method, task)
         if field == "method":
             rest_fields = {k: v for k, v in rest_fields.items() if k not in _URL_FIELDS}
-        return verb[:MAX_VERB_CHARS], " ".join(v for v in (obj, after) if v), rest_fields, _query_keys(url)
-    if _SQL_START.match(text):  # a statement, whatever field holds it: read by what it does
-        verb, obj, keys = _sql_verb(text)
-        return verb, obj, rest_fields, keys
+        return verb[:MAX_VERB_CHARS], " ".join(v for v in (obj, after) if v), rest_fields, _query_keys(url), False
+    statement = _statement(text)
+    if statement is not None:  # a statement, whatever field holds it: read by what it does
+        verb, obj, keys = _sql_verb(statement)
+        return verb, obj, rest_fields, keys, True
     if field == "code" or (field in ("command", "cmd", TEXT_FIELD) and _PYTHON_START.match(text)):
-        return _code_verb(text)[:MAX_VERB_CHARS], text, rest_fields, ()
+        return _code_verb(text)[:MAX_VERB_CHARS], text, rest_fields, (), False
     if field in ("command", "cmd") or (field == TEXT_FIELD and tool in ("bash", "shell", "terminal", "sh")):
         program, rest = _shell_verb(text)
         if program:
             program, rest = _pressed(program, rest, rest_fields)
-            return program[:MAX_VERB_CHARS], rest, rest_fields, ()
+            return program[:MAX_VERB_CHARS], rest, rest_fields, (), False
     head, rest = _pressed(*(part.strip() for part in text.partition(" ")[::2]), rest_fields)
-    return head.lower()[:MAX_VERB_CHARS], rest, rest_fields, ()
+    return head.lower()[:MAX_VERB_CHARS], rest, rest_fields, (), False
 
 
 # A program's verb (`_code_verb`): the names it calls that say nothing of what it does (Python's
@@ -403,6 +407,8 @@ _SQL_CATALOG = re.compile(r"\b(?:sqlite_master|sqlite_schema|sqlite_temp_master|
                           r"pg_tables|pragma_table_info|sys\.tables|sys\.columns)\b", re.I)
 _SQL_ALIAS = re.compile(r"\b(?:from|join)\s+[\w.]+\s+(?:as\s+)?([A-Za-z_]\w*)|\bas\s+([A-Za-z_]\w*)", re.I)
 _SQL_PAGE = re.compile(r"\b(?:limit|offset|top)\s+\d+(?:\s*,\s*\d+)?", re.I)
+_SQL_COUNT_ROWS = re.compile(r"\s*\(?\s*select\s+count\s*\(\s*(?:\*|1)\s*\)(?:\s+(?:as\s+)?\w+)?\s+from\s+[\w.]+"
+                             r"(?:\s+(?:as\s+)?\w+)?\s*;?\s*$", re.I)
 _SQL_AGGREGATE = frozenset({"count", "sum", "avg", "min", "max", "total", "group_concat", "string_agg", "median"})
 _SQL_WRITES = frozenset({"insert", "update", "delete", "create", "drop", "alter", "replace"})
 # The words of SQL itself (with the aggregates): what is left of a statement without them is its
@@ -430,11 +436,59 @@ _SQL_MARKS = (("join", re.compile(r"\bjoin\b|\bfrom\s+[\w.]+(?:\s+(?:as\s+)?\w+)
               ("star", re.compile(r"\bselect\s+(?:distinct\s+)?(?:[\w.]+\.)?\*", re.I)))
 
 
+_SQL_OPENERS = ("select", "with", "insert", "update", "delete", "create", "pragma")
+_FIRST_WORD = re.compile(r"\s*([A-Za-z]{3,8})\b")
+
+
+_TOOL_WORD = re.compile(r"[A-Za-z_][\w.\-]{0,60}\s+")
+
+
+def _statement(text: str) -> str | None:
+    """The SQL statement ``text`` runs, or ``None``: the text itself, the text with a slip in
+    its keyword mended (:func:`_mended_statement`), or what follows the name of the tool that
+    runs it where a harness writes the call out as one command (``run_sql SELECT ...``).
+
+    >>> _statement("run_sql SELECT * FROM t"), _statement("go to sofa 1")
+    ('SELECT * FROM t', None)
+    """
+    if _SQL_START.match(text):
+        return text
+    mended = _mended_statement(text)
+    if mended is not None:
+        return mended
+    named = _TOOL_WORD.match(text)
+    if named is not None and named.group(0).strip().lower() not in _SQL_OPENERS:
+        rest = text[named.end():]
+        return rest if _SQL_START.match(rest) else _mended_statement(rest)
+    return None
+
+
+def _mended_statement(text: str) -> str | None:
+    """``text`` with its first word put right where it is one typing slip from a statement's
+    keyword and the rest then reads as a statement (``SELEC name FROM t``: the failed call is an
+    attempt of the statement its retry runs, as ``gerp`` is of ``grep``); else ``None``.
+
+    >>> _mended_statement("SELEC name FROM sqlite_master"), _mended_statement("selct the blue one")
+    ('select name FROM sqlite_master', None)
+    """
+    first = _FIRST_WORD.match(text)
+    if first is None or first.group(1).lower() in _SQL_OPENERS:
+        return None
+    word = first.group(1).lower()
+    for opener in _SQL_OPENERS:
+        if one_typo_apart(word, opener):
+            mended = text[:first.start(1)] + opener + text[first.end(1):]
+            return mended if _SQL_START.match(mended) else None
+    return None
+
+
 def _sql_verb(statement: str) -> tuple[str, str, tuple[str, ...]]:
     """(verb, object, marks) of a SQL statement, read by what it does: ``schema`` where it reads
     the catalog (``sqlite_master``, ``information_schema``, ``PRAGMA table_info``, ``DESCRIBE``,
-    ``SHOW TABLES``); ``sample`` where it reads a table's rows as they are (``SELECT *`` with
-    no filter, join or aggregate); ``select`` for any other query; a write by its keyword
+    ``SHOW TABLES``); over a whole table (no filter, join or subquery), ``sample`` where it reads
+    its rows as they are (``SELECT *``), ``count`` where it counts them, ``values`` where it asks
+    what values a column takes or their range (``DISTINCT``, ``MIN`` / ``MAX``, ``GROUP BY``);
+    ``select`` for any other query; a write by its keyword
     (``insert``, ``update``, ``create`` ...). The object is what it names, its tables, columns
     and values, without the words of SQL, table aliases or string quotes; the marks say how it
     asks (:data:`_SQL_MARKS`: ``join``, ``where``, ``group``, ``aggregate``, ``distinct``,
@@ -450,6 +504,13 @@ def _sql_verb(statement: str) -> tuple[str, str, tuple[str, ...]]:
     ('select', 'orders customers cust_id id city Lyon', ('join', 'where', 'aggregate'))
     >>> _sql_verb("INSERT INTO t (a) VALUES (1)")[0], _sql_verb("with x as (select 1) select * from x")[2]
     ('insert', ('cte', 'star'))
+
+    Over a whole table, without a filter or a join, ``count`` asks how many rows it has and
+    ``values`` what values a column takes or their range:
+
+    >>> [_sql_verb(q)[0] for q in ("SELECT COUNT(*) FROM plays", "SELECT MIN(day), MAX(day) FROM plays",
+    ...                            "SELECT DISTINCT city FROM users", "SELECT COUNT(*) FROM plays WHERE day > 3")]
+    ['count', 'values', 'values', 'select']
     """
     text = statement[:_SQL_MAX]
     bare = _SQL_NOISE.sub(lambda m: " " if m.group(0)[:1] in "-/" else "'", text)
@@ -470,8 +531,14 @@ def _sql_verb(statement: str) -> tuple[str, str, tuple[str, ...]]:
         verb = first
     elif first == "explain":
         verb = "explain"
-    elif "star" in marks and not {"where", "join", "group", "aggregate", "subquery", "union"} & set(marks):
+    elif {"where", "join", "subquery", "union"} & set(marks):
+        verb = "select"  # a filter or a join: a question of the data, the answer's or a step's
+    elif "star" in marks and not {"group", "aggregate"} & set(marks):
         verb = "sample"
+    elif _SQL_COUNT_ROWS.match(bare):
+        verb = "count"  # how many rows a table has
+    elif {"distinct", "group", "aggregate"} & set(marks):
+        verb = "values"  # what values a column takes, or their range, over the whole table
     else:
         verb = "select"
     return verb, obj, marks
@@ -615,14 +682,14 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
     (the other argument fields kept as they were); ``task``: the request path segments the
     task decides (:func:`_request_verb`)."""
     tool = tool_name(step.get("tool"))
-    verb, obj, rest, keys = _read_call(tool, field, step.get("arguments"), step.get("query"), task)
+    verb, obj, rest, keys, statement = _read_call(tool, field, step.get("arguments"), step.get("query"), task)
     verb = verb or tool
     arguments = json.dumps({"object": obj, **rest}, ensure_ascii=False, default=str) if (obj or rest) else None
     # `via`: the tool that ran the call (whether an empty result is a failure depends on it);
     # `_query_keys`: a request's query parameter names (how it asks: by page, by a filter, by a
     # number), which the move tokens carry while the verb and the plan stay the resource's
     return {**step, "tool": verb, "arguments": arguments, "query": obj or None, "via": tool,
-            **({"_query_keys": keys} if keys else {})}
+            **({"_query_keys": keys} if keys else {}), **({STATEMENT: True} if statement else {})}
 
 
 def one_typo_apart(a: str, b: str) -> bool:
@@ -665,14 +732,33 @@ def mend_typos(steps: list[dict[str, Any]], raw_tools: Sequence[str], failed: Se
     >>> steps = [{"tool": "gti"}, {"tool": "git log"}, {"tool": "pthon3"}, {"tool": "python"}]
     >>> [s["tool"] for s in mend_typos(steps, ["bash"] * 4, [True, False, True, False])]
     ['git log', 'git log', 'python', 'python']
+
+    A failed SQL statement is the attempt of the statement run next on a table or column it
+    named, whatever each reads as: a statement that errs changes nothing, and its fix may read
+    otherwise (``SELECT SUM(x) FORM t``, a whole table's aggregate, then the filtered query):
+
+    >>> steps = [{"tool": "values", "query": "x FORM t", STATEMENT: True},
+    ...          {"tool": "select", "query": "x t y 3", STATEMENT: True}]
+    >>> [s["tool"] for s in mend_typos(steps, ["sql"] * 2, [True, False])]
+    ['select', 'select']
     """
     out = list(steps)
     for i in range(len(out) - 2, -1, -1):  # from the end: a run of slips all reads as the call that worked
         slip, fixed = str(out[i].get("tool")), str(out[i + 1].get("tool"))
         if failed[i] and raw_tools[i] == raw_tools[i + 1] and (one_typo_apart(slip, fixed)
-                                                                or one_typo_apart(_program(slip), _program(fixed))):
+                                                                or one_typo_apart(_program(slip), _program(fixed))
+                                                                or _same_statement(out[i], out[i + 1])):
             out[i] = {**out[i], "tool": out[i + 1].get("tool")}
     return out
+
+
+def _same_statement(failed: Mapping[str, Any], fixed: Mapping[str, Any]) -> bool:
+    """Whether two calls are SQL statements naming a table or column in common (words of their
+    objects that hold a letter)."""
+    if not (failed.get(STATEMENT) and fixed.get(STATEMENT)):
+        return False
+    named = {w for w in str(failed.get("query") or "").lower().split() if not w.isdigit()}
+    return any(w in named for w in str(fixed.get("query") or "").lower().split() if not w.isdigit())
 
 
 def _program(verb: str) -> str:

@@ -149,13 +149,8 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
                 steps[-1]["observation"] = body
             else:
                 raise InputError(f"`<information>` without a `<search>` before it in `{field}`", field=field)
-        elif tag == "tool_call":
-            steps.append(_call_step(body, "\n".join(thoughts) if thoughts else None, notes))
-            thoughts = []
-            last_call = i
-        elif tag == "sql":  # SkyRL-SQL: a statement, answered by an `<observation>`
-            steps.append(make_step(thought="\n".join(thoughts) if thoughts else None, tool="sql",
-                                   arguments=json.dumps({"sql": body}, ensure_ascii=False), query=body))
+        elif tag in ("tool_call", "sql"):  # a Hermes call, or SkyRL-SQL's statement (its result an `<observation>`)
+            steps.append(_call_step(body, "\n".join(thoughts) if thoughts else None, notes, sql=tag == "sql"))
             thoughts = []
             last_call = i
         elif tag in ("tool_response", "observation"):
@@ -223,10 +218,14 @@ def _reply(text: str) -> str:
     return text
 
 
-def _call_step(body: str, thought: str | None, notes: list[str]) -> dict[str, str | None]:
+def _call_step(body: str, thought: str | None, notes: list[str], *, sql: bool = False) -> dict[str, str | None]:
     """The step of a ``<tool_call>`` body: ``{"name": ..., "arguments": {...}}`` as that tool's
     call; another body as a call of ``tool_call`` with its text (noted), its name taken where
-    one is written."""
+    one is written. With ``sql``, the body of SkyRL-SQL's ``<sql>``: a call of ``sql`` with the
+    statement in its ``sql`` field."""
+    if sql:
+        return make_step(thought=thought, tool="sql", arguments=json.dumps({"sql": body}, ensure_ascii=False),
+                         query=body)
     name, args, parsed = hermes_call(body)
     if not parsed:
         notes.append(UNPARSED_CALL)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from mechanism.analysis.segmentation import argument_values, atoms
+from mechanism.analysis.segmentation import USER_TURN, argument_values, atoms
 from mechanism.core.names import escape_control, write_csv
 from mechanism.core.text import estimate_text, md_escape
 from mechanism.report.page import PageSection, render
@@ -121,7 +121,8 @@ def member_transcript(row: dict, segs: Sequence[dict], *, arm_index: int = 0, ki
 
 def _segments_by_key(moves: pl.DataFrame) -> dict[tuple, list[dict]]:
     by_key: dict[tuple, list[dict]] = {}
-    calls = moves.filter(pl.col("tool") != "answer").sort("arm", "question_id", "sample_id", "step")
+    # one move per call (the user's turns, moves of their own, are shown as the user's words)
+    calls = moves.filter(~pl.col("tool").is_in(["answer", USER_TURN])).sort("arm", "question_id", "sample_id", "step")
     for m in calls.iter_rows(named=True):
         by_key.setdefault((m["arm"], str(m["question_id"]), int(m["sample_id"])), []).append(m)
     return by_key

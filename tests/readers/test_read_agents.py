@@ -65,16 +65,20 @@ def test_tau_user_turns_kept_and_named_as_source():
     assert "Could you please provide your user id?" in first["steps"][0]["thought"]
     meta = json.loads(first["meta"])
     assert meta["finish_result"] == "Submitted." and meta["user_after_last_call"] == "###STOP###"
-    moves = segment(runs).filter(pl.col("tool") != "answer")
+    segmented = segment(runs)
+    moves = segmented.filter(~pl.col("tool").is_in(["answer", "ask_user"]))
     truth = _calls_with_user_values(path)
     assert moves.height == len(truth)
+    # each turn the user answered is a move of its own, before the call that followed it
+    asked = sum(bool(st["user"]) for steps in runs["steps"].to_list() for st in steps)
+    assert (segmented["tool"] == "ask_user").sum() == asked > 0
     typed = [i for i, (_, _, t) in enumerate(truth) if t]
     named = sum("user" in moves["sources"][i].split("+") for i in typed)
     assert len(typed) >= 10 and named / len(typed) >= 0.9, (named, len(typed))
     # without the user turns (a reading that sees only the question) most of them are "new"
     bare = runs.with_columns(pl.col("steps").list.eval(pl.element().struct.with_fields(
         pl.lit(None, dtype=pl.String).alias("user"))))
-    old = segment(bare).filter(pl.col("tool") != "answer")
+    old = segment(bare).filter(~pl.col("tool").is_in(["answer", "ask_user"]))
     assert sum("user" in old["sources"][i].split("+") for i in typed) / len(typed) < 0.5
     assert any("arms named by the field `model`" in n for n in rep.notes)
 
@@ -85,8 +89,10 @@ def test_tau_failed_calls_from_error_strings_and_objects():
     failed = moves.filter(pl.col("failed"))
     assert sorted(failed["tool"].to_list()) == ["book_reservation", "get_user_details", "update_reservation_flights"]
     # the retry after a failure is marked
-    retry = moves.filter(pl.col("question_id") == "1", pl.col("step") == 1).row(0, named=True)
-    assert retry["after_error"] and retry["tool"] == "get_user_details"
+    # (the user's answer in between, a corrected id, is a move of its own and leaves the retry one)
+    retry = moves.filter(pl.col("question_id") == "1", pl.col("tool") == "get_user_details").row(1, named=True)
+    assert retry["after_error"] and not retry["failed"]
+    assert moves.filter(pl.col("question_id") == "1", pl.col("failed"))["retried"].all()
     note = next(n for n in rep.notes if n.startswith("failed calls by tool"))
     assert "`get_user_details` 1 of 6" in note and "`book_reservation` 1 of 3" in note
 
@@ -417,5 +423,7 @@ def test_atif_later_user_turns(tmp_path):
     runs, rep = read(path, report=True)
     step = runs["steps"][0][0]
     assert step["user"] == "Order #W4830391." and step["observation"] == "cancelled"
-    assert segment(runs)["sources"][0] == "user"
+    moves = segment(runs)
+    assert moves["tool"].to_list() == ["ask_user", "cancel_order", "answer"]  # the turn the user answered
+    assert moves["sources"][1] == "user"
     assert any("arms named by `agent.model_name`" in n for n in rep.notes)

@@ -83,7 +83,7 @@ def _exec(code: str) -> tuple[str, str | None]:
 def test_is_a_planted_world(world):
     assert isinstance(world, worlds.PlantedWorld)
     assert world.format == "openai" and world.name == "interpreter"
-    assert "interpreter" in worlds.__all__ and worlds.WORLDS[-1] == "interpreter"
+    assert "interpreter" in worlds.__all__ and "interpreter" in worlds.WORLDS
     assert world.truth.columns == ["arm", "question_id", "sample_id", "strategy", "kind", "n_calls", "n_failures",
                                    "correct"]
     # every strategy and every kind at the default size, and every strategy on every kind

@@ -244,7 +244,7 @@ def test_analyst_world_plants_what_its_docstring_says(tmp_path):
 _DEFAULT_BAR = {"simulated": 0.9, "multihop": 0.9, "multihop_react": 0.9, "service": 0.9, "webshop": 0.85,
                 "analyst": 0.85, "coder": 0.85, "browser": 0.85, "assistant": 0.85, "travel": 0.85, "research": 0.85,
                 "gui": 0.85, "sre": 0.85, "sheet": 0.85, "toolbench": 0.85, "terminal": 0.85, "computer": 0.85,
-                "rest": 0.85, "textgame": 0.85, "interpreter": 0.85}
+                "rest": 0.85, "textgame": 0.85, "interpreter": 0.85, "sql": 0.85, "support": 0.85}
 # measured with the defaults at seed 0 (benchmarks/RESULTS.md): these worlds are not
 # recovered at the bar; kept honest as strict xfails, with the floor each does reach asserted
 # (browser 0.792 once a guessed URL that lands on a 404 page stays a move of its own, 0.729 before;
@@ -265,7 +265,16 @@ _DEFAULT_BAR = {"simulated": 0.9, "multihop": 0.9, "multihop_react": 0.9, "servi
 # interpreter (a math agent with one `python(code)` tool, written blind in the eleventh session):
 # 0.264 when a program was read by the first function it calls, 0.394 read by the libraries it
 # imports and whether it loops or asserts (actions._code_verb; its supervised ceiling 0.58 -> 0.77)
-_BELOW_BAR = {"browser": 0.75, "travel": 0.78, "toolbench": 0.45, "rest": 0.75, "textgame": 0.3, "interpreter": 0.35}
+# sql (a database agent with one `sql_db_query(query)` tool) and support (dual-control phone
+# support: the agent asks the customer to act on the device), both written blind in the
+# thirteenth session. At seed 0: sql 0.281 read by the tool's name (every episode one move
+# repeated), 0.632 with statements read by what they do (actions._sql_verb, written before the
+# world was seen), 0.694 with a whole table's count and values, 0.817 with a slip in the keyword
+# mended, 0.889 with a failed statement read as the attempt of the next one on its tables;
+# support 0.338 with the user's answers only a source of values (ceiling 0.51), 0.497 with each
+# turn the user answered a move of its own (segmentation.with_user_turns; ceiling 0.95)
+_BELOW_BAR = {"browser": 0.75, "travel": 0.78, "toolbench": 0.45, "rest": 0.75, "textgame": 0.3, "interpreter": 0.35,
+              "support": 0.45}
 # toolbench: 0.034 at seed 0 read by place (0.088 by name), every other world within 0.02 but
 # textgame (0.068 at seed 0; 0.069 before the task tokens, 0.073 before the optional steps)
 _COMPOSITION_BELOW_BAR = 0.06

@@ -212,6 +212,10 @@ def test_a_sql_statement_is_read_by_what_it_does_whatever_field_holds_it():
     assert {_sql_verb(c)[0] for c in catalog} == {"schema"}
     # rows as they are, a query, a write: three actions; the tables, columns and values are the object
     assert _sql_verb("select * from orders limit 5") == ("sample", "orders", ("limit", "star"))
+    # over a whole table: how many rows, what values a column takes; with a filter, a question of the data
+    assert [_sql_verb(q)[0] for q in ("SELECT COUNT(*) AS n FROM orders", "SELECT city, COUNT(*) FROM c GROUP BY city",
+                                      "SELECT MIN(day), MAX(day) FROM orders", "SELECT COUNT(*) FROM t WHERE a = 1")
+            ] == ["count", "values", "values", "select"]
     assert _sql_verb("SELECT * FROM orders WHERE id = 42")[0] == "select"
     # aliases (`o`, `c`, `AS n`) are no object: they vary with the writer
     verb, obj, marks = _sql_verb("SELECT COUNT(*) AS n FROM orders o JOIN customers AS c ON o.cust_id = c.id\n"
@@ -227,6 +231,8 @@ def test_a_sql_statement_is_read_by_what_it_does_whatever_field_holds_it():
     # in a `query` field (LangChain's sql_db_query, MCP's read_query), a `sql` field or one text command alike
     for tool, field in (("read_query", "query"), ("execute_sql", "sql"), ("act", "command")):
         assert verb_object(tool, field, json.dumps({field: "select * from t"}), None)[0] == "sample"
+    # a harness that writes the call out as one command, the tool's name first
+    assert verb_object("act", "command", json.dumps({"command": "run_sql SELEC * FROM t"}), None)[:2] == ("sample", "t")
     # plain words that begin as SQL keywords do are not statements
     for words in ("select Size M", "show me the room", "describe the painting", "update the file", "delete it"):
         assert verb_object("act", "command", json.dumps({"command": words}), None)[0] == words.split()[0].lower()
@@ -248,9 +254,13 @@ def test_a_database_agent_with_one_sql_tool_is_read_by_its_statements():
                             "steps": [make_step(tool="read_query", arguments=json.dumps({"query": c.format(city=city)}),
                                                 observation="n\n7") for c in plan]})
             truth.append(sample % 3)
+    # a slip in the statement's keyword, failed and run again put right, is one attempt of that statement
+    records[0]["steps"].insert(0, make_step(tool="read_query", arguments=json.dumps(
+        {"query": "SELEC name FROM sqlite_master WHERE type='table'"}), observation='near "SELEC": syntax error'))
     runs = from_records(records)
     assert action_tools(runs) == {"read_query": "query"}
     assert render(runs)["tools"].to_list()[:3] == ["schema > schema > select", "sample > select", "select"]
+    assert render(runs, retries="keep")["tools"].to_list()[0] == "schema! > schema > schema > select"
     # read by its name alone, every episode is `read_query` and the three ways are one
     assert {t for seq in render(runs, action_field=None)["tools"].to_list() for t in seq.split(" > ")} == {"read_query"}
     space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)

@@ -79,6 +79,24 @@ def test_values_of_any_shape_are_traced_to_their_source():
     assert not moves["move"].is_in(["bridge_lookup", "repeat", "new_lookup"]).any()  # not a search tool
 
 
+def test_a_turn_the_user_answers_is_a_move_of_the_plan():
+    # dual control: the agent asks the customer to check the phone, then looks the line up; or
+    # looks it up first. The same calls, two plans: where the agent waited for the user is a move
+    ask_first = [make_step(tool="get_line", arguments='{"line": "LN1"}', observation="ok",
+                           user="Mobile data was off; I turned it on. My line is LN1."),
+                 make_step(tool="reset_network", arguments='{"line": "LN1"}', observation="done")]
+    lookup_first = [make_step(tool="get_line", arguments='{"line": "LN1"}', observation="ok"),
+                    make_step(tool="reset_network", arguments='{"line": "LN1"}', observation="done",
+                              user="Mobile data was off; I turned it on.")]
+    first, second = (segment(_runs(steps, question="My phone has no data.")) for steps in (ask_first, lookup_first))
+    assert first["tool"].to_list() == ["ask_user", "get_line", "reset_network", "answer"]
+    assert second["tool"].to_list() == ["get_line", "ask_user", "reset_network", "answer"]
+    # what the user said is still where the next call's values came from
+    assert first["sources"].to_list()[1] == "user" and not first["failed"].any()
+    tools = render(_runs(ask_first))["tools"].to_list()
+    assert tools == ["ask_user > get_line > reset_network"]
+
+
 def test_read_change_read_again_is_a_return_not_a_repeat():
     steps = [call("get_order_details", "{}", order_id="#W4830391"),
              call("cancel_pending_order", "{}", order_id="#W4830391", reason="ordered by mistake"),

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 
 from mechanism.analysis._strategies.naming import NAME_COVERAGE, shared_core, step_labels, strategy_names  # noqa: F401  (public here)
-from mechanism.analysis.segmentation import SOURCES, argument_values, atoms, segment
+from mechanism.analysis.segmentation import SOURCES, USER_TURN, argument_values, atoms, segment
 from mechanism.core.resample import (
     percentile_interval,
     question_bootstrap_weights,
@@ -209,7 +209,8 @@ def transcripts(rows: pl.DataFrame, moves: pl.DataFrame) -> list[dict]:
     out = []
     for r in rows.iter_rows(named=True):
         key = (r["arm"], str(r["question_id"]), int(r["sample_id"]))
-        segs = [m for m in by_key.get(key, []) if m["tool"] != "answer"]
+        # the calls' moves, one per step (the user's turns, moves of their own, are the steps' `user`)
+        segs = [m for m in by_key.get(key, []) if m["tool"] not in ("answer", USER_TURN)]
         steps = r.get("steps") or []
         calls = []
         for i, (st, values) in enumerate(zip(steps, value_sources(r.get("question"), steps))):

@@ -108,6 +108,30 @@ counts that overlap between strategies, so a method tuned to one world is tested
   sympi``, a ``SyntaxError``, a ``TimeoutError``) followed by the corrected program, optional
   steps at fixed rates; rl differs from base only in its mixture. A held-out world, written
   without reference to segmentation or clustering.
+- :func:`sql`: a text-to-SQL / database agent (BIRD / Spider 2.0-like) with ONE tool,
+  ``sql_db_query(query)`` (LangChain's name; OpenAI ``tool_calls``; the result is the rows as
+  the sqlite3 shell prints them, or SQLite's error as LangChain reports it), answering analytics
+  questions about four SQLite databases (a shop, flights, a university, music streaming) built
+  when the world is generated, with seven strategies (no query, the final query at once, the
+  catalog first, sample rows first, decomposition into small queries feeding values forward,
+  probing the filter columns' values, verifying with a differently written query), failed
+  statements (``no such column``, ``no such table``, a syntax error, an ambiguous column,
+  another dialect's date functions, a timed-out cross join) followed by the corrected
+  statement, optional steps at fixed rates; rl differs from base only in its mixture. A
+  held-out world, written without reference to segmentation or clustering.
+- :func:`support`: a dual-control technical-support agent for a mobile carrier (tau2-bench
+  telecom-like; OpenAI ``tool_calls``; get_customer, get_line_details, get_data_usage,
+  check_network_status, enable_roaming, refuel_data, enable_feature, reprovision_sim,
+  reset_network_settings, open_ticket, transfer_to_human) on five kinds of phone problem (no
+  mobile data, no data abroad, MMS, no service after a SIM swap, Wi-Fi calling), where the
+  phone is the user's: the agent asks the user to check and change things on the device, and
+  the user's replies are ``user`` messages between the tool calls. Seven strategies (account
+  first, device first, outage first, a fixed checklist, a quick remote fix, escalate early,
+  hypothesis testing), the kind of issue deciding only which fix ends an episode; execution
+  failures (``Error: ...`` lines, JSON errors, a 503 status line) followed by the corrected call
+  of the same tool, optional steps at fixed rates, off-script user replies, a phone number given
+  up front or only when asked; rl differs from base only in its mixture. A held-out world,
+  written without reference to segmentation or clustering.
 
 :func:`as_generic_action` re-logs any world's episodes through one generic tool
 (``act(command="search Paris")``, ``act(command="get_order_details W1")``) with the same truth:
@@ -144,7 +168,9 @@ from mechanism.datasets.worlds.research import research
 from mechanism.datasets.worlds.rest import rest
 from mechanism.datasets.worlds.service import service
 from mechanism.datasets.worlds.sheet import sheet
+from mechanism.datasets.worlds.sql import sql
 from mechanism.datasets.worlds.sre import sre
+from mechanism.datasets.worlds.support import support
 from mechanism.datasets.worlds.terminal import terminal
 from mechanism.datasets.worlds.textgame import textgame
 from mechanism.datasets.worlds.toolbench import toolbench
@@ -153,9 +179,9 @@ from mechanism.datasets.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
           "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer", "rest",
-          "textgame", "interpreter")
+          "textgame", "interpreter", "sql", "support")
 
 __all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "coder", "computer", "PlantedWorld",
            "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "interpreter", "mixture_planted",
-           "multihop", "research", "rest", "service", "sheet", "sre", "terminal", "textgame", "toolbench", "travel",
-           "webshop", "WORLDS"]
+           "multihop", "research", "rest", "service", "sheet", "sql", "sre", "support", "terminal", "textgame",
+           "toolbench", "travel", "webshop", "WORLDS"]
