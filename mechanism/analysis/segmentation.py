@@ -102,7 +102,7 @@ from mechanism.core.cachefile import (
 )
 from mechanism.core.errors import InputError
 from mechanism.core.failures import compile_error_pattern, failure_kind, is_failure
-from mechanism.core.schema import validate
+from mechanism.core.schema import USER_TURNS_JOIN, validate
 
 RELATIONS = ("first", "repeat", "return", "revise", "switch", "new")
 SOURCES = ("user", "call", "result", "new")
@@ -408,21 +408,25 @@ USER_TURN = "ask_user"
 
 
 def with_user_turns(steps: Sequence[dict]) -> list[dict]:
-    """``steps`` with a move :data:`USER_TURN` before each call that the user spoke before (the
-    step's ``user`` text, moved onto it): where an agent asks the user and waits for the reply,
-    that turn is a move of its plan like a call (asking the customer to restart the phone before
-    any lookup, or after a failed fix), not only where the user's words came from. An agent that
-    asks through a tool of that name reads the same.
+    """``steps`` with a move :data:`USER_TURN` for each turn the user spoke before a call (the
+    step's ``user`` text, its messages joined by :data:`~mechanism.core.schema.USER_TURNS_JOIN`,
+    moved onto them): where an agent asks the user and waits for the reply, that turn is a move
+    of its plan like a call (asking the customer to restart the phone before any lookup, or after
+    a failed fix), not only where the user's words came from. An agent that asks through a tool
+    of that name reads the same.
 
     >>> [s["tool"] for s in with_user_turns([{"tool": "get_customer", "user": "It is 4155550134."}])]
     ['ask_user', 'get_customer']
+    >>> [s["tool"] for s in with_user_turns([{"tool": "get_line", "user": "Airplane mode is off.\n\nNo bars."}])]
+    ['ask_user', 'ask_user', 'get_line']
     """
     out: list[dict] = []
     for st in steps:
         said = st.get("user")
         if said:
-            out.append({"tool": USER_TURN, "arguments": None, "query": None, "observation": None, "thought": None,
-                        "user": said})
+            for turn in (t for t in said.split(USER_TURNS_JOIN) if t.strip()) if USER_TURNS_JOIN in said else (said,):
+                out.append({"tool": USER_TURN, "arguments": None, "query": None, "observation": None, "thought": None,
+                            "user": turn})
             st = {**st, "user": None}
         out.append(st)
     return out

@@ -19,6 +19,10 @@ from mechanism.core.errors import ComparisonWarning, InputError
 # One optional step field beside these: `failed` (Boolean), the failure verdict of a read given
 # an `error_pattern` (mechanism.readers); the move grammar counts a call it marks as failed.
 STEP_FIELDS = ("thought", "tool", "arguments", "query", "observation", "user")
+#: How a step's ``user`` text joins the user's several messages since the previous call (a blank
+#: line): the segmentation counts the turns by it (a message that holds a blank line itself
+#: counts as more than one).
+USER_TURNS_JOIN = "\n\n"
 
 STEP_DTYPE = pl.Struct(dict.fromkeys(STEP_FIELDS, pl.String))
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
-from mechanism.core.schema import make_step
+from mechanism.core.schema import USER_TURNS_JOIN, make_step
 from mechanism.readers._fields import FieldMap
 from mechanism.readers.openai import ANSWER_KEYS, FINISH_TOOLS, final_from_content, main_text
 
@@ -108,13 +108,13 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
                 observation = unmatched.pop(0)
             steps.append(make_step(thought=thought if j == 0 else None, tool=name, arguments=raw,
                                    query=main_text(dict(args), raw), observation=observation,
-                                   user="\n".join(user_turns) if user_turns else None))
+                                   user=USER_TURNS_JOIN.join(user_turns) if user_turns else None))
             user_turns = []
             answer, final = None, False
     out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,
                            "answer_rule": rule if final else None, "_consumed": {"steps", "schema_version"}}
     if user_turns:
-        out["meta_extra"] = {"user_after_last_call": "\n".join(user_turns)}
+        out["meta_extra"] = {"user_after_last_call": USER_TURNS_JOIN.join(user_turns)}
     out.update(_document_fields(record))
     return out
 

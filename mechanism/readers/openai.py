@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
-from mechanism.core.schema import make_step
+from mechanism.core.schema import USER_TURNS_JOIN, make_step
 from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap
 from mechanism.readers._shapes import (
@@ -174,7 +174,7 @@ def _outcome(steps: list[dict[str, str | None]], question: str | None, answer: s
     if finish_results:
         extra["finish_result"] = finish_results[0] if len(finish_results) == 1 else finish_results
     if user_turns:
-        extra["user_after_last_call"] = "\n".join(user_turns)
+        extra["user_after_last_call"] = USER_TURNS_JOIN.join(user_turns)
     if extra:
         out["meta_extra"] = extra
     return out
@@ -260,7 +260,7 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                 else:
                     step = make_step(thought=thought if first else None, tool=name, arguments=raw,
                                      query=main_text(args, raw),
-                                     user="\n".join(user_turns) if first and user_turns else None)
+                                     user=USER_TURNS_JOIN.join(user_turns) if first and user_turns else None)
                     if first:
                         user_turns = []
                     first = False

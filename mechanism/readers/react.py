@@ -27,7 +27,7 @@ from typing import Any
 
 from mechanism.core.actions import GENERIC_TOOL
 from mechanism.core.errors import InputError
-from mechanism.core.schema import make_step
+from mechanism.core.schema import USER_TURNS_JOIN, make_step
 from mechanism.readers._fields import FieldMap, as_str
 from mechanism.readers._shapes import content_text
 from mechanism.readers.openai import FINISH_TOOLS, final_from_content, main_text
@@ -149,7 +149,7 @@ def _step(tool: str, arg: str, thoughts: list[str], users: list[str], observatio
     return make_step(thought="\n".join(thoughts) or None, tool=tool,
                      arguments=json.dumps(args if args is not None else {"query": arg}, ensure_ascii=False),
                      query=arg if args is None else main_text(args, arg), observation=observation,
-                     user="\n".join(users) or None)
+                     user=USER_TURNS_JOIN.join(users) or None)
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

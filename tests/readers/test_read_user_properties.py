@@ -44,7 +44,7 @@ def test_openai_user_turns_and_results(question, segments, trailing):
                 results_without.append({"role": "tool", "content": f"r{n}"})
             calls.append(call)
             want_obs.append(f"r{n}")
-            want_user.append("\n".join(t.strip() for t in turns) if j == 0 and turns else None)
+            want_user.append("\n\n".join(t.strip() for t in turns) if j == 0 and turns else None)
             n += 1
         rng.shuffle(results_with_id)
         messages.append({"role": "assistant", "content": None, "tool_calls": calls})
@@ -54,10 +54,11 @@ def test_openai_user_turns_and_results(question, segments, trailing):
     assert out["question"] == question.strip()
     assert [s["observation"] for s in out["steps"]] == want_obs
     assert [s["user"] for s in out["steps"]] == want_user
-    kept = [u for s in out["steps"] if s["user"] for u in s["user"].split("\n")]
+    # each message apart (a blank line between two: USER_TURNS_JOIN)
+    kept = [u for s in out["steps"] if s["user"] for u in s["user"].split("\n\n")]
     after = out.get("meta_extra", {}).get("user_after_last_call")
     if after:
-        kept += after.split("\n")
+        kept += after.split("\n\n")
     # nothing the user said is lost: the turns before calls, then those after the last one
     expected = turns_all + [t.strip() for t in trailing] if n else []
     if n:

@@ -15,6 +15,7 @@ import pytest
 from world_checks import assert_arms_differ_only_in_mixture
 
 import mechanism as mx
+from mechanism.core.schema import USER_TURNS_JOIN
 from mechanism.datasets import worlds
 from mechanism.datasets.worlds import support
 from mechanism.datasets.worlds.support import (
@@ -167,7 +168,7 @@ def test_reads_back_with_the_users_replies(world, read):
         # every later user turn is kept: in the step of the next call, or after the last call
         kept = [s["user"] for s in row["steps"] if s["user"] is not None]
         tail = json.loads(row["meta"]).get("user_after_last_call") if row["meta"] else None
-        assert "\n".join(kept + ([tail] if tail else [])) == "\n".join(later)
+        assert USER_TURNS_JOIN.join(kept + ([tail] if tail else [])) == USER_TURNS_JOIN.join(later)
         assert row["answer"] == rec["messages"][-1]["content"]
 
 
