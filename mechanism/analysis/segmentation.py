@@ -417,14 +417,14 @@ def with_user_turns(steps: Sequence[dict]) -> list[dict]:
 
     >>> [s["tool"] for s in with_user_turns([{"tool": "get_customer", "user": "It is 4155550134."}])]
     ['ask_user', 'get_customer']
-    >>> [s["tool"] for s in with_user_turns([{"tool": "get_line", "user": "Airplane mode is off.\n\nNo bars."}])]
+    >>> [s["tool"] for s in with_user_turns([{"tool": "get_line", "user": "Airplane mode is off.\\n\\nNo bars."}])]
     ['ask_user', 'ask_user', 'get_line']
     """
     out: list[dict] = []
     for st in steps:
         said = st.get("user")
         if said:
-            for turn in (t for t in said.split(USER_TURNS_JOIN) if t.strip()) if USER_TURNS_JOIN in said else (said,):
+            for turn in [t for t in said.split(USER_TURNS_JOIN) if t.strip()] or [said]:
                 out.append({"tool": USER_TURN, "arguments": None, "query": None, "observation": None, "thought": None,
                             "user": turn})
             st = {**st, "user": None}
