@@ -31,6 +31,7 @@ sets the reading by hand (``{"bash": "command"}``) or turns it off (``None``).
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import keyword
 import re
@@ -436,10 +437,11 @@ _SQL_MARKS = (("join", re.compile(r"\bjoin\b|\bfrom\s+[\w.]+(?:\s+(?:as\s+)?\w+)
               ("star", re.compile(r"\bselect\s+(?:distinct\s+)?(?:[\w.]+\.)?\*", re.I)))
 
 
+# the words a statement begins with (`_SQL_START`), and those a slip of which is mended
+_SQL_STARTERS = frozenset({"select", "with", "insert", "update", "delete", "create", "drop", "alter", "pragma",
+                           "explain", "show", "describe", "desc"})
 _SQL_OPENERS = ("select", "with", "insert", "update", "delete", "create", "pragma")
 _FIRST_WORD = re.compile(r"\s*([A-Za-z]{3,8})\b")
-
-
 _TOOL_WORD = re.compile(r"[A-Za-z_][\w.\-]{0,60}\s+")
 
 
@@ -451,35 +453,40 @@ def _statement(text: str) -> str | None:
     >>> _statement("run_sql SELECT * FROM t"), _statement("go to sofa 1")
     ('SELECT * FROM t', None)
     """
-    if _SQL_START.match(text):
-        return text
-    mended = _mended_statement(text)
-    if mended is not None:
-        return mended
+    found = _mended_statement(text)
+    if found is not None:
+        return found
     named = _TOOL_WORD.match(text)
-    if named is not None and named.group(0).strip().lower() not in _SQL_OPENERS:
-        rest = text[named.end():]
-        return rest if _SQL_START.match(rest) else _mended_statement(rest)
-    return None
+    return _mended_statement(text[named.end():]) if named is not None else None
 
 
 def _mended_statement(text: str) -> str | None:
-    """``text`` with its first word put right where it is one typing slip from a statement's
-    keyword and the rest then reads as a statement (``SELEC name FROM t``: the failed call is an
-    attempt of the statement its retry runs, as ``gerp`` is of ``grep``); else ``None``.
+    """``text`` where it is a statement; or ``text`` with its first word put right where that is
+    one typing slip from a statement's keyword and the rest then reads as a statement (``SELEC
+    name FROM t``: the failed call is an attempt of the statement its retry runs, as ``gerp`` is
+    of ``grep``); else ``None``. Only a text whose first word is a statement's (or a slip of
+    one) is matched: a shell line or a game command costs a word's look-up.
 
     >>> _mended_statement("SELEC name FROM sqlite_master"), _mended_statement("selct the blue one")
     ('select name FROM sqlite_master', None)
     """
     first = _FIRST_WORD.match(text)
-    if first is None or first.group(1).lower() in _SQL_OPENERS:
-        return None
+    if first is None:  # a statement may open with a comment or a bracket
+        return text if text.lstrip()[:1] in ("(", "-", "/") and _SQL_START.match(text) else None
     word = first.group(1).lower()
-    for opener in _SQL_OPENERS:
-        if one_typo_apart(word, opener):
-            mended = text[:first.start(1)] + opener + text[first.end(1):]
-            return mended if _SQL_START.match(mended) else None
-    return None
+    if word in _SQL_STARTERS:
+        return text if _SQL_START.match(text) else None
+    opener = _slipped_opener(word)
+    if opener is None:
+        return None
+    mended = text[:first.start(1)] + opener + text[first.end(1):]
+    return mended if _SQL_START.match(mended) else None
+
+
+@functools.lru_cache(maxsize=4096)  # a log's commands begin with few words (ls, cat, go, take): each read once
+def _slipped_opener(word: str) -> str | None:
+    """The statement keyword ``word`` is one typing slip from (``selec`` -> ``select``), else ``None``."""
+    return next((opener for opener in _SQL_OPENERS if one_typo_apart(word, opener)), None)
 
 
 def _sql_verb(statement: str) -> tuple[str, str, tuple[str, ...]]:
