@@ -99,15 +99,7 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
     """
     words_answer = False  # whether an answer in words counts where no `<answer>` is given
     if "<|" in text:  # one scan for the rare chat-template text, not one per marker
-        text = _reply(text)
-        if _LLAMA_TOOL_TURN in text:  # Llama 3.1's tool results, read as Hermes' `<tool_response>`
-            text = _llama_results(text)
-        if LLAMA_BUILTIN in text:  # Llama 3.1's built-in calls (`<|python_tag|>brave_search.call(...)`)
-            text = llama_builtin_as_hermes(text)
-        if "<|begin_" in text:  # R1-Searcher's and Search-o1's delimiters, read as Search-R1's tags
-            for theirs, ours in _DELIMITERS:
-                text = text.replace(theirs, ours)
-            words_answer = True
+        text, words_answer = _template_text(text)
     if "<function=" in text:  # Llama 3.1's custom tool calls, read as Hermes' `<tool_call>`
         text = llama_calls_as_hermes(text)
     if "```output" in text and "<search>" not in text and "<tool_call>" not in text:
@@ -126,6 +118,9 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
         closing, tag = parts[i] == "/", parts[i + 1]
         if not closing:
             if open_tag is not None:
+                if tag in _SKYRL_TAGS:  # inside another block (a thought that names it): words, kept as written
+                    parts[i + 2] = f"{parts[i - 1]}<{tag}>{parts[i + 2]}"
+                    continue
                 raise InputError(f"unclosed `<{open_tag}>` tag in `{field}` (a `<{tag}>` opens before it closes)",
                                  field=field)
             open_tag = tag
@@ -134,6 +129,9 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
             if open_tag is None and tag == "think" and not steps and not thoughts:
                 # the chat template opened <think> in the prompt: the reply starts inside it
                 thoughts.append(parts[i - 1].strip())  # the text since the last tag, never tag names
+                continue
+            if open_tag is not None and tag in _SKYRL_TAGS:
+                parts[i + 2] = f"{parts[i - 1]}</{tag}>{parts[i + 2]}"
                 continue
             raise InputError(f"unmatched `</{tag}>` in `{field}`", field=field)
         body = parts[i - 1].strip()
@@ -183,6 +181,23 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
 
 
 _REMINDER = re.compile(r"<reminder>.*?</reminder>", re.S)
+_SKYRL_TAGS = frozenset({"sql", "observation", "solution"})
+
+
+def _template_text(text: str) -> tuple[str, bool]:
+    """A chat template's text as the tags read it: the reply (:func:`_reply`), Llama 3.1's tool
+    results and built-in calls as Hermes' blocks, R1-Searcher's and Search-o1's delimiters as
+    Search-R1's tags; and whether an answer in words counts (Search-o1's ``\\boxed{}``)."""
+    text = _reply(text)
+    if _LLAMA_TOOL_TURN in text:  # Llama 3.1's tool results, read as Hermes' `<tool_response>`
+        text = _llama_results(text)
+    if LLAMA_BUILTIN in text:  # Llama 3.1's built-in calls (`<|python_tag|>brave_search.call(...)`)
+        text = llama_builtin_as_hermes(text)
+    if "<|begin_" not in text:
+        return text, False
+    for theirs, ours in _DELIMITERS:  # R1-Searcher's and Search-o1's delimiters, read as Search-R1's tags
+        text = text.replace(theirs, ours)
+    return text, True
 
 
 def _llama_results(text: str) -> str:

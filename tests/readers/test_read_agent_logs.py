@@ -437,6 +437,11 @@ def test_skyrl_sql_transcripts_read_each_statement_its_result_and_the_solution(t
     moves = mx.segment(runs, action_field={"sql": "sql"})
     assert moves["tool"].to_list() == ["schema", "select", "select", "answer"]
     assert moves["failed"].to_list() == [False, True, False, False]
+    # a Search-R1 thought that names these tags is words, kept as written, not a call or an error
+    text = "<think>No <sql> here, nor an </observation>.</think><search>Seine</search><information>r</information>"
+    _, runs, _ = _transcript(tmp_path, text + "<answer>Seine</answer>")
+    assert runs["steps"][0][0]["thought"] == "No <sql> here, nor an </observation>."
+    assert [s["tool"] for s in runs["steps"][0]] == ["search"]
 
 
 def test_a_transcript_with_markup_no_reader_knows_is_said_in_the_report(tmp_path):
