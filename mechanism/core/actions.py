@@ -520,12 +520,19 @@ def _sql_verb(statement: str) -> tuple[str, str, tuple[str, ...]]:
     ['count', 'values', 'values', 'select']
     """
     text = statement[:_SQL_MAX]
-    bare = _SQL_NOISE.sub(lambda m: " " if m.group(0)[:1] in "-/" else "'", text)
+    literals: list[str] = []
+
+    def quiet(m: re.Match[str]) -> str:  # comments go, quoted names and values become `'`; values are kept
+        if m.group(0)[:1] == "'":
+            literals.append(m.group(0)[1:-1].replace("''", "'").strip())
+        return " " if m.group(0)[:1] in "-/" else "'"
+
+    bare = _SQL_NOISE.sub(quiet, text)  # one scan: an apostrophe inside a comment opens no value
     first = bare.lstrip(" \t\n(").split(None, 1)[0].lower() if bare.strip(" \t\n(") else ""
     marks = tuple(name for name, pattern in _SQL_MARKS if pattern.search(bare))
+    marked = set(marks)
     bare = _SQL_PAGE.sub(" ", bare)  # how many rows it shows is no value it carries
     aliases = {(m.group(1) or m.group(2) or "").lower() for m in _SQL_ALIAS.finditer(bare)}
-    literals = [m.group(0)[1:-1].replace("''", "'").strip() for m in re.finditer(r"'(?:[^']|'')*'", text)]
     names = []
     for word in _SQL_WORD.findall(bare):
         word = word.rsplit(".", 1)[-1] if "." in word and not word[0].isdigit() else word
@@ -538,13 +545,13 @@ def _sql_verb(statement: str) -> tuple[str, str, tuple[str, ...]]:
         verb = first
     elif first == "explain":
         verb = "explain"
-    elif {"where", "join", "subquery", "union"} & set(marks):
+    elif {"where", "join", "subquery", "union"} & marked:
         verb = "select"  # a filter or a join: a question of the data, the answer's or a step's
-    elif "star" in marks and not {"group", "aggregate"} & set(marks):
+    elif "star" in marked and not {"group", "aggregate"} & marked:
         verb = "sample"
     elif _SQL_COUNT_ROWS.match(bare):
         verb = "count"  # how many rows a table has
-    elif {"distinct", "group", "aggregate"} & set(marks):
+    elif {"distinct", "group", "aggregate"} & marked:
         verb = "values"  # what values a column takes, or their range, over the whole table
     else:
         verb = "select"

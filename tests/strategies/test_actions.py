@@ -228,6 +228,8 @@ def test_a_sql_statement_is_read_by_what_it_does_whatever_field_holds_it():
     assert _sql_verb("WITH x AS (SELECT 1) SELECT * FROM x")[2] == ("cte", "star")
     assert _sql_verb("SELECT note FROM t WHERE note = 'join us -- for the union'")[1:] == (
         "note t join us -- for the union", ("where",))
+    # an apostrophe inside a comment opens no value
+    assert _sql_verb("SELECT a FROM t -- don't\nWHERE c = 'Lyon'")[1:] == ("a t c Lyon", ("where",))
     # in a `query` field (LangChain's sql_db_query, MCP's read_query), a `sql` field or one text command alike
     for tool, field in (("read_query", "query"), ("execute_sql", "sql"), ("act", "command")):
         assert verb_object(tool, field, json.dumps({field: "select * from t"}), None)[0] == "sample"
