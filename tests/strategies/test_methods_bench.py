@@ -67,6 +67,16 @@ def test_order_alone_is_seen_by_edits_and_chains(bench):
     assert adjusted_rand_score(truth, bench.markov_clusters(runs, seed=0)) == pytest.approx(1.0)
 
 
+def test_rare_tools_do_not_hide_the_chains(bench):
+    # the order test's two plans, each trajectory ending on one of 30 rare tools: BIC counts the
+    # transitions met, not every cell of a 33 x 33 matrix, so the two chains still stand
+    plans = {f"{order}{i}": [*steps, f"rare{i}"] for i in range(30)
+             for order, steps in (("lookup_first", ["lookup", "update"]), ("update_first", ["update", "lookup"]))}
+    runs, truth = _world(plans, n_questions=4, n_samples=2)
+    order = np.asarray([t.rstrip("0123456789") for t in truth])
+    assert adjusted_rand_score(order, bench.markov_clusters(runs, seed=0)) == pytest.approx(1.0)
+
+
 def test_the_choice_counts_worlds_below_the_floor_first(bench):
     table = {"steady": {"x": 0.8, "y": 0.8, "z": 0.1}, "peaky": {"x": 1.0, "y": 0.5, "z": 0.9}}
     floors = {"x": 0.7, "y": 0.7, "z": 0.0}
