@@ -102,7 +102,7 @@ from mechanism.core.cachefile import (
 )
 from mechanism.core.errors import InputError
 from mechanism.core.failures import compile_error_pattern, failure_kind, is_failure
-from mechanism.core.schema import USER_TURNS_JOIN, validate
+from mechanism.core.schema import PARALLEL, USER_TURNS_JOIN, validate
 
 RELATIONS = ("first", "repeat", "return", "revise", "switch", "new")
 SOURCES = ("user", "call", "result", "new")
@@ -250,6 +250,7 @@ class _Step:
     marked: bool = False  # the failure is part of the move (retries="keep")
     marked_retry: bool = False  # so is following a failed call
     query_keys: tuple[str, ...] = ()  # a request's query parameter names (mechanism.core.actions)
+    parallel: bool = False  # issued in the same message as the call before it (the schema's `parallel`)
 
 
 #: The mark the tools the question decides are read as in a plan (:func:`plan_steps`).
@@ -405,6 +406,25 @@ def _failed(step: Mapping[str, Any], error_pattern: re.Pattern[str] | None) -> b
 
 
 USER_TURN = "ask_user"
+#: Where a step keeps the number of the message that issued it (:func:`_batched`).
+_BATCH = "_batch"
+#: What ends a move of the ``moves`` sequence issued in the same message as the move before it.
+PARALLEL_MARK = "&"
+
+
+def _batched(steps: list[dict]) -> list[dict]:
+    """``steps`` each with the number of the message it was issued in (``_batch``): a step marked
+    ``parallel`` shares the number of the one before it. Read before any step is left out or
+    added, so a call whose batch lost its first call still reads as issued with the rest.
+
+    >>> [s["_batch"] for s in _batched([{"tool": "a"}, {"tool": "b", "parallel": True}, {"tool": "c"}])]
+    [0, 0, 1]
+    """
+    out, batch = [], -1
+    for st in steps:
+        batch += 0 if st.get(PARALLEL) is True and batch >= 0 else 1
+        out.append({**st, _BATCH: batch})
+    return out
 
 
 def with_user_turns(steps: Sequence[dict]) -> list[dict]:
@@ -446,6 +466,12 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     asked = memo.atoms(question)  # the question's atoms: what `scope` measures against
     user: frozenset[str] | set[str] = asked  # every atom the user has said so far
     result_atoms: set[str] = set()
+    # the results of the calls of one message, seen only once the message's calls were all made:
+    # a call issued with another cannot carry what that one returns
+    unseen: set[str] = set()
+    in_batch: int | None = None
+    carried: dict[int, int] = {}  # a retry -> the message of the failed call it is the attempt of
+    last_sent: int | None = None  # the message of the last attempt
     call_atoms: set[str] = set()
     by_tool: dict[str, set[str]] = {}
     same_tool: dict[str, list[frozenset[str]]] = {}
@@ -454,6 +480,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     prev_failed = False
     moves: list[_Step] = []
     steps = [st or {} for st in (steps or ())]  # a null step is a call with nothing recorded
+    if any(st.get(PARALLEL) for st in steps):  # the message each call was issued in, before any is left out
+        steps = _batched(steps)
     if any(st.get("user") for st in steps):
         steps = with_user_turns(steps)
     raw = [memo.tool(st.get("tool")) for st in steps]
@@ -473,11 +501,17 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         steps = [{**st, "_named": t} if t in read_as else st for st, t in zip(steps, tools_of)]
         tools_of = [read_as.get(t, t) for t in tools_of]
     if task.optional:  # steps taken whatever the strategy, where the plan without them is met too
-        kept = optional_kept(task.optional_plans, tools_of, task.tools)
+        together = [i > 0 and st.get(_BATCH) is not None and steps[i - 1].get(_BATCH) == st.get(_BATCH)
+                    for i, st in enumerate(steps)]
+        kept = optional_kept(task.optional_plans, batched_names(tools_of, together), task.tools)
         steps, failed_of, tools_of = [steps[i] for i in kept], [failed_of[i] for i in kept], [tools_of[i] for i in kept]
     if task:
         steps, failed_of, tools_of = _task_read(task, steps, failed_of, tools_of)
     for i, step in enumerate(steps):
+        batch = step.get(_BATCH)
+        if batch != in_batch:
+            result_atoms |= unseen
+            unseen, in_batch = set(), batch
         said = step.get("user")
         if said:  # a later user turn (an id, a code, a name typed in reply): the user's too
             user = set(user) | memo.atoms(said)
@@ -518,9 +552,16 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         # merged: a failed call the next call of the same tool retries is that call's attempt,
         # so it leaves the grammar's state as it found it (the retry is read as if first tried)
         # (a turn the user answers in between, the agent asking for a corrected id, is no other call)
-        after = next((j for j in range(i + 1, len(steps)) if tools_of[j] != USER_TURN), len(steps)) if failed else 0
+        # (nor is a call issued in the same message: a retry comes after the failure was read)
+        after = next((j for j in range(i + 1, len(steps)) if tools_of[j] != USER_TURN
+                      and (batch is None or steps[j].get(_BATCH) != batch)), len(steps)) if failed else 0
         retried = failed and after < len(steps) and tools_of[after] == tool
         merged = merge and retried
+        sent = carried.get(i, batch)  # the message an attempt counts as sent in
+        if merged and sent is not None:
+            # the retry is this call's attempt, read as if it had gone through the first time:
+            # sent in this call's message, though it went out alone after it
+            carried[after] = sent
         n = len(toks)
         sources = {s for s in SOURCES if counts[s]}
         coverage = len(tset & asked) / len(asked) if asked else 0.0
@@ -544,7 +585,10 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
             share_user=counts["user"] / n if n else 0.0, share_result=counts["result"] / n if n else 0.0,
             share_call=counts["call"] / n if n else 0.0, share_new=counts["new"] / n if n else 0.0,
             question_coverage=coverage, masked=masked, token=token, merged=merged,
-            marked=shown_failed, marked_retry=shown_after, query_keys=tuple(step.get("_query_keys") or ())))
+            marked=shown_failed, marked_retry=shown_after, query_keys=tuple(step.get("_query_keys") or ()),
+            parallel=sent is not None and sent == last_sent))
+        if not merged:
+            last_sent = sent
         if tool != USER_TURN:  # the user's answer does not put right the call that failed
             prev_failed = failed
         if merged:
@@ -554,7 +598,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         by_tool.setdefault(tool, set()).update(tset)
         same_tool.setdefault(tool, []).append(frozenset(tset))
         call_atoms |= tset
-        result_atoms |= memo.atoms(observation)
+        (result_atoms if batch is None else unseen).update(memo.atoms(observation))
     final_move = "no_answer" if answer is None else "answer"
     final = _Step(move=final_move, tool="answer", relation=final_move, sources="", scope="none", failed=False,
                   after_error=prev_failed, retried=False, n_atoms=0, share_user=0.0, share_result=0.0, share_call=0.0,
@@ -590,6 +634,33 @@ def plan_steps(tools: Sequence[str], task: frozenset[str] = frozenset()) -> tupl
         if step and (not out or out[-1] != step):
             out.append(step)
     return tuple(out)
+
+
+def batched_names(tools: Sequence[str], together: Sequence[bool]) -> list[str]:
+    """``tools`` with each call sent in one message with another call of the same tool named
+    ``tool&`` (``together[i]``: call ``i`` was sent in the message of call ``i - 1``): a batch of
+    one tool's calls is a plan step of its own, neither the single call some plans add nor a
+    chain of calls sent one after another.
+
+    >>> batched_names(["search", "search", "search", "open"], [False, True, False, True])
+    ['search&', 'search&', 'search', 'open']
+    """
+    same = [i > 0 and together[i] and tools[i - 1].rstrip("!") == t.rstrip("!") for i, t in enumerate(tools)]
+    return [t + PARALLEL_MARK if same[i] or (i + 1 < len(tools) and same[i + 1]) else t for i, t in enumerate(tools)]
+
+
+def batched_tools(tools: str | None, moves: str | None) -> str | None:
+    """A ``" > "``-joined tools string read as :func:`batched_names`, the calls issued with the one
+    before them read from the ``moves`` string's marks (:data:`PARALLEL_MARK`).
+
+    >>> batched_tools("search > search > open", "first > new& > first > answer")
+    'search& > search& > open'
+    """
+    if not tools or not moves or PARALLEL_MARK not in moves:
+        return tools
+    names = tools.split(" > ")
+    marks = [m.endswith(PARALLEL_MARK) for m in moves.split(" > ")][:len(names)]
+    return " > ".join(batched_names(names, marks + [False] * (len(names) - len(marks))))
 
 
 def optional_kept(optional: Mapping[str, frozenset[str]], tools: Sequence[str],
@@ -665,8 +736,10 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
     parameter names (``K:get_api_orders?page``: how it asks, which the verb leaves out so that a
     plan stays the resources' order). Plus each consecutive pair of (tool, relation) moves, so
     order counts, and how the episode ended (``answer_after_failure`` where its last call failed
-    and nobody retried it, under ``retries="merge"``: the agent gave up on that call). A different
-    tool or relation thus differs at every grain, a different provenance at one.
+    and nobody retried it, under ``retries="merge"``: the agent gave up on that call). A call sent
+    in the same message as the attempt before it (parallel calls, the schema's ``parallel``) adds
+    ``P:`` with its tool and relation, and its pair reads ``&`` for ``>``. A different tool or
+    relation thus differs at every grain, a different provenance at one.
 
     Examples
     --------
@@ -689,7 +762,11 @@ def move_tokens(moves: Sequence[_Step], final: _Step) -> list[str]:
         carried = [s for s in m.sources.split("+") if s not in ("new", "")] or [m.sources or "nothing"]
         scope = m.scope if m.scope in ("whole", "none") else "partial"
         fine = f"M:{mid}/{'+'.join(carried)}/{scope}" + ("/after_error" if m.after_error and m.marked_retry else "")
-        out += [f"T:{tool}", f"R:{mid}", fine, f"B:{prev}>{mid}", *(f"K:{tool}?{k}" for k in m.query_keys)]
+        # a call issued with the one before it (parallel calls): the pair reads `&`, and the move
+        # says so at its own grain (`P:`), as a fan-out of searches differs from a chain of them
+        pair = f"B:{prev}&{mid}" if m.parallel else f"B:{prev}>{mid}"
+        out += [f"T:{tool}", f"R:{mid}", fine, pair, *(f"K:{tool}?{k}" for k in m.query_keys),
+                *([f"P:{mid}"] if m.parallel else [])]
         prev = mid
     # a last call that failed and was never retried did not go through: the merged attempt reads
     # it as made, so the ending says the agent gave up on it (retries="keep" marks it already)
@@ -758,7 +835,8 @@ def _segment_distinct(runs: pl.DataFrame, keys: pl.Series, *, with_moves: bool,
             values.append(f[name])
         renderings.append(rendering)
         shown = attempts(moves)
-        sequences.append(" > ".join([m.move for m in shown] + [final.move]))
+        # a move issued in the same message as the one before ends in `&` (names say so)
+        sequences.append(" > ".join([m.move + (PARALLEL_MARK if m.parallel else "") for m in shown] + [final.move]))
         tools.append(" > ".join(m.tool + ("!" if m.marked else "") for m in shown))
         tokens.append(" ".join(move_tokens(moves, final)))
         if all_moves is not None:

@@ -138,6 +138,7 @@ from mechanism.analysis.segmentation import (
     Retries,
     TaskCalls,
     action_tools,
+    batched_tools,
     render,
     request_paths,
 )
@@ -636,7 +637,9 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
     alike = interchangeable_tools(named, arms, found.tools)
     read_as = dataclasses.replace(found, alike=alike).alike_names()
     grouped = [" > ".join(read_as.get(t.rstrip("!"), t) for t in tl.split(" > ")) if tl else tl for tl in named]
-    optional = optional_steps(grouped, arms, found.tools)
+    # a batch of one tool's calls sent in one message is a step of its own, never the single call
+    optional = optional_steps([batched_tools(tl, m) for tl, m in zip(grouped, first["moves"].to_list())], arms,
+                              found.tools)
     return named, first, dataclasses.replace(found, alike=alike, optional=optional)
 
 

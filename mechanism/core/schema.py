@@ -16,8 +16,11 @@ from mechanism.core.errors import ComparisonWarning, InputError
 # `user`: what the user (real or simulated) said since the previous call, in conversations;
 # null where the source has no user turns there. Tables written before it existed still read
 # (a step struct without `user` is accepted; readers fill it with null).
-# One optional step field beside these: `failed` (Boolean), the failure verdict of a read given
-# an `error_pattern` (mechanism.readers); the move grammar counts a call it marks as failed.
+# Two optional step fields beside these, each Boolean and present only where a read set one:
+# `failed`, the failure verdict of a read given an `error_pattern` (mechanism.readers), which the
+# move grammar counts as a failed call; and `parallel` (:data:`PARALLEL`), true for a call the
+# agent issued in the same message as the call before it (parallel function calling: several
+# `tool_calls` in one assistant message, several `tool_use` blocks in one turn).
 STEP_FIELDS = ("thought", "tool", "arguments", "query", "observation", "user")
 #: How a step's ``user`` text joins the user's several messages since the previous call (a blank
 #: line): the segmentation counts the turns by it (a message that holds a blank line itself
@@ -25,6 +28,8 @@ STEP_FIELDS = ("thought", "tool", "arguments", "query", "observation", "user")
 USER_TURNS_JOIN = "\n\n"
 
 STEP_DTYPE = pl.Struct(dict.fromkeys(STEP_FIELDS, pl.String))
+#: The optional step field that marks a call issued in the same message as the call before it.
+PARALLEL = "parallel"
 
 REQUIRED_COLUMNS: dict[str, pl.DataType] = {
     "arm": pl.String,
@@ -50,14 +55,23 @@ KEY_COLUMNS = ("arm", "question_id", "sample_id")
 
 def make_step(thought: str | None = None, tool: str | None = None, arguments: str | None = None,
               query: str | None = None, observation: str | None = None,
-              user: str | None = None) -> dict[str, str | None]:
+              user: str | None = None, parallel: bool = False) -> dict[str, Any]:
     """One tool call as the canonical ``steps`` struct expects it.
 
     ``user`` is what the user said since the previous call (the user turns of a
-    conversation after its first message, which is the ``question``), or ``None``.
+    conversation after its first message, which is the ``question``), or ``None``;
+    ``parallel``: the call was issued in the same message as the call before it (the optional
+    field :data:`PARALLEL`, written only when true).
     """
-    return {"thought": thought, "tool": tool, "arguments": arguments, "query": query,
-            "observation": observation, "user": user}
+    step: dict[str, Any] = {"thought": thought, "tool": tool, "arguments": arguments, "query": query,
+                            "observation": observation, "user": user}
+    if parallel:
+        step[PARALLEL] = True
+    return step
+
+
+#: The optional Boolean fields a step may carry beside :data:`STEP_FIELDS` (comment above).
+STEP_FLAGS = ("failed", PARALLEL)
 
 
 def from_records(records: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
@@ -67,6 +81,10 @@ def from_records(records: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
     """
     records = list(records)
     schema = dict(REQUIRED_COLUMNS)
+    flags = [f for f in STEP_FLAGS if any(isinstance(st, Mapping) and st.get(f) is not None
+                                          for r in records for st in (r.get("steps") or ()))]
+    if flags:  # a step's optional flags are kept where any step holds one
+        schema["steps"] = pl.List(pl.Struct({**dict(STEP_DTYPE.to_schema()), **dict.fromkeys(flags, pl.Boolean)}))
     for name, dtype in OPTIONAL_COLUMNS.items():
         if any(name in r for r in records):
             schema[name] = dtype

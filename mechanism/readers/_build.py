@@ -22,7 +22,7 @@ from mechanism.core.errors import InputError
 from mechanism.core.failures import compile_error_pattern, failure_kind
 from mechanism.core.names import display_name, escape_control
 from mechanism.core.patterns import compile_linear
-from mechanism.core.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS
+from mechanism.core.schema import OPTIONAL_COLUMNS, PARALLEL, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS, STEP_FLAGS
 from mechanism.core.scoring import contains_answer, normalize_answer, token_f1
 from mechanism.readers._fields import FieldMap, as_bool, as_float, as_gold, as_int, as_str
 from mechanism.readers._repeats import RepeatedReplies
@@ -177,6 +177,7 @@ class Tally:
     question_key_label: str = ""
     calls_by_tool: Counter = field(default_factory=Counter)
     failed_by_tool: Counter = field(default_factory=Counter)
+    parallel_calls: int = 0  # calls issued in the same message as the call before them
     error_pattern: bool = False
     failure_kinds: Counter = field(default_factory=Counter)  # mechanism.core.failures.FAILURE_KINDS -> calls
     nothing_forms: Counter = field(default_factory=Counter)  # "nothing" answers as written ('None', '') -> calls
@@ -391,6 +392,10 @@ class Tally:
             more = len(self.calls_by_tool) - 12
             out.append(f"failed calls by tool ({how}): {shown}" + (f", and {more} more tools" if more > 0 else ""))
             out.extend(self.failure_notes())
+        if self.parallel_calls:
+            out.append(f"{self.parallel_calls} calls issued in the same message as the call before them (parallel "
+                       "function calling), marked `steps.parallel`: a strategy that fans calls out differs from one "
+                       "that chains them")
         for escaped in self.escaped_arms:
             out.append("arm name with control characters (newlines, escape sequences) kept escaped: "
                        f"{display_name(escaped, max_length=60, mathtext=False)!r}")
@@ -727,6 +732,7 @@ def _count_calls(steps: list[dict[str, Any]], tally: Tally, options: ReadOptions
     for step in steps:
         tool = step.get("tool") or "tool"
         tally.calls_by_tool[tool] += 1
+        tally.parallel_calls += step.get(PARALLEL) is True
         observation = step.get("observation")
         kind = failure_kind(observation, options.error_pattern, tool=step.get("tool"))
         given = step.get("failed")
@@ -776,9 +782,10 @@ class Columns:
         self.gold_len: list[int] = []
         self.steps: dict[str, list[str | None]] = {f: [] for f in STEP_FIELDS}
         self.steps_len: list[int] = []
-        # `failed`: the read's verdict per call, kept when the read marked any (error_pattern=)
-        self.failed: list[bool | None] = []
-        self.any_failed = False
+        # `failed`: the read's verdict per call, kept when the read marked any (error_pattern=);
+        # `parallel`: a call issued in the same message as the one before, kept when any was
+        self.flags: dict[str, list[bool | None]] = {flag: [] for flag in STEP_FLAGS}
+        self.any_flag: dict[str, bool] = dict.fromkeys(self.flags, False)
 
     def __len__(self) -> int:
         return len(self.steps_len)
@@ -791,10 +798,11 @@ class Columns:
         steps = row["steps"]
         for f, values in self.steps.items():
             values.extend([st.get(f) for st in steps])
-        flags = [st.get("failed") for st in steps]
-        self.failed.extend(flags)
-        if not self.any_failed and any(f is not None for f in flags):
-            self.any_failed = True
+        for flag, values in self.flags.items():
+            given = [st.get(flag) for st in steps]
+            values.extend(given)
+            if not self.any_flag[flag] and any(f is not None for f in given):
+                self.any_flag[flag] = True
         self.steps_len.append(len(steps))
 
     def frame(self, *, origin: bool = False) -> pl.DataFrame:
@@ -809,10 +817,9 @@ class Columns:
         for name, dtype in schema.items():
             if name == "steps":
                 fields = [pl.Series(f, v, dtype=pl.String) for f, v in self.steps.items()]
-                step_dtype: pl.DataType = STEP_DTYPE
-                if self.any_failed:
-                    fields.append(pl.Series("failed", self.failed, dtype=pl.Boolean))
-                    step_dtype = pl.Struct({**dict(STEP_DTYPE.to_schema()), "failed": pl.Boolean})
+                kept = [flag for flag, any_ in self.any_flag.items() if any_]
+                fields += [pl.Series(flag, self.flags[flag], dtype=pl.Boolean) for flag in kept]
+                step_dtype: pl.DataType = pl.Struct({**dict(STEP_DTYPE.to_schema()), **dict.fromkeys(kept, pl.Boolean)})
                 columns.append(_list_series(name, pl.DataFrame(fields).select(pl.struct([f.name for f in fields]))
                                             .to_series(), self.steps_len).cast(pl.List(step_dtype)))
             elif name == "gold":

@@ -195,7 +195,8 @@ def mergeable(tally: Tally, parts: list[Part]) -> bool:
 # How each count of a Tally is put together with the next part's (test_read_parts checks that
 # every field has a rule): sums, first seen wins, lists kept to their bound, sets to their bound.
 _SUMS = frozenset({"hashed_qid", "keyed_questions", "arm_overridden", "kept_without_answer", "unanswered",
-                   "disagreements", "scored", "given", "folded_trailing", "long_answers", "gold_leaks"})
+                   "disagreements", "scored", "given", "folded_trailing", "long_answers", "gold_leaks",
+                   "parallel_calls"})
 _COUNTERS = frozenset({"arm_fields", "calls_by_tool", "failed_by_tool", "failure_kinds", "answer_rules",
                        "folded_calls", "self_calls", "hashed_groups", "nothing_forms"})
 _FIRST = frozenset({"arm_from_stem", "escaped_arms", "arm_examples"})
@@ -251,8 +252,9 @@ def add_rows(into: Columns, part: Columns) -> None:
     for name, values in part.steps.items():
         into.steps[name].extend(values)
     into.steps_len.extend(part.steps_len)
-    into.failed.extend(part.failed)
-    into.any_failed = into.any_failed or part.any_failed
+    for flag, values in part.flags.items():
+        into.flags[flag].extend(values)
+        into.any_flag[flag] = into.any_flag[flag] or part.any_flag[flag]
 
 
 def tally_fields() -> set[str]:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
-from mechanism.core.schema import USER_TURNS_JOIN, make_step
+from mechanism.core.schema import PARALLEL, USER_TURNS_JOIN, make_step
 from mechanism.readers._fields import FieldMap
 from mechanism.readers.openai import ANSWER_KEYS, FINISH_TOOLS, final_from_content, main_text
 
@@ -90,6 +90,7 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
                 answer, rule = final_from_content(message, fields.answer_pattern)
                 final = answer is not None
             continue
+        made = len(steps)
         for j, call in enumerate(calls):
             cwhere = f"{where}.tool_calls[{j}]"
             if not isinstance(call, Mapping) or not isinstance(call.get("function_name"), str):
@@ -109,6 +110,8 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
             steps.append(make_step(thought=thought if j == 0 else None, tool=name, arguments=raw,
                                    query=main_text(dict(args), raw), observation=observation,
                                    user=USER_TURNS_JOIN.join(user_turns) if user_turns else None))
+            if len(steps) > made + 1:  # issued in the same step as the call before it
+                steps[-1][PARALLEL] = True
             user_turns = []
             answer, final = None, False
     out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,

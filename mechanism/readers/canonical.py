@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
-from mechanism.core.schema import STEP_FIELDS
+from mechanism.core.schema import STEP_FIELDS, STEP_FLAGS
 from mechanism.readers._fields import FieldMap, as_str
 
 FORMAT = "canonical"
@@ -49,13 +49,15 @@ def _steps(value: Any, field: str) -> list[dict[str, str | None]]:
                 row[name] = json.dumps(v, ensure_ascii=False)
             else:
                 row[name] = as_str(v, f"{field}[{i}].{name}")
-        # a table an earlier read wrote with its failure verdicts (`error_pattern=`) keeps them
-        failed = step.get("failed")
-        if failed is not None:
-            if not isinstance(failed, bool):
-                raise InputError(f"`{field}[{i}].failed` must be true, false or null, got {type(failed).__name__}",
-                                 field=f"{field}[{i}].failed")
-            row["failed"] = failed
+        # a table an earlier read wrote with its failure verdicts (`error_pattern=`) keeps them, and
+        # so with the calls it read as issued alongside the one before (`parallel`)
+        for flag in STEP_FLAGS:
+            given = step.get(flag)
+            if given is not None:
+                if not isinstance(given, bool):
+                    raise InputError(f"`{field}[{i}].{flag}` must be true, false or null, got {type(given).__name__}",
+                                     field=f"{field}[{i}].{flag}")
+                row[flag] = given
         out.append(row)
     return out
 

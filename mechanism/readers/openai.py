@@ -258,8 +258,8 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                     answer, final, rule = main_text(args, raw, ANSWER_KEYS), True, "finish_tool"
                     slot = _Call(None, call_id)
                 else:
-                    step = make_step(thought=thought if first else None, tool=name, arguments=raw,
-                                     query=main_text(args, raw),
+                    step = make_step(thought=thought if first else None, tool=name, arguments=raw,  # a later call
+                                     query=main_text(args, raw), parallel=not first,  # of a message: sent with it
                                      user=USER_TURNS_JOIN.join(user_turns) if first and user_turns else None)
                     if first:
                         user_turns = []

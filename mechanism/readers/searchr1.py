@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
-from mechanism.core.schema import make_step
+from mechanism.core.schema import PARALLEL, make_step
 from mechanism.readers._answer import extract_answer
 from mechanism.readers._fields import FieldMap, as_str
 from mechanism.readers._shapes import (
@@ -149,6 +149,8 @@ def parse_text(text: str, *, field: str = "text") -> dict[str, Any]:
                 raise InputError(f"`<information>` without a `<search>` before it in `{field}`", field=field)
         elif tag in ("tool_call", "sql"):  # a Hermes call, or SkyRL-SQL's statement (its result an `<observation>`)
             steps.append(_call_step(body, "\n".join(thoughts) if thoughts else None, notes, sql=tag == "sql"))
+            if last_call >= 0 and parts[last_call + 1] == "tool_call":  # no result since the last call: one turn
+                steps[-1][PARALLEL] = True
             thoughts = []
             last_call = i
         elif tag in ("tool_response", "observation"):

@@ -18,6 +18,7 @@ import polars as pl
 
 from mechanism.analysis.segmentation import USER_TURN, argument_values, atoms
 from mechanism.core.names import escape_control, write_csv
+from mechanism.core.schema import PARALLEL
 from mechanism.core.text import estimate_text, md_escape
 from mechanism.report.page import PageSection, render
 from mechanism.report.tables import ReportTable
@@ -101,6 +102,7 @@ def member_transcript(row: dict, segs: Sequence[dict], *, arm_index: int = 0, ki
                       "relation": seg.get("relation", ""), "move": seg.get("move", ""),
                       "sources": seg.get("sources", ""), "failed": bool(seg.get("failed", False)),
                       "after_error": bool(seg.get("after_error", False)), "thought": cut(st.get("thought")),
+                      "together": st.get(PARALLEL) is True,
                       "observation": cut(st.get("observation")), "user": cut(st.get("user")) if st.get("user") else ""})
     user_after = ""
     if row.get("meta"):
@@ -266,6 +268,7 @@ def explorer_section(runs: pl.DataFrame, labels: np.ndarray, moves_of_rows: Sequ
                     md.append(f"    - user: {md_escape(c['user'])}")
                 md.append(f"    {c['index']}. `{_code(c['tool'])}` `{_code(c['arguments'])}`: "
                           f"{md_escape(c['relation'])}"
+                          + (" (same message as the call before)" if c["together"] else "")
                           + (" **failed**" if c["failed"] else "") + (" (retry)" if c["after_error"] else "")
                           + "; values: " + ", ".join(f"`{_code(v['value'])}` from {v['source']}" for v in c["values"])
                           + f"; observation: {md_escape(c['observation'])}")

@@ -221,6 +221,9 @@ def test_anthropic_blocks_read_as_the_same_openai_episode(tmp_path_factory, turn
         read[form] = mx.read(path)
     assert read["anthropic"]["steps"].to_list() == read["openai"]["steps"].to_list()
     assert read["anthropic"]["n_rounds"].item() == sum(len(c) for c in turns)
+    # every call after a message's first is marked as issued with the one before it
+    together = [st.get("parallel") is True for st in read["openai"]["steps"][0]]
+    assert together == [j > 0 for calls in turns for j in range(len(calls))]
 
 
 def _transcript(tmp_path, text: str, *, question: str = QUESTION, gold: str = "Seine"):
@@ -571,7 +574,7 @@ def test_hermes_transcripts_read_as_the_same_openai_episode(tmp_path_factory, tu
     chat = tmp / "openai.jsonl"
     chat.write_text(json.dumps({"id": "q", "arm": "a", "messages": _forms_of(turns)["openai"], "gold": "Seine"}) + "\n")
     got, want = mx.read(hermes), mx.read(chat)
-    assert got["steps"].to_list() == want["steps"].to_list()
+    assert got["steps"].to_list() == want["steps"].to_list()  # the calls of one turn marked alike
     assert got["answer"].to_list() == want["answer"].to_list() == ["the Seine"]
 
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mechanism.analysis._strategies.naming import step_labels
 from mechanism.analysis.segmentation import (
     DESCRIPTIVE_COLUMNS,
     MAX_STEPS_RENDERED,
@@ -95,6 +96,53 @@ def test_a_turn_the_user_answers_is_a_move_of_the_plan():
     assert first["sources"].to_list()[1] == "user" and not first["failed"].any()
     tools = render(_runs(ask_first))["tools"].to_list()
     assert tools == ["ask_user > get_line > reset_network"]
+
+
+def test_calls_issued_together_differ_from_a_chain_of_the_same_calls():
+    # parallel function calling: three searches in one message against one per message
+    cities = ("Lyon", "Nantes", "Lille")
+    steps = [call("web_search", f"{c}: {n} people", query=f"population of {c}") for c, n in zip(cities, (5, 3, 2))]
+    fanout = [steps[0], *({**st, "parallel": True} for st in steps[1:])]
+    chain, together = (render(_runs(x, question="Which of Lyon, Nantes, Lille is largest?")) for x in (steps, fanout))
+    assert chain["tools"][0] == together["tools"][0]  # the same plan of tools
+    a, b = set(chain["tokens"][0].split()), set(together["tokens"][0].split())
+    assert b - a == {"B:web_search/first&web_search/revise", "B:web_search/revise&web_search/revise",
+                     "P:web_search/revise"}
+    assert together["moves"][0] == "first_lookup > reformulation& > reformulation& > answer"
+    assert step_labels(together["moves"][0].split(" > ")[:3], ["web_search"] * 3)[1:] == [
+        "web_search (reworded, same message)"] * 2
+
+
+def test_a_failed_call_of_a_batch_is_retried_by_a_later_message_not_by_its_sibling():
+    first = call("web_search", "Error: rate limited", query="population of Lyon")
+    sibling = {**call("web_search", "Nantes: 3", query="population of Nantes"), "parallel": True}
+    retry = call("web_search", "Lyon: 5", query="population of Lyon")
+    moves = segment(_runs([first, sibling, retry], question="Which of Lyon, Nantes is larger?"))
+    assert moves["retried"].to_list() == [True, False, False, False]
+    # without the mark the next call of the tool (the sibling) would have been read as the retry
+    plain = segment(_runs([first, {k: v for k, v in sibling.items() if k != "parallel"}, retry],
+                          question="Which of Lyon, Nantes is larger?"))
+    assert plain["retried"].to_list()[0] is True and plain["failed"].to_list()[:3] == [True, False, False]
+
+
+def test_a_call_cannot_carry_what_a_call_of_its_own_message_returned():
+    # the second search names Vienne, which the first one's result says: sent together, the
+    # agent had not seen that result; sent after it, it had
+    steps = [call("web_search", "Lyon lies on the Rhone near Vienne.", query="where is Lyon"),
+             call("web_search", "Vienne: 30,000", query="population of Vienne")]
+    question = "How far is Lyon from the town downstream of it?"
+    after = segment(_runs(steps, question=question))
+    together = segment(_runs([steps[0], {**steps[1], "parallel": True}], question=question))
+    assert "result" in after["sources"][1] and "result" not in together["sources"][1]
+
+
+def test_a_retry_of_a_call_that_failed_in_a_batch_counts_as_sent_with_the_batch():
+    ok = [call("web_search", f"{c}: {n}", query=f"population of {c}") for c, n in (("Lyon", 5), ("Nantes", 3))]
+    failed = {**call("web_search", "HTTP 503 Service Unavailable", query="population of Nantes"), "parallel": True}
+    clean = render(_runs([ok[0], {**ok[1], "parallel": True}], question="Lyon or Nantes?"))
+    retried = render(_runs([ok[0], failed, ok[1]], question="Lyon or Nantes?"))
+    assert retried["tokens"][0] == clean["tokens"][0] and retried["moves"][0] == clean["moves"][0]
+    assert retried["n_failed"][0] == 1.0
 
 
 def test_read_change_read_again_is_a_return_not_a_repeat():

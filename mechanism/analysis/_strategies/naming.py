@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import polars as pl
 
+from mechanism.analysis.segmentation import PARALLEL_MARK
+
 # what a relation adds to a tool's name when it is not the tool's first, plain use
 _NOTE = {"repeat": "again", "return": "again", "revise": "revised", "switch": None, "new": "another",
          "first": None}
@@ -46,14 +48,24 @@ GIVE_UP = "answer_after_failure"
 
 def step_labels(moves: Sequence[str], tools: Sequence[str]) -> list[str]:
     """Each call as a name reads it: the tool, with what its move adds (``search (bridge)``,
-    ``get_order_details (again)``, ``cancel (failed)`` where failures are kept apart)."""
+    ``get_order_details (again)``, ``cancel (failed)`` where failures are kept apart, ``search
+    (another, same message)`` where it was issued with the call before it).
+
+    Examples
+    --------
+    >>> step_labels(["first", "new&", "new"], ["search", "search", "search"])
+    ['search', 'search (another, same message)', 'search (another)']
+    """
     parts = []
     for move, tool in zip(moves, tools):
-        note = _SEARCH_NOTE.get(move) if move in _SEARCH_NOTE else _NOTE.get(move)
+        together = move.endswith(PARALLEL_MARK)
+        move = move.removesuffix(PARALLEL_MARK)
+        notes = [n for n in (_SEARCH_NOTE.get(move) if move in _SEARCH_NOTE else _NOTE.get(move),
+                             "same message" if together else None) if n]
         failed = tool.endswith("!")
         label = tool.rstrip("!") + (" (failed)" if failed else "")
-        if note:
-            label = label[:-1] + f", {note})" if failed else label + f" ({note})"
+        if notes:
+            label = label[:-1] + f", {', '.join(notes)})" if failed else label + f" ({', '.join(notes)})"
         parts.append(label)
     return parts
 
@@ -134,8 +146,15 @@ def _token_phrase(token: str) -> str:
     "search reworded of the whole question, from the user's words and an earlier call"
     >>> _token_phrase("E:answer_after_failure"), _token_phrase("B:search/first>answer_after_failure")
     ('gives up after a failed call', 'first search then gives up')
+    >>> _token_phrase("P:search/revise"), _token_phrase("B:search/first&search/revise")
+    ('search reworded in the same message as the call before', 'first search with search reworded in one message')
     """
     kind, _, body = token.partition(":")
+    if kind == "P":  # a call issued with the one before it (parallel calls)
+        return f"{_move_words(body)} in the same message as the call before"
+    if kind == "B" and "&" in body:
+        a, _, b = body.partition("&")
+        return f"{_move_words(a)} with {_move_words(b)} in one message"
     if kind == "E":
         if body == GIVE_UP:
             return "gives up after a failed call"

@@ -132,6 +132,16 @@ counts that overlap between strategies, so a method tuned to one world is tested
   of the same tool, optional steps at fixed rates, off-script user replies, a phone number given
   up front or only when asked; rl differs from base only in its mixture. A held-out world,
   written without reference to segmentation or clustering.
+- :func:`parallel`: a deep-research agent answering multi-part factual questions (comparisons,
+  aggregates over several entities, multi-hop questions) with OpenAI PARALLEL function calling
+  (``tool_calls`` lists of two to four calls, each answered by its own ``tool`` message;
+  web_search, open_page, calculator, lookup_entity), with seven strategies (answer from memory,
+  parallel fan-out of searches, the same searches one per message, fan-out then parallel page
+  reads, one broad search then reading, a search-then-read chain, a draft verified by a parallel
+  batch of knowledge-base lookups) whose grouping of calls into messages is part of what defines
+  them, failed calls retried in the next message (a failed call of a batch alone), optional steps
+  at fixed rates; rl differs from base only in its mixture. A held-out world, written without
+  reference to segmentation or clustering.
 
 :func:`as_generic_action` re-logs any world's episodes through one generic tool
 (``act(command="search Paris")``, ``act(command="get_order_details W1")``) with the same truth:
@@ -164,6 +174,7 @@ from mechanism.datasets.worlds.generic import as_generic_action
 from mechanism.datasets.worlds.gui import gui
 from mechanism.datasets.worlds.interpreter import interpreter
 from mechanism.datasets.worlds.multihop import multihop
+from mechanism.datasets.worlds.parallel import parallel
 from mechanism.datasets.worlds.research import research
 from mechanism.datasets.worlds.rest import rest
 from mechanism.datasets.worlds.service import service
@@ -179,9 +190,9 @@ from mechanism.datasets.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
           "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer", "rest",
-          "textgame", "interpreter", "sql", "support")
+          "textgame", "interpreter", "sql", "support", "parallel")
 
 __all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "coder", "computer", "PlantedWorld",
            "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "interpreter", "mixture_planted",
-           "multihop", "research", "rest", "service", "sheet", "sql", "sre", "support", "terminal", "textgame",
-           "toolbench", "travel", "webshop", "WORLDS"]
+           "multihop", "parallel", "research", "rest", "service", "sheet", "sql", "sre", "support", "terminal",
+           "textgame", "toolbench", "travel", "webshop", "WORLDS"]
