@@ -555,6 +555,9 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         # (nor is a call issued in the same message: a retry comes after the failure was read)
         after = next((j for j in range(i + 1, len(steps)) if tools_of[j] != USER_TURN
                       and (batch is None or steps[j].get(_BATCH) != batch)), len(steps)) if failed else 0
+        if failed and batch is not None and after < len(steps):  # its retry: the same tool's call in that message
+            after = next((j for j in range(after, len(steps)) if steps[j].get(_BATCH) == steps[after].get(_BATCH)
+                          and tools_of[j] == tool), after)
         retried = failed and after < len(steps) and tools_of[after] == tool
         merged = merge and retried
         sent = carried.get(i, batch)  # the message an attempt counts as sent in

@@ -30,6 +30,7 @@ sets the reading by hand (``{"bash": "command"}``) or turns it off (``None``).
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import functools
 import json
@@ -362,10 +363,13 @@ _ASSERT = re.compile(r"^[ \t]*assert\b", re.M)
 
 
 def _code_verb(code: str) -> str:
-    """What a program does, as the verb of a call that runs it: the libraries it imports (their
-    top-level names, sorted: ``sympy``, ``itertools math``), else the first function it calls
-    that is not a built-in (``read_csv``), else ``code``; then ``loop`` where it iterates and
-    ``assert`` where it asserts.
+    """What a program does, as the verb of a call that runs it: the agent's tool it calls
+    (:func:`program_calls`: CodeAct), or :data:`PROGRAM_OF_TOOLS` where it calls several (which
+    one runs first is the data's order, the question's; that one program bundles several tools
+    is the way of working); else the libraries it imports (their top-level names, sorted:
+    ``sympy``, ``itertools math``), else the first function it calls that is not a built-in
+    (``read_csv``), else ``code``; then ``loop`` where it iterates and ``assert`` where it
+    asserts.
 
     Examples
     --------
@@ -375,6 +379,8 @@ def _code_verb(code: str) -> str:
     'math loop'
     >>> _code_verb('df = pd.read_csv("x.csv")'), _code_verb("print(2 ** 10)"), _code_verb("x = 1")
     ('read_csv', 'code', 'code')
+    >>> _code_verb("s = check_stock(sku='S1')\\nprint(quote_shipping(units=s))"), _code_verb("print(get_price('S1'))")
+    ('tools', 'get_price')
     """
     code = code[:20_000]
     modules = sorted({name.strip().split(".")[0] for m in _IMPORT.finditer(code)
@@ -385,7 +391,87 @@ def _code_verb(code: str) -> str:
         head = next((c for c in (c.rsplit(".", 1)[-1] for c in _CALL.findall(code))
                      if c not in _BUILTINS and not keyword.iskeyword(c)), "code")
     marks = [w for w, pattern in (("loop", _LOOP), ("assert", _ASSERT)) if pattern.search(code)]
+    tools = list(dict.fromkeys(name for name, _, _ in program_calls(code)))
+    if tools:  # it calls the agent's tools (CodeAct): by them, not by the first function met
+        head = tools[0] if len(tools) == 1 else PROGRAM_OF_TOOLS
     return " ".join([head.lower(), *marks])
+
+
+# A program that calls the agent's tools as Python functions (CodeAct, smolagents' CodeAgent):
+# the functions it calls that it neither defines, assigns nor imports, and Python does not provide
+_FINISHING = frozenset({"final_answer"})  # what a program ends with, never a tool's call
+#: The longest program read for its calls (a bounded parse: a longer one is read by its text).
+PROGRAM_MAX_CHARS = 20_000
+#: The verb of a program that calls several of the agent's tools (:func:`_code_verb`).
+PROGRAM_OF_TOOLS = "tools"
+
+
+class _Calls(ast.NodeVisitor):
+    """The free function calls of a program in source order, each with whether a loop runs it."""
+
+    def __init__(self, bound: set[str]) -> None:
+        self.bound, self.loops = bound, 0
+        self.found: list[tuple[str, dict[str, str], bool]] = []
+        self.source = ""
+
+    def _looped(self, node: ast.AST) -> None:
+        self.loops += 1
+        self.generic_visit(node)
+        self.loops -= 1
+
+    visit_For = visit_AsyncFor = visit_While = visit_ListComp = visit_SetComp = visit_DictComp = _looped
+    visit_GeneratorExp = _looped
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.generic_visit(node)  # the arguments' calls first: they run before this one
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name and name not in self.bound and name not in _BUILTINS and name not in _FINISHING:
+            args = {f"#{i}": ast.get_source_segment(self.source, a) or "" for i, a in enumerate(node.args)}
+            args.update({k.arg or "**": ast.get_source_segment(self.source, k.value) or "" for k in node.keywords})
+            self.found.append((name, args, self.loops > 0))
+
+
+def program_calls(code: str) -> list[tuple[str, dict[str, str], bool]]:
+    """The agent's tools a program calls as Python functions (CodeAct), in the order they run:
+    (function, {argument: its source text}, whether a loop runs it). A tool is a function the
+    program calls but neither defines, assigns nor imports, and that Python does not provide;
+    none where the program does not parse, imports with ``*`` or is longer than
+    :data:`PROGRAM_MAX_CHARS`. Read with :mod:`ast`, never run.
+
+    Examples
+    --------
+    >>> code = "ws = list_warehouses(country='DE')\\nfor w in ws:\\n    print(check_stock(sku='S1', warehouse=w))"
+    >>> [(f, loop) for f, _, loop in program_calls(code)]
+    [('list_warehouses', False), ('check_stock', True)]
+    >>> program_calls("from math import comb\\nprint(comb(5, 2))"), program_calls("x = sorted([2, 1])")
+    ([], [])
+    """
+    if len(code) > PROGRAM_MAX_CHARS:
+        return []
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return []
+                bound.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    visitor = _Calls(bound)
+    visitor.source = code
+    try:
+        visitor.visit(tree)
+    except RecursionError:
+        return []
+    return visitor.found
 
 
 # A SQL statement (`_sql_verb`): how one begins (a comment or two, then a statement keyword in

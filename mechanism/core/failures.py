@@ -26,7 +26,8 @@ Default reading (on the observation's head, bounded, so the cost per call is con
   (``User not found``, ``Order #W1 does not exist``), not inside a long page;
 - code tools: a ``SyntaxError``/``IndentationError`` printed without a ``Traceback`` line, a
   bare exception line (``KeyError: 'x'``), a timeout notice (``Timeout: ...``, ``timed out``,
-  ``Time limit exceeded``), and a Python traceback
+  ``Time limit exceeded``), smolagents' ``Code execution failed at line '...' due to: ...`` on a
+  line of its own, and a Python traceback
   that ends the output, before or after printed output, unless the output is a test run's
   report (pytest or unittest summary lines), whose failing tests are content;
 - an environment's fixed "nothing happened" answer: an empty observation, one that reads
@@ -156,6 +157,9 @@ _HEAD_FAILURE = re.compile(f"(?i:{_WIKI.pattern})|(?is:{_JSON_ERROR.pattern})|(?
                            f"{_HEAD_EXCEPTION.pattern}")
 _HEAD_KIND = re.compile(f"(?P<error>{_HEAD_FAILURE.pattern})|(?P<http>(?i:{_HTTP.pattern}))")
 _TRACEBACK = "Traceback (most recent call last)"
+# smolagents' report of a program that failed: `Code execution failed at line 'x = f(1)' due to:
+# KeyError: 'W9'` (or `... failed due to: ...`), on a line of its own after the printed output
+_CODE_FAILED = re.compile(r"^(?:Error:\s*)?Code execution failed\b[^\n]{0,2000}?\bdue to\b", re.M)
 # A Python exception line closing a traceback: "ValueError: bad", "foo.BarError", "KeyboardInterrupt".
 _LAST_EXCEPTION = re.compile(r"(?:^|\n)[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b[^\n]*\s*$")
 # Test runners report failing tests as their output: content, not a failed call.
@@ -277,6 +281,8 @@ def failure_kind(observation: str | None, pattern: Any = None, *, tool: str | No
         if len(first_line) <= _SHORT_LINE and _MISSING.search(first_line):
             return "error"
     tail = observation[-_TAIL:]
+    if "Code execution failed" in tail and _CODE_FAILED.search(tail):
+        return "error"  # smolagents' interpreter: the program stopped at a line, whatever it printed first
     if "Error" not in tail and "Traceback" not in tail:
         return None  # most results: two substring scans of a bounded tail and done
     if _TRACEBACK in tail:

@@ -27,6 +27,7 @@ from typing import Any
 
 from mechanism.core.actions import GENERIC_TOOL
 from mechanism.core.errors import InputError
+from mechanism.core.failures import is_failure
 from mechanism.core.schema import USER_TURNS_JOIN, make_step
 from mechanism.readers._fields import FieldMap, as_str
 from mechanism.readers._shapes import content_text
@@ -100,10 +101,30 @@ def _program(body: str) -> tuple[str, str | None] | None:
     line_end = len(code) if line_end < 0 else line_end
     inner = code[final.end():line_end]
     inner = inner[:inner.rfind(")")] if ")" in inner else inner
-    answer = inner.strip()
-    if len(answer) >= 2 and answer[0] == answer[-1] and answer[0] in "'\"":
-        answer = answer[1:-1]
-    return code[:final.start()].strip(), answer
+    return code[:final.start()].strip(), inner.strip()
+
+
+def _literal(argument: str) -> str | None:
+    """What ``final_answer(argument)`` gives where the argument is a literal (a quoted string,
+    quotes taken off; a number), else ``None`` (an expression: its value is the program's)."""
+    if len(argument) >= 2 and argument[0] == argument[-1] and argument[0] in "'\"":
+        return argument[1:-1]
+    return argument if re.fullmatch(r"-?\d+(?:\.\d+)?", argument) else None
+
+
+# smolagents' observation of a program: what it printed, then the value of its last line (for a
+# program that ends in `final_answer(...)`, the answer it gave)
+_LAST_OUTPUT = re.compile(r"^Last output from code snippet:[ \t]*\n?(.*)\Z", re.M | re.S)
+
+
+def _given(argument: str, observation: str | None) -> str:
+    """The answer a program's ``final_answer(argument)`` gave: the literal, else the value its
+    observation reports (smolagents' ``Last output from code snippet:``), else the expression."""
+    literal = _literal(argument)
+    if literal is not None:
+        return literal
+    value = _LAST_OUTPUT.search(observation[-20_000:]) if observation else None
+    return value.group(1).strip() if value and value.group(1).strip() else argument
 
 
 def _read_code(body: str, turn: list[tuple[str, str]], thoughts: list[str]) -> str | None:
@@ -304,6 +325,20 @@ def split_bookkeeping(text: str) -> tuple[str, list[str]]:
     return "\n".join(lines[start:end]), taken
 
 
+def _chosen(turn: list[tuple[str, str]], multi_action: str, thoughts: list[str], notes: list[str]
+            ) -> tuple[str, str]:
+    """The action of a turn the environment ran (``turn`` emptied): the first or the last; the
+    others written but not run are kept as text in ``thoughts`` and counted in ``notes``."""
+    chosen = 0 if multi_action == "first" else len(turn) - 1
+    for i, (other_tool, other_arg) in enumerate(turn):
+        if i != chosen:
+            thoughts.append(f"Action: {other_tool}[{other_arg}]")
+            notes.append(EXTRA)
+    tool_arg = turn[chosen]
+    turn.clear()
+    return tool_arg
+
+
 def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -> dict[str, Any]:
     """Steps, answer and (when a ``Question:`` line gives it) the question from a transcript.
 
@@ -326,19 +361,14 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
     rule = "finish"
     notes: list[str] = []
     finish_results: list[str] = []
+    giving: str | None = None  # a program's `final_answer(...)` argument, until its observation
 
     def run_turn(observation: str | None) -> None:
         """The action of the turn the environment ran, with its observation."""
         nonlocal answer, final, rule
         if not turn:
             return
-        chosen = 0 if multi_action == "first" else len(turn) - 1
-        tool, arg = turn[chosen]
-        for i, (other_tool, other_arg) in enumerate(turn):
-            if i != chosen:  # written but not run: kept as text, counted
-                thoughts.append(f"Action: {other_tool}[{other_arg}]")
-                notes.append(EXTRA)
-        turn.clear()
+        tool, arg = _chosen(turn, multi_action, thoughts, notes)
         if tool in FINISH_TOOLS:
             answer, final, rule = arg, True, "finish"
             if observation is not None:
@@ -367,9 +397,11 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
             final = answer is not None
         elif kind in ("final answer", "code"):
             said = body if kind == "final answer" else _read_code(body, turn, thoughts)
-            if said is not None:  # `Final Answer:`, or a program's `final_answer(...)`
+            if said is not None and kind == "code" and i + 1 < len(marks) and kinds[i + 1] == "observation":
+                giving = said  # the program ran: its observation says whether it got to the answer
+            elif said is not None:  # `Final Answer:`, or a program's `final_answer(...)`
                 run_turn(None)
-                answer, final, rule = said, True, "final_answer"
+                answer, final, rule = (said if kind == "final answer" else _given(said, None)), True, "final_answer"
         elif kind == "action input":
             if body and (i == 0 or _mrkl_input(text, marks, kinds, i - 1) is None):  # not after `Action: tool`
                 thoughts.append(f"Action Input: {body}")
@@ -387,6 +419,9 @@ def parse_text(text: str, *, field: str = "text", multi_action: str = "first") -
                 thoughts.append(f"Action: {body}")
         else:  # observation
             run_turn(body)
+            if giving is not None and not is_failure(body, tool=CODE_TOOL):  # it got to its `final_answer`
+                answer, final, rule = _given(giving, body), True, "final_answer"
+            giving = None
     run_turn(None)  # a last turn with no observation (the episode stopped there)
     if final and steps and answer is None:
         final = False

@@ -293,6 +293,30 @@ def test_smolagents_code_actions_are_interpreter_calls_and_final_answer_ends(tmp
     assert space.action_tools_ == {"python_interpreter": "code"}
 
 
+CODEACT = ("Thought: Stock everywhere, then the quote.\nCode:\n```py\nfor w in ['W1', 'W2']:\n"
+           "    print(w, check_stock(sku='S1', warehouse=w))\nq = quote_shipping(warehouse='W2', units=5)\n"
+           "print(q)\n```<end_code>\nObservation: Execution logs:\nW1 3\nW2 9\n{'cost': 12.5}\n"
+           "Last output from code snippet:\nNone\n"
+           "Thought: Answer.\nCode:\n```py\ncost = q['cost'] * 2\nfinal_answer(f'W2, {cost} EUR')\n```<end_code>\n"
+           "Observation: Execution logs:\n\nCode execution failed at line 'cost = q[\"cost\"] * 2' due to: "
+           "InterpreterError: q is not defined\n"
+           "Thought: Again.\nCode:\n```py\nfinal_answer(f'W2, {12.5 * 2} EUR')\n```<end_code>\n"
+           "Observation: Execution logs:\n\nLast output from code snippet:\nW2, 25.0 EUR")
+
+
+def test_codeact_programs_answer_with_the_value_they_gave_and_fail_in_smolagents_words(tmp_path):
+    # a `final_answer(...)` of an expression gives the value the run reports, not the expression;
+    # a program that failed before its `final_answer` gave nothing, and its failure is read
+    path, runs, rep = _transcript(tmp_path, CODEACT, question="Which warehouse, at what cost?", gold="W2, 25.0 EUR")
+    assert runs["answer"].to_list() == ["W2, 25.0 EUR"] and runs["correct"].all()
+    steps = runs["steps"][0]
+    assert len(steps) == 2 and "Code execution failed" in steps[1]["observation"]
+    assert mx.segment(runs, action_field={"python_interpreter": "code"})["failed"].to_list() == [False, True, False]
+    # a program calling the agent's tools is read by them: several tools, one verb (and its loop)
+    tools = mx.segment(runs, action_field={"python_interpreter": "code"})["tool"].to_list()
+    assert tools[0] == "tools_loop"
+
+
 def test_a_code_line_without_a_program_stays_thought_text(tmp_path):
     text = "Thought: Code: none needed here.\nCode: the answer is known\nAction: finish[78]"
     path = tmp_path / "words.jsonl"

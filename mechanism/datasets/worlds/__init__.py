@@ -142,6 +142,18 @@ counts that overlap between strategies, so a method tuned to one world is tested
   them, failed calls retried in the next message (a failed call of a batch alone), optional steps
   at fixed rates; rl differs from base only in its mixture. A held-out world, written without
   reference to segmentation or clustering.
+- :func:`codeact`: a CodeAct agent (smolagents ``CodeAgent``-like) whose actions are Python
+  programs calling five tools as functions (``Thought:`` / ``Code:`` and a fenced program ended by
+  ``<end_code>``, ``Observation:`` with the execution logs; format ``react``; list_warehouses,
+  check_stock, get_price, quote_shipping, convert_currency) on logistics questions (the soonest
+  warehouse, the cheapest total, a stock's value in another currency), with seven strategies
+  (one call per program, a loop of one tool per program, tools chained per warehouse, one
+  program doing everything, no tools, one probe of a tool's output then everything, a draft
+  then a verification pass) whose grouping of calls into programs is part of what defines them;
+  the programs really run, failed programs (``NameError``, ``KeyError``, ``TypeError``, a tool's
+  ``Error: ...``, a timeout) followed by the corrected program, optional steps at fixed rates;
+  rl differs from base only in its mixture. A held-out world, written without reference to
+  segmentation or clustering.
 
 :func:`as_generic_action` re-logs any world's episodes through one generic tool
 (``act(command="search Paris")``, ``act(command="get_order_details W1")``) with the same truth:
@@ -168,6 +180,7 @@ from mechanism.datasets.worlds._base import (
 from mechanism.datasets.worlds.analyst import analyst
 from mechanism.datasets.worlds.assistant import assistant
 from mechanism.datasets.worlds.browser import browser
+from mechanism.datasets.worlds.codeact import codeact
 from mechanism.datasets.worlds.coder import coder
 from mechanism.datasets.worlds.computer import computer
 from mechanism.datasets.worlds.generic import as_generic_action
@@ -190,9 +203,9 @@ from mechanism.datasets.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
           "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer", "rest",
-          "textgame", "interpreter", "sql", "support", "parallel")
+          "textgame", "interpreter", "sql", "support", "parallel", "codeact")
 
-__all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "coder", "computer", "PlantedWorld",
-           "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "interpreter", "mixture_planted",
-           "multihop", "parallel", "research", "rest", "service", "sheet", "sql", "sre", "support", "terminal",
-           "textgame", "toolbench", "travel", "webshop", "WORLDS"]
+__all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "codeact", "coder", "computer",
+           "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "interpreter",
+           "mixture_planted", "multihop", "parallel", "research", "rest", "service", "sheet", "sql", "sre", "support",
+           "terminal", "textgame", "toolbench", "travel", "webshop", "WORLDS"]
