@@ -391,7 +391,7 @@ def _code_verb(code: str) -> str:
         head = next((c for c in (c.rsplit(".", 1)[-1] for c in _CALL.findall(code))
                      if c not in _BUILTINS and not keyword.iskeyword(c)), "code")
     marks = [w for w, pattern in (("loop", _LOOP), ("assert", _ASSERT)) if pattern.search(code)]
-    tools = list(dict.fromkeys(name for name, _, _ in program_calls(code)))
+    tools = _program_tools(code)
     if tools:  # it calls the agent's tools (CodeAct): by them, not by the first function met
         head = tools[0] if len(tools) == 1 else PROGRAM_OF_TOOLS
     return " ".join([head.lower(), *marks])
@@ -404,56 +404,64 @@ _FINISHING = frozenset({"final_answer"})  # what a program ends with, never a to
 PROGRAM_MAX_CHARS = 20_000
 #: The verb of a program that calls several of the agent's tools (:func:`_code_verb`).
 PROGRAM_OF_TOOLS = "tools"
+# what runs its body again and again: a call inside one is made for each item
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-class _Calls(ast.NodeVisitor):
-    """The free function calls of a program in source order, each with whether a loop runs it."""
-
-    def __init__(self, bound: set[str]) -> None:
-        self.bound, self.loops = bound, 0
-        self.found: list[tuple[str, dict[str, str], bool]] = []
-        self.source = ""
-
-    def _looped(self, node: ast.AST) -> None:
-        self.loops += 1
-        self.generic_visit(node)
-        self.loops -= 1
-
-    visit_For = visit_AsyncFor = visit_While = visit_ListComp = visit_SetComp = visit_DictComp = _looped
-    visit_GeneratorExp = _looped
-
-    def visit_Call(self, node: ast.Call) -> None:
-        self.generic_visit(node)  # the arguments' calls first: they run before this one
-        name = node.func.id if isinstance(node.func, ast.Name) else None
-        if name and name not in self.bound and name not in _BUILTINS and name not in _FINISHING:
-            args = {f"#{i}": ast.get_source_segment(self.source, a) or "" for i, a in enumerate(node.args)}
-            args.update({k.arg or "**": ast.get_source_segment(self.source, k.value) or "" for k in node.keywords})
-            self.found.append((name, args, self.loops > 0))
+# A name called as a function, not as a method (`x.f(`), and a name a program gives a meaning to
+# itself (imports, definitions, assignments): read first, so that the programs whose every call is
+# Python's, a method or one of their own (most programs) are never parsed
+_BARE_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)[ \t]*\(")
+_OWN_NAME = re.compile(r"\b(?:def|class)[ \t]+([A-Za-z_]\w*)|\bimport[ \t]+([^\n]*)|^[ \t]*([A-Za-z_]\w*)[ \t]*=[^=]",
+                       re.M)
 
 
-def program_calls(code: str) -> list[tuple[str, dict[str, str], bool]]:
+def _free_call_candidates(code: str) -> bool:
+    """Whether a program may call a function it does not define, assign or import (cheap, by
+    text; :func:`program_calls` decides by parsing)."""
+    called = set(_BARE_CALL.findall(code)) - _BUILTINS - _FINISHING
+    called = {n for n in called if not keyword.iskeyword(n)}
+    if not called:
+        return False
+    own: set[str] = set()
+    for defined, imported, assigned in _OWN_NAME.findall(code):
+        own.update(re.findall(r"[A-Za-z_]\w*", imported) if imported else [defined or assigned])
+    return bool(called - own)
+
+
+@functools.lru_cache(maxsize=1024)  # one program is read for its verb by the detection and by the reading
+def _program_tools(code: str) -> tuple[str, ...]:
+    """The distinct tools :func:`program_calls` finds, in the order first called."""
+    return tuple(dict.fromkeys(name for name, _ in program_calls(code)))
+
+
+def program_calls(code: str) -> list[tuple[str, bool]]:
     """The agent's tools a program calls as Python functions (CodeAct), in the order they run:
-    (function, {argument: its source text}, whether a loop runs it). A tool is a function the
-    program calls but neither defines, assigns nor imports, and that Python does not provide;
-    none where the program does not parse, imports with ``*`` or is longer than
-    :data:`PROGRAM_MAX_CHARS`. Read with :mod:`ast`, never run.
+    (function, whether a loop runs it). A tool is a function the program calls but neither
+    defines, assigns nor imports, and that Python does not provide; none where the program does
+    not parse, imports with ``*`` or is longer than :data:`PROGRAM_MAX_CHARS`. Read with
+    :mod:`ast`, never run.
 
     Examples
     --------
-    >>> code = "ws = list_warehouses(country='DE')\\nfor w in ws:\\n    print(check_stock(sku='S1', warehouse=w))"
-    >>> [(f, loop) for f, _, loop in program_calls(code)]
+    >>> program_calls("ws = list_warehouses(country='DE')\\nfor w in ws:\\n    print(check_stock(warehouse=w))")
     [('list_warehouses', False), ('check_stock', True)]
+    >>> program_calls("quote(units=stock(sku='S1'))")  # the argument's call runs first
+    [('stock', False), ('quote', False)]
     >>> program_calls("from math import comb\\nprint(comb(5, 2))"), program_calls("x = sorted([2, 1])")
     ([], [])
     """
-    if len(code) > PROGRAM_MAX_CHARS:
+    if len(code) > PROGRAM_MAX_CHARS or not _free_call_candidates(code):
         return []
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     bound: set[str] = set()
-    for node in ast.walk(tree):
+    calls: list[tuple[int, int, str, bool]] = []
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:  # iterative: a deeply nested program costs no recursion
+        node, looped = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -465,13 +473,13 @@ def program_calls(code: str) -> list[tuple[str, dict[str, str], bool]]:
             bound.add(node.id)
         elif isinstance(node, ast.arg):
             bound.add(node.arg)
-    visitor = _Calls(bound)
-    visitor.source = code
-    try:
-        visitor.visit(tree)
-    except RecursionError:
-        return []
-    return visitor.found
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            # ordered by where the call ends: an argument's call runs before the call it is given to
+            calls.append((node.end_lineno or 0, node.end_col_offset or 0, node.func.id, looped))
+        inner = looped or isinstance(node, _LOOPS)
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return [(name, looped) for _, _, name, looped in sorted(calls)
+            if name not in bound and name not in _BUILTINS and name not in _FINISHING]
 
 
 # A SQL statement (`_sql_verb`): how one begins (a comment or two, then a statement keyword in

@@ -148,7 +148,8 @@ def test_a_retry_of_a_call_that_failed_in_a_batch_counts_as_sent_with_the_batch(
 def test_calls_of_a_failed_batch_are_each_retried_by_their_own_tool_in_the_next_message():
     batch = [call("web_search", "HTTP 503 Service Unavailable", query="Lyon"),
              {**call("open_page", "HTTP 503 Service Unavailable", url="x.org/lyon"), "parallel": True}]
-    again = [call("web_search", "Lyon: 5", query="Lyon"), {**call("open_page", "ok", url="x.org/lyon"), "parallel": True}]
+    again = [call("web_search", "Lyon: 5", query="Lyon"),
+             {**call("open_page", "ok", url="x.org/lyon"), "parallel": True}]
     moves = segment(_runs([*batch, *again], question="How big is Lyon?"))
     assert moves["retried"].to_list() == [True, True, False, False, False]
 
