@@ -125,7 +125,7 @@ def _is_docs(p):
 def test_is_a_planted_world(world):
     assert isinstance(world, worlds.PlantedWorld)
     assert world.format == "react" and world.name == "codeact"
-    assert "codeact" in worlds.__all__ and worlds.WORLDS[-1] == "codeact" and worlds.codeact is codeact
+    assert "codeact" in worlds.__all__ and "codeact" in worlds.WORLDS and worlds.codeact is codeact
     assert world.truth.columns == ["arm", "question_id", "sample_id", "strategy", "kind", "n_actions", "n_tool_calls",
                                    "n_failures", "correct"]
     assert world.truth.height == len(world.records) == 2 * 60 * 4
@@ -348,3 +348,13 @@ def test_random_state(tmp_path):
     assert fa.read_bytes() == fb.read_bytes()
     assert (tmp_path / "a" / "truth.csv").read_bytes() == (tmp_path / "b" / "truth.csv").read_bytes()
     assert len(codeact(n_questions=3, random_state=None).records) == 2 * 3 * 4
+
+
+def test_whatever_the_process_holds_in_builtins(monkeypatch):
+    # a value the programs leave bound to a tool is copied without the interpreter behind it:
+    # an object that cannot be copied in `builtins` (some imports leave one) changes nothing
+    import builtins
+
+    before = codeact(n_questions=6, random_state=2).records
+    monkeypatch.setattr(builtins, "_a_capsule", np.random.default_rng(0).bit_generator.capsule, raising=False)
+    assert codeact(n_questions=6, random_state=2).records == before

@@ -158,7 +158,7 @@ def _final(record) -> str:
 def test_is_a_planted_world(world):
     assert isinstance(world, worlds.PlantedWorld)
     assert world.format == "openai" and world.name == "parallel"
-    assert "parallel" in worlds.__all__ and worlds.WORLDS[-1] == "parallel"
+    assert "parallel" in worlds.__all__ and "parallel" in worlds.WORLDS
     assert worlds.parallel is parallel and callable(parallel)
     assert world.truth.columns == ["arm", "question_id", "sample_id", "strategy", "kind", "n_subs", "n_calls",
                                    "n_messages", "n_parallel", "n_failures", "correct"]

@@ -322,7 +322,12 @@ class _Env:
 
     def copy_ns(self) -> dict[str, Any]:
         """A copy of the namespace to try a program on (the user's values deep-copied)."""
-        return {k: v if k in self.fixed else copy.deepcopy(v) for k, v in self.ns.items() if k != "__builtins__"}
+        # the interpreter and its tools are shared, never copied: a value that holds a tool (a loop
+        # variable left on the last tool printed) would otherwise copy the interpreter, and with it
+        # whatever the process has put into `__builtins__`
+        keep = {id(self): self, id(self.ns): self.ns, **{id(t): t for t in self.tools.values()}}
+        return {k: v if k in self.fixed else copy.deepcopy(v, dict(keep)) for k, v in self.ns.items()
+                if k != "__builtins__"}
 
     def user_names(self) -> set[str]:
         return {k for k in self.ns if k not in self.fixed and k != "__builtins__"}
