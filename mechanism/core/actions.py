@@ -380,7 +380,7 @@ def _code_verb(code: str) -> str:
     >>> _code_verb('df = pd.read_csv("x.csv")'), _code_verb("print(2 ** 10)"), _code_verb("x = 1")
     ('read_csv', 'code', 'code')
     >>> _code_verb("s = check_stock(sku='S1')\\nprint(quote_shipping(units=s))"), _code_verb("print(get_price('S1'))")
-    ('tools', 'get_price')
+    ('several_tools', 'get_price')
     """
     code = code[:20_000]
     modules = sorted({name.strip().split(".")[0] for m in _IMPORT.finditer(code)
@@ -403,7 +403,7 @@ _FINISHING = frozenset({"final_answer"})  # what a program ends with, never a to
 #: The longest program read for its calls (a bounded parse: a longer one is read by its text).
 PROGRAM_MAX_CHARS = 20_000
 #: The verb of a program that calls several of the agent's tools (:func:`_code_verb`).
-PROGRAM_OF_TOOLS = "tools"
+PROGRAM_OF_TOOLS = "several_tools"
 # what runs its body again and again: a call inside one is made for each item
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 

@@ -314,7 +314,7 @@ def test_codeact_programs_answer_with_the_value_they_gave_and_fail_in_smolagents
     assert mx.segment(runs, action_field={"python_interpreter": "code"})["failed"].to_list() == [False, True, False]
     # a program calling the agent's tools is read by them: several tools, one verb (and its loop)
     tools = mx.segment(runs, action_field={"python_interpreter": "code"})["tool"].to_list()
-    assert tools[0] == "tools_loop"
+    assert tools[0] == "several_tools_loop"
 
 
 def test_a_code_line_without_a_program_stays_thought_text(tmp_path):

@@ -281,7 +281,7 @@ _DEFAULT_BAR = {"simulated": 0.9, "multihop": 0.9, "multihop_react": 0.9, "servi
 # meeting the bar on the mean but not at seed 0). codeact (smolagents' CodeAgent: programs that
 # call the agent's tools as functions, written blind in the fourteenth session): 0.377 at seed 0
 # with a program read by the first function it calls (ceiling 0.99), 0.809 read by the tools it
-# calls, `tools` where it calls several (actions.program_calls; ceiling 1.0)
+# calls, `several_tools` where it calls several (actions.program_calls; ceiling 1.0)
 _BELOW_BAR = {"browser": 0.75, "travel": 0.78, "toolbench": 0.45, "rest": 0.75, "textgame": 0.3, "interpreter": 0.35,
               "support": 0.4, "parallel": 0.78, "codeact": 0.78}
 # toolbench: 0.034 at seed 0 read by place (0.088 by name), every other world within 0.02 but
