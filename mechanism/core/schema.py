@@ -74,6 +74,11 @@ def make_step(thought: str | None = None, tool: str | None = None, arguments: st
 STEP_FLAGS = ("failed", PARALLEL)
 
 
+def step_dtype(flags: Iterable[str] = ()) -> pl.Struct:
+    """The ``steps`` struct with the optional Boolean ``flags`` (:data:`STEP_FLAGS`) some step holds."""
+    return pl.Struct({**dict(STEP_DTYPE.to_schema()), **dict.fromkeys(flags, pl.Boolean)})
+
+
 def from_records(records: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
     """Build a canonical table from dicts holding the canonical columns.
 
@@ -84,7 +89,7 @@ def from_records(records: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
     flags = [f for f in STEP_FLAGS if any(isinstance(st, Mapping) and st.get(f) is not None
                                           for r in records for st in (r.get("steps") or ()))]
     if flags:  # a step's optional flags are kept where any step holds one
-        schema["steps"] = pl.List(pl.Struct({**dict(STEP_DTYPE.to_schema()), **dict.fromkeys(flags, pl.Boolean)}))
+        schema["steps"] = pl.List(step_dtype(flags))
     for name, dtype in OPTIONAL_COLUMNS.items():
         if any(name in r for r in records):
             schema[name] = dtype

@@ -22,7 +22,7 @@ from mechanism.core.errors import InputError
 from mechanism.core.failures import compile_error_pattern, failure_kind
 from mechanism.core.names import display_name, escape_control
 from mechanism.core.patterns import compile_linear
-from mechanism.core.schema import OPTIONAL_COLUMNS, PARALLEL, REQUIRED_COLUMNS, STEP_DTYPE, STEP_FIELDS, STEP_FLAGS
+from mechanism.core.schema import OPTIONAL_COLUMNS, PARALLEL, REQUIRED_COLUMNS, STEP_FIELDS, STEP_FLAGS, step_dtype
 from mechanism.core.scoring import contains_answer, normalize_answer, token_f1
 from mechanism.readers._fields import FieldMap, as_bool, as_float, as_gold, as_int, as_str
 from mechanism.readers._repeats import RepeatedReplies
@@ -819,9 +819,8 @@ class Columns:
                 fields = [pl.Series(f, v, dtype=pl.String) for f, v in self.steps.items()]
                 kept = [flag for flag, any_ in self.any_flag.items() if any_]
                 fields += [pl.Series(flag, self.flags[flag], dtype=pl.Boolean) for flag in kept]
-                step_dtype: pl.DataType = pl.Struct({**dict(STEP_DTYPE.to_schema()), **dict.fromkeys(kept, pl.Boolean)})
                 columns.append(_list_series(name, pl.DataFrame(fields).select(pl.struct([f.name for f in fields]))
-                                            .to_series(), self.steps_len).cast(pl.List(step_dtype)))
+                                            .to_series(), self.steps_len).cast(pl.List(step_dtype(kept))))
             elif name == "gold":
                 columns.append(_list_series(name, pl.Series(self.gold, dtype=pl.String), self.gold_len)
                                .cast(pl.List(pl.String)))

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
-from mechanism.core.schema import PARALLEL, USER_TURNS_JOIN, make_step
+from mechanism.core.schema import USER_TURNS_JOIN, make_step
 from mechanism.readers._fields import FieldMap
 from mechanism.readers.openai import ANSWER_KEYS, FINISH_TOOLS, final_from_content, main_text
 
@@ -109,9 +109,8 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
                 observation = unmatched.pop(0)
             steps.append(make_step(thought=thought if j == 0 else None, tool=name, arguments=raw,
                                    query=main_text(dict(args), raw), observation=observation,
-                                   user=USER_TURNS_JOIN.join(user_turns) if user_turns else None))
-            if len(steps) > made + 1:  # issued in the same step as the call before it
-                steps[-1][PARALLEL] = True
+                                   user=USER_TURNS_JOIN.join(user_turns) if user_turns else None,
+                                   parallel=len(steps) > made))  # a later call of the step: sent with it
             user_turns = []
             answer, final = None, False
     out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,
