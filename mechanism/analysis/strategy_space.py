@@ -208,7 +208,8 @@ class StrategySpace(BaseEstimator):
         A regular expression (case-insensitive) for your environment's failure messages.
     action_field, ignore_tools
         ``"auto"``: a generic tool (``bash(command=)``, ``computer(action=)``) is read as verb + object
-        (:mod:`mechanism.core.actions`), or ``{tool: field}``, or ``None`` (by name); tools or verbs left out
+        (:mod:`mechanism.core.actions`), and handoffs to two agents or more (``transfer_to_<agent>``) as one
+        verb whose object is the agent; or ``{tool: field}``, or ``None`` (by name); tools or verbs left out
         of every trajectory (bookkeeping: ``think``, ``screenshot``).
     task_calls
         ``"auto"``: calls the question decides (``search_hotels`` or ``search_flights``) are read by their

@@ -25,6 +25,13 @@ its subcommand (``git log``): pressing Return and pressing Escape are two action
 given through a ``code`` field is named by what it does (:func:`_code_verb`: the libraries it
 imports, whether it loops or asserts), not by the first function it happens to call.
 
+A multi-agent system passes control by a handoff, a call named after the agent it hands to
+(``transfer_to_refunds``, ``transfer_back_to_triage``: the OpenAI Agents SDK, Swarm, LangGraph's
+supervisor, AutoGen). Where a table hands to two agents or more, every such call is read as one
+verb, ``transfer_to``, whose object is the agent (:func:`read_handoff`): which agent the question
+needs is then the call's object, not another tool. One alone (``transfer_to_human_agents``) keeps
+its name.
+
 ``action_field=`` of :class:`~mechanism.StrategySpace` and :func:`mechanism.analysis.segmentation.render`
 sets the reading by hand (``{"bash": "command"}``) or turns it off (``None``).
 """
@@ -46,8 +53,9 @@ from mechanism.core.errors import InputError
 # How generic tools are read: detected ("auto"), named ({tool: field}) or not at all (None).
 ActionField = Literal["auto"] | Mapping[str, str] | None
 
-__all__ = ["ACTION_FIELDS", "GENERIC_TOOL", "ActionField", "check_action_field", "detect_action_tools", "mend_typos",
-           "one_typo_apart", "read_action", "tool_name", "verb_object"]
+__all__ = ["ACTION_FIELDS", "GENERIC_TOOL", "HANDOFF_FIELD", "HANDOFF_VERB", "ActionField", "check_action_field",
+           "detect_action_tools", "handoff_agent", "mend_typos", "one_typo_apart", "read_action", "read_handoff",
+           "tool_name", "verb_object"]
 
 # Argument names that carry the action of a generic tool, in the order they are tried. A
 # request's `url`/`path` comes after `method` so that `request(method, url)` is read by both.
@@ -277,6 +285,8 @@ def request_segments(step: Mapping[str, Any], field: str) -> list[str]:
     >>> request_segments({"tool": "http_get", "arguments": '{"url": "/api/v2/Orders/W1/refunds"}'}, "url")
     ['api', 'orders', 'refunds']
     """
+    if field == HANDOFF_FIELD:
+        return []
     parsed, text, _ = _call_text(field, step.get("arguments"), step.get("query"))
     request = _request(tool_name(step.get("tool")), field, parsed, text)
     if request is None:
@@ -749,6 +759,11 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
             if 2 <= len(shared) <= 4 * MAX_VERBS and _vocabulary(shared, MIN_VERB_COVERAGE * n) <= MAX_VERBS:
                 out[tool] = field
                 break
+    # handoffs of a multi-agent system: control passed to two agents or more (one alone, such as
+    # tau-bench's transfer_to_human_agents, is a tool like any other and keeps its name)
+    handoffs = [t for t in calls if t not in out and handoff_agent(t) is not None]
+    if len({handoff_agent(t) for t in handoffs}) >= 2:
+        out.update(dict.fromkeys(sorted(handoffs), HANDOFF_FIELD))
     return out
 
 
@@ -790,6 +805,8 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
     (the other argument fields kept as they were); ``task``: the request path segments the
     task decides (:func:`_request_verb`)."""
     tool = tool_name(step.get("tool"))
+    if field == HANDOFF_FIELD:
+        return read_handoff(step, tool) or dict(step)
     verb, obj, rest, keys, statement = _read_call(tool, field, step.get("arguments"), step.get("query"), task)
     verb = verb or tool
     arguments = json.dumps({"object": obj, **rest}, ensure_ascii=False, default=str) if (obj or rest) else None
@@ -798,6 +815,49 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
     # number), which the move tokens carry while the verb and the plan stay the resource's
     return {**step, "tool": verb, "arguments": arguments, "query": obj or None, "via": tool,
             **({"_query_keys": keys} if keys else {}), **({STATEMENT: True} if statement else {})}
+
+
+# A handoff between agents (multi-agent frameworks' own tool names: the OpenAI Agents SDK, Swarm,
+# LangGraph's supervisor and AutoGen name the call that passes control `transfer_to_<agent>`, or
+# `transfer_back_to_<agent>`): one move, passing control, whose object is the agent.
+_HANDOFF = re.compile(r"^(?:transfer(?:_back)?_to|hand_?off_to)_([a-z0-9][a-z0-9_.]*)$")
+#: The verb a handoff is read as (:func:`read_handoff`).
+HANDOFF_VERB = "transfer_to"
+#: The "field" :func:`detect_action_tools` names for a handoff tool: the call is read by its name.
+HANDOFF_FIELD = "@handoff"
+
+
+@functools.lru_cache(maxsize=4096)
+def handoff_agent(tool: str) -> str | None:
+    """The agent a tool named as a handoff (:func:`read_handoff`) hands to, else ``None``."""
+    found = _HANDOFF.match(tool)
+    return found.group(1) if found else None
+
+
+def read_handoff(step: Mapping[str, Any], tool: str) -> dict[str, Any] | None:
+    """``step`` read as a handoff to another agent where its tool (``tool``, as
+    :func:`tool_name` reads it) is named as the multi-agent frameworks name one
+    (``transfer_to_<agent>``, ``transfer_back_to_<agent>``, ``handoff_to_<agent>``): the verb
+    :data:`HANDOFF_VERB` with the agent as its object, its other arguments kept (a reason);
+    else ``None``. Read by name, every agent handed to is another tool, and the agent the
+    question needs splits one way of working into as many plans as there are agents.
+
+    Examples
+    --------
+    >>> read_handoff({"tool": "transfer_to_refunds", "arguments": "{}"}, "transfer_to_refunds")["query"]
+    'refunds'
+    >>> read_handoff({"tool": "transfer_back_to_supervisor", "arguments": '{"reason": "done"}'},
+    ...              "transfer_back_to_supervisor")["arguments"]
+    '{"object": "supervisor", "reason": "done"}'
+    >>> read_handoff({"tool": "transfer_funds", "arguments": "{}"}, "transfer_funds") is None
+    True
+    """
+    agent = handoff_agent(tool)
+    if agent is None:
+        return None
+    rest = _parse(step.get("arguments")) or {}
+    arguments = json.dumps({"object": agent, **rest}, ensure_ascii=False, default=str)
+    return {**step, "tool": HANDOFF_VERB, "arguments": arguments, "query": agent, "via": tool}
 
 
 def one_typo_apart(a: str, b: str) -> bool:

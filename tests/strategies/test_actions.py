@@ -9,7 +9,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.analysis.segmentation import action_tools, render
-from mechanism.core.actions import _code_verb, _sql_verb, detect_action_tools, verb_object
+from mechanism.core.actions import HANDOFF_FIELD, _code_verb, _sql_verb, detect_action_tools, verb_object
 from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
 from mechanism.datasets.worlds import as_generic_action, computer, interpreter, multihop, service, terminal
@@ -360,3 +360,44 @@ def test_rare_mistyped_programs_do_not_make_a_large_table_read_as_free_text():
     text += [[{"tool": "bash", "arguments": json.dumps({"command": f"rare{w} and more"})}] for w in range(170)
              for _ in range(3)]
     assert detect_action_tools(text, [i % 7 for i in range(len(text))]) == {}
+
+
+def _handoff_runs(agents=("refunds", "booking", "baggage"), n_questions=12):
+    """Two planted ways through a multi-agent system: a handoff at once to the agent the
+    question needs, or a lookup by the triage agent first; the agent is the question's."""
+    records, truth = [], []
+    for q in range(n_questions):
+        agent = agents[q % len(agents)]
+        for sample in range(4):
+            hand = make_step(tool=f"transfer_to_{agent}", arguments="{}", observation=json.dumps({"assistant": agent}))
+            look = make_step(tool="lookup_reservation", arguments=json.dumps({"confirmation": f"C{q}X"}),
+                             observation=json.dumps({"confirmation": f"C{q}X", "status": "confirmed"}))
+            steps = [hand, look] if sample % 2 else [look, hand]
+            records.append({"arm": "base" if sample < 2 else "rl", "question_id": f"q{q}", "sample_id": sample,
+                            "question": f"Help with booking C{q}X", "gold": [], "answer": "done",
+                            "correct": True, "n_rounds": 2, "steps": steps})
+            truth.append(sample % 2)
+    return from_records(records), np.array(truth)
+
+
+def test_handoffs_to_several_agents_are_one_verb_whose_object_is_the_agent(tmp_path):
+    runs, truth = _handoff_runs()
+    assert action_tools(runs) == dict.fromkeys(["transfer_to_baggage", "transfer_to_booking", "transfer_to_refunds"],
+                                               HANDOFF_FIELD)
+    table = render(runs)
+    assert set(table["tools"].to_list()) == {"transfer_to > lookup_reservation", "lookup_reservation > transfer_to"}
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    assert adjusted_rand_score(truth, space.labels_) == pytest.approx(1.0)
+    loaded = mx.StrategySpace.load(space.save(tmp_path / "space"))
+    assert loaded.action_tools_ == space.action_tools_
+    assert (loaded.transform(runs) == space.labels_).all()
+    from mechanism.report.study import _reading_note
+
+    assert "Handoffs between agents are read as one move, transfer_to" in _reading_note(space)
+    # one agent handed to (tau-bench's transfer_to_human_agents) is a tool like any other
+    alone, _ = _handoff_runs(agents=("human_agents",))
+    assert action_tools(alone) == {}
+    assert "transfer_to_human_agents" in render(alone)["tools"][0]
+    # the reading is the fit's own: turned off with the others
+    off = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, action_field=None).fit(runs)
+    assert off.action_tools_ == {}

@@ -87,3 +87,20 @@ def test_composition_error_is_the_split_under_the_found_labels_minus_the_planted
     # one label for all: nothing is composition, so the whole planted split is the error
     assert bench.composition_error(runs, truth, np.zeros(len(truth), dtype=int)) == pytest.approx(-0.5)
     assert bench.composition_error(runs.with_columns(arm=runs["arm"] + "_x"), truth, truth) is None
+
+
+def test_the_ceiling_does_not_hold_out_a_kind_of_question_whose_period_is_the_folds(bench):
+    # question q of kind q % 5 has its kind's tools, and a strategy checks before it finishes or
+    # not. Folds dealt out in question order held out one kind each, its tools never seen in
+    # training: accuracy at chance (0.5) where it is 1.0 with every kind in training
+    records, truth = [], []
+    for q in range(40):
+        for first in ("check", "finish"):
+            for _ in range(2):
+                tools = [f"check_{q % 5}", f"finish_{q % 5}"] if first == "check" else [f"finish_{q % 5}"]
+                records.append({"arm": "a", "question_id": f"q{q:02d}", "sample_id": len(records),
+                                "question": f"Look up item {q}", "gold": ["x"], "answer": "x", "correct": True,
+                                "n_rounds": 2, "steps": [_call(t, f"item{q}") for t in tools]})
+                truth.append(first)
+    ceiling = bench.ceiling_supervised(from_records(records), np.array(truth), seed=0)
+    assert ceiling.accuracy == pytest.approx(1.0)

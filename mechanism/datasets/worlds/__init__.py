@@ -154,6 +154,15 @@ counts that overlap between strategies, so a method tuned to one world is tested
   ``Error: ...``, a timeout) followed by the corrected program, optional steps at fixed rates;
   rl differs from base only in its mixture. A held-out world, written without reference to
   segmentation or clustering.
+- :func:`handoff`: an airline's multi-agent support system (OpenAI Agents SDK / Swarm-like): a
+  triage agent and four specialists in one ``tool_calls`` transcript, control passed by
+  ``transfer_to_<agent>`` handoffs (result ``{"assistant": ...}``, each assistant message named)
+  or a specialist consulted as a tool (``ask_<agent>``), with seven orchestration strategies
+  (triage alone, a direct handoff, facts gathered then a handoff, specialists as tools, a wrong
+  handoff bounced back, a chain of two specialists, escalation to a human), the request's kind
+  deciding which specialist's tools end it; failures retried by the same tool, optional steps at
+  fixed rates; rl differs from base only in its mixture. A held-out world, written without
+  reference to segmentation or clustering.
 
 :func:`as_generic_action` re-logs any world's episodes through one generic tool
 (``act(command="search Paris")``, ``act(command="get_order_details W1")``) with the same truth:
@@ -185,6 +194,7 @@ from mechanism.datasets.worlds.coder import coder
 from mechanism.datasets.worlds.computer import computer
 from mechanism.datasets.worlds.generic import as_generic_action
 from mechanism.datasets.worlds.gui import gui
+from mechanism.datasets.worlds.handoff import handoff
 from mechanism.datasets.worlds.interpreter import interpreter
 from mechanism.datasets.worlds.multihop import multihop
 from mechanism.datasets.worlds.parallel import parallel
@@ -203,9 +213,9 @@ from mechanism.datasets.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
           "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer", "rest",
-          "textgame", "interpreter", "sql", "support", "parallel", "codeact")
+          "textgame", "interpreter", "sql", "support", "parallel", "codeact", "handoff")
 
 __all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "codeact", "coder", "computer",
-           "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "interpreter",
+           "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "handoff", "interpreter",
            "mixture_planted", "multihop", "parallel", "research", "rest", "service", "sheet", "sql", "sre", "support",
            "terminal", "textgame", "toolbench", "travel", "webshop", "WORLDS"]
