@@ -83,12 +83,14 @@ from mechanism.core import actions as actions_module
 from mechanism.core import failures as failures_module
 from mechanism.core import patterns as patterns_module
 from mechanism.core.actions import (
+    HANDOFF_FIELD,
     RETRIEVAL_TOOL,
     ActionField,
     check_action_field,
     detect_action_tools,
     mend_typos,
     read_action,
+    read_handoff,
     request_segments,
     tool_name,
 )
@@ -488,6 +490,9 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
     if actions:
         steps = [read_action(st, actions[name], task.segments) if name in actions else st
                  for st, name in zip(steps, raw)]
+        # a generic tool's verb that hands control to another agent (a table's handoffs, in `actions`)
+        steps = [read_handoff(st, st["tool"]) or st if "via" in st and actions.get(st["tool"]) == HANDOFF_FIELD
+                 else st for st in steps]
     # each call's failure read once: the typo mending and the moves both need it
     failed_of = [_failed(st, error_pattern) for st in steps]
     if actions:

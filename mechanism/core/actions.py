@@ -27,8 +27,9 @@ imports, whether it loops or asserts), not by the first function it happens to c
 
 A multi-agent system passes control by a handoff, a call named after the agent it hands to
 (``transfer_to_refunds``, ``transfer_back_to_triage``: the OpenAI Agents SDK, Swarm, LangGraph's
-supervisor, AutoGen). Where a table hands to two agents or more, every such call is read as one
-verb, ``transfer_to``, whose object is the agent (:func:`read_handoff`): which agent the question
+supervisor, AutoGen). Where a table hands to two agents or more, every such call (a typed tool, or
+a generic tool's verb: ``act(command="transfer_to_refunds")``) is read as one verb,
+``transfer_to``, whose object is the agent (:func:`read_handoff`): which agent the question
 needs is then the call's object, not another tool. One alone (``transfer_to_human_agents``) keeps
 its name.
 
@@ -760,8 +761,10 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
                 out[tool] = field
                 break
     # handoffs of a multi-agent system: control passed to two agents or more (one alone, such as
-    # tau-bench's transfer_to_human_agents, is a tool like any other and keeps its name)
-    handoffs = [t for t in calls if t not in out and handoff_agent(t) is not None]
+    # tau-bench's transfer_to_human_agents, is a tool like any other and keeps its name), as typed
+    # tools or as the verbs of a generic tool (`act(command="transfer_to_refunds")`), each read so
+    handoffs = {t for t in calls if t not in out and handoff_agent(t) is not None}
+    handoffs |= {v for key in out.items() for v in verb_calls[key] if handoff_agent(v) is not None}
     if len({handoff_agent(t) for t in handoffs}) >= 2:
         out.update(dict.fromkeys(sorted(handoffs), HANDOFF_FIELD))
     return out
@@ -856,8 +859,10 @@ def read_handoff(step: Mapping[str, Any], tool: str) -> dict[str, Any] | None:
     if agent is None:
         return None
     rest = _parse(step.get("arguments")) or {}
+    if "object" in rest:  # a generic tool's call read as a verb already: the rest of its command
+        rest["detail"] = rest.pop("object")
     arguments = json.dumps({"object": agent, **rest}, ensure_ascii=False, default=str)
-    return {**step, "tool": HANDOFF_VERB, "arguments": arguments, "query": agent, "via": tool}
+    return {**step, "tool": HANDOFF_VERB, "arguments": arguments, "query": agent, "via": step.get("via") or tool}
 
 
 def one_typo_apart(a: str, b: str) -> bool:

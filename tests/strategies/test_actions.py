@@ -398,6 +398,13 @@ def test_handoffs_to_several_agents_are_one_verb_whose_object_is_the_agent(tmp_p
     alone, _ = _handoff_runs(agents=("human_agents",))
     assert action_tools(alone) == {}
     assert "transfer_to_human_agents" in render(alone)["tools"][0]
+    # the same episodes logged through one generic tool: the handoffs are its verbs, read alike
+    records = [{**row, "steps": [make_step(tool="act", arguments=json.dumps(
+        {"command": f"{st['tool']} {json.loads(st['arguments']).get('confirmation', '')}".strip()}),
+        observation=st["observation"]) for st in row["steps"]]} for row in runs.to_dicts()]
+    generic = from_records(records)
+    assert set(action_tools(generic).values()) == {"command", HANDOFF_FIELD}
+    assert set(render(generic)["tools"].to_list()) == set(table["tools"].to_list())
     # the reading is the fit's own: turned off with the others
     off = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, action_field=None).fit(runs)
     assert off.action_tools_ == {}

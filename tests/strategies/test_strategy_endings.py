@@ -39,6 +39,19 @@ def test_an_ending_too_rare_to_count_is_no_second_context():
     assert out.tolist() == [0, 1, 2, 3, 4]
 
 
+def test_a_last_tool_that_also_follows_the_other_is_a_step_not_an_alternative():
+    # triage alone looks the flight up or not; escalating hands off to a human after the same
+    # looks: `get_flight_status` and `transfer_to` both end plans after two prefixes, but one
+    # also ends plans right after the other, so neither is the other's alternative
+    plans = ["lookup > get_flight_status", "lookup > transfer_to", "ask_user > lookup > get_flight_status",
+             "ask_user > lookup > transfer_to", "lookup > get_flight_status > transfer_to"]
+    counts = np.array([40, 20, 30, 15, 20])
+    assert swapped_endings(plans, counts) == {}
+    assert join_endings(np.arange(5), counts, plans)[0].tolist() == [0, 1, 2, 3, 4]
+    # without the chained plan they are two endings of two approaches, as restart and scale
+    assert join_endings(np.arange(4), counts[:4], plans[:4])[0].tolist() == [0, 0, 2, 2]
+
+
 def test_outliers_and_one_tool_plans_are_never_joined():
     plans = ["a > x", "a > y", "b > x", "b > y", "x", "y"]
     out, _ = join_endings(np.array([0, 1, 2, 3, 4, -1]), np.full(6, 10), plans)

@@ -16,8 +16,12 @@ the data show the two final tools taking each other's place after at least
 of the trajectories (and two of them): then the pair of tools is a choice the agent makes at
 the end of more than one approach, not what tells one approach from another. A pair of
 final tools seen after one prefix only is left to the cut: there it may be the only thing
-two strategies differ in. A plan of one tool has no prefix and is never a candidate (``restart``
-straight away is another strategy than ``query_metrics > restart``).
+two strategies differ in. Nor are two tools one of which also ends plans right after the other
+(held by :data:`ENDING_SHARE` too): the one is a step taken before the other (a look at the
+flight status, then a handoff to a human), not its alternative; measured on the multi-agent
+world written blind, 0.403 -> 0.413, every other world unchanged. A plan of one tool has no
+prefix and is never a candidate (``restart`` straight away is another strategy than
+``query_metrics > restart``).
 
 Arms and outcomes never enter, nor does the question (the task test,
 :mod:`mechanism.analysis._strategies.tasks`, reads that). Measured on every planted world
@@ -66,12 +70,17 @@ def swapped_endings(plans: Sequence[str], counts: np.ndarray) -> dict[frozenset[
         if len(tools) >= 2:
             last = ends.setdefault(tools[:-1], {})
             last[tools[-1]] = last.get(tools[-1], 0.0) + float(n)
+    # two tools one of which ends plans right after the other are not alternatives at the end:
+    # the one is a step taken before the other (an optional look before a handoff)
+    chained = {frozenset(prefix[-1:] + (t,)) for prefix, last in ends.items() for t, n in last.items()
+               if n >= least and prefix[-1] != t}
     out: dict[frozenset[str], set[tuple[str, ...]]] = {}
     for prefix, last in ends.items():
         held = sorted(t for t, n in last.items() if n >= least)
         for i, a in enumerate(held):
             for b in held[i + 1:]:
-                out.setdefault(frozenset((a, b)), set()).add(prefix)
+                if frozenset((a, b)) not in chained:
+                    out.setdefault(frozenset((a, b)), set()).add(prefix)
     return out
 
 
