@@ -89,6 +89,15 @@ _CLOSED_SUBCOMMANDS = {"go": frozenset({"bug", "build", "clean", "doc", "env", "
                                         "install", "list", "mod", "run", "telemetry", "test", "tool", "version",
                                         "vet", "work"})}
 _SHELL_PREFIXES = frozenset({"sudo", "env", "time", "nohup", "timeout", "exec", "command"})
+# Runners that run a program in a project's environment (`uv run pytest`, `poetry run pytest`,
+# `conda run -n env pytest`, `npx eslint`): the program they run is the action, as after `sudo`.
+_RUNNERS = frozenset({("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"), ("hatch", "run"),
+                      ("rye", "run"), ("conda", "run"), ("mamba", "run"), ("micromamba", "run"), ("pipx", "run"),
+                      ("pnpm", "exec"), ("npm", "exec"), ("yarn", "exec"), ("bundle", "exec")})
+_RUNNER_PROGRAMS = frozenset({"npx", "uvx", "bunx", "pnpx"})
+# A runner's options that take a value as the next word (`conda run -n env`, `uv run --with x`).
+_RUNNER_VALUED = frozenset({"-n", "--name", "-p", "--prefix", "--with", "--python", "-e", "--env", "--package",
+                            "--directory", "--project", "--env-file", "--group", "--extra"})
 # Programs that print a file unless told to edit it in place (`sed -n 10,30p` reads, `sed -i`
 # and `perl -pi -e` write): the flag makes another action of them.
 _IN_PLACE_PROGRAMS = frozenset({"sed", "perl"})
@@ -149,6 +158,23 @@ def _parse(arguments: str | None) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _past_runner(words: list[str]) -> list[str]:
+    """``words`` from the program an environment runner runs (``uv run``, ``poetry run``,
+    ``conda run -n env``, ``npx``), its own options skipped; as they are where none leads."""
+    head = words[0].rsplit("/", 1)[-1].lower() if words else ""
+    if head in _RUNNER_PROGRAMS:
+        rest = words[1:]
+    elif len(words) > 1 and (head, words[1].lower()) in _RUNNERS:
+        rest = words[2:]
+    else:
+        return words
+    while rest and rest[0].startswith("-") and rest[0] != "--":
+        rest = rest[2:] if rest[0] in _RUNNER_VALUED else rest[1:]
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    return rest or words
+
+
 def _shell_verb(command: str) -> tuple[str, str]:
     """(program, rest) of a shell command line: set-up segments (``cd x &&``) and prefixes
     (``sudo``, ``VAR=1``) skipped, ``python -m pytest`` read as ``pytest``, a program with
@@ -163,6 +189,7 @@ def _shell_verb(command: str) -> tuple[str, str]:
             words = segment.split()
         while words and (words[0] in _SHELL_PREFIXES or re.match(r"^[A-Za-z_]\w*=", words[0])):
             words = words[1:]
+        words = _past_runner(words)
         if not words or words[0] in _SHELL_SETUP:
             continue
         program = _VERSIONED.sub(r"\1", words[0].rsplit("/", 1)[-1].lower())
@@ -306,6 +333,10 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None,
     ('grep', '-n foo src/a.py')
     >>> verb_object("bash", "command", '{"command": "python3.11 -m pytest -x tests"}', None)[:2]
     ('pytest', '-x tests')
+    >>> [verb_object("bash", "command", json.dumps({"command": c}), None)[0]
+    ...  for c in ("uv run pytest -x", "poetry run python -m pytest", "conda run -n dev pytest", "npx eslint .",
+    ...            "uv pip install -e .")]
+    ['pytest', 'pytest', 'pytest', 'eslint', 'uv pip']
     >>> [verb_object("bash", "command", json.dumps({"command": c}), None)[0]
     ...  for c in ("sed -n 10,30p a.py", "sed -i 's/x/y/' a.py", "perl -pi -e 's/x/y/' a.py")]
     ['sed', 'sed -i', 'perl -i']

@@ -55,6 +55,15 @@ def test_verbs_of_shell_commands_requests_and_actions():
              for c in ("sed -n 5,9p a.py", "sed -Ei 's/a/b/' a.py", "sed --in-place=.bak 's/a/b/' a.py",
                        "perl -pi.bak -e 's/a/b/' a.py", "perl -Mstrict -ne 'print' a.py")}
     assert list(edits.values()) == ["sed", "sed -i", "sed -i", "perl -i", "perl"]
+    # a program run in a project's environment is that program; the runner's own options are skipped,
+    # and what follows the program stays its object
+    runs = {c: verb_object("bash", "command", json.dumps({"command": c}), None)[:2]
+            for c in ("uv run pytest tests/a.py -x", "poetry run python -m pytest -q", "conda run -n dev pytest",
+                      "uv run --with rich -- python scripts/a.py", "npx -y eslint src", "uvx ruff check .",
+                      "uv pip install -e .", "uv run")}
+    assert list(runs.values()) == [("pytest", "tests/a.py -x"), ("pytest", "-q"), ("pytest", ""),
+                                   ("python", "scripts/a.py"), ("eslint", "src"), ("ruff", "check ."),
+                                   ("uv pip", "install -e ."), ("uv run", "")]
     # a key press is named by its key, from the call's field or, through one text tool, its object
     assert verb_object("computer", "action", '{"action": "key", "text": "ctrl+s"}', None) == ("key ctrl+s", "",
                                                                                                {"text": "ctrl+s"})

@@ -163,6 +163,14 @@ counts that overlap between strategies, so a method tuned to one world is tested
   deciding which specialist's tools end it; failures retried by the same tool, optional steps at
   fixed rates; rl differs from base only in its mixture. A held-out world, written without
   reference to segmentation or clustering.
+- :func:`todo`: a coding agent (Claude Code / Codex CLI-like: ``Read``, ``Grep``, ``Glob``, ``Edit``,
+  ``Write``, ``Bash``) that keeps a todo list (``TodoWrite``, pure bookkeeping) and delegates to
+  sub-agents (``Task``), with seven ways of working (read-edit-test, the failing test first, a
+  sub-agent's search first, a todo plan worked item by item, a new test written first, broad
+  exploration before the first edit, a sub-agent's review after the fix); ``TodoWrite`` calls and
+  ``git status`` / ``git diff`` at random points whatever the strategy, optional steps, failed
+  edits, reads and test commands followed by the corrected call; rl differs from base only in its
+  mixture. A held-out world, written without reference to segmentation or clustering.
 
 :func:`as_generic_action` re-logs any world's episodes through one generic tool
 (``act(command="search Paris")``, ``act(command="get_order_details W1")``) with the same truth:
@@ -207,15 +215,16 @@ from mechanism.datasets.worlds.sre import sre
 from mechanism.datasets.worlds.support import support
 from mechanism.datasets.worlds.terminal import terminal
 from mechanism.datasets.worlds.textgame import textgame
+from mechanism.datasets.worlds.todo import todo
 from mechanism.datasets.worlds.toolbench import toolbench
 from mechanism.datasets.worlds.travel import travel
 from mechanism.datasets.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
           "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer", "rest",
-          "textgame", "interpreter", "sql", "support", "parallel", "codeact", "handoff")
+          "textgame", "interpreter", "sql", "support", "parallel", "codeact", "handoff", "todo")
 
 __all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "codeact", "coder", "computer",
            "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "handoff", "interpreter",
            "mixture_planted", "multihop", "parallel", "research", "rest", "service", "sheet", "sql", "sre", "support",
-           "terminal", "textgame", "toolbench", "travel", "webshop", "WORLDS"]
+           "terminal", "textgame", "todo", "toolbench", "travel", "webshop", "WORLDS"]
