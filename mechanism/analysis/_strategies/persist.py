@@ -203,7 +203,8 @@ def _action_tools(raw: Any, cfg: str) -> dict[str, str]:
     call by name)."""
     if raw is None:
         return {}
-    if not isinstance(raw, dict) or len(raw) > 64 or not all(
+    # a multi-agent system's handoffs each take an entry (one per agent handed to)
+    if not isinstance(raw, dict) or len(raw) > 256 or not all(
             isinstance(k, str) and 0 < len(k) <= 200 and v in (*ACTION_FIELDS, TEXT_FIELD, HANDOFF_FIELD)
             for k, v in raw.items()):
         raise _Refusal("`action_tools` must map tool names to action fields", cfg, "action_tools")
