@@ -51,11 +51,13 @@ from scipy.stats import binom, binomtest, hypergeom, norm
 
 from mechanism.analysis.passkt import (
     DEFAULT_T,
+    TRUNCATED,
     PassEstimate,
     TSource,
     default_k,
     depth_notes,
     estimate_pass,
+    message_rounds,
     ratio_table,
     small_sample_note,
     summary_table,
@@ -192,8 +194,9 @@ class Boundary(Result):
 
     def _summary_text(self) -> str:
         """A few plain-text lines stating the findings, with their uncertainty."""
-        depth = ("T = rounds an episode used (truncation), not a budget" if self.t_source == "truncation"
-                 else "T = the round cap episodes were run under (t_cap)")
+        depth = {"truncation": "T = rounds an episode used (truncation), not a budget",
+                 "messages": "T = messages with calls an episode used (truncation), not a budget"}.get(
+            self.t_source, "T = the round cap episodes were run under (t_cap)")
         lines = [f"capability boundary: {self.treated} vs {self.base} "
                  f"({self.problems['question_id'].n_unique()} shared problems; {depth})"]
         for row in self.tests.iter_rows(named=True):
@@ -204,7 +207,7 @@ class Boundary(Result):
                 f"{self.treated} {row['both'] + row['gained']}; gained {row['gained']}, lost {row['lost']} "
                 f"(expected {row['gained_expected']:.1f} vs {row['lost_expected']:.1f}; within-question permutation "
                 f"p = {row['p_value']:.3g}, Holm {row['p_holm']:.3g}): {row['verdict']}; {_sparse_clause(row)}")
-        if self.t_source == "truncation":
+        if self.t_source in TRUNCATED:
             share = {(r["arm"], r["t"]): r["share_within_t"] for r in self.sets.iter_rows(named=True)}
             for arm in (self.base, self.treated):
                 lines.append(f"  episodes with at most T rounds, {arm}: " + ", ".join(
@@ -366,6 +369,8 @@ def boundary(
                                      n_permutations=n_permutations, allow_few_shared=allow_few_shared)
     # after the task-type split: its pooled call checks the pooled runs once, each category its own
     both, notes = _shared_runs(runs, base, treated, allow_few_shared)
+    if t_source == "messages":  # every count below (solved sets, shares within T) reads rounds in messages
+        both = message_rounds(both)
 
     if k is None:
         k = default_k(both, t, t_source=t_source)
@@ -462,7 +467,7 @@ def _unequal_samples_note(est: PassEstimate, rows_b: np.ndarray, rows_t: np.ndar
 
 def _name_verdicts(tests: pl.DataFrame, est: PassEstimate, notes: list[str]) -> pl.DataFrame:
     """``tests`` with its ``verdict`` in words; the notes that qualify it are appended to ``notes``."""
-    truncation = est.t_source == "truncation"
+    truncation = est.t_source in TRUNCATED
     where = " within T rounds used" if truncation else ""
     if int(est.n.max()) < 2:
         # one try per problem: "solved" is "solved on that try", so a significant difference

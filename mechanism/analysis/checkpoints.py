@@ -33,7 +33,7 @@ import polars as pl
 from mechanism.analysis._verdicts import qualified
 from mechanism.analysis.compare import reweighting
 from mechanism.analysis.labels import given_space
-from mechanism.analysis.passkt import TSource, default_k, pass_at_kt, small_sample_note
+from mechanism.analysis.passkt import TRUNCATED, TSource, default_k, pass_at_kt, small_sample_note
 from mechanism.analysis.shares import weighted_shares
 from mechanism.core.errors import InputError
 from mechanism.core.names import natural_key
@@ -479,7 +479,7 @@ def _track_passkt(runs: pl.DataFrame, series: _Series, notes: list[str], *, k: S
               .select("checkpoint", "step", "order", "k", "t", "pass_at_kt",
                       *[c for c in ("ci_low", "ci_high") if c in curves.columns], "t_source")
               .sort("order", "k", "t"))
-    if passkt.height and passkt["t_source"][0] == "truncation":
+    if passkt.height and passkt["t_source"][0] in TRUNCATED:
         notes.append("T by truncation: an episode counts for T if it is correct and used at most T rounds "
                      "(the rounds it happened to use, not a budget)")
     if ci is not None:

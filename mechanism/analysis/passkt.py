@@ -34,7 +34,7 @@ from mechanism.core.errors import InputError
 from mechanism.core.options import RandomState, TSource, check_choice, check_ci, check_seed
 from mechanism.core.resample import percentile_interval, question_bootstrap_weights, resolve_seed, stream
 from mechanism.core.results import Result, TableResult
-from mechanism.core.schema import check_unique_keys, validate
+from mechanism.core.schema import PARALLEL, check_unique_keys, validate
 
 DEFAULT_K: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_T: tuple[int, ...] = (0, 1, 2, 3, 5)
@@ -103,7 +103,7 @@ class PassEstimate(Result):
     replicates
         ``(B, G, len(t), len(k))`` bootstrap replicate means, or ``None`` without intervals.
     t_source
-        ``"t_cap"`` or ``"truncation"``.
+        ``"t_cap"``, ``"truncation"`` or ``"messages"``.
     metric
         ``"pass@k"`` (at least one of k succeeds) or ``"pass^k"`` (all k succeed).
     weights
@@ -223,9 +223,12 @@ def pass_at_kt(
         Columns that define the curves (default one per arm).
     t_source
         ``"t_cap"``: an episode counts for T when it was run with ``t_cap == T``;
-        ``"truncation"``: it counts for T when correct with ``n_rounds <= T``; ``"auto"``
-        (default) counts by ``t_cap`` when that column holds more than one cap (runs made
-        per T), else by truncation.
+        ``"truncation"``: it counts for T when correct with ``n_rounds <= T``;
+        ``"messages"``: the same, with the rounds counted in the model's messages that made
+        calls, calls sent together in one message (parallel function calling, the steps'
+        ``parallel`` flag) one round (:func:`message_rounds`); ``"auto"`` (default) counts
+        by ``t_cap`` when that column holds more than one cap (runs made per T), else by
+        truncation.
     metric
         ``"pass@k"`` (default): at least one of k episodes succeeds, ``1 - C(n - c, k) /
         C(n, k)``; ``"pass^k"`` (tau-bench's reliability measure): all k succeed,
@@ -277,9 +280,11 @@ def pass_at_kt(
     notes = list(small_sample_note(table))
     if int(est.n.max()) < 2:
         notes.append("one sample per problem: PASS@(1,T) is the success rate, and no larger k is estimable")
-    if est.t_source == "truncation":
+    if est.t_source in TRUNCATED:
         notes.append("T by truncation: an episode counts for T if it is correct and used at most T rounds "
                      "(the rounds it happened to use, not a budget)")
+    if est.t_source == "messages":
+        notes.append(MESSAGES_NOTE)
     return PassTable.with_notes(table, notes, by=est.by)
 
 
@@ -817,19 +822,21 @@ def estimate_pass(
     if ci is not None and n_boot < 1:
         raise InputError(f"`n_boot` must be at least 1, got {n_boot}", field="n_boot")
     source = _resolve_source(runs, t_source)
+    if source == "messages":
+        runs = message_rounds(runs)
     needed = [*by, "question_id", "correct", "n_rounds"] + (["t_cap"] if source == "t_cap" else [])
     # the duplicate-key check rides on the counting below (see _count_blocks)
     validate(runs, required=list(dict.fromkeys(needed)), check_keys=False)
 
     keys = [*by, "question_id"]
-    counts = _count_blocks(runs, ts) if source == "truncation" and by == ["arm"] else None
+    counts = _count_blocks(runs, ts) if source in TRUNCATED and by == ["arm"] else None
     if counts is not None:  # counted from contiguous blocks, keys proven unique on the way
         n = np.repeat(counts["n"].to_numpy().astype(np.int64)[:, None], ts.size, axis=1)
     else:
         # grouped by (arm, question): distinct sample ids per group, counted in the same
         # group-by, prove the keys unique; the exact check then runs only to name a repeat
         fold = by == ["arm"] and "sample_id" in runs.columns
-        if source == "truncation":
+        if source in TRUNCATED:
             counts = _count_truncation(runs, keys, ts, distinct=fold)
             n = np.repeat(counts["n"].to_numpy().astype(np.int64)[:, None], ts.size, axis=1)
         else:
@@ -894,12 +901,12 @@ def depth_notes(runs: pl.DataFrame, t: Iterable[int], t_source: str) -> list[str
     t
         The T grid.
     t_source
-        ``"t_cap"`` or ``"truncation"`` (as resolved; ``"auto"`` is resolved here).
+        ``"t_cap"``, ``"truncation"`` or ``"messages"`` (as resolved; ``"auto"`` is resolved here).
     """
     ts = sorted(int(v) for v in t)
     source = _resolve_source(runs, t_source)
-    notes = []
-    if source == "truncation":
+    notes = [MESSAGES_NOTE] if source == "messages" else []
+    if source in TRUNCATED:
         notes.append("T from truncation: an episode counts at T when it used at most T rounds; T is the "
                      "rounds an episode happened to use, not a budget it was given, so an arm that chooses "
                      "to search more loses PASS at small T without losing ability. For a budget claim, run "
@@ -912,6 +919,40 @@ def depth_notes(runs: pl.DataFrame, t: Iterable[int], t_source: str) -> list[str
                              f"no episode could use more than {cap} rounds, so PASS@(k,T) there equals "
                              f"PASS@(k,{cap}) and a saturation depth T* at or above {cap} comes from the cap")
     return notes
+
+
+#: The sources of T that count the rounds an episode used (``"messages"`` counts them in messages).
+TRUNCATED: tuple[str, ...] = ("truncation", "messages")
+MESSAGES_NOTE = ("T counted in messages: calls the model sent together in one message (parallel function calling) "
+                 "are one round")
+
+
+def message_rounds(runs: pl.DataFrame) -> pl.DataFrame:
+    """``runs`` with ``n_rounds`` counted in the model's messages that made calls: every call
+    flagged ``parallel`` (sent in the same message as the call before it, as the readers mark
+    OpenAI ``tool_calls`` lists, Hermes blocks and ATIF steps) joins the round of the call
+    before it. Rows without recorded steps, or a table without the flag, keep their
+    ``n_rounds``; read from the steps each time, so applying it twice changes nothing.
+
+    Examples
+    --------
+    >>> from mechanism.core.schema import from_records, make_step
+    >>> calls = [make_step(tool="search", arguments="a"), make_step(tool="search", arguments="b", parallel=True),
+    ...          make_step(tool="open", arguments="c")]
+    >>> runs = from_records([{"arm": "a", "question_id": "q", "sample_id": 0, "question": "?", "gold": ["x"],
+    ...                       "answer": "x", "correct": True, "n_rounds": 3, "steps": calls}])
+    >>> message_rounds(runs)["n_rounds"].to_list()
+    [2]
+    """
+    steps = runs.schema.get("steps")
+    fields = {f.name for f in steps.inner.fields} if isinstance(steps, pl.List) and isinstance(
+        steps.inner, pl.Struct) else set()
+    if PARALLEL not in fields:
+        return runs
+    together = pl.col("steps").list.eval(pl.element().struct.field(PARALLEL).fill_null(False).cast(pl.Int64)).list.sum()
+    return runs.with_columns(n_rounds=pl.when(pl.col("steps").list.len() > 0)
+                             .then(pl.col("steps").list.len() - together.fill_null(0))
+                             .otherwise(pl.col("n_rounds")).cast(pl.Int64))
 
 
 def within_t_shares(runs: pl.DataFrame, t: Iterable[int], *, by: Sequence[str] = ("arm",)) -> pl.DataFrame:

@@ -26,7 +26,7 @@ RandomState = int | np.random.Generator | None
 # Options shared by several modules, named once.
 Weighting = Literal["question", "trajectory"]
 #: Where the interaction depth T of an episode comes from (:func:`mechanism.analysis.passkt.pass_at_kt`).
-TSource = Literal["auto", "t_cap", "truncation"]
+TSource = Literal["auto", "t_cap", "truncation", "messages"]
 OutputFormat = Literal["html", "markdown"]
 
 

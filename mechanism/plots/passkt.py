@@ -45,7 +45,7 @@ def plot_pass_curves(
     """
     _need(curves, ["arm", "k", "t", "pass_at_kt"], "curves")
     arms = list(dict.fromkeys(curves["arm"].to_list())) if arms is None else list(arms)
-    truncated = _source(curves) == "truncation"
+    truncated = _source(curves) in ("truncation", "messages")
     ts = sorted(set(curves["t"].to_list())) if t is None else list(t)
     colors = {**arm_colors(arms), **(colors or {})}
     has_ci = {"ci_low", "ci_high"} <= set(curves.columns)
@@ -149,8 +149,8 @@ def plot_pass_surfaces(curves: pl.DataFrame, *, arms: Sequence[str] | None = Non
             _annotate(ax, grid, fmt="{:.2f}", dark_above=0.55, reverse=True)
             _label_grid(ax, ks, ts, _source(curves))
             ax.set_title(arm_label(arm))
-            if _source(curves) == "truncation":
-                ax.set_ylabel(_t_label("truncation"))
+            if _source(curves) in ("truncation", "messages"):
+                ax.set_ylabel(_t_label(_source(curves)))
         for ax in axes[0][1:]:
             ax.set_ylabel("")
         fig.colorbar(image, ax=axes[0].tolist(), shrink=0.9, label="PASS@(k,T)")
@@ -198,7 +198,7 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str, t_source: st
             strong = abs(grid[i, j]) > 0.6 * limit
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if strong else "black")
         _label_grid(ax, ks, ts, t_source)
-        if t_source == "truncation":
+        if t_source in ("truncation", "messages"):
             ax.set_ylabel(_t_label(t_source))
         ax.set_title(f"PASS@(k,T): {t} − {b}" + (" (* interval excludes 0)" if sig is not None else ""))
         # the title names the two arms; beside the bar, long names would be taller than the axes
@@ -309,6 +309,8 @@ def _t_label(t_source: str | None) -> str:
     """The T axis label; says when T came from truncating the rounds an episode used."""
     if t_source == "truncation":
         return "T (rounds used; by truncation)"
+    if t_source == "messages":
+        return "T (messages with calls used; by truncation)"
     return "T (round budget)"
 
 

@@ -10,9 +10,11 @@ import polars as pl
 
 from mechanism.analysis.boundaries import boundary
 from mechanism.analysis.passkt import (
+    TRUNCATED,
     consistency,
     default_k,
     depth_notes,
+    message_rounds,
     pass_at_kt,
     pass_at_kt_per_problem,
     small_sample_note,
@@ -97,7 +99,8 @@ def analyse_passkt(runs: pl.DataFrame, *, k: Sequence[int] | None = None, t: Seq
     result = PassKT(curves=curves, pass_hat=hat, per_problem=pass_at_kt_per_problem(runs, k=ks, t=t, t_source=t_source),
                     consistency=consistency(runs, ci=ci, n_boot=n_boot, random_state=random_state),
                     k=ks, t=list(t), arms=arms, ci=ci, t_source=source,
-                    within_t=within_t_shares(runs, t) if source == "truncation" else None,
+                    within_t=(within_t_shares(message_rounds(runs) if source == "messages" else runs, t)
+                              if source in TRUNCATED else None),
                     notes=[*depth_notes(runs, t, t_source), *small_sample_note(curves)])
     if base is None and "base" in arms:
         base = "base"
@@ -178,7 +181,7 @@ def _summary_lines(result: PassKT, order: list[str], hat: pl.DataFrame) -> list[
     source = result.t_source
     level = "no intervals" if ci is None else f"{ci * 100:g}% bootstrap intervals over problems"
     lines = [f"PASS@(k,T) of {len(result.arms)} arm(s) on k = {ks}, T = {list(t)} (T from {source}; {level})"]
-    if source == "truncation":
+    if source in TRUNCATED:
         lines.append("  T by truncation counts the rounds an episode happened to use, not a budget: an arm "
                      "that searches more loses PASS at small T without losing any ability")
     tmax = max(t)

@@ -19,7 +19,8 @@ def _option(command: str, flag: str, action: str | None = None) -> argparse.Acti
 
 
 def test_cli_choices_are_the_library_literals():
-    assert tuple(_option("passkt", "--t-source").choices) == choices(TSource) == ("auto", "t_cap", "truncation")
+    assert tuple(_option("passkt", "--t-source").choices) == choices(TSource) == ("auto", "t_cap", "truncation",
+                                                                                  "messages")
     assert tuple(_option("integration", "--weighting").choices) == choices(Weighting)
     assert tuple(_option("strategies", "--retries", "fit").choices) == choices(Retries)
 
