@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from mechanism.analysis.boundaries import Boundary
+from mechanism.analysis.passkt import TRUNCATED
 from mechanism.core.errors import InputError
 from mechanism.plots.style import DIVERGING_CMAP, SEQUENTIAL_CMAP, arm_colors, arm_label, paper_style
 
@@ -45,7 +46,7 @@ def plot_pass_curves(
     """
     _need(curves, ["arm", "k", "t", "pass_at_kt"], "curves")
     arms = list(dict.fromkeys(curves["arm"].to_list())) if arms is None else list(arms)
-    truncated = _source(curves) in ("truncation", "messages")
+    truncated = _source(curves) in TRUNCATED
     ts = sorted(set(curves["t"].to_list())) if t is None else list(t)
     colors = {**arm_colors(arms), **(colors or {})}
     has_ci = {"ci_low", "ci_high"} <= set(curves.columns)
@@ -149,7 +150,7 @@ def plot_pass_surfaces(curves: pl.DataFrame, *, arms: Sequence[str] | None = Non
             _annotate(ax, grid, fmt="{:.2f}", dark_above=0.55, reverse=True)
             _label_grid(ax, ks, ts, _source(curves))
             ax.set_title(arm_label(arm))
-            if _source(curves) in ("truncation", "messages"):
+            if _source(curves) in TRUNCATED:
                 ax.set_ylabel(_t_label(_source(curves)))
         for ax in axes[0][1:]:
             ax.set_ylabel("")
@@ -198,7 +199,7 @@ def plot_gap_surface(gap: pl.DataFrame, *, base: str, treated: str, t_source: st
             strong = abs(grid[i, j]) > 0.6 * limit
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if strong else "black")
         _label_grid(ax, ks, ts, t_source)
-        if t_source in ("truncation", "messages"):
+        if t_source in TRUNCATED:
             ax.set_ylabel(_t_label(t_source))
         ax.set_title(f"PASS@(k,T): {t} − {b}" + (" (* interval excludes 0)" if sig is not None else ""))
         # the title names the two arms; beside the bar, long names would be taller than the axes

@@ -16,6 +16,7 @@ import polars as pl
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
+from mechanism.analysis.passkt import TRUNCATED
 from mechanism.plots.style import STRATEGY_PALETTE, display_name, paper_style
 
 _OTHER = "#BBBBBB"
@@ -191,7 +192,7 @@ def plot_track_passkt(passkt: pl.DataFrame, *, k: Sequence[int] | None = None, t
     names, x, by_step = _axis(passkt)
     ks = sorted(set(passkt["k"].to_list())) if k is None else list(k)
     ts = sorted(set(passkt["t"].to_list())) if t is None else list(t)
-    truncated = "t_source" in passkt.columns and passkt.height and passkt["t_source"][0] in ("truncation", "messages")
+    truncated = "t_source" in passkt.columns and passkt.height and passkt["t_source"][0] in TRUNCATED
     cmap = colormaps["viridis"]
     shades = {tv: cmap(0.15 + 0.75 * i / max(len(ts) - 1, 1)) for i, tv in enumerate(ts)}
     has_ci = "ci_low" in passkt.columns

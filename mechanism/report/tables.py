@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from mechanism.analysis.passkt import TRUNCATED
 from mechanism.core.names import escape_control
 from mechanism.core.results import latex_escape
 from mechanism.core.text import estimate_text, md_escape, md_table
@@ -122,12 +123,12 @@ def passkt_table(curves: pl.DataFrame, *, arms: Sequence[str]) -> tuple[ReportTa
             rows.append(row)
     source = curves["t_source"][0] if "t_source" in curves.columns and curves.height else "auto"
     note = f"T read by {source}"
-    if source in ("truncation", "messages"):
+    if source in TRUNCATED:
         note += (": an episode counts for T if it is correct within T rounds, which measures the rounds an episode "
                  "happened to use, not a budget")
     problems = _problems(curves, present)
     # the page states the truncation caveat once, in the section's text; the table keeps a pointer
-    short = f"T read by {source}" + (" (rounds used, not a budget)" if source in ("truncation", "messages") else "")
+    short = f"T read by {source}" + (" (rounds used, not a budget)" if source in TRUNCATED else "")
     return ReportTable(key="passkt", title="PASS@(k,T) per round budget T (arms as columns)",
                        frame=arm_table(rows, ["k", "T", *present]),
                        note=short + "; bootstrap intervals over problems" + problems), note
