@@ -47,6 +47,7 @@ def plot_pass_curves(
     _need(curves, ["arm", "k", "t", "pass_at_kt"], "curves")
     arms = list(dict.fromkeys(curves["arm"].to_list())) if arms is None else list(arms)
     truncated = _source(curves) in TRUNCATED
+    unit = "message" if _source(curves) == "messages" else "round"  # what T counts
     ts = sorted(set(curves["t"].to_list())) if t is None else list(t)
     colors = {**arm_colors(arms), **(colors or {})}
     has_ci = {"ci_low", "ci_high"} <= set(curves.columns)
@@ -71,7 +72,7 @@ def plot_pass_curves(
             ax.xaxis.set_major_locator(FixedLocator(ks))
             ax.xaxis.set_minor_locator(NullLocator())
             ax.set_xticklabels([str(k) for k in ks], rotation=0 if len(ks) <= 7 else 90)
-            ax.set_title(f"T = {tv} round{'s' if tv != 1 else ''}" + (" used" if truncated else ""))
+            ax.set_title(f"T = {tv} {unit}{'s' if tv != 1 else ''}" + (" used" if truncated else ""))
         for ax in axes.flat[len(ts):]:
             ax.set_visible(False)
         for ax in axes[-1]:
@@ -81,12 +82,12 @@ def plot_pass_curves(
         axes.flat[0].set_ylim(-0.02, 1.02)
         handles, labels = axes.flat[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="upper center", ncol=min(len(arms), 4), bbox_to_anchor=(0.5, 1.0),
-                   title="T by truncation: an episode counts if correct within T rounds" if truncated else None)
+                   title=f"T by truncation: an episode counts if correct within T {unit}s" if truncated else None)
         if title:
             fig.suptitle(title, y=1.07)
         if caption:
             band = " (bands: bootstrap interval over problems)" if has_ci else ""
-            depth = ("; T = rounds an episode happened to use (truncation), not a budget: run per-T caps "
+            depth = (f"; T = {unit}s an episode happened to use (truncation), not a budget: run per-T caps "
                      "(`t_cap`) for a budget claim" if truncated else "")
             fig.text(0.5, -0.02, f"PASS@(k,T) by arm{band}{depth}", ha="center", va="top", fontsize=7.5,
                      color="0.35")
@@ -141,7 +142,7 @@ def plot_pass_surfaces(curves: pl.DataFrame, *, arms: Sequence[str] | None = Non
     ks = sorted(set(curves["k"].to_list()))
     ts = sorted(set(curves["t"].to_list()))
     with paper_style():
-        fig, axes = plt.subplots(1, len(arms), figsize=(1.2 + (0.4 * len(ks) + 0.4) * len(arms), 0.9 + 0.4 * len(ts)),
+        fig, axes = plt.subplots(1, len(arms), figsize=(1.2 + max(0.4 * len(ks) + 0.4, 2.6) * len(arms), 0.9 + 0.4 * len(ts)),
                                  squeeze=False, constrained_layout=True)
         image = None
         for ax, arm in zip(axes[0], arms):
@@ -311,7 +312,7 @@ def _t_label(t_source: str | None) -> str:
     if t_source == "truncation":
         return "T (rounds used; by truncation)"
     if t_source == "messages":
-        return "T (messages with calls used; by truncation)"
+        return "T (messages used; by truncation)"
     return "T (round budget)"
 
 
