@@ -142,8 +142,10 @@ def plot_pass_surfaces(curves: pl.DataFrame, *, arms: Sequence[str] | None = Non
     ks = sorted(set(curves["k"].to_list()))
     ts = sorted(set(curves["t"].to_list()))
     with paper_style():
-        fig, axes = plt.subplots(1, len(arms), figsize=(1.2 + max(0.4 * len(ks) + 0.4, 2.6) * len(arms), 0.9 + 0.4 * len(ts)),
-                                 squeeze=False, constrained_layout=True)
+        # a panel wide enough for an arm's label (28 characters) above it, however few the k
+        width = 1.2 + max(0.4 * len(ks) + 0.4, 2.6) * len(arms)
+        fig, axes = plt.subplots(1, len(arms), figsize=(width, 0.9 + 0.4 * len(ts)), squeeze=False,
+                                 constrained_layout=True)
         image = None
         for ax, arm in zip(axes[0], arms):
             grid = _grid(curves.filter(pl.col("arm") == arm), "pass_at_kt", ks, ts)
