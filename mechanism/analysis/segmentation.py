@@ -488,11 +488,14 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         steps = with_user_turns(steps)
     raw = [memo.tool(st.get("tool")) for st in steps]
     if actions:
-        steps = [read_action(st, actions[name], task.segments) if name in actions else st
-                 for st, name in zip(steps, raw)]
-        # a generic tool's verb that hands control to another agent (a table's handoffs, in `actions`)
-        steps = [read_handoff(st, st["tool"]) or st if "via" in st and actions.get(st["tool"]) == HANDOFF_FIELD
-                 else st for st in steps]
+        steps = [read_action(st, actions[name], task.segments) if actions.get(name, HANDOFF_FIELD) != HANDOFF_FIELD
+                 else st for st, name in zip(steps, raw)]
+    if actions and HANDOFF_FIELD in actions.values():
+        # a handoff to another agent (the table's handoffs, in `actions`): a typed tool's call, or a
+        # generic tool's verb once read above
+        named = [memo.tool(st.get("tool")) for st in steps]
+        steps = [read_handoff(st, name) or st if actions.get(name) == HANDOFF_FIELD else st
+                 for st, name in zip(steps, named)]
     # each call's failure read once: the typo mending and the moves both need it
     failed_of = [_failed(st, error_pattern) for st in steps]
     if actions:

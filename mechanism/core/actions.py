@@ -839,8 +839,6 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
     (the other argument fields kept as they were); ``task``: the request path segments the
     task decides (:func:`_request_verb`)."""
     tool = tool_name(step.get("tool"))
-    if field == HANDOFF_FIELD:
-        return read_handoff(step, tool) or dict(step)
     verb, obj, rest, keys, statement = _read_call(tool, field, step.get("arguments"), step.get("query"), task)
     verb = verb or tool
     arguments = json.dumps({"object": obj, **rest}, ensure_ascii=False, default=str) if (obj or rest) else None
