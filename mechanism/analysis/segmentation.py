@@ -83,6 +83,7 @@ from mechanism.core import actions as actions_module
 from mechanism.core import failures as failures_module
 from mechanism.core import patterns as patterns_module
 from mechanism.core.actions import (
+    AGENT_FIELDS,
     HANDOFF_FIELD,
     RETRIEVAL_TOOL,
     ActionField,
@@ -90,7 +91,7 @@ from mechanism.core.actions import (
     detect_action_tools,
     mend_typos,
     read_action,
-    read_handoff,
+    read_agent_call,
     request_segments,
     tool_name,
 )
@@ -488,13 +489,13 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         steps = with_user_turns(steps)
     raw = [memo.tool(st.get("tool")) for st in steps]
     if actions:
-        steps = [read_action(st, actions[name], task.segments) if actions.get(name, HANDOFF_FIELD) != HANDOFF_FIELD
+        steps = [read_action(st, actions[name], task.segments) if actions.get(name, HANDOFF_FIELD) not in AGENT_FIELDS
                  else st for st, name in zip(steps, raw)]
     if actions and HANDOFF_FIELD in actions.values():
-        # a handoff to another agent (the table's handoffs, in `actions`): a typed tool's call, or a
-        # generic tool's verb once read above
+        # a handoff to another agent, or an agent consulted as a tool (the table's, in `actions`):
+        # a typed tool's call, or a generic tool's verb once read above
         named = [memo.tool(st.get("tool")) for st in steps]
-        steps = [read_handoff(st, name) or st if actions.get(name) == HANDOFF_FIELD else st
+        steps = [read_agent_call(st, name, actions[name]) if actions.get(name) in AGENT_FIELDS else st
                  for st, name in zip(steps, named)]
     # each call's failure read once: the typo mending and the moves both need it
     failed_of = [_failed(st, error_pattern) for st in steps]

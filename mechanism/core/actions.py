@@ -31,7 +31,9 @@ supervisor, AutoGen). Where a table hands to two agents or more, every such call
 a generic tool's verb: ``act(command="transfer_to_refunds")``) is read as one verb,
 ``transfer_to``, whose object is the agent (:func:`read_handoff`): which agent the question
 needs is then the call's object, not another tool. One alone (``transfer_to_human_agents``) keeps
-its name.
+its name. In such a table an agent consulted as a tool, its answer coming back (the Agents SDK's
+``agent.as_tool``, AutoGen's ``AgentTool`` named after its agent, a tool ``ask_<agent>``), is read
+likewise as one verb, ``consult``, whose object is the agent (:func:`read_consult`).
 
 ``action_field=`` of :class:`~mechanism.StrategySpace` and :func:`mechanism.analysis.segmentation.render`
 sets the reading by hand (``{"bash": "command"}``) or turns it off (``None``).
@@ -54,9 +56,10 @@ from mechanism.core.errors import InputError
 # How generic tools are read: detected ("auto"), named ({tool: field}) or not at all (None).
 ActionField = Literal["auto"] | Mapping[str, str] | None
 
-__all__ = ["ACTION_FIELDS", "GENERIC_TOOL", "HANDOFF_FIELD", "HANDOFF_VERB", "ActionField", "check_action_field",
-           "detect_action_tools", "handoff_agent", "mend_typos", "one_typo_apart", "read_action", "read_handoff",
-           "tool_name", "verb_object"]
+__all__ = ["ACTION_FIELDS", "AGENT_FIELDS", "ActionField", "CONSULT_FIELD", "CONSULT_VERB", "GENERIC_TOOL",
+           "HANDOFF_FIELD", "HANDOFF_VERB", "check_action_field", "consulted_agent", "detect_action_tools",
+           "handoff_agent", "mend_typos", "one_typo_apart", "read_action", "read_agent_call", "read_consult",
+           "read_handoff", "tool_name", "verb_object"]
 
 # Argument names that carry the action of a generic tool, in the order they are tried. A
 # request's `url`/`path` comes after `method` so that `request(method, url)` is read by both.
@@ -313,7 +316,7 @@ def request_segments(step: Mapping[str, Any], field: str) -> list[str]:
     >>> request_segments({"tool": "http_get", "arguments": '{"url": "/api/v2/Orders/W1/refunds"}'}, "url")
     ['api', 'orders', 'refunds']
     """
-    if field == HANDOFF_FIELD:
+    if field in AGENT_FIELDS:
         return []
     parsed, text, _ = _call_text(field, step.get("arguments"), step.get("query"))
     request = _request(tool_name(step.get("tool")), field, parsed, text)
@@ -796,8 +799,14 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
     # tools or as the verbs of a generic tool (`act(command="transfer_to_refunds")`), each read so
     handoffs = {t for t in calls if t not in out and handoff_agent(t) is not None}
     handoffs |= {v for key in out.items() for v in verb_calls[key] if handoff_agent(v) is not None}
-    if len({handoff_agent(t) for t in handoffs}) >= 2:
+    agents = {handoff_agent(t) for t in handoffs}
+    if len(agents) >= 2:
         out.update(dict.fromkeys(sorted(handoffs), HANDOFF_FIELD))
+        # an agent the system hands to, also consulted as a tool (`ask_refunds`): one verb, too
+        consults = {t for t in calls if t not in out and consulted_agent(t) in agents}
+        consults |= {v for key in out.items() for v in verb_calls[key]
+                     if v not in handoffs and consulted_agent(v) in agents}
+        out.update(dict.fromkeys(sorted(consults), CONSULT_FIELD))
     return out
 
 
@@ -853,17 +862,57 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
 # LangGraph's supervisor and AutoGen name the call that passes control `transfer_to_<agent>`, or
 # `transfer_back_to_<agent>`): one move, passing control, whose object is the agent.
 _HANDOFF = re.compile(r"^(?:transfer(?:_back)?_to|hand_?off_to)_([a-z0-9][a-z0-9_.]*)$")
+# An agent consulted as a tool, its answer coming back (`ask_refunds`, `consult_billing_agent`,
+# or the agent's own name, as AutoGen's AgentTool names it): the prefix read off.
+_CONSULT = re.compile(r"^(?:ask|consult|delegate(?:_to)?|call|invoke|query)_(?=[a-z0-9])")
 #: The verb a handoff is read as (:func:`read_handoff`).
 HANDOFF_VERB = "transfer_to"
-#: The "field" :func:`detect_action_tools` names for a handoff tool: the call is read by its name.
+#: The verb an agent consulted as a tool is read as (:func:`read_consult`).
+CONSULT_VERB = "consult"
+#: The "fields" :func:`detect_action_tools` names for a handoff tool and for an agent consulted
+#: as a tool: the call is read by its name.
 HANDOFF_FIELD = "@handoff"
+CONSULT_FIELD = "@consult"
+AGENT_FIELDS = (HANDOFF_FIELD, CONSULT_FIELD)
+
+
+def _agent_name(name: str) -> str:
+    """An agent's name as the calls read it: ``refunds_agent`` and ``refunds`` are one agent."""
+    return name[: -len("_agent")] if name.endswith("_agent") and len(name) > len("_agent") else name
 
 
 @functools.lru_cache(maxsize=4096)
 def handoff_agent(tool: str) -> str | None:
-    """The agent a tool named as a handoff (:func:`read_handoff`) hands to, else ``None``."""
+    """The agent a tool named as a handoff (:func:`read_handoff`) hands to, else ``None``.
+
+    >>> handoff_agent("transfer_back_to_triage_agent"), handoff_agent("transfer_funds")
+    ('triage', None)
+    """
     found = _HANDOFF.match(tool)
-    return found.group(1) if found else None
+    return _agent_name(found.group(1)) if found else None
+
+
+@functools.lru_cache(maxsize=4096)
+def consulted_agent(tool: str) -> str:
+    """The agent a tool would consult, were it an agent consulted as a tool: its name with a
+    consulting prefix (``ask_``, ``consult_``, ``delegate_to_``, ...) and an ``_agent`` suffix
+    read off. Whether it is one is the table's to say (:func:`detect_action_tools`: an agent
+    its handoffs name).
+
+    >>> consulted_agent("ask_refunds"), consulted_agent("consult_billing_agent"), consulted_agent("refunds")
+    ('refunds', 'billing', 'refunds')
+    """
+    found = _CONSULT.match(tool)
+    return _agent_name(tool[found.end():] if found else tool)
+
+
+def _agent_call(step: Mapping[str, Any], tool: str, verb: str, agent: str) -> dict[str, Any]:
+    """``step`` read as ``verb`` with the agent as its object, its other arguments kept."""
+    rest = _parse(step.get("arguments")) or {}
+    if "object" in rest:  # a generic tool's call read as a verb already: the rest of its command
+        rest["detail"] = rest.pop("object")
+    arguments = json.dumps({"object": agent, **rest}, ensure_ascii=False, default=str)
+    return {**step, "tool": verb, "arguments": arguments, "query": agent, "via": step.get("via") or tool}
 
 
 def read_handoff(step: Mapping[str, Any], tool: str) -> dict[str, Any] | None:
@@ -885,13 +934,27 @@ def read_handoff(step: Mapping[str, Any], tool: str) -> dict[str, Any] | None:
     True
     """
     agent = handoff_agent(tool)
-    if agent is None:
-        return None
-    rest = _parse(step.get("arguments")) or {}
-    if "object" in rest:  # a generic tool's call read as a verb already: the rest of its command
-        rest["detail"] = rest.pop("object")
-    arguments = json.dumps({"object": agent, **rest}, ensure_ascii=False, default=str)
-    return {**step, "tool": HANDOFF_VERB, "arguments": arguments, "query": agent, "via": step.get("via") or tool}
+    return None if agent is None else _agent_call(step, tool, HANDOFF_VERB, agent)
+
+
+def read_consult(step: Mapping[str, Any], tool: str) -> dict[str, Any]:
+    """``step``, a call of an agent consulted as a tool (``tool``, as :func:`tool_name` reads
+    it; :func:`detect_action_tools` says which are), read as the verb :data:`CONSULT_VERB` with
+    the agent as its object, its other arguments kept (what it is asked). Read by name, the
+    specialist the question needs would make each question's consultation another plan.
+
+    >>> read_consult({"tool": "ask_refunds", "arguments": '{"input": "eligible?"}'}, "ask_refunds")["arguments"]
+    '{"object": "refunds", "input": "eligible?"}'
+    """
+    return _agent_call(step, tool, CONSULT_VERB, consulted_agent(tool))
+
+
+def read_agent_call(step: Mapping[str, Any], tool: str, field: str) -> dict[str, Any]:
+    """``step`` read as what ``field`` (one of :data:`AGENT_FIELDS`) says its tool is: a
+    handoff (:func:`read_handoff`) or an agent consulted (:func:`read_consult`)."""
+    if field == CONSULT_FIELD:
+        return read_consult(step, tool)
+    return read_handoff(step, tool) or dict(step)
 
 
 def one_typo_apart(a: str, b: str) -> bool:

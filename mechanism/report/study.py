@@ -20,7 +20,7 @@ from mechanism.analysis.labels import given_space
 from mechanism.analysis.passkt import default_k
 from mechanism.analysis.segmentation import segment
 from mechanism.analysis.strategy_space import untested_reasons
-from mechanism.core.actions import HANDOFF_FIELD, HANDOFF_VERB
+from mechanism.core.actions import CONSULT_FIELD, CONSULT_VERB, HANDOFF_FIELD, HANDOFF_VERB
 from mechanism.core.errors import InputError
 from mechanism.core.names import pair_folders, visible_name
 from mechanism.core.options import RandomState, check_ci, check_seed
@@ -481,9 +481,13 @@ def _reading_note(space: Any) -> str:
     said += ([f"Steps the agents take or not whatever the strategy are left out where the rest of the episode is "
               f"met without them too: {', '.join(optional)} (each taken after every kind of approach, at like "
               "rates in every arm)."] if optional else [])
-    handoffs = sorted(t for t, f in (getattr(space, "action_tools_", None) or {}).items() if f == HANDOFF_FIELD)
+    read_as = getattr(space, "action_tools_", None) or {}
+    handoffs = sorted(t for t, f in read_as.items() if f == HANDOFF_FIELD)
+    consults = sorted(t for t, f in read_as.items() if f == CONSULT_FIELD)
     said += ([f"Handoffs between agents are read as one move, {HANDOFF_VERB}, whose object is the agent handed to: "
               f"{', '.join(handoffs[:6])}{' ...' if len(handoffs) > 6 else ''}."] if handoffs else [])
+    said += ([f"Agents consulted as tools are read as one move, {CONSULT_VERB}, whose object is the agent: "
+              f"{', '.join(consults[:6])}{' ...' if len(consults) > 6 else ''}."] if consults else [])
     said += ([f"Which resource a request names is the question's: {', '.join(segments)} read as one mark, "
               "{task}, in the requests."] if segments else [])
     tokens = sorted(getattr(space, "task_tokens_", ()), key=lambda t: (not t.startswith("T:"), t))

@@ -9,7 +9,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.analysis.segmentation import action_tools, render
-from mechanism.core.actions import HANDOFF_FIELD, _code_verb, _sql_verb, detect_action_tools, verb_object
+from mechanism.core.actions import CONSULT_FIELD, HANDOFF_FIELD, _code_verb, _sql_verb, detect_action_tools, verb_object
 from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
 from mechanism.datasets.worlds import as_generic_action, computer, interpreter, multihop, service, terminal
@@ -417,3 +417,41 @@ def test_handoffs_to_several_agents_are_one_verb_whose_object_is_the_agent(tmp_p
     # the reading is the fit's own: turned off with the others
     off = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, action_field=None).fit(runs)
     assert off.action_tools_ == {}
+
+
+def test_agents_consulted_as_tools_are_one_verb_whose_object_is_the_agent(tmp_path):
+    # a system that hands to its specialists, or consults them as tools (`ask_<agent>`, the
+    # agent's answer coming back): which specialist is the question's, how is the strategy's
+    handed, truth = _handoff_runs()
+    records = handed.to_dicts()
+    for row in records[0::2]:  # the lookup-first half consults instead of handing off
+        agent = row["steps"][1]["tool"].removeprefix("transfer_to_")
+        row["steps"][1] = make_step(tool=f"ask_{agent}", arguments=json.dumps({"input": "eligible?"}),
+                                    observation="Yes, eligible for a full refund.")
+        row["steps"].append(make_step(tool="ask_weather", arguments=json.dumps({"city": "Oslo"}),
+                                      observation="Sunny"))  # asks no agent: a tool like any other
+    runs = from_records(records)
+    found = action_tools(runs)
+    assert {t: f for t, f in found.items() if f == CONSULT_FIELD} == dict.fromkeys(
+        ["ask_baggage", "ask_booking", "ask_refunds"], CONSULT_FIELD)
+    assert "ask_weather" not in found
+    table = render(runs)
+    assert set(table["tools"].to_list()) == {"transfer_to > lookup_reservation",
+                                             "lookup_reservation > consult > ask_weather"}
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    assert adjusted_rand_score(truth, space.labels_) == pytest.approx(1.0)
+    from mechanism.report.study import _reading_note
+
+    assert "Agents consulted as tools are read as one move, consult" in _reading_note(space)
+    loaded = mx.StrategySpace.load(space.save(tmp_path / "space"))
+    assert loaded.action_tools_ == space.action_tools_
+    assert (loaded.transform(runs) == space.labels_).all()
+    # without handoffs to name the agents, `ask_refunds` is a tool like any other
+    alone = from_records([{**row, "steps": row["steps"][1:]} for row in records[0::2]])
+    assert action_tools(alone) == {}
+    # through one generic tool, the consultations are its verbs, read alike
+    generic = from_records([{**row, "steps": [make_step(tool="act", arguments=json.dumps({"command": st["tool"]}),
+                                                        observation=st["observation"]) for st in row["steps"]]}
+                            for row in records])
+    assert set(action_tools(generic).values()) == {"command", HANDOFF_FIELD, CONSULT_FIELD}
+    assert set(render(generic)["tools"].to_list()) == set(table["tools"].to_list())

@@ -48,8 +48,23 @@ def test_a_last_tool_that_also_follows_the_other_is_a_step_not_an_alternative():
     counts = np.array([40, 20, 30, 15, 20])
     assert swapped_endings(plans, counts) == {}
     assert join_endings(np.arange(5), counts, plans)[0].tolist() == [0, 1, 2, 3, 4]
-    # without the chained plan they are two endings of two approaches, as restart and scale
-    assert join_endings(np.arange(4), counts[:4], plans[:4])[0].tolist() == [0, 0, 2, 2]
+    # without the chained plan, after two approaches, they are two endings, as restart and scale
+    apart = ["lookup > get_flight_status", "lookup > transfer_to", "search > get_flight_status", "search > transfer_to"]
+    assert join_endings(np.arange(4), counts[:4], apart)[0].tolist() == [0, 0, 2, 2]
+
+
+def test_two_prefixes_one_step_apart_are_one_approach():
+    # asking the customer for the code first, or not, is one approach: three ways of ending it
+    # (triage alone, a specialist consulted, a human) seen after it are three strategies
+    plans = [f"{first}lookup > {last}" for first in ("", "ask_user > ") for last in ("get_flight_status", "consult",
+                                                                                       "transfer_to")]
+    out, records = join_endings(np.arange(6), np.full(6, 30), plans)
+    assert out.tolist() == list(range(6))
+    assert {r["contexts"] for r in records} == {1}
+    # with a third prefix of another approach, two approaches: joined
+    more = plans + ["search > get_flight_status", "search > consult", "search > transfer_to"]
+    out, _ = join_endings(np.arange(9), np.full(9, 30), more)
+    assert len(set(out.tolist())) == 3
 
 
 def test_outliers_and_one_tool_plans_are_never_joined():

@@ -19,9 +19,14 @@ final tools seen after one prefix only is left to the cut: there it may be the o
 two strategies differ in. Nor are two tools one of which also ends plans right after the other
 (held by :data:`ENDING_SHARE` too): the one is a step taken before the other (a look at the
 flight status, then a handoff to a human), not its alternative; measured on the multi-agent
-world written blind, 0.403 -> 0.413, every other world unchanged. A plan of one tool has no
-prefix and is never a candidate (``restart`` straight away is another strategy than
-``query_metrics > restart``).
+world written blind, 0.403 -> 0.413, every other world unchanged. Two prefixes one inserted
+step apart (``lookup`` and ``ask_user > lookup``: the customer asked for a code first, or not)
+are one approach (:func:`distinct_contexts`): three ways of ending it (answer after a look at
+the flight, consult a specialist, hand off to a human) are three strategies, not one choice made
+after two approaches; measured with the consulted agents read as one verb, the multi-agent world
+0.420 -> 0.515 (0.413 with either change alone), every other world unchanged, typed and through
+one ``act`` tool. A plan of one tool has no prefix and is never a candidate (``restart``
+straight away is another strategy than ``query_metrics > restart``).
 
 Arms and outcomes never enter, nor does the question (the task test,
 :mod:`mechanism.analysis._strategies.tasks`, reads that). Measured on every planted world
@@ -33,11 +38,12 @@ research 0.81 -> 0.49 (hashing embedder).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
+from mechanism.analysis._strategies.families import one_step_apart
 from mechanism.analysis._strategies.joins import Joins, typical
 
 #: An ending (a prefix and its final tool) counts where at least this share of the
@@ -84,6 +90,22 @@ def swapped_endings(plans: Sequence[str], counts: np.ndarray) -> dict[frozenset[
     return out
 
 
+def distinct_contexts(prefixes: Iterable[tuple[str, ...]]) -> int:
+    """How many different approaches ``prefixes`` are: prefixes one inserted step apart (a
+    question to the customer first, or not) are one approach, joined transitively.
+
+    >>> distinct_contexts([("look",), ("ask", "look"), ("scan",)])
+    2
+    """
+    prefixes = sorted(set(prefixes))
+    joins = Joins(dict.fromkeys(range(len(prefixes)), 1.0))
+    for i, a in enumerate(prefixes):
+        for j in range(i + 1, len(prefixes)):
+            if one_step_apart(a, prefixes[j]) is not None:
+                joins.join(i, j)
+    return len({joins.find(i) for i in range(len(prefixes))})
+
+
 def join_endings(labels: np.ndarray, counts: np.ndarray, plans: Sequence[str]) -> tuple[np.ndarray, list[dict]]:
     """Join strategies that differ only in an interchangeable last tool (module docstring).
 
@@ -106,9 +128,15 @@ def join_endings(labels: np.ndarray, counts: np.ndarray, plans: Sequence[str]) -
 
     Examples
     --------
-    >>> plans = ["look > a", "look > b", "scan > look > a", "scan > look > b"]
+    >>> plans = ["look > a", "look > b", "scan > a", "scan > b"]
     >>> join_endings(np.array([0, 1, 2, 2]), np.array([5, 5, 5, 5]), plans)[0].tolist()
     [0, 0, 2, 2]
+
+    After one approach with and without a first step (``ask``), they are not joined:
+
+    >>> join_endings(np.array([0, 1, 2, 2]), np.array([5, 5, 5, 5]), ["look > a", "look > b", "ask > look > a",
+    ...              "ask > look > b"])[0].tolist()
+    [0, 1, 2, 2]
     >>> join_endings(np.array([0, 1, 2, 3]), np.array([5, 5, 5, 5]), ["look > a", "look > b", "scan > c",
     ...              "scan > d"])[0].tolist()  # each pair seen after one prefix: left apart
     [0, 1, 2, 3]
@@ -128,7 +156,7 @@ def join_endings(labels: np.ndarray, counts: np.ndarray, plans: Sequence[str]) -
             ta, tb = tools_of[a], tools_of[b]
             if len(ta) < 2 or len(ta) != len(tb) or ta[:-1] != tb[:-1] or ta[-1] == tb[-1]:
                 continue
-            contexts = len(swaps.get(frozenset((ta[-1], tb[-1])), ()))
+            contexts = distinct_contexts(swaps.get(frozenset((ta[-1], tb[-1])), ()))
             merged = contexts >= ENDING_CONTEXTS
             if merged:
                 joins.join(a, b)

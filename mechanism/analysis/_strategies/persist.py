@@ -47,7 +47,7 @@ from mechanism.analysis._strategies.params import MODEL_PARAMS
 from mechanism.analysis._strategies.params import check as check_params
 from mechanism.analysis.embed import known_model
 from mechanism.analysis.segmentation import TaskCalls
-from mechanism.core.actions import ACTION_FIELDS, HANDOFF_FIELD, TEXT_FIELD
+from mechanism.core.actions import ACTION_FIELDS, AGENT_FIELDS, TEXT_FIELD
 from mechanism.core.cachefile import (
     NPY_MAX_BYTES,
     atomic_write,
@@ -199,13 +199,13 @@ def _task_test(raw: Any, cfg: str) -> dict[str, dict[str, float]]:
 
 def _action_tools(raw: Any, cfg: str) -> dict[str, str]:
     """The generic tools a space read as verbs: a mapping of short tool names to one of the
-    fields :mod:`mechanism.core.actions` knows, or its handoff mark (a space saved without it read every
+    fields :mod:`mechanism.core.actions` knows, or its handoff or consult mark (a space saved without it read every
     call by name)."""
     if raw is None:
         return {}
-    # a multi-agent system's handoffs each take an entry (one per agent handed to)
+    # a multi-agent system's handoffs and consults each take an entry (one per agent)
     if not isinstance(raw, dict) or len(raw) > 256 or not all(
-            isinstance(k, str) and 0 < len(k) <= 200 and v in (*ACTION_FIELDS, TEXT_FIELD, HANDOFF_FIELD)
+            isinstance(k, str) and 0 < len(k) <= 200 and v in (*ACTION_FIELDS, TEXT_FIELD, *AGENT_FIELDS)
             for k, v in raw.items()):
         raise _Refusal("`action_tools` must map tool names to action fields", cfg, "action_tools")
     return dict(raw)
