@@ -863,8 +863,9 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
 # `transfer_back_to_<agent>`): one move, passing control, whose object is the agent.
 _HANDOFF = re.compile(r"^(?:transfer(?:_back)?_to|hand_?off_to)_([a-z0-9][a-z0-9_.]*)$")
 # An agent consulted as a tool, its answer coming back (`ask_refunds`, `consult_billing_agent`,
-# or the agent's own name, as AutoGen's AgentTool names it): the prefix read off.
-_CONSULT = re.compile(r"^(?:ask|consult|delegate(?:_to)?|call|invoke|query)_(?=[a-z0-9])")
+# or the agent's own name, as AutoGen's AgentTool names it): the prefix read off. Prefixes that
+# also name plain tools (`query_database`, `call_api`) are not among them.
+_CONSULT = re.compile(r"^(?:ask|consult|delegate(?:_to)?|invoke)_(?=[a-z0-9])")
 #: The verb a handoff is read as (:func:`read_handoff`).
 HANDOFF_VERB = "transfer_to"
 #: The verb an agent consulted as a tool is read as (:func:`read_consult`).
@@ -901,6 +902,8 @@ def consulted_agent(tool: str) -> str:
 
     >>> consulted_agent("ask_refunds"), consulted_agent("consult_billing_agent"), consulted_agent("refunds")
     ('refunds', 'billing', 'refunds')
+    >>> consulted_agent("query_database")  # a plain tool's prefix: never an agent named `database`
+    'query_database'
     """
     found = _CONSULT.match(tool)
     return _agent_name(tool[found.end():] if found else tool)
