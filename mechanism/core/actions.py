@@ -57,9 +57,9 @@ from mechanism.core.errors import InputError
 ActionField = Literal["auto"] | Mapping[str, str] | None
 
 __all__ = ["ACTION_FIELDS", "AGENT_FIELDS", "ActionField", "CONSULT_FIELD", "CONSULT_VERB", "GENERIC_TOOL",
-           "HANDOFF_FIELD", "HANDOFF_VERB", "check_action_field", "consulted_agent", "detect_action_tools",
-           "handoff_agent", "mend_typos", "one_typo_apart", "read_action", "read_agent_call", "read_consult",
-           "read_handoff", "tool_name", "verb_object"]
+           "HANDOFF_FIELD", "HANDOFF_VERB", "MAX_AGENTS", "check_action_field", "consulted_agent",
+           "detect_action_tools", "handoff_agent", "mend_typos", "one_typo_apart", "read_action", "read_agent_call",
+           "read_consult", "read_handoff", "tool_name", "verb_object"]
 
 # Argument names that carry the action of a generic tool, in the order they are tried. A
 # request's `url`/`path` comes after `method` so that `request(method, url)` is read by both.
@@ -74,6 +74,10 @@ MIN_VERB_QUESTIONS = 3  # a verb is a verb when agents use it on several questio
 MIN_VERB_COVERAGE = 0.8  # of the tool's calls whose verb is such a shared one
 MAX_VERBS = 40  # a vocabulary whose commonest verbs this many do not cover is free text, not actions
 MIN_TOOL_SHARE = 0.2  # a generic tool carries a real part of the calls
+# A table naming more agents than this in its `transfer_to_<x>` calls is no multi-agent system
+# (those are 2-10 agents): its handoffs are read by name. It also bounds what a saved space
+# records (`persist.MAX_ACTION_TOOLS`): each agent takes at most a few names of each kind.
+MAX_AGENTS = 64
 MAX_VERB_CHARS = 40
 #: Marks a read call that runs a SQL statement (:func:`mend_typos` reads its failed attempts).
 STATEMENT = "_statement"
@@ -800,7 +804,7 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
     handoffs = {t for t in calls if t not in out and handoff_agent(t) is not None}
     handoffs |= {v for key in out.items() for v in verb_calls[key] if handoff_agent(v) is not None}
     agents = {handoff_agent(t) for t in handoffs}
-    if len(agents) >= 2:
+    if 2 <= len(agents) <= MAX_AGENTS:
         out.update(dict.fromkeys(sorted(handoffs), HANDOFF_FIELD))
         # an agent the system hands to, also consulted as a tool (`ask_refunds`): one verb, too
         consults = {t for t in calls if t not in out and consulted_agent(t) in agents}

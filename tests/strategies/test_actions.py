@@ -9,7 +9,15 @@ from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
 from mechanism.analysis.segmentation import action_tools, render
-from mechanism.core.actions import CONSULT_FIELD, HANDOFF_FIELD, _code_verb, _sql_verb, detect_action_tools, verb_object
+from mechanism.core.actions import (
+    CONSULT_FIELD,
+    HANDOFF_FIELD,
+    MAX_AGENTS,
+    _code_verb,
+    _sql_verb,
+    detect_action_tools,
+    verb_object,
+)
 from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
 from mechanism.datasets.worlds import as_generic_action, computer, interpreter, multihop, service, terminal
@@ -455,3 +463,21 @@ def test_agents_consulted_as_tools_are_one_verb_whose_object_is_the_agent(tmp_pa
                             for row in records])
     assert set(action_tools(generic).values()) == {"command", HANDOFF_FIELD, CONSULT_FIELD}
     assert set(render(generic)["tools"].to_list()) == set(table["tools"].to_list())
+
+
+def test_a_saved_space_holds_every_name_a_multi_agent_table_can_read():
+    # every handoff and consult form of the most agents read as a multi-agent system: a space
+    # saved with them loads (its check bounds the entries), and one agent more is no such system
+    from mechanism.analysis._strategies.persist import MAX_ACTION_TOOLS, _action_tools
+
+    agents = [f"desk{i}" for i in range(MAX_AGENTS)]
+    names = [f"{pre}{a}{suf}" for a in agents for suf in ("", "_agent")
+             for pre in ("transfer_to_", "transfer_back_to_", "handoff_to_", "hand_off_to_",
+                         "ask_", "consult_", "delegate_", "delegate_to_", "invoke_", "")]
+    rows = [[{"tool": n, "arguments": "{}"}] for n in names]
+    found = detect_action_tools(rows, [i % 7 for i in range(len(rows))])
+    assert set(found) == set(names) and set(found.values()) == {HANDOFF_FIELD, CONSULT_FIELD}
+    assert len(found) <= MAX_ACTION_TOOLS
+    assert _action_tools(found, "space.json") == found
+    more = [*rows, [{"tool": "transfer_to_one_more", "arguments": "{}"}]]
+    assert detect_action_tools(more, [i % 7 for i in range(len(more))]) == {}

@@ -47,7 +47,7 @@ from mechanism.analysis._strategies.params import MODEL_PARAMS
 from mechanism.analysis._strategies.params import check as check_params
 from mechanism.analysis.embed import known_model
 from mechanism.analysis.segmentation import TaskCalls
-from mechanism.core.actions import ACTION_FIELDS, AGENT_FIELDS, TEXT_FIELD
+from mechanism.core.actions import ACTION_FIELDS, AGENT_FIELDS, MAX_AGENTS, TEXT_FIELD
 from mechanism.core.cachefile import (
     NPY_MAX_BYTES,
     atomic_write,
@@ -197,14 +197,21 @@ def _task_test(raw: Any, cfg: str) -> dict[str, dict[str, float]]:
     return {"task_test_": {**{k: raw[k] for k in counts}, **{k: float(raw[k]) for k in shares}}}
 
 
+# The most entries a saved space's `action_tools` holds: the generic tools (at most five, each
+# carrying a fifth of the calls), and a multi-agent system's handoffs and consults, one entry per
+# name, of which each of its agents (at most actions.MAX_AGENTS) has at most 8 handoff forms
+# (`transfer_to_`, `transfer_back_to_`, `handoff_to_`, `hand_off_to_`, each with or without
+# `_agent`) and 12 consult forms (five prefixes or none, each with or without `_agent`).
+MAX_ACTION_TOOLS = 5 + 20 * MAX_AGENTS
+
+
 def _action_tools(raw: Any, cfg: str) -> dict[str, str]:
     """The generic tools a space read as verbs: a mapping of short tool names to one of the
     fields :mod:`mechanism.core.actions` knows, or its handoff or consult mark (a space saved without it read every
     call by name)."""
     if raw is None:
         return {}
-    # a multi-agent system's handoffs and consults each take an entry (one per agent)
-    if not isinstance(raw, dict) or len(raw) > 256 or not all(
+    if not isinstance(raw, dict) or len(raw) > MAX_ACTION_TOOLS or not all(
             isinstance(k, str) and 0 < len(k) <= 200 and v in (*ACTION_FIELDS, TEXT_FIELD, *AGENT_FIELDS)
             for k, v in raw.items()):
         raise _Refusal("`action_tools` must map tool names to action fields", cfg, "action_tools")
