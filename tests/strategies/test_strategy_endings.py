@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
-from mechanism.analysis._strategies.endings import ENDING_SHARE, join_endings, swapped_endings
+from mechanism.analysis._strategies.endings import ENDING_SHARE, distinct_contexts, join_endings, swapped_endings
+from mechanism.analysis._strategies.families import one_step_apart
 from mechanism.datasets.worlds import sre
 
 # two approaches that each end with `scale` or `restart`, a third that restarts straight away
@@ -65,6 +66,20 @@ def test_two_prefixes_one_step_apart_are_one_approach():
     more = plans + ["search > get_flight_status", "search > consult", "search > transfer_to"]
     out, _ = join_endings(np.arange(9), np.full(9, 30), more)
     assert len(set(out.tolist())) == 3
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abc"), min_size=1, max_size=4).map(tuple), max_size=8))
+def test_approaches_are_the_prefixes_joined_one_step_apart(prefixes):
+    n = distinct_contexts(prefixes)
+    assert n == distinct_contexts(list(reversed(prefixes)))  # order never counts
+    assert n <= len(set(prefixes))
+    # no two one step apart: each its own approach; all one step from a first: one approach
+    if all(one_step_apart(a, b) is None for i, a in enumerate(set(prefixes)) for b in list(set(prefixes))[i + 1:]):
+        assert n == len(set(prefixes))
+    if prefixes:
+        core = prefixes[0]
+        assert distinct_contexts([core, *((x, *core) for x in "xyz")]) == 1
 
 
 def test_outliers_and_one_tool_plans_are_never_joined():
