@@ -443,7 +443,8 @@ class Tally:
 _RULE_NAMES = {"pattern": "`answer_pattern`", "boxed": "\\boxed{}", "final_answer": "'Final answer:'",
                "answer_line": "'Answer:'", "answer_is": "'the answer is'", "finish": "Finish[...]",
                "whole_message": "the whole message",
-               "finish_tool": "a finishing tool call"}
+               "finish_tool": "a finishing tool call",
+               "message_tool": "the last message to the user through a message tool (`send_message`)"}
 
 
 def _shell_quote(text: str) -> str:

@@ -37,6 +37,12 @@ from mechanism.readers._shapes import (
 FORMAT = "openai"
 
 FINISH_TOOLS = frozenset({"finish", "answer", "final_answer", "submit", "submit_answer"})
+#: Tools an agent speaks to the user through (Letta / MemGPT's ``send_message``): where a record
+#: calls one, each call is the agent's words (not a round), the last one with no round after it
+#: is the final answer, and the assistant's own text is its inner monologue, never the answer.
+MESSAGE_TOOLS = frozenset({"send_message", "send_message_to_user", "message_user", "reply_to_user",
+                           "respond_to_user"})
+MESSAGE_KEYS = ("message", "content", "text", "response")
 # argument names that hold a tool call's main text, tried in order
 QUERY_KEYS = ("query", "q", "search_query", "keywords", "question", "entity", "input", "text", "url")
 ANSWER_KEYS = ("answer", "final_answer", "result", "text", "content")
@@ -97,14 +103,16 @@ def final_from_content(text: str, pattern: Any = None) -> tuple[str | None, str]
 
 
 class _Call:
-    """One tool call waiting for (or holding) its result: a step, or a finishing call."""
+    """One tool call waiting for (or holding) its result: a step, a finishing call, or a
+    message to the user (``message``)."""
 
-    __slots__ = ("step", "call_id", "answered")
+    __slots__ = ("step", "call_id", "answered", "message")
 
-    def __init__(self, step: dict[str, str | None] | None, call_id: str | None) -> None:
-        self.step = step  # None: a finishing call (not a round)
+    def __init__(self, step: dict[str, str | None] | None, call_id: str | None, *, message: bool = False) -> None:
+        self.step = step  # None: a finishing call or a message (not a round)
         self.call_id = call_id
         self.answered = False
+        self.message = message
 
 
 def _result_text(content: Any, where: str) -> str:
@@ -166,11 +174,13 @@ def _assistant_calls(msg: Mapping[str, Any], where: str) -> list[Any]:
 
 
 def _outcome(steps: list[dict[str, str | None]], question: str | None, answer: str | None, final: bool,
-             rule: str | None, finish_results: list[str], user_turns: list[str]) -> dict[str, Any]:
-    """The parsed record, with what was kept beside the steps in ``meta_extra``."""
+             rule: str | None, finish_results: list[str], user_turns: list[str],
+             kept: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
+    """The parsed record, with what was kept beside the steps in ``meta_extra`` (``kept``: more
+    of it by name, each kept where it holds anything)."""
     out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,
                            "answer_rule": rule if final else None}
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {name: texts for name, texts in (kept or {}).items() if texts}
     if finish_results:
         extra["finish_result"] = finish_results[0] if len(finish_results) == 1 else finish_results
     if user_turns:
@@ -190,7 +200,11 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
     are matched to calls by ``tool_call_id``; a result without a known id takes the oldest
     call still unanswered (legacy ``function`` results first), with a queue, so matching is
     linear in the messages. A result answering a finishing call (``submit``, ``finish``) is
-    kept with it, in ``meta`` as ``finish_result``, not as a round.
+    kept with it, in ``meta`` as ``finish_result``, not as a round. Where the record speaks to
+    the user through a message tool (:data:`MESSAGE_TOOLS`), a message is read as the agent's
+    words (the next step's thought, or the final answer where no round follows), its result kept
+    in ``meta`` as ``message_results``, and the assistant's text as its thought, never the answer:
+    the thoughts around the last message go to ``meta`` as ``answer_thoughts``.
     """
     if not isinstance(messages, list):
         raise InputError(f"`{field}` must be a list of messages, got {type(messages).__name__}", field=field)
@@ -201,6 +215,8 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
     unread = False  # call markup in words: a format no reader knows (noted where no call is read)
     unparsed = False  # a `<tool_call>` body that was no JSON call, read by the name it writes
     finish_results: list[str] = []
+    message_results: list[str] = []
+    spoke: int | None = None  # the answer's place in `said` (None: no message yet; -1: a round since)
     question: str | None = None
     answer: str | None = None
     rule: str | None = None
@@ -213,7 +229,7 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
             text = _result_text(msg.get("content"), where)
             slot = pending.take(msg.get("tool_call_id"), where)
             if slot.step is None:
-                finish_results.append(text)
+                (message_results if slot.message else finish_results).append(text)
             else:
                 slot.step["observation"] = text
                 if msg.get("_failed") or msg.get("status") == "error":  # the API's own verdict (is_error, status)
@@ -235,8 +251,9 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
             calls = _assistant_calls(msg, where)
             if not calls:
                 if text.strip():
-                    answer, rule = final_from_content(text, pattern)
-                    final = answer is not None
+                    if spoke is None:  # an agent speaking through a message tool only thinks here
+                        answer, rule = final_from_content(text, pattern)
+                        final = answer is not None
                     said.append(text.strip())
                     # asked only while no call is read: the note is for episodes without any
                     unread = unread or (not steps and unread_markup(text))
@@ -257,6 +274,15 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                 if name.lower() in FINISH_TOOLS:
                     answer, final, rule = main_text(args, raw, ANSWER_KEYS), True, "finish_tool"
                     slot = _Call(None, call_id)
+                elif name.lower() in MESSAGE_TOOLS:
+                    if thought and first:  # the message's own inner monologue, kept with its words
+                        said.append(thought)
+                        thought = None
+                    words = (main_text(args, raw, MESSAGE_KEYS) or "").strip()
+                    said += [words] if words else []
+                    answer, final, rule = words or None, bool(words), "message_tool"
+                    spoke = len(said) - 1 if words else -1
+                    slot = _Call(None, call_id, message=True)
                 else:
                     step = make_step(thought=thought if first else None, tool=name, arguments=raw,  # a later call
                                      query=main_text(args, raw), parallel=not first,  # of a message: sent with it
@@ -266,9 +292,14 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
                     first = False
                     steps.append(step)
                     answer, final = None, False  # a later tool call means the episode went on
+                    if spoke is not None:  # the words before a round joined its thought: no answer yet
+                        spoke = -1
                     slot = _Call(step, call_id)
                 pending.add(slot)
-    out = _outcome(steps, question, answer, final, rule, finish_results, user_turns)
+    # the answer's own thought and what the assistant thought after it: kept beside the answer
+    after = [*said[:spoke], *said[spoke + 1:]] if final and spoke is not None and spoke >= 0 else []
+    out = _outcome(steps, question, answer, final, rule, finish_results, user_turns,
+                   {"message_results": message_results, "answer_thoughts": after})
     notes = [*([UNREAD] if unread and not steps else []), *([UNPARSED_CALL] if unparsed else [])]
     if notes:  # say so, never a silent "no tool used" or a call read from its text alone
         out["notes"] = notes

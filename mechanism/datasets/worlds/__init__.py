@@ -171,6 +171,14 @@ counts that overlap between strategies, so a method tuned to one world is tested
   ``git status`` / ``git diff`` at random points whatever the strategy, optional steps, failed
   edits, reads and test commands followed by the corrected call; rl differs from base only in its
   mixture. A held-out world, written without reference to segmentation or clustering.
+- :func:`memory`: a stateful assistant with long-term memory (MemGPT / Letta-like: core memory
+  blocks, ``archival_memory_search`` / ``_insert``, ``conversation_search`` / ``_date``,
+  ``core_memory_append`` / ``_replace``) that speaks to the user only through ``send_message``,
+  its own text an inner monologue, with seven strategies (answer from core memory, archival
+  search, recall search, recall by date, both stores, consolidate into core memory, a clarifying
+  question first); failures retried by the same tool, optional steps at fixed rates (an insert of
+  a fact mentioned in passing, a second page, thought-only turns); rl differs from base only in
+  its mixture. A held-out world, written without reference to segmentation or clustering.
 
 :func:`as_generic_action` re-logs any world's episodes through one generic tool
 (``act(command="search Paris")``, ``act(command="get_order_details W1")``) with the same truth:
@@ -204,6 +212,7 @@ from mechanism.datasets.worlds.generic import as_generic_action
 from mechanism.datasets.worlds.gui import gui
 from mechanism.datasets.worlds.handoff import handoff
 from mechanism.datasets.worlds.interpreter import interpreter
+from mechanism.datasets.worlds.memory import memory
 from mechanism.datasets.worlds.multihop import multihop
 from mechanism.datasets.worlds.parallel import parallel
 from mechanism.datasets.worlds.research import research
@@ -222,9 +231,9 @@ from mechanism.datasets.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
           "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer", "rest",
-          "textgame", "interpreter", "sql", "support", "parallel", "codeact", "handoff", "todo")
+          "textgame", "interpreter", "sql", "support", "parallel", "codeact", "handoff", "todo", "memory")
 
 __all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "codeact", "coder", "computer",
            "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "handoff", "interpreter",
-           "mixture_planted", "multihop", "parallel", "research", "rest", "service", "sheet", "sql", "sre", "support",
-           "terminal", "textgame", "todo", "toolbench", "travel", "webshop", "WORLDS"]
+           "memory", "mixture_planted", "multihop", "parallel", "research", "rest", "service", "sheet", "sql", "sre",
+           "support", "terminal", "textgame", "todo", "toolbench", "travel", "webshop", "WORLDS"]
