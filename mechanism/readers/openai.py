@@ -190,6 +190,86 @@ def _outcome(steps: list[dict[str, str | None]], question: str | None, answer: s
     return out
 
 
+class _Turns:
+    """What :func:`parse_messages` has read of one record so far: its steps, the calls waiting for
+    their results, the user's later turns and the assistant's words since the last call, and the
+    final answer as it stands."""
+
+    def __init__(self) -> None:
+        self.steps: list[dict[str, str | None]] = []
+        self.pending = _Pending()
+        self.user_turns: list[str] = []
+        self.said: list[str] = []  # assistant words to the user since the last call
+        self.finish_results: list[str] = []
+        self.message_results: list[str] = []
+        self.spoke: int | None = None  # the answer's place in `said` (None: no message yet; -1: a round since)
+        self.answer: str | None = None
+        self.rule: str | None = None
+        self.final = False
+        self.unparsed = False  # a `<tool_call>` body that was no JSON call, read by the name it writes
+
+    def result(self, msg: Mapping[str, Any], where: str) -> None:
+        """A tool's result, with the call it answers."""
+        text = _result_text(msg.get("content"), where)
+        slot = self.pending.take(msg.get("tool_call_id"), where)
+        if slot.step is None:
+            (self.message_results if slot.message else self.finish_results).append(text)
+        else:
+            slot.step["observation"] = text
+            if msg.get("_failed") or msg.get("status") == "error":  # the API's own verdict (is_error, status)
+                slot.step["failed"] = True
+
+    def calls(self, calls: list[Any], text: str, where: str) -> None:
+        """An assistant message's tool calls: steps, a finishing call, or messages to the user."""
+        thought = "\n".join([*self.said, text.strip()] if text.strip() else self.said) or None
+        self.said = []
+        first = True
+        for j, call in enumerate(calls):
+            cwhere = f"{where}.tool_calls[{j}]"
+            fn = call.get("function") if isinstance(call, Mapping) else None
+            if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+                raise InputError(f"`{cwhere}.function.name` is missing", field=f"{cwhere}.function.name")
+            name = fn["name"]
+            self.unparsed = self.unparsed or call.get("unparsed") is True
+            raw, args = _arguments(fn.get("arguments"))
+            call_id = call.get("id")
+            call_id = call_id if isinstance(call_id, str) else None
+            if name.lower() in FINISH_TOOLS:
+                self.answer, self.final, self.rule = main_text(args, raw, ANSWER_KEYS), True, "finish_tool"
+                slot = _Call(None, call_id)
+            elif name.lower() in MESSAGE_TOOLS:
+                if thought and first:  # the message's own inner monologue, kept with its words
+                    self.said.append(thought)
+                    thought = None
+                words = (main_text(args, raw, MESSAGE_KEYS) or "").strip()
+                self.said += [words] if words else []
+                self.answer, self.final, self.rule = words or None, bool(words), "message_tool"
+                self.spoke = len(self.said) - 1 if words else -1
+                slot = _Call(None, call_id, message=True)
+            else:
+                turns = self.user_turns
+                step = make_step(thought=thought if first else None, tool=name, arguments=raw,  # a later call
+                                 query=main_text(args, raw), parallel=not first,  # of a message: sent with it
+                                 user=USER_TURNS_JOIN.join(turns) if first and turns else None)
+                if first:
+                    self.user_turns = []
+                first = False
+                self.steps.append(step)
+                self.answer, self.final = None, False  # a later tool call means the episode went on
+                if self.spoke is not None:  # the words before a round joined its thought: no answer yet
+                    self.spoke = -1
+                slot = _Call(step, call_id)
+            self.pending.add(slot)
+
+    def outcome(self, question: str | None) -> dict[str, Any]:
+        """The parsed record (:func:`_outcome`), the thoughts around a message that answered kept."""
+        said, at = self.said, self.spoke
+        # the answer's own thought and what the assistant thought after it: kept beside the answer
+        after = [*said[:at], *said[at + 1:]] if self.final and at is not None and at >= 0 else []
+        return _outcome(self.steps, question, self.answer, self.final, self.rule, self.finish_results,
+                        self.user_turns, {"message_results": self.message_results, "answer_thoughts": after})
+
+
 def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = None) -> dict[str, Any]:
     """Steps, question and final answer from a chat-message list, in one pass.
 
@@ -208,36 +288,19 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
     """
     if not isinstance(messages, list):
         raise InputError(f"`{field}` must be a list of messages, got {type(messages).__name__}", field=field)
-    steps: list[dict[str, str | None]] = []
-    pending = _Pending()
-    user_turns: list[str] = []
-    said: list[str] = []  # assistant words to the user since the last call
+    turns = _Turns()
     unread = False  # call markup in words: a format no reader knows (noted where no call is read)
-    unparsed = False  # a `<tool_call>` body that was no JSON call, read by the name it writes
-    finish_results: list[str] = []
-    message_results: list[str] = []
-    spoke: int | None = None  # the answer's place in `said` (None: no message yet; -1: a round since)
     question: str | None = None
-    answer: str | None = None
-    rule: str | None = None
-    final = False
     shaped = ((f"{field}[{index}]", m) for index, raw in enumerate(messages)
               for m in openai_shaped(raw, f"{field}[{index}]"))
     for where, msg in shaped:
         role = message_role(msg, where)
         if role in ("tool", "function"):
-            text = _result_text(msg.get("content"), where)
-            slot = pending.take(msg.get("tool_call_id"), where)
-            if slot.step is None:
-                (message_results if slot.message else finish_results).append(text)
-            else:
-                slot.step["observation"] = text
-                if msg.get("_failed") or msg.get("status") == "error":  # the API's own verdict (is_error, status)
-                    slot.step["failed"] = True
+            turns.result(msg, where)
             continue
         thinking = msg.get("_thinking")
         if thinking:  # reasoning blocks: the thought of the next call, never an answer
-            said.append(thinking.strip())
+            turns.said.append(thinking.strip())
         try:
             text = content_text(msg.get("content"))
         except InputError:
@@ -246,61 +309,20 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
             if question is None:
                 question = text.strip()
             elif text.strip():
-                user_turns.append(text.strip())
+                turns.user_turns.append(text.strip())
         elif role == "assistant":
             calls = _assistant_calls(msg, where)
-            if not calls:
-                if text.strip():
-                    if spoke is None:  # an agent speaking through a message tool only thinks here
-                        answer, rule = final_from_content(text, pattern)
-                        final = answer is not None
-                    said.append(text.strip())
-                    # asked only while no call is read: the note is for episodes without any
-                    unread = unread or (not steps and unread_markup(text))
-                continue
-            thought = "\n".join([*said, text.strip()] if text.strip() else said) or None
-            said = []
-            first = True
-            for j, call in enumerate(calls):
-                cwhere = f"{where}.tool_calls[{j}]"
-                fn = call.get("function") if isinstance(call, Mapping) else None
-                if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-                    raise InputError(f"`{cwhere}.function.name` is missing", field=f"{cwhere}.function.name")
-                name = fn["name"]
-                unparsed = unparsed or call.get("unparsed") is True
-                raw, args = _arguments(fn.get("arguments"))
-                call_id = call.get("id")
-                call_id = call_id if isinstance(call_id, str) else None
-                if name.lower() in FINISH_TOOLS:
-                    answer, final, rule = main_text(args, raw, ANSWER_KEYS), True, "finish_tool"
-                    slot = _Call(None, call_id)
-                elif name.lower() in MESSAGE_TOOLS:
-                    if thought and first:  # the message's own inner monologue, kept with its words
-                        said.append(thought)
-                        thought = None
-                    words = (main_text(args, raw, MESSAGE_KEYS) or "").strip()
-                    said += [words] if words else []
-                    answer, final, rule = words or None, bool(words), "message_tool"
-                    spoke = len(said) - 1 if words else -1
-                    slot = _Call(None, call_id, message=True)
-                else:
-                    step = make_step(thought=thought if first else None, tool=name, arguments=raw,  # a later call
-                                     query=main_text(args, raw), parallel=not first,  # of a message: sent with it
-                                     user=USER_TURNS_JOIN.join(user_turns) if first and user_turns else None)
-                    if first:
-                        user_turns = []
-                    first = False
-                    steps.append(step)
-                    answer, final = None, False  # a later tool call means the episode went on
-                    if spoke is not None:  # the words before a round joined its thought: no answer yet
-                        spoke = -1
-                    slot = _Call(step, call_id)
-                pending.add(slot)
-    # the answer's own thought and what the assistant thought after it: kept beside the answer
-    after = [*said[:spoke], *said[spoke + 1:]] if final and spoke is not None and spoke >= 0 else []
-    out = _outcome(steps, question, answer, final, rule, finish_results, user_turns,
-                   {"message_results": message_results, "answer_thoughts": after})
-    notes = [*([UNREAD] if unread and not steps else []), *([UNPARSED_CALL] if unparsed else [])]
+            if calls:
+                turns.calls(calls, text, where)
+            elif text.strip():
+                if turns.spoke is None:  # an agent speaking through a message tool only thinks here
+                    turns.answer, turns.rule = final_from_content(text, pattern)
+                    turns.final = turns.answer is not None
+                turns.said.append(text.strip())
+                # asked only while no call is read: the note is for episodes without any
+                unread = unread or (not turns.steps and unread_markup(text))
+    out = turns.outcome(question)
+    notes = [*([UNREAD] if unread and not turns.steps else []), *([UNPARSED_CALL] if turns.unparsed else [])]
     if notes:  # say so, never a silent "no tool used" or a call read from its text alone
         out["notes"] = notes
     return out
