@@ -489,7 +489,7 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         steps = with_user_turns(steps)
     raw = [memo.tool(st.get("tool")) for st in steps]
     if actions:
-        steps = [read_action(st, actions[name], task.segments) if actions.get(name, HANDOFF_FIELD) not in AGENT_FIELDS
+        steps = [read_action(st, actions[name], task.segments) if name in actions and actions[name] not in AGENT_FIELDS
                  else st for st, name in zip(steps, raw)]
     if actions and HANDOFF_FIELD in actions.values():
         # a handoff to another agent, or an agent consulted as a tool (the table's, in `actions`):

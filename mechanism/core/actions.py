@@ -57,7 +57,7 @@ from mechanism.core.errors import InputError
 ActionField = Literal["auto"] | Mapping[str, str] | None
 
 __all__ = ["ACTION_FIELDS", "AGENT_FIELDS", "ActionField", "CONSULT_FIELD", "CONSULT_VERB", "GENERIC_TOOL",
-           "HANDOFF_FIELD", "HANDOFF_VERB", "MAX_AGENTS", "check_action_field", "consulted_agent",
+           "HANDOFF_FIELD", "HANDOFF_VERB", "MAX_AGENTS", "MAX_AGENT_TOOLS", "check_action_field", "consulted_agent",
            "detect_action_tools", "handoff_agent", "mend_typos", "one_typo_apart", "read_action", "read_agent_call",
            "read_consult", "read_handoff", "tool_name", "verb_object"]
 
@@ -76,7 +76,7 @@ MAX_VERBS = 40  # a vocabulary whose commonest verbs this many do not cover is f
 MIN_TOOL_SHARE = 0.2  # a generic tool carries a real part of the calls
 # A table naming more agents than this in its `transfer_to_<x>` calls is no multi-agent system
 # (those are 2-10 agents): its handoffs are read by name. It also bounds what a saved space
-# records (`persist.MAX_ACTION_TOOLS`): each agent takes at most a few names of each kind.
+# records (:data:`MAX_AGENT_TOOLS`).
 MAX_AGENTS = 64
 MAX_VERB_CHARS = 40
 #: Marks a read call that runs a SQL statement (:func:`mend_typos` reads its failed attempts).
@@ -801,16 +801,13 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
     # handoffs of a multi-agent system: control passed to two agents or more (one alone, such as
     # tau-bench's transfer_to_human_agents, is a tool like any other and keeps its name), as typed
     # tools or as the verbs of a generic tool (`act(command="transfer_to_refunds")`), each read so
-    handoffs = {t for t in calls if t not in out and handoff_agent(t) is not None}
-    handoffs |= {v for key in out.items() for v in verb_calls[key] if handoff_agent(v) is not None}
+    names = {t for t in calls if t not in out} | {v for key in out.items() for v in verb_calls[key]}
+    handoffs = {t for t in names if handoff_agent(t) is not None}
     agents = {handoff_agent(t) for t in handoffs}
     if 2 <= len(agents) <= MAX_AGENTS:
-        out.update(dict.fromkeys(sorted(handoffs), HANDOFF_FIELD))
         # an agent the system hands to, also consulted as a tool (`ask_refunds`): one verb, too
-        consults = {t for t in calls if t not in out and consulted_agent(t) in agents}
-        consults |= {v for key in out.items() for v in verb_calls[key]
-                     if v not in handoffs and consulted_agent(v) in agents}
-        out.update(dict.fromkeys(sorted(consults), CONSULT_FIELD))
+        consults = {t for t in names - handoffs if consulted_agent(t) in agents}
+        out.update({**dict.fromkeys(sorted(handoffs), HANDOFF_FIELD), **dict.fromkeys(sorted(consults), CONSULT_FIELD)})
     return out
 
 
@@ -865,11 +862,17 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
 # A handoff between agents (multi-agent frameworks' own tool names: the OpenAI Agents SDK, Swarm,
 # LangGraph's supervisor and AutoGen name the call that passes control `transfer_to_<agent>`, or
 # `transfer_back_to_<agent>`): one move, passing control, whose object is the agent.
-_HANDOFF = re.compile(r"^(?:transfer(?:_back)?_to|hand_?off_to)_([a-z0-9][a-z0-9_.]*)$")
+_HANDOFF_PREFIXES = ("transfer_to", "transfer_back_to", "handoff_to", "hand_off_to")
+_HANDOFF = re.compile(rf"^(?:{'|'.join(_HANDOFF_PREFIXES)})_([a-z0-9][a-z0-9_.]*)$")
 # An agent consulted as a tool, its answer coming back (`ask_refunds`, `consult_billing_agent`,
 # or the agent's own name, as AutoGen's AgentTool names it): the prefix read off. Prefixes that
 # also name plain tools (`query_database`, `call_api`) are not among them.
-_CONSULT = re.compile(r"^(?:ask|consult|delegate(?:_to)?|invoke)_(?=[a-z0-9])")
+_CONSULT_PREFIXES = ("ask", "consult", "delegate_to", "delegate", "invoke")
+_CONSULT = re.compile(rf"^(?:{'|'.join(_CONSULT_PREFIXES)})_(?=[a-z0-9])")
+#: The most tool names :func:`detect_action_tools` reads as handoffs and consults: each of at
+#: most :data:`MAX_AGENTS` agents under every handoff prefix, every consult prefix or none, each
+#: with or without ``_agent`` (what a saved space's check allows, beside the generic tools).
+MAX_AGENT_TOOLS = MAX_AGENTS * (len(_HANDOFF_PREFIXES) + len(_CONSULT_PREFIXES) + 1) * 2
 #: The verb a handoff is read as (:func:`read_handoff`).
 HANDOFF_VERB = "transfer_to"
 #: The verb an agent consulted as a tool is read as (:func:`read_consult`).

@@ -202,7 +202,8 @@ class _Turns:
         self.said: list[str] = []  # assistant words to the user since the last call
         self.finish_results: list[str] = []
         self.message_results: list[str] = []
-        self.spoke: int | None = None  # the answer's place in `said` (None: no message yet; -1: a round since)
+        self.speaks = False  # the record speaks to the user through a message tool
+        self.answer_at: int | None = None  # the answering message's words in `said` (None: none since a round)
         self.answer: str | None = None
         self.rule: str | None = None
         self.final = False
@@ -222,7 +223,7 @@ class _Turns:
     def calls(self, calls: list[Any], text: str, where: str) -> None:
         """An assistant message's tool calls: steps, a finishing call, or messages to the user."""
         thought = "\n".join([*self.said, text.strip()] if text.strip() else self.said) or None
-        self.said = []
+        self.said, self.answer_at = [], None
         first = True
         for j, call in enumerate(calls):
             cwhere = f"{where}.tool_calls[{j}]"
@@ -244,7 +245,7 @@ class _Turns:
                 words = (main_text(args, raw, MESSAGE_KEYS) or "").strip()
                 self.said += [words] if words else []
                 self.answer, self.final, self.rule = words or None, bool(words), "message_tool"
-                self.spoke = len(self.said) - 1 if words else -1
+                self.speaks, self.answer_at = True, len(self.said) - 1 if words else None
                 slot = _Call(None, call_id, message=True)
             else:
                 turns = self.user_turns
@@ -256,16 +257,15 @@ class _Turns:
                 first = False
                 self.steps.append(step)
                 self.answer, self.final = None, False  # a later tool call means the episode went on
-                if self.spoke is not None:  # the words before a round joined its thought: no answer yet
-                    self.spoke = -1
+                self.answer_at = None  # the words before a round joined its thought
                 slot = _Call(step, call_id)
             self.pending.add(slot)
 
     def outcome(self, question: str | None) -> dict[str, Any]:
         """The parsed record (:func:`_outcome`), the thoughts around a message that answered kept."""
-        said, at = self.said, self.spoke
+        said, at = self.said, self.answer_at
         # the answer's own thought and what the assistant thought after it: kept beside the answer
-        after = [*said[:at], *said[at + 1:]] if self.final and at is not None and at >= 0 else []
+        after = [*said[:at], *said[at + 1:]] if self.final and at is not None else []
         return _outcome(self.steps, question, self.answer, self.final, self.rule, self.finish_results,
                         self.user_turns, {"message_results": self.message_results, "answer_thoughts": after})
 
@@ -315,7 +315,7 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
             if calls:
                 turns.calls(calls, text, where)
             elif text.strip():
-                if turns.spoke is None:  # an agent speaking through a message tool only thinks here
+                if not turns.speaks:  # an agent speaking through a message tool only thinks here
                     turns.answer, turns.rule = final_from_content(text, pattern)
                     turns.final = turns.answer is not None
                 turns.said.append(text.strip())

@@ -482,12 +482,12 @@ def _reading_note(space: Any) -> str:
               f"met without them too: {', '.join(optional)} (each taken after every kind of approach, at like "
               "rates in every arm)."] if optional else [])
     read_as = getattr(space, "action_tools_", None) or {}
-    handoffs = sorted(t for t, f in read_as.items() if f == HANDOFF_FIELD)
-    consults = sorted(t for t, f in read_as.items() if f == CONSULT_FIELD)
-    said += ([f"Handoffs between agents are read as one move, {HANDOFF_VERB}, whose object is the agent handed to: "
-              f"{', '.join(handoffs[:6])}{' ...' if len(handoffs) > 6 else ''}."] if handoffs else [])
-    said += ([f"Agents consulted as tools are read as one move, {CONSULT_VERB}, whose object is the agent: "
-              f"{', '.join(consults[:6])}{' ...' if len(consults) > 6 else ''}."] if consults else [])
+    for mark, reading in ((HANDOFF_FIELD, f"Handoffs between agents are read as one move, {HANDOFF_VERB}, whose "
+                                          "object is the agent handed to"),
+                          (CONSULT_FIELD, f"Agents consulted as tools are read as one move, {CONSULT_VERB}, whose "
+                                          "object is the agent")):
+        tools = sorted(t for t, f in read_as.items() if f == mark)
+        said += [f"{reading}: {', '.join(tools[:6])}{' ...' if len(tools) > 6 else ''}."] if tools else []
     said += ([f"Which resource a request names is the question's: {', '.join(segments)} read as one mark, "
               "{task}, in the requests."] if segments else [])
     tokens = sorted(getattr(space, "task_tokens_", ()), key=lambda t: (not t.startswith("T:"), t))

@@ -47,7 +47,7 @@ from mechanism.analysis._strategies.params import MODEL_PARAMS
 from mechanism.analysis._strategies.params import check as check_params
 from mechanism.analysis.embed import known_model
 from mechanism.analysis.segmentation import TaskCalls
-from mechanism.core.actions import ACTION_FIELDS, AGENT_FIELDS, MAX_AGENTS, TEXT_FIELD
+from mechanism.core.actions import ACTION_FIELDS, AGENT_FIELDS, MAX_AGENT_TOOLS, TEXT_FIELD
 from mechanism.core.cachefile import (
     NPY_MAX_BYTES,
     atomic_write,
@@ -198,11 +198,8 @@ def _task_test(raw: Any, cfg: str) -> dict[str, dict[str, float]]:
 
 
 # The most entries a saved space's `action_tools` holds: the generic tools (at most five, each
-# carrying a fifth of the calls), and a multi-agent system's handoffs and consults, one entry per
-# name, of which each of its agents (at most actions.MAX_AGENTS) has at most 8 handoff forms
-# (`transfer_to_`, `transfer_back_to_`, `handoff_to_`, `hand_off_to_`, each with or without
-# `_agent`) and 12 consult forms (five prefixes or none, each with or without `_agent`).
-MAX_ACTION_TOOLS = 5 + 20 * MAX_AGENTS
+# carrying a fifth of the calls), and a multi-agent system's handoffs and consults.
+MAX_ACTION_TOOLS = 5 + MAX_AGENT_TOOLS
 
 
 def _action_tools(raw: Any, cfg: str) -> dict[str, str]:
