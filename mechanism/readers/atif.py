@@ -6,25 +6,25 @@ A document has ``schema_version`` (``"ATIF-v1.4"``), ``session_id``, ``agent`` (
 ``tool_calls`` (``tool_call_id``, ``function_name``, ``arguments`` object) and
 ``observation.results`` (``source_call_id``, ``content``).
 
-Mapping: the first user message is the question, later user messages go to the next call's
-``user``; every agent tool call is a round (its
-result found by ``source_call_id``), except a finishing tool; the final answer is taken from the
-last agent message without tool calls, as in :mod:`mechanism.readers.openai`. ATIF has no fields for
+Mapping: the document is read by the chat reader's rules (:mod:`mechanism.readers.openai`): the
+first user message is the question, later user messages go to the next call's ``user``; every
+agent tool call is a round (its result found by ``source_call_id``, else the step's next call
+without one), except a finishing tool (its result kept in ``meta``) and a message tool
+(``send_message``: the agent's words, the last one the answer); the final answer is otherwise
+taken from the last agent message without tool calls. ATIF has no fields for
 the question id, gold answers or correctness: they are looked up at the root and in the root
 ``extra`` object (``extra.question_id``, ``extra.gold``, ``extra.correct``, ...), and the arm
 defaults to ``agent.model_name`` (else ``agent.name``).
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
-from mechanism.core.schema import USER_TURNS_JOIN, make_step
 from mechanism.readers._fields import FieldMap
-from mechanism.readers.openai import ANSWER_KEYS, FINISH_TOOLS, final_from_content, main_text
+from mechanism.readers.openai import _Turns, final_from_content
 
 FORMAT = "atif"
 
@@ -57,12 +57,10 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
     steps_in = record.get("steps")
     if not isinstance(steps_in, list):
         raise InputError("missing `steps` array", field="steps")
-    steps: list[dict[str, str | None]] = []
+    # read as the chat reader reads its messages (one set of rules: finishing and message tools,
+    # user turns, thoughts), each step's calls and results handed over in its shapes
+    turns = _Turns()
     question: str | None = None
-    answer: str | None = None
-    rule: str | None = None
-    final = False
-    user_turns: list[str] = []
     for index, st in enumerate(steps_in):
         where = f"steps[{index}]"
         if not isinstance(st, Mapping):
@@ -76,65 +74,71 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
             if question is None:
                 question = message.strip()
             elif message.strip():
-                user_turns.append(message.strip())  # a later user turn: the next call's `user`
+                turns.user_turns.append(message.strip())  # a later user turn: the next call's `user`
         if source != "agent":
             continue
-        calls = st.get("tool_calls") or []
-        if not isinstance(calls, list):
-            raise InputError(f"`{where}.tool_calls` must be an array", field=f"{where}.tool_calls")
-        results, unmatched = _results(st.get("observation"), where)
-        thought = "\n".join(t for t in (_text(st.get("reasoning_content"), f"{where}.reasoning_content").strip(),
-                                        message.strip()) if t) or None
+        reasoning = _text(st.get("reasoning_content"), f"{where}.reasoning_content").strip()
+        if reasoning:  # the thought of the step's first call, never an answer
+            turns.said.append(reasoning)
+        calls = _calls(st.get("tool_calls"), where)
         if not calls:
             if message.strip():
-                answer, rule = final_from_content(message, fields.answer_pattern)
-                final = answer is not None
+                if not turns.speaks:  # an agent speaking through a message tool only thinks here
+                    turns.answer, turns.rule = final_from_content(message, fields.answer_pattern)
+                    turns.final = turns.answer is not None
+                turns.said.append(message.strip())
             continue
-        made = len(steps)
-        for j, call in enumerate(calls):
-            cwhere = f"{where}.tool_calls[{j}]"
-            if not isinstance(call, Mapping) or not isinstance(call.get("function_name"), str):
-                raise InputError(f"`{cwhere}.function_name` is missing", field=f"{cwhere}.function_name")
-            args = call.get("arguments", {})
-            if not isinstance(args, Mapping):
-                raise InputError(f"`{cwhere}.arguments` must be an object", field=f"{cwhere}.arguments")
-            raw = json.dumps(args, ensure_ascii=False)
-            name = call["function_name"]
-            if name.lower() in FINISH_TOOLS:
-                answer, final, rule = main_text(dict(args), raw, ANSWER_KEYS), True, "finish_tool"
-                continue
-            call_id = call.get("tool_call_id")
-            observation = results.get(call_id) if isinstance(call_id, str) else None
-            if observation is None and unmatched:
-                observation = unmatched.pop(0)
-            steps.append(make_step(thought=thought if j == 0 else None, tool=name, arguments=raw,
-                                   query=main_text(dict(args), raw), observation=observation,
-                                   user=USER_TURNS_JOIN.join(user_turns) if user_turns else None,
-                                   parallel=len(steps) > made))  # a later call of the step: sent with it
-            user_turns = []
-            answer, final = None, False
-    out: dict[str, Any] = {"steps": steps, "answer": answer, "final": final, "question": question,
-                           "answer_rule": rule if final else None, "_consumed": {"steps", "schema_version"}}
-    if user_turns:
-        out["meta_extra"] = {"user_after_last_call": USER_TURNS_JOIN.join(user_turns)}
+        turns.calls(calls, message, where)
+        for content, call_id in _results(st.get("observation"), calls, where):
+            turns.result({"tool_call_id": call_id, "content": content}, f"{where}.observation.results")
+    out: dict[str, Any] = {**turns.outcome(question), "_consumed": {"steps", "schema_version"}}
     out.update(_document_fields(record))
     return out
 
 
-def _results(obs: Any, where: str) -> tuple[dict[str, str], list[str]]:
-    """An agent step's tool results: by ``source_call_id``, and in order those without one."""
-    results: dict[str, str] = {}
-    unmatched: list[str] = []
+def _calls(raw: Any, where: str) -> list[dict[str, Any]]:
+    """An agent step's tool calls in the chat reader's shape, each with an id (``@j`` where the
+    document gives none, so that its results pair with the step's own calls)."""
+    raw = raw or []
+    if not isinstance(raw, list):
+        raise InputError(f"`{where}.tool_calls` must be an array", field=f"{where}.tool_calls")
+    calls = []
+    for j, call in enumerate(raw):
+        cwhere = f"{where}.tool_calls[{j}]"
+        if not isinstance(call, Mapping) or not isinstance(call.get("function_name"), str):
+            raise InputError(f"`{cwhere}.function_name` is missing", field=f"{cwhere}.function_name")
+        args = call.get("arguments", {})
+        if not isinstance(args, Mapping):
+            raise InputError(f"`{cwhere}.arguments` must be an object", field=f"{cwhere}.arguments")
+        call_id = call.get("tool_call_id")
+        calls.append({"id": call_id if isinstance(call_id, str) else f"@{where}.{j}",
+                      "function": {"name": call["function_name"], "arguments": dict(args)}})
+    return calls
+
+
+def _results(obs: Any, calls: list[dict[str, Any]], where: str) -> list[tuple[str, str]]:
+    """An agent step's tool results, each with the id of the call it answers: by
+    ``source_call_id`` where it names one of the step's calls, else the step's next call
+    still without a result, in order (a result left over has no call: an error)."""
+    ids = [c["id"] for c in calls]
+    named, unmatched, answered = [], [], set()
     if isinstance(obs, Mapping) and isinstance(obs.get("results"), list):
         for r in obs["results"]:
             if not isinstance(r, Mapping):
                 continue
             content = _text(r.get("content"), f"{where}.observation.results.content")
-            if isinstance(r.get("source_call_id"), str):
-                results[r["source_call_id"]] = content
-            else:
-                unmatched.append(content)
-    return results, unmatched
+            source = r.get("source_call_id")
+            if isinstance(source, str) and source in ids and source not in answered:
+                named.append((content, source))
+                answered.add(source)
+            else:  # no id, an id of no call of the step, or one answered already
+                unmatched.append((content, source))
+    free = iter([i for i in ids if i not in answered])
+    paired = [(content, next(free, None)) for content, _ in unmatched]
+    if any(call_id is None for _, call_id in paired):
+        raise InputError(f"`{where}.observation.results` holds more results than the step has calls",
+                         field=f"{where}.observation.results")
+    return named + paired
 
 
 def _document_fields(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -427,3 +427,36 @@ def test_atif_later_user_turns(tmp_path):
     assert moves["tool"].to_list() == ["ask_user", "cancel_order", "answer"]  # the turn the user answered
     assert moves["sources"][1] == "user"
     assert any("arms named by `agent.model_name`" in n for n in rep.notes)
+
+
+def _atif_doc(results: list[dict], calls: int = 2, finish: bool = False) -> dict:
+    call = [{"tool_call_id": f"t{j}" if j else None, "function_name": "search", "arguments": {"query": f"x{j}"}}
+            for j in range(calls)]
+    call = [{k: v for k, v in c.items() if v is not None} for c in call]
+    steps = [{"step_id": 1, "source": "user", "message": "Where?"},
+             {"step_id": 2, "source": "agent", "message": "", "tool_calls": call, "observation": {"results": results}}]
+    if finish:
+        steps.append({"step_id": 3, "source": "agent", "message": "",
+                      "tool_calls": [{"tool_call_id": "f", "function_name": "submit", "arguments": {"answer": "Oslo"}}],
+                      "observation": {"results": [{"source_call_id": "f", "content": "submitted"}]}})
+    return {"schema_version": "ATIF-v1.4", "session_id": "s", "agent": {"name": "bot"}, "steps": steps,
+            "extra": {"question_id": "q", "gold": ["Oslo"]}}
+
+
+def test_atif_results_pair_with_their_own_steps_calls(tmp_path):
+    # by id where one is given, else the step's next call without a result, in order
+    doc = _atif_doc([{"content": "first"}, {"source_call_id": "t1", "content": "second"}], finish=True)
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(doc))
+    runs = read(path)
+    assert [s["observation"] for s in runs["steps"][0]] == ["first", "second"]
+    assert runs["answer"].to_list() == ["Oslo"] and runs["n_rounds"].to_list() == [2]
+    assert json.loads(runs["meta"][0])["finish_result"] == "submitted"  # kept, not lost
+
+
+def test_atif_a_result_without_a_call_is_an_error_naming_the_step(tmp_path):
+    doc = _atif_doc([{"content": "a"}, {"content": "b"}, {"content": "c"}])
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"steps\[1\]\.observation\.results.*more results than the step has calls"):
+        read(path)

@@ -76,3 +76,37 @@ def test_a_round_after_a_message_means_no_answer_yet(tmp_path):
     assert runs["answer"].to_list() == [None] and runs["correct"].to_list() == [False]
     assert runs["n_rounds"].to_list() == [2]
     assert "Let me look." in runs["steps"][0][1]["thought"]
+
+
+def _atif(messages: list[dict]) -> dict:
+    """The same conversation as an ATIF document (Harbor's trajectory format): each assistant
+    message with its calls one agent step, the calls' results in its observation."""
+    steps: list[dict] = []
+    for m in messages:
+        if m["role"] in ("system", "user"):
+            steps.append({"step_id": len(steps) + 1, "source": m["role"], "message": m["content"]})
+        elif m["role"] == "assistant":
+            calls = [{"tool_call_id": c["id"], "function_name": c["function"]["name"],
+                      "arguments": json.loads(c["function"]["arguments"])} for c in m.get("tool_calls", [])]
+            steps.append({"step_id": len(steps) + 1, "source": "agent", "message": m["content"] or "",
+                          **({"tool_calls": calls, "observation": {"results": []}} if calls else {})})
+        else:
+            steps[-1]["observation"]["results"].append({"source_call_id": m["tool_call_id"], "content": m["content"]})
+    return {"schema_version": "ATIF-v1.4", "session_id": "s", "agent": {"name": "letta", "model_name": "m"},
+            "steps": steps}
+
+
+def test_an_atif_document_reads_message_tools_as_the_chat_reader_does(tmp_path, letta_file):
+    chat = read(letta_file, format="openai", columns={"question_id": "id"}, scorer="contains")
+    for rec in map(json.loads, letta_file.read_text().splitlines()):
+        doc = _atif(rec["messages"])
+        doc["extra"] = {"question_id": rec["id"], "gold": rec["gold"]}
+        (tmp_path / f"{rec['id']}.json").write_text(json.dumps(doc))
+    runs, report = read(sorted(tmp_path.glob("q*.json")), format="atif", report=True, scorer="contains")
+    assert runs["answer"].to_list() == ["It was Cervejaria Ramiro."] * 4
+    assert runs["n_rounds"].to_list() == chat["n_rounds"].to_list() == [1, 1, 1, 1]
+    assert any("last message to the user through a message tool" in n for n in report.notes)
+    for a, b in zip(runs.sort("question_id").iter_rows(named=True), chat.sort("question_id").iter_rows(named=True)):
+        assert [s["thought"] for s in a["steps"]] == [s["thought"] for s in b["steps"]]
+        assert [s["user"] for s in a["steps"]] == [s["user"] for s in b["steps"]]
+        assert json.loads(a["meta"])["answer_thoughts"] == json.loads(b["meta"])["answer_thoughts"]
