@@ -13,7 +13,7 @@ from mechanism.core.errors import InputError
 # canonical name -> the names sources commonly use for it, tried in order
 ALIASES: dict[str, tuple[str, ...]] = {
     "arm": ("arm", "model", "policy", "checkpoint"),
-    "question_id": ("question_id", "qid", "problem_id", "id", "_id"),
+    "question_id": ("question_id", "qid", "problem_id", "instance_id", "id", "_id"),
     "sample_id": ("sample_id", "sample", "sample_idx", "sample_index"),
     "question": ("question", "problem"),
     "gold": ("gold", "golden_answers", "answers", "gt", "gold_answers", "ground_truth",

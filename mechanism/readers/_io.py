@@ -63,7 +63,7 @@ def container(path: Path, head: bytes | None = None) -> str:
     suffix = path.suffix.lower()
     if suffix in JSONL_SUFFIXES:
         return "jsonl"
-    if suffix == ".json":
+    if suffix in (".json", ".traj"):  # .traj: SWE-agent's trajectory, one JSON document
         return "json"
     if suffix in (".parquet", ".pq"):
         return "parquet"

@@ -24,7 +24,7 @@ from typing import Any
 
 from mechanism.core.errors import InputError
 from mechanism.readers._fields import FieldMap
-from mechanism.readers.openai import _Turns, final_from_content
+from mechanism.readers.openai import ChatTurns, final_from_content
 
 FORMAT = "atif"
 
@@ -59,7 +59,7 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
         raise InputError("missing `steps` array", field="steps")
     # read as the chat reader reads its messages (one set of rules: finishing and message tools,
     # user turns, thoughts), each step's calls and results handed over in its shapes
-    turns = _Turns()
+    turns = ChatTurns()
     question: str | None = None
     for index, st in enumerate(steps_in):
         where = f"steps[{index}]"

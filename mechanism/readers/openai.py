@@ -190,10 +190,11 @@ def _outcome(steps: list[dict[str, str | None]], question: str | None, answer: s
     return out
 
 
-class _Turns:
+class ChatTurns:
     """What :func:`parse_messages` has read of one record so far: its steps, the calls waiting for
     their results, the user's later turns and the assistant's words since the last call, and the
-    final answer as it stands."""
+    final answer as it stands. Other readers of turns in other shapes (:mod:`~mechanism.readers.atif`)
+    drive it the same way, so that one set of rules reads every chat."""
 
     def __init__(self) -> None:
         self.steps: list[dict[str, str | None]] = []
@@ -288,7 +289,7 @@ def parse_messages(messages: Any, *, field: str = "messages", pattern: Any = Non
     """
     if not isinstance(messages, list):
         raise InputError(f"`{field}` must be a list of messages, got {type(messages).__name__}", field=field)
-    turns = _Turns()
+    turns = ChatTurns()
     unread = False  # call markup in words: a format no reader knows (noted where no call is read)
     question: str | None = None
     shaped = ((f"{field}[{index}]", m) for index, raw in enumerate(messages)
