@@ -50,6 +50,12 @@ def _unclosed_records(size: int) -> dict[str, tuple[dict, dict]]:
                   "extra": {"gold": ["x"]}, "steps": [{"step_id": 1, "source": "user", "message": "q"},
                                                       {"step_id": 2, "source": "agent",
                                                        "message": "<answer>" * (size // 8)}]}, {}),
+        # mini-swe-agent: fences opened and never closed; results of unclosed output tags
+        "swe_fences": ({"trajectory_format": "mini-swe-agent-1", "info": {}, "gold": ["x"], "messages": [
+            user, {"role": "assistant", "content": "```bash\nls " * (size // 11)}]}, {}),
+        "swe_outputs": ({"trajectory_format": "mini-swe-agent-1", "info": {}, "gold": ["x"], "messages": [
+            user, {"role": "assistant", "content": "```bash\nls\n```"},
+            {"role": "user", "content": "<returncode>0</returncode>" + "<output_head><output>" * (size // 21)}]}, {}),
     }
 
 
