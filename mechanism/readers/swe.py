@@ -8,7 +8,12 @@ then ``<output>...</output>``, or ``<output_head>`` / ``<elided_chars>`` / ``<ou
 long output, or ``Observation: ...``). Each such command is a call of ``bash`` with a
 ``command`` field, its result the output (the return codes kept in ``meta`` as ``returncodes``).
 A message with no command or several is refused by the harness, which says so in the next user
-message: that turn is no round, and the complaint is no user turn (counted in a note). The
+message: that turn is no round, and the complaint is no user turn (counted in a note).
+mini-swe-agent 2 logs the same chat with more said: an agent may call a ``bash`` tool instead
+(``tool_calls``, each answered by a ``tool`` message), a result's ``extra`` holds the raw
+output, the return code and any ``exception_info`` (a command that could not run: failed), a
+refusal's ``extra.interrupt_type`` is ``FormatError``, and the run ends with an ``exit``
+message holding the submission. The
 command that prints ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` (or ``MINI_SWE_AGENT_FINAL_OUTPUT``)
 submits: it is the finishing call, not a round, and the answer is ``info.submission`` (the
 patch), else the submitted text. ``info.exit_status`` is kept in ``meta``; an episode that
@@ -85,17 +90,103 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
     return {**out, "_consumed": consumed}
 
 
+class _MiniTurns:
+    """What :func:`_mini` has read of one chat so far: its steps, the calls waiting for their
+    results (by id where the calls are tool calls, else the next result), the agent's words and
+    the user's since the last command, and how it ended."""
+
+    def __init__(self, submission: str | None) -> None:
+        self.steps: list[dict[str, Any]] = []
+        self.question: str | None = None
+        self.thoughts: list[str] = []
+        self.users: list[str] = []
+        self.codes: list[int] = []
+        self.pending: dict[str | None, dict[str, Any]] = {}  # call id (None: a fenced command) -> step
+        self.refused = self.submitted = False
+        self.answer: str | None = None
+        self.submission = submission
+        self.notes: list[str] = []
+
+    def agent(self, msg: Mapping[str, Any], text: str, where: str) -> None:
+        """An agent message: its tool calls of ``bash`` or its one fenced command, else refused."""
+        calls = msg.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            commands = [(_call_command(c, f"{where}.tool_calls[{j}]"), c.get("id")) for j, c in enumerate(calls)]
+            said = text.strip()
+        else:
+            fenced, said = _commands(text)
+            commands = [(fenced[0], None)] if len(fenced) == 1 else []
+        if not commands:  # refused by the harness: its reply follows
+            self.refused, self.notes = True, [HARNESS_REPLIES]
+            self.thoughts += [text.strip()] if text.strip() else []
+            return
+        self.refused = False
+        thought = "\n".join([*self.thoughts, said]).strip() or None
+        self.thoughts = []
+        for j, (command, call_id) in enumerate(commands):
+            if any(mark in command for mark in SUBMIT_MARKS):
+                self.submitted, self.answer = True, self.submission
+                continue
+            step = make_step(thought=thought if j == 0 else None, tool=SHELL_TOOL, arguments=_json_command(command),
+                             query=command, user=USER_TURNS_JOIN.join(self.users) if self.users and j == 0 else None,
+                             parallel=j > 0)
+            self.users = []
+            self.steps.append(step)
+            self.pending[call_id if isinstance(call_id, str) else None] = step
+            self.submitted, self.answer = False, None
+
+    def reply(self, msg: Mapping[str, Any], text: str, role: str) -> None:
+        """A user, tool or exit message: the question, a command's result, the harness's words, or the user's."""
+        extra = msg.get("extra") if isinstance(msg.get("extra"), Mapping) else {}
+        call_id = msg.get("tool_call_id") if role == "tool" else None
+        step = self.pending.pop(call_id if isinstance(call_id, str) else None, None)
+        if step is not None and extra.get("interrupt_type") == "FormatError":
+            self._unrun(step)  # a fenced command in a message the harness refused (it wanted a tool call)
+            step = None
+        if role == "exit" or (self.submitted and step is None and role != "tool"):
+            self.answer = self.answer if self.answer is not None else text.strip()  # the submitted patch
+        elif step is not None:
+            self._result(step, text, extra)
+        elif role == "user" and self.question is None:
+            self.question = text.strip()
+        elif self.refused or extra.get("interrupt_type"):
+            self.refused = False  # the harness's complaint: not the user's words
+        elif role == "user" and text.strip():
+            self.users.append(text.strip())
+
+    def _unrun(self, step: dict[str, Any]) -> None:
+        """A step the harness never ran: left out, its words kept for the next command."""
+        self.steps.remove(step)
+        self.thoughts += [step["thought"]] if step.get("thought") else []
+        self.notes = [HARNESS_REPLIES]
+
+    def _result(self, step: dict[str, Any], text: str, extra: Mapping[str, Any]) -> None:
+        """A command's result: the output as the harness logged it (``extra.raw_output``) or unwrapped
+        from its template; failed where the harness says it could not run it."""
+        observation, code = _observation(text)
+        if isinstance(extra.get("raw_output"), str):
+            observation = extra["raw_output"]
+        if isinstance(extra.get("returncode"), int):
+            code = extra["returncode"]
+        step["observation"] = observation
+        if _TIMED_OUT.match(text) or (isinstance(extra.get("exception_info"), str) and extra["exception_info"]):
+            step["failed"] = True
+        if code is not None:
+            self.codes.append(code)
+
+    def outcome(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {"returncodes": self.codes} if self.codes else {}
+        if self.users:
+            extra["user_after_last_call"] = USER_TURNS_JOIN.join(self.users)
+        final = self.submitted and self.answer is not None
+        return {"steps": self.steps, "answer": self.answer if final else None, "final": final,
+                "question": self.question, "answer_rule": "finish_tool" if final else None,
+                **({"meta_extra": extra} if extra else {}), **({"notes": self.notes} if self.notes else {})}
+
+
 def _mini(messages: list[Any], submission: str | None) -> dict[str, Any]:
     """A mini-swe-agent chat read into steps (module docstring)."""
-    steps: list[dict[str, Any]] = []
-    question: str | None = None
-    thoughts: list[str] = []  # the agent's words since the last command
-    users: list[str] = []
-    codes: list[int] = []
-    pending: dict[str, Any] | None = None  # a step whose result is the next user message
-    refused = submitted = False
-    answer: str | None = None
-    notes: list[str] = []
+    turns = _MiniTurns(submission)
     for i, msg in enumerate(messages):
         where = f"messages[{i}]"
         role = message_role(msg, where)
@@ -104,49 +195,31 @@ def _mini(messages: list[Any], submission: str | None) -> dict[str, Any]:
         except InputError:
             raise InputError(f"`{where}.content` must be text", field=f"{where}.content") from None
         if role == "assistant":
-            actions, said = _commands(text)
-            if len(actions) != 1:  # refused by the harness: its reply follows
-                refused = True
-                notes = [HARNESS_REPLIES]
-                thoughts += [text.strip()] if text.strip() else []
-                pending = None
-                continue
-            refused = False
-            command = actions[0].strip()
-            thought = "\n".join([*thoughts, said]).strip() or None
-            thoughts = []
-            if any(mark in command for mark in SUBMIT_MARKS):
-                submitted, pending = True, None
-                answer = submission
-                continue
-            pending = make_step(thought=thought, tool=SHELL_TOOL, arguments=_json_command(command), query=command,
-                                user=USER_TURNS_JOIN.join(users) if users else None)
-            users = []
-            steps.append(pending)
-            submitted, answer = False, None
-        elif role == "user":
-            if question is None:
-                question = text.strip()
-            elif pending is not None:
-                observation, code = _observation(text)
-                pending["observation"] = observation
-                if _TIMED_OUT.match(text):
-                    pending["failed"] = True
-                if code is not None:
-                    codes.append(code)
-                pending = None
-            elif submitted:
-                answer = answer if answer is not None else text.strip()
-            elif refused:
-                refused = False  # the harness's complaint: not the user's words
-            elif text.strip():
-                users.append(text.strip())
-    extra: dict[str, Any] = {"returncodes": codes} if codes else {}
-    if users:
-        extra["user_after_last_call"] = USER_TURNS_JOIN.join(users)
-    return {"steps": steps, "answer": answer if submitted else None, "final": submitted and answer is not None,
-            "question": question, "answer_rule": "finish_tool" if submitted and answer is not None else None,
-            **({"meta_extra": extra} if extra else {}), **({"notes": notes} if notes else {})}
+            turns.agent(msg, text, where)
+        elif role in ("user", "tool", "exit"):
+            if role == "exit":
+                turns.submitted = turns.submitted or _exit_status(msg) == "Submitted"
+            turns.reply(msg, text, role)
+    return turns.outcome()
+
+
+def _exit_status(msg: Mapping[str, Any]) -> str | None:
+    extra = msg.get("extra")
+    status = extra.get("exit_status") if isinstance(extra, Mapping) else None
+    return status if isinstance(status, str) else None
+
+
+def _call_command(call: Any, where: str) -> str:
+    """The command of a tool call of ``bash`` (mini-swe-agent 2's tool-calling agents)."""
+    fn = call.get("function") if isinstance(call, Mapping) else None
+    raw = fn.get("arguments") if isinstance(fn, Mapping) else None
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else raw
+    except (ValueError, RecursionError):
+        args = None
+    if not isinstance(args, Mapping) or not isinstance(args.get("command"), str):
+        raise InputError(f"`{where}.function.arguments` must hold a `command`", field=f"{where}.function.arguments")
+    return args["command"].strip()
 
 
 def _sweagent(record: Mapping[str, Any], submission: str | None, status: str | None) -> dict[str, Any]:

@@ -150,3 +150,34 @@ def test_every_command_and_output_is_read_back(tmp_path, turns):
     steps = runs["steps"][0]
     assert [(s["query"], s["observation"]) for s in steps] == [(c, o) for c, o, _ in turns]
     assert json.loads(runs["meta"][0])["returncodes"] == [code for *_, code in turns]
+
+
+def test_mini_swe_agent_2_tool_calls_results_extra_and_the_exit_message(tmp_path):
+    def call(command: str, call_id: str) -> dict:
+        fn = {"name": "bash", "arguments": json.dumps({"command": command})}
+        return {"role": "assistant", "content": "Looking.", "tool_calls": [{"id": call_id, "type": "function",
+                                                                            "function": fn}]}
+
+    def tool(call_id: str, raw: str, code: int, exception: str = "") -> dict:
+        content = f"<returncode>{code}</returncode>\n<output>\n{raw}\n</output>"
+        return {"role": "tool", "tool_call_id": call_id, "content": content,
+                "extra": {"raw_output": raw, "returncode": code, "exception_info": exception}}
+
+    refusal = {"role": "user", "content": "No tool calls found in the response.",
+               "extra": {"interrupt_type": "FormatError"}}
+    messages = [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": ISSUE},
+                call("grep -rn foo src", "c1"), tool("c1", "src/a.py:3:def foo(x):", 0),
+                {"role": "assistant", "content": "I will run\n```bash\npytest\n```"}, refusal,  # text, not a tool call
+                call("sleep 999", "c2"), tool("c2", "", -1, "An error occurred while executing the command: timeout"),
+                call("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff", "c3"),
+                {"role": "exit", "content": PATCH, "extra": {"exit_status": "Submitted", "submission": PATCH}}]
+    rec = {"info": {"exit_status": "Submitted", "submission": PATCH}, "messages": messages,
+           "trajectory_format": "mini-swe-agent-1", "instance_id": "x__y-1", "correct": True}
+    runs, report = read(_write(tmp_path, "v2.traj.json", rec), report=True)
+    row = runs.row(0, named=True)
+    assert [s["query"] for s in row["steps"]] == ["grep -rn foo src", "sleep 999"] and row["answer"] == PATCH
+    assert row["steps"][0]["observation"] == "src/a.py:3:def foo(x):"  # the raw output the harness kept
+    assert "I will run" in row["steps"][1]["thought"] and row["steps"][1]["user"] is None  # refusal: no user turn
+    assert json.loads(row["meta"])["returncodes"] == [0, -1]
+    assert any("`bash` 1 of 2" in n for n in report.notes), report.notes  # could not run: failed
+    assert any("refused by the SWE harness" in n for n in report.notes)
