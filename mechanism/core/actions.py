@@ -120,6 +120,10 @@ _VERSION_FLAGS = frozenset({"--version", "-V"})
 # `python3.11`, `pip3`, `node18` are one program whatever version the agent typed
 _VERSIONED = re.compile(r"^(python|pip|perl|ruby|node|php|lua|java|gcc|clang)[0-9.]+$")
 _SHELL_SETUP = frozenset({"cd", "export", "source", ".", "set", "pushd", "popd", "true"})
+# Programs that print what they are given: with their output sent into a file (`cat <<'EOF' >
+# src/a.py`, `echo x >> notes.txt`) they write it, another action than printing (`cat src/a.py`).
+_PRINTERS = frozenset({"cat", "echo", "printf"})
+_NOT_A_FILE = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _SHELL_SPLIT = re.compile(r"&&|\|\||;|\||\n")
 # A tool named like a search takes a query, whose first word is content however often it recurs
 # (the move grammar reads such calls as lookups).
@@ -182,12 +186,27 @@ def _past_runner(words: list[str]) -> list[str]:
     return rest or words
 
 
+def _writes_file(words: list[str]) -> bool:
+    """Whether a command's words send its standard output into a file (``> f``, ``>> f``,
+    ``>f``; not ``2> f``, ``>&2`` or ``> /dev/null``)."""
+    for i, w in enumerate(words):
+        if w in (">", ">>"):
+            target = words[i + 1] if i + 1 < len(words) else ""
+        elif w.startswith(">") and not w.startswith(">&"):
+            target = w.lstrip(">")
+        else:
+            continue
+        if target and target not in _NOT_A_FILE:
+            return True
+    return False
+
+
 def _shell_verb(command: str) -> tuple[str, str]:
     """(program, rest) of a shell command line: set-up segments (``cd x &&``) and prefixes
     (``sudo``, ``VAR=1``) skipped, ``python -m pytest`` read as ``pytest``, a program with
     subcommands as ``git diff``, a stream editor told to edit in place as ``sed -i``, an
-    interpreter given code in the call as ``python inline``; the rest of the line after the
-    program's segment stays in the object."""
+    interpreter given code in the call as ``python inline``, a printer whose output goes into a
+    file as ``cat to_file``; the rest of the line after the program's segment stays in the object."""
     segments = _SHELL_SPLIT.split(command[:2_000])
     for i, segment in enumerate(segments):
         try:
@@ -213,6 +232,8 @@ def _shell_verb(command: str) -> tuple[str, str]:
             program = f"{program} inline"
         elif program in _INTERPRETERS and rest[0] in _VERSION_FLAGS:
             program = f"{program} --version"
+        elif program in _PRINTERS and _writes_file(rest):
+            program = f"{program} to_file"
         # what follows on the line (`; print(...)`, a heredoc's lines) is part of the object: the
         # values it carries are where its provenance is read
         after = " ".join(s.strip() for s in segments[i + 1:] if s.strip())

@@ -121,6 +121,15 @@ def test_an_interpreter_given_code_is_another_action_than_one_running_a_file():
                      "python --version", "perl -i", "pytest"]
 
 
+def test_a_printer_whose_output_goes_into_a_file_writes_it():
+    # mini-swe-agent's "create a new file" (`cat <<'EOF' > f`) is an edit, not a look at a file
+    verbs = [verb_object("bash", "command", json.dumps({"command": c}), None)[0]
+             for c in ("cat <<'EOF' > src/a.py\nimport re\nEOF", "cd /testbed && cat > t.py <<EOF\nx\nEOF",
+                       "echo 'x = 1' >> notes.py", "cat src/a.py", "cat src/a.py | grep foo > hits.txt",
+                       "cat a.log 2> err.txt", "echo done > /dev/null", "printf '%s' x >out.txt")]
+    assert verbs == ["cat to_file", "cat to_file", "echo to_file", "cat", "cat", "cat", "echo", "printf to_file"]
+
+
 def test_a_slip_in_a_program_with_a_subcommand_or_a_version_is_one_attempt():
     # `gti log` and `pthon3` fail with "command not found" and are typed again right: each
     # pair is one attempt of the move the retry made, as a slip in a bare program's name is

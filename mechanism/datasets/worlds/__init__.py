@@ -179,6 +179,14 @@ counts that overlap between strategies, so a method tuned to one world is tested
   question first); failures retried by the same tool, optional steps at fixed rates (an insert of
   a fact mentioned in passing, a second page, thought-only turns); rl differs from base only in
   its mixture. A held-out world, written without reference to segmentation or clustering.
+- :func:`swebash`: a software-engineering agent fixing GitHub issues through one bash command a
+  turn, logged as mini-swe-agent logs it (``trajectory_format: "mini-swe-agent-1"``: fenced
+  commands, ``<returncode>`` / ``<output>`` replies, refused turns, timeouts, the submitted patch,
+  runs stopped by the step limit), with seven strategies (reproduce first, grep to the edit,
+  follow the failing test, read whole files, git history first, a regression test first, a blind
+  patch); failed commands followed by the corrected one, optional steps at fixed rates (a first
+  look around, a review of the diff before submitting); rl differs from base only in its mixture.
+  A held-out world, written without reference to segmentation or clustering.
 
 :func:`as_generic_action` re-logs any world's episodes through one generic tool
 (``act(command="search Paris")``, ``act(command="get_order_details W1")``) with the same truth:
@@ -222,6 +230,7 @@ from mechanism.datasets.worlds.sheet import sheet
 from mechanism.datasets.worlds.sql import sql
 from mechanism.datasets.worlds.sre import sre
 from mechanism.datasets.worlds.support import support
+from mechanism.datasets.worlds.swebash import swebash
 from mechanism.datasets.worlds.terminal import terminal
 from mechanism.datasets.worlds.textgame import textgame
 from mechanism.datasets.worlds.todo import todo
@@ -231,9 +240,9 @@ from mechanism.datasets.worlds.webshop import webshop
 
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
           "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer", "rest",
-          "textgame", "interpreter", "sql", "support", "parallel", "codeact", "handoff", "todo", "memory")
+          "textgame", "interpreter", "sql", "support", "parallel", "codeact", "handoff", "todo", "memory", "swebash")
 
 __all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "codeact", "coder", "computer",
            "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "handoff", "interpreter",
            "memory", "mixture_planted", "multihop", "parallel", "research", "rest", "service", "sheet", "sql", "sre",
-           "support", "terminal", "textgame", "todo", "toolbench", "travel", "webshop", "WORLDS"]
+           "support", "swebash", "terminal", "textgame", "todo", "toolbench", "travel", "webshop", "WORLDS"]
