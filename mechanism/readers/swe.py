@@ -156,7 +156,10 @@ class _MiniTurns:
 
     def _unrun(self, step: dict[str, Any]) -> None:
         """A step the harness never ran: left out, its words kept for the next command."""
-        self.steps.remove(step)
+        if self.steps and self.steps[-1] is step:  # it is the last one read: constant time
+            self.steps.pop()
+        else:
+            self.steps = [st for st in self.steps if st is not step]
         self.thoughts += [step["thought"]] if step.get("thought") else []
         self.notes = [HARNESS_REPLIES]
 
