@@ -635,7 +635,7 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
     space.task_tested_ = not untested_reasons(space.task_test_)
     found = dataclasses.replace(task_calls(named, questions, table=space.task_test_), segments=segments)
     arms = runs["arm"].cast(pl.String).to_list()
-    alike = interchangeable_tools(named, arms, found.tools)
+    alike = interchangeable_tools(named, arms, found.tools, questions)
     read_as = dataclasses.replace(found, alike=alike).alike_names()
     grouped = [" > ".join(read_as.get(t.rstrip("!"), t) for t in tl.split(" > ")) if tl else tl for tl in named]
     # a batch of one tool's calls sent in one message is a step of its own, never the single call

@@ -85,6 +85,42 @@ def test_a_choice_between_two_ways_in_before_the_same_steps_is_the_strategy():
     assert interchangeable_tools(tools, ["base", "rl"] * 240) == ()
 
 
+def _varied(seed: int = 0, n_questions: int = 60, n_samples: int = 8, by_question: bool = False):
+    """Plans of an agent whose every slot varies at random (a first look, the window printer, the
+    edit verb, the test runner, a last review) around one of three ways of finding the code:
+    nearly as many plans as trajectories. ``by_question``: the edit verb is the question's."""
+    rng = np.random.default_rng(seed)
+    tools, questions = [], []
+    for q in range(n_questions):
+        for _ in range(n_samples):
+            plan = [*([("pwd", "tree", "env")[rng.integers(3)]] if rng.random() < 0.5 else []),
+                    *FINDS[list(FINDS)[rng.integers(3)]]]
+            plan += [("head", "awk", "nl", "less")[rng.integers(4)]] if rng.random() < 0.6 else []
+            plan += [("sed_i", "python_inline")[q % 2 if by_question else rng.integers(2)]]
+            plan += [("pytest", "unittest", "tox")[rng.integers(3)]] if rng.random() < 0.6 else []
+            plan += [("git_diff", "git_status")[rng.integers(2)]] if rng.random() < 0.5 else []
+            tools.append(" > ".join(plan))
+            questions.append(f"q{q}")
+    return tools, ["base", "rl"] * (len(tools) // 2), questions
+
+
+def test_a_choice_met_around_many_steps_is_read_on_local_contexts_where_plans_rarely_coincide():
+    tools, arms, questions = _varied()
+    # whole plans: the two edit verbs share too few contexts for the cover
+    assert not any({"sed_i", "python_inline"} <= set(g) for g in interchangeable_tools(tools, arms))
+    groups = interchangeable_tools(tools, arms, questions=questions)
+    assert any({"sed_i", "python_inline"} <= set(g) for g in groups), groups
+    # ways of finding the code are the strategies: never joined, however varied the rest
+    assert not any(len(set(g) & {"grep", "ls", "git_log"}) > 1 for g in groups), groups
+    # the question picks the verb: the question's choice, not one made whatever the strategy
+    tools, arms, questions = _varied(by_question=True)
+    assert not any({"sed_i", "python_inline"} <= set(g)
+                   for g in interchangeable_tools(tools, arms, questions=questions))
+    # two ways of a one-call plan sit between the start and the end alone: the strategy's choice
+    one_call = [("restart", "scale")[i % 2] for i in range(400)]
+    assert interchangeable_tools(one_call, ["base", "rl"] * 200, questions=[f"q{i % 50}" for i in range(400)]) == ()
+
+
 def test_the_fit_reads_them_as_one_tool_and_finds_the_planted_strategies(tmp_path):
     runs, truth = _rows()
     space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)

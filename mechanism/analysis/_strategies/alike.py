@@ -26,6 +26,11 @@ plans of the whole table. So A and B are read as one tool (:class:`~mechanism.an
    is what the toolkit exists to show, and one that follows the rest of the plan belongs to
    the strategy.
 
+Where whole plans rarely coincide (every slot varying at random: nearly as many plans as
+trajectories), the criteria are read on local contexts too, a step's previous and next step,
+with two more: the pair sits around many contexts (:data:`LOCAL_MIN_CONTEXTS`) and the question
+does not pick between them (:data:`LOCAL_QUESTION_SHARE`; :func:`_local_pairs`).
+
 A step taken or not whatever the strategy (a look at the account before any approach) is the
 same choice with the step's absence as the other member: :func:`optional_steps` applies the
 three criteria to a tool and nothing, a plan with the tool and the same plan without it being
@@ -54,7 +59,7 @@ from itertools import combinations
 import numpy as np
 
 from mechanism.analysis._strategies.families import arm_test
-from mechanism.analysis._strategies.features import TASK_MARK
+from mechanism.analysis._strategies.features import TASK_MARK, task_tools
 from mechanism.analysis.segmentation import plan_steps
 
 #: Share of the trajectories calling one tool of a pair (not both) that lie in a context where
@@ -72,6 +77,19 @@ ALIKE_ALPHA = 0.05
 #: enter the chi-square test of the contexts.
 MIN_SHARED_CONTEXTS = 3
 MIN_CONTEXT_SIZE = 5
+#: Least effective number of local contexts (the inverse Simpson index of the shared mass over the
+#: (previous step, next step) pairs holding both tools) for the local reading of the criteria:
+#: a choice made whatever the strategy is met around many different steps; one a strategy makes
+#: sits in few (two ways of a one-call plan, between the start and the end). Measured at seed 0:
+#: the SWE agent's edit, window and search verbs 6.4-23.5; the other pairs the local criteria
+#: alone join 1.7-4.1 (the incident world's `restart` / `search_logs`, the memory assistant's
+#: searches, the math agent's program kinds, support's ticket or transfer).
+LOCAL_MIN_CONTEXTS = 5.0
+#: Share of the choice between the two that the question explains (epsilon squared, as the task
+#: test reads it) from which it is the question's, not made whatever the strategy: where the
+#: request decides the API (``news_search`` or ``weather_forecast``: 0.49-0.83), against -0.7 to
+#: 0.15 for the SWE agent's edit and window verbs.
+LOCAL_QUESTION_SHARE = 0.3
 
 
 def plan_of(tools: str | None, task: frozenset[str] = frozenset()) -> tuple[str, ...]:
@@ -116,7 +134,7 @@ def _spread(sets: list[frozenset[str]], weights: np.ndarray) -> float:
 
 
 def interchangeable_tools(tools: Sequence[str | None], arms: Sequence[str], task: frozenset[str] = frozenset(),
-                          ) -> tuple[tuple[str, ...], ...]:
+                          questions: Sequence[str] | None = None) -> tuple[tuple[str, ...], ...]:
     """Groups of tools the agent uses interchangeably (module docstring), each most called
     first; the groups in order of their first member.
 
@@ -129,6 +147,9 @@ def interchangeable_tools(tools: Sequence[str | None], arms: Sequence[str], task
         Each trajectory's arm.
     task
         The tools the question decides (never grouped here).
+    questions
+        Each trajectory's question: with them, pairs whose plans rarely coincide are also read
+        on local contexts (:func:`_local_pairs`); without, on whole plans alone.
 
     Examples
     --------
@@ -183,9 +204,62 @@ def interchangeable_tools(tools: Sequence[str | None], arms: Sequence[str], task
         per_context = np.asarray([[slot[c][a].sum(), slot[c][b].sum()] for c in contexts])
         if _alike(per_context, [frozenset(c) - {"_"} for c in contexts], arms_ab, spread_all):
             alike.append((a, b))
+    if questions is not None:
+        pairs = _local_pairs(keys, by_arm, task, tools, questions, set(alike))
+        for a, b in pairs:
+            only_a = calls[:, column[a]] & ~calls[:, column[b]]
+            only_b = calls[:, column[b]] & ~calls[:, column[a]]
+            if arm_test(np.stack([by_arm[only_a].sum(axis=0), by_arm[only_b].sum(axis=0)], axis=1).T) >= ALIKE_ALPHA:
+                alike.append((a, b))
     use = dict(zip(names, counts @ calls))
     ordered = [tuple(sorted(g, key=lambda t: (-use[t], t))) for g in _join(alike)]
     return tuple(sorted(ordered))
+
+
+def _local_pairs(keys: list[tuple[str, ...]], by_arm: np.ndarray, task: frozenset[str], tools: Sequence[str | None],
+                 questions: Sequence[str], joined: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Pairs that meet the criteria on *local* contexts, a step's previous and next step (``^`` and
+    ``$`` at the ends), where whole plans rarely coincide: an agent whose edit verb, window printer
+    and test runner all vary at random has nearly as many plans as trajectories, and two tools
+    then share few whole contexts (cover 0.24 for ``python_inline`` / ``sed_i`` where every other
+    slot varies too). Read per step: cover and crossing as the module's (occurrences, against the
+    variety of all local contexts), the contexts' chi-square, at least :data:`LOCAL_MIN_CONTEXTS`
+    effective contexts, and the question explaining under :data:`LOCAL_QUESTION_SHARE` of the
+    choice (the arms' test is the caller's)."""
+    slot: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    every: dict[tuple[str, str], float] = defaultdict(float)
+    for k, n in zip(keys, by_arm.sum(axis=1).tolist()):
+        for p, t in enumerate(k):
+            ctx = (k[p - 1] if p else "^", k[p + 1] if p + 1 < len(k) else "$")
+            every[ctx] += n
+            if t not in task and t != TASK_MARK:
+                slot[ctx][t] = slot[ctx].get(t, 0.0) + n
+    spread_all = _spread([frozenset(c) for c in every], np.asarray(list(every.values())))
+    occurrences: Counter[str] = Counter()
+    shared: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for ctx, filled in slot.items():
+        occurrences.update(filled)
+        for a, b in combinations(sorted(filled), 2):
+            if a not in ctx and b not in ctx and (a, b) not in joined:
+                shared[a, b].append(ctx)
+    pairs: list[tuple[str, str]] = []
+    row_steps: list[set[str]] = []  # each trajectory's plan steps, read once where a pair needs them
+    for (a, b), contexts in sorted(shared.items()):
+        per_context = np.asarray([[slot[c][a], slot[c][b]] for c in contexts])
+        mass = per_context.sum(axis=1) / per_context.sum()
+        if (len(contexts) < MIN_SHARED_CONTEXTS or 1.0 / float(np.sum(mass ** 2)) < LOCAL_MIN_CONTEXTS
+                or per_context.sum() < ALIKE_COVER * (occurrences[a] + occurrences[b])
+                or _spread([frozenset(c) for c in contexts], per_context.min(axis=1)) < ALIKE_CROSSING * spread_all):
+            continue
+        tested = per_context[per_context.sum(axis=1) >= MIN_CONTEXT_SIZE]
+        if arm_test(tested.T) < ALIKE_ALPHA:
+            continue
+        # the rows calling one of the two, not both: does the question pick which?
+        row_steps = row_steps or [set(plan_of(tl, task)) for tl in tools]
+        one = [(a if a in steps else b) if (a in steps) != (b in steps) else None for steps in row_steps]
+        if not task_tools(one, np.asarray(questions), share=LOCAL_QUESTION_SHARE):
+            pairs.append((a, b))
+    return pairs
 
 
 def _alike(per_context: np.ndarray, contexts: list[frozenset[str]], arms_ab: np.ndarray, spread_all: float,
