@@ -16,7 +16,8 @@ refusal's ``extra.interrupt_type`` is ``FormatError``, and the run ends with an 
 message holding the submission. The
 command that prints ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` (or ``MINI_SWE_AGENT_FINAL_OUTPUT``)
 submits: it is the finishing call, not a round, and the answer is ``info.submission`` (the
-patch), else the submitted text. ``info.exit_status`` is kept in ``meta``; an episode that
+patch), else the submitted text (the harness's reply to it kept in ``meta`` as ``finish_result``, as
+for any finishing call). ``info.exit_status`` is kept in ``meta``; an episode that
 stopped on a limit or an error never answered, so it is a failure. The question id is the
 top-level ``instance_id``, the arm (without an ``arm`` field or ``arm=``) the model,
 ``info.config.model.model_name``.
@@ -39,9 +40,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
-from mechanism.core.schema import USER_TURNS_JOIN, make_step
+from mechanism.core.schema import make_step
 from mechanism.readers._fields import FieldMap
 from mechanism.readers._shapes import content_text, message_role
+from mechanism.readers.openai import ChatTurns
 
 FORMAT = "swe"
 
@@ -90,106 +92,16 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
     return {**out, "_consumed": consumed}
 
 
-class _MiniTurns:
-    """What :func:`_mini` has read of one chat so far: its steps, the calls waiting for their
-    results (by id where the calls are tool calls, else the next result), the agent's words and
-    the user's since the last command, and how it ended."""
-
-    def __init__(self, submission: str | None) -> None:
-        self.steps: list[dict[str, Any]] = []
-        self.question: str | None = None
-        self.thoughts: list[str] = []
-        self.users: list[str] = []
-        self.codes: list[int] = []
-        self.pending: dict[str | None, dict[str, Any]] = {}  # call id (None: a fenced command) -> step
-        self.refused = self.submitted = False
-        self.answer: str | None = None
-        self.submission = submission
-        self.notes: list[str] = []
-
-    def agent(self, msg: Mapping[str, Any], text: str, where: str) -> None:
-        """An agent message: its tool calls of ``bash`` or its one fenced command, else refused."""
-        calls = msg.get("tool_calls")
-        if isinstance(calls, list) and calls:
-            commands = [(_call_command(c, f"{where}.tool_calls[{j}]"), c.get("id")) for j, c in enumerate(calls)]
-            said = text.strip()
-        else:
-            fenced, said = _commands(text)
-            commands = [(fenced[0], None)] if len(fenced) == 1 else []
-        if not commands:  # refused by the harness: its reply follows
-            self.refused, self.notes = True, [HARNESS_REPLIES]
-            self.thoughts += [text.strip()] if text.strip() else []
-            return
-        self.refused = False
-        thought = "\n".join([*self.thoughts, said]).strip() or None
-        self.thoughts = []
-        for j, (command, call_id) in enumerate(commands):
-            if any(mark in command for mark in SUBMIT_MARKS):
-                self.submitted, self.answer = True, self.submission
-                continue
-            step = make_step(thought=thought if j == 0 else None, tool=SHELL_TOOL, arguments=_json_command(command),
-                             query=command, user=USER_TURNS_JOIN.join(self.users) if self.users and j == 0 else None,
-                             parallel=j > 0)
-            self.users = []
-            self.steps.append(step)
-            self.pending[call_id if isinstance(call_id, str) else None] = step
-            self.submitted, self.answer = False, None
-
-    def reply(self, msg: Mapping[str, Any], text: str, role: str) -> None:
-        """A user, tool or exit message: the question, a command's result, the harness's words, or the user's."""
-        extra = msg.get("extra") if isinstance(msg.get("extra"), Mapping) else {}
-        call_id = msg.get("tool_call_id") if role == "tool" else None
-        step = self.pending.pop(call_id if isinstance(call_id, str) else None, None)
-        if step is not None and extra.get("interrupt_type") == "FormatError":
-            self._unrun(step)  # a fenced command in a message the harness refused (it wanted a tool call)
-            step = None
-        if role == "exit" or (self.submitted and step is None and role != "tool"):
-            self.answer = self.answer if self.answer is not None else text.strip()  # the submitted patch
-        elif step is not None:
-            self._result(step, text, extra)
-        elif role == "user" and self.question is None:
-            self.question = text.strip()
-        elif self.refused or extra.get("interrupt_type"):
-            self.refused = False  # the harness's complaint: not the user's words
-        elif role == "user" and text.strip():
-            self.users.append(text.strip())
-
-    def _unrun(self, step: dict[str, Any]) -> None:
-        """A step the harness never ran: left out, its words kept for the next command."""
-        if self.steps and self.steps[-1] is step:  # it is the last one read: constant time
-            self.steps.pop()
-        else:
-            self.steps = [st for st in self.steps if st is not step]
-        self.thoughts += [step["thought"]] if step.get("thought") else []
-        self.notes = [HARNESS_REPLIES]
-
-    def _result(self, step: dict[str, Any], text: str, extra: Mapping[str, Any]) -> None:
-        """A command's result: the output as the harness logged it (``extra.raw_output``) or unwrapped
-        from its template; failed where the harness says it could not run it."""
-        observation, code = _observation(text)
-        if isinstance(extra.get("raw_output"), str):
-            observation = extra["raw_output"]
-        if isinstance(extra.get("returncode"), int):
-            code = extra["returncode"]
-        step["observation"] = observation
-        if _TIMED_OUT.match(text) or (isinstance(extra.get("exception_info"), str) and extra["exception_info"]):
-            step["failed"] = True
-        if code is not None:
-            self.codes.append(code)
-
-    def outcome(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {"returncodes": self.codes} if self.codes else {}
-        if self.users:
-            extra["user_after_last_call"] = USER_TURNS_JOIN.join(self.users)
-        final = self.submitted and self.answer is not None
-        return {"steps": self.steps, "answer": self.answer if final else None, "final": final,
-                "question": self.question, "answer_rule": "finish_tool" if final else None,
-                **({"meta_extra": extra} if extra else {}), **({"notes": self.notes} if self.notes else {})}
-
-
 def _mini(messages: list[Any], submission: str | None) -> dict[str, Any]:
-    """A mini-swe-agent chat read into steps (module docstring)."""
-    turns = _MiniTurns(submission)
+    """A mini-swe-agent chat read by the chat reader's rules (:class:`~mechanism.readers.openai.ChatTurns`:
+    thoughts, user turns, calls sent together, a finishing call), each command handed over as a
+    call of ``bash`` and the harness's reply as its result (module docstring)."""
+    turns = ChatTurns()
+    question: str | None = None
+    codes: list[int] = []
+    notes: list[str] = []
+    waiting: str | None = None  # the fenced command whose result is the next user message
+    complaint = False  # the next user message is the harness's reply to a refused turn
     for i, msg in enumerate(messages):
         where = f"messages[{i}]"
         role = message_role(msg, where)
@@ -197,19 +109,89 @@ def _mini(messages: list[Any], submission: str | None) -> dict[str, Any]:
             text = content_text(msg.get("content"))
         except InputError:
             raise InputError(f"`{where}.content` must be text", field=f"{where}.content") from None
+        after = messages[i + 1] if i + 1 < len(messages) and isinstance(messages[i + 1], Mapping) else {}
         if role == "assistant":
-            turns.agent(msg, text, where)
-        elif role in ("user", "tool", "exit"):
-            if role == "exit":
-                turns.submitted = turns.submitted or _exit_status(msg) == "Submitted"
-            turns.reply(msg, text, role)
-    return turns.outcome()
+            calls, said = _agent_calls(msg, text, where, _extra(after).get("interrupt_type") is not None)
+            waiting = None
+            if not calls:  # refused by the harness: its reply follows
+                notes, complaint = [HARNESS_REPLIES], True
+                turns.said += [text.strip()] if text.strip() else []
+                continue
+            reply = after.get("content") if isinstance(after.get("content"), str) else None
+            calls = [_submitting(c, submission, reply) for c in calls]
+            turns.calls(calls, said, where)
+            waiting = None if msg.get("tool_calls") else calls[0]["id"]
+        elif role == "tool" or (role == "user" and waiting is not None):
+            observation, code, failed = _result(text, _extra(msg))
+            codes += [code] if code is not None else []
+            turns.result({"tool_call_id": msg.get("tool_call_id") if role == "tool" else waiting,
+                          "content": observation, "_failed": failed}, where)
+            waiting = None
+        elif role == "user" and question is None:
+            question = text.strip()
+        elif role == "user" and (complaint or _extra(msg).get("interrupt_type")):
+            complaint = False  # the harness's complaint: not the user's words
+        elif role == "user" and text.strip():
+            turns.user_turns.append(text.strip())
+        elif role == "exit" and _extra(msg).get("exit_status") == "Submitted" and not turns.final:
+            turns.calls([_submit_call(f"@exit{i}", submission if submission is not None else text.strip())], "", where)
+    out = turns.outcome(question)
+    if out["answer"] is None:  # submitted nothing that can be read: no answer
+        out["final"], out["answer_rule"] = False, None
+    if codes:
+        out.setdefault("meta_extra", {})["returncodes"] = codes
+    return {**out, **({"notes": notes} if notes else {})}
 
 
-def _exit_status(msg: Mapping[str, Any]) -> str | None:
+def _extra(msg: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A mini-swe-agent 2 message's ``extra`` (the harness's own record of it), or nothing."""
     extra = msg.get("extra")
-    status = extra.get("exit_status") if isinstance(extra, Mapping) else None
-    return status if isinstance(status, str) else None
+    return extra if isinstance(extra, Mapping) else {}
+
+
+def _agent_calls(msg: Mapping[str, Any], text: str, where: str, refused: bool
+                 ) -> tuple[list[dict[str, Any]], str]:
+    """An agent message's calls in the chat reader's shape and its words: its tool calls of
+    ``bash``, else its one fenced command (none where it writes none or several, or where the
+    harness refused it: ``refused``, it wanted a tool call)."""
+    calls = msg.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        return [_bash_call(_call_command(c, f"{where}.tool_calls[{j}]"), c.get("id"), f"{where}.{j}")
+                for j, c in enumerate(calls)], text
+    fenced, said = _commands(text)
+    if len(fenced) != 1 or refused:
+        return [], text
+    return [_bash_call(fenced[0], None, where)], said
+
+
+def _bash_call(command: str, call_id: Any, where: str) -> dict[str, Any]:
+    return {"id": call_id if isinstance(call_id, str) else f"@{where}",
+            "function": {"name": SHELL_TOOL, "arguments": {"command": command}}}
+
+
+def _submit_call(call_id: str, answer: str | None) -> dict[str, Any]:
+    """A finishing call (:data:`~mechanism.readers.openai.FINISH_TOOLS`) whose answer is the submission."""
+    return {"id": call_id, "function": {"name": "submit", "arguments": {} if answer is None else {"answer": answer}}}
+
+
+def _submitting(call: dict[str, Any], submission: str | None, reply: str | None) -> dict[str, Any]:
+    """``call``, or the finishing call it is where its command submits: its answer ``info.submission``,
+    else the harness's reply to it (what the command printed after the mark)."""
+    if not any(mark in call["function"]["arguments"]["command"] for mark in SUBMIT_MARKS):
+        return call
+    return _submit_call(call["id"], submission if submission is not None else (reply or "").strip() or None)
+
+
+def _result(text: str, extra: Mapping[str, Any]) -> tuple[str, int | None, bool]:
+    """A command's result: the output as the harness logged it (``extra.raw_output``) or unwrapped
+    from its template, its return code, and whether the harness says it could not run it."""
+    observation, code = _observation(text)
+    if isinstance(extra.get("raw_output"), str):
+        observation = extra["raw_output"]
+    if isinstance(extra.get("returncode"), int):
+        code = extra["returncode"]
+    exception = extra.get("exception_info")
+    return observation, code, bool(_TIMED_OUT.match(text) or (isinstance(exception, str) and exception))
 
 
 def _call_command(call: Any, where: str) -> str:
