@@ -194,23 +194,22 @@ def interchangeable_tools(tools: Sequence[str | None], arms: Sequence[str], task
             for a, b in combinations(sorted(filled), 2):
                 if a not in present and b not in present:  # a plan calling both is neither's context
                     shared[a, b].append(ctx)
+    def arms_of(a: str, b: str) -> np.ndarray:
+        """Trajectories per arm calling ``a`` and not ``b`` (row 0), ``b`` and not ``a`` (row 1), as columns."""
+        only_a = calls[:, column[a]] & ~calls[:, column[b]]
+        only_b = calls[:, column[b]] & ~calls[:, column[a]]
+        return np.stack([by_arm[only_a].sum(axis=0), by_arm[only_b].sum(axis=0)], axis=1)
+
     alike = []
     for (a, b), contexts in sorted(shared.items()):
         if len(contexts) < MIN_SHARED_CONTEXTS:
             continue
-        only_a = calls[:, column[a]] & ~calls[:, column[b]]
-        only_b = calls[:, column[b]] & ~calls[:, column[a]]
-        arms_ab = np.stack([by_arm[only_a].sum(axis=0), by_arm[only_b].sum(axis=0)], axis=1)
         per_context = np.asarray([[slot[c][a].sum(), slot[c][b].sum()] for c in contexts])
-        if _alike(per_context, [frozenset(c) - {"_"} for c in contexts], arms_ab, spread_all):
+        if _alike(per_context, [frozenset(c) - {"_"} for c in contexts], arms_of(a, b), spread_all):
             alike.append((a, b))
     if questions is not None:
-        pairs = _local_pairs(keys, by_arm, task, tools, questions, set(alike))
-        for a, b in pairs:
-            only_a = calls[:, column[a]] & ~calls[:, column[b]]
-            only_b = calls[:, column[b]] & ~calls[:, column[a]]
-            if arm_test(np.stack([by_arm[only_a].sum(axis=0), by_arm[only_b].sum(axis=0)], axis=1).T) >= ALIKE_ALPHA:
-                alike.append((a, b))
+        alike += [(a, b) for a, b in _local_pairs(keys, by_arm, task, tools, questions, set(alike))
+                  if arm_test(arms_of(a, b).T) >= ALIKE_ALPHA]
     use = dict(zip(names, counts @ calls))
     ordered = [tuple(sorted(g, key=lambda t: (-use[t], t))) for g in _join(alike)]
     return tuple(sorted(ordered))
