@@ -53,6 +53,9 @@ FORMATS = ("canonical", "searchr1", "openai", "react", "atif", "swe", "fireact",
 _MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, swe, fireact, inspectlog)}
 _FILE_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json", ".traj", ".parquet", ".pq", ".csv", ".tsv", ".eval")
 _DETECT_RECORDS = 20  # records looked at to detect a format
+# the formats a record can show, by priority: a record that shows tool calls says more than one that
+# happens to have none (a format's own mark, `trajectory_format` or `schema_version`, first)
+_DETECT_ORDER = ("swe", "atif", "canonical", "openai", "react", "searchr1")
 
 PathArg = str | PathLike | Sequence[str | PathLike]
 # read's fixed choices (checked by mechanism.core.options.check_choice; the CLI offers the same)
@@ -106,7 +109,7 @@ def _detect_records(records: Iterable[Any], fields: FieldMap) -> str | None:
     for rec in records:
         if not isinstance(rec, Mapping):
             continue
-        for fmt in ("swe", "atif", "canonical", "openai", "react", "searchr1"):
+        for fmt in _DETECT_ORDER:
             if _MODULES[fmt].detect(rec, fields):
                 seen.add(fmt)
         messages = fields.get(rec, "messages")
@@ -114,7 +117,7 @@ def _detect_records(records: Iterable[Any], fields: FieldMap) -> str | None:
             chat_without_tools = True
         if isinstance(fields.get(rec, "text"), str):
             plain_text = True
-    for fmt in ("swe", "atif", "canonical", "openai", "react", "searchr1"):
+    for fmt in _DETECT_ORDER:
         if fmt in seen:
             return fmt
     if chat_without_tools:
