@@ -154,3 +154,15 @@ def test_a_group_keeps_each_calls_own_name_and_round_trips():
     runs = from_records([{"arm": "base", "question_id": "q0", "sample_id": 0, "question": "Fix it", "gold": [],
                           "answer": "done", "correct": True, "n_rounds": 2, "steps": steps}])
     assert render(runs, task_calls=calls)["tools"][0] == "sed_i_or_perl_i > sed_i_or_perl_i"
+
+
+def test_a_step_taken_whatever_the_strategy_and_one_some_strategies_take_are_not_one_tool():
+    # an insert of a fact before any strategy at a fixed rate; a question to the user before three
+    # of them only: they swap where both are met, but the question is missing from the others
+    rng = np.random.default_rng(0)
+    ways = ["archival", "recall", "by_date", "archival > recall", "recall > core_append"]
+    tools = []
+    for i in range(800):
+        first = "ask_user" if i % 5 < 3 and rng.random() < 0.4 else ("insert" if rng.random() < 0.3 else "")
+        tools.append(f"{first} > {ways[i % 5]}" if first else ways[i % 5])
+    assert not any({"ask_user", "insert"} <= set(g) for g in interchangeable_tools(tools, ["base", "rl"] * 400))

@@ -24,7 +24,10 @@ plans of the whole table. So A and B are read as one tool (:class:`~mechanism.an
 3. neither the contexts nor the arms take them at different rates (chi-square tests of the
    contexts x {A, B} and arms x {A, B} tables, each ``p >= ALIKE_ALPHA``): a choice rl moved
    is what the toolkit exists to show, and one that follows the rest of the plan belongs to
-   the strategy.
+   the strategy. The contexts' table holds the contexts where only one of the two is met as
+   well (at least :data:`MIN_CONTEXT_SIZE` trajectories): a choice made whatever the strategy
+   is met beside the other wherever either is, while one that a strategy makes is missing
+   from the other strategies' contexts, which a table of the shared contexts alone never sees.
 
 Where whole plans rarely coincide (every slot varying at random: nearly as many plans as
 trajectories), the criteria are read on local contexts too, a step's previous and next step,
@@ -34,7 +37,8 @@ does not pick between them (:data:`LOCAL_QUESTION_SHARE`; :func:`_local_pairs`).
 A step taken or not whatever the strategy (a look at the account before any approach) is the
 same choice with the step's absence as the other member: :func:`optional_steps` applies the
 three criteria to a tool and nothing, a plan with the tool and the same plan without it being
-one context, and its calls are left out only where the plan without them is met too.
+one context (a plan never met with the tool counting as a context where it is taken at a rate
+of 0), and its calls are left out only where the plan without them is met too.
 
 Tools that the question decides (:func:`~mechanism.analysis._strategies.features.task_calls`)
 are read by their own rule and never enter. Pairs are joined into groups (a group of three
@@ -200,12 +204,20 @@ def interchangeable_tools(tools: Sequence[str | None], arms: Sequence[str], task
         only_b = calls[:, column[b]] & ~calls[:, column[a]]
         return np.stack([by_arm[only_a].sum(axis=0), by_arm[only_b].sum(axis=0)], axis=1)
 
+    lone: dict[str, list[tuple[str, ...]]] = defaultdict(list)  # contexts whose slot holds one tool alone
+    for ctx, filled in slot.items():
+        if len(filled) == 1:
+            lone[next(iter(filled))].append(ctx)
     alike = []
     for (a, b), contexts in sorted(shared.items()):
         if len(contexts) < MIN_SHARED_CONTEXTS:
             continue
         per_context = np.asarray([[slot[c][a].sum(), slot[c][b].sum()] for c in contexts])
-        if _alike(per_context, [frozenset(c) - {"_"} for c in contexts], arms_of(a, b), spread_all):
+        # the contexts where one of the two is met and the other never: a rate of 0 beside it
+        alone = np.asarray([[np.sum(slot[c].get(a, 0)), np.sum(slot[c].get(b, 0))]
+                            for c in lone.get(a, []) + lone.get(b, []) if a not in c and b not in c],
+                           dtype=np.float64).reshape(-1, 2)
+        if _alike(per_context, [frozenset(c) - {"_"} for c in contexts], arms_of(a, b), spread_all, alone=alone):
             alike.append((a, b))
     if questions is not None:
         alike += [(a, b) for a, b in _local_pairs(keys, by_arm, task, tools, questions, set(alike))
@@ -262,18 +274,21 @@ def _local_pairs(keys: list[tuple[str, ...]], by_arm: np.ndarray, task: frozense
 
 
 def _alike(per_context: np.ndarray, contexts: list[frozenset[str]], arms_ab: np.ndarray, spread_all: float,
-           calling: float | None = None) -> bool:
+           calling: float | None = None, alone: np.ndarray | None = None) -> bool:
     """Whether a pair meets the module's three criteria, from its shared contexts' counts
     (one row per context: trajectories calling the one, the other), the tools of those
     contexts, and the arm counts of all trajectories calling one of the two and not both (one
     row per arm); ``calling``: the trajectories the cover counts against, where a tool is
-    paired with its absence (those calling it), else all in ``arms_ab``."""
+    paired with its absence (those calling it), else all in ``arms_ab``; ``alone``: the same
+    counts in the contexts where only one of the two is met, which the contexts' test reads
+    beside the shared ones (criterion 3)."""
     covered = per_context[:, 0].sum() if calling is not None else per_context.sum()
     if covered < ALIKE_COVER * (arms_ab.sum() if calling is None else calling):
         return False
     if _spread(contexts, per_context.min(axis=1)) < ALIKE_CROSSING * spread_all:
         return False
-    tested = per_context[per_context.sum(axis=1) >= MIN_CONTEXT_SIZE]
+    tested = per_context if alone is None or not len(alone) else np.vstack([per_context, alone])
+    tested = tested[tested.sum(axis=1) >= MIN_CONTEXT_SIZE]
     # the chi-square of independence of a 2 x k table: the two tools against contexts, arms
     return arm_test(tested.T) >= ALIKE_ALPHA and arm_test(arms_ab.T) >= ALIKE_ALPHA
 
@@ -339,7 +354,10 @@ def optional_steps(tools: Sequence[str | None], arms: Sequence[str], task: froze
             continue
         per_context = np.asarray([[filled[c].sum(), plans[c].sum()] for c in contexts])
         arms_t = np.stack([sum(filled.values()), sum(plans[c] for c in contexts)], axis=1)
+        # the plans never met with it: the step taken at a rate of 0 there
+        alone = np.asarray([[0.0, plans[c].sum()] for c in keys if t not in c and c not in filled],
+                           dtype=np.float64).reshape(-1, 2)
         if _alike(per_context, [frozenset(c) for c in contexts], arms_t, spread_all,
-                  calling=sum(float(v.sum()) for v in filled.values())):
+                  calling=sum(float(v.sum()) for v in filled.values()), alone=alone):
             optional.append((t, tuple(sorted(" > ".join(c) for c in contexts))))
     return tuple(optional)
