@@ -66,7 +66,18 @@ def records(size: int) -> dict[str, tuple[dict, dict]]:
                                              "messages": [user, {"role": "assistant", "content": "```bash\nls\n```"},
                                                           {"role": "user", "content": "<returncode>0</returncode>"
                                                            + "<output_head><output>" * (size // 21)}]}, {}),
+        "openhands: one response's N calls, then their results": ({"gold": ["x"], "history": _openhands(size)}, {}),
     }
+
+
+def _openhands(size: int) -> list[dict]:
+    """About ``size`` bytes of OpenHands events: one model response's calls, then their observations."""
+    n = max(1, size // 260)
+    meta = {"function_name": "execute_bash", "model_response": {"id": "r"}}
+    calls = [{"id": i, "source": "agent", "action": "run", "args": {"command": "ls"},
+              "tool_call_metadata": {**meta, "tool_call_id": f"c{i}"}} for i in range(n)]
+    return [*calls, *({"id": n + i, "source": "agent", "observation": "run", "content": "x", "cause": i}
+                      for i in range(n))]
 
 
 def timed(path: Path, **kw) -> float:

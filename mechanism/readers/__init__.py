@@ -1,7 +1,7 @@
 """Read trajectory files of any supported format into the canonical table.
 
 One module per format (``canonical``, ``searchr1``, ``openai``, ``react``, ``atif``, ``swe``,
-``fireact``, ``inspect`` in ``inspectlog``), each with ``detect(record, fields)`` and
+``openhands``, ``fireact``, ``inspect`` in ``inspectlog``), each with ``detect(record, fields)`` and
 ``parse(record, fields)``; this module finds the files, detects formats, and turns parsed records into validated rows::
 
     from mechanism.readers import read
@@ -26,7 +26,7 @@ from mechanism.core.names import safe_filename
 from mechanism.core.options import check_choice
 from mechanism.core.progress import progress as _progress
 from mechanism.core.schema import validate
-from mechanism.readers import _parts, atif, canonical, fireact, inspectlog, openai, react, searchr1, swe
+from mechanism.readers import _parts, atif, canonical, fireact, inspectlog, openai, openhands, react, searchr1, swe
 from mechanism.readers._answer import compile_answer_pattern
 from mechanism.readers._build import F1_THRESHOLD, SCORERS, Columns, ReadOptions, Tally, build_row
 from mechanism.readers._fields import MISSING, FieldMap, get_path
@@ -49,13 +49,13 @@ from mechanism.readers._where import prepare_sql
 __all__ = ["read", "detect_format", "check_read_options", "input_paths", "ReadSettings", "FORMATS", "SCORERS",
            "F1_THRESHOLD"]
 
-FORMATS = ("canonical", "searchr1", "openai", "react", "atif", "swe", "fireact", "inspect")
-_MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, swe, fireact, inspectlog)}
+FORMATS = ("canonical", "searchr1", "openai", "react", "atif", "swe", "openhands", "fireact", "inspect")
+_MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, swe, openhands, fireact, inspectlog)}
 _FILE_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json", ".traj", ".parquet", ".pq", ".csv", ".tsv", ".eval")
 _DETECT_RECORDS = 20  # records looked at to detect a format
 # the formats a record can show, by priority: a record that shows tool calls says more than one that
 # happens to have none (a format's own mark, `trajectory_format` or `schema_version`, first)
-_DETECT_ORDER = ("swe", "atif", "canonical", "openai", "react", "searchr1")
+_DETECT_ORDER = ("swe", "openhands", "atif", "canonical", "openai", "react", "searchr1")
 
 PathArg = str | PathLike | Sequence[str | PathLike]
 # read's fixed choices (checked by mechanism.core.options.check_choice; the CLI offers the same)
@@ -282,7 +282,8 @@ def read(path_or_paths: PathArg, format: str = "auto", *, arm: str | None = None
         different arms and formats are read into one table. A pipe (``/dev/stdin``) reads too.
     format
         ``"auto"`` (detect per file), ``"canonical"``, ``"searchr1"``, ``"openai"``,
-        ``"react"``, ``"atif"``, ``"swe"`` (mini-swe-agent and SWE-agent), ``"fireact"`` or
+        ``"react"``, ``"atif"``, ``"swe"`` (mini-swe-agent and SWE-agent), ``"openhands"``
+        (OpenHands event histories), ``"fireact"`` or
         ``"inspect"`` (Inspect AI logs, with the ``inspect`` extra installed).
     arm
         The arm of every row read (replaces an ``arm`` field). Without it and without an
@@ -489,7 +490,7 @@ def _read_records(records: Iterable[tuple[int, Any]], rows: Columns, rep: ReadRe
 
 
 # the formats whose records are the lines of a JSONL file, each parsed on its own
-_PART_FORMATS = frozenset({"canonical", "searchr1", "openai", "react", "atif", "swe"})
+_PART_FORMATS = frozenset({"canonical", "searchr1", "openai", "react", "atif", "swe", "openhands"})
 
 
 def _read_in_parts(path: Path, src: _Source | None, rows: Columns, rep: ReadReport, tally: Tally,
@@ -556,7 +557,7 @@ def _other_format(record: Mapping[str, Any], fields: FieldMap, fmt: str) -> str 
     """Another format this record shows, when it does not show ``fmt`` itself."""
     if fmt in _MODULES and fmt not in ("fireact", "inspect") and _MODULES[fmt].detect(record, fields):
         return None
-    for other in ("swe", "atif", "openai", "react", "searchr1", "canonical"):
+    for other in ("swe", "openhands", "atif", "openai", "react", "searchr1", "canonical"):
         if other != fmt and _MODULES[other].detect(record, fields):
             return other
     return None

@@ -56,7 +56,19 @@ def _unclosed_records(size: int) -> dict[str, tuple[dict, dict]]:
         "swe_outputs": ({"trajectory_format": "mini-swe-agent-1", "info": {}, "gold": ["x"], "messages": [
             user, {"role": "assistant", "content": "```bash\nls\n```"},
             {"role": "user", "content": "<returncode>0</returncode>" + "<output_head><output>" * (size // 21)}]}, {}),
+        # OpenHands: one model response's calls, every one answered after all were made
+        "openhands": ({"gold": ["x"], "history": _openhands_events(size)}, {}),
     }
+
+
+def _openhands_events(size: int) -> list[dict]:
+    """About ``size`` bytes of OpenHands events: one response's calls, then their observations."""
+    n = max(1, size // 260)
+    meta = {"function_name": "execute_bash", "model_response": {"id": "r"}}
+    calls = [{"id": i, "source": "agent", "action": "run", "args": {"command": "ls"},
+              "tool_call_metadata": {**meta, "tool_call_id": f"c{i}"}} for i in range(n)]
+    return [*calls, *({"id": n + i, "source": "agent", "observation": "run", "content": "x", "cause": i}
+                      for i in range(n))]
 
 
 def _read_skipping(path, **kw) -> None:

@@ -1,0 +1,233 @@
+"""OpenHands event histories: its evaluation output (``output.jsonl``, one SWE-bench or other
+instance a line) and trajectories exported as ``{"history": [...]}``.
+
+OpenHands logs an episode as a stream of events, each an *action* (``"action": "run"``, with
+``args``) or an *observation* (``"observation": "run"``, with ``content`` and ``extras``, its
+``cause`` the id of the action it answers), each with its ``source`` (``user``, ``agent`` or
+``environment``). Read by the chat reader's rules (:class:`~mechanism.readers.openai.ChatTurns`):
+
+- the user's first message is the question (else the record's ``instruction``), a later one a
+  user turn;
+- an agent action is a call of the tool the model called (``tool_call_metadata.function_name``:
+  ``execute_bash``, ``str_replace_editor``, ``execute_ipython_cell``, ``browser``, ...), else of
+  the action (``run``, ``read``, ``edit``, ...); its ``args`` but the bookkeeping ones are the
+  arguments and ``args.thought`` its thought; actions from one model response
+  (``tool_call_metadata.model_response.id``) are calls sent together;
+- ``think`` is the agent's thought, joined to its next call's; ``message`` from the agent is its
+  words, the last one after every call the answer where it never called ``finish``;
+- ``finish`` is the finishing call (``args.final_thought`` or ``args.outputs`` the answer);
+- the events the harness adds (``recall``, ``system``, ``agent_state_changed``, ``condensation``,
+  ``null``) are no round and their observations no result;
+- an observation is its action's result: ``error`` and ``user_rejected`` observations failed,
+  and a command the runtime killed for its time (exit code ``-1``) too; exit codes go to ``meta``
+  as ``exit_codes``.
+
+Where ``test_result.git_patch`` holds the patch (SWE-bench evaluation), it is the answer, as
+mini-swe-agent's submission is; ``instance_id`` is the question id, ``metadata.llm_config.model``
+the arm, and a top-level ``error`` (the run stopped: stuck in a loop, out of budget) goes to
+``meta``: an episode that never finished is a failure. Whether the patch resolved the issue is
+the evaluation's: ``columns={"correct": "report.resolved"}`` (or a ``resolved`` field).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from mechanism.core.errors import InputError
+from mechanism.readers._fields import FieldMap
+from mechanism.readers.openai import ChatTurns
+
+FORMAT = "openhands"
+
+#: the events' list, by the names OpenHands' outputs give it
+HISTORY_KEYS = ("history", "trajectory")
+#: actions the harness adds, not the agent's: no round, and their observations no result
+HARNESS_ACTIONS = frozenset({"recall", "system", "change_agent_state", "condensation", "condensation_request", "null",
+                             "task_tracking_observation"})
+#: observations that say the action failed
+FAILED_OBSERVATIONS = frozenset({"error", "user_rejected"})
+#: ``args`` that say how the harness ran an action, not what the agent asked
+_BOOKKEEPING_ARGS = frozenset({"thought", "confirmation_state", "security_risk", "blocking", "hidden", "is_input",
+                               "impl_source", "keep_prompt", "wait_for_response", "is_confirmed", "include_extra"})
+#: a command the runtime stopped for its time (OpenHands' ``CmdOutputMetadata.exit_code``)
+TIMEOUT_EXIT_CODE = -1
+
+
+def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
+    events = _events(record)
+    if not events:
+        return False
+    first = events[0]
+    return isinstance(first, Mapping) and "source" in first and (
+        isinstance(first.get("action"), str) != isinstance(first.get("observation"), str))
+
+
+def _events(record: Mapping[str, Any]) -> list[Any] | None:
+    for key in HISTORY_KEYS:
+        value = record.get(key)
+        if isinstance(value, list):
+            return value
+    return None
+
+
+def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
+    key = next((k for k in HISTORY_KEYS if isinstance(record.get(k), list)), None)
+    if key is None:
+        raise InputError("no `history` list of OpenHands events", field="history")
+    out = _read_events(record[key], key, record.get("instruction"))
+    test_result = record.get("test_result")
+    patch = test_result.get("git_patch") if isinstance(test_result, Mapping) else None
+    meta = out.setdefault("meta_extra", {})
+    if isinstance(patch, str) and out["final"]:  # a SWE-bench run that finished: its patch is its answer
+        out["answer"], out["answer_rule"] = patch, "git_patch"
+    elif isinstance(patch, str):
+        meta["git_patch"] = patch  # kept; an episode that never finished answered nothing
+    if isinstance(record.get("error"), str) and record["error"]:
+        meta["error"] = record["error"]
+    metadata = record.get("metadata") if isinstance(record.get("metadata"), Mapping) else {}
+    llm = metadata.get("llm_config") if isinstance(metadata.get("llm_config"), Mapping) else {}
+    if isinstance(llm.get("model"), str) and llm["model"]:
+        out["arm_default"], out["arm_source"] = llm["model"], "`metadata.llm_config.model`"
+    if isinstance(metadata.get("agent_class"), str):
+        meta["agent_class"] = metadata["agent_class"]
+    if not meta:
+        out.pop("meta_extra")
+    return {**out, "_consumed": {key, "instruction", "test_result", "metadata", "error"}}
+
+
+def _read_events(events: list[Any], key: str, instruction: Any) -> dict[str, Any]:
+    """Steps, question and answer from an event list (module docstring), in one pass after one
+    that groups the actions of each model response (their observations come between them)."""
+    turns = ChatTurns()
+    question: str | None = None
+    call_of: dict[Any, str] = {}  # an action's event id -> its call's id, for its observation
+    harness: set[Any] = set()  # the ids of the harness's own actions
+    codes: list[int] = []
+    last_words: str | None = None  # the agent's last message since its last call
+    members = _responses(events, key)
+    handed: set[int] = set()  # the calls of a response, handed over at its first
+    for i, event in enumerate(events):
+        where = f"{key}[{i}]"
+        action, observation = event.get("action"), event.get("observation")
+        if isinstance(action, str) and _tool_call(event, action):
+            if i in handed:  # handed over with the first call of its response
+                continue
+            group = members.get(_response_id(event), [i])
+            handed.update(group)
+            calls = [_call(events[j], events[j]["action"], f"{key}[{j}]", j) for j in group]
+            for j, call in zip(group, calls):
+                call_of[events[j].get("id", f"@{j}")] = call["id"]
+            thought = calls[0]["_thought"]
+            turns.calls([{k: v for k, v in c.items() if k != "_thought"} for c in calls], thought, where)
+            last_words = None
+        elif isinstance(action, str):
+            text = _text(event)
+            if action in HARNESS_ACTIONS:
+                harness.add(event.get("id"))
+            elif event.get("source") == "user" and action == "message":
+                if question is None:
+                    question = text
+                elif text:
+                    turns.user_turns.append(text)
+            elif action == "think" or (action == "message" and event.get("source") == "agent"):
+                turns.said += [text] if text else []
+                last_words = text if action == "message" and text else last_words
+        elif isinstance(observation, str):
+            cause = event.get("cause")
+            if observation in HARNESS_ACTIONS or cause is None or cause in harness:
+                continue
+            if cause not in call_of:
+                raise InputError(f"`{where}.cause` = {cause!r} answers no action before it that is still unanswered",
+                                 field=f"{where}.cause")
+            failed, code = _verdict(event, observation)
+            codes += [code] if code is not None else []
+            turns.result({"tool_call_id": call_of.pop(cause), "content": _content(event, where),
+                          "_failed": failed}, where)
+        else:
+            raise InputError(f"`{where}` is neither an action nor an observation (no `action` / `observation`)",
+                             field=where)
+    out = turns.outcome(question if question is not None else
+                        (instruction.strip() if isinstance(instruction, str) else None))
+    if not out["final"] and last_words is not None:  # finished by speaking, not by `finish`
+        out["answer"], out["final"], out["answer_rule"] = last_words, True, "last_message"
+    if codes:
+        out.setdefault("meta_extra", {})["exit_codes"] = codes
+    return out
+
+
+def _responses(events: list[Any], key: str) -> dict[Any, list[int]]:
+    """Each model response's id -> the indices of the calls it made (a response that made one
+    call is left out); every event checked to be an object on the way."""
+    members: dict[Any, list[int]] = {}
+    for i, event in enumerate(events):
+        if not isinstance(event, Mapping):
+            raise InputError(f"`{key}[{i}]` must be an object (an OpenHands event)", field=f"{key}[{i}]")
+        action = event.get("action")
+        if isinstance(action, str) and _tool_call(event, action):
+            rid = _response_id(event)
+            if rid is not None:
+                members.setdefault(rid, []).append(i)
+    return {rid: group for rid, group in members.items() if len(group) > 1}
+
+
+def _tool_call(event: Mapping[str, Any], action: str) -> bool:
+    """Whether an action event is a call of the agent's (a round, or its finishing call)."""
+    return (event.get("source") == "agent" and action not in HARNESS_ACTIONS
+            and action not in ("message", "think"))
+
+
+def _response_id(event: Mapping[str, Any]) -> Any:
+    meta = event.get("tool_call_metadata")
+    response = meta.get("model_response") if isinstance(meta, Mapping) else None
+    rid = response.get("id") if isinstance(response, Mapping) else None
+    return rid if isinstance(rid, str) and rid else None
+
+
+def _call(event: Mapping[str, Any], action: str, where: str, index: int) -> dict[str, Any]:
+    """An action as a chat tool call (``id``, ``function.name``, ``function.arguments``, thought)."""
+    args = event.get("args", {})
+    if not isinstance(args, Mapping):
+        raise InputError(f"`{where}.args` must be an object", field=f"{where}.args")
+    meta = event.get("tool_call_metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    name = meta.get("function_name") if isinstance(meta.get("function_name"), str) and meta["function_name"] else action
+    if action == "finish":
+        name = "finish"
+        answer = args.get("final_thought") or args.get("outputs") or args.get("message") or ""
+        arguments = {"answer": answer if isinstance(answer, str) else json.dumps(answer, sort_keys=True)}
+    else:
+        arguments = {k: v for k, v in args.items() if k not in _BOOKKEEPING_ARGS}
+    call_id = meta.get("tool_call_id") if isinstance(meta.get("tool_call_id"), str) else f"@{event.get('id', index)}"
+    thought = args.get("thought") if isinstance(args.get("thought"), str) else ""
+    return {"id": call_id, "function": {"name": name, "arguments": json.dumps(arguments, sort_keys=True)},
+            "_thought": thought}
+
+
+def _verdict(event: Mapping[str, Any], observation: str) -> tuple[bool, int | None]:
+    """Whether an observation says its action failed, and the command's exit code (or None)."""
+    extras = event.get("extras")
+    extras = extras if isinstance(extras, Mapping) else {}
+    metadata = extras.get("metadata") if isinstance(extras.get("metadata"), Mapping) else {}
+    code = metadata.get("exit_code", extras.get("exit_code"))
+    code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    return observation in FAILED_OBSERVATIONS or code == TIMEOUT_EXIT_CODE, code
+
+
+def _text(event: Mapping[str, Any]) -> str:
+    """An action's words: ``args.content`` (a message), ``args.thought`` (a thought), else its ``message``."""
+    args = event.get("args")
+    args = args if isinstance(args, Mapping) else {}
+    for value in (args.get("content"), args.get("thought"), event.get("message")):
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def _content(event: Mapping[str, Any], where: str) -> str:
+    content = event.get("content", "")
+    if content is None:
+        return ""
+    if not isinstance(content, str):
+        raise InputError(f"`{where}.content` must be text", field=f"{where}.content")
+    return content

@@ -1,0 +1,178 @@
+"""OpenHands event histories (``mechanism.readers.openhands``): its evaluation output, one
+instance a line, each episode a stream of actions and the observations that answer them."""
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mechanism.analysis.segmentation import segment
+from mechanism.core.errors import InputError
+from mechanism.readers import read
+
+ISSUE = "<uploaded_files>\n/workspace/astropy\n</uploaded_files>\nfoo() crashes on empty input"
+PATCH = "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n"
+
+
+class _History:
+    """Events in OpenHands' own shape, numbered as its event stream numbers them."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+
+    def add(self, **event) -> int:
+        event = {"id": len(self.events), "timestamp": "2025-01-01T00:00:00", **event}
+        self.events.append(event)
+        return event["id"]
+
+    def user(self, text: str) -> None:
+        self.add(source="user", action="message", message=text, args={"content": text, "image_urls": None,
+                                                                       "wait_for_response": False})
+
+    def harness(self) -> None:  # a recall of the workspace's knowledge and the state changes around it
+        rid = self.add(source="user", action="recall", message="Retrieving content",
+                       args={"recall_type": "workspace_context"})
+        self.add(source="environment", observation="recall", content="Added workspace context", cause=rid, extras={})
+        self.add(source="environment", observation="agent_state_changed", content="", extras={"agent_state": "running"})
+
+    def call(self, action: str, function: str, args: dict, result: str, *, thought: str = "", exit_code: int | None = 0,
+             observation: str | None = None, response: str | None = None, call_id: str | None = None) -> None:
+        meta = {"function_name": function, "tool_call_id": call_id or f"toolu_{len(self.events)}",
+                "model_response": {"id": response or f"chatcmpl-{len(self.events)}"}, "total_calls_in_response": 1}
+        aid = self.add(source="agent", action=action, message=f"Running {function}",
+                       args={**args, "thought": thought, "confirmation_state": "confirmed", "security_risk": -1},
+                       tool_call_metadata=meta)
+        extras = {} if exit_code is None else {"command": args.get("command"), "metadata": {"exit_code": exit_code}}
+        self.add(source="agent", observation=observation or action, content=result, cause=aid, extras=extras,
+                 message=f"Ran {function}")
+
+    def finish(self, text: str) -> None:
+        self.add(source="agent", action="finish", message=text, args={"final_thought": text, "outputs": {},
+                                                                      "thought": ""},
+                 tool_call_metadata={"function_name": "finish", "tool_call_id": "toolu_finish",
+                                     "model_response": {"id": "chatcmpl-last"}})
+
+
+def _failed(runs) -> list[bool]:
+    """Each call's failure verdict, in order, as the move reading counts it."""
+    return segment(runs).filter(~pl.col("tool").is_in(["answer", "ask_user"]))["failed"].to_list()
+
+
+def _record(history: _History, **top) -> dict:
+    return {"instance_id": "astropy__astropy-12907", "instruction": "Fix the issue.", "history": history.events,
+            "test_result": {"git_patch": PATCH}, "metadata": {"agent_class": "CodeActAgent",
+                                                              "llm_config": {"model": "litellm_proxy/claude-sonnet-4"}},
+            "error": None, **top}
+
+
+def _episode() -> _History:
+    h = _History()
+    h.user(ISSUE)
+    h.harness()
+    h.call("run", "execute_bash", {"command": "grep -rn 'def foo' src", "is_input": False}, "src/a.py:3:def foo(x):",
+           thought="Find foo first.")
+    h.call("read", "str_replace_editor", {"path": "/workspace/src/a.py", "command": "view", "view_range": [1, 20]},
+           "     1\tdef foo(x):", exit_code=None)
+    h.call("edit", "str_replace_editor", {"path": "/workspace/src/a.py", "command": "str_replace", "old_str": "x",
+                                          "new_str": "x or []"}, "The file has been edited.", exit_code=None)
+    h.call("run", "execute_bash", {"command": "python -m pytest tests -q"}, "Command timed out", exit_code=-1)
+    h.add(source="agent", action="think", message="Thinking", args={"thought": "The tests hang; try one file."})
+    h.call("run", "execute_bash", {"command": "python -m pytest tests/test_a.py -q"}, "1 passed")
+    h.finish("Fixed foo on empty input.")
+    h.add(source="environment", observation="agent_state_changed", content="", extras={"agent_state": "finished"})
+    return h
+
+
+def test_actions_are_calls_of_the_models_tools_and_the_patch_is_the_answer(tmp_path):
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(_record(_episode(), report={"resolved": True})) + "\n")
+    runs, report = read(path, report=True, columns={"correct": "report.resolved"})
+    assert list(report.formats.values()) == ["openhands"]  # found without format=
+    row = runs.row(0, named=True)
+    assert row["question_id"] == "astropy__astropy-12907" and row["arm"] == "litellm_proxy/claude-sonnet-4"
+    assert row["question"] == ISSUE and row["answer"] == PATCH and row["correct"] is True
+    steps = row["steps"]
+    assert [s["tool"] for s in steps] == ["execute_bash", "str_replace_editor", "str_replace_editor",
+                                          "execute_bash", "execute_bash"]  # the harness's recall is no round
+    assert row["n_rounds"] == 5  # finishing is no round
+    assert json.loads(steps[1]["arguments"]) == {"path": "/workspace/src/a.py", "command": "view",
+                                                 "view_range": [1, 20]}
+    assert steps[0]["thought"] == "Find foo first." and steps[0]["observation"] == "src/a.py:3:def foo(x):"
+    # a command the runtime killed for its time failed; the thought that followed joins the next call
+    assert _failed(runs) == [False, False, False, True, False]
+    assert steps[4]["thought"] == "The tests hang; try one file."
+    meta = json.loads(row["meta"])
+    assert meta["exit_codes"] == [0, -1, 0] and meta["agent_class"] == "CodeActAgent"
+
+
+def test_error_observations_fail_calls_sent_together_are_parallel_and_the_user_speaks_again(tmp_path):
+    h = _History()
+    h.user("Which file defines foo?")
+    h.call("run", "execute_bash", {"command": "grep -rn foo src"}, "", response="r1", call_id="c1")
+    h.call("read", "str_replace_editor", {"path": "src/b.py", "command": "view"}, "ERROR: no such file",
+           observation="error", exit_code=None, response="r1", call_id="c2")
+    h.add(source="agent", action="message", message="Is it in src or lib?",
+          args={"content": "Is it in src or lib?", "wait_for_response": True})
+    h.user("lib")
+    h.call("run", "execute_bash", {"command": "grep -rn foo lib"}, "lib/c.py:1:def foo", response="r2")
+    h.add(source="agent", action="message", message="lib/c.py defines it.", args={"content": "lib/c.py defines it."})
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"history": h.events, "correct": True}))
+    runs = read(path)
+    row = runs.row(0, named=True)
+    steps = row["steps"]
+    assert [bool(s["parallel"]) for s in steps] == [False, True, False]
+    assert _failed(runs) == [False, True, False]
+    assert steps[2]["user"] == "lib"  # the user's reply before the next call
+    assert row["answer"] == "lib/c.py defines it." and row["n_rounds"] == 3  # finished by speaking
+
+
+def test_a_run_that_never_finished_is_a_failure_with_its_error_kept(tmp_path):
+    h = _History()
+    h.user(ISSUE)
+    h.call("run", "execute_bash", {"command": "ls"}, "src tests")
+    h.call("run", "execute_bash", {"command": "ls"}, "src tests")
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(_record(h, error="Agent got stuck in a loop", report={"resolved": True})) + "\n")
+    row = read(path).row(0, named=True)
+    assert row["answer"] is None and row["correct"] is False
+    meta = json.loads(row["meta"])
+    assert meta["error"] == "Agent got stuck in a loop" and meta["git_patch"] == PATCH
+
+
+@pytest.mark.parametrize(("event", "field"), [
+    ({"source": "agent", "observation": "run", "content": "x", "cause": 99}, "history[1].cause"),
+    ({"source": "agent", "action": "run", "args": "ls"}, "history[1].args"),
+    ({"source": "agent", "content": "x"}, "history[1]"),
+    ({"source": "agent", "observation": "run", "content": ["x"], "cause": 0}, "history[1].content"),
+])
+def test_a_broken_event_is_a_one_line_error_naming_it(tmp_path, event, field):
+    first = {"id": 0, "source": "agent", "action": "run", "args": {"command": "ls"}}
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"history": [first, event], "correct": True}) + "\n")
+    with pytest.raises(InputError) as err:
+        read(path, format="openhands")
+    assert field in str(err.value) and "bad.jsonl" in str(err.value) and "\n" not in str(err.value)
+
+
+_COMMANDS = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(commands=st.lists(st.tuples(_COMMANDS, _COMMANDS, st.booleans()), min_size=1, max_size=6))
+def test_every_command_and_output_reads_back(tmp_path, commands):
+    h = _History()
+    h.user(ISSUE)
+    for command, output, failed in commands:
+        h.call("run", "execute_bash", {"command": command}, output, observation="error" if failed else "run")
+    h.finish("done")
+    path = tmp_path / "prop.json"
+    path.write_text(json.dumps({"history": h.events, "correct": True}))
+    runs = read(path, format="openhands")
+    steps = runs.row(0, named=True)["steps"]
+    assert [json.loads(s["arguments"])["command"] for s in steps] == [c for c, _, _ in commands]
+    assert [s["observation"] for s in steps] == [o for _, o, _ in commands]
+    assert _failed(runs) == [f for _, _, f in commands]
