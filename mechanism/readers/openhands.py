@@ -17,7 +17,8 @@ OpenHands logs an episode as a stream of events, each an *action* (``"action": "
   words, the last one after every call the answer where it never called ``finish``;
 - ``finish`` is the finishing call (``args.final_thought`` or ``args.outputs`` the answer);
 - the events the harness adds (``recall``, ``system``, ``agent_state_changed``, ``condensation``,
-  ``null``) are no round and their observations no result;
+  ``null``) are no round, and their observations no result, nor the harness's notes on a thought
+  or a message (``think``'s "Your thought has been logged.");
 - an observation is its action's result: ``error`` and ``user_rejected`` observations failed,
   and a command the runtime killed for its time (exit code ``-1``) too; exit codes go to ``meta``
   as ``exit_codes``.
@@ -102,7 +103,7 @@ def _read_events(events: list[Any], key: str, instruction: Any) -> dict[str, Any
     turns = ChatTurns()
     question: str | None = None
     call_of: dict[Any, str] = {}  # an action's event id -> its call's id, for its observation
-    harness: set[Any] = set()  # the ids of the harness's own actions
+    not_calls: set[Any] = set()  # the ids of actions that are no call (the harness's, thoughts, words)
     codes: list[int] = []
     last_words: str | None = None  # the agent's last message since its last call
     members = _responses(events, key)
@@ -122,10 +123,11 @@ def _read_events(events: list[Any], key: str, instruction: Any) -> dict[str, Any
             turns.calls([{k: v for k, v in c.items() if k != "_thought"} for c in calls], thought, where)
             last_words = None
         elif isinstance(action, str):
+            not_calls.add(event.get("id", f"@{i}"))
             text = _text(event)
             if action in HARNESS_ACTIONS:
-                harness.add(event.get("id"))
-            elif event.get("source") == "user" and action == "message":
+                continue
+            if event.get("source") == "user" and action == "message":
                 if question is None:
                     question = text
                 elif text:
@@ -135,8 +137,8 @@ def _read_events(events: list[Any], key: str, instruction: Any) -> dict[str, Any
                 last_words = text if action == "message" and text else last_words
         elif isinstance(observation, str):
             cause = event.get("cause")
-            if observation in HARNESS_ACTIONS or cause is None or cause in harness:
-                continue
+            if observation in HARNESS_ACTIONS or cause is None or cause in not_calls:
+                continue  # the harness's own, or its note that a thought was logged
             if cause not in call_of:
                 raise InputError(f"`{where}.cause` = {cause!r} answers no action before it that is still unanswered",
                                  field=f"{where}.cause")

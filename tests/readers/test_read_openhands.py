@@ -79,7 +79,9 @@ def _episode() -> _History:
     h.call("edit", "str_replace_editor", {"path": "/workspace/src/a.py", "command": "str_replace", "old_str": "x",
                                           "new_str": "x or []"}, "The file has been edited.", exit_code=None)
     h.call("run", "execute_bash", {"command": "python -m pytest tests -q"}, "Command timed out", exit_code=-1)
-    h.add(source="agent", action="think", message="Thinking", args={"thought": "The tests hang; try one file."})
+    tid = h.add(source="agent", action="think", message="Thinking", args={"thought": "The tests hang; try one file."},
+                tool_call_metadata={"function_name": "think", "tool_call_id": "toolu_think"})
+    h.add(source="agent", observation="think", content="Your thought has been logged.", cause=tid, extras={})
     h.call("run", "execute_bash", {"command": "python -m pytest tests/test_a.py -q"}, "1 passed")
     h.finish("Fixed foo on empty input.")
     h.add(source="environment", observation="agent_state_changed", content="", extras={"agent_state": "finished"})
