@@ -23,6 +23,14 @@ OpenHands logs an episode as a stream of events, each an *action* (``"action": "
   and a command the runtime killed for its time (exit code ``-1``) too; exit codes go to ``meta``
   as ``exit_codes``.
 
+The OpenHands software-agent SDK (V1) logs the same episode as typed events, each with its
+``kind``: ``MessageEvent`` (``llm_message.content``), ``ActionEvent`` (``tool_name``,
+``tool_call_id``, ``tool_call.arguments``, ``thought``, ``llm_response_id``), ``ObservationEvent``
+(``observation.content``, ``is_error``, ``exit_code``; ``action_id``), ``UserRejectObservation``
+and ``AgentErrorEvent`` (both failed results). Each is read as the event of the first shape that
+says the same (:func:`_from_sdk`); the SDK's own bookkeeping (``SystemPromptEvent``,
+``ConversationStateUpdateEvent``, condensation, pauses, token counts) is the harness's.
+
 Where ``test_result.git_patch`` holds the patch (SWE-bench evaluation), it is the answer, as
 mini-swe-agent's submission is; ``instance_id`` is the question id, ``metadata.llm_config.model``
 the arm, and a top-level ``error`` (the run stopped: stuck in a loop, out of budget) goes to
@@ -55,13 +63,22 @@ _BOOKKEEPING_ARGS = frozenset({"thought", "confirmation_state", "security_risk",
 TIMEOUT_EXIT_CODE = -1
 
 
+#: the SDK's event kinds read (any other kind is the harness's bookkeeping)
+SDK_EVENTS = frozenset({"MessageEvent", "ActionEvent", "ObservationEvent", "UserRejectObservation", "AgentErrorEvent",
+                        "SystemPromptEvent", "ConversationStateUpdateEvent", "Condensation", "CondensationRequest",
+                        "CondensationSummaryEvent", "PauseEvent", "TokenEvent"})
+
+
 def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
     events = _events(record)
     if not events:
         return False
     first = events[0]
-    return isinstance(first, Mapping) and "source" in first and (
-        isinstance(first.get("action"), str) != isinstance(first.get("observation"), str))
+    if not isinstance(first, Mapping):
+        return False
+    if first.get("kind") in SDK_EVENTS:
+        return True
+    return "source" in first and isinstance(first.get("action"), str) != isinstance(first.get("observation"), str)
 
 
 def _events(record: Mapping[str, Any]) -> list[Any] | None:
@@ -76,7 +93,10 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
     key = next((k for k in HISTORY_KEYS if isinstance(record.get(k), list)), None)
     if key is None:
         raise InputError("no `history` list of OpenHands events", field="history")
-    out = _read_events(record[key], key, record.get("instruction"))
+    events = record[key]
+    if events and isinstance(events[0], Mapping) and "kind" in events[0]:
+        events = _from_sdk(events, key)
+    out = _read_events(events, key, record.get("instruction"))
     test_result = record.get("test_result")
     patch = test_result.get("git_patch") if isinstance(test_result, Mapping) else None
     meta = out.setdefault("meta_extra", {})
@@ -233,3 +253,84 @@ def _content(event: Mapping[str, Any], where: str) -> str:
     if not isinstance(content, str):
         raise InputError(f"`{where}.content` must be text", field=f"{where}.content")
     return content
+
+
+def _from_sdk(events: list[Any], key: str) -> list[dict[str, Any]]:
+    """The SDK's typed events (module docstring) as events of the first shape, in one pass."""
+    out: list[dict[str, Any]] = []
+    action_of: dict[Any, Any] = {}  # a tool call's id -> its action's event id (for an agent error)
+    for i, event in enumerate(events):
+        where = f"{key}[{i}]"
+        if not isinstance(event, Mapping):
+            raise InputError(f"`{where}` must be an object (an OpenHands event)", field=where)
+        kind, eid, source = event.get("kind"), event.get("id", f"@{i}"), event.get("source")
+        if kind == "MessageEvent":
+            message = event.get("llm_message")
+            text = _sdk_text(message.get("content") if isinstance(message, Mapping) else None, f"{where}.llm_message")
+            out.append({"id": eid, "source": source or "agent", "action": "message", "args": {"content": text}})
+        elif kind == "ActionEvent":
+            out.append(_sdk_action(event, eid, where))
+            action_of[event.get("tool_call_id")] = eid
+        elif kind in ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent"):
+            cause = event.get("action_id", action_of.get(event.get("tool_call_id")))
+            out.append({"id": eid, "source": "environment", "cause": cause, **_sdk_result(event, kind, where)})
+        else:  # the SDK's bookkeeping, or a kind this reader does not know: no round, no result
+            out.append({"id": eid, "source": "environment", "action": "system", "args": {}})
+    return out
+
+
+def _sdk_action(event: Mapping[str, Any], eid: Any, where: str) -> dict[str, Any]:
+    """An ``ActionEvent`` as an action of the first shape: a call of ``tool_name`` (``finish``
+    and ``think`` as the first shape names them), its arguments the model's own."""
+    name = event.get("tool_name")
+    if not isinstance(name, str) or not name:
+        raise InputError(f"`{where}.tool_name` is missing", field=f"{where}.tool_name")
+    call = event.get("tool_call") if isinstance(event.get("tool_call"), Mapping) else {}
+    try:
+        args = json.loads(call["arguments"]) if isinstance(call.get("arguments"), str) else None
+    except ValueError:
+        args = None
+    if not isinstance(args, Mapping):  # the arguments as the SDK parsed them
+        action = event.get("action")
+        args = {k: v for k, v in action.items() if k != "kind"} if isinstance(action, Mapping) else {}
+    thought = _sdk_text(event.get("thought"), f"{where}.thought")
+    if name.lower() in ("finish", "think"):
+        action_name = name.lower()
+        args = {"final_thought": args.get("message", ""), "thought": thought} if action_name == "finish" else \
+            {"thought": "\n".join(t for t in (thought, str(args.get("thought", ""))) if t)}
+    else:
+        action_name, args = name, {**args, "thought": thought}
+    response = event.get("llm_response_id")
+    return {"id": eid, "source": "agent", "action": action_name, "args": args,
+            "tool_call_metadata": {"function_name": name, "tool_call_id": event.get("tool_call_id"),
+                                   "model_response": {"id": response}}}
+
+
+def _sdk_result(event: Mapping[str, Any], kind: str, where: str) -> dict[str, Any]:
+    """A result event's observation of the first shape: its kind, text and exit code."""
+    if kind == "UserRejectObservation":
+        return {"observation": "user_rejected", "content": str(event.get("rejection_reason", ""))}
+    if kind == "AgentErrorEvent":
+        return {"observation": "error", "content": str(event.get("error", ""))}
+    obs = event.get("observation")
+    if not isinstance(obs, Mapping):
+        raise InputError(f"`{where}.observation` must be an object", field=f"{where}.observation")
+    content = obs.get("content", obs.get("output", ""))
+    text = content if isinstance(content, str) else _sdk_text(content, f"{where}.observation.content")
+    code = obs.get("exit_code")
+    if code is None and isinstance(obs.get("metadata"), Mapping):
+        code = obs["metadata"].get("exit_code")
+    failed = obs.get("is_error") is True or obs.get("timeout") is True
+    return {"observation": "error" if failed else str(obs.get("kind") or "run"), "content": text,
+            "extras": {"metadata": {"exit_code": code}} if isinstance(code, int) else {}}
+
+
+def _sdk_text(content: Any, where: str) -> str:
+    """The text of the SDK's content blocks (``[{"type": "text", "text": ...}]``, or a string)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise InputError(f"`{where}` must be a list of content blocks", field=where)
+    return "\n".join(b["text"] for b in content if isinstance(b, Mapping) and isinstance(b.get("text"), str))

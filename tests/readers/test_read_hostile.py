@@ -58,7 +58,17 @@ def _unclosed_records(size: int) -> dict[str, tuple[dict, dict]]:
             {"role": "user", "content": "<returncode>0</returncode>" + "<output_head><output>" * (size // 21)}]}, {}),
         # OpenHands: one model response's calls, every one answered after all were made
         "openhands": ({"gold": ["x"], "history": _openhands_events(size)}, {}),
+        "openhands_sdk": ({"gold": ["x"], "history": _openhands_sdk_events(size)}, {}),
     }
+
+
+def _openhands_sdk_events(size: int) -> list[dict]:
+    """The same in the SDK's typed events: one response's calls, then their observations."""
+    n = max(1, size // 300)
+    calls = [{"kind": "ActionEvent", "id": f"a{i}", "source": "agent", "tool_name": "terminal", "tool_call_id": f"c{i}",
+              "llm_response_id": "r", "action": {"command": "ls"}} for i in range(n)]
+    return [*calls, *({"kind": "ObservationEvent", "id": f"o{i}", "tool_call_id": f"c{i}", "action_id": f"a{i}",
+                       "observation": {"content": [{"type": "text", "text": "x"}]}} for i in range(n))]
 
 
 def _openhands_events(size: int) -> list[dict]:
