@@ -204,9 +204,10 @@ def interchangeable_tools(tools: Sequence[str | None], arms: Sequence[str], task
         only_b = calls[:, column[b]] & ~calls[:, column[a]]
         return np.stack([by_arm[only_a].sum(axis=0), by_arm[only_b].sum(axis=0)], axis=1)
 
-    lone: dict[str, list[tuple[str, ...]]] = defaultdict(list)  # contexts whose slot holds one tool alone
+    # contexts whose slot holds one tool alone, each large enough for the contexts' test
+    lone: dict[str, list[tuple[str, ...]]] = defaultdict(list)
     for ctx, filled in slot.items():
-        if len(filled) == 1:
+        if len(filled) == 1 and next(iter(filled.values())).sum() >= MIN_CONTEXT_SIZE:
             lone[next(iter(filled))].append(ctx)
     alike = []
     for (a, b), contexts in sorted(shared.items()):
@@ -347,6 +348,8 @@ def optional_steps(tools: Sequence[str | None], arms: Sequence[str], task: froze
             ctx = plan_steps([x for x in k if x != t])
             if ctx:
                 with_t[t][ctx] = with_t[t].get(ctx, 0) + plans[k]
+    # the plans large enough for the contexts' test, with their trajectories
+    sizable = [(k, n) for k, n in zip(keys, counts.tolist()) if n >= MIN_CONTEXT_SIZE]
     optional = []
     for t, filled in sorted(with_t.items()):
         contexts = [c for c in filled if c in plans]
@@ -355,7 +358,7 @@ def optional_steps(tools: Sequence[str | None], arms: Sequence[str], task: froze
         per_context = np.asarray([[filled[c].sum(), plans[c].sum()] for c in contexts])
         arms_t = np.stack([sum(filled.values()), sum(plans[c] for c in contexts)], axis=1)
         # the plans never met with it: the step taken at a rate of 0 there
-        alone = np.asarray([[0.0, plans[c].sum()] for c in keys if t not in c and c not in filled],
+        alone = np.asarray([[0.0, n] for c, n in sizable if t not in c and c not in filled],
                            dtype=np.float64).reshape(-1, 2)
         if _alike(per_context, [frozenset(c) for c in contexts], arms_t, spread_all,
                   calling=sum(float(v.sum()) for v in filled.values()), alone=alone):
