@@ -45,6 +45,7 @@ from typing import Any
 
 from mechanism.core.errors import InputError
 from mechanism.readers._fields import FieldMap
+from mechanism.readers._shapes import content_text
 from mechanism.readers.openai import ChatTurns
 
 FORMAT = "openhands"
@@ -326,11 +327,8 @@ def _sdk_result(event: Mapping[str, Any], kind: str, where: str) -> dict[str, An
 
 
 def _sdk_text(content: Any, where: str) -> str:
-    """The text of the SDK's content blocks (``[{"type": "text", "text": ...}]``, or a string)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
+    """The text of the SDK's content blocks (``[{"type": "text", "text": ...}]``, or a string),
+    as :func:`~mechanism.readers._shapes.content_text` reads any message's content."""
+    if content is not None and not isinstance(content, (str, list)):
         raise InputError(f"`{where}` must be a list of content blocks", field=where)
-    return "\n".join(b["text"] for b in content if isinstance(b, Mapping) and isinstance(b.get("text"), str))
+    return content_text(content)
