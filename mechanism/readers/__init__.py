@@ -557,7 +557,8 @@ def _other_format(record: Mapping[str, Any], fields: FieldMap, fmt: str) -> str 
     """Another format this record shows, when it does not show ``fmt`` itself."""
     if fmt in _MODULES and fmt not in ("fireact", "inspect") and _MODULES[fmt].detect(record, fields):
         return None
-    for other in ("swe", "openhands", "atif", "openai", "react", "searchr1", "canonical"):
+    # the detection order, canonical last: a record showing another format's marks is named by them
+    for other in (*(f for f in _DETECT_ORDER if f != "canonical"), "canonical"):
         if other != fmt and _MODULES[other].detect(record, fields):
             return other
     return None
