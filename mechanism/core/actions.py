@@ -116,6 +116,12 @@ _IN_PLACE_FLAG = re.compile(r"-[A-Za-z]{0,3}i[A-Za-z]{0,2}(\.\S*)?|-i\S*|--in-pl
 # as an edit and a check are; asking their version (`python --version`) is a third.
 _INTERPRETERS = frozenset({"python", "node", "ruby", "perl", "php", "lua", "bash", "sh", "zsh", "rscript"})
 _INLINE_FLAGS = frozenset({"-", "-c", "-e"})
+# A shell given a command rather than a script (`bash "git status -s"`, `bash uv run pytest`: a
+# harness that logs every call through one tool writes the shell tool's name before its command)
+# runs that command: its program is the verb, as in the shell tool's own call. A script is a path
+# or a file name (`bash run.sh`, `sh ./configure`), and stays the shell's.
+_SHELLS = frozenset({"bash", "sh", "zsh"})
+_SCRIPT_WORD = re.compile(r"[/.]")
 _VERSION_FLAGS = frozenset({"--version", "-V"})
 # `python3.11`, `pip3`, `node18` are one program whatever version the agent typed
 _VERSIONED = re.compile(r"^(python|pip|perl|ruby|node|php|lua|java|gcc|clang)[0-9.]+$")
@@ -201,12 +207,37 @@ def _writes_file(words: list[str]) -> bool:
     return False
 
 
-def _shell_verb(command: str) -> tuple[str, str]:
+def _shell_command(rest: list[str]) -> tuple[str, list[str]] | None:
+    """(command, other values) a shell is given to run (:data:`_SHELLS`): its first word when
+    that holds a whole command (``"git status -s"``), else its words from a program's name on;
+    ``None`` for a script, an option or nothing."""
+    if not rest or rest[0].startswith(("-", "<")):
+        return None
+    if any(c.isspace() for c in rest[0].strip()):
+        return rest[0], rest[1:]
+    if _SCRIPT_WORD.search(rest[0]) or not _VERB.fullmatch(rest[0].lower()):
+        return None
+    return " ".join(rest), []
+
+
+def _shell_verb(command: str, nested: bool = False) -> tuple[str, str]:
     """(program, rest) of a shell command line: set-up segments (``cd x &&``) and prefixes
     (``sudo``, ``VAR=1``) skipped, ``python -m pytest`` read as ``pytest``, a program with
     subcommands as ``git diff``, a stream editor told to edit in place as ``sed -i``, an
     interpreter given code in the call as ``python inline``, a printer whose output goes into a
-    file as ``cat to_file``; the rest of the line after the program's segment stays in the object."""
+    file as ``cat to_file``, a shell given a command (``bash "git status"``, not a script) as
+    that command's program (one level: ``nested``); the rest of the line after the program's
+    segment stays in the object."""
+    head = command.lstrip()[:2_000]
+    if not nested and head.split(" ", 1)[0].rsplit("/", 1)[-1].lower() in _SHELLS:
+        try:  # the whole line's words: the command a shell is given may hold `&&` in its quotes
+            inner = _shell_command(shlex.split(head, posix=True)[1:])
+        except ValueError:
+            inner = None
+        if inner is not None:
+            program, inner_rest = _shell_verb(inner[0], nested=True)
+            if program:
+                return program, " ".join(w for w in (inner_rest, *inner[1]) if w)
     segments = _SHELL_SPLIT.split(command[:2_000])
     for i, segment in enumerate(segments):
         try:

@@ -113,6 +113,9 @@ def test_command_text_reads_like_a_harness_log():
     assert command_text("run", "not json{") == "run not json{"
     assert command_text("f", {"a": "x", "b": ""}) == 'f x ""'
     assert command_text("f", {"a": "x", "b": {"k": [1, 2]}}) == 'f x {"k":[1,2]}'
+    # the value that writes the action out comes first, wherever the call put it
+    assert command_text("Bash", {"description": "Run the tests", "command": "pytest -q"}) == \
+        'Bash "pytest -q" "Run the tests"'
 
 
 def test_finishing_calls_stay_and_other_names(tmp_path):

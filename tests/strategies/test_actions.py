@@ -20,7 +20,7 @@ from mechanism.core.actions import (
 )
 from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
-from mechanism.datasets.worlds import as_generic_action, computer, interpreter, multihop, service, terminal
+from mechanism.datasets.worlds import as_generic_action, computer, interpreter, multihop, service, terminal, todo
 
 FAST = "hashing-64"
 
@@ -128,6 +128,22 @@ def test_a_printer_whose_output_goes_into_a_file_writes_it():
                        "echo 'x = 1' >> notes.py", "cat src/a.py", "cat src/a.py | grep foo > hits.txt",
                        "cat a.log 2> err.txt", "echo done > /dev/null", "printf '%s' x >out.txt")]
     assert verbs == ["cat to_file", "cat to_file", "echo to_file", "cat", "cat", "cat", "echo", "printf to_file"]
+
+
+def test_a_shell_given_a_command_runs_that_command_and_a_script_stays_the_shells():
+    # one generic tool logging a shell tool's call writes the shell's name before its command:
+    # `act(command="Bash uv run pytest")`, `act(command='Bash "git status -s" "Check state"')`
+    def verb(command):
+        return verb_object("act", "command", json.dumps({"command": command}), None)[:2]
+
+    assert verb("Bash uv run pytest tests/a.py") == ("pytest", "tests/a.py")
+    assert verb('Bash "git status -s" "Check git state"') == ("git status", "-s Check git state")
+    assert verb('bash "cd repo && grep -n foo a.py"') == ("grep", "-n foo a.py")
+    assert verb("sh make test")[0] == "make test"  # make reads its target as a subcommand
+    # a script (a path or a file name), an option, code given inline: the shell's own actions
+    assert [verb(c)[0] for c in ("bash run.sh", "sh ./configure", "bash -c 'ls'", "bash", "bash -x t.sh",
+                                 'bash "unclosed', "bash bash ls")] == \
+        ["bash", "sh", "bash inline", "bash inline", "bash", "bash", "bash"]
 
 
 def test_a_slip_in_a_program_with_a_subcommand_or_a_version_is_one_attempt():
@@ -314,6 +330,16 @@ def test_episodes_logged_through_act_find_the_strategies_of_typed_tools(tmp_path
     by_name = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, action_field=None).fit(generic).labels_
     assert adjusted_rand_score(truth, labels) >= 0.9
     assert adjusted_rand_score(truth, by_name) < adjusted_rand_score(truth, labels) - 0.3
+
+
+def test_a_shell_tool_logged_through_act_reads_as_the_typed_shell_tool(tmp_path):
+    # the todo world's `Bash(command=..., description=...)`, keys in either order, among typed
+    # tools: through `act` its calls read by their programs, as typed (they read as `bash`)
+    world = todo(n_questions=12, random_state=0)
+    typed = _read(world, tmp_path)
+    generic = _read(as_generic_action(world), tmp_path)
+    assert render(generic)["tools"].to_list() == render(typed)["tools"].to_list()
+    assert render(typed)["tools"].str.contains("pytest").mean() > 0.5
 
 
 def test_ignore_tools_leaves_bookkeeping_calls_out_of_fit_save_and_apply(tmp_path):

@@ -7,7 +7,10 @@ strategies can be recovered from the generic log (``labels_for`` still works: th
 change).
 
 The command is the tool's name, a space, then the call's argument values in the order the
-call gave them (its main argument first, as tools declare it): one value is written as it is
+call gave them (its main argument first, as tools declare it; a value that writes the action
+out, ``command``, ``code``, ``action``, first wherever the call put it, so
+``Bash(description=..., command="pytest -q")`` -> ``Bash "pytest -q" ...``, and the reading sees
+the shell tool's command as the call's, :mod:`mechanism.core.actions`): one value is written as it is
 (``search[Paris France]`` -> ``search Paris France``); with several, a text value holding
 spaces or quotes (or empty) is JSON-quoted (``edit_file src/a.py "x = 1" "x = 2"``); a number
 or a boolean is JSON; a list of plain values is its items with spaces
@@ -91,6 +94,8 @@ def command_text(tool: str | None, arguments: Any) -> str:
     'edit_file a.py "x = 1" "x = 2"'
     >>> command_text(None, {"action": "left_click", "coordinate": [512, 384]})
     'left_click 512 384'
+    >>> command_text("Bash", {"description": "Run the tests", "command": "pytest -q"})
+    'Bash "pytest -q" "Run the tests"'
     """
     if isinstance(arguments, str):
         try:
@@ -99,7 +104,10 @@ def command_text(tool: str | None, arguments: Any) -> str:
             parsed = arguments
         arguments = parsed if isinstance(parsed, Mapping) else arguments
     if isinstance(arguments, Mapping):
-        values = [v for v in arguments.values() if v is not None]
+        # the main argument first: a value that writes the action out (a command), wherever the
+        # call put it (a model writes `{"description": ..., "command": ...}` as often as not)
+        main = [k for k in arguments if k in _COMMAND_KEYS][:1]
+        values = [arguments[k] for k in (*main, *(k for k in arguments if k not in main)) if arguments[k] is not None]
         body = _plain(values[0]) if len(values) == 1 else " ".join(_quoted(v) for v in values)
     elif arguments is None:
         body = ""
