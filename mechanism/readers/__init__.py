@@ -68,7 +68,9 @@ _INT64_MAX = 2**63 - 1
 
 def input_paths(path_or_paths: PathArg, *, skipped: list[SkippedRecord] | None = None) -> list[Path]:
     """The files :func:`read` visits for ``path_or_paths``, in order: a folder's trajectory
-    files (.jsonl, .json, .parquet, .csv, ...) sorted by name, a file as it is.
+    files (.jsonl, .json, .parquet, .csv, ...) sorted by name, a file as it is; a conversation
+    the OpenHands SDK saved (:func:`~mechanism.readers.openhands.is_conversation`) as its folder,
+    and a folder holding only such conversations as each of them, sorted by name.
 
     A folder's entry with a trajectory suffix that is not a regular file (a dangling symlink,
     a FIFO, a device, a socket, a folder) is refused with one :class:`InputError` naming it,
@@ -82,7 +84,9 @@ def input_paths(path_or_paths: PathArg, *, skipped: list[SkippedRecord] | None =
         if not isinstance(item, (str, PathLike)):
             raise InputError(f"expected a file path, got {type(item).__name__}", field="path")
         p = Path(item)
-        if p.is_dir():
+        if p.is_dir() and openhands.is_conversation(p):
+            out.append(p)  # one episode, its events one a file
+        elif p.is_dir():
             found, others = folder_files(p, _FILE_SUFFIXES)
             for entry, what in others:
                 reason = f"not a regular file: {what}, in a folder of trajectory files"
@@ -90,7 +94,10 @@ def input_paths(path_or_paths: PathArg, *, skipped: list[SkippedRecord] | None =
                     raise InputError(f"{reason} (remove it, or read with errors='skip' to leave it out, listed)",
                                      source=str(entry), field="path")
                 skipped.append(SkippedRecord(str(entry), None, "path", reason))
-            if not found and not others:
+            conversations = [] if found or others else [c for c in sorted(p.iterdir())
+                                                         if c.is_dir() and openhands.is_conversation(c)]
+            out.extend(conversations)
+            if not found and not others and not conversations:
                 subfolders = sorted(c.name for c in p.iterdir() if c.is_dir())
                 hint = f"; it has the subfolders {', '.join(subfolders[:8])}" if subfolders else ""
                 raise InputError(f"folder holds no trajectory files (.jsonl, .json, .parquet, .csv){hint}",
@@ -133,12 +140,20 @@ class _Source:
     def __init__(self, path: Path, fields: FieldMap) -> None:
         self.path = path
         self.name = str(path)
-        self._data = check_nonempty(path)  # the bytes of a pipe, read once; None for a file
         self.fields = fields
-        self.kind = container(path, self._data[:4] if self._data is not None else None)
         self._doc: Any = None
         self._frame: pl.DataFrame | None = None
         self.blank: list[int] = []  # blank lines (JSONL) and empty rows (CSV) of the last pass
+        self._data: bytes | None = None  # the bytes of a pipe, read once; None for a file
+        if path.is_dir() and openhands.is_conversation(path):  # the OpenHands SDK's: one record
+            self.kind = "conversation"
+            try:
+                self._doc = openhands.conversation_record(path)
+            except InputError as bad:  # the record's error: raised, or listed under errors="skip"
+                self._doc = bad
+            return
+        self._data = check_nonempty(path)
+        self.kind = container(path, self._data[:4] if self._data is not None else None)
         if self.kind == "json":
             self._doc = load_json(path, self._data)
         elif self.kind == "parquet":
@@ -164,6 +179,8 @@ class _Source:
                     except InputError as bad:
                         record = bad
                 yield index, record
+        elif self.kind == "conversation":
+            yield 1, self._doc
         elif self.kind == "jsonl":
             yield from iter_jsonl(self.path, self._data, self.blank)
         elif self.kind == "json":
@@ -173,6 +190,8 @@ class _Source:
             yield from frame_records(self._frame, first=2 if self.kind == "csv" else 1, blank=self.blank)
 
     def detect(self) -> str:
+        if self.kind == "conversation":  # its folder's layout says it, even where an event is broken
+            return openhands.FORMAT
         if self.kind == "json" and fireact.detect_document(unwrap(self._doc)):
             return "fireact"
         bad: list[InputError] = []
@@ -427,7 +446,8 @@ def _read_file(path: Path, rows: Columns, rep: ReadReport, tally: Tally, *, form
         return
     src, src_name, fmt, records = opened
     rep.formats[src_name] = fmt
-    stem_arm = safe_filename(path.stem)
+    # a conversation's folder is named by its id: the arm a name gives is its parent's
+    stem_arm = safe_filename(path.parent.name if src is not None and src.kind == "conversation" else path.stem)
     how = {"fmt": fmt, "src_name": src_name, "fields": fields, "options": options, "arm": arm,
            "stem_arm": stem_arm, "errors": errors}
     blank = _read_in_parts(path, src, rows, rep, tally, how, filt=filt, progress=progress)

@@ -31,6 +31,14 @@ and ``AgentErrorEvent`` (both failed results). Each is read as the event of the 
 says the same (:func:`_from_sdk`); the SDK's own bookkeeping (``SystemPromptEvent``,
 ``ConversationStateUpdateEvent``, condensation, pauses, token counts) is the harness's.
 
+A conversation the SDK saved (``persistence_dir``: a folder holding ``base_state.json`` and
+``events/event-<index>-<id>.json``, one event a file) is one record: its events in the order of
+their index, its id the question id, ``agent.llm.model`` the arm and ``execution_status`` in
+``meta`` (:func:`conversation_record`); :func:`mechanism.read` reads such a folder, or a folder of
+them (``~/.openhands/conversations``), each conversation as one episode. A file in ``events/``
+that is no event file is left out and said in the read report, and so are events of a kind this
+reader does not know (read as the harness's bookkeeping: no round).
+
 Where ``test_result.git_patch`` holds the patch (SWE-bench evaluation), it is the answer, as
 mini-swe-agent's submission is; ``instance_id`` is the question id, ``metadata.llm_config.model``
 the arm, and a top-level ``error`` (the run stopped: stuck in a loop, out of budget) goes to
@@ -40,11 +48,14 @@ the evaluation's: ``columns={"correct": "report.resolved"}`` (or a ``resolved`` 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from mechanism.core.errors import InputError
 from mechanism.readers._fields import FieldMap
+from mechanism.readers._io import load_json
 from mechanism.readers._shapes import content_text
 from mechanism.readers.openai import ChatTurns
 
@@ -67,7 +78,73 @@ TIMEOUT_EXIT_CODE = -1
 #: the SDK's event kinds read (any other kind is the harness's bookkeeping)
 SDK_EVENTS = frozenset({"MessageEvent", "ActionEvent", "ObservationEvent", "UserRejectObservation", "AgentErrorEvent",
                         "SystemPromptEvent", "ConversationStateUpdateEvent", "Condensation", "CondensationRequest",
-                        "CondensationSummaryEvent", "PauseEvent", "TokenEvent"})
+                        "CondensationSummaryEvent", "PauseEvent", "InterruptEvent", "TokenEvent", "HookExecutionEvent",
+                        "LLMCompletionLogEvent", "ConversationErrorEvent", "ConversationIterationLimitEvent"})
+#: the SDK's events that say the run stopped (its error, its iteration budget spent): to ``meta``
+SDK_STOPS = frozenset({"ConversationErrorEvent", "ConversationIterationLimitEvent"})
+
+
+#: a conversation the SDK saved: its state, and a folder of its events one a file
+#: (``openhands.sdk.conversation.persistence_const``: ``event-{idx:05d}-{event_id}.json``)
+CONVERSATION_STATE = "base_state.json"
+EVENTS_FOLDER = "events"
+_EVENT_FILE = re.compile(r"^event-(\d{1,18})-[0-9A-Za-z\-]*\.json$")
+#: the record's field that lists what a conversation folder held besides its events
+LEFT_OUT_FIELD = "_left_out_files"
+UNKNOWN_KINDS_NOTE = ("records with OpenHands events of a kind this reader does not know, read as the harness's "
+                      "(no round)")
+LEFT_OUT_NOTE = "OpenHands conversations whose `events/` folder holds files that are no event file, left out"
+MAX_NAMED = 8  # kinds or files named in a record's meta at most
+
+
+def is_conversation(folder: Path) -> bool:
+    """Whether ``folder`` is a conversation the SDK saved: an ``events/`` folder beside its
+    ``base_state.json``, or holding event files."""
+    events = folder / EVENTS_FOLDER
+    if not events.is_dir():
+        return False
+    return (folder / CONVERSATION_STATE).is_file() or any(_EVENT_FILE.match(p.name) for p in events.iterdir())
+
+
+def conversation_record(folder: Path) -> dict[str, Any]:
+    """One saved conversation as a record of this format: ``history`` its events in the order of
+    their index, ``instance_id`` its id (else the folder's name), ``metadata.llm_config.model`` the
+    agent's model and ``execution_status`` as ``base_state.json`` says them.
+
+    Raises
+    ------
+    InputError
+        An event file or the state that is no JSON object, naming the file.
+    """
+    state: Any = {}
+    if (folder / CONVERSATION_STATE).is_file():
+        path = folder / CONVERSATION_STATE
+        state = load_json(path)
+        if not isinstance(state, Mapping):
+            raise InputError("must be a JSON object (the conversation's state)", source=str(path))
+    numbered, left_out = [], []
+    for path in (folder / EVENTS_FOLDER).iterdir():
+        m = _EVENT_FILE.match(path.name)
+        if m is None or not path.is_file():
+            left_out.append(path.name)
+        else:
+            numbered.append((int(m.group(1)), path.name, path))
+    history = []
+    for _, _, path in sorted(numbered):
+        event = load_json(path)
+        if not isinstance(event, Mapping):
+            raise InputError("must be a JSON object (an OpenHands event)", source=str(path))
+        history.append(event)
+    agent = state.get("agent") if isinstance(state.get("agent"), Mapping) else {}
+    llm = agent.get("llm") if isinstance(agent.get("llm"), Mapping) else {}
+    record: dict[str, Any] = {"instance_id": str(state.get("id") or folder.name), "history": history}
+    if isinstance(llm.get("model"), str) and llm["model"]:
+        record["metadata"] = {"llm_config": {"model": llm["model"]}}
+    if isinstance(state.get("execution_status"), str):
+        record["execution_status"] = state["execution_status"]
+    if left_out:
+        record[LEFT_OUT_FIELD] = sorted(left_out)
+    return record
 
 
 def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
@@ -94,9 +171,9 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
     key = next((k for k in HISTORY_KEYS if isinstance(record.get(k), list)), None)
     if key is None:
         raise InputError("no `history` list of OpenHands events", field="history")
-    events = record[key]
+    events, unknown, stopped = record[key], [], None
     if events and isinstance(events[0], Mapping) and "kind" in events[0]:
-        events = _from_sdk(events, key)
+        events, unknown, stopped = _from_sdk(events, key)
     out = _read_events(events, key, record.get("instruction"))
     test_result = record.get("test_result")
     patch = test_result.get("git_patch") if isinstance(test_result, Mapping) else None
@@ -107,15 +184,24 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
         meta["git_patch"] = patch  # kept; an episode that never finished answered nothing
     if isinstance(record.get("error"), str) and record["error"]:
         meta["error"] = record["error"]
+    elif stopped:
+        meta["error"] = stopped
     metadata = record.get("metadata") if isinstance(record.get("metadata"), Mapping) else {}
     llm = metadata.get("llm_config") if isinstance(metadata.get("llm_config"), Mapping) else {}
     if isinstance(llm.get("model"), str) and llm["model"]:
         out["arm_default"], out["arm_source"] = llm["model"], "`metadata.llm_config.model`"
     if isinstance(metadata.get("agent_class"), str):
         meta["agent_class"] = metadata["agent_class"]
+    notes = []
+    if unknown:
+        meta["unknown_event_kinds"], notes = unknown[:MAX_NAMED], [UNKNOWN_KINDS_NOTE]
+    left_out = record.get(LEFT_OUT_FIELD)
+    if isinstance(left_out, list) and left_out:
+        meta["left_out_files"], notes = [str(f) for f in left_out[:MAX_NAMED]], [*notes, LEFT_OUT_NOTE]
     if not meta:
         out.pop("meta_extra")
-    return {**out, "_consumed": {key, "instruction", "test_result", "metadata", "error"}}
+    return {**out, **({"notes": notes} if notes else {}),
+            "_consumed": {key, "instruction", "test_result", "metadata", "error", LEFT_OUT_FIELD}}
 
 
 def _read_events(events: list[Any], key: str, instruction: Any) -> dict[str, Any]:
@@ -256,9 +342,13 @@ def _content(event: Mapping[str, Any], where: str) -> str:
     return content
 
 
-def _from_sdk(events: list[Any], key: str) -> list[dict[str, Any]]:
-    """The SDK's typed events (module docstring) as events of the first shape, in one pass."""
+def _from_sdk(events: list[Any], key: str) -> tuple[list[dict[str, Any]], list[str], str | None]:
+    """The SDK's typed events (module docstring) as events of the first shape, in one pass; the
+    kinds met that this reader does not know (each once, in order, the first :data:`MAX_NAMED`);
+    and why the run stopped where an event says so (:data:`SDK_STOPS`: the last one's detail)."""
     out: list[dict[str, Any]] = []
+    unknown: list[str] = []
+    stopped: str | None = None
     action_of: dict[Any, Any] = {}  # a tool call's id -> its action's event id (for an agent error)
     for i, event in enumerate(events):
         where = f"{key}[{i}]"
@@ -276,8 +366,12 @@ def _from_sdk(events: list[Any], key: str) -> list[dict[str, Any]]:
             cause = event.get("action_id", action_of.get(event.get("tool_call_id")))
             out.append({"id": eid, "source": "environment", "cause": cause, **_sdk_result(event, kind, where)})
         else:  # the SDK's bookkeeping, or a kind this reader does not know: no round, no result
+            if kind not in SDK_EVENTS and len(unknown) < MAX_NAMED and str(kind)[:80] not in unknown:
+                unknown.append(str(kind)[:80])
+            elif kind in SDK_STOPS:
+                stopped = " ".join(str(event.get(f)) for f in ("code", "detail") if event.get(f) is not None) or kind
             out.append({"id": eid, "source": "environment", "action": "system", "args": {}})
-    return out
+    return out, unknown, stopped
 
 
 def _sdk_action(event: Mapping[str, Any], eid: Any, where: str) -> dict[str, Any]:

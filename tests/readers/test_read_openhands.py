@@ -242,3 +242,79 @@ def test_every_command_and_output_reads_back(tmp_path, commands):
     assert [s["observation"] for s in steps] == [o for _, o, _ in commands]
     # the reader's own verdict (the move reading may add its own: an output of "None" is one)
     assert [bool(s.get("failed")) for s in steps] == [f for _, _, f in commands]
+
+
+def _save_conversation(folder, events: list[dict], model: str | None = "anthropic/claude-sonnet-4-5",
+                       status: str = "finished", shuffle_names: bool = True) -> None:
+    """A conversation as the SDK saves it: ``base_state.json`` and one file per event, named
+    ``event-<index>-<id>.json`` (written out of order, as a listing may return them)."""
+    (folder / "events").mkdir(parents=True)
+    state = {"id": folder.name, "agent": {"kind": "Agent", "llm": {"model": model} if model else {}, "tools": []},
+             "workspace": {"kind": "LocalWorkspace", "working_dir": "/workspace"}, "execution_status": status,
+             "max_iterations": 500}
+    (folder / "base_state.json").write_text(json.dumps(state))
+    order = list(reversed(range(len(events)))) if shuffle_names else list(range(len(events)))
+    for i in order:
+        (folder / "events" / f"event-{i:05d}-{i:08x}-aaaa-bbbb.json").write_text(json.dumps(events[i]))
+
+
+def _sdk_episode(command: str, *, extra: list[dict] | None = None) -> list[dict]:
+    run = _sdk_call("a1", "terminal", {"command": command}, "resp-1")
+    finish = _sdk_call("a2", "finish", {"message": "Done."}, "resp-2")
+    return [{"kind": "MessageEvent", "id": "m0", "source": "user",
+             "llm_message": {"role": "user", "content": [{"type": "text", "text": ISSUE}]}},
+            run, _sdk_result("o1", run, "ok", exit_code=0), *(extra or []), finish]
+
+
+def test_a_folder_of_saved_sdk_conversations_reads_one_episode_each(tmp_path):
+    root = tmp_path / "conversations"
+    _save_conversation(root / "c0ffee01", _sdk_episode("grep -rn foo src"))
+    # eleven events: names sort 00000 < 00010 < 00002 by text, read by their index
+    many = _sdk_episode("ls", extra=[item for i in range(4) for item in (
+        _sdk_call(f"b{i}", "terminal", {"command": f"pytest -k t{i}"}, f"r{i}"),
+        _sdk_result(f"p{i}", {"tool_name": "terminal", "tool_call_id": f"call_b{i}", "id": f"b{i}"}, "1 passed"))])
+    _save_conversation(root / "c0ffee02", many, model=None, status="stuck")
+    (root / "c0ffee02" / "events" / ".DS_Store").write_text("")
+    (root / "notes.txt").write_text("not a conversation")
+    # a saved conversation holds no grade: here the run's own end says it
+    finished = {"correct": "execution_status:finished"}
+    with pytest.raises(InputError, match="cannot score"):
+        read(root)
+    runs, report = read(root, report=True, columns=finished)
+    assert list(report.formats.values()) == ["openhands", "openhands"]
+    assert runs["correct"].to_list() == [True, False]
+    assert runs["question_id"].to_list() == ["c0ffee01", "c0ffee02"]
+    assert [[s["tool"] for s in steps] for steps in runs["steps"].to_list()] == [["terminal"], ["terminal"] * 5]
+    assert [json.loads(s["arguments"])["command"] for s in runs["steps"][1]] == ["ls", *(f"pytest -k t{i}" for i in
+                                                                                        range(4))]
+    assert runs["arm"].to_list() == ["anthropic/claude-sonnet-4-5", "conversations"]
+    meta = json.loads(runs["meta"][1])
+    assert meta["left_out_files"] == [".DS_Store"]
+    assert any("no event file" in n for n in report.notes)
+    # one conversation's folder reads alone too
+    assert read(root / "c0ffee01", columns=finished)["question_id"].to_list() == ["c0ffee01"]
+
+
+def test_unknown_sdk_events_are_said_and_a_stopped_run_keeps_why(tmp_path):
+    events = _sdk_episode("ls", extra=[
+        {"kind": "ACPToolCallEvent", "id": "x1", "source": "agent", "title": "Read file"},
+        {"kind": "ConversationIterationLimitEvent", "id": "x2", "source": "environment", "iteration": 500,
+         "max_iterations": 500, "detail": "Iteration budget spent."}])[:-1]  # no finish: it stopped
+    _save_conversation(tmp_path / "c1", events, status="stuck")
+    runs, report = read(tmp_path / "c1", report=True, columns={"correct": "execution_status:finished"})
+    meta = json.loads(runs["meta"][0])
+    assert meta["unknown_event_kinds"] == ["ACPToolCallEvent"] and meta["error"] == "Iteration budget spent."
+    assert any("a kind this reader does not know" in n and "ACP" not in n for n in report.notes)
+    assert runs["correct"].to_list() == [False]  # it never answered
+
+
+def test_a_broken_event_file_is_named_or_skipped(tmp_path):
+    _save_conversation(tmp_path / "good", _sdk_episode("ls"))
+    _save_conversation(tmp_path / "bad", _sdk_episode("ls"))
+    (tmp_path / "bad" / "events" / "event-00001-deadbeef.json").write_text("{not json")
+    finished = {"correct": "execution_status:finished"}
+    with pytest.raises(InputError) as err:
+        read(tmp_path, columns=finished)
+    assert "event-00001-deadbeef.json" in str(err.value) and "\n" not in str(err.value)
+    runs, report = read(tmp_path, errors="skip", report=True, columns=finished)
+    assert runs["question_id"].to_list() == ["good"] and len(report.skipped) == 1
