@@ -22,8 +22,12 @@ are no part of that shared vocabulary: their calls count against the tool when i
 and each is still read as its own verb once it is. A key
 press is named by its key (``key return``, ``key escape``, ``key ctrl+s``), as a program by
 its subcommand (``git log``): pressing Return and pressing Escape are two actions. A program
-given through a ``code`` field is named by what it does (:func:`_code_verb`: the libraries it
-imports, whether it loops or asserts), not by the first function it happens to call.
+given through a ``code`` field, or written out in any field, is named by what it does
+(:func:`_code_verb`: the libraries it imports, whether it loops or asserts), not by the first
+function it happens to call. Any other action is read as a shell reads a command line
+(:func:`_shell_verb`) whatever its field is called (``bash(command=...)``, ``step(action=...)``,
+``env(input=...)``, a bare ReAct action): a field's name is the harness's choice, and a
+vocabulary of plain actions (``go to sofa 1``, ``left_click``) reads the same either way.
 
 A multi-agent system passes control by a handoff, a call named after the agent it hands to
 (``transfer_to_refunds``, ``transfer_back_to_triage``: the OpenAI Agents SDK, Swarm, LangGraph's
@@ -131,6 +135,7 @@ _SHELL_SETUP = frozenset({"cd", "export", "source", ".", "set", "pushd", "popd",
 _PRINTERS = frozenset({"cat", "echo", "printf"})
 _NOT_A_FILE = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _SHELL_SPLIT = re.compile(r"&&|\|\||;|\||\n")
+_QUOTING = re.compile(r"['\"\\]")
 # A tool named like a search takes a query, whose first word is content however often it recurs
 # (the move grammar reads such calls as lookups).
 RETRIEVAL_TOOL = re.compile(r"search|retriev|wiki|bm25|web|browse|google|bing|lookup_doc")
@@ -240,8 +245,8 @@ def _shell_verb(command: str, nested: bool = False) -> tuple[str, str]:
                 return program, " ".join(w for w in (inner_rest, *inner[1]) if w)
     segments = _SHELL_SPLIT.split(command[:2_000])
     for i, segment in enumerate(segments):
-        try:
-            words = shlex.split(segment, posix=True)
+        try:  # without quotes or escapes a shell's words are the whitespace's (shlex is slow)
+            words = shlex.split(segment, posix=True) if _QUOTING.search(segment) else segment.split()
         except ValueError:  # an unclosed quote: the words as written
             words = segment.split()
         while words and (words[0] in _SHELL_PREFIXES or re.match(r"^[A-Za-z_]\w*=", words[0])):
@@ -434,13 +439,16 @@ def _read_call(tool: str, field: str, arguments: str | None, query: str | None, 
     if statement is not None:  # a statement, whatever field holds it: read by what it does
         verb, obj, keys = _sql_verb(statement)
         return verb, obj, rest_fields, keys, True
-    if field == "code" or (field in ("command", "cmd", TEXT_FIELD) and _PYTHON_START.match(text)):
+    # A program or a command line is read as one whatever the field holding it is called: the
+    # name is the harness's (`bash(command=...)`, `step(action=...)`, `env(input=...)`, a bare
+    # ReAct action), and a vocabulary of plain actions (`go to sofa 1`, `left_click`) reads the
+    # same as a command line as it does by its first word.
+    if field == "code" or _PYTHON_START.match(text):
         return _code_verb(text)[:MAX_VERB_CHARS], text, rest_fields, (), False
-    if field in ("command", "cmd") or (field == TEXT_FIELD and tool in ("bash", "shell", "terminal", "sh")):
-        program, rest = _shell_verb(text)
-        if program:
-            program, rest = _pressed(program, rest, rest_fields)
-            return program[:MAX_VERB_CHARS], rest, rest_fields, (), False
+    program, rest = _shell_verb(text)
+    if program:
+        program, rest = _pressed(program, rest, rest_fields)
+        return program[:MAX_VERB_CHARS], rest, rest_fields, (), False
     head, rest = _pressed(*(part.strip() for part in text.partition(" ")[::2]), rest_fields)
     return head.lower()[:MAX_VERB_CHARS], rest, rest_fields, (), False
 

@@ -342,6 +342,17 @@ def test_a_shell_tool_logged_through_act_reads_as_the_typed_shell_tool(tmp_path)
     assert render(typed)["tools"].str.contains("pytest").mean() > 0.5
 
 
+@pytest.mark.parametrize("make", [terminal, interpreter, todo])
+@pytest.mark.parametrize(("tool", "field"), [("step", "action"), ("env", "input")])
+def test_what_a_generic_tools_field_is_called_does_not_change_the_reading(make, tool, field, tmp_path):
+    # a shell command or a program written out reads the same whatever the argument's name:
+    # `step(action="sed -i ...")` as `act(command="sed -i ...")`, as the typed tool
+    world = make(n_questions=12, random_state=0)
+    typed = render(_read(world, tmp_path))["tools"].to_list()
+    for generic in (as_generic_action(world), as_generic_action(world, tool=tool, field=field)):
+        assert render(_read(generic, tmp_path))["tools"].to_list() == typed
+
+
 def test_ignore_tools_leaves_bookkeeping_calls_out_of_fit_save_and_apply(tmp_path):
     runs, truth = _shell_runs()
     noisy = runs.with_columns(runs["steps"].map_elements(
