@@ -37,7 +37,7 @@ from mechanism.readers import read
 SIZES_KB = (64, 128, 256, 512, 1024)
 
 
-def records(size: int) -> dict[str, tuple[dict, dict]]:
+def records(size: int) -> dict[str, tuple[dict | list[dict], dict]]:
     user = {"role": "user", "content": "q"}
     return {
         "openai: <answer> x N": ({"question": "q", "gold": ["x"], "messages": [
@@ -67,7 +67,24 @@ def records(size: int) -> dict[str, tuple[dict, dict]]:
                                                           {"role": "user", "content": "<returncode>0</returncode>"
                                                            + "<output_head><output>" * (size // 21)}]}, {}),
         "openhands: one response's N calls, then their results": ({"gold": ["x"], "history": _openhands(size)}, {}),
+        # a file of lines, not one record: a session
+        "claudecode: one response's N tool_use lines, then their results": (_claudecode(size),
+                                                                            {"columns": {"correct": "cwd:/r"}}),
     }
+
+
+def _claudecode(size: int) -> list[dict]:
+    """About ``size`` bytes of a Claude Code session: one response written as N tool_use lines,
+    then one line of their N results."""
+    n = max(1, size // 300)
+    base = {"sessionId": "s", "cwd": "/r", "isSidechain": False}
+    calls = [{**base, "uuid": f"a{i}", "type": "assistant", "message": {
+        "id": "m", "role": "assistant", "model": "m",
+        "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": "ls"}}]}}
+        for i in range(n)]
+    results = {**base, "uuid": "r", "type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": f"t{i}", "content": "x"} for i in range(n)]}}
+    return [{**base, "uuid": "q", "type": "user", "message": {"role": "user", "content": "q"}}, *calls, results]
 
 
 def _openhands(size: int) -> list[dict]:
@@ -96,7 +113,7 @@ def bench_read() -> None:
         for kb in SIZES_KB:
             for name, (record, kw) in records(kb * 1024).items():
                 path = Path(tmp) / f"r.{'json' if name.startswith('atif') else 'jsonl'}"
-                path.write_text(json.dumps(record))
+                path.write_text("\n".join(map(json.dumps, record)) if isinstance(record, list) else json.dumps(record))
                 timed(path, **kw)
                 table[name].append(min(timed(path, **kw) for _ in range(3)))
     rows = []

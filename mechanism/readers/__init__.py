@@ -26,7 +26,19 @@ from mechanism.core.names import safe_filename
 from mechanism.core.options import check_choice
 from mechanism.core.progress import progress as _progress
 from mechanism.core.schema import validate
-from mechanism.readers import _parts, atif, canonical, fireact, inspectlog, openai, openhands, react, searchr1, swe
+from mechanism.readers import (
+    _parts,
+    atif,
+    canonical,
+    claudecode,
+    fireact,
+    inspectlog,
+    openai,
+    openhands,
+    react,
+    searchr1,
+    swe,
+)
 from mechanism.readers._answer import compile_answer_pattern
 from mechanism.readers._build import F1_THRESHOLD, SCORERS, Columns, ReadOptions, Tally, build_row
 from mechanism.readers._fields import MISSING, FieldMap, get_path
@@ -49,8 +61,9 @@ from mechanism.readers._where import prepare_sql
 __all__ = ["read", "detect_format", "check_read_options", "input_paths", "ReadSettings", "FORMATS", "SCORERS",
            "F1_THRESHOLD"]
 
-FORMATS = ("canonical", "searchr1", "openai", "react", "atif", "swe", "openhands", "fireact", "inspect")
-_MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, swe, openhands, fireact, inspectlog)}
+FORMATS = ("canonical", "searchr1", "openai", "react", "atif", "swe", "openhands", "claudecode", "fireact", "inspect")
+_MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, swe, openhands, claudecode, fireact,
+                                  inspectlog)}
 _FILE_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json", ".traj", ".parquet", ".pq", ".csv", ".tsv", ".eval")
 _DETECT_RECORDS = 20  # records looked at to detect a format
 # the formats a record can show, by priority: a record that shows tool calls says more than one that
@@ -181,6 +194,10 @@ class _Source:
                 yield index, record
         elif self.kind == "conversation":
             yield 1, self._doc
+        elif fmt == claudecode.FORMAT:  # the whole file one session: its lines gathered into one record
+            if self.kind != "jsonl":
+                raise InputError("a Claude Code session is a JSONL file (one line an event)", source=self.name)
+            yield claudecode.session_record(iter_jsonl(self.path, self._data, self.blank), self.name)
         elif self.kind == "jsonl":
             yield from iter_jsonl(self.path, self._data, self.blank)
         elif self.kind == "json":
@@ -194,6 +211,9 @@ class _Source:
             return openhands.FORMAT
         if self.kind == "json" and fireact.detect_document(unwrap(self._doc)):
             return "fireact"
+        first = (v for _, v in islice(self.records("auto"), _DETECT_RECORDS))
+        if self.kind == "jsonl" and claudecode.detect_lines(first):
+            return claudecode.FORMAT  # a file of one session's events, not a record a line
         bad: list[InputError] = []
         sample = (rec for _, rec in islice(self.records("auto"), 200)
                   if not (isinstance(rec, InputError) and not bad.append(rec)))

@@ -1,0 +1,140 @@
+"""Claude Code session transcripts: one JSONL file a session, one line an event.
+
+Claude Code (and the Claude Agent SDK, which runs the same loop) writes each session to
+``~/.claude/projects/<project>/<session id>.jsonl``: every line one event, ``type`` saying which.
+``user`` and ``assistant`` lines carry an Anthropic Messages ``message`` (``role``, ``content``:
+text, ``thinking``, ``tool_use`` blocks from the model, ``tool_result`` blocks with ``is_error``
+from the harness), each with the session's ``sessionId``, its own ``uuid`` and its
+``parentUuid``. A model response of several blocks is written one block a line, every line
+with that response's ``message.id``.
+
+A file is one episode, its lines read in order into one chat (:func:`session_record`) and that
+chat by the chat reader's rules (:func:`mechanism.readers.openai.parse_messages`):
+
+- the first user text is the question, a later one a user turn; the lines the harness writes
+  into the user's place (``isMeta``: its caveats, a command's output) are no turn;
+- the ``tool_use`` blocks of one response (one ``message.id``) are calls sent together, each
+  answered by the ``tool_result`` naming its id; a result with ``is_error`` failed;
+- ``thinking`` blocks are thoughts; the last text after every call is the answer;
+- a sub-agent's own events (``isSidechain``: the conversation a ``Task`` call starts) are no
+  round of the session's agent, whose ``Task`` call is one call answered by the sub-agent's
+  report: they are left out, counted in ``meta`` (``sidechain_events``) and in the read report;
+- ``summary``, ``system``, ``file-history-snapshot``, ``queue-operation`` and other bookkeeping
+  lines are no part of the chat.
+
+The question id is the session id (``sessionId``: give a ``question_key=`` to gather sessions
+that worked one task), the record's ``model`` (the one the responses name, ``message.model``)
+the arm, and ``cwd``, ``gitBranch`` and ``version`` go to ``meta``. A session
+records no grade: name one with ``columns=`` where a field says it, or score answers against
+``gold``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from mechanism.core.errors import InputError
+from mechanism.readers._fields import FieldMap
+from mechanism.readers.openai import parse_messages
+
+FORMAT = "claudecode"
+
+#: the line types that carry a chat message
+CHAT_TYPES = frozenset({"user", "assistant"})
+#: the fields a line of a session has beside its message (how a file is told to be one)
+SESSION_FIELDS = ("sessionId", "uuid")
+#: the session's context kept in ``meta``
+CONTEXT_FIELDS = ("cwd", "gitBranch", "version")
+SIDECHAIN_NOTE = "Claude Code sessions with a sub-agent's events (`isSidechain`), left out of the session's rounds"
+MESSAGES = "messages"
+LINES = "_lines"  # each message's first line in the file, for errors
+
+
+def is_session_line(value: Any) -> bool:
+    """Whether one decoded line is an event of a Claude Code session."""
+    return (isinstance(value, Mapping) and value.get("type") in CHAT_TYPES and isinstance(value.get("message"), Mapping)
+            and all(isinstance(value.get(f), str) for f in SESSION_FIELDS))
+
+
+def detect_lines(lines: Iterable[Any]) -> bool:
+    """Whether a file's first decoded lines are a session's: one of them a chat event of a
+    session (the others bookkeeping, ``summary`` first)."""
+    return any(is_session_line(v) for v in lines)
+
+
+def session_record(lines: Iterable[tuple[int, Any]], name: str) -> tuple[int, dict[str, Any] | InputError]:
+    """(first line, record) of one session file from its ``(line, value)`` pairs: its chat as
+    ``messages`` (the lines of one response joined into one message), the session id, the model,
+    its context and how many sub-agent events were left out; a line that is no JSON object is
+    the record's error (raised, or the session skipped under ``errors="skip"``)."""
+    messages: list[dict[str, Any]] = []
+    first_lines: list[int] = []
+    session = model = None
+    context: dict[str, Any] = {}
+    sidechain = 0
+    first = None
+    for number, value in lines:
+        first = number if first is None else first
+        if isinstance(value, InputError):
+            return first, value
+        if not isinstance(value, Mapping):
+            return first, InputError(f"a session's line must be a JSON object, got {type(value).__name__}",
+                                     source=name, line=number)
+        if value.get("type") not in CHAT_TYPES or not isinstance(value.get("message"), Mapping):
+            continue  # the harness's bookkeeping: a summary, a snapshot, a system line
+        if value.get("isSidechain") is True:
+            sidechain += 1
+            continue
+        if value.get("isMeta") is True:
+            continue  # the harness's words in the user's place
+        session = session or (value.get("sessionId") if isinstance(value.get("sessionId"), str) else None)
+        for f in CONTEXT_FIELDS:
+            if isinstance(value.get(f), str) and value[f]:
+                context.setdefault(f, value[f])
+        message = value["message"]
+        if isinstance(message.get("model"), str) and message["model"] and not message["model"].startswith("<"):
+            model = model or message["model"]  # `<synthetic>`: the harness's own message
+        role = message.get("role", value["type"])
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}] if content else []
+        last = messages[-1] if messages else None
+        # the blocks of one response, written a line each, are one message
+        if (last is not None and role == "assistant" and last["role"] == "assistant"
+                and message.get("id") is not None and last.get("id") == message.get("id")):
+            last["content"].extend(blocks)
+            continue
+        messages.append({"role": role, "content": list(blocks), **({"id": message["id"]} if "id" in message else {})})
+        first_lines.append(number)
+    record: dict[str, Any] = {MESSAGES: messages, LINES: first_lines, "question_id": session, "model": model,
+                              **context}
+    if sidechain:
+        record["sidechain_events"] = sidechain
+    return (first or 1), record
+
+
+def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
+    return False  # a session is told by its file's lines (:func:`detect_lines`), never by one record
+
+
+def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
+    messages = record.get(MESSAGES)
+    if not isinstance(messages, list):
+        raise InputError("a Claude Code session must be read from its file (one JSONL line an event)",
+                         field=MESSAGES)
+    lines = record.get(LINES) or []
+    try:
+        out = parse_messages(messages, field=MESSAGES, pattern=fields.answer_pattern)
+    except InputError as exc:  # name the line the message came from, not its place in the joined chat
+        index = _message_index(exc.field)
+        line = lines[index] if index is not None and index < len(lines) else None
+        raise InputError(exc.reason + (f" (the event on line {line})" if line else ""), field=exc.field) from None
+    if record.get("sidechain_events"):
+        out["notes"] = [*out.get("notes", []), SIDECHAIN_NOTE]
+    return {**out, "_consumed": {MESSAGES, LINES}}
+
+
+def _message_index(field: str | None) -> int | None:
+    if not field or not field.startswith(f"{MESSAGES}["):
+        return None
+    digits = field[len(MESSAGES) + 1:].split("]", 1)[0]
+    return int(digits) if digits.isdigit() else None
