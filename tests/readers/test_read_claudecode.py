@@ -155,3 +155,40 @@ def test_every_call_and_result_reads_back(tmp_path, calls):
     assert [json.loads(st_["arguments"])["command"] for st_ in row["steps"]] == [c for c, *_ in calls]
     assert [st_["observation"] for st_ in row["steps"]] == [o for _, o, *_ in calls]
     assert row["answer"] == "done"
+
+
+def _as_sessions(world, folder) -> None:
+    """Each of a planted world's chat records (OpenAI ``tool_calls``) written as a session file."""
+    folder.mkdir()
+    for k, rec in enumerate(world.records):
+        s = _Session(f"{k:08d}-0000-0000-0000-000000000000", branch="ok" if rec["correct"] else "no")
+        s.lines = []
+        for i, m in enumerate(rec["messages"]):
+            if m["role"] == "user":
+                s.user(m["content"])
+            elif m["role"] == "tool":
+                s.results((m["tool_call_id"], m["content"], False))
+            elif m["role"] == "assistant":
+                blocks = [{"type": "text", "text": m["content"]}] if m.get("content") else []
+                blocks += [_use(c["id"], c["function"]["name"], **json.loads(c["function"]["arguments"]))
+                           for c in m.get("tool_calls") or []]
+                s.assistant(f"msg_{i}", *blocks)
+        s.lines = [{**line, "message": {**line["message"], "model": rec["arm"]}} if line["type"] == "assistant"
+                   else line for line in s.lines]
+        s.write(folder / f"{s.sid}.jsonl")
+
+
+def test_the_todo_world_logged_as_sessions_reads_as_its_chat_records(tmp_path):
+    from mechanism.analysis.segmentation import render
+    from mechanism.datasets.worlds import todo
+
+    world = todo(n_questions=12, random_state=0)
+    chat = read(world.write(tmp_path / "chat"), format=world.format)
+    _as_sessions(world, tmp_path / "sessions")
+    sessions = read(tmp_path / "sessions", columns={"correct": "gitBranch:ok"}, question_key="text")
+    assert render(sessions)["tools"].to_list() == render(chat)["tools"].to_list()
+    assert sessions["arm"].to_list() == chat["arm"].to_list()
+    assert sessions["correct"].to_list() == chat["correct"].to_list()
+    # one task's sessions share its id (two tasks worded alike share one too)
+    pairs = set(zip(chat["question_id"].to_list(), sessions["question_id"].to_list()))
+    assert len(pairs) == chat["question_id"].n_unique() == 12
