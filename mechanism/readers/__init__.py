@@ -31,6 +31,7 @@ from mechanism.readers import (
     atif,
     canonical,
     claudecode,
+    codex,
     fireact,
     inspectlog,
     openai,
@@ -61,9 +62,12 @@ from mechanism.readers._where import prepare_sql
 __all__ = ["read", "detect_format", "check_read_options", "input_paths", "ReadSettings", "FORMATS", "SCORERS",
            "F1_THRESHOLD"]
 
-FORMATS = ("canonical", "searchr1", "openai", "react", "atif", "swe", "openhands", "claudecode", "fireact", "inspect")
-_MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, swe, openhands, claudecode, fireact,
+FORMATS = ("canonical", "searchr1", "openai", "react", "atif", "swe", "openhands", "claudecode", "codex", "fireact",
+           "inspect")
+_MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, swe, openhands, claudecode, codex, fireact,
                                   inspectlog)}
+# formats whose file is one episode, its lines events (each module's `detect_lines`, `session_record`)
+_SESSION_FORMATS = {m.FORMAT: m for m in (claudecode, codex)}
 _FILE_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json", ".traj", ".parquet", ".pq", ".csv", ".tsv", ".eval")
 _DETECT_RECORDS = 20  # records looked at to detect a format
 # the formats a record can show, by priority: a record that shows tool calls says more than one that
@@ -194,10 +198,10 @@ class _Source:
                 yield index, record
         elif self.kind == "conversation":
             yield 1, self._doc
-        elif fmt == claudecode.FORMAT:  # the whole file one session: its lines gathered into one record
+        elif fmt in _SESSION_FORMATS:  # the whole file one session: its lines gathered into one record
             if self.kind != "jsonl":
-                raise InputError("a Claude Code session is a JSONL file (one line an event)", source=self.name)
-            yield claudecode.session_record(iter_jsonl(self.path, self._data, self.blank), self.name)
+                raise InputError(f"a {fmt} session is a JSONL file (one line an event)", source=self.name)
+            yield _SESSION_FORMATS[fmt].session_record(iter_jsonl(self.path, self._data, self.blank), self.name)
         elif self.kind == "jsonl":
             yield from iter_jsonl(self.path, self._data, self.blank)
         elif self.kind == "json":
@@ -211,9 +215,11 @@ class _Source:
             return openhands.FORMAT
         if self.kind == "json" and fireact.detect_document(unwrap(self._doc)):
             return "fireact"
-        first = (v for _, v in islice(self.records("auto"), _DETECT_RECORDS))
-        if self.kind == "jsonl" and claudecode.detect_lines(first):
-            return claudecode.FORMAT  # a file of one session's events, not a record a line
+        if self.kind == "jsonl":  # a file of one session's events, not a record a line
+            first = [v for _, v in islice(self.records("auto"), _DETECT_RECORDS)]
+            for fmt, module in _SESSION_FORMATS.items():
+                if module.detect_lines(first):
+                    return fmt
         bad: list[InputError] = []
         sample = (rec for _, rec in islice(self.records("auto"), 200)
                   if not (isinstance(rec, InputError) and not bad.append(rec)))

@@ -30,7 +30,8 @@ records no grade: name one with ``columns=`` where a field says it, or score ans
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from mechanism.core.errors import InputError
@@ -121,16 +122,23 @@ def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
     if not isinstance(messages, list):
         raise InputError("a Claude Code session must be read from its file (one JSONL line an event)",
                          field=MESSAGES)
-    lines = record.get(LINES) or []
-    try:
+    with rethrow_at_line(record.get(LINES) or []):
         out = parse_messages(messages, field=MESSAGES, pattern=fields.answer_pattern)
-    except InputError as exc:  # name the line the message came from, not its place in the joined chat
-        index = _message_index(exc.field)
-        line = lines[index] if index is not None and index < len(lines) else None
-        raise InputError(exc.reason + (f" (the event on line {line})" if line else ""), field=exc.field) from None
     if record.get("sidechain_events"):
         out["notes"] = [*out.get("notes", []), SIDECHAIN_NOTE]
     return {**out, "_consumed": {MESSAGES, LINES}}
+
+
+@contextmanager
+def rethrow_at_line(lines: Sequence[int]) -> Iterator[None]:
+    """Errors of the joined chat (``messages[i]...``) naming the file line message ``i`` came
+    from, not its place in the chat: ``lines[i]`` is that message's first line."""
+    try:
+        yield
+    except InputError as exc:
+        index = _message_index(exc.field)
+        line = lines[index] if index is not None and index < len(lines) else None
+        raise InputError(exc.reason + (f" (the event on line {line})" if line else ""), field=exc.field) from None
 
 
 def _message_index(field: str | None) -> int | None:

@@ -63,8 +63,8 @@ def test_arbitrary_json_lines(values, fmt):
             runs, rep = read(path, format=fmt, errors="skip", report=True)
         except InputError:
             return  # a file-level problem (unknown format, empty)
-        # a Claude Code session is a file, its lines one record: the file counts once
-        records = 1 if list(rep.formats.values()) == ["claudecode"] else len(values)
+        # a session (Claude Code, Codex) is a file, its lines one record: the file counts once
+        records = 1 if list(rep.formats.values())[0] in ("claudecode", "codex") else len(values)
         assert rep.rows_in == rep.rows_kept + len(rep.skipped) == records
         validate(runs)
 
