@@ -70,6 +70,7 @@ _MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, swe,
 _SESSION_FORMATS = {m.FORMAT: m for m in (claudecode, codex)}
 _FILE_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json", ".traj", ".parquet", ".pq", ".csv", ".tsv", ".eval")
 _DETECT_RECORDS = 20  # records looked at to detect a format
+_SESSION_DETECT_LINES = 200  # lines of a session file looked at (bookkeeping lines may come first)
 # the formats a record can show, by priority: a record that shows tool calls says more than one that
 # happens to have none (a format's own mark, `trajectory_format` or `schema_version`, first)
 _DETECT_ORDER = ("swe", "openhands", "atif", "canonical", "openai", "react", "searchr1")
@@ -216,7 +217,7 @@ class _Source:
         if self.kind == "json" and fireact.detect_document(unwrap(self._doc)):
             return "fireact"
         if self.kind == "jsonl":  # a file of one session's events, not a record a line
-            first = [v for _, v in islice(self.records("auto"), _DETECT_RECORDS)]
+            first = [v for _, v in islice(self.records("auto"), _SESSION_DETECT_LINES)]
             for fmt, module in _SESSION_FORMATS.items():
                 if module.detect_lines(first):
                     return fmt

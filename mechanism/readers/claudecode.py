@@ -22,6 +22,11 @@ chat by the chat reader's rules (:func:`mechanism.readers.openai.parse_messages`
 - ``summary``, ``system``, ``file-history-snapshot``, ``queue-operation`` and other bookkeeping
   lines are no part of the chat.
 
+A headless run's output (``claude -p --output-format stream-json``, the Agent SDK's messages)
+reads the same way: its lines carry ``session_id``, a sub-agent's ``parent_tool_use_id``, the
+``system`` init line the model and ``cwd``, and the ``result`` line its ``subtype``
+(``success``, ``error_max_turns``, ...), ``is_error`` and ``num_turns``, kept in ``meta``.
+
 The question id is the session id (``sessionId``: give a ``question_key=`` to gather sessions
 that worked one task), the record's ``model`` (the one the responses name, ``message.model``)
 the arm, and ``cwd``, ``gitBranch`` and ``version`` go to ``meta``. A session
@@ -52,9 +57,38 @@ LINES = "_lines"  # each message's first line in the file, for errors
 
 
 def is_session_line(value: Any) -> bool:
-    """Whether one decoded line is an event of a Claude Code session."""
-    return (isinstance(value, Mapping) and value.get("type") in CHAT_TYPES and isinstance(value.get("message"), Mapping)
-            and all(isinstance(value.get(f), str) for f in SESSION_FIELDS))
+    """Whether one decoded line is an event of a Claude Code session: a saved transcript's
+    (``sessionId``, ``uuid``) or a headless run's ``stream-json`` output (``session_id``)."""
+    if not isinstance(value, Mapping) or value.get("type") not in CHAT_TYPES:
+        return False
+    if not isinstance(value.get("message"), Mapping):
+        return False
+    return all(isinstance(value.get(f), str) for f in SESSION_FIELDS) or isinstance(value.get("session_id"), str)
+
+
+def _session_of(value: Mapping[str, Any]) -> str | None:
+    sid = value.get("sessionId", value.get("session_id"))
+    return sid if isinstance(sid, str) and sid else None
+
+
+def _sub_agent(value: Mapping[str, Any]) -> bool:
+    """A sub-agent's own event: ``isSidechain`` in a transcript, a ``parent_tool_use_id`` (the
+    ``Task`` call it answers) in ``stream-json``."""
+    return value.get("isSidechain") is True or value.get("parent_tool_use_id") not in (None, "")
+
+
+def _run_line(value: Mapping[str, Any], context: dict[str, Any]) -> str | None:
+    """What a headless run's ``system`` init or ``result`` line says (the model it names is
+    returned; the rest goes to ``context``)."""
+    if value.get("type") == "system" and value.get("subtype") == "init":
+        if isinstance(value.get("cwd"), str):
+            context.setdefault("cwd", value["cwd"])
+        return value.get("model") if isinstance(value.get("model"), str) else None
+    if value.get("type") == "result":
+        for key in ("subtype", "is_error", "num_turns"):
+            if isinstance(value.get(key), (str, bool, int)):
+                context[f"result_{key}" if key != "num_turns" else key] = value[key]
+    return None
 
 
 def detect_lines(lines: Iterable[Any]) -> bool:
@@ -82,13 +116,16 @@ def session_record(lines: Iterable[tuple[int, Any]], name: str) -> tuple[int, di
             return first, InputError(f"a session's line must be a JSON object, got {type(value).__name__}",
                                      source=name, line=number)
         if value.get("type") not in CHAT_TYPES or not isinstance(value.get("message"), Mapping):
-            continue  # the harness's bookkeeping: a summary, a snapshot, a system line
-        if value.get("isSidechain") is True:
+            # the harness's bookkeeping (a summary, a snapshot), or a headless run's init and result
+            named = _run_line(value, context)
+            model = model or named
+            continue
+        if _sub_agent(value):
             sidechain += 1
             continue
         if value.get("isMeta") is True:
             continue  # the harness's words in the user's place
-        session = session or (value.get("sessionId") if isinstance(value.get("sessionId"), str) else None)
+        session = session or _session_of(value)
         for f in CONTEXT_FIELDS:
             if isinstance(value.get(f), str) and value[f]:
                 context.setdefault(f, value[f])

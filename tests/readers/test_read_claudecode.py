@@ -192,3 +192,35 @@ def test_the_todo_world_logged_as_sessions_reads_as_its_chat_records(tmp_path):
     # one task's sessions share its id (two tasks worded alike share one too)
     pairs = set(zip(chat["question_id"].to_list(), sessions["question_id"].to_list()))
     assert len(pairs) == chat["question_id"].n_unique() == 12
+
+
+def test_a_headless_runs_stream_json_reads_the_same_way(tmp_path):
+    sid = "8c1e2f3a-0000-4000-8000-000000000000"
+    use = _use("t1", "Bash", command="pytest -q")
+    sub = _use("s1", "Grep", pattern="parse")
+    lines = [
+        {"type": "system", "subtype": "init", "session_id": sid, "cwd": "/repo", "model": MODEL,
+         "tools": ["Bash", "Task"], "permissionMode": "bypassPermissions"},
+        {"type": "user", "message": {"role": "user", "content": "fix parse()"}, "session_id": sid,
+         "parent_tool_use_id": None},
+        {"type": "assistant", "message": {"id": "m1", "role": "assistant", "model": MODEL, "content": [use]},
+         "session_id": sid, "parent_tool_use_id": None},
+        {"type": "assistant", "message": {"id": "m2", "role": "assistant", "model": MODEL, "content": [sub]},
+         "session_id": sid, "parent_tool_use_id": "t0"},  # a sub-agent's own call
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "3 passed"}]}, "session_id": sid,
+         "parent_tool_use_id": None},
+        {"type": "assistant", "message": {"id": "m3", "role": "assistant", "model": MODEL,
+                                          "content": [{"type": "text", "text": "All tests pass."}]},
+         "session_id": sid, "parent_tool_use_id": None},
+        {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 2006, "num_turns": 3,
+         "result": "All tests pass.", "session_id": sid, "total_cost_usd": 0.01},
+    ]
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert detect_format(path) == "claudecode"
+    row = read(path, columns={"correct": "cwd:/repo"}).row(0, named=True)
+    assert [s["tool"] for s in row["steps"]] == ["Bash"] and row["answer"] == "All tests pass."
+    assert row["question"] == "fix parse()" and row["question_id"] == sid and row["arm"] == MODEL
+    meta = json.loads(row["meta"])
+    assert meta["result_subtype"] == "success" and meta["num_turns"] == 3 and meta["sidechain_events"] == 1
