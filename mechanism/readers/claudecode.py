@@ -35,13 +35,12 @@ records no grade: name one with ``columns=`` where a field says it, or score ans
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mechanism.core.errors import InputError
 from mechanism.readers._fields import FieldMap
-from mechanism.readers.openai import parse_messages
+from mechanism.readers._sessions import LINES, MESSAGES, gather, parse_session
 
 FORMAT = "claudecode"
 
@@ -52,8 +51,6 @@ SESSION_FIELDS = ("sessionId", "uuid")
 #: the session's context kept in ``meta``
 CONTEXT_FIELDS = ("cwd", "gitBranch", "version")
 SIDECHAIN_NOTE = "Claude Code sessions with a sub-agent's events (`isSidechain`), left out of the session's rounds"
-MESSAGES = "messages"
-LINES = "_lines"  # each message's first line in the file, for errors
 
 
 def is_session_line(value: Any) -> bool:
@@ -97,57 +94,63 @@ def detect_lines(lines: Iterable[Any]) -> bool:
     return any(is_session_line(v) for v in lines)
 
 
+class _Transcript:
+    """The chat of one session file, built line by line."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.lines: list[int] = []
+        self.context: dict[str, Any] = {}
+        self.session: str | None = None
+        self.model: str | None = None
+        self.sidechain = 0
+
+    def add(self, number: int, value: Mapping[str, Any]) -> None:
+        if value.get("type") not in CHAT_TYPES or not isinstance(value.get("message"), Mapping):
+            # the harness's bookkeeping (a summary, a snapshot), or a headless run's init and result
+            named = _run_line(value, self.context)
+            self.model = self.model or named
+            return
+        if _sub_agent(value):
+            self.sidechain += 1
+            return
+        if value.get("isMeta") is True:
+            return  # the harness's words in the user's place
+        self.session = self.session or _session_of(value)
+        for f in CONTEXT_FIELDS:
+            if isinstance(value.get(f), str) and value[f]:
+                self.context.setdefault(f, value[f])
+        message = value["message"]
+        if isinstance(message.get("model"), str) and message["model"] and not message["model"].startswith("<"):
+            self.model = self.model or message["model"]  # `<synthetic>`: the harness's own message
+        role = message.get("role", value["type"])
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}] if content else []
+        last = self.messages[-1] if self.messages else None
+        # the blocks of one response, written a line each, are one message
+        if (last is not None and role == "assistant" and last["role"] == "assistant"
+                and message.get("id") is not None and last.get("id") == message.get("id")):
+            last["content"].extend(blocks)
+            return
+        self.messages.append({"role": role, "content": list(blocks),
+                              **({"id": message["id"]} if "id" in message else {})})
+        self.lines.append(number)
+
+
 def session_record(lines: Iterable[tuple[int, Any]], name: str) -> tuple[int, dict[str, Any] | InputError]:
     """(first line, record) of one session file from its ``(line, value)`` pairs: its chat as
     ``messages`` (the lines of one response joined into one message), the session id, the model,
     its context and how many sub-agent events were left out; a line that is no JSON object is
     the record's error (raised, or the session skipped under ``errors="skip"``)."""
-    messages: list[dict[str, Any]] = []
-    first_lines: list[int] = []
-    session = model = None
-    context: dict[str, Any] = {}
-    sidechain = 0
-    first = None
-    for number, value in lines:
-        first = number if first is None else first
-        if isinstance(value, InputError):
-            return first, value
-        if not isinstance(value, Mapping):
-            return first, InputError(f"a session's line must be a JSON object, got {type(value).__name__}",
-                                     source=name, line=number)
-        if value.get("type") not in CHAT_TYPES or not isinstance(value.get("message"), Mapping):
-            # the harness's bookkeeping (a summary, a snapshot), or a headless run's init and result
-            named = _run_line(value, context)
-            model = model or named
-            continue
-        if _sub_agent(value):
-            sidechain += 1
-            continue
-        if value.get("isMeta") is True:
-            continue  # the harness's words in the user's place
-        session = session or _session_of(value)
-        for f in CONTEXT_FIELDS:
-            if isinstance(value.get(f), str) and value[f]:
-                context.setdefault(f, value[f])
-        message = value["message"]
-        if isinstance(message.get("model"), str) and message["model"] and not message["model"].startswith("<"):
-            model = model or message["model"]  # `<synthetic>`: the harness's own message
-        role = message.get("role", value["type"])
-        content = message.get("content")
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}] if content else []
-        last = messages[-1] if messages else None
-        # the blocks of one response, written a line each, are one message
-        if (last is not None and role == "assistant" and last["role"] == "assistant"
-                and message.get("id") is not None and last.get("id") == message.get("id")):
-            last["content"].extend(blocks)
-            continue
-        messages.append({"role": role, "content": list(blocks), **({"id": message["id"]} if "id" in message else {})})
-        first_lines.append(number)
-    record: dict[str, Any] = {MESSAGES: messages, LINES: first_lines, "question_id": session, "model": model,
-                              **context}
-    if sidechain:
-        record["sidechain_events"] = sidechain
-    return (first or 1), record
+    transcript = _Transcript()
+    first, bad = gather(lines, name, "session", transcript.add)
+    if bad is not None:
+        return first, bad
+    record: dict[str, Any] = {MESSAGES: transcript.messages, LINES: transcript.lines,
+                              "question_id": transcript.session, "model": transcript.model, **transcript.context}
+    if transcript.sidechain:
+        record["sidechain_events"] = transcript.sidechain
+    return first, record
 
 
 def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
@@ -155,31 +158,4 @@ def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
 
 
 def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
-    messages = record.get(MESSAGES)
-    if not isinstance(messages, list):
-        raise InputError("a Claude Code session must be read from its file (one JSONL line an event)",
-                         field=MESSAGES)
-    with rethrow_at_line(record.get(LINES) or []):
-        out = parse_messages(messages, field=MESSAGES, pattern=fields.answer_pattern)
-    if record.get("sidechain_events"):
-        out["notes"] = [*out.get("notes", []), SIDECHAIN_NOTE]
-    return {**out, "_consumed": {MESSAGES, LINES}}
-
-
-@contextmanager
-def rethrow_at_line(lines: Sequence[int]) -> Iterator[None]:
-    """Errors of the joined chat (``messages[i]...``) naming the file line message ``i`` came
-    from, not its place in the chat: ``lines[i]`` is that message's first line."""
-    try:
-        yield
-    except InputError as exc:
-        index = _message_index(exc.field)
-        line = lines[index] if index is not None and index < len(lines) else None
-        raise InputError(exc.reason + (f" (the event on line {line})" if line else ""), field=exc.field) from None
-
-
-def _message_index(field: str | None) -> int | None:
-    if not field or not field.startswith(f"{MESSAGES}["):
-        return None
-    digits = field[len(MESSAGES) + 1:].split("]", 1)[0]
-    return int(digits) if digits.isdigit() else None
+    return parse_session(record, fields, "Claude Code session", {"sidechain_events": SIDECHAIN_NOTE})

@@ -37,8 +37,7 @@ from typing import Any
 
 from mechanism.core.errors import InputError
 from mechanism.readers._fields import FieldMap
-from mechanism.readers.claudecode import LINES, MESSAGES, rethrow_at_line
-from mechanism.readers.openai import parse_messages
+from mechanism.readers._sessions import LINES, MESSAGES, gather, parse_session
 
 FORMAT = "codex"
 
@@ -197,22 +196,16 @@ def session_record(lines: Iterable[tuple[int, Any]], name: str) -> tuple[int, di
     ``messages``, the session id, the model and what ``meta`` keeps; a line that is no JSON
     object is the record's error (raised, or the session skipped under ``errors="skip"``)."""
     rollout = _Rollout()
-    first = None
-    for number, value in lines:
-        first = number if first is None else first
-        if isinstance(value, InputError):
-            return first, value
-        if not isinstance(value, Mapping):
-            return first, InputError(f"a rollout's line must be a JSON object, got {type(value).__name__}",
-                                     source=name, line=number)
-        rollout.add(number, value)
+    first, bad = gather(lines, name, "rollout", rollout.add)
+    if bad is not None:
+        return first, bad
     record: dict[str, Any] = {MESSAGES: rollout.messages, LINES: rollout.lines, "question_id": rollout.session,
                               "model": rollout.model, **rollout.meta}
     if rollout.codes:
         record["exit_codes"] = rollout.codes
     if rollout.unknown:
         record["unknown_items"] = rollout.unknown
-    return (first or 1), record
+    return first, record
 
 
 def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
@@ -220,11 +213,4 @@ def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
 
 
 def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
-    messages = record.get(MESSAGES)
-    if not isinstance(messages, list):
-        raise InputError("a Codex rollout must be read from its file (one JSONL line an event)", field=MESSAGES)
-    with rethrow_at_line(record.get(LINES) or []):
-        out = parse_messages(messages, field=MESSAGES, pattern=fields.answer_pattern)
-    if record.get("unknown_items"):
-        out["notes"] = [*out.get("notes", []), UNKNOWN_NOTE]
-    return {**out, "_consumed": {MESSAGES, LINES}}
+    return parse_session(record, fields, "Codex rollout", {"unknown_items": UNKNOWN_NOTE})
