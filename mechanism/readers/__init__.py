@@ -228,9 +228,9 @@ class _Source:
         if fmt is None and bad:
             raise bad[0]  # nothing decoded: the first decoding error is the real cause
         if fmt is None:
-            raise InputError("unknown format: no record looks like canonical, searchr1, openai, react, atif "
-                             "or fireact (name the fields with `columns=` or pick `format=`)", source=self.name,
-                             field="format")
+            raise InputError("unknown format: no record looks like canonical, searchr1, openai, react, atif, swe, "
+                             "openhands or fireact, nor the file like a Claude Code or Codex session (name the "
+                             "fields with `columns=` or pick `format=`)", source=self.name, field="format")
         return fmt
 
 
@@ -247,8 +247,8 @@ def detect_format(path: str | PathLike, *, columns: Mapping[str, str] | None = N
     Returns
     -------
     str
-        One of ``canonical``, ``searchr1``, ``openai``, ``react``, ``atif``, ``fireact``,
-        ``inspect``.
+        One of :data:`FORMATS`: ``canonical``, ``searchr1``, ``openai``, ``react``, ``atif``,
+        ``swe``, ``openhands``, ``claudecode``, ``codex``, ``fireact``, ``inspect``.
 
     Raises
     ------
