@@ -202,7 +202,12 @@ class _Source:
         elif fmt in _SESSION_FORMATS:  # the whole file one session: its lines gathered into one record
             if self.kind != "jsonl":
                 raise InputError(f"a {fmt} session is a JSONL file (one line an event)", source=self.name)
-            yield _SESSION_FORMATS[fmt].session_record(iter_jsonl(self.path, self._data, self.blank), self.name)
+            first, record = _SESSION_FORMATS[fmt].session_record(iter_jsonl(self.path, self._data, self.blank),
+                                                                 self.name)
+            if isinstance(record, Mapping) and not record.get("messages"):  # a summary alone: nothing said
+                record = InputError(f"a {fmt} session with no message (only its bookkeeping lines)",
+                                    source=self.name, line=first)
+            yield first, record
         elif self.kind == "jsonl":
             yield from iter_jsonl(self.path, self._data, self.blank)
         elif self.kind == "json":

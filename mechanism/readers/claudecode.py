@@ -88,10 +88,17 @@ def _run_line(value: Mapping[str, Any], context: dict[str, Any]) -> str | None:
     return None
 
 
+#: the lines of a session that are its bookkeeping: a file of these alone is a session where
+#: nothing was said (read as one, and refused or skipped for it by name)
+BOOKKEEPING_TYPES = frozenset({"summary", "file-history-snapshot", "queue-operation"})
+
+
 def detect_lines(lines: Iterable[Any]) -> bool:
     """Whether a file's first decoded lines are a session's: one of them a chat event of a
-    session (the others bookkeeping, ``summary`` first)."""
-    return any(is_session_line(v) for v in lines)
+    session (the others bookkeeping, ``summary`` first), or all of them its bookkeeping."""
+    lines = list(lines)
+    return any(is_session_line(v) for v in lines) or (
+        bool(lines) and all(isinstance(v, Mapping) and v.get("type") in BOOKKEEPING_TYPES for v in lines))
 
 
 class _Transcript:

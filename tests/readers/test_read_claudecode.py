@@ -224,3 +224,15 @@ def test_a_headless_runs_stream_json_reads_the_same_way(tmp_path):
     assert row["question"] == "fix parse()" and row["question_id"] == sid and row["arm"] == MODEL
     meta = json.loads(row["meta"])
     assert meta["result_subtype"] == "success" and meta["num_turns"] == 3 and meta["sidechain_events"] == 1
+
+
+def test_a_session_where_nothing_was_said_is_refused_by_name_or_skipped(tmp_path):
+    # Claude Code leaves a file of its summary alone for a session opened and closed unused
+    _episode().write(tmp_path / "a.jsonl")
+    (tmp_path / "b.jsonl").write_text(json.dumps({"type": "summary", "summary": "x", "leafUuid": "u"}) + "\n")
+    with pytest.raises(InputError) as err:
+        read(tmp_path, columns=GRADE)
+    assert "b.jsonl, line 1" in str(err.value) and "no message" in str(err.value)
+    runs, report = read(tmp_path, columns=GRADE, errors="skip", report=True)
+    assert runs.height == 1 and [s.reason for s in report.skipped] == [
+        "a claudecode session with no message (only its bookkeeping lines)"]

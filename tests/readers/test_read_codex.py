@@ -174,3 +174,13 @@ def test_the_todo_world_logged_as_rollouts_reads_as_its_chat_records(tmp_path):
     assert render(rollouts)["tools"].to_list() == render(chat)["tools"].to_list()
     assert rollouts["arm"].to_list() == chat["arm"].to_list()
     assert rollouts["correct"].to_list() == chat["correct"].to_list()
+
+
+def test_a_rollout_where_nothing_was_said_is_skipped_by_name(tmp_path):
+    _episode().write(tmp_path / "a.jsonl")
+    empty = _Rollout("cccc")
+    empty.lines = empty.lines[:1]  # its session_meta alone
+    empty.write(tmp_path / "b.jsonl")
+    runs, report = read(tmp_path, columns=GRADE, errors="skip", report=True)
+    assert runs.height == 1 and [(s.source.rsplit("/", 1)[-1], s.reason) for s in report.skipped] == [
+        ("b.jsonl", "a codex session with no message (only its bookkeeping lines)")]
