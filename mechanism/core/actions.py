@@ -124,7 +124,7 @@ _INLINE_FLAGS = frozenset({"-", "-c", "-e"})
 # harness that logs every call through one tool writes the shell tool's name before its command)
 # runs that command: its program is the verb, as in the shell tool's own call. A script is a path
 # or a file name (`bash run.sh`, `sh ./configure`), and stays the shell's.
-_SHELLS = frozenset({"bash", "sh", "zsh"})
+SHELLS = frozenset({"bash", "sh", "zsh"})
 _SCRIPT_WORD = re.compile(r"[/.]")
 _VERSION_FLAGS = frozenset({"--version", "-V"})
 # `python3.11`, `pip3`, `node18` are one program whatever version the agent typed
@@ -213,7 +213,7 @@ def _writes_file(words: list[str]) -> bool:
 
 
 def _shell_command(rest: list[str]) -> tuple[str, list[str]] | None:
-    """(command, other values) a shell is given to run (:data:`_SHELLS`): its first word when
+    """(command, other values) a shell is given to run (:data:`SHELLS`): its first word when
     that holds a whole command (``"git status -s"``), else its words from a program's name on;
     ``None`` for a script, an option or nothing."""
     if not rest or rest[0].startswith(("-", "<")):
@@ -234,7 +234,7 @@ def _shell_verb(command: str, nested: bool = False) -> tuple[str, str]:
     that command's program (one level: ``nested``); the rest of the line after the program's
     segment stays in the object."""
     head = command.lstrip()[:2_000]
-    if not nested and head.split(" ", 1)[0].rsplit("/", 1)[-1].lower() in _SHELLS:
+    if not nested and head.split(" ", 1)[0].rsplit("/", 1)[-1].lower() in SHELLS:
         try:  # the whole line's words: the command a shell is given may hold `&&` in its quotes
             inner = _shell_command(shlex.split(head, posix=True)[1:])
         except ValueError:

@@ -57,6 +57,7 @@ from mechanism.readers._io import (
     read_parquet,
     unwrap,
 )
+from mechanism.readers._sessions import MESSAGES
 from mechanism.readers._where import prepare_sql
 
 __all__ = ["read", "detect_format", "check_read_options", "input_paths", "ReadSettings", "FORMATS", "SCORERS",
@@ -70,7 +71,7 @@ _MODULES = {m.FORMAT: m for m in (canonical, searchr1, openai, react, atif, swe,
 _SESSION_FORMATS = {m.FORMAT: m for m in (claudecode, codex)}
 _FILE_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json", ".traj", ".parquet", ".pq", ".csv", ".tsv", ".eval")
 _DETECT_RECORDS = 20  # records looked at to detect a format
-_SESSION_DETECT_LINES = 200  # lines of a session file looked at (bookkeeping lines may come first)
+_DETECT_LINES = 200  # lines decoded to find them (a session file's bookkeeping lines may come first)
 # the formats a record can show, by priority: a record that shows tool calls says more than one that
 # happens to have none (a format's own mark, `trajectory_format` or `schema_version`, first)
 _DETECT_ORDER = ("swe", "openhands", "atif", "canonical", "openai", "react", "searchr1")
@@ -204,7 +205,7 @@ class _Source:
                 raise InputError(f"a {fmt} session is a JSONL file (one line an event)", source=self.name)
             first, record = _SESSION_FORMATS[fmt].session_record(iter_jsonl(self.path, self._data, self.blank),
                                                                  self.name)
-            if isinstance(record, Mapping) and not record.get("messages"):  # a summary alone: nothing said
+            if isinstance(record, Mapping) and not record.get(MESSAGES):  # a summary alone: nothing said
                 record = InputError(f"a {fmt} session with no message (only its bookkeeping lines)",
                                     source=self.name, line=first)
             yield first, record
@@ -221,14 +222,15 @@ class _Source:
             return openhands.FORMAT
         if self.kind == "json" and fireact.detect_document(unwrap(self._doc)):
             return "fireact"
+        head: Iterable[tuple[int, Any]] = islice(self.records("auto"), _DETECT_LINES)
         if self.kind == "jsonl":  # a file of one session's events, not a record a line
-            first = [v for _, v in islice(self.records("auto"), _SESSION_DETECT_LINES)]
+            head = list(head)  # decoded once, for both readings of the file
+            values = [v for _, v in head]
             for fmt, module in _SESSION_FORMATS.items():
-                if module.detect_lines(first):
+                if module.detect_lines(values):
                     return fmt
         bad: list[InputError] = []
-        sample = (rec for _, rec in islice(self.records("auto"), 200)
-                  if not (isinstance(rec, InputError) and not bad.append(rec)))
+        sample = (rec for _, rec in head if not (isinstance(rec, InputError) and not bad.append(rec)))
         fmt = _detect_records(islice(sample, _DETECT_RECORDS), self.fields)
         if fmt is None and bad:
             raise bad[0]  # nothing decoded: the first decoding error is the real cause

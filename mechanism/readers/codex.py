@@ -35,6 +35,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from mechanism.core.actions import SHELLS
 from mechanism.core.errors import InputError
 from mechanism.readers._fields import FieldMap
 from mechanism.readers._sessions import LINES, MESSAGES, gather, parse_session
@@ -51,7 +52,6 @@ OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
 #: items that are the harness's (a snapshot of the repository)
 HARNESS_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary"})
 UNKNOWN_NOTE = "Codex sessions with response items of a type this reader does not know, left out"
-_SHELLS = frozenset({"bash", "sh", "zsh"})
 MAX_NAMED = 8
 
 
@@ -71,7 +71,7 @@ def command_line(command: Any) -> Any:
     """
     if not isinstance(command, list) or not command or not all(isinstance(w, str) for w in command):
         return command
-    if len(command) >= 3 and command[0].rsplit("/", 1)[-1] in _SHELLS and command[1] in ("-c", "-lc"):
+    if len(command) >= 3 and command[0].rsplit("/", 1)[-1] in SHELLS and command[1] in ("-c", "-lc"):
         return command[2]
     return shlex.join(command)
 

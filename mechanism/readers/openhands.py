@@ -117,8 +117,8 @@ def conversation_record(folder: Path) -> dict[str, Any]:
         An event file or the state that is no JSON object, naming the file.
     """
     state: Any = {}
-    if (folder / CONVERSATION_STATE).is_file():
-        path = folder / CONVERSATION_STATE
+    path = folder / CONVERSATION_STATE
+    if path.is_file():
         state = load_json(path)
         if not isinstance(state, Mapping):
             raise InputError("must be a JSON object (the conversation's state)", source=str(path))
@@ -148,7 +148,7 @@ def conversation_record(folder: Path) -> dict[str, Any]:
 
 
 def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
-    events = _events(record)
+    _, events = _events(record)
     if not events:
         return False
     first = events[0]
@@ -159,19 +159,21 @@ def detect(record: Mapping[str, Any], fields: FieldMap) -> bool:
     return "source" in first and isinstance(first.get("action"), str) != isinstance(first.get("observation"), str)
 
 
-def _events(record: Mapping[str, Any]) -> list[Any] | None:
+def _events(record: Mapping[str, Any]) -> tuple[str, list[Any] | None]:
+    """(the field, the events' list) of a record: the first of :data:`HISTORY_KEYS` holding a list."""
     for key in HISTORY_KEYS:
         value = record.get(key)
         if isinstance(value, list):
-            return value
-    return None
+            return key, value
+    return HISTORY_KEYS[0], None
 
 
 def parse(record: Mapping[str, Any], fields: FieldMap) -> dict[str, Any]:
-    key = next((k for k in HISTORY_KEYS if isinstance(record.get(k), list)), None)
-    if key is None:
+    key, events = _events(record)
+    if events is None:
         raise InputError("no `history` list of OpenHands events", field="history")
-    events, unknown, stopped = record[key], [], None
+    unknown: list[str] = []
+    stopped: str | None = None
     if events and isinstance(events[0], Mapping) and "kind" in events[0]:
         events, unknown, stopped = _from_sdk(events, key)
     out = _read_events(events, key, record.get("instruction"))
