@@ -658,7 +658,9 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
     draws = episodes_are_draws(traj["tools"].to_list(), questions) if draws is None else draws
     # a policy's habit on a question would pass for the question's tools, and their plans be one
     task = task_tools(traj["tools"].to_list(), questions) if draws else frozenset()
-    plans = [tool_plan(t) for t in tools]
+    # a batch of one tool's calls sent in one message is a step of its own (the plan of a
+    # planner that sends its moves four at a time is not the one-at-a-time plan of a greedy one)
+    plans = [tool_plan(batched_tools(t, m)) for t, m in zip(tools, moves)]
     cut_plans = [task_plan(plan, task) for plan in plans]
     if by is not None:  # a plan is a plan of its kind: no cut, join or task test crosses kinds
         kind_of = kind_of_rows(runs, by)

@@ -168,3 +168,44 @@ def test_a_space_saved_before_plans_loads_with_one_tree():
 def test_plans_is_a_checked_choice():
     with pytest.raises(mx.InputError, match="plans"):
         mx.StrategySpace(plans="sometimes").fit(analyst(n_questions=1, n_samples=1).runs)
+
+
+def _moves_record(qid: str, sample: int, arm: str, batches: list[int]) -> dict:
+    """An OpenAI record of one `move` agent: ``batches`` the calls sent in each message."""
+    messages, n = [{"role": "user", "content": f"Solve level {qid}."}], 0
+    for size in batches:
+        calls = [{"id": f"c{n + i}", "type": "function",
+                  "function": {"name": "move", "arguments": f'{{"direction": "{"up" if (n + i) % 2 else "left"}"}}'}}
+                 for i in range(size)]
+        messages.append({"role": "assistant", "content": "", "tool_calls": calls})
+        messages += [{"role": "tool", "tool_call_id": c["id"], "content": f"Board after move {n + i}."}
+                     for i, c in enumerate(calls)]
+        n += size
+    messages.append({"role": "assistant", "content": "Solved."})
+    return {"arm": arm, "question_id": qid, "sample_id": sample, "correct": True, "messages": messages}
+
+
+def test_a_batch_of_one_tools_calls_is_a_plan_step_of_its_own(tmp_path):
+    """A planner that sends its moves in batches and a greedy agent that sends one a message
+    call the same tool as often: by plan they are two strategies (the Sokoban world's
+    planner and greedy player read as one before)."""
+    import json
+
+    from sklearn.metrics import adjusted_rand_score
+
+    records, truth = [], []
+    for q in range(20):
+        for s in range(4):
+            for arm in ("base", "rl"):
+                batched = (q + s + (arm == "rl")) % 2 == 0
+                length = 6 + (q + s) % 3
+                records.append(_moves_record(f"q{q}", s, arm, [3, length - 3] if batched else [1] * length))
+                truth.append(batched)
+    path = tmp_path / "moves.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    runs = mx.read(path, format="openai")
+    space = mx.StrategySpace(embedder=None, n_bootstrap=0, progress=False).fit(runs)
+    assert sorted(set(space.train_plans_)) == ["move&+", "move+"]
+    found = dict(zip(zip(runs["question_id"], runs["sample_id"], runs["arm"]), space.labels_))
+    labels = [found[(r["question_id"], r["sample_id"], r["arm"])] for r in records]
+    assert adjusted_rand_score(truth, labels) == 1.0

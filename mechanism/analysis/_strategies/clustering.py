@@ -9,7 +9,8 @@
    once for all planted worlds by leaving one world out (``benchmarks/RESULTS.md``).
    Under ``plans="apart"`` (the default) the tree is cut within each tool plan
    (:func:`~mechanism.analysis._strategies.features.tool_plan`: the tools called, in order, a run of
-   one tool read as once or again): trajectories that call other tools, or call them in
+   one tool read as once or again, a batch of one tool's calls sent in one message a step of
+   its own): trajectories that call other tools, or call them in
    another order, are never one strategy by the cut, however close their other tokens and
    wording are.
 2. A strategy holds at least ``min_share`` of the trajectories: a smaller group is a

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mechanism.analysis.segmentation import TASK_MARK, TaskCalls
+from mechanism.analysis.segmentation import PARALLEL_MARK, TASK_MARK, TaskCalls
 from mechanism.core.errors import MechanismError
 
 if TYPE_CHECKING:
@@ -546,12 +546,14 @@ def task_plan(plan: str, task: frozenset[str]) -> str:
     --------
     >>> task_plan("get_user > search_hotels+ > book", frozenset({"search_hotels", "book"}))
     'get_user > (task)+'
+    >>> task_plan("search&+ > answer_check", frozenset({"search"}))  # a batch of the task's tool too
+    '(task)+ > answer_check'
     """
     out: list[str] = []
     for tool in (plan or "").split(" > "):
         if not tool:
             continue
-        if tool.rstrip("+") in task:
+        if tool.rstrip("+").removesuffix(PARALLEL_MARK) in task:
             again = tool.endswith("+")
             if out and out[-1].rstrip("+") == TASK_MARK:
                 out[-1] = TASK_MARK + ("+" if again or out[-1].endswith("+") else "")
@@ -621,7 +623,9 @@ class FitRows:
     first renderings and move sequences; ``questions`` and ``row_of`` give each fitted
     trajectory's question (integer code) and distinct row, what the bootstrap over questions
     resamples; ``steps`` and ``arm_counts`` each distinct row's attempt sequence and arm counts,
-    what the family test reads; ``tool_plans`` each distinct row's :func:`tool_plan`, ``task``
+    what the family test reads; ``tool_plans`` each distinct row's :func:`tool_plan` (a batch of
+    one tool's calls sent in one message read as a tool of its own, ``tool&``:
+    :func:`mechanism.analysis.segmentation.batched_tools`), ``task``
     the tools the question decides (:func:`task_tools`) and ``plans`` the plans the cut keeps
     apart (:func:`task_plan`), what the task test reads; ``draws`` whether a question's
     trajectories are draws (at most :data:`TASK_MAX_REPEATS` of their pairs the same tools, and
