@@ -527,3 +527,33 @@ def test_a_saved_space_holds_every_name_a_multi_agent_table_can_read():
     assert _action_tools(found, "space.json") == found
     more = [*rows, [{"tool": "transfer_to_one_more", "arguments": "{}"}]]
     assert detect_action_tools(more, [i % 7 for i in range(len(more))]) == {}
+
+
+def _calls(tool, arguments, n_questions=8):
+    """One call a trajectory, question by question, of ``tool`` with each of ``arguments``."""
+    return ([[{"tool": tool, "arguments": json.dumps(a), "query": None}] for a in arguments] * n_questions,
+            [q for q in range(n_questions) for _ in arguments])
+
+
+def test_an_action_field_of_any_name_is_read_where_it_holds_a_command_line():
+    """A Lean prover's `run_tactic(proof_state, tactic)`: the tactic, a verb and its object, is
+    the action whatever the field is called (read by the tool's name before: every strategy one)."""
+    tactics = ["intro n", "induction n with k ih", "simp [Nat.add_comm]", "rw [h] at h2", "omega", "exact h",
+               "apply Nat.le_of_lt", "rcases h with ⟨x, hx⟩"]
+    rows, questions = _calls("run_tactic", [{"proof_state": i, "tactic": t} for i, t in enumerate(tactics)])
+    assert detect_action_tools(rows, questions) == {"run_tactic": "tactic"}
+    assert verb_object("run_tactic", "tactic", json.dumps({"proof_state": 3, "tactic": "rw [h] at h2"}), None)[:2] \
+        == ("rw", "[h] at h2")
+
+
+def test_a_parameter_chosen_from_a_few_words_or_one_text_among_several_is_no_action():
+    """A typed tool's enumerated parameter (`move(direction="up")`) has no object after its
+    word; an edit's code or a mail's subject sits beside other texts: neither is an action."""
+    rows, questions = _calls("move", [{"direction": d} for d in ("up", "down", "left", "right")])
+    assert detect_action_tools(rows, questions) == {}
+    edits = [{"path": f"src/m{i}.py", "old": f"return x{i}", "new": f"return y{i} if ok else None"} for i in range(6)]
+    rows, questions = _calls("edit_file", edits)
+    assert detect_action_tools(rows, questions) == {}
+    mails = [{"to": "a@b.org", "subject": s, "body": "Hello"} for s in ("RE: Invoice", "Re: plan", "About the plan")]
+    rows, questions = _calls("send_email", mails)
+    assert detect_action_tools(rows, questions) == {}
