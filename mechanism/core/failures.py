@@ -17,10 +17,15 @@ Default reading (on the observation's head, bounded, so the cost per call is con
   ``No more results``, ``There were no results matching the query``, ``Invalid Action``,
   ``The last page Searched was not found`` (Reflexion's lookup after a failed search);
 - tool errors: a result that opens with ``Error``/``Exception``/``ERROR`` followed by ``:``
-  (or ``-``, ``!``), ``Error executing``/``Error calling``/``Error in``, ``Failed to``,
+  (or ``-``, ``!``), or with an error named by its kind (``Lean error:``, ``Runtime error:``;
+  not ``No error:``), ``Error executing``/``Error calling``/``Error in``, ``Failed to``,
   ``Invalid <argument|action|input|id|...>``, ``Unknown tool``/``unknown action``,
   ``Permission denied``, ``Access denied``; an error object (``{"error": ...}``,
-  ``{"status": "error"}``, ``{"success": false}``);
+  ``{"status": "error"}``, ``{"success": false}``); an object that only says something
+  (``{"message": ...}`` or ``{"msg": ...}``, beside at most a code, a status, a type or a name)
+  read as the text it says (the Lean REPL's ``{"message": "Lean error: ..."}``); a compiler's or
+  language server's diagnostics with one of severity ``error`` (the Lean REPL's ``{"messages":
+  [{"severity": "error", ...}]}``; warnings alone are a success);
 - a missing thing: ``... not found`` / ``does not exist`` / ``No such file or directory`` /
   ``unknown tool`` / ``generated an exception`` within the first line of a short result
   (``User not found``, ``Order #W1 does not exist``), not inside a long page;
@@ -52,6 +57,7 @@ with its count (:mod:`mechanism.readers._build`). A user's ``error_pattern`` is 
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -76,6 +82,8 @@ _TOOL_ERROR = re.compile(
     r"^\W{0,3}(?:(?:error|exception|fatal)\s*(?:\d{3}\s*)?[:!\-\]]|error \d{3,5} \(\w{5}\)|"
     r"error (?:executing|calling|in|while|running|"
     r"during|occurred)\b|(?:an )?error occurred\b|failed to\b|failure:|tool (?:error|failed)\b|"
+    # an error its tool names by kind: "Lean error: unknown tactic", "Runtime error: ...", "Parse error: ..."
+    r"(?!(?:no|not|without)\b)[a-z][a-z0-9_.\-]{0,24}[ _](?:error|exception)\s*:|"
     r"invalid (?:argument|arguments|action|input|id|parameter|parameters|request|command|tool|value|query|"
     r"json|format|syntax)\b|unknown (?:tool|action|command|function)\b|permission denied\b|access denied\b|"
     r"unauthorized\b|traceback \(most\b)", re.I)
@@ -120,6 +128,14 @@ _HTTP = re.compile(r"^\W{0,3}(?:https?/\d(?:\.\d)?[ \t]++[45]\d\d\b|"
 _DETAIL = re.compile(r'^\s*\{\s*"detail"\s*:\s*"((?:[^"\\\n]|\\.){0,300})"\s*\}\s*$')
 _DETAIL_SUCCESS = re.compile(r"\b(?:success\w*|ok|done|created|deleted|updated|saved|accepted|removed)\b", re.I)
 _OUTCOME = re.compile(r'^\s*\{[^{}]{0,200}"resourceType"\s*:\s*"OperationOutcome"')
+# a compiler's or language server's diagnostics (the Lean REPL's `{"messages": [{"severity": "error",
+# ...}], "env": 0}`): failed where one of them is an error, a success with warnings alone
+_DIAGNOSTICS = re.compile(r'^\s*\{[^\[\]]{0,200}"(?:messages|diagnostics)"\s*:\s*\[\s*\{')
+_DIAGNOSTIC_ERROR = re.compile(r'"severity"\s*:\s*(?:"error"|1\b)')
+# an object that only says something (`{"message": "Lean error: ..."}`, `{"msg": "...", "code": 3}`):
+# read as the text it holds
+_MESSAGE_KEYS = ("message", "msg")
+_MESSAGE_BESIDE = frozenset({"message", "msg", "code", "status", "type", "name", "kind"})
 _OUTCOME_ERROR = re.compile(r'"severity"\s*:\s*"(?:error|fatal)"')
 # the whole (stripped) observation: a tool that returned nothing, printed; ALFWorld's answer to
 # an action that did nothing
@@ -236,6 +252,17 @@ def is_failure(observation: str | None, pattern: Any = None, *, tool: str | None
     >>> outcome = '{"resourceType": "OperationOutcome", "issue": [{"severity": "%s", "code": "not-found"}]}'
     >>> is_failure(outcome % "error"), is_failure(outcome % "information")
     (True, False)
+
+    An error its tool names by kind; an object that only says something, read as what it says;
+    a compiler's diagnostics, failed where one is an error (the Lean REPL's answers):
+
+    >>> [is_failure(o) for o in ("Lean error: unknown tactic", "Runtime error: index out of range",
+    ...                          "No error: all checks passed", '{"message": "Lean error: simp made no progress"}',
+    ...                          '{"message": "Order created", "code": 201}', '{"message": "ok", "data": [1]}')]
+    [True, True, False, True, False, False]
+    >>> lean = '{"messages": [{"severity": "%s", "pos": {"line": 1, "column": 0}, "data": "x"}], "env": 1}'
+    >>> is_failure(lean % "error"), is_failure(lean % "warning"), is_failure('{"proofState": 1, "goals": []}')
+    (True, False, False)
     """
     return failure_kind(observation, pattern, tool=tool) is not None
 
@@ -268,6 +295,11 @@ def failure_kind(observation: str | None, pattern: Any = None, *, tool: str | No
     if head.lstrip()[:1] == "{":
         if _OUTCOME.match(head):
             return "http" if _OUTCOME_ERROR.search(observation[:_TAIL]) else None
+        if _DIAGNOSTICS.match(head):
+            return "error" if _DIAGNOSTIC_ERROR.search(observation[:_TAIL]) else None
+        said = _message_of(observation)
+        if said is not None:
+            return failure_kind(said, pattern, tool=tool)
         if len(observation) <= 2 * _HEAD:
             detail = _DETAIL.match(observation)
             if detail is not None and not _DETAIL_SUCCESS.search(detail.group(1)):
@@ -292,6 +324,22 @@ def failure_kind(observation: str | None, pattern: Any = None, *, tool: str | No
         # a syntax error reported without a traceback line: the code never ran
         return "error" if _SYNTAX.search(tail) is not None and not _test_run(observation) else None
     return None
+
+
+def _message_of(observation: str) -> str | None:
+    """The text of an object that only says something (a ``message`` or ``msg`` member, beside at
+    most a code, a status, a type or a name), or ``None``; bounded: a longer answer is no such
+    object."""
+    if len(observation) > _TAIL or not any(f'"{k}"' in observation[:_HEAD] for k in _MESSAGE_KEYS):
+        return None
+    try:
+        body = json.loads(observation)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(body, dict) or not body.keys() <= _MESSAGE_BESIDE:
+        return None
+    said = next((body[k] for k in _MESSAGE_KEYS if isinstance(body.get(k), str)), None)
+    return said if said and said.lstrip()[:1] != "{" else None
 
 
 def _silent_tool(tool: str | None) -> bool:

@@ -82,6 +82,20 @@ def test_http_errors_are_failed_calls_and_a_page_about_404_is_not(tmp_path):
     assert any(n.startswith("4 calls answered with an HTTP error") for n in rep.notes)
 
 
+
+def test_a_provers_errors_are_failed_calls_and_its_new_states_are_not(tmp_path):
+    """The Lean REPL's answers: a tactic's error object (`{"message": "Lean error: ..."}`), a
+    command's diagnostics with an error; a new proof state and warnings alone are successes."""
+    diagnostics = '{"messages": [{"severity": "%s", "pos": {"line": 1, "column": 2}, "data": "x"}], "env": 0}'
+    steps = [("run_tactic", "simp", '{"message": "Lean error: simp made no progress"}'),
+             ("repl", "omega", '{"message": "Lean error:\\nomega could not prove the goal"}'),
+             ("lean", "theorem t : 1 = 2 := rfl", diagnostics % "error"),
+             ("run_tactic", "ring", '{"proofState": 2, "goals": []}'),
+             ("lean", "theorem t : 1 = 1 := by sorry", diagnostics % "warning"),
+             ("post", "note", '{"message": "Note saved", "code": 201}')]
+    runs = read(_canonical(tmp_path / "r.jsonl", [_row(0, steps)]))
+    assert segment(runs).filter(pl.col("tool") != "answer")["failed"].to_list() == [True] * 3 + [False] * 3
+
 def _text_world(n_questions=12, fixed="You can't see any such thing.", ack="Posted."):
     """An agent acting through one `act` tool: a fixed refusal after many different commands,
     a real answer after the others, and a tool whose every call is acknowledged the same way."""
