@@ -65,9 +65,9 @@ from mechanism.core.errors import InputError
 ActionField = Literal["auto"] | Mapping[str, str] | None
 
 __all__ = ["ACTION_FIELDS", "AGENT_FIELDS", "ActionField", "CONSULT_FIELD", "CONSULT_VERB", "GENERIC_TOOL",
-           "HANDOFF_FIELD", "HANDOFF_VERB", "MAX_AGENTS", "MAX_AGENT_TOOLS", "check_action_field", "consulted_agent",
-           "detect_action_tools", "handoff_agent", "mend_typos", "one_typo_apart", "read_action", "read_agent_call",
-           "read_consult", "read_handoff", "tool_name", "verb_object"]
+           "HANDOFF_FIELD", "HANDOFF_VERB", "MAX_AGENTS", "MAX_AGENT_TOOLS", "MAX_VERB_CHARS", "check_action_field",
+           "consulted_agent", "detect_action_tools", "handoff_agent", "mend_typos", "one_typo_apart", "read_action",
+           "read_agent_call", "read_consult", "read_handoff", "tool_name", "verb_object"]
 
 # Argument names that carry the action of a generic tool, in the order they are tried. A
 # request's `url`/`path` comes after `method` so that `request(method, url)` is read by both.

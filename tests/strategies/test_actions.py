@@ -557,3 +557,34 @@ def test_a_parameter_chosen_from_a_few_words_or_one_text_among_several_is_no_act
     mails = [{"to": "a@b.org", "subject": s, "body": "Hello"} for s in ("RE: Invoice", "Re: plan", "About the plan")]
     rows, questions = _calls("send_email", mails)
     assert detect_action_tools(rows, questions) == {}
+
+
+def _tactic_runs(n_questions=10):
+    """Two planted strategies of a prover through `run_tactic(proof_state, tactic)`: induction, then
+    simp; a chain of rewrites, then ring."""
+    plans = (["induction n with k ih", "simp [Nat.add_comm]", "simp at ih ⊢"],
+             ["rw [h₀] at h₁", "rw [Nat.mul_comm]", "ring"])
+    records = []
+    for q in range(n_questions):
+        for sample in range(4):
+            steps = [make_step(tool="run_tactic", arguments=json.dumps({"proof_state": i, "tactic": t}),
+                               observation=json.dumps({"proofState": i + 1, "goals": []}))
+                     for i, t in enumerate(plans[sample % 2])]
+            records.append({"arm": "base" if sample < 2 else "rl", "question_id": f"q{q}", "sample_id": sample,
+                            "question": f"Prove lemma {q}.", "gold": [], "answer": "done", "correct": True,
+                            "n_rounds": len(steps), "steps": steps})
+    return from_records(records), np.array([s % 2 for _ in range(n_questions) for s in range(4)])
+
+
+def test_a_space_read_through_a_field_of_another_name_saves_and_loads(tmp_path):
+    """The field a detection found by what it holds (`tactic`) is saved and read back with the
+    space; a user's own field name too (a space holding one was refused on load before)."""
+    runs, truth = _tactic_runs()
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    assert space.action_tools_ == {"run_tactic": "tactic"}
+    assert adjusted_rand_score(truth, space.labels_) == 1.0
+    loaded = mx.StrategySpace.load(space.save(tmp_path / "space"))
+    assert loaded.action_tools_ == {"run_tactic": "tactic"}
+    assert (loaded.transform(runs) == space.labels_).all()
+    named = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, action_field={"run_tactic": "tactic"})
+    assert mx.StrategySpace.load(named.fit(runs).save(tmp_path / "named")).action_tools_ == {"run_tactic": "tactic"}

@@ -47,7 +47,7 @@ from mechanism.analysis._strategies.params import MODEL_PARAMS
 from mechanism.analysis._strategies.params import check as check_params
 from mechanism.analysis.embed import known_model
 from mechanism.analysis.segmentation import TaskCalls
-from mechanism.core.actions import ACTION_FIELDS, AGENT_FIELDS, MAX_AGENT_TOOLS, TEXT_FIELD
+from mechanism.core.actions import ACTION_FIELDS, AGENT_FIELDS, MAX_AGENT_TOOLS, MAX_VERB_CHARS, TEXT_FIELD
 from mechanism.core.cachefile import (
     NPY_MAX_BYTES,
     atomic_write,
@@ -200,16 +200,21 @@ def _task_test(raw: Any, cfg: str) -> dict[str, dict[str, float]]:
 # The most entries a saved space's `action_tools` holds: the generic tools (at most five, each
 # carrying a fifth of the calls), and a multi-agent system's handoffs and consults.
 MAX_ACTION_TOOLS = 5 + MAX_AGENT_TOOLS
+# A field of another name the detection reads an action through (`run_tactic`'s `tactic`): a
+# JSON member's name, as short as the detection allows (no mark: those start with `@` or are `*`)
+_FIELD_NAME = re.compile(rf"[^\s@*][^\s]{{0,{MAX_VERB_CHARS - 1}}}")
 
 
 def _action_tools(raw: Any, cfg: str) -> dict[str, str]:
-    """The generic tools a space read as verbs: a mapping of short tool names to one of the
-    fields :mod:`mechanism.core.actions` knows, or its handoff or consult mark (a space saved without it read every
-    call by name)."""
+    """The generic tools a space read as verbs: a mapping of short tool names to the field each
+    is read through (one of the fields :mod:`mechanism.core.actions` knows by name, its whole
+    text, a field of another name as the detection reads one, or its handoff or consult mark; a
+    space saved without it read every call by name)."""
     if raw is None:
         return {}
     if not isinstance(raw, dict) or len(raw) > MAX_ACTION_TOOLS or not all(
-            isinstance(k, str) and 0 < len(k) <= 200 and v in (*ACTION_FIELDS, TEXT_FIELD, *AGENT_FIELDS)
+            isinstance(k, str) and 0 < len(k) <= 200 and isinstance(v, str)
+            and (v in (*ACTION_FIELDS, TEXT_FIELD, *AGENT_FIELDS) or _FIELD_NAME.fullmatch(v))
             for k, v in raw.items()):
         raise _Refusal("`action_tools` must map tool names to action fields", cfg, "action_tools")
     return dict(raw)
