@@ -85,6 +85,8 @@ from mechanism.core import patterns as patterns_module
 from mechanism.core.actions import (
     AGENT_FIELDS,
     HANDOFF_FIELD,
+    MARK_FIELDS,
+    NESTED_FIELD,
     RETRIEVAL_TOOL,
     ActionField,
     check_action_field,
@@ -92,6 +94,7 @@ from mechanism.core.actions import (
     mend_typos,
     read_action,
     read_agent_call,
+    read_nested,
     request_segments,
     tool_name,
 )
@@ -489,8 +492,13 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         steps = with_user_turns(steps)
     raw = [memo.tool(st.get("tool")) for st in steps]
     if actions:
-        steps = [read_action(st, actions[name], task.segments) if name in actions and actions[name] not in AGENT_FIELDS
+        written = steps
+        steps = [read_action(st, actions[name], task.segments) if name in actions and actions[name] not in MARK_FIELDS
                  else st for st, name in zip(steps, raw)]
+        if NESTED_FIELD in actions.values():
+            # a generic tool's verb that runs a command line (a typed tool re-logged through it)
+            steps = [read_nested(w, actions[r], st) if actions.get(memo.tool(st.get("tool"))) == NESTED_FIELD
+                     and actions.get(r) not in (None, *MARK_FIELDS) else st for w, st, r in zip(written, steps, raw)]
     if actions and HANDOFF_FIELD in actions.values():
         # a handoff to another agent, or an agent consulted as a tool (the table's, in `actions`):
         # a typed tool's call, or a generic tool's verb once read above

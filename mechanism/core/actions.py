@@ -19,7 +19,10 @@ them do, and there are at least two. A field of another name is looked at where 
 call's only text (a Lean prover's ``run_tactic(proof_state=3, tactic="rw [h] at h2")``) and
 read where it holds a command line, an object after its verb on at least
 :data:`MIN_OBJECT_SHARE` of the calls: a parameter chosen from a few words
-(``move(direction="up")``) is a typed tool's. A search query's
+(``move(direction="up")``) is a typed tool's. A typed tool re-logged through a generic one, its
+name first (``act(command='run_tactic 3 "simp [h]"')``), is read likewise: a verb of a generic
+tool whose one text argument holds a command line by the same tests is read by that command
+(:func:`read_nested`; the detection names it :data:`NESTED_FIELD`). A search query's
 first word is an entity of its question, and a tool named like a search is never generic; ``go``, ``take``,
 ``grep``, ``left_click`` recur on every question. Verbs that occur only on a question or two
 are no part of that shared vocabulary: their calls count against the tool when it is judged,
@@ -65,9 +68,10 @@ from mechanism.core.errors import InputError
 ActionField = Literal["auto"] | Mapping[str, str] | None
 
 __all__ = ["ACTION_FIELDS", "AGENT_FIELDS", "ActionField", "CONSULT_FIELD", "CONSULT_VERB", "GENERIC_TOOL",
-           "HANDOFF_FIELD", "HANDOFF_VERB", "MAX_AGENTS", "MAX_AGENT_TOOLS", "MAX_VERB_CHARS", "check_action_field",
-           "consulted_agent", "detect_action_tools", "handoff_agent", "mend_typos", "one_typo_apart", "read_action",
-           "read_agent_call", "read_consult", "read_handoff", "tool_name", "verb_object"]
+           "HANDOFF_FIELD", "HANDOFF_VERB", "MARK_FIELDS", "MAX_AGENTS", "MAX_AGENT_TOOLS", "MAX_VERB_CHARS",
+           "NESTED_FIELD", "check_action_field", "consulted_agent", "detect_action_tools", "handoff_agent",
+           "mend_typos", "nested_text", "one_typo_apart", "read_action", "read_agent_call", "read_consult",
+           "read_handoff", "read_nested", "tool_name", "verb_object"]
 
 # Argument names that carry the action of a generic tool, in the order they are tried. A
 # request's `url`/`path` comes after `method` so that `request(method, url)` is read by both.
@@ -389,7 +393,7 @@ def request_segments(step: Mapping[str, Any], field: str) -> list[str]:
     >>> request_segments({"tool": "http_get", "arguments": '{"url": "/api/v2/Orders/W1/refunds"}'}, "url")
     ['api', 'orders', 'refunds']
     """
-    if field in AGENT_FIELDS:
+    if field in AGENT_FIELDS or field == NESTED_FIELD:
         return []
     parsed, text, _ = _call_text(field, step.get("arguments"), step.get("query"))
     request = _request(tool_name(step.get("tool")), field, parsed, text)
@@ -806,6 +810,80 @@ def _candidate_fields(parsed: dict[str, Any] | None) -> list[str]:
     return named + other if len(other) == 1 and len(other[0]) <= MAX_VERB_CHARS else named
 
 
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+def nested_text(obj: str | None) -> str | None:
+    """The one text argument of a generic tool's verb, numbers left out (``3 "simp [h]"`` ->
+    ``simp [h]``, ``3 omega`` -> ``omega``), or ``None``: none, or several
+    (``a.py "x = 1" "x = 2"``).
+
+    >>> nested_text('3 "rw [h] at h2"'), nested_text("3 omega"), nested_text('a.py "x = 1" "x = 2"')
+    ('rw [h] at h2', 'omega', None)
+    """
+    if not obj or len(obj) > PROGRAM_MAX_CHARS:
+        return None
+    try:
+        words = [w for w in shlex.split(obj) if not _NUMBER.fullmatch(w)]
+    except ValueError:  # an unclosed quote: no argument list
+        return None
+    return words[0] if len(words) == 1 else None
+
+
+def _named_call(tool: str, field: str, step: Mapping[str, Any]) -> tuple[str, str | None]:
+    """(verb, its one text argument or ``None``) of a generic tool's call written as a name and
+    its arguments (``run_tactic 3 "simp [h]"``), read from the text as written: the verb's
+    object has lost its quotes."""
+    verb = verb_object(tool, field, step.get("arguments"), step.get("query"))[0]
+    head, _, after = _call_text(field, step.get("arguments"), step.get("query"))[1].partition(" ")
+    return verb, (nested_text(after) if head.lower() == verb else None)
+
+
+def _nested_verbs(steps_by_row: list, questions: list, generic: Mapping[str, str], total: int) -> dict[str, str]:
+    """The verbs of the generic tools ``generic`` that themselves run a command line given as
+    their one text argument (:func:`nested_text`), read by the tests a generic tool's field is
+    read by (a vocabulary shared across questions, an object after its verb on at least
+    :data:`MIN_OBJECT_SHARE` of the calls): a typed tool re-logged through a generic one, its
+    name first (`act(command='run_tactic 3 "simp [h]"')`)."""
+    fields = {t: f for t, f in generic.items() if f not in MARK_FIELDS}
+    if not fields:
+        return {}
+    verb_calls: Counter[str] = Counter()
+    texts: Counter[str] = Counter()
+    with_object: Counter[str] = Counter()
+    nested_questions: dict[str, dict[str, set[Any]]] = defaultdict(dict)
+    nested_calls: dict[str, Counter[str]] = defaultdict(Counter)
+    for steps, question in zip(steps_by_row, questions):
+        for step in steps or ():
+            tool = tool_name(step.get("tool")) if step else None
+            if tool not in fields:
+                continue
+            verb, text = _named_call(tool, fields[tool], step)
+            verb_calls[verb] += 1
+            nested, rest = _shell_verb(text) if text else ("", "")
+            if not nested or not _VERB.match(nested):
+                continue
+            texts[verb] += 1
+            with_object[verb] += bool(rest)
+            qs = nested_questions[verb].get(nested)
+            if qs is None:
+                if len(nested_questions[verb]) > 4 * MAX_VERBS + 100:  # free text: stop tracking new verbs
+                    continue
+                qs = nested_questions[verb][nested] = set()
+            if len(qs) < MIN_VERB_QUESTIONS:
+                qs.add(question)
+            nested_calls[verb][nested] += 1
+    out: dict[str, str] = {}
+    for verb, n in verb_calls.items():
+        if n < MIN_TOOL_SHARE * total or texts[verb] < 0.9 * n or with_object[verb] < MIN_OBJECT_SHARE * n:
+            continue
+        shared = sorted((nested_calls[verb][v] for v, qs in nested_questions[verb].items()
+                         if len(qs) >= MIN_VERB_QUESTIONS), reverse=True)
+        if 2 <= len(shared) <= 4 * MAX_VERBS and _vocabulary(shared, MIN_VERB_COVERAGE * n) <= MAX_VERBS:
+            out[verb] = NESTED_FIELD
+    return out
+
+
 def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None] | None],
                         questions: Iterable[Any]) -> dict[str, str]:
     """The generic tools of a table and the field each is read through (module docstring).
@@ -824,6 +902,7 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
     >>> detect_action_tools(rows * 3, range(9))
     {}
     """
+    steps_by_row, questions = list(steps_by_row), list(questions)  # read twice: the nested verbs below
     calls: Counter[str] = Counter()
     names: dict[Any, str] = {}
     verb_questions: dict[tuple[str, str], dict[str, set[Any]]] = defaultdict(dict)
@@ -885,6 +964,7 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
             if 2 <= len(shared) <= 4 * MAX_VERBS and _vocabulary(shared, MIN_VERB_COVERAGE * n) <= MAX_VERBS:
                 out[tool] = field
                 break
+    out.update(_nested_verbs(steps_by_row, questions, out, sum(calls.values())))
     # handoffs of a multi-agent system: control passed to two agents or more (one alone, such as
     # tau-bench's transfer_to_human_agents, is a tool like any other and keeps its name), as typed
     # tools or as the verbs of a generic tool (`act(command="transfer_to_refunds")`), each read so
@@ -969,6 +1049,12 @@ CONSULT_VERB = "consult"
 HANDOFF_FIELD = "@handoff"
 CONSULT_FIELD = "@consult"
 AGENT_FIELDS = (HANDOFF_FIELD, CONSULT_FIELD)
+#: The "field" :func:`detect_action_tools` names for a generic tool's verb that itself runs a
+#: command line given as its one text argument (`act(command='run_tactic 3 "simp [h]"')`): the
+#: call is read by that command (:func:`read_nested`).
+NESTED_FIELD = "@nested"
+#: Every mark a detection names instead of a field: the call is read by its name, not a field.
+MARK_FIELDS = (*AGENT_FIELDS, NESTED_FIELD)
 
 
 def _agent_name(name: str) -> str:
@@ -1052,6 +1138,22 @@ def read_agent_call(step: Mapping[str, Any], tool: str, field: str) -> dict[str,
     if field == CONSULT_FIELD:
         return read_consult(step, tool)
     return read_handoff(step, tool) or dict(step)
+
+
+def read_nested(step: Mapping[str, Any], field: str, read: Mapping[str, Any]) -> dict[str, Any]:
+    """A generic tool's call ``step`` (read through ``field``: ``read``) whose verb runs a command
+    line given as its one text argument (:data:`NESTED_FIELD`), read as that command (the
+    generic tool ``via``); ``read`` where it gives none.
+
+    >>> call = {"tool": "act", "arguments": json.dumps({"command": 'run_tactic 3 "rw [h] at h2"'})}
+    >>> read_nested(call, "command", read_action(call, "command"))["tool"]
+    'rw'
+    """
+    tool = tool_name(step.get("tool"))
+    verb, text = _named_call(tool, field, step)
+    if text is None or verb != read.get("tool"):
+        return dict(read)
+    return {**read_action({**read, "arguments": None, "query": text}, TEXT_FIELD), "via": tool}
 
 
 def one_typo_apart(a: str, b: str) -> bool:

@@ -108,7 +108,7 @@ def test_the_readme_quotes_recovery_and_fidelity_as_recorded():
                        f"{generic[w]['default']:.3f}",
                        "meets bar typed only" if r["verdict"] == "meets bar" != generic[w]["verdict"] else r["verdict"])
                       for w, r in typed.items())
-    assert len(quoted) == len(measured) == 29
+    assert len(quoted) == len(measured) == 30
     assert sorted(row[1:] for row in quoted) == measured
     below = [w for w, r in typed.items() if r["verdict"] == "below floor"]
     count = {0: "No world falls", 1: "One world falls", 2: "Two worlds fall", 3: "Three worlds fall",

@@ -13,7 +13,7 @@ import re
 import numpy as np
 import polars as pl
 import pytest
-from world_checks import assert_arms_differ_only_in_mixture
+from world_checks import assert_arms_differ_only_in_mixture, assert_reads_back
 
 import mechanism as mx
 from mechanism.datasets import worlds
@@ -242,7 +242,7 @@ def _opening(msgs):
 def test_is_a_planted_world(world):
     assert isinstance(world, worlds.PlantedWorld)
     assert world.format == "openai" and world.name == "sokoban"
-    assert "sokoban" in worlds.__all__ and worlds.WORLDS[-1] == "sokoban" and worlds.sokoban is sokoban
+    assert "sokoban" in worlds.__all__ and "sokoban" in worlds.WORLDS and worlds.sokoban is sokoban
     assert world.truth.columns == ["arm", "question_id", "sample_id", "strategy", "n_boxes", "n_calls", "n_moves",
                                    "n_failures", "n_wasted", "n_walks", "ending", "correct"]
     assert world.truth.height == len(world.records) == 2 * 20 * 4
@@ -256,19 +256,7 @@ def test_is_a_planted_world(world):
 
 
 def test_reads_back(world, read):
-    runs, report = read
-    assert report.skipped == [] and runs.height == len(world.records)
-    assert not any(label is None for label in world.labels_for(runs))
-    t = world.join_truth(runs)
-    assert runs["n_rounds"].to_list() == t["n_calls"].to_list()
-    assert {s["tool"] for steps in runs["steps"].to_list() for s in steps} == set(TOOLS)
-    got = runs.join(world.truth, on=["arm", "question_id", "sample_id"])
-    assert got["correct"].to_list() == got["correct_right"].to_list()
-    by_key = {(r["arm"], r["question_id"], r["sample_id"]): r for r in world.records}
-    for row in runs.iter_rows(named=True):
-        rec = by_key[(row["arm"], row["question_id"], row["sample_id"])]
-        assert row["question"] == rec["messages"][1]["content"]
-        assert row["answer"] == rec["messages"][-1]["content"]
+    assert_reads_back(world, read, TOOLS)
 
 
 def test_transcripts_are_well_formed(big):

@@ -4,7 +4,7 @@ world's test states only what is its own)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -45,3 +45,22 @@ def openai_calls(record: Mapping[str, Any], *, parse_arguments: bool = True) -> 
              json.loads(c["function"]["arguments"]) if parse_arguments else c["function"]["arguments"],
              results[c["id"]])
             for m in record["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+
+
+def assert_reads_back(world: Any, read: tuple[pl.DataFrame, Any], tools: Sequence[str]) -> None:
+    """An OpenAI world read back whole: no record skipped, every row's truth found, its rounds
+    the truth's calls, its tools ``tools``, its grade, question (the first user message) and
+    answer (the last message) as the record holds them."""
+    runs, report = read
+    assert report.skipped == [] and runs.height == len(world.records)
+    assert not any(label is None for label in world.labels_for(runs))
+    t = world.join_truth(runs)
+    assert runs["n_rounds"].to_list() == t["n_calls"].to_list()
+    assert {s["tool"] for steps in runs["steps"].to_list() for s in steps} == set(tools)
+    got = runs.join(world.truth, on=["arm", "question_id", "sample_id"])
+    assert got["correct"].to_list() == got["correct_right"].to_list()
+    by_key = {(r["arm"], r["question_id"], r["sample_id"]): r for r in world.records}
+    for row in runs.iter_rows(named=True):
+        rec = by_key[(row["arm"], row["question_id"], row["sample_id"])]
+        assert row["question"] == rec["messages"][1]["content"]
+        assert row["answer"] == rec["messages"][-1]["content"]

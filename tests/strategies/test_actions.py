@@ -588,3 +588,39 @@ def test_a_space_read_through_a_field_of_another_name_saves_and_loads(tmp_path):
     assert (loaded.transform(runs) == space.labels_).all()
     named = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False, action_field={"run_tactic": "tactic"})
     assert mx.StrategySpace.load(named.fit(runs).save(tmp_path / "named")).action_tools_ == {"run_tactic": "tactic"}
+
+
+def test_a_typed_tool_relogged_through_act_is_read_by_the_command_it_runs(tmp_path):
+    """`run_tactic(proof_state, tactic)` re-logged through one tool, its name first
+    (`act(command='run_tactic 3 "rw [h] at h2"')`): the verb `run_tactic` runs a command line
+    given as its one text argument and is read by it, as typed; the space saves and loads."""
+    from mechanism.datasets.worlds.generic import command_text
+
+    runs, truth = _tactic_runs()
+    # a look at the statement first (`check`): the generic tool has more than one verb
+    relogged = from_records([{**row, "n_rounds": row["n_rounds"] + 1, "steps": [
+        make_step(tool="act", arguments=json.dumps({"command": f'check "lemma {row["question_id"]}"'}),
+                  observation="Prop"),
+        *(make_step(tool="act", arguments=json.dumps({"command": command_text("run_tactic",
+                                                                             json.loads(s["arguments"]))}),
+                    observation=s["observation"]) for s in row["steps"])]} for row in runs.to_dicts()])
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(relogged)
+    assert space.action_tools_ == {"act": "command", "run_tactic": "@nested"}
+    assert adjusted_rand_score(truth, space.labels_) == 1.0
+    typed = render(runs, action_field={"run_tactic": "tactic"})["tools"].to_list()
+    assert [t.removeprefix("check > ") for t in render(relogged, action_field=space.action_tools_)["tools"]] == typed
+    loaded = mx.StrategySpace.load(space.save(tmp_path / "space"))
+    assert (loaded.transform(relogged) == space.labels_).all()
+
+
+def test_a_verb_whose_one_argument_is_no_command_line_keeps_its_name():
+    """`search "Paris"`, `open_order W1` through `act`: the argument is what is asked about, its
+    first words are the question's, not a vocabulary: the verbs are the reading."""
+    rows, questions = [], []
+    for q in range(8):
+        place = ("Paris", "Lima", "Oslo", "Cairo", "Quito", "Hanoi", "Accra", "Bern")[q]
+        for cmd in (f'search "{place} population"', f"open_order W{q}", f'search "{place} mayor 2020"',
+                    f"open_order W{q + 10}"):
+            rows.append([{"tool": "act", "arguments": json.dumps({"command": cmd}), "query": None}])
+            questions.append(q)
+    assert detect_action_tools(rows, questions) == {"act": "command"}

@@ -47,7 +47,7 @@ from mechanism.analysis._strategies.params import MODEL_PARAMS
 from mechanism.analysis._strategies.params import check as check_params
 from mechanism.analysis.embed import known_model
 from mechanism.analysis.segmentation import TaskCalls
-from mechanism.core.actions import ACTION_FIELDS, AGENT_FIELDS, MAX_AGENT_TOOLS, MAX_VERB_CHARS, TEXT_FIELD
+from mechanism.core.actions import ACTION_FIELDS, MARK_FIELDS, MAX_AGENT_TOOLS, MAX_VERB_CHARS, TEXT_FIELD
 from mechanism.core.cachefile import (
     NPY_MAX_BYTES,
     atomic_write,
@@ -214,7 +214,7 @@ def _action_tools(raw: Any, cfg: str) -> dict[str, str]:
         return {}
     if not isinstance(raw, dict) or len(raw) > MAX_ACTION_TOOLS or not all(
             isinstance(k, str) and 0 < len(k) <= 200 and isinstance(v, str)
-            and (v in (*ACTION_FIELDS, TEXT_FIELD, *AGENT_FIELDS) or _FIELD_NAME.fullmatch(v))
+            and (v in (*ACTION_FIELDS, TEXT_FIELD, *MARK_FIELDS) or _FIELD_NAME.fullmatch(v))
             for k, v in raw.items()):
         raise _Refusal("`action_tools` must map tool names to action fields", cfg, "action_tools")
     return dict(raw)

@@ -198,6 +198,18 @@ counts that overlap between strategies, so a method tuned to one world is tested
   between moves, a step aside and back); rl differs from base only in its mixture. A held-out
   world, written without reference to segmentation or clustering.
 
+- :func:`leanprover`: a Lean 4 theorem-proving agent trained with multi-turn RL (OpenAI ``tool_calls``;
+  run_tactic(proof_state, tactic) on a tactic-mode REPL answering in its JSON, search_lemmas,
+  check) on competition-style theorems drawn from six templates (ℕ identities and linear systems,
+  divisibility, congruences, AM-GM style inequalities over ℝ, list lengths), every goal text
+  following from the theorem and the tactics applied, proof states numbered as the REPL numbers
+  them, with seven ways of proving (automation first, induction, a rewrite chain, case analysis,
+  backward reasoning with apply, lemma search first, decomposition into have steps); tactics sent
+  with a wrong lemma name, a typo or a missing bracket followed by the corrected tactic on the same
+  state, optional steps at fixed rates (a check of the statement, a lemma search, a detour and a
+  return to an earlier state, a confirming re-run); rl differs from base only in its mixture. A
+  held-out world, written without reference to segmentation or clustering.
+
 :func:`as_generic_action` re-logs any world's episodes through one generic tool
 (``act(command="search Paris")``, ``act(command="get_order_details W1")``) with the same truth:
 ``openai`` and ``atif`` worlds in their own format, any other as OpenAI ``tool_calls``.
@@ -230,6 +242,7 @@ from mechanism.datasets.worlds.generic import as_generic_action
 from mechanism.datasets.worlds.gui import gui
 from mechanism.datasets.worlds.handoff import handoff
 from mechanism.datasets.worlds.interpreter import interpreter
+from mechanism.datasets.worlds.leanprover import leanprover
 from mechanism.datasets.worlds.memory import memory
 from mechanism.datasets.worlds.multihop import multihop
 from mechanism.datasets.worlds.parallel import parallel
@@ -252,10 +265,10 @@ from mechanism.datasets.worlds.webshop import webshop
 WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder", "browser", "assistant", "travel",
           "research", "gui", "sre", "sheet", "toolbench", "terminal", "computer", "rest",
           "textgame", "interpreter", "sql", "support", "parallel", "codeact", "handoff", "todo", "memory", "swebash",
-          "sokoban")
+          "sokoban", "leanprover")
 
 __all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "codeact", "coder", "computer",
            "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "handoff", "interpreter",
-           "memory", "mixture_planted", "multihop", "parallel", "research", "rest", "service", "sheet", "sokoban",
-           "sql", "sre", "support", "swebash", "terminal", "textgame", "todo", "toolbench", "travel", "webshop",
-           "WORLDS"]
+           "leanprover", "memory", "mixture_planted", "multihop", "parallel", "research", "rest", "service", "sheet",
+           "sokoban", "sql", "sre", "support", "swebash", "terminal", "textgame", "todo", "toolbench", "travel",
+           "webshop", "WORLDS"]
