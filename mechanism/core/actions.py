@@ -823,8 +823,8 @@ def nested_text(obj: str | None) -> str | None:
     """
     if not obj or len(obj) > PROGRAM_MAX_CHARS:
         return None
-    try:
-        words = [w for w in shlex.split(obj) if not _NUMBER.fullmatch(w)]
+    try:  # a line without quotes or escapes is its words (shlex costs five times as much)
+        words = [w for w in (shlex.split(obj) if _QUOTING.search(obj) else obj.split()) if not _NUMBER.fullmatch(w)]
     except ValueError:  # an unclosed quote: no argument list
         return None
     return words[0] if len(words) == 1 else None
@@ -839,12 +839,14 @@ def _named_call(tool: str, field: str, step: Mapping[str, Any]) -> tuple[str, st
     return verb, (nested_text(after) if head.lower() == verb else None)
 
 
-def _nested_verbs(steps_by_row: list, questions: list, generic: Mapping[str, str], total: int) -> dict[str, str]:
+def _nested_verbs(steps_by_row: list, questions: list, generic: Mapping[str, str], total: int,
+                  verbs: Mapping[tuple[str, str], Counter[str]]) -> dict[str, str]:
     """The verbs of the generic tools ``generic`` that themselves run a command line given as
     their one text argument (:func:`nested_text`), read by the tests a generic tool's field is
     read by (a vocabulary shared across questions, an object after its verb on at least
     :data:`MIN_OBJECT_SHARE` of the calls): a typed tool re-logged through a generic one, its
-    name first (`act(command='run_tactic 3 "simp [h]"')`)."""
+    name first (`act(command='run_tactic 3 "simp [h]"')`). Only the verbs the detection tracked
+    (``verbs``: per tool and field, bounded) are read, so memory stays bounded."""
     fields = {t: f for t, f in generic.items() if f not in MARK_FIELDS}
     if not fields:
         return {}
@@ -859,6 +861,8 @@ def _nested_verbs(steps_by_row: list, questions: list, generic: Mapping[str, str
             if tool not in fields:
                 continue
             verb, text = _named_call(tool, fields[tool], step)
+            if verb not in verbs[tool, fields[tool]]:
+                continue
             verb_calls[verb] += 1
             nested, rest = _shell_verb(text) if text else ("", "")
             if not nested or not _VERB.match(nested):
@@ -890,8 +894,9 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
 
     ``steps_by_row`` holds each trajectory's steps (``tool``, ``arguments``, ``query``), and
     ``questions`` each trajectory's question identity. Returns ``{tool: field}`` (``"*"``: the
-    whole text argument); empty when no tool is generic. Linear in the calls; memory bounded
-    by the distinct (tool, field, verb) triples.
+    whole text argument; :data:`NESTED_FIELD` for a generic tool's verb read by the command it
+    runs); empty when no tool is generic. Linear in the calls (the generic tools' calls read a
+    second time for their verbs); memory bounded by the distinct (tool, field, verb) triples.
 
     Examples
     --------
@@ -964,7 +969,7 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
             if 2 <= len(shared) <= 4 * MAX_VERBS and _vocabulary(shared, MIN_VERB_COVERAGE * n) <= MAX_VERBS:
                 out[tool] = field
                 break
-    out.update(_nested_verbs(steps_by_row, questions, out, sum(calls.values())))
+    out.update(_nested_verbs(steps_by_row, questions, out, sum(calls.values()), verb_calls))
     # handoffs of a multi-agent system: control passed to two agents or more (one alone, such as
     # tau-bench's transfer_to_human_agents, is a tool like any other and keeps its name), as typed
     # tools or as the verbs of a generic tool (`act(command="transfer_to_refunds")`), each read so
