@@ -830,6 +830,29 @@ def nested_text(obj: str | None) -> str | None:
     return words[0] if len(words) == 1 else None
 
 
+def _count_verb(questions_of: dict[str, set[Any]], calls_of: Counter[str], verb: str, question: Any) -> None:
+    """One call of ``verb`` on ``question`` counted: its calls, and the questions it is met on
+    up to :data:`MIN_VERB_QUESTIONS`; past ``4 * MAX_VERBS + 100`` verbs a new one is not
+    tracked (free text: memory bounded)."""
+    qs = questions_of.get(verb)
+    if qs is None:
+        if len(questions_of) > 4 * MAX_VERBS + 100:
+            return
+        qs = questions_of[verb] = set()
+    if len(qs) < MIN_VERB_QUESTIONS:
+        qs.add(question)
+    calls_of[verb] += 1
+
+
+def _is_vocabulary(questions_of: Mapping[str, set[Any]], calls_of: Counter[str], n: int) -> bool:
+    """Whether the verbs of ``n`` calls form a small vocabulary shared across questions (module
+    docstring): at least two verbs met on :data:`MIN_VERB_QUESTIONS` questions, at most
+    :data:`MAX_VERBS` of the commonest covering :data:`MIN_VERB_COVERAGE` of the calls."""
+    shared = sorted((calls_of[v] for v, qs in questions_of.items() if len(qs) >= MIN_VERB_QUESTIONS), reverse=True)
+    # free text shares many words across questions: past 4 x MAX_VERBS it is never a vocabulary
+    return 2 <= len(shared) <= 4 * MAX_VERBS and _vocabulary(shared, MIN_VERB_COVERAGE * n) <= MAX_VERBS
+
+
 def _named_call(tool: str, field: str, step: Mapping[str, Any]) -> tuple[str, str | None]:
     """(verb, its one text argument or ``None``) of a generic tool's call written as a name and
     its arguments (``run_tactic 3 "simp [h]"``), read from the text as written: the verb's
@@ -869,21 +892,12 @@ def _nested_verbs(steps_by_row: list, questions: list, generic: Mapping[str, str
                 continue
             texts[verb] += 1
             with_object[verb] += bool(rest)
-            qs = nested_questions[verb].get(nested)
-            if qs is None:
-                if len(nested_questions[verb]) > 4 * MAX_VERBS + 100:  # free text: stop tracking new verbs
-                    continue
-                qs = nested_questions[verb][nested] = set()
-            if len(qs) < MIN_VERB_QUESTIONS:
-                qs.add(question)
-            nested_calls[verb][nested] += 1
+            _count_verb(nested_questions[verb], nested_calls[verb], nested, question)
     out: dict[str, str] = {}
     for verb, n in verb_calls.items():
         if n < MIN_TOOL_SHARE * total or texts[verb] < 0.9 * n or with_object[verb] < MIN_OBJECT_SHARE * n:
             continue
-        shared = sorted((nested_calls[verb][v] for v, qs in nested_questions[verb].items()
-                         if len(qs) >= MIN_VERB_QUESTIONS), reverse=True)
-        if 2 <= len(shared) <= 4 * MAX_VERBS and _vocabulary(shared, MIN_VERB_COVERAGE * n) <= MAX_VERBS:
+        if _is_vocabulary(nested_questions[verb], nested_calls[verb], n):
             out[verb] = NESTED_FIELD
     return out
 
@@ -945,14 +959,7 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
                 with_object[key] += bool(obj)
                 if unnamed:
                     other_fields[tool][field] += 1
-                qs = verb_questions[key].get(verb)
-                if qs is None:
-                    if len(verb_questions[key]) > 4 * MAX_VERBS + 100:  # free text: stop tracking new verbs
-                        continue
-                    qs = verb_questions[key][verb] = set()
-                if len(qs) < MIN_VERB_QUESTIONS:
-                    qs.add(question)
-                verb_calls[key][verb] += 1
+                _count_verb(verb_questions[key], verb_calls[key], verb, question)
     total = sum(calls.values())
     out: dict[str, str] = {}
     for tool, n in calls.most_common():
@@ -963,10 +970,7 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
             key = (tool, field)
             if field_calls[key] < 0.9 * n or (field in others and with_object[key] < MIN_OBJECT_SHARE * n):
                 continue
-            shared = sorted((verb_calls[key][v] for v, qs in verb_questions[key].items()
-                             if len(qs) >= MIN_VERB_QUESTIONS), reverse=True)
-            # free text shares many words across questions: past 4 x MAX_VERBS it is never a vocabulary
-            if 2 <= len(shared) <= 4 * MAX_VERBS and _vocabulary(shared, MIN_VERB_COVERAGE * n) <= MAX_VERBS:
+            if _is_vocabulary(verb_questions[key], verb_calls[key], n):
                 out[tool] = field
                 break
     out.update(_nested_verbs(steps_by_row, questions, out, sum(calls.values()), verb_calls))
