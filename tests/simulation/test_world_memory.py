@@ -14,7 +14,7 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 import pytest
-from world_checks import assert_arms_differ_only_in_mixture
+from world_checks import assert_arms_differ_only_in_mixture, assert_success_follows_the_strategy
 
 import mechanism as mx
 from mechanism.datasets import worlds
@@ -344,12 +344,7 @@ def test_arms_differ_only_in_mixture_and_success_follows_the_strategy(big):
     t = pl.concat([w.truth for w in big])
     assert_arms_differ_only_in_mixture(t, ARMS, tool_free="(none)")
     t = t.with_columns(failed=pl.col("n_failures") > 0)
-    for (s,), sub in t.group_by("strategy"):
-        p = _SUCCESS[s]
-        assert abs(sub["correct"].mean() - p) < 4 * np.sqrt(p * (1 - p) / sub.height), s
-        for by in ("arm", "source", "n_facts", "failed"):  # nothing but the strategy moves it
-            for _, n, rate in sub.group_by(by).agg(pl.len(), pl.col("correct").mean()).iter_rows():
-                assert abs(rate - p) < 4.5 * np.sqrt(p * (1 - p) / n), (s, by, rate, n)
+    assert_success_follows_the_strategy(t, _SUCCESS, by=("arm", "source", "n_facts", "failed"))
 
 
 def test_optional_steps_at_fixed_rates_in_every_strategy(alone):

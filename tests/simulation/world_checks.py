@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 
@@ -64,3 +65,15 @@ def assert_reads_back(world: Any, read: tuple[pl.DataFrame, Any], tools: Sequenc
         rec = by_key[(row["arm"], row["question_id"], row["sample_id"])]
         assert row["question"] == rec["messages"][1]["content"]
         assert row["answer"] == rec["messages"][-1]["content"]
+
+
+def assert_success_follows_the_strategy(t: pl.DataFrame, success: Mapping[str, float], *, by: Sequence[str]) -> None:
+    """Success drawn at each strategy's planted rate ``success`` and moved by nothing else: per
+    strategy, the rate within four standard errors of it, and within 4.5 in every group of each
+    column of ``by`` (the arm, the kind of task, whether a call failed, ...)."""
+    for (s,), sub in t.group_by("strategy"):
+        p = success[s]
+        assert abs(sub["correct"].mean() - p) < 4 * np.sqrt(p * (1 - p) / sub.height), s
+        for column in by:  # nothing but the strategy moves it
+            for _, n, rate in sub.group_by(column).agg(pl.len(), pl.col("correct").mean()).iter_rows():
+                assert abs(rate - p) < 4.5 * np.sqrt(p * (1 - p) / n), (s, column, rate, n)
