@@ -853,13 +853,12 @@ def _is_vocabulary(questions_of: Mapping[str, set[Any]], calls_of: Counter[str],
     return 2 <= len(shared) <= 4 * MAX_VERBS and _vocabulary(shared, MIN_VERB_COVERAGE * n) <= MAX_VERBS
 
 
-def _named_call(tool: str, field: str, step: Mapping[str, Any]) -> tuple[str, str | None]:
-    """(verb, its one text argument or ``None``) of a generic tool's call written as a name and
-    its arguments (``run_tactic 3 "simp [h]"``), read from the text as written: the verb's
-    object has lost its quotes."""
-    verb = verb_object(tool, field, step.get("arguments"), step.get("query"))[0]
+def _verb_argument(field: str, step: Mapping[str, Any], verb: str) -> str | None:
+    """The one text argument of a generic tool's call written as its ``verb`` and arguments
+    (``run_tactic 3 "simp [h]"``), read from the text as written (the verb's object has lost its
+    quotes); ``None`` where the text does not open with the verb or holds no such argument."""
     head, _, after = _call_text(field, step.get("arguments"), step.get("query"))[1].partition(" ")
-    return verb, (nested_text(after) if head.lower() == verb else None)
+    return nested_text(after) if head.lower() == verb else None
 
 
 def _nested_verbs(steps_by_row: list, questions: list, generic: Mapping[str, str], total: int,
@@ -883,7 +882,8 @@ def _nested_verbs(steps_by_row: list, questions: list, generic: Mapping[str, str
             tool = tool_name(step.get("tool")) if step else None
             if tool not in fields:
                 continue
-            verb, text = _named_call(tool, fields[tool], step)
+            verb = verb_object(tool, fields[tool], step.get("arguments"), step.get("query"))[0]
+            text = _verb_argument(fields[tool], step, verb)
             if verb not in verbs[tool, fields[tool]]:
                 continue
             verb_calls[verb] += 1
@@ -1158,11 +1158,10 @@ def read_nested(step: Mapping[str, Any], field: str, read: Mapping[str, Any]) ->
     >>> read_nested(call, "command", read_action(call, "command"))["tool"]
     'rw'
     """
-    tool = tool_name(step.get("tool"))
-    verb, text = _named_call(tool, field, step)
-    if text is None or verb != read.get("tool"):
+    text = _verb_argument(field, step, str(read.get("tool")))  # the call as `read` already read it
+    if text is None:
         return dict(read)
-    return {**read_action({**read, "arguments": None, "query": text}, TEXT_FIELD), "via": tool}
+    return {**read_action({**read, "arguments": None, "query": text}, TEXT_FIELD), "via": tool_name(step.get("tool"))}
 
 
 def one_typo_apart(a: str, b: str) -> bool:
