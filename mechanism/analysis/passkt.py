@@ -970,9 +970,11 @@ def within_t_shares(runs: pl.DataFrame, t: Iterable[int], *, by: Sequence[str] =
     ts = _grid(t, "t", minimum=0)
     by = list(by)
     validate(runs, required=[*by, "question_id", "n_rounds"])
+    # questions in one order before their mean: a group_by hands them over in any order, and a
+    # float sum in another order differs in its last bit (same input, same output)
     per_q = runs.group_by([*by, "question_id"]).agg(
-        [(pl.col("n_rounds") <= int(v)).mean().alias(f"s{i}") for i, v in enumerate(ts)])
-    means = per_q.group_by(by).agg([pl.col(f"s{i}").mean() for i in range(ts.size)]).sort(by)
+        [(pl.col("n_rounds") <= int(v)).mean().alias(f"s{i}") for i, v in enumerate(ts)]).sort(*by, "question_id")
+    means = per_q.group_by(by, maintain_order=True).agg([pl.col(f"s{i}").mean() for i in range(ts.size)]).sort(by)
     return (means.unpivot(index=by, variable_name="_i", value_name="share_within_t")
             .with_columns(t=pl.col("_i").replace_strict({f"s{i}": int(v) for i, v in enumerate(ts)},
                                                         return_dtype=pl.Int64))

@@ -538,8 +538,9 @@ def _notes(runs: pl.DataFrame, episodes: pl.DataFrame, questions: Sequence[str],
     if "correct" in runs.columns:
         logged = runs.filter(pl.col("arm").is_in(list(sources)) &
                              pl.col("question_id").cast(pl.String).is_in(list(questions)))
+        # questions in one order before their mean (a float sum's last bit follows the order)
         acc = logged.group_by("arm", "question_id").agg(pl.col("correct").cast(pl.Float64).mean()) \
-            .group_by("arm").agg(pl.col("correct").mean())
+            .sort("arm", "question_id").group_by("arm", maintain_order=True).agg(pl.col("correct").mean())
         got = {r["arm"]: r["correct"] for r in acc.iter_rows(named=True)}
         notes.append("accuracy as logged on these questions: " + ", ".join(
             f"{a} {got[a]:.3f}" for a in sources if a in got and got[a] is not None))
