@@ -17,10 +17,12 @@ Prints one row per world (mean over seeds) with a verdict: ``below floor`` (the 
 the better baseline), ``meets bar`` (ARI at least 0.85, or within 0.05 of a ceiling below 0.9:
 issue 31's criterion) or ``ok``. ``--generic`` does the same after re-logging every world
 through one generic ``act(command=...)`` tool, where ``mechanism.datasets.worlds`` offers
-``as_generic_action``.
+``as_generic_action``; ``--dispatched`` after re-logging every world logged as chat (``openai``
+or ``atif``) through one MCP-style dispatcher, ``call_tool(name=<tool>, arguments={...})``
+(``as_dispatched``; the other worlds are left out).
 
 Run: ``python benchmarks/bench_strategies_floor.py [--embedder hashing-256|None] [--seeds 0 1 2]
-[--worlds a b ...] [--n 60] [--param k=v ...] [--generic] [--json PATH]``.
+[--worlds a b ...] [--n 60] [--param k=v ...] [--generic | --dispatched] [--json PATH]``.
 """
 from __future__ import annotations
 
@@ -94,18 +96,21 @@ def _read_back(w) -> tuple[pl.DataFrame, np.ndarray]:
 
 
 def load_world(world: str, seed: int, n: int = 60, generic: bool = False, samples: int = 4,
-               ) -> tuple[pl.DataFrame, np.ndarray]:
+               dispatched: bool = False) -> tuple[pl.DataFrame, np.ndarray]:
     """(runs, planted labels) of one world, read back from its native file.
 
     Worlds the shared loader of ``bench_strategies_worlds.py`` does not list (ones added to
     :data:`mechanism.datasets.worlds.WORLDS` since) are built the same way: the generator of that name
     in :mod:`mechanism.datasets.worlds`, written and read with ``mx.read``. ``generic``: the episodes
     re-logged through one ``act(command=...)`` tool first
-    (``mechanism.datasets.worlds.as_generic_action``), written and read the same way.
+    (``mechanism.datasets.worlds.as_generic_action``), written and read the same way; ``dispatched``:
+    through one dispatcher (``as_dispatched``: ``openai`` and ``atif`` worlds only).
     ``samples``: episodes per question and arm (other than 4, built and read back as above).
     """
     if generic:
         return _read_back(mw.as_generic_action(planted_world(world, seed, n, samples)))
+    if dispatched:
+        return _read_back(mw.as_dispatched(planted_world(world, seed, n, samples)))
     if samples != 4 and world == "simulated":  # the simulator's own table, as `load` reads it
         sim = planted_world(world, seed, n, samples)
         return sim.runs, np.asarray([str(t) for t in sim.labels_for()])
@@ -346,6 +351,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--samples", type=int, default=4, help="episodes per question and arm")
     ap.add_argument("--param", nargs="*", default=[], help="StrategySpace parameters, k=v")
     ap.add_argument("--generic", action="store_true", help="re-log each world through one act(command=...) tool")
+    ap.add_argument("--dispatched", action="store_true",
+                    help="re-log each chat-format world through one call_tool(name, arguments) dispatcher")
     ap.add_argument("--json", default=None, help="where to write the numbers (default benchmarks/results/)")
     args = ap.parse_args(argv)
     embedder = None if args.embedder in (None, "None", "none") else args.embedder
@@ -356,6 +363,10 @@ def main(argv: list[str] | None = None) -> None:
             ap.error(f"--param {p!r}: expected k=v")
         params[k] = _parse(v)
     names = args.worlds or worlds()
+    if args.generic and args.dispatched:
+        ap.error("--generic and --dispatched re-log the worlds two ways: give one")
+    if args.dispatched:  # a dispatcher re-logs the chat formats' own records
+        names = [w for w in names if getattr(planted_world(w, 0, 2, 1), "format", None) in mw.generic.NATIVE_FORMATS]
     if args.generic and getattr(mw, "as_generic_action", None) is None:
         print("note: mechanism.datasets.worlds has no as_generic_action yet; --generic skipped", flush=True)
         return
@@ -365,7 +376,8 @@ def main(argv: list[str] | None = None) -> None:
     for world in names:
         cells: list[dict[str, float]] = []
         for seed in args.seeds:
-            runs, truth = load_world(world, seed=seed, n=args.n, generic=args.generic, samples=args.samples)
+            runs, truth = load_world(world, seed=seed, n=args.n, generic=args.generic, samples=args.samples,
+                                     dispatched=args.dispatched)
             cell = measure(runs, truth, seed, embedder, params)
             cells.append(cell)
             per_seed.append({"world": world, "seed": seed, "k planted": _k(truth), "n": runs.height,
@@ -381,7 +393,8 @@ def main(argv: list[str] | None = None) -> None:
                      "composition found - planted (max abs)": _max_abs(cells, "composition_error"),
                      "verdict": verdict(mean["default"], floor, mean["ceiling_ari"])})
     wall = time.perf_counter() - t_all
-    title = (f"Floor, default and ceiling of strategy discovery{' (one generic act tool)' if args.generic else ''}, "
+    relog = " (one generic act tool)" if args.generic else " (one call_tool dispatcher)" if args.dispatched else ""
+    title = (f"Floor, default and ceiling of strategy discovery{relog}, "
              f"embedder {embedder or 'default (MiniLM)'}, seeds {' '.join(map(str, args.seeds))}"
              f"{f', {args.n} questions x {args.samples} samples' if args.samples != 4 else ''}"
              f"{' ' + str(params) if params else ''}")
@@ -392,9 +405,10 @@ def main(argv: list[str] | None = None) -> None:
              f"{COMPOSITION_TOLERANCE}). Verdict 'meets bar': default >= "
              f"{BAR}, or within {CEILING_MARGIN} of a ceiling below {LOW_CEILING}. Means over seeds; "
              f"wall time {wall:.0f} s.")
+    part = "generic" if args.generic else "dispatched" if args.dispatched else None
     out = harness.report(__file__, rows, title=title, notes=notes,
                          params={**vars(args), "embedder": embedder, "params": params},
-                         out=Path(args.json) if args.json else None, part="generic" if args.generic else None)
+                         out=Path(args.json) if args.json else None, part=part)
     record = json.loads(out.read_text(encoding="utf-8"))
     record.update(per_seed=per_seed, wall_s=round(wall, 1))
     out.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")

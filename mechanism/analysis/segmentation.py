@@ -84,6 +84,7 @@ from mechanism.core import failures as failures_module
 from mechanism.core import patterns as patterns_module
 from mechanism.core.actions import (
     AGENT_FIELDS,
+    DISPATCHED,
     HANDOFF_FIELD,
     MARK_FIELDS,
     NESTED_FIELD,
@@ -91,6 +92,7 @@ from mechanism.core.actions import (
     ActionField,
     check_action_field,
     detect_action_tools,
+    dispatched_call,
     mend_typos,
     read_action,
     read_agent_call,
@@ -495,6 +497,10 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
         written = steps
         steps = [read_action(st, actions[name], task.segments) if name in actions and actions[name] not in MARK_FIELDS
                  else st for st, name in zip(steps, raw)]
+        # a dispatcher's call read as the call it runs, whose tool may be generic in turn
+        steps = [read_action(st, actions[inner], task.segments)
+                 if st.get(DISPATCHED) and (inner := memo.tool(st.get("tool"))) in actions
+                 and actions[inner] not in MARK_FIELDS else st for st in steps]
         if NESTED_FIELD in actions.values():
             # a generic tool's verb that runs a command line (a typed tool re-logged through it)
             steps = [read_nested(w, actions[r], st) if actions.get(memo.tool(st.get("tool"))) == NESTED_FIELD
@@ -913,6 +919,7 @@ def request_paths(runs: pl.DataFrame, actions: Mapping[str, str]) -> list[str]:
     for steps in runs["steps"].to_list():
         segments: dict[str, None] = {}
         for step in steps or ():
+            step = dispatched_call(step, actions)  # a dispatcher's call: the request it runs
             field = actions.get(tool_name(step.get("tool"))) if step else None
             if field is not None:
                 segments.update(dict.fromkeys(request_segments(step, field)))

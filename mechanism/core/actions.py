@@ -36,6 +36,17 @@ function it happens to call. Any other action is read as a shell reads a command
 ``env(input=...)``, a bare ReAct action): a field's name is the harness's choice, and a
 vocabulary of plain actions (``go to sofa 1``, ``left_click``) reads the same either way.
 
+A *dispatcher* runs the tool it names with that tool's arguments beside: an MCP client's
+``call_tool(name="search", arguments={"query": "Paris"})``, Cline's ``use_mcp_tool(server_name,
+tool_name, arguments)``. Its calls carry one word naming a tool and one object (or JSON text of
+one) of arguments; it is read as a dispatcher where the tools named take their own arguments
+(:data:`DISPATCH_SCHEMA_SHARE` of the calls take the commonest argument names of their tool, and
+two tools at least take different ones: a typed tool's word parameter beside an object of fields,
+``update(status="closed", fields={...})``, leaves the fields as varied whatever the word), or
+where it always names one tool. Each call is then read as the call of the tool it names
+(:func:`dispatched_arguments`), and a tool it runs that is generic in turn (``call_tool(name=
+"bash", arguments={"command": "pytest -q"})``) is found and read as it would be typed.
+
 A multi-agent system passes control by a handoff, a call named after the agent it hands to
 (``transfer_to_refunds``, ``transfer_back_to_triage``: the OpenAI Agents SDK, Swarm, LangGraph's
 supervisor, AutoGen). Where a table hands to two agents or more, every such call (a typed tool, or
@@ -67,9 +78,10 @@ from mechanism.core.errors import InputError
 # How generic tools are read: detected ("auto"), named ({tool: field}) or not at all (None).
 ActionField = Literal["auto"] | Mapping[str, str] | None
 
-__all__ = ["ACTION_FIELDS", "AGENT_FIELDS", "ActionField", "CONSULT_FIELD", "CONSULT_VERB", "GENERIC_TOOL",
-           "HANDOFF_FIELD", "HANDOFF_VERB", "MARK_FIELDS", "MAX_AGENTS", "MAX_AGENT_TOOLS", "MAX_VERB_CHARS",
-           "NESTED_FIELD", "check_action_field", "consulted_agent", "detect_action_tools", "handoff_agent",
+__all__ = ["ACTION_FIELDS", "AGENT_FIELDS", "ActionField", "CONSULT_FIELD", "CONSULT_VERB", "DISPATCHED",
+           "GENERIC_TOOL", "HANDOFF_FIELD", "HANDOFF_VERB", "MARK_FIELDS", "MAX_AGENTS", "MAX_AGENT_TOOLS",
+           "MAX_VERB_CHARS", "NESTED_FIELD", "QUERY_KEYS", "check_action_field", "consulted_agent",
+           "detect_action_tools", "dispatched_arguments", "dispatched_call", "handoff_agent", "main_text",
            "mend_typos", "nested_text", "one_typo_apart", "read_action", "read_agent_call", "read_consult",
            "read_handoff", "read_nested", "tool_name", "verb_object"]
 
@@ -101,6 +113,9 @@ MIN_OBJECT_SHARE = 0.3
 MAX_OTHER_FIELDS = 32  # fields of other names tracked per tool (bounds the memory of the detection)
 #: Marks a read call that runs a SQL statement (:func:`mend_typos` reads its failed attempts).
 STATEMENT = "_statement"
+#: A call read as the call a dispatcher runs (:func:`read_action`): the tool it runs may be
+#: generic itself, and is then read again.
+DISPATCHED = "_dispatched"
 TEXT_FIELD = "*"  # the call's whole text argument (no JSON fields): `act[go north]`, `Action: go north`
 
 # Verbs of a key press, named by the key they press (`_pressed`), and what a key name is: a
@@ -181,6 +196,39 @@ def tool_name(tool: str | None) -> str:
     """
     label = _TOOL_NAME.sub("_", (tool or "tool")[:MAX_TOOL_CHARS].lower()).strip("_.")
     return label or "tool"
+
+
+# argument names that hold a tool call's main text, tried in order
+QUERY_KEYS = ("query", "q", "search_query", "keywords", "question", "entity", "input", "text", "url")
+
+
+def main_text(args: dict[str, Any] | None, raw: str, keys: tuple[str, ...] = QUERY_KEYS) -> str | None:
+    """The main text argument of a tool call.
+
+    Parameters
+    ----------
+    args
+        The parsed arguments object, or ``None`` when the arguments were not a JSON object.
+    raw
+        The arguments as given (returned when ``args`` is ``None``).
+    keys
+        Argument names tried first, in order.
+
+    Returns
+    -------
+    str or None
+        The first of ``keys`` holding a string, else the first string argument, else
+        ``None`` (no string argument at all).
+    """
+    if args is None:
+        return raw
+    for key in keys:
+        if isinstance(args.get(key), str):
+            return args[key]
+    for value in args.values():
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def _parse(arguments: str | None) -> dict[str, Any] | None:
@@ -801,13 +849,81 @@ def _candidate_fields(parsed: dict[str, Any] | None) -> list[str]:
     """The fields of one call that may carry its action: the named ones (:data:`ACTION_FIELDS`)
     holding text, then a field of another name where it is the call's only text that is no
     content (``run_tactic(proof_state=3, tactic="simp")``; a call holding several texts, such as
-    an edit's old and new code or a mail's subject and body, is a typed tool's)."""
+    an edit's old and new code or a mail's subject and body, is a typed tool's), or, beside an
+    object of arguments, each text that is one word (a dispatcher's ``name`` or ``tool_name``:
+    :func:`dispatched_arguments`)."""
     if parsed is None:
         return [TEXT_FIELD]
     named = [f for f in ACTION_FIELDS if isinstance(parsed.get(f), str) and parsed.get(f)
              and (f not in _CONTENT_FIELDS or _SQL_START.match(parsed[f]))]
     other = [f for f, v in parsed.items() if isinstance(v, str) and v and f not in _NAMED_FIELDS]
-    return named + other if len(other) == 1 and len(other[0]) <= MAX_VERB_CHARS else named
+    if len(other) == 1 and len(other[0]) <= MAX_VERB_CHARS:
+        return named + other
+    if len(other) > 1 and _object_field(parsed) is not None:
+        return named + [f for f in other if len(f) <= MAX_VERB_CHARS and _WORD.fullmatch(parsed[f])]
+    return named
+
+
+# One word naming what a dispatcher runs (`search`, `github.create_issue`, `tools/call`)
+_WORD = re.compile(r"[A-Za-z_][\w.\-/:]{0,79}")
+
+
+def _object_field(parsed: Mapping[str, Any] | None) -> str | None:
+    """The one field of a call holding an object (a mapping, or a text that is a JSON object:
+    the arguments of the tool a dispatcher runs), or ``None``: none, or several."""
+    found = None
+    for field, value in (parsed or {}).items():
+        if isinstance(value, Mapping) or (isinstance(value, str) and _parse(value) is not None):
+            if found is not None:
+                return None
+            found = field
+    return found
+
+
+def dispatched_arguments(parsed: Mapping[str, Any] | None, field: str) -> dict[str, Any] | None:
+    """The arguments of the tool a dispatcher's call runs, where ``field`` names that tool with
+    one word and one other field holds an object (``call_tool(name="search", arguments={"q":
+    "Paris"})``, MCP's ``tools/call``, Cline's ``use_mcp_tool(server_name, tool_name,
+    arguments)``): the object, with the call's other plain values beside it (a server's name);
+    else ``None``.
+
+    >>> dispatched_arguments({"name": "search", "arguments": '{"q": "Paris"}'}, "name")
+    {'q': 'Paris'}
+    >>> dispatched_arguments({"action": "left_click", "coordinate": [5, 9]}, "action") is None
+    True
+    """
+    if not parsed or not isinstance(parsed.get(field), str) or not _WORD.fullmatch(parsed[field]):
+        return None
+    holder = _object_field(parsed)
+    if holder is None or holder == field:
+        return None
+    value = parsed[holder]
+    inner = dict(value) if isinstance(value, Mapping) else _parse(value) or {}
+    plain = {k: v for k, v in parsed.items() if k not in (field, holder) and k not in inner
+             and (v is None or isinstance(v, (str, int, float, bool)))}
+    return {**inner, **plain}
+
+
+#: Least share of a dispatcher's calls whose argument names are the ones its tool takes most
+#: often: a dispatcher's tools each take their own arguments (a search a query, a booking a
+#: flight and a date), while a typed tool's word parameter beside an object of fields
+#: (``update(status="closed", fields={...})``) leaves the fields as varied whatever the word.
+DISPATCH_SCHEMA_SHARE = 0.5
+#: The most (verb, argument names) pairs counted per tool and field (bounds the detection's memory).
+MAX_SCHEMAS = 4096
+
+
+def _schema_follows_verb(schemas: Counter[tuple[str, frozenset[str]]]) -> bool:
+    """Whether the argument names of a dispatcher's calls follow the tool each names
+    (:data:`DISPATCH_SCHEMA_SHARE` of the calls take their tool's commonest names, and two tools
+    at least take different ones)."""
+    modal: dict[str, tuple[int, frozenset[str]]] = {}
+    for (verb, keys), n in schemas.items():
+        if n > modal.get(verb, (0, frozenset()))[0]:
+            modal[verb] = (n, keys)
+    total = sum(schemas.values())
+    matched = sum(n for n, _ in modal.values())
+    return total > 0 and matched >= DISPATCH_SCHEMA_SHARE * total and len({k for _, k in modal.values()}) >= 2
 
 
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
@@ -922,12 +1038,61 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
     {}
     """
     steps_by_row, questions = list(steps_by_row), list(questions)  # read twice: the nested verbs below
+    out, dispatchers, calls, verb_calls = _detect_fields(steps_by_row, questions)
+    if dispatchers:
+        # the tools a dispatcher runs may themselves be generic (`call_tool(name="bash",
+        # arguments={"command": "pytest -q"})`): read again with each call as the call it runs
+        runs = [[dispatched_call(st, out) for st in steps or ()] for steps in steps_by_row]
+        inner, _, _, _ = _detect_fields(runs, questions)
+        # one that always names one tool is that tool only where it is generic in turn: else
+        # it is a typed tool's constant parameter (`calendar="primary"` beside the event)
+        for tool, one in dispatchers.items():
+            if one and not set(verb_calls[tool, out[tool]]) & set(inner):
+                del out[tool]
+        out.update({t: f for t, f in inner.items() if t not in out})
+    out.update(_nested_verbs(steps_by_row, questions, out, sum(calls.values()), verb_calls))
+    # handoffs of a multi-agent system: control passed to two agents or more (one alone, such as
+    # tau-bench's transfer_to_human_agents, is a tool like any other and keeps its name), as typed
+    # tools or as the verbs of a generic tool (`act(command="transfer_to_refunds")`), each read so
+    names = {t for t in calls if t not in out} | {v for key in out.items() for v in verb_calls[key]}
+    handoffs = {t for t in names if handoff_agent(t) is not None}
+    agents = {handoff_agent(t) for t in handoffs}
+    if 2 <= len(agents) <= MAX_AGENTS:
+        # an agent the system hands to, also consulted as a tool (`ask_refunds`): one verb, too
+        consults = {t for t in names - handoffs if consulted_agent(t) in agents}
+        out.update({**dict.fromkeys(sorted(handoffs), HANDOFF_FIELD), **dict.fromkeys(sorted(consults), CONSULT_FIELD)})
+    return out
+
+
+def dispatched_call(step: Mapping[str, Any] | None, fields: Mapping[str, str]) -> Mapping[str, Any] | None:
+    """``step`` as the call it runs where its tool is a dispatcher read through ``fields``
+    (:func:`dispatched_arguments`; ``step`` itself otherwise)."""
+    if not step:
+        return step
+    field = fields.get(tool_name(step.get("tool")))
+    if field is None or field in MARK_FIELDS:
+        return step
+    parsed = _parse(step.get("arguments"))
+    inner = dispatched_arguments(parsed, field)
+    if inner is None:
+        return step
+    return {"tool": tool_name(parsed[field]), "arguments": json.dumps(inner, ensure_ascii=False, default=str),
+            "query": main_text(inner, "")}
+
+
+def _detect_fields(steps_by_row: list, questions: list
+                   ) -> tuple[dict[str, str], dict[str, bool], Counter[str], dict[tuple[str, str], Counter[str]]]:
+    """The generic tools found by their fields (:func:`detect_action_tools`' first pass): ``{tool:
+    field}``, the tools among them read as dispatchers (:func:`dispatched_arguments`), each with
+    whether it always names one tool, the calls per tool and the verbs counted per (tool, field)."""
     calls: Counter[str] = Counter()
     names: dict[Any, str] = {}
     verb_questions: dict[tuple[str, str], dict[str, set[Any]]] = defaultdict(dict)
     verb_calls: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     field_calls: Counter[tuple[str, str]] = Counter()
     with_object: Counter[tuple[str, str]] = Counter()  # calls whose field holds more than its verb
+    dispatched: Counter[tuple[str, str]] = Counter()  # calls naming a tool, its arguments beside
+    schemas: dict[tuple[str, str], Counter[tuple[str, frozenset[str]]]] = defaultdict(Counter)
     other_fields: dict[str, Counter[str]] = defaultdict(Counter)
     for steps, question in zip(steps_by_row, questions):
         for step in steps or ():
@@ -952,39 +1117,46 @@ def detect_action_tools(steps_by_row: Iterable[Sequence[Mapping[str, Any] | None
                 # a key press is one action of the vocabulary whatever its key: a shortcut is the
                 # request's, met on a question or two, and would count against the tool
                 verb = verb.split(" ", 1)[0] if verb.split(" ", 1)[0] in _KEY_VERBS else verb
+                inner = None if obj else dispatched_arguments(parsed, field)
+                if inner is not None:  # the tool a dispatcher runs, named as a tool is
+                    verb = tool_name(parsed[field])
                 if not verb or not _VERB.match(verb):
                     continue
                 key = (tool, field)
                 field_calls[key] += 1
                 with_object[key] += bool(obj)
+                if inner is not None:
+                    dispatched[key] += 1
+                    entry = (verb, frozenset(inner))
+                    if entry in schemas[key] or len(schemas[key]) < MAX_SCHEMAS:
+                        schemas[key][entry] += 1
                 if unnamed:
                     other_fields[tool][field] += 1
                 _count_verb(verb_questions[key], verb_calls[key], verb, question)
     total = sum(calls.values())
     out: dict[str, str] = {}
+    dispatchers: dict[str, bool] = {}
     for tool, n in calls.most_common():
         if total == 0 or n < MIN_TOOL_SHARE * total or RETRIEVAL_TOOL.search(tool):
             continue
-        others = [f for f, _ in sorted(other_fields[tool].items(), key=lambda kv: (-kv[1], kv[0]))]
+        # the field naming the most verbs first: a dispatcher's tool name before its server's name
+        others = [f for f, _ in sorted(other_fields[tool].items(),
+                                       key=lambda kv: (-kv[1], -len(verb_calls[tool, kv[0]]), kv[0]))]
         for field in (*ACTION_FIELDS, TEXT_FIELD, *others):
             key = (tool, field)
-            if field_calls[key] < 0.9 * n or (field in others and with_object[key] < MIN_OBJECT_SHARE * n):
+            # a dispatcher names the tool it runs and passes that tool's arguments beside: tools
+            # that each take their own arguments, or one tool always (an MCP client of one shell)
+            runs_one = dispatched[key] >= 0.9 * n and verb_calls[key].most_common(1)[0][1] >= 0.9 * n
+            dispatcher = dispatched[key] >= 0.9 * n and (runs_one or _schema_follows_verb(schemas[key]))
+            if field_calls[key] < 0.9 * n or (field in others and with_object[key] < MIN_OBJECT_SHARE * n
+                                              and not dispatcher):
                 continue
-            if _is_vocabulary(verb_questions[key], verb_calls[key], n):
+            if runs_one or _is_vocabulary(verb_questions[key], verb_calls[key], n):
                 out[tool] = field
+                if with_object[key] < MIN_OBJECT_SHARE * n and dispatcher:
+                    dispatchers[tool] = runs_one
                 break
-    out.update(_nested_verbs(steps_by_row, questions, out, sum(calls.values()), verb_calls))
-    # handoffs of a multi-agent system: control passed to two agents or more (one alone, such as
-    # tau-bench's transfer_to_human_agents, is a tool like any other and keeps its name), as typed
-    # tools or as the verbs of a generic tool (`act(command="transfer_to_refunds")`), each read so
-    names = {t for t in calls if t not in out} | {v for key in out.items() for v in verb_calls[key]}
-    handoffs = {t for t in names if handoff_agent(t) is not None}
-    agents = {handoff_agent(t) for t in handoffs}
-    if 2 <= len(agents) <= MAX_AGENTS:
-        # an agent the system hands to, also consulted as a tool (`ask_refunds`): one verb, too
-        consults = {t for t in names - handoffs if consulted_agent(t) in agents}
-        out.update({**dict.fromkeys(sorted(handoffs), HANDOFF_FIELD), **dict.fromkeys(sorted(consults), CONSULT_FIELD)})
-    return out
+    return out, dispatchers, calls, verb_calls
 
 
 def _vocabulary(calls: Sequence[int], need: float) -> float:
@@ -1027,6 +1199,12 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
     tool = tool_name(step.get("tool"))
     verb, obj, rest, keys, statement = _read_call(tool, field, step.get("arguments"), step.get("query"), task)
     verb = verb or tool
+    parsed = None if (obj or statement) else _parse(step.get("arguments"))
+    inner = dispatched_arguments(parsed, field)
+    if inner is not None:  # a dispatcher's call: the call of the tool it names, with its arguments
+        return {**step, "tool": tool_name(parsed[field]),
+                "arguments": json.dumps(inner, ensure_ascii=False, default=str),
+                "query": main_text(inner, ""), "via": tool, DISPATCHED: True}
     arguments = json.dumps({"object": obj, **rest}, ensure_ascii=False, default=str) if (obj or rest) else None
     # `via`: the tool that ran the call (whether an empty result is a failure depends on it);
     # `_query_keys`: a request's query parameter names (how it asks: by page, by a filter, by a

@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+from mechanism.core.actions import main_text
 from mechanism.core.errors import InputError
 from mechanism.core.schema import USER_TURNS_JOIN, make_step
 from mechanism.readers._answer import extract_answer
@@ -43,8 +44,7 @@ FINISH_TOOLS = frozenset({"finish", "answer", "final_answer", "submit", "submit_
 MESSAGE_TOOLS = frozenset({"send_message", "send_message_to_user", "message_user", "reply_to_user",
                            "respond_to_user"})
 MESSAGE_KEYS = ("message", "content", "text", "response")
-# argument names that hold a tool call's main text, tried in order
-QUERY_KEYS = ("query", "q", "search_query", "keywords", "question", "entity", "input", "text", "url")
+# argument names that hold a finishing call's answer, tried in order
 ANSWER_KEYS = ("answer", "final_answer", "result", "text", "content")
 
 
@@ -66,35 +66,6 @@ def _arguments(raw: Any) -> tuple[str, dict[str, Any] | None]:
     except (ValueError, RecursionError):
         return raw, None  # models emit broken JSON; kept verbatim, the query is the raw text
     return raw, parsed if isinstance(parsed, dict) else None
-
-
-def main_text(args: dict[str, Any] | None, raw: str, keys: tuple[str, ...] = QUERY_KEYS) -> str | None:
-    """The main text argument of a tool call.
-
-    Parameters
-    ----------
-    args
-        The parsed arguments object, or ``None`` when the arguments were not a JSON object.
-    raw
-        The arguments as given (returned when ``args`` is ``None``).
-    keys
-        Argument names tried first, in order.
-
-    Returns
-    -------
-    str or None
-        The first of ``keys`` holding a string, else the first string argument, else
-        ``None`` (no string argument at all).
-    """
-    if args is None:
-        return raw
-    for key in keys:
-        if isinstance(args.get(key), str):
-            return args[key]
-    for value in args.values():
-        if isinstance(value, str):
-            return value
-    return None
 
 
 def final_from_content(text: str, pattern: Any = None) -> tuple[str | None, str]:

@@ -25,13 +25,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from mechanism.core.actions import GENERIC_TOOL
+from mechanism.core.actions import GENERIC_TOOL, main_text
 from mechanism.core.errors import InputError
 from mechanism.core.failures import is_failure
 from mechanism.core.schema import USER_TURNS_JOIN, make_step
 from mechanism.readers._fields import FieldMap, as_str
 from mechanism.readers._shapes import content_text
-from mechanism.readers.openai import FINISH_TOOLS, final_from_content, main_text
+from mechanism.readers.openai import FINISH_TOOLS, final_from_content
 
 FORMAT = "react"
 

@@ -28,6 +28,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from mechanism.core.actions import main_text
 from mechanism.core.errors import InputError
 from mechanism.core.schema import PARALLEL, make_step
 from mechanism.readers._answer import extract_answer
@@ -41,7 +42,6 @@ from mechanism.readers._shapes import (
     llama_calls_as_hermes,
     unread_markup,
 )
-from mechanism.readers.openai import main_text
 
 FORMAT = "searchr1"
 

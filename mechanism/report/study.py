@@ -20,7 +20,7 @@ from mechanism.analysis.labels import given_space
 from mechanism.analysis.passkt import default_k
 from mechanism.analysis.segmentation import segment
 from mechanism.analysis.strategy_space import untested_reasons
-from mechanism.core.actions import CONSULT_FIELD, CONSULT_VERB, HANDOFF_FIELD, HANDOFF_VERB
+from mechanism.core.actions import CONSULT_FIELD, CONSULT_VERB, HANDOFF_FIELD, HANDOFF_VERB, MARK_FIELDS, TEXT_FIELD
 from mechanism.core.errors import InputError
 from mechanism.core.names import pair_folders, visible_name
 from mechanism.core.options import RandomState, check_ci, check_seed
@@ -488,6 +488,10 @@ def _reading_note(space: Any) -> str:
                                           "object is the agent")):
         tools = sorted(t for t, f in read_as.items() if f == mark)
         said += [f"{reading}: {', '.join(tools[:6])}{' ...' if len(tools) > 6 else ''}."] if tools else []
+    generic = sorted((t, f) for t, f in read_as.items() if f not in MARK_FIELDS)
+    read_by = [f"{t} by its {'text' if f == TEXT_FIELD else f + ' field'}" for t, f in generic[:6]]
+    said += ([f"Calls of a generic tool are read as the action each names: {'; '.join(read_by)}"
+              f"{' ...' if len(generic) > 6 else ''} (action_field=None reads them by tool name)."] if generic else [])
     said += ([f"Which resource a request names is the question's: {', '.join(segments)} read as one mark, "
               "{task}, in the requests."] if segments else [])
     tokens = sorted(getattr(space, "task_tokens_", ()), key=lambda t: (not t.startswith("T:"), t))

@@ -16,11 +16,21 @@ from mechanism.core.actions import (
     _code_verb,
     _sql_verb,
     detect_action_tools,
+    read_action,
     verb_object,
 )
 from mechanism.core.errors import InputError
 from mechanism.core.schema import from_records, make_step
-from mechanism.datasets.worlds import as_generic_action, computer, interpreter, multihop, service, terminal, todo
+from mechanism.datasets.worlds import (
+    as_dispatched,
+    as_generic_action,
+    computer,
+    interpreter,
+    multihop,
+    service,
+    terminal,
+    todo,
+)
 
 FAST = "hashing-64"
 
@@ -624,3 +634,80 @@ def test_a_verb_whose_one_argument_is_no_command_line_keeps_its_name():
             rows.append([{"tool": "act", "arguments": json.dumps({"command": cmd}), "query": None}])
             questions.append(q)
     assert detect_action_tools(rows, questions) == {"act": "command"}
+
+
+def _dispatcher_rows(calls_of_row, questions):
+    """Each row's calls through one dispatcher, ``call_tool(name=<tool>, arguments={...})``."""
+    return [[{"tool": "call_tool", "arguments": json.dumps({"name": t, "arguments": a}), "query": None}
+             for t, a in calls] for calls in calls_of_row], questions
+
+
+def test_a_dispatcher_that_names_the_tool_it_runs_is_read_as_that_tool():
+    # MCP clients log `call_tool(name="search", arguments={...})`: every call one tool, and
+    # read by that name alone every strategy collapses; each tool takes its own arguments
+    ways = [[("search", {"query": "Paris hotels"}), ("get_hotel", {"hotel_id": "H1"}), ("book", {"hotel_id": "H1",
+                                                                                              "date": "May 2"})],
+            [("list_hotels", {"city": "Paris", "limit": 50}), ("book", {"hotel_id": "H2", "date": "May 3"})]]
+    rows, questions = _dispatcher_rows([ways[i % 2] for i in range(12)], [i // 2 for i in range(12)])
+    assert detect_action_tools(rows, questions) == {"call_tool": "name"}
+    step = read_action(rows[0][1], "name")
+    assert (step["tool"], json.loads(step["arguments"]), step["via"]) == ("get_hotel", {"hotel_id": "H1"}, "call_tool")
+    # Cline's `use_mcp_tool(server_name, tool_name, arguments)`, the arguments as JSON text: the
+    # field naming the most tools is the tool's name, the server's beside the arguments
+    cline = [[{"tool": "use_mcp_tool", "query": None, "arguments": json.dumps(
+        {"server_name": "travel" if t != "book" else "booking", "tool_name": t, "arguments": json.dumps(a)})}
+        for t, a in calls] for calls in (ways[i % 2] for i in range(12))]
+    assert detect_action_tools(cline, questions) == {"use_mcp_tool": "tool_name"}
+    read = read_action(cline[0][2], "tool_name")
+    assert read["tool"] == "book" and json.loads(read["arguments"]) == {"hotel_id": "H1", "date": "May 2",
+                                                                          "server_name": "booking"}
+
+
+def test_a_word_parameter_beside_an_object_of_fields_stays_a_typed_tool():
+    # `update_ticket(status="closed", fields={...})`: the fields vary whatever the status, so the
+    # status is a parameter of one tool, not the name of the tool a dispatcher runs
+    rng = np.random.default_rng(0)
+    keys = ("priority", "assignee", "tags", "due")
+    rows = [[{"tool": "update_ticket", "query": None, "arguments": json.dumps(
+        {"status": str(rng.choice(["open", "closed", "pending"])),
+         "fields": dict.fromkeys(rng.choice(keys, size=int(rng.integers(1, 4)), replace=False), "x")})}
+        for _ in range(3)] for _ in range(30)]
+    assert detect_action_tools(rows, list(range(30))) == {}
+
+
+def test_a_dispatcher_of_one_tool_is_read_only_where_that_tool_is_generic():
+    # an MCP client of one shell: `call_tool(name="bash", arguments={"command": ...})`, read as
+    # the shell's programs; a typed tool's constant word beside its object (`calendar="primary"`)
+    # is a parameter, and the tool keeps its name
+    runs, _ = _shell_runs()
+    shell = [[{"tool": "call_tool", "query": None, "arguments": json.dumps(
+        {"name": "bash", "arguments": json.loads(st["arguments"])})} for st in steps] for steps in runs["steps"]]
+    questions = runs["question_id"].to_list()
+    assert detect_action_tools(shell, questions) == {"call_tool": "name", "bash": "command"}
+    events = [[{"tool": "create_event", "query": None, "arguments": json.dumps(
+        {"calendar": "primary", "event": {"title": f"Meeting {q}", "start": "9:00"}})}] for q in questions]
+    assert detect_action_tools(events, questions) == {}
+
+
+def test_episodes_logged_through_a_dispatcher_read_as_the_typed_tools(tmp_path):
+    # the same episodes through `call_tool(name=..., arguments={...})` read call for call as the
+    # typed ones, a tool that is generic in turn (the todo agent's `Bash(command=...)`) included
+    for world in (service(n_questions=20, random_state=0), todo(n_questions=12, random_state=0)):
+        typed = render(_read(world, tmp_path))["tools"].to_list()
+        for dispatched in (as_dispatched(world), as_dispatched(world, "use_mcp_tool", "tool_name",
+                                                               arguments_as_text=True)):
+            runs = _read(dispatched, tmp_path)
+            assert render(runs)["tools"].to_list() == typed
+            by_name = render(runs, action_field=None)["tools"].to_list()
+            assert {t for seq in by_name if seq for t in seq.split(" > ")} <= {"call_tool", "use_mcp_tool"}
+    # the fit reads it so and the report says so
+    from mechanism.report.study import _reading_note
+
+    runs = _read(as_dispatched(world), tmp_path)
+    space = mx.StrategySpace(embedder=FAST, n_bootstrap=0, progress=False).fit(runs)
+    assert space.action_tools_ == {"call_tool": "name", "bash": "command"}
+    assert "call_tool by its name field" in _reading_note(space)
+    loaded = mx.StrategySpace.load(space.save(tmp_path / "space"))  # saved, loaded and applied as fitted
+    assert loaded.action_tools_ == space.action_tools_ and (loaded.transform(runs) == space.labels_).all()
+    with pytest.raises(InputError, match="as_dispatched"):
+        as_dispatched(multihop(n_questions=2, random_state=0))

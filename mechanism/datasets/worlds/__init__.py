@@ -212,7 +212,9 @@ counts that overlap between strategies, so a method tuned to one world is tested
 
 :func:`as_generic_action` re-logs any world's episodes through one generic tool
 (``act(command="search Paris")``, ``act(command="get_order_details W1")``) with the same truth:
-``openai`` and ``atif`` worlds in their own format, any other as OpenAI ``tool_calls``.
+``openai`` and ``atif`` worlds in their own format, any other as OpenAI ``tool_calls``;
+:func:`as_dispatched` through one dispatcher that names the tool it runs, its arguments beside
+(``call_tool(name="search", arguments={"query": "Paris"})``, as MCP clients log calls).
 
 Every world returns a :class:`World`, a :class:`PlantedWorld` as the simulator's
 :class:`~mechanism.datasets.simulation.Simulation` is: ``world.runs`` (read back from the native records
@@ -238,7 +240,7 @@ from mechanism.datasets.worlds.browser import browser
 from mechanism.datasets.worlds.codeact import codeact
 from mechanism.datasets.worlds.coder import coder
 from mechanism.datasets.worlds.computer import computer
-from mechanism.datasets.worlds.generic import as_generic_action
+from mechanism.datasets.worlds.generic import as_dispatched, as_generic_action
 from mechanism.datasets.worlds.gui import gui
 from mechanism.datasets.worlds.handoff import handoff
 from mechanism.datasets.worlds.interpreter import interpreter
@@ -267,8 +269,8 @@ WORLDS = ("multihop", "multihop_react", "service", "webshop", "analyst", "coder"
           "textgame", "interpreter", "sql", "support", "parallel", "codeact", "handoff", "todo", "memory", "swebash",
           "sokoban", "leanprover")
 
-__all__ = ["World", "analyst", "as_generic_action", "assistant", "browser", "codeact", "coder", "computer",
-           "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "handoff", "interpreter",
-           "leanprover", "memory", "mixture_planted", "multihop", "parallel", "research", "rest", "service", "sheet",
-           "sokoban", "sql", "sre", "support", "swebash", "terminal", "textgame", "todo", "toolbench", "travel",
-           "webshop", "WORLDS"]
+__all__ = ["World", "analyst", "as_dispatched", "as_generic_action", "assistant", "browser", "codeact", "coder",
+           "computer", "PlantedWorld", "TruthJoin", "join_truth", "TRUTH_KEYS", "chat_world", "gui", "handoff",
+           "interpreter", "leanprover", "memory", "mixture_planted", "multihop", "parallel", "research", "rest",
+           "service", "sheet", "sokoban", "sql", "sre", "support", "swebash", "terminal", "textgame", "todo",
+           "toolbench", "travel", "webshop", "WORLDS"]

@@ -269,3 +269,92 @@ def as_generic_action(world: PlantedWorld, tool: str = "act", field: str = "comm
         records, fmt = _from_runs(world, tool, field, with_tool), "openai"
     return World(name=name, format=fmt, records=records, truth=world.truth.clone(),
                  planted=copy.deepcopy(world.planted))
+
+
+def _arguments_object(raw: Any) -> Any:
+    """A call's arguments as an object where they are one (JSON text parsed), else as given."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def as_dispatched(world: World, tool: str = "call_tool", name_field: str = "name",
+                  arguments_field: str = "arguments", *, arguments_as_text: bool = False) -> World:
+    """The world's episodes logged through one dispatcher, ``tool(name_field=<tool>,
+    arguments_field={...})``, as MCP clients and plugin harnesses log calls
+    (``call_tool(name="search", arguments={"query": "Paris"})``; Cline's ``use_mcp_tool``).
+
+    Parameters
+    ----------
+    world
+        A planted world in ``openai`` or ``atif`` format (:data:`NATIVE_FORMATS`).
+    tool, name_field, arguments_field
+        The dispatcher's name, the field naming the tool it runs and the field holding that
+        tool's arguments.
+    arguments_as_text
+        Write the arguments as JSON text (as Cline does) rather than as an object.
+
+    Returns
+    -------
+    World
+        Named ``<name>_<tool>``, in the world's format, with the same ``truth`` and ``planted``.
+
+    Raises
+    ------
+    InputError
+        When a name is empty or the two fields are one, ``tool`` is a finishing tool's name, or
+        the world is in another format.
+
+    Examples
+    --------
+    >>> from mechanism.datasets.worlds import service
+    >>> w = as_dispatched(service(n_questions=2, n_samples=1))
+    >>> w.name, sorted({s["tool"] for steps in w.runs["steps"] for s in steps})
+    ('service_call_tool', ['call_tool'])
+    """
+    if not tool or not name_field or not arguments_field or name_field == arguments_field:
+        raise InputError("the dispatcher, its name field and its arguments field must be named, the two fields apart",
+                         field="tool" if not tool else "name_field")
+    if tool.lower() in _FINISH:
+        raise InputError(f"`{tool}` is a finishing tool's name (its calls would be read as the answer)",
+                         field="tool")
+    if world.format not in NATIVE_FORMATS:
+        raise InputError(f"as_dispatched rewrites {' and '.join(NATIVE_FORMATS)} worlds, not {world.format!r}",
+                         field="world")
+
+    def dispatch(name: Any, raw: Any) -> tuple[str, Any]:
+        args = _arguments_object(raw)
+        args = json.dumps(args, ensure_ascii=False) if arguments_as_text else args
+        wrapped = {name_field: name, arguments_field: args}
+        return tool, wrapped
+
+    records = []
+    for record in world.records:
+        rec = copy.deepcopy(dict(record))
+        if world.format == "openai":
+            rewritten: set[str] = set()
+            for m in rec.get("messages") or []:
+                for call in (m.get("tool_calls") or []) if isinstance(m, dict) else []:
+                    fn = call.get("function") if isinstance(call, dict) else None
+                    if not isinstance(fn, dict) or str(fn.get("name")).lower() in _FINISH:
+                        continue
+                    fn["name"], wrapped = dispatch(fn.get("name"), fn.get("arguments"))
+                    fn["arguments"] = json.dumps(wrapped, ensure_ascii=False)
+                    if isinstance(call.get("id"), str):
+                        rewritten.add(call["id"])
+                if isinstance(m, dict) and m.get("role") in ("tool", "function") and "name" in m and (
+                        m.get("tool_call_id") in rewritten or str(m.get("name")).lower() not in _FINISH):
+                    m["name"] = tool
+        else:
+            for st in rec.get("steps") or []:
+                for call in (st.get("tool_calls") or []) if isinstance(st, dict) else []:
+                    if not isinstance(call, dict) or str(call.get("function_name")).lower() in _FINISH:
+                        continue
+                    call["function_name"], call["arguments"] = dispatch(call.get("function_name"),
+                                                                        call.get("arguments"))
+        records.append(rec)
+    return World(name=f"{world.name}_{tool}", format=world.format, records=records, truth=world.truth.clone(),
+                 planted=copy.deepcopy(world.planted))
