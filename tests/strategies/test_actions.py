@@ -26,6 +26,7 @@ from mechanism.datasets.worlds import (
     as_generic_action,
     computer,
     interpreter,
+    memory,
     multihop,
     service,
     terminal,
@@ -711,3 +712,14 @@ def test_episodes_logged_through_a_dispatcher_read_as_the_typed_tools(tmp_path):
     assert loaded.action_tools_ == space.action_tools_ and (loaded.transform(runs) == space.labels_).all()
     with pytest.raises(InputError, match="as_dispatched"):
         as_dispatched(multihop(n_questions=2, random_state=0))
+
+
+def test_the_calls_an_agent_speaks_through_stay_as_they_are_when_re_logged(tmp_path):
+    # the memory agent speaks to the user through `send_message` (its words, not a round): re-logged
+    # through `act` or a dispatcher, it keeps its answers and gains no round
+    world = memory(n_questions=6, random_state=0)
+    typed = _read(world, tmp_path)
+    for relogged in (as_generic_action(world), as_dispatched(world)):
+        runs = _read(relogged, tmp_path)
+        assert runs["answer"].to_list() == typed["answer"].to_list()
+        assert render(runs)["tools"].to_list() == render(typed)["tools"].to_list()

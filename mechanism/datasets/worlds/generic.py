@@ -19,7 +19,8 @@ one tool only, whose first argument already writes the action out (``bash(comman
 ``computer(action=...)``), is written without that tool's name by default
 (``bash(command="ls -la")`` -> ``act(command="ls -la")``,
 ``computer(action="left_click", coordinate=[5, 9])`` -> ``act(command="left_click 5 9")``). Finishing calls (``submit``,
-``finish``, ...: the final answer, not a round) are left as they are.
+``finish``, ...: the final answer, not a round) and the calls the agent speaks to the user through
+(``send_message``: its words, not a round) are left as they are.
 
 Formats: ``openai`` and ``atif`` worlds are rewritten in their own records and format (their
 system prompts, user turns, thoughts and results kept). Any other world (``react``,
@@ -37,11 +38,13 @@ from typing import Any
 from mechanism.core.actions import GENERIC_TOOL
 from mechanism.core.errors import InputError
 from mechanism.datasets.worlds._base import PlantedWorld, World
+from mechanism.readers.openai import FINISH_TOOLS, MESSAGE_TOOLS
 
 #: the formats rewritten in their own records (the others are re-logged as ``openai``)
 NATIVE_FORMATS = ("openai", "atif")
-# the readers' finishing tools (mechanism.readers.openai.FINISH_TOOLS): their calls carry the answer
-_FINISH = frozenset({"finish", "answer", "final_answer", "submit", "submit_answer"})
+# the harness's own tools, left as they are: the readers' finishing tools, whose calls carry the
+# answer, and those the agent speaks to the user through (Letta's `send_message`: its words, not a round)
+_FINISH = FINISH_TOOLS | MESSAGE_TOOLS
 # argument names that hold an action already written out (the program, the action's name)
 _COMMAND_KEYS = frozenset({"command", "cmd", "action", "code", "script"})
 
@@ -244,7 +247,7 @@ def as_generic_action(world: PlantedWorld, tool: str = "act", field: str = "comm
     Raises
     ------
     InputError
-        When ``tool`` or ``field`` is empty, or ``tool`` is a finishing tool's name.
+        When ``tool`` or ``field`` is empty, or ``tool`` is a finishing or message tool's name.
 
     Examples
     --------
@@ -256,7 +259,7 @@ def as_generic_action(world: PlantedWorld, tool: str = "act", field: str = "comm
     if not tool or not field:
         raise InputError("the generic tool and its field must be named", field="tool" if not tool else "field")
     if tool.lower() in _FINISH:
-        raise InputError(f"`{tool}` is a finishing tool's name (its calls would be read as the answer)",
+        raise InputError(f"`{tool}` is a finishing or message tool's name (its calls would be read as the answer)",
                          field="tool")
     if with_tool is None:
         with_tool = not _one_command_tool(world)
@@ -305,7 +308,7 @@ def as_dispatched(world: World, tool: str = "call_tool", name_field: str = "name
     Raises
     ------
     InputError
-        When a name is empty or the two fields are one, ``tool`` is a finishing tool's name, or
+        When a name is empty or the two fields are one, ``tool`` is a finishing or message tool's name, or
         the world is in another format.
 
     Examples
@@ -319,7 +322,7 @@ def as_dispatched(world: World, tool: str = "call_tool", name_field: str = "name
         raise InputError("the dispatcher, its name field and its arguments field must be named, the two fields apart",
                          field="tool" if not tool else "name_field")
     if tool.lower() in _FINISH:
-        raise InputError(f"`{tool}` is a finishing tool's name (its calls would be read as the answer)",
+        raise InputError(f"`{tool}` is a finishing or message tool's name (its calls would be read as the answer)",
                          field="tool")
     if world.format not in NATIVE_FORMATS:
         raise InputError(f"as_dispatched rewrites {' and '.join(NATIVE_FORMATS)} worlds, not {world.format!r}",
