@@ -469,7 +469,9 @@ def _reading_note(space: Any) -> str:
     """What the page says of how the fit read the calls where it inferred a reading of its own:
     every call by its place (mechanism.analysis._strategies.places), tools used interchangeably
     as one and steps taken whatever the strategy left out (mechanism.analysis._strategies.alike),
-    request path segments the question decides as one mark, move tokens the question decides
+    handoffs and consulted agents as one move each, generic tools and dispatchers by the field
+    naming their action (mechanism.core.actions), request path segments the question decides as
+    one mark, move tokens the question decides
     left out of the distances, or why what the question decides was not tested (a table too
     small, or a question's episodes one policy's habit on it); else nothing."""
     calls = getattr(space, "task_calls_", None)
