@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mechanism.core.actions import GENERIC_TOOL
@@ -154,7 +154,13 @@ def _one_command_tool(world: PlantedWorld) -> bool:
     return len(names) == 1 and (names == {GENERIC_TOOL} or all(k in _COMMAND_KEYS for _, k in pairs))
 
 
-def _rewrite_openai(record: Mapping[str, Any], tool: str, field: str, with_tool: bool) -> dict[str, Any]:
+# How one call is re-logged: its tool's name and arguments (as given) -> the new call's arguments object
+CallRewrite = Callable[[Any, Any], dict[str, Any]]
+
+
+def _rewrite_openai(record: Mapping[str, Any], tool: str, arguments_of: CallRewrite) -> dict[str, Any]:
+    """An ``openai`` record with every call but the harness's own (:data:`_FINISH`) made a call of
+    ``tool`` with ``arguments_of(name, arguments)``, and the results of those calls named ``tool``."""
     rec = copy.deepcopy(dict(record))
     rewritten: set[str] = set()
     for m in rec.get("messages") or []:
@@ -164,15 +170,13 @@ def _rewrite_openai(record: Mapping[str, Any], tool: str, field: str, with_tool:
             fn = call.get("function") if isinstance(call, dict) else None
             if not isinstance(fn, dict) or str(fn.get("name")).lower() in _FINISH:
                 continue
-            fn["arguments"] = json.dumps({field: command_text(fn.get("name") if with_tool else None,
-                                                              fn.get("arguments"))}, ensure_ascii=False)
+            fn["arguments"] = json.dumps(arguments_of(fn.get("name"), fn.get("arguments")), ensure_ascii=False)
             fn["name"] = tool
             if isinstance(call.get("id"), str):
                 rewritten.add(call["id"])
         fc = m.get("function_call")
         if isinstance(fc, dict) and str(fc.get("name")).lower() not in _FINISH:  # the legacy single call
-            fc["arguments"] = json.dumps({field: command_text(fc.get("name") if with_tool else None,
-                                                              fc.get("arguments"))}, ensure_ascii=False)
+            fc["arguments"] = json.dumps(arguments_of(fc.get("name"), fc.get("arguments")), ensure_ascii=False)
             fc["name"] = tool
         if m.get("role") in ("tool", "function") and "name" in m and (
                 m.get("tool_call_id") in rewritten or str(m.get("name")).lower() not in _FINISH):
@@ -180,7 +184,8 @@ def _rewrite_openai(record: Mapping[str, Any], tool: str, field: str, with_tool:
     return rec
 
 
-def _rewrite_atif(record: Mapping[str, Any], tool: str, field: str, with_tool: bool) -> dict[str, Any]:
+def _rewrite_atif(record: Mapping[str, Any], tool: str, arguments_of: CallRewrite) -> dict[str, Any]:
+    """An ``atif`` record rewritten as :func:`_rewrite_openai` rewrites an ``openai`` one."""
     rec = copy.deepcopy(dict(record))
     for st in rec.get("steps") or []:
         if not isinstance(st, dict):
@@ -188,8 +193,7 @@ def _rewrite_atif(record: Mapping[str, Any], tool: str, field: str, with_tool: b
         for call in st.get("tool_calls") or []:
             if not isinstance(call, dict) or str(call.get("function_name")).lower() in _FINISH:
                 continue
-            call["arguments"] = {field: command_text(call.get("function_name") if with_tool else None,
-                                                     call.get("arguments"))}
+            call["arguments"] = arguments_of(call.get("function_name"), call.get("arguments"))
             call["function_name"] = tool
     return rec
 
@@ -219,6 +223,14 @@ def _from_runs(world: PlantedWorld, tool: str, field: str, with_tool: bool) -> l
                 rec[optional] = row[optional]
         records.append(rec)
     return records
+
+
+def _check_not_harness(tool: str) -> None:
+    """A one-line error where ``tool``, the tool re-logged calls go through, is one of the
+    harness's own (:data:`_FINISH`): its calls would be read as the answer or the agent's words."""
+    if tool.lower() in _FINISH:
+        raise InputError(f"`{tool}` is a finishing or message tool's name (its calls would be read as the answer)",
+                         field="tool")
 
 
 def as_generic_action(world: PlantedWorld, tool: str = "act", field: str = "command", *,
@@ -258,15 +270,14 @@ def as_generic_action(world: PlantedWorld, tool: str = "act", field: str = "comm
     """
     if not tool or not field:
         raise InputError("the generic tool and its field must be named", field="tool" if not tool else "field")
-    if tool.lower() in _FINISH:
-        raise InputError(f"`{tool}` is a finishing or message tool's name (its calls would be read as the answer)",
-                         field="tool")
+    _check_not_harness(tool)
     if with_tool is None:
         with_tool = not _one_command_tool(world)
     name = f"{getattr(world, 'name', None) or type(world).__name__.lower()}_{tool}"
     if isinstance(world, World) and world.format in NATIVE_FORMATS:
         rewrite = _rewrite_openai if world.format == "openai" else _rewrite_atif
-        records = [rewrite(rec, tool, field, with_tool) for rec in world.records]
+        records = [rewrite(rec, tool, lambda name, raw: {field: command_text(name if with_tool else None, raw)})
+                   for rec in world.records]
         fmt = world.format
     else:
         records, fmt = _from_runs(world, tool, field, with_tool), "openai"
@@ -321,43 +332,16 @@ def as_dispatched(world: World, tool: str = "call_tool", name_field: str = "name
     if not tool or not name_field or not arguments_field or name_field == arguments_field:
         raise InputError("the dispatcher, its name field and its arguments field must be named, the two fields apart",
                          field="tool" if not tool else "name_field")
-    if tool.lower() in _FINISH:
-        raise InputError(f"`{tool}` is a finishing or message tool's name (its calls would be read as the answer)",
-                         field="tool")
+    _check_not_harness(tool)
     if world.format not in NATIVE_FORMATS:
         raise InputError(f"as_dispatched rewrites {' and '.join(NATIVE_FORMATS)} worlds, not {world.format!r}",
                          field="world")
 
-    def dispatch(name: Any, raw: Any) -> tuple[str, Any]:
+    def dispatch(name: Any, raw: Any) -> dict[str, Any]:
         args = _arguments_object(raw)
-        args = json.dumps(args, ensure_ascii=False) if arguments_as_text else args
-        wrapped = {name_field: name, arguments_field: args}
-        return tool, wrapped
+        return {name_field: name, arguments_field: json.dumps(args, ensure_ascii=False) if arguments_as_text else args}
 
-    records = []
-    for record in world.records:
-        rec = copy.deepcopy(dict(record))
-        if world.format == "openai":
-            rewritten: set[str] = set()
-            for m in rec.get("messages") or []:
-                for call in (m.get("tool_calls") or []) if isinstance(m, dict) else []:
-                    fn = call.get("function") if isinstance(call, dict) else None
-                    if not isinstance(fn, dict) or str(fn.get("name")).lower() in _FINISH:
-                        continue
-                    fn["name"], wrapped = dispatch(fn.get("name"), fn.get("arguments"))
-                    fn["arguments"] = json.dumps(wrapped, ensure_ascii=False)
-                    if isinstance(call.get("id"), str):
-                        rewritten.add(call["id"])
-                if isinstance(m, dict) and m.get("role") in ("tool", "function") and "name" in m and (
-                        m.get("tool_call_id") in rewritten or str(m.get("name")).lower() not in _FINISH):
-                    m["name"] = tool
-        else:
-            for st in rec.get("steps") or []:
-                for call in (st.get("tool_calls") or []) if isinstance(st, dict) else []:
-                    if not isinstance(call, dict) or str(call.get("function_name")).lower() in _FINISH:
-                        continue
-                    call["function_name"], call["arguments"] = dispatch(call.get("function_name"),
-                                                                        call.get("arguments"))
-        records.append(rec)
+    rewrite = _rewrite_openai if world.format == "openai" else _rewrite_atif
+    records = [rewrite(rec, tool, dispatch) for rec in world.records]
     return World(name=f"{world.name}_{tool}", format=world.format, records=records, truth=world.truth.clone(),
                  planted=copy.deepcopy(world.planted))
