@@ -1072,10 +1072,15 @@ def dispatched_call(step: Mapping[str, Any] | None, fields: Mapping[str, str]) -
     field = fields.get(tool_name(step.get("tool")))
     if field is None or field in MARK_FIELDS:
         return step
-    parsed = _parse(step.get("arguments"))
+    return _run_call(_parse(step.get("arguments")), field) or step
+
+
+def _run_call(parsed: Mapping[str, Any] | None, field: str) -> dict[str, Any] | None:
+    """The call a dispatcher's call (its arguments ``parsed``, the tool named in ``field``) runs:
+    that tool, its arguments and their main text; ``None`` where it is no dispatcher's call."""
     inner = dispatched_arguments(parsed, field)
     if inner is None:
-        return step
+        return None
     return {"tool": tool_name(parsed[field]), "arguments": json.dumps(inner, ensure_ascii=False, default=str),
             "query": main_text(inner, "")}
 
@@ -1199,12 +1204,9 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
     tool = tool_name(step.get("tool"))
     verb, obj, rest, keys, statement = _read_call(tool, field, step.get("arguments"), step.get("query"), task)
     verb = verb or tool
-    parsed = None if (obj or statement) else _parse(step.get("arguments"))
-    inner = dispatched_arguments(parsed, field)
-    if inner is not None:  # a dispatcher's call: the call of the tool it names, with its arguments
-        return {**step, "tool": tool_name(parsed[field]),
-                "arguments": json.dumps(inner, ensure_ascii=False, default=str),
-                "query": main_text(inner, ""), "via": tool, DISPATCHED: True}
+    run = None if (obj or statement) else _run_call(_parse(step.get("arguments")), field)
+    if run is not None:  # a dispatcher's call: the call of the tool it names, with its arguments
+        return {**step, **run, "via": tool, DISPATCHED: True}
     arguments = json.dumps({"object": obj, **rest}, ensure_ascii=False, default=str) if (obj or rest) else None
     # `via`: the tool that ran the call (whether an empty result is a failure depends on it);
     # `_query_keys`: a request's query parameter names (how it asks: by page, by a filter, by a
