@@ -13,7 +13,7 @@ import re
 import numpy as np
 import polars as pl
 import pytest
-from world_checks import assert_arms_differ_only_in_mixture, assert_success_follows_the_strategy
+from world_checks import assert_arms_differ_only_in_mixture, assert_reads_back, assert_success_follows_the_strategy
 
 import mechanism as mx
 from mechanism.datasets import worlds
@@ -167,20 +167,8 @@ def test_is_a_planted_world(world):
 
 
 def test_reads_back(world, read):
-    runs, report = read
-    assert report.skipped == [] and runs.height == len(world.records)
-    assert not any(label is None for label in world.labels_for(runs))
-    t = world.join_truth(runs)
-    assert runs["n_rounds"].to_list() == t["n_calls"].to_list()
+    assert_reads_back(world, read, TOOLS)
     assert world.runs["n_rounds"].to_list() == world.truth["n_calls"].to_list()
-    assert {s["tool"] for steps in runs["steps"].to_list() for s in steps} == set(TOOLS)
-    got = runs.join(world.truth, on=["arm", "question_id", "sample_id"])
-    assert got["correct"].to_list() == got["correct_right"].to_list()
-    by_key = {(r["arm"], r["question_id"], r["sample_id"]): r for r in world.records}
-    for row in runs.iter_rows(named=True):
-        rec = by_key[(row["arm"], row["question_id"], row["sample_id"])]
-        assert row["question"] == rec["messages"][1]["content"]
-        assert row["answer"] == rec["messages"][-1]["content"]
 
 
 def test_transcripts_are_well_formed_and_handoffs_name_the_next_agent(big):
