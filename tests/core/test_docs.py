@@ -116,6 +116,18 @@ def test_the_readme_quotes_recovery_and_fidelity_as_recorded():
     assert f"**Where it is weakest.** {count} below the better baseline" in section
     for w in below:
         assert f"{typed[w]['default']:.3f} against" in section, w
+    # over six seeds: the worlds under their floor on the mean, and at how many seeds, as recorded
+    six = json.loads((results / "bench_strategies_floor.seeds-0-5.json").read_text())
+    seeds = six["params"]["seeds"]
+    assert seeds == [0, 1, 2, 3, 4, 5]
+    weakest = " ".join(section.split("**Where it is weakest.**", 1)[1].split("\n\n", 1)[0].split())
+    for r in six["rows"]:
+        if r["verdict"] == "below floor":
+            under = sum(c["default"] < max(c["rounds"], c["tfidf"]) for c in six["per_seed"] if c["world"] == r["world"])
+            quote = (f"({r['default']:.3f} against TF-IDF {r['tfidf']:.3f}; "
+                     f"under it at {under} seeds of {len(seeds)})")
+            assert r["tfidf"] >= r["rounds"] and quote in weakest, quote
+    assert sum(r["verdict"] == "below floor" for r in six["rows"]) == 1 and "the todo-list coder does" in weakest
     text = earlier["intro"] + earlier["notes"]
     for figure in ("0.868 (0.848-0.883)", "0.560", "0.727 and 0.709 at seeds 1 and 2"):
         assert figure in text, figure
