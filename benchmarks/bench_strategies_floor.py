@@ -327,6 +327,12 @@ def measure(runs: pl.DataFrame, truth, seed: int, embedder: str | None, params: 
     return row
 
 
+def below_at(cells: list[dict[str, float]]) -> int:
+    """At how many seeds the default is below the better baseline of that seed (issue 31: never
+    below either; a mean above the floor can hide a seed below it)."""
+    return sum(c["default"] < max(c["rounds"], c["tfidf"]) for c in cells)
+
+
 def _max_abs(cells: list[dict[str, float]], key: str) -> float | str:
     # the worst seed, not the mean: errors of opposite signs must not cancel
     values = [abs(c[key]) for c in cells if key in c]
@@ -390,6 +396,7 @@ def main(argv: list[str] | None = None) -> None:
                      "default": round(mean["default"], 3), "ceiling ARI": round(mean["ceiling_ari"], 3),
                      "ceiling acc": round(mean["ceiling_acc"], 3),
                      "default - floor": round(mean["default"] - floor, 3),
+                     "seeds below floor": f"{below_at(cells)} of {len(cells)}",
                      "composition found - planted (max abs)": _max_abs(cells, "composition_error"),
                      "verdict": verdict(mean["default"], floor, mean["ceiling_ari"])})
     wall = time.perf_counter() - t_all
@@ -402,7 +409,8 @@ def main(argv: list[str] | None = None) -> None:
              f"regression on move 1-3-grams at three grains (tool, tool/move, full move), 5-fold cross-validated "
              f"by question. Composition: the composition part of base -> rl's accuracy change under the "
              f"default's labels minus under the planted ones, the largest over seeds (issue 31: within "
-             f"{COMPOSITION_TOLERANCE}). Verdict 'meets bar': default >= "
+             f"{COMPOSITION_TOLERANCE}). 'Seeds below floor': the seeds where the default is under that seed's better "
+             f"baseline. Verdict 'meets bar': default >= "
              f"{BAR}, or within {CEILING_MARGIN} of a ceiling below {LOW_CEILING}. Means over seeds; "
              f"wall time {wall:.0f} s.")
     part = "generic" if args.generic else "dispatched" if args.dispatched else None

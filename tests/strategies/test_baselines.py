@@ -70,6 +70,15 @@ def test_verdict(bench):
     assert bench.verdict(0.7, floor=0.6, ceiling=0.95) == "ok"
 
 
+def test_seeds_below_floor_compare_each_seed_with_its_own_better_baseline(bench):
+    # each seed against its own better baseline: the means (0.60 against 0.40) hide the second seed
+    cells = [{"rounds": 0.10, "tfidf": 0.50, "default": 0.70},   # above TF-IDF
+             {"rounds": 0.65, "tfidf": 0.20, "default": 0.60},   # under rounds, above TF-IDF
+             {"rounds": 0.30, "tfidf": 0.50, "default": 0.50}]   # equal: not below
+    assert bench.below_at(cells) == 1
+    assert bench.below_at(cells[:1] + cells[2:]) == 0
+
+
 def test_composition_error_is_the_split_under_the_found_labels_minus_the_planted(bench):
     # two plans, rl moving mass from the one that fails to the one that succeeds: all of
     # rl's gain is composition under the planted labels
