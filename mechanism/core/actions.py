@@ -487,10 +487,11 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None,
 
 
 def _read_call(tool: str, field: str, arguments: str | None, query: str | None, task: frozenset[str] = frozenset()
-               ) -> tuple[str, str, dict[str, Any], tuple[str, ...], bool]:
+               ) -> tuple[str, str, dict[str, Any], tuple[str, ...], bool, dict[str, Any] | None]:
     """:func:`verb_object`'s (verb, object, other fields), a request's query parameter names
     (:func:`_query_keys`) or a statement's clauses (:func:`_sql_verb`; ``()`` for any other
-    call), and whether the call runs a SQL statement: one parse of the call for all."""
+    call), whether the call runs a SQL statement, and the parsed arguments (what
+    :func:`read_action` reads a dispatcher's call by): one parse of the call for all."""
     parsed, text, rest_fields = _call_text(field, arguments, query)
     request = _request(tool, field, parsed, text)
     if request is not None:  # a request, typed or written out through a text tool
@@ -498,23 +499,24 @@ def _read_call(tool: str, field: str, arguments: str | None, query: str | None, 
         verb, obj = _request_verb(url, method, task)
         if field == "method":
             rest_fields = {k: v for k, v in rest_fields.items() if k not in _URL_FIELDS}
-        return verb[:MAX_VERB_CHARS], " ".join(v for v in (obj, after) if v), rest_fields, _query_keys(url), False
+        obj = " ".join(v for v in (obj, after) if v)
+        return verb[:MAX_VERB_CHARS], obj, rest_fields, _query_keys(url), False, parsed
     statement = _statement(text)
     if statement is not None:  # a statement, whatever field holds it: read by what it does
         verb, obj, keys = _sql_verb(statement)
-        return verb, obj, rest_fields, keys, True
+        return verb, obj, rest_fields, keys, True, parsed
     # A program or a command line is read as one whatever the field holding it is called: the
     # name is the harness's (`bash(command=...)`, `step(action=...)`, `env(input=...)`, a bare
     # ReAct action), and a vocabulary of plain actions (`go to sofa 1`, `left_click`) reads the
     # same as a command line as it does by its first word.
     if field == "code" or _PYTHON_START.match(text):
-        return _code_verb(text)[:MAX_VERB_CHARS], text, rest_fields, (), False
+        return _code_verb(text)[:MAX_VERB_CHARS], text, rest_fields, (), False, parsed
     program, rest = _shell_verb(text)
     if program:
         program, rest = _pressed(program, rest, rest_fields)
-        return program[:MAX_VERB_CHARS], rest, rest_fields, (), False
+        return program[:MAX_VERB_CHARS], rest, rest_fields, (), False, parsed
     head, rest = _pressed(*(part.strip() for part in text.partition(" ")[::2]), rest_fields)
-    return head.lower()[:MAX_VERB_CHARS], rest, rest_fields, (), False
+    return head.lower()[:MAX_VERB_CHARS], rest, rest_fields, (), False, parsed
 
 
 # A program's verb (`_code_verb`): the names it calls that say nothing of what it does (Python's
@@ -1202,9 +1204,10 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
     (the other argument fields kept as they were); ``task``: the request path segments the
     task decides (:func:`_request_verb`)."""
     tool = tool_name(step.get("tool"))
-    verb, obj, rest, keys, statement = _read_call(tool, field, step.get("arguments"), step.get("query"), task)
+    verb, obj, rest, keys, statement, parsed = _read_call(tool, field, step.get("arguments"), step.get("query"),
+                                                          task)
     verb = verb or tool
-    run = None if (obj or statement) else _run_call(_parse(step.get("arguments")), field)
+    run = None if (obj or statement) else _run_call(parsed, field)
     if run is not None:  # a dispatcher's call: the call of the tool it names, with its arguments
         return {**step, **run, "via": tool, DISPATCHED: True}
     arguments = json.dumps({"object": obj, **rest}, ensure_ascii=False, default=str) if (obj or rest) else None
