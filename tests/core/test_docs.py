@@ -127,7 +127,12 @@ def test_the_readme_quotes_recovery_and_fidelity_as_recorded():
             assert int(of) == len(seeds)
             quote = f"({r['default']:.3f} against TF-IDF {r['tfidf']:.3f}; under it at {under} seeds of {of})"
             assert r["tfidf"] >= r["rounds"] and quote in weakest, quote
-    assert sum(r["verdict"] == "below floor" for r in six["rows"]) == 1 and "the todo-list coder does" in weakest
+    assert sum(r["verdict"] == "below floor" for r in six["rows"]) == 1 and "the todo-list coder does typed" in weakest
+    # through one act tool, the same six seeds: no world under its floor, on the mean or at any seed
+    six_act = json.loads((results / "bench_strategies_floor.generic-seeds-0-5.json").read_text())
+    assert six_act["params"]["seeds"] == seeds and six_act["params"]["generic"]
+    assert all(r["verdict"] != "below floor" and r["seeds below floor"].startswith("0 of ") for r in six_act["rows"])
+    assert "none through `act`" in weakest
     text = earlier["intro"] + earlier["notes"]
     for figure in ("0.868 (0.848-0.883)", "0.560", "0.727 and 0.709 at seeds 1 and 2"):
         assert figure in text, figure
