@@ -57,15 +57,16 @@ def cell_values(record: Mapping[str, Any], key: str = "default") -> dict[tuple[s
 
 
 def paired_interval(diffs: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
-    """Mean of ``diffs`` and its two-sided Student t interval at ``level`` (NaN bounds under two
-    values; a zero spread gives the mean as both bounds).
+    """Mean of ``diffs`` and its two-sided Student t interval at ``level`` (scipy's one-sample
+    t test); NaN bounds under two values, and the mean as both bounds where every value is
+    the same (two identical records).
 
     Examples
     --------
     >>> [round(x, 3) for x in paired_interval([1.0, 2.0, 3.0])]
     [2.0, -0.484, 4.484]
     """
-    from scipy.stats import t
+    from scipy.stats import ttest_1samp
 
     n = len(diffs)
     if n == 0:
@@ -73,9 +74,10 @@ def paired_interval(diffs: Sequence[float], level: float = LEVEL) -> tuple[float
     mean = sum(diffs) / n
     if n < 2:
         return mean, math.nan, math.nan
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
-    half = float(t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
-    return mean, mean - half, mean + half
+    if max(diffs) == min(diffs):
+        return mean, mean, mean
+    ci = ttest_1samp(diffs, 0.0).confidence_interval(level)
+    return mean, float(ci.low), float(ci.high)
 
 
 def verdict(low: float, high: float) -> str:
