@@ -62,6 +62,7 @@ BOUNDS: dict[str, Bounds] = {
     "resolution": Bounds(False, 0, 1e6, "right"),
     "min_share": Bounds(False, 0, 1, "left"), "min_share_tested": Bounds(False, 0, 1, "left"),
     "min_cluster_size": Bounds(True, 1, 2**31, "both"),
+    "token_rank": Bounds(True, 1, 2**31, "both"),
     "n_components": Bounds(True, 1, 100, "both"),
     "n_neighbors": Bounds(True, 1, 2**31, "both"),
     "min_dist": Bounds(False, 0, 1e6, "both"),

@@ -97,18 +97,21 @@ from mechanism.analysis._strategies.clustering import (  # noqa: F401 - some re-
 from mechanism.analysis._strategies.describe import c_tf_idf_keywords  # noqa: F401  (public here since 0.1)
 from mechanism.analysis._strategies.description import MAX_SHOWN_CHARS, member_examples, pick_members, step_labels  # noqa: F401  (public here: the report's explorer)
 from mechanism.analysis._strategies.features import (
+    TOKEN_RANK,
     FitRows,
     distinct_rows,
     embed_join,
     episodes_are_draws,
     fit_vocabulary,
     habit_reasons,
+    project_tokens,
     task_calls,
     task_plan,
     task_segments,
     task_table,
     task_tokens,
     task_tools,
+    token_basis,
     tool_plan,
     untested_reasons,
 )
@@ -175,8 +178,9 @@ class StrategySpace(BaseEstimator):
         ``None`` (each distinct step embedded once by all-MiniLM-L6-v2, renderings composed from
         their steps), a sentence-transformers model name or path (whole renderings), ``"hashing-<n>"``,
         or an object with ``model_id`` and ``embed(texts)``.
-    embedding_weight, structure_weight
-        Multipliers of the (unit-length) embedding and of the move-token columns.
+    embedding_weight, structure_weight, token_rank
+        Multipliers of the (unit-length) embedding and of the move-token columns; the principal axes those
+        columns are read on, fitted on the trajectories (``None``: every column as it is).
     method, linkage
         ``"agglomerative"`` (the tree cut at ``resolution``, ``linkage`` ``"average"``, ``"complete"`` or
         ``"single"``), ``"kmeans"`` or ``"hdbscan"``.
@@ -269,7 +273,8 @@ class StrategySpace(BaseEstimator):
     """
 
     def __init__(self, *, embedder: str | TextEmbedder | None = None, embedding_weight: float = 0.3,
-                 structure_weight: float = 1.0, method: Method = "agglomerative", resolution: float = 1.5,
+                 structure_weight: float = 1.0, token_rank: int | None = TOKEN_RANK,
+                 method: Method = "agglomerative", resolution: float = 1.5,
                  linkage: Linkage = "average", min_share: float = 0.07, min_share_tested: float = 0.08,
                  k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
                  cluster_on: ClusterOn = "features", n_components: int = 5, n_neighbors: int = 15,
@@ -284,7 +289,7 @@ class StrategySpace(BaseEstimator):
         self.resolution, self.linkage, self.min_share, self.k_range = resolution, linkage, min_share, k_range
         self.cluster_on, self.n_components, self.n_neighbors = cluster_on, n_components, n_neighbors
         self.min_dist, self.max_umap_points, self.min_cluster_size = min_dist, max_umap_points, min_cluster_size
-        self.n_bootstrap, self.random_state = n_bootstrap, random_state
+        self.n_bootstrap, self.random_state, self.token_rank = n_bootstrap, random_state, token_rank
         self.retries, self.families, self.plans, self.min_share_tested = retries, families, plans, min_share_tested
         self.error_pattern, self.action_field, self.ignore_tools = error_pattern, action_field, ignore_tools
         self.task_calls, self.by, self.cache_dir, self.progress = task_calls, by, cache_dir, progress
@@ -315,9 +320,7 @@ class StrategySpace(BaseEstimator):
                       task_calls=getattr(self, "task_calls_", NO_TASK_CALLS) if task is None else task)
 
     def _features(self, traj: pl.DataFrame, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        return embed_join(traj, self._embedder(), self.vocabulary_, dim=self.embedding_dim_ if dim is None else dim,
-                          n_groups=len(self.kinds_), structure_weight=self.structure_weight,
-                          embedding_weight=self.embedding_weight, ignore=getattr(self, "task_tokens_", frozenset()))
+        return _joined(self, traj, dim)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, runs: pl.DataFrame, y: Any = None) -> StrategySpace:
@@ -474,9 +477,21 @@ FITTED_STATE = ("train_features_", "train_labels_", "train_counts_", "labels_", 
                 "strategies_", "stability_", "train_renderings_", "train_moves_", "train_plans_", "embedding_model_",
                 "embedding_dim_", "vocabulary_", "threshold_", "threshold_rule_", "n_strategies_", "names_",
                 "seed_agreement_", "action_tools_", "kinds_", "task_calls_", "known_pairs_", "known_rows_",
-                "task_tokens_", "task_tested_", "task_test_")
+                "task_tokens_", "task_tested_", "task_test_", "token_mean_", "token_axes_")
 _OPTIONAL_STATE = {"train_space_", "map_coords_", "task_calls_", "known_pairs_", "known_rows_", "task_tokens_",
-                   "task_tested_", "task_test_"}
+                   "task_tested_", "task_test_", "token_mean_", "token_axes_"}
+
+
+def _joined(space: StrategySpace, traj: pl.DataFrame, dim: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`StrategySpace._features`: the joined rows of a rendered table's distinct pairs, the
+    token columns on the fitted principal axes (none before they are fitted in `_fit_reading`, in a
+    space saved before them, or with ``token_rank=None``), and each row's pair."""
+    rows, inverse = embed_join(traj, space._embedder(), space.vocabulary_,
+                               dim=space.embedding_dim_ if dim is None else dim, n_groups=len(space.kinds_),
+                               structure_weight=space.structure_weight, embedding_weight=space.embedding_weight,
+                               ignore=getattr(space, "task_tokens_", frozenset()))
+    mean = getattr(space, "token_mean_", None)
+    return project_tokens(rows, len(space.vocabulary_), None if mean is None else (mean, space.token_axes_)), inverse
 
 
 def _fitted_state(state: dict[str, Any]) -> dict[str, Any]:
@@ -563,7 +578,14 @@ def _fit_reading(space: StrategySpace, runs: pl.DataFrame, named: list[str | Non
     space.task_tokens_ = (task_tokens(tokens, runs["question_id"].cast(pl.String).to_numpy()) if space.task_tested_
                           else frozenset())
     space.vocabulary_ = fit_vocabulary(tokens, ignore=space.task_tokens_)
+    for attr in ("token_mean_", "token_axes_"):  # learnt again below, from these rows read as they are
+        space.__dict__.pop(attr, None)
     pair_rows, pair_of_row = space._features(table := with_kinds(traj, runs, space.by, space.kinds_), dim=-1)
+    basis = token_basis(pair_rows[:, :len(space.vocabulary_)], np.bincount(pair_of_row, minlength=len(pair_rows)),
+                        space.token_rank)
+    if basis is not None:
+        space.token_mean_, space.token_axes_ = basis
+        pair_rows = project_tokens(pair_rows, len(space.vocabulary_), basis)
     space.embedding_dim_ = int(pair_rows.shape[1] - len(space.vocabulary_) - 1 - len(space.kinds_))
     uniq, inverse, first = distinct_rows(pair_rows, pair_of_row)
     space.known_pairs_, space.known_rows_ = known_pairs(table["rendering"], table["tokens"], inverse)

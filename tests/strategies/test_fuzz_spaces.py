@@ -164,6 +164,13 @@ CORPUS = [
      "shape"),
     ("known-pairs-alone", lambda f: _edit(arrays={k: v for k, v in _config(f)["arrays"].items()
                                                   if k != "known_rows"})(f), "space.json", "arrays", "beside"),
+    ("token-axes-alone", lambda f: _edit(arrays={k: v for k, v in _config(f)["arrays"].items()
+                                                if k != "token_mean"})(f), "space.json", "arrays", "goes with"),
+    ("token-axes-one-too-few", _values("token_axes", lambda a: a[:-1].copy()), "token_axes.npy", "token_axes",
+     "shape"),
+    ("token-axes-not-unit", _values("token_axes", lambda a: a * 2), "token_axes.npy", "token_axes", "unit length"),
+    ("token-rank-not-the-axes", lambda f: _edit(params={**_config(f)["params"], "token_rank": 3})(f),
+     "token_axes.npy", "token_axes", "from the vocabulary and `token_rank`"),
     ("threshold-nan", lambda f: (f / "space.json").write_text(re.sub(r'"threshold": [0-9.e+-]+', '"threshold": NaN',
                                                                       (f / "space.json").read_text(), count=1)),
      "space.json", "threshold", "must lie in"),
@@ -240,7 +247,7 @@ numbers = (st.integers(-2**63, 2**63 - 1) | st.floats(allow_nan=True, allow_infi
 
 @FUZZ
 @given(st.sampled_from(["train_features", "train_labels", "train_counts", "labels", "map_coords", "known_pairs",
-                        "known_rows"]),
+                        "known_rows", "token_mean", "token_axes"]),
        st.lists(st.tuples(st.integers(0, 10**6), numbers), min_size=1, max_size=4),
        st.sampled_from(["same", "float64", "int64", "float32"]))
 def test_random_array_values_are_loaded_only_when_valid(saved, name, edits, dtype):
@@ -271,6 +278,7 @@ def test_random_array_values_are_loaded_only_when_valid(saved, name, edits, dtyp
         for labels in (space.labels_, space.train_labels_):
             assert labels.min() >= -1 and labels.max() < space.n_strategies_
         assert space.known_rows_.min() >= 0 and space.known_rows_.max() < len(space.train_features_)
+        assert np.isfinite(space.token_mean_).all() and np.allclose(np.linalg.norm(space.token_axes_, axis=1), 1)
 
 
 @FUZZ

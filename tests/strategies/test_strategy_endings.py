@@ -108,8 +108,11 @@ def sre_fit(tmp_path_factory):
     world = sre(n_questions=60, random_state=1)
     runs = mx.read(world.write(tmp_path_factory.mktemp("sre")), format=world.format)
     # every call by its name: by default `restart` and `scale` are read as one tool here
-    # (test_the_incident_world_reads_restart_and_scale_as_one), and no strategy then ends two ways
-    space = mx.StrategySpace(random_state=1, n_bootstrap=0, progress=False, task_calls="keep").fit(runs)
+    # (test_the_incident_world_reads_restart_and_scale_as_one), and no strategy then ends two ways;
+    # every token column as it is: on the first principal axes one of the two approaches is whole
+    # by the cut already (ARI 1.0 either way), and the join this test is about is not met there
+    space = mx.StrategySpace(random_state=1, n_bootstrap=0, progress=False, task_calls="keep",
+                             token_rank=None).fit(runs)
     return runs, world.labels_for(runs), space
 
 

@@ -110,6 +110,7 @@ def _column(name: str, value: Any) -> None:
 CONSTRAINTS: dict[str, Any] = {
     "embedder": "no_validation",
     "embedding_weight": [_bounds("embedding_weight")], "structure_weight": [_bounds("structure_weight")],
+    "token_rank": [_bounds("token_rank"), None],
     "method": [_choices("method")], "resolution": [_bounds("resolution")], "linkage": [_choices("linkage")],
     "min_share": [_bounds("min_share")], "min_share_tested": [_bounds("min_share_tested")],
     "k_range": [Rule(_k_range, f"two integers in [1, {K_MAX}]")],
@@ -130,7 +131,7 @@ CONSTRAINTS: dict[str, Any] = {
 #: The parameters that define a fitted space: saved with it (``params`` in ``space.json``) and
 #: keying its fit cache; the others say where it runs (embedder, cache, progress) or are saved
 #: apart (``action_tools``, ``ignore_tools``, ``by``).
-MODEL_PARAMS = ("embedding_weight", "structure_weight", "method", "resolution", "linkage", "min_share",
+MODEL_PARAMS = ("embedding_weight", "structure_weight", "token_rank", "method", "resolution", "linkage", "min_share",
                 "min_share_tested", "k_range",
                 "min_cluster_size", "cluster_on", "n_components", "n_neighbors", "min_dist", "max_umap_points",
                 "n_bootstrap", "random_state", "retries", "error_pattern", "families", "plans", "task_calls")

@@ -73,14 +73,15 @@ SAVED_TABLES = ("train_rows", "strategies")
 SAVED_ARRAYS = {"train_features": ("train_features_", "f"), "train_labels": ("train_labels_", "i"),
                 "train_counts": ("train_counts_", "i"), "labels": ("labels_", "i"),
                 "train_space": ("train_space_", "f"), "map_coords": ("map_coords_", "f"),
-                "known_pairs": ("known_pairs_", "i"), "known_rows": ("known_rows_", "i")}
+                "known_pairs": ("known_pairs_", "i"), "known_rows": ("known_rows_", "i"),
+                "token_mean": ("token_mean_", "f"), "token_axes": ("token_axes_", "f")}
 
 # Saved by spaces before it was removed; it never changed a fit, so it is read and dropped.
 _RETIRED = ("outlier_factor",)
 # Parameters added after spaces were first saved: a space saved without them was fitted as these
 # say (every call its own move, the default failure reading, one tree over every plan, no tested band).
 _SAVED_BEFORE = {"retries": "keep", "error_pattern": None, "families": "keep", "plans": "mixed",
-                 "task_calls": "keep", "min_share_tested": 0.0}
+                 "task_calls": "keep", "min_share_tested": 0.0, "token_rank": None}
 CHECKSUM = "blake2b"  # what `save` writes; a space without the field was checked with SHA-256
 _CHECKSUMS = ("blake2b", "sha256")
 
@@ -98,6 +99,8 @@ def save(space: Any, folder: str | os.PathLike, *, params: dict[str, Any], map_c
         arrays["map_coords"] = map_coords
     if getattr(space, "known_pairs_", None) is not None:  # a space loaded from before them has none
         arrays.update(known_pairs=space.known_pairs_, known_rows=space.known_rows_)
+    if getattr(space, "token_mean_", None) is not None:  # fitted with token_rank below the vocabulary's size
+        arrays.update(token_mean=space.token_mean_, token_axes=space.token_axes_)
     checksums = {}
     for name, arr in arrays.items():
         buf = io.BytesIO()
@@ -564,6 +567,25 @@ def _check_shapes(loaded: dict[str, np.ndarray], dim: int, n_components: int) ->
     return m
 
 
+def _check_axes(loaded: dict[str, np.ndarray], n_tokens: int, rank: int | None) -> None:
+    """The move tokens' mean and principal axes (both or neither; ``rank`` axes of unit length
+    over the vocabulary's tokens), finite."""
+    if ("token_mean" in loaded) != ("token_axes" in loaded):
+        name = "token_axes" if "token_mean" in loaded else "token_mean"
+        raise _Refusal(f"space.json lists no `{name}`, which goes with the other", "space.json", "arrays")
+    if "token_mean" not in loaded:  # fitted with every column (token_rank None, or no more tokens or rows)
+        return
+    mean, axes = loaded["token_mean"], loaded["token_axes"]
+    if rank is None or mean.shape != (n_tokens,) or axes.shape != (rank, n_tokens):
+        raise _Refusal(f"`token_mean.npy` has shape {mean.shape} and `token_axes.npy` {axes.shape}, expected "
+                       f"({n_tokens},) and ({rank}, {n_tokens}) from the vocabulary and `token_rank`",
+                       "token_axes.npy", "token_axes")
+    if not (np.isfinite(mean).all() and np.isfinite(axes).all()
+            and np.allclose(np.linalg.norm(axes, axis=1), 1.0, atol=1e-6)):
+        raise _Refusal("`token_axes.npy` holds a value that is not finite or an axis not of unit length",
+                       "token_axes.npy", "token_axes")
+
+
 def _check_known(loaded: dict[str, np.ndarray], m: int) -> None:
     """The fitted pairs' digests and rows (both or neither): one digest of two int64 per pair,
     distinct and sorted (they are searched), each row one of the ``m`` training rows."""
@@ -645,6 +667,7 @@ def _load(restore: Callable[[dict[str, Any], dict[str, Any]], Any], folder: Path
     loaded, frames = _read_files(folder, config, params["cluster_on"])
     by, kinds = _kinds(config.get("by"), config.get("kinds"), cfg)
     m = _check_shapes(loaded, len(vocabulary) + 1 + embedding_dim + len(kinds), params["n_components"])
+    _check_axes(loaded, len(vocabulary), params["token_rank"])
     strategies = frames["strategies"]
     _check_members(loaded, strategies, n_strategies)
     for column in ("task_variants", "endings"):  # saved before these joins were made: none joined
