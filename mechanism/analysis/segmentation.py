@@ -89,6 +89,7 @@ from mechanism.core.actions import (
     MARK_FIELDS,
     NESTED_FIELD,
     RETRIEVAL_TOOL,
+    WRITTEN,
     ActionField,
     check_action_field,
     detect_action_tools,
@@ -109,7 +110,7 @@ from mechanism.core.cachefile import (
     write_checked,
 )
 from mechanism.core.errors import InputError
-from mechanism.core.failures import compile_error_pattern, failure_kind, is_failure
+from mechanism.core.failures import compile_error_pattern, failure_kind, is_failure, silent_tool
 from mechanism.core.schema import PARALLEL, USER_TURNS_JOIN, validate
 
 RELATIONS = ("first", "repeat", "return", "revise", "switch", "new")
@@ -144,14 +145,19 @@ MAX_FIELD_CHARS = 20_000
 # `mia_li_3668`, a code such as `#W4830391`, an e-mail, a date. Matching atoms through sets is
 # linear in the text; a multi-word value (a phrase, a lower-case name) is its atoms.
 _ATOM = re.compile(r"[#@\w][\w.@#+'/-]*\w|\w", re.UNICODE)
+# A line break or tab written as its escape inside a written-out value (`"x = 1\\ny = 2"`, as a
+# generic tool's command quotes it) separates words as the break itself would
+_ESCAPED_SPACE = re.compile(r"\\[ntr]")
 _RETRIEVAL = RETRIEVAL_TOOL
+_LITERALS = frozenset({"true", "false", "null"})  # JSON's, written out in a generic tool's command
 @functools.lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
     # Imported on first use: scikit-learn costs ~0.3 s to import, and a fit whose
     # segmentations all come from the cache never tokenizes anything.
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # noqa: PLC0415 - scikit-learn: about a second to import, only in the steps that use it
 
-    return frozenset(ENGLISH_STOP_WORDS)
+    # and JSON's literals: a flag's value written out (`archival_memory_search allergic true`) names nothing
+    return frozenset(ENGLISH_STOP_WORDS) | _LITERALS
 
 
 def atoms(text: str | None) -> list[str]:
@@ -168,7 +174,10 @@ def atoms(text: str | None) -> list[str]:
         return []
     stop = _stop_words()
     seen: dict[str, None] = {}
-    for atom in _ATOM.findall(text[:MAX_FIELD_CHARS].lower()):
+    text = text[:MAX_FIELD_CHARS]
+    if "\\" in text:
+        text = _ESCAPED_SPACE.sub(" ", text)
+    for atom in _ATOM.findall(text.lower()):
         if atom not in stop and atom not in seen:
             seen[atom] = None
     return list(seen)
@@ -409,7 +418,10 @@ def _search_move(relation: str, sources: set[str]) -> str:
 
 def _failed(step: Mapping[str, Any], error_pattern: re.Pattern[str] | None) -> bool:
     # the default reading, or the read's own verdict (`failed`, written when `mx.read` had an `error_pattern`)
-    tool = step.get("via") or step.get("tool")  # a generic tool's call is judged as that tool's
+    # a generic tool's call is judged as that tool's, or as the verb it runs where that one succeeds
+    # silently (`act(command="sed -i ...")`: an edit in place prints nothing, as it would through `bash`)
+    via, verb = step.get("via"), step.get("tool")
+    tool = verb if via and silent_tool(verb) else via or verb
     return is_failure(step.get("observation"), error_pattern, tool=tool) or step.get("failed") is True
 
 
@@ -558,7 +570,13 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
             else:
                 counts["new"] += 1
         tset = set(toks)
-        key = (tool, tuple(sorted(" ".join(v.split()).lower() for v in values)))
+        # a call whose values were written out, quoted, is its words in any order, as a typed call
+        # is its values (its escaped breaks are spaces, a flag's literal no word: a typed call's
+        # booleans are no values)
+        key = (tool, tuple(sorted(w for v in values for w in _ESCAPED_SPACE.sub(" ", v.lower()).split()
+                                  if w not in _LITERALS)
+                           if step.get(WRITTEN)
+                           else sorted(" ".join(v.split()).lower() for v in values)))
         if key in calls_seen:
             relation = "repeat" if key == prev_call else "return"
         elif tool in by_tool and _keeps(tset, same_tool.get(tool, ())):

@@ -116,6 +116,12 @@ STATEMENT = "_statement"
 #: A call read as the call a dispatcher runs (:func:`read_action`): the tool it runs may be
 #: generic itself, and is then read again.
 DISPATCHED = "_dispatched"
+#: Marks a call read from the text a generic tool was given (:func:`read_action`) whose values
+#: were quoted, several of them written out (`Edit a.py "x = 1" "x = 2"`): their order is the
+#: writer's, so two such calls are the same call where they hold the same words, as two typed
+#: calls are where they hold the same values in any order. Not a statement, whose words' order
+#: is what it asks, nor a plain action (`take plate 2 from cabinet 1`).
+WRITTEN = "_written"
 TEXT_FIELD = "*"  # the call's whole text argument (no JSON fields): `act[go north]`, `Action: go north`
 
 # Verbs of a key press, named by the key they press (`_pressed`), and what a key name is: a
@@ -487,12 +493,14 @@ def verb_object(tool: str, field: str, arguments: str | None, query: str | None,
 
 
 def _read_call(tool: str, field: str, arguments: str | None, query: str | None, task: frozenset[str] = frozenset()
-               ) -> tuple[str, str, dict[str, Any], tuple[str, ...], bool, dict[str, Any] | None]:
+               ) -> tuple[str, str, dict[str, Any], tuple[str, ...], bool, dict[str, Any] | None, bool]:
     """:func:`verb_object`'s (verb, object, other fields), a request's query parameter names
     (:func:`_query_keys`) or a statement's clauses (:func:`_sql_verb`; ``()`` for any other
-    call), whether the call runs a SQL statement, and the parsed arguments (what
-    :func:`read_action` reads a dispatcher's call by): one parse of the call for all."""
+    call), whether the call runs a SQL statement, the parsed arguments (what
+    :func:`read_action` reads a dispatcher's call by), and whether the text quotes its values
+    (:data:`WRITTEN`): one parse of the call for all."""
     parsed, text, rest_fields = _call_text(field, arguments, query)
+    quoted = _QUOTING.search(text) is not None
     request = _request(tool, field, parsed, text)
     if request is not None:  # a request, typed or written out through a text tool
         url, method, after = request
@@ -500,23 +508,28 @@ def _read_call(tool: str, field: str, arguments: str | None, query: str | None, 
         if field == "method":
             rest_fields = {k: v for k, v in rest_fields.items() if k not in _URL_FIELDS}
         obj = " ".join(v for v in (obj, after) if v)
-        return verb[:MAX_VERB_CHARS], obj, rest_fields, _query_keys(url), False, parsed
+        return verb[:MAX_VERB_CHARS], obj, rest_fields, _query_keys(url), False, parsed, quoted
     statement = _statement(text)
     if statement is not None:  # a statement, whatever field holds it: read by what it does
         verb, obj, keys = _sql_verb(statement)
-        return verb, obj, rest_fields, keys, True, parsed
+        return verb, obj, rest_fields, keys, True, parsed, quoted
     # A program or a command line is read as one whatever the field holding it is called: the
     # name is the harness's (`bash(command=...)`, `step(action=...)`, `env(input=...)`, a bare
     # ReAct action), and a vocabulary of plain actions (`go to sofa 1`, `left_click`) reads the
     # same as a command line as it does by its first word.
     if field == "code" or _PYTHON_START.match(text):
-        return _code_verb(text)[:MAX_VERB_CHARS], text, rest_fields, (), False, parsed
+        return _code_verb(text)[:MAX_VERB_CHARS], text, rest_fields, (), False, parsed, quoted
+    head, _, after = text.partition(" ")
+    if _json_value(after) is not None:
+        # a typed tool's structured argument written out after its name (`TodoWrite [{...}]`):
+        # JSON, whose quotes a shell's reading would strip, keys and values run together
+        return head.lower()[:MAX_VERB_CHARS], after.strip(), rest_fields, (), False, parsed, quoted
     program, rest = _shell_verb(text)
     if program:
         program, rest = _pressed(program, rest, rest_fields)
-        return program[:MAX_VERB_CHARS], rest, rest_fields, (), False, parsed
+        return program[:MAX_VERB_CHARS], rest, rest_fields, (), False, parsed, quoted
     head, rest = _pressed(*(part.strip() for part in text.partition(" ")[::2]), rest_fields)
-    return head.lower()[:MAX_VERB_CHARS], rest, rest_fields, (), False, parsed
+    return head.lower()[:MAX_VERB_CHARS], rest, rest_fields, (), False, parsed, quoted
 
 
 # A program's verb (`_code_verb`): the names it calls that say nothing of what it does (Python's
@@ -535,6 +548,18 @@ _PYTHON_START = re.compile(r"\s*(?:#[^\n]*\n\s*)*(?:import[ \t]+[A-Za-z_]|from[ 
                            r"|[A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*[ \t]+[-+*/%]?=[^=])")
 _LOOP = re.compile(r"^[ \t]*(?:for|while)\b|\bfor\s+[\w, ()]{1,80}?\s+in\b", re.M)
 _ASSERT = re.compile(r"^[ \t]*assert\b", re.M)
+
+
+def _json_value(text: str) -> dict[str, Any] | list[Any] | None:
+    """``text`` parsed where it is a JSON object or array, else ``None``."""
+    text = text.strip()
+    if not text.startswith(("{", "[")) or len(text) > PROGRAM_MAX_CHARS:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, (dict, list)) else None
 
 
 def _code_verb(code: str) -> str:
@@ -939,13 +964,21 @@ def nested_text(obj: str | None) -> str | None:
     >>> nested_text('3 "rw [h] at h2"'), nested_text("3 omega"), nested_text('a.py "x = 1" "x = 2"')
     ('rw [h] at h2', 'omega', None)
     """
+    return _nested_parts(obj)[0]
+
+
+def _nested_parts(obj: str | None) -> tuple[str | None, list[str]]:
+    """(:func:`nested_text`, the numbers beside it): the numbers are the call's other values (a
+    proof state, a line), as a typed call's other fields are."""
     if not obj or len(obj) > PROGRAM_MAX_CHARS:
-        return None
+        return None, []
     try:  # a line without quotes or escapes is its words (shlex costs five times as much)
-        words = [w for w in (shlex.split(obj) if _QUOTING.search(obj) else obj.split()) if not _NUMBER.fullmatch(w)]
+        words = shlex.split(obj) if _QUOTING.search(obj) else obj.split()
     except ValueError:  # an unclosed quote: no argument list
-        return None
-    return words[0] if len(words) == 1 else None
+        return None, []
+    numbers = [w for w in words if _NUMBER.fullmatch(w)]
+    texts = [w for w in words if not _NUMBER.fullmatch(w)]
+    return (texts[0], numbers) if len(texts) == 1 else (None, [])
 
 
 def _count_verb(questions_of: dict[str, set[Any]], calls_of: Counter[str], verb: str, question: Any) -> None:
@@ -971,12 +1004,13 @@ def _is_vocabulary(questions_of: Mapping[str, set[Any]], calls_of: Counter[str],
     return 2 <= len(shared) <= 4 * MAX_VERBS and _vocabulary(shared, MIN_VERB_COVERAGE * n) <= MAX_VERBS
 
 
-def _verb_argument(field: str, step: Mapping[str, Any], verb: str) -> str | None:
+def _verb_argument(field: str, step: Mapping[str, Any], verb: str) -> tuple[str | None, list[str]]:
     """The one text argument of a generic tool's call written as its ``verb`` and arguments
     (``run_tactic 3 "simp [h]"``), read from the text as written (the verb's object has lost its
-    quotes); ``None`` where the text does not open with the verb or holds no such argument."""
+    quotes), and the numbers beside it; ``None`` where the text does not open with the verb or
+    holds no such argument."""
     head, _, after = _call_text(field, step.get("arguments"), step.get("query"))[1].partition(" ")
-    return nested_text(after) if head.lower() == verb else None
+    return _nested_parts(after) if head.lower() == verb else (None, [])
 
 
 def _nested_verbs(steps_by_row: list, questions: list, generic: Mapping[str, str], total: int,
@@ -1001,7 +1035,7 @@ def _nested_verbs(steps_by_row: list, questions: list, generic: Mapping[str, str
             if tool not in fields:
                 continue
             verb = verb_object(tool, fields[tool], step.get("arguments"), step.get("query"))[0]
-            text = _verb_argument(fields[tool], step, verb)
+            text = _verb_argument(fields[tool], step, verb)[0]
             if verb not in verbs[tool, fields[tool]]:
                 continue
             verb_calls[verb] += 1
@@ -1204,17 +1238,21 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
     (the other argument fields kept as they were); ``task``: the request path segments the
     task decides (:func:`_request_verb`)."""
     tool = tool_name(step.get("tool"))
-    verb, obj, rest, keys, statement, parsed = _read_call(tool, field, step.get("arguments"), step.get("query"),
-                                                          task)
+    verb, obj, rest, keys, statement, parsed, quoted = _read_call(tool, field, step.get("arguments"),
+                                                                  step.get("query"), task)
     verb = verb or tool
     run = None if (obj or statement) else _run_call(parsed, field)
     if run is not None:  # a dispatcher's call: the call of the tool it names, with its arguments
         return {**step, **run, "via": tool, DISPATCHED: True}
-    arguments = json.dumps({"object": obj, **rest}, ensure_ascii=False, default=str) if (obj or rest) else None
+    # an object written as JSON holds values under keys, read as a typed call's are (its values)
+    value = _json_value(obj) if obj else None
+    arguments = (json.dumps({"object": obj if value is None else value, **rest}, ensure_ascii=False, default=str)
+                 if (obj or rest) else None)
     # `via`: the tool that ran the call (whether an empty result is a failure depends on it);
     # `_query_keys`: a request's query parameter names (how it asks: by page, by a filter, by a
     # number), which the move tokens carry while the verb and the plan stay the resource's
     return {**step, "tool": verb, "arguments": arguments, "query": obj or None, "via": tool,
+            **({WRITTEN: True} if quoted and not statement else {}),
             **({"_query_keys": keys} if keys else {}), **({STATEMENT: True} if statement else {})}
 
 
@@ -1341,10 +1379,14 @@ def read_nested(step: Mapping[str, Any], field: str, read: Mapping[str, Any]) ->
     >>> read_nested(call, "command", read_action(call, "command"))["tool"]
     'rw'
     """
-    text = _verb_argument(field, step, str(read.get("tool")))  # the call as `read` already read it
+    text, numbers = _verb_argument(field, step, str(read.get("tool")))  # the call as `read` already read it
     if text is None:
         return dict(read)
-    return {**read_action({**read, "arguments": None, "query": text}, TEXT_FIELD), "via": tool_name(step.get("tool"))}
+    nested = read_action({**read, "arguments": None, "query": text}, TEXT_FIELD)
+    if numbers:  # the numbers beside the command (`run_tactic 3 ...`: the proof state) stay its values
+        values = json.loads(nested["arguments"]) if nested["arguments"] else {}
+        nested["arguments"] = json.dumps({**values, "numbers": numbers}, ensure_ascii=False)
+    return {**nested, "via": tool_name(step.get("tool"))}
 
 
 def one_typo_apart(a: str, b: str) -> bool:

@@ -64,7 +64,7 @@ from typing import Any
 
 from mechanism.core.patterns import LinearPattern, compile_linear
 
-__all__ = ["is_failure", "failure_kind", "compile_error_pattern", "failure_reader", "FAILURE_KINDS"]
+__all__ = ["is_failure", "failure_kind", "compile_error_pattern", "failure_reader", "silent_tool", "FAILURE_KINDS"]
 
 # what :func:`failure_kind` names: the environment answered with nothing ("nothing"), an HTTP
 # error status or body ("http"), the user's pattern ("pattern"), any other default rule ("error")
@@ -147,9 +147,12 @@ _SILENT_WORDS = frozenset(("bash", "sh", "zsh", "shell", "terminal", "console", 
                            "cell", "script", "sql", "write", "edit", "editor", "save", "create", "update", "delete",
                            "remove", "set", "put", "post", "patch", "move", "copy", "mkdir", "touch", "send",
                            "upload", "install", "apply", "insert", "replace", "append", "rename", "chmod",
+                           "rm", "mv", "cp", "ln",  # the shell's own spellings of remove, move, copy, link
                            # calls that ask nothing of the environment answer with nothing
                            "think", "reflect", "plan", "note", "notes", "scratchpad", "thought", "log"))
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+# how a shell program's verb says it writes (`mechanism.core.actions`: `sed -i`, `cat to_file`)
+_WRITING_MARKS = (" -i", " to_file")
 # "User not found", "Order #W1 does not exist.", "File not found: x": the phrase closes a clause
 # (a title such as "Not Found is a 2009 album" does not)
 _MISSING = re.compile(r"\b(?:(?:not found|does not exist|doesn't exist|could not be found|cannot be found)"
@@ -160,6 +163,8 @@ _MISSING = re.compile(r"\b(?:(?:not found|does not exist|doesn't exist|could not
                       r"unknown tool(?: name)?\b)", re.I)
 _TIMEOUT = re.compile(r"^\W{0,3}(?:timeout(?:error)?\s*[:!]|timeout (?:after|expired|exceeded|reached)\b|"
                       r"timed out\b|execution timed out|time ?limit exceeded|"
+                      # mini-swe-agent's notice that it killed a command, the command quoted in it
+                      r"the last command <command>[^\n]{0,500}?</command> timed out\b|"
                       r"(?:the )?(?:command|execution|process|cell|code|request|call|tool|query|statement) "
                       r"(?:timed out|took too long)|(?:sql|query|statement) time ?out\b)", re.I)
 # a bare exception line as the whole answer of a code tool ("KeyError: 'x'", "TimeoutError: ...")
@@ -207,6 +212,8 @@ def is_failure(observation: str | None, pattern: Any = None, *, tool: str | None
     (False, False)
     >>> is_failure("Error correction code: in computing, ...")
     False
+    >>> is_failure("The last command <command>rm -i a.py</command> timed out and has been killed.")
+    True
     >>> is_failure("hello\\nTraceback (most recent call last):\\n  File \\"x.py\\", line 2\\n"
     ...            "ZeroDivisionError: division by zero")
     True
@@ -284,7 +291,7 @@ def failure_kind(observation: str | None, pattern: Any = None, *, tool: str | No
     if len(head) <= _NOTHING_MAX or not head[:_NOTHING_MAX].strip():
         bare = observation.strip()
         if not bare:
-            return None if _silent_tool(tool) else "nothing"
+            return None if silent_tool(tool) else "nothing"
         if len(bare) <= _NOTHING_MAX and _NOTHING.match(bare):
             return "nothing"
     found = _HEAD_KIND.match(head)
@@ -342,11 +349,19 @@ def _message_of(observation: str) -> str | None:
     return said if said and said.lstrip()[:1] != "{" else None
 
 
-def _silent_tool(tool: str | None) -> bool:
-    """Whether ``tool`` is one whose success prints nothing (its name has a word of
-    :data:`_SILENT_WORDS`: ``execute_bash``, ``runPython``, ``write_file``)."""
+def silent_tool(tool: str | None) -> bool:
+    """Whether ``tool`` is one whose success prints nothing: its name has a word of
+    :data:`_SILENT_WORDS` (``execute_bash``, ``runPython``, ``write_file``), or it is a shell
+    program's verb that writes (:func:`mechanism.core.actions.verb_object` marks an edit in place
+    ``sed -i`` and output sent into a file ``cat to_file``).
+
+    >>> [silent_tool(t) for t in ("execute_bash", "write_file", "sed -i", "cat to_file", "rm", "read_file", "go")]
+    [True, True, True, True, True, False, False]
+    """
     if not tool:
         return False
+    if tool.endswith(_WRITING_MARKS):
+        return True
     return any(w.lower() in _SILENT_WORDS for w in _WORD.findall(tool[:200]))
 
 

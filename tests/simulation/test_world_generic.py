@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 
 import mechanism as mx
@@ -116,6 +117,19 @@ def test_command_text_reads_like_a_harness_log():
     # the value that writes the action out comes first, wherever the call put it
     assert command_text("Bash", {"description": "Run the tests", "command": "pytest -q"}) == \
         'Bash "pytest -q" "Run the tests"'
+
+
+def test_a_tools_arguments_are_written_in_one_order_whatever_order_the_model_gave():
+    # a model gives a call's keys in any order; a harness writes a tool's arguments in one
+    world = simulate(n_questions=1, n_samples=1, arms=("base",), random_state=0, progress=False)
+    steps = [{"tool": "Read", "arguments": json.dumps(a), "observation": "x", "query": None, "thought": None,
+              "user": None} for a in ({"file_path": "a.py", "limit": 40, "offset": 7},
+                                      {"offset": 7, "file_path": "a.py", "limit": 40},
+                                      {"limit": 40, "file_path": "b.py"})]
+    world.runs = world.runs.with_columns(pl.Series("steps", [steps], dtype=world.runs["steps"].dtype))
+    commands = [json.loads(c["function"]["arguments"])["command"] for m in as_generic_action(world).records[0]["messages"]
+                for c in m.get("tool_calls") or []]
+    assert commands == ["Read a.py 40 7", "Read a.py 40 7", "Read b.py 40"]
 
 
 def test_finishing_calls_stay_and_other_names(tmp_path):

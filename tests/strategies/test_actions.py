@@ -8,7 +8,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
-from mechanism.analysis.segmentation import action_tools, render
+from mechanism.analysis.segmentation import action_tools, render, segment
 from mechanism.core.actions import (
     CONSULT_FIELD,
     HANDOFF_FIELD,
@@ -17,6 +17,7 @@ from mechanism.core.actions import (
     _sql_verb,
     detect_action_tools,
     read_action,
+    read_nested,
     verb_object,
 )
 from mechanism.core.errors import InputError
@@ -25,10 +26,13 @@ from mechanism.datasets.worlds import (
     as_dispatched,
     as_generic_action,
     computer,
+    handoff,
     interpreter,
+    leanprover,
     memory,
     multihop,
     service,
+    swebash,
     terminal,
     todo,
 )
@@ -351,6 +355,56 @@ def test_a_shell_tool_logged_through_act_reads_as_the_typed_shell_tool(tmp_path)
     generic = _read(as_generic_action(world), tmp_path)
     assert render(generic)["tools"].to_list() == render(typed)["tools"].to_list()
     assert render(typed)["tools"].str.contains("pytest").mean() > 0.5
+
+
+@pytest.mark.parametrize("make", [todo, leanprover, swebash, handoff, memory])
+def test_the_same_episodes_through_act_give_the_typed_move_tokens(make, tmp_path):
+    # each world was read otherwise through `act` until these were read as typed calls are:
+    # TodoWrite's JSON list (its keys are no values), a Lean proof state beside the tactic
+    # (`run_tactic 3 "simp"`: the number stays a value), an in-place edit's empty output (a
+    # success, as through `bash`), a handoff's and a memory call's values in any order
+    world = make(n_questions=12, random_state=0)
+    typed = render(_read(world, tmp_path))["tokens"].to_list()
+    generic = render(_read(as_generic_action(world), tmp_path))["tokens"].to_list()
+    assert generic == typed
+
+
+def _act_run(commands, observations=None):
+    steps = [make_step(tool="act", arguments=json.dumps({"command": c}),
+                       observation="ok" if observations is None else observations[i]) for i, c in enumerate(commands)]
+    return from_records([{"arm": "a", "question_id": "q", "sample_id": 0, "question": "Fix the bug in a.py",
+                          "gold": [], "answer": "done", "correct": True, "n_rounds": len(steps), "steps": steps}])
+
+
+def test_quoted_values_are_one_call_in_any_order_and_a_plain_action_keeps_its_word_order():
+    edits = _act_run(["open a.py", 'edit a.py "x = 1" "x = 2"', 'edit "x = 2" a.py "x = 1"'])
+    moves = segment(edits, action_field={"act": "command"})
+    assert moves["relation"].to_list()[1:3] == ["switch", "repeat"]
+    takes = _act_run(["go to cabinet 1", "take plate 2 from cabinet 1", "take plate 1 from cabinet 2"])
+    assert segment(takes, action_field={"act": "command"})["relation"].to_list()[2] == "revise"
+
+
+def test_a_json_argument_written_after_the_verb_is_read_by_its_values_not_its_keys():
+    step = {"tool": "act", "arguments": json.dumps({"command": 'TodoWrite [{"content": "Fix a.py", "status": "done"}]'})}
+    read = read_action(step, "command")
+    assert read["tool"] == "todowrite"
+    assert json.loads(read["arguments"])["object"] == [{"content": "Fix a.py", "status": "done"}]
+    # `status` is a key: a later call naming the status is no reuse of the list's values
+    moves = segment(_act_run(['TodoWrite [{"content": "Fix a.py", "status": "done"}]', "grep status b.py"]),
+                    action_field={"act": "command"})
+    assert moves["sources"].to_list()[1] == "new"
+
+
+def test_the_numbers_beside_a_nested_command_stay_its_values():
+    call = {"tool": "act", "arguments": json.dumps({"command": 'run_tactic 3 "simp [h]"'})}
+    read = read_nested(call, "command", read_action(call, "command"))
+    assert read["tool"] == "simp"
+    assert json.loads(read["arguments"])["numbers"] == ["3"]
+
+
+def test_an_empty_answer_is_a_writing_programs_success_and_a_text_games_failure():
+    runs = _act_run(["sed -i 's/a/b/' a.py", "rm -f tmp.txt", "go north", "cat a.py"], ["", "", "", ""])
+    assert segment(runs, action_field={"act": "command"})["failed"].to_list()[:4] == [False, False, True, True]
 
 
 @pytest.mark.parametrize("make", [terminal, interpreter, todo])

@@ -6,8 +6,10 @@ Many harnesses log every action through one tool whose argument is the action wr
 strategies can be recovered from the generic log (``labels_for`` still works: the ids do not
 change).
 
-The command is the tool's name, a space, then the call's argument values in the order the
-call gave them (its main argument first, as tools declare it; a value that writes the action
+The command is the tool's name, a space, then the call's argument values in the order a
+harness writes that tool's (the order of the tool's first call in the world: a model gives the
+same call's keys in any order, a harness writes them as the tool declares them), its main
+argument first (as tools declare it; a value that writes the action
 out, ``command``, ``code``, ``action``, first wherever the call put it, so
 ``Bash(description=..., command="pytest -q")`` -> ``Bash "pytest -q" ...``, and the reading sees
 the shell tool's command as the call's, :mod:`mechanism.core.actions`): one value is written as it is
@@ -154,6 +156,23 @@ def _one_command_tool(world: PlantedWorld) -> bool:
     return len(names) == 1 and (names == {GENERIC_TOOL} or all(k in _COMMAND_KEYS for _, k in pairs))
 
 
+class _HarnessOrder:
+    """A call's arguments in the order a harness writes its tool's: the order of the tool's first
+    call (a harness writes a tool's arguments as the tool declares them, whatever order the model
+    gave them in), any key that call lacked after them in the call's own order."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, list[str]] = {}
+
+    def __call__(self, name: Any, arguments: Any) -> Any:
+        parsed = _arguments_object(arguments)
+        if not isinstance(parsed, Mapping):
+            return arguments
+        known = self._keys.setdefault(str(name), [])
+        known.extend(k for k in parsed if k not in known)
+        return {k: parsed[k] for k in known if k in parsed}
+
+
 # How one call is re-logged: its tool's name and arguments (as given) -> the new call's arguments object
 CallRewrite = Callable[[Any, Any], dict[str, Any]]
 
@@ -201,6 +220,7 @@ def _rewrite_atif(record: Mapping[str, Any], tool: str, arguments_of: CallRewrit
 def _from_runs(world: PlantedWorld, tool: str, field: str, with_tool: bool) -> list[dict[str, Any]]:
     """OpenAI records of the world's canonical runs, every step one ``tool`` call."""
     records = []
+    ordered = _HarnessOrder()
     for i, row in enumerate(world.runs.iter_rows(named=True)):
         messages: list[dict[str, Any]] = [{"role": "user", "content": row["question"] or ""}]
         for j, step in enumerate(row["steps"] or []):
@@ -210,7 +230,8 @@ def _from_runs(world: PlantedWorld, tool: str, field: str, with_tool: bool) -> l
             messages.append({"role": "assistant", "content": step.get("thought") or "", "tool_calls": [
                 {"id": cid, "type": "function",
                  "function": {"name": tool, "arguments": json.dumps(
-                     {field: command_text(step["tool"] if with_tool else None, step.get("arguments"))},
+                     {field: command_text(step["tool"] if with_tool else None,
+                                          ordered(step["tool"], step.get("arguments")))},
                      ensure_ascii=False)}}]})
             messages.append({"role": "tool", "tool_call_id": cid, "name": tool,
                              "content": step.get("observation") or ""})
@@ -276,7 +297,9 @@ def as_generic_action(world: PlantedWorld, tool: str = "act", field: str = "comm
     name = f"{getattr(world, 'name', None) or type(world).__name__.lower()}_{tool}"
     if isinstance(world, World) and world.format in NATIVE_FORMATS:
         rewrite = _rewrite_openai if world.format == "openai" else _rewrite_atif
-        records = [rewrite(rec, tool, lambda name, raw: {field: command_text(name if with_tool else None, raw)})
+        ordered = _HarnessOrder()
+        records = [rewrite(rec, tool, lambda name, raw: {field: command_text(name if with_tool else None,
+                                                                             ordered(name, raw))})
                    for rec in world.records]
         fmt = world.format
     else:
