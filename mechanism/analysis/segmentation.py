@@ -145,8 +145,9 @@ MAX_FIELD_CHARS = 20_000
 # `mia_li_3668`, a code such as `#W4830391`, an e-mail, a date. Matching atoms through sets is
 # linear in the text; a multi-word value (a phrase, a lower-case name) is its atoms.
 _ATOM = re.compile(r"[#@\w][\w.@#+'/-]*\w|\w", re.UNICODE)
-# A line break or tab written as its escape inside a written-out value (`"x = 1\\ny = 2"`, as a
-# generic tool's command quotes it) separates words as the break itself would
+# A line break or tab written as its escape inside a value quoted in a written-out call
+# (`edit a.py "x = 1\\ny = 2"`) separates words as the break itself would (only there: elsewhere
+# a backslash and a letter may be a path's or LaTeX's, `\\theta`)
 _ESCAPED_SPACE = re.compile(r"\\[ntr]")
 _RETRIEVAL = RETRIEVAL_TOOL
 _LITERALS = frozenset({"true", "false", "null"})  # JSON's, written out in a generic tool's command
@@ -174,10 +175,7 @@ def atoms(text: str | None) -> list[str]:
         return []
     stop = _stop_words()
     seen: dict[str, None] = {}
-    text = text[:MAX_FIELD_CHARS]
-    if "\\" in text:
-        text = _ESCAPED_SPACE.sub(" ", text)
-    for atom in _ATOM.findall(text.lower()):
+    for atom in _ATOM.findall(text[:MAX_FIELD_CHARS].lower()):
         if atom not in stop and atom not in seen:
             seen[atom] = None
     return list(seen)
@@ -552,6 +550,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
             user = set(user) | memo.atoms(said)
         tool = tools_of[i]
         values = argument_values(step.get("arguments"), step.get("query"))
+        if step.get(WRITTEN):  # its quoted values' escaped breaks are breaks
+            values = [_ESCAPED_SPACE.sub(" ", v) if "\\" in v else v for v in values]
         vatoms: dict[str, None] = {}
         for v in values:
             for a in memo.atoms(v):
@@ -571,10 +571,8 @@ def _segment_one(question: str | None, answer: str | None, steps: Sequence[dict]
                 counts["new"] += 1
         tset = set(toks)
         # a call whose values were written out, quoted, is its words in any order, as a typed call
-        # is its values (its escaped breaks are spaces, a flag's literal no word: a typed call's
-        # booleans are no values)
-        key = (tool, tuple(sorted(w for v in values for w in _ESCAPED_SPACE.sub(" ", v.lower()).split()
-                                  if w not in _LITERALS)
+        # is its values (a flag's literal no word: a typed call's booleans are no values)
+        key = (tool, tuple(sorted(w for v in values for w in v.lower().split() if w not in _LITERALS)
                            if step.get(WRITTEN)
                            else sorted(" ".join(v.split()).lower() for v in values)))
         if key in calls_seen:

@@ -1251,9 +1251,10 @@ def read_action(step: Mapping[str, Any], field: str, task: frozenset[str] = froz
     # `via`: the tool that ran the call (whether an empty result is a failure depends on it);
     # `_query_keys`: a request's query parameter names (how it asks: by page, by a filter, by a
     # number), which the move tokens carry while the verb and the plan stay the resource's
-    return {**step, "tool": verb, "arguments": arguments, "query": obj or None, "via": tool,
-            **({WRITTEN: True} if quoted and not statement else {}),
+    read = {**step, "tool": verb, "arguments": arguments, "query": obj or None, "via": tool,
             **({"_query_keys": keys} if keys else {}), **({STATEMENT: True} if statement else {})}
+    read.pop(WRITTEN, None)  # a nested command's own text says whether it quotes values, not the call's
+    return {**read, WRITTEN: True} if quoted and not statement else read
 
 
 # A handoff between agents (multi-agent frameworks' own tool names: the OpenAI Agents SDK, Swarm,

@@ -116,8 +116,8 @@ def test_the_readme_quotes_recovery_and_fidelity_as_recorded():
     assert f"**Where it is weakest.** {count} below the better baseline" in section
     for w in below:
         assert f"{typed[w]['default']:.3f} against" in section, w
-    # over six seeds, typed and through one act tool: no world under its floor on the mean; the worlds
-    # under it at single seeds, typed, quoted with that seed's figures; none through act
+    # over six seeds, typed and through one act tool: no world under its floor on the mean, nor at
+    # any single seed
     six = json.loads((results / "bench_strategies_floor.seeds-0-5.json").read_text())
     six_act = json.loads((results / "bench_strategies_floor.generic-seeds-0-5.json").read_text())
     seeds = six["params"]["seeds"]
@@ -125,16 +125,13 @@ def test_the_readme_quotes_recovery_and_fidelity_as_recorded():
     weakest = " ".join(section.split("**Where it is weakest.**", 1)[1].split("\n\n", 1)[0].split())
     assert not any(r["verdict"] == "below floor" for r in six["rows"] + six_act["rows"])
     assert "No world falls below the better baseline on the mean at seeds 0-2 or 0-5, typed or through `act`" in weakest
-    assert all(r["seeds below floor"].startswith("0 of ") for r in six_act["rows"])
-    under = {r["world"]: r["seeds below floor"] for r in six["rows"] if not r["seeds below floor"].startswith("0 of ")}
-    assert set(under) == {"todo"} and f"at {under['todo'].replace(' of ', ' seed of ')} the todo-list coder" in weakest
-    for c in six["per_seed"]:
-        if c["world"] == "todo" and c["default"] < max(c["rounds"], c["tfidf"]):
-            assert f"({c['default']:.3f} against TF-IDF {c['tfidf']:.3f})" in weakest
+    assert all(r["seeds below floor"].startswith("0 of ") for r in six["rows"] + six_act["rows"])
+    assert "nor at any single seed of the six" in weakest
     # the typed and act readings compared as compare_floor.py pairs them, and todo's two means
     paired = json.loads((results / "compare_floor.generic-seeds-0-5.json").read_text())["rows"][-1]
     means = {r["world"]: r["default"] for r in six["rows"]}, {r["world"]: r["default"] for r in six_act["rows"]}
-    assert f"the sum of ARIs is {-paired['after - before']:.3f} a seed below typed" in weakest
+    side = "below" if paired["after - before"] < 0 else "above"
+    assert f"the sum of ARIs is {abs(paired['after - before']):.3f} a seed {side} typed, {paired['verdict']}" in weakest
     assert f"(todo {means[1]['todo']:.3f} against {means[0]['todo']:.3f})" in weakest
     text = earlier["intro"] + earlier["notes"]
     for figure in ("0.868 (0.848-0.883)", "0.560", "0.727 and 0.709 at seeds 1 and 2"):

@@ -127,8 +127,8 @@ def test_a_tools_arguments_are_written_in_one_order_whatever_order_the_model_gav
                                       {"offset": 7, "file_path": "a.py", "limit": 40},
                                       {"limit": 40, "file_path": "b.py"})]
     world.runs = world.runs.with_columns(pl.Series("steps", [steps], dtype=world.runs["steps"].dtype))
-    commands = [json.loads(c["function"]["arguments"])["command"] for m in as_generic_action(world).records[0]["messages"]
-                for c in m.get("tool_calls") or []]
+    messages = as_generic_action(world).records[0]["messages"]
+    commands = [json.loads(c["function"]["arguments"])["command"] for m in messages for c in m.get("tool_calls") or []]
     assert commands == ["Read a.py 40 7", "Read a.py 40 7", "Read b.py 40"]
 
 

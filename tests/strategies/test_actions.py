@@ -385,7 +385,8 @@ def test_quoted_values_are_one_call_in_any_order_and_a_plain_action_keeps_its_wo
 
 
 def test_a_json_argument_written_after_the_verb_is_read_by_its_values_not_its_keys():
-    step = {"tool": "act", "arguments": json.dumps({"command": 'TodoWrite [{"content": "Fix a.py", "status": "done"}]'})}
+    command = 'TodoWrite [{"content": "Fix a.py", "status": "done"}]'
+    step = {"tool": "act", "arguments": json.dumps({"command": command})}
     read = read_action(step, "command")
     assert read["tool"] == "todowrite"
     assert json.loads(read["arguments"])["object"] == [{"content": "Fix a.py", "status": "done"}]
