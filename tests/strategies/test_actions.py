@@ -5,6 +5,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import adjusted_rand_score
 
 import mechanism as mx
@@ -382,6 +384,26 @@ def test_quoted_values_are_one_call_in_any_order_and_a_plain_action_keeps_its_wo
     assert moves["relation"].to_list()[1:3] == ["switch", "repeat"]
     takes = _act_run(["go to cabinet 1", "take plate 2 from cabinet 1", "take plate 1 from cabinet 2"])
     assert segment(takes, action_field={"act": "command"})["relation"].to_list()[2] == "revise"
+
+
+# values a harness quotes when it writes several (text holding a space; quotes, escapes and
+# breaks inside): a plain value keeps its place (`Read a.py 40 7` is not `Read a.py 7 40`)
+_QUOTED_VALUE = st.builds(lambda a, b: f"{a} {b}", st.text(alphabet="abc=\"'\\\n.", min_size=1, max_size=6),
+                          st.text(alphabet="abc=\"'\\\n.", min_size=1, max_size=6))
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(_QUOTED_VALUE, min_size=2, max_size=4), order=st.permutations(range(4)))
+def test_a_typed_call_written_out_in_any_key_order_is_the_same_call(values, order):
+    # the same typed call, its keys given in two orders and each written out as a harness
+    # would (`command_text`, its values quoted), reads as one call: the second a repeat
+    from mechanism.datasets.worlds.generic import command_text
+    keys = [f"k{i}" for i in range(len(values))]
+    first = dict(zip(keys, values))
+    second = {keys[i]: first[keys[i]] for i in [j for j in order if j < len(keys)]}
+    runs = _act_run(["edit " + command_text(None, first), "edit " + command_text(None, second)])
+    relations = segment(runs, action_field={"act": "command"})["relation"].to_list()
+    assert relations[1] == "repeat"
 
 
 def test_a_json_argument_written_after_the_verb_is_read_by_its_values_not_its_keys():
