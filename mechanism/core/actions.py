@@ -80,7 +80,8 @@ ActionField = Literal["auto"] | Mapping[str, str] | None
 
 __all__ = ["ACTION_FIELDS", "AGENT_FIELDS", "ActionField", "CONSULT_FIELD", "CONSULT_VERB", "DISPATCHED",
            "GENERIC_TOOL", "HANDOFF_FIELD", "HANDOFF_VERB", "MARK_FIELDS", "MAX_AGENTS", "MAX_AGENT_TOOLS",
-           "MAX_VERB_CHARS", "NESTED_FIELD", "QUERY_KEYS", "check_action_field", "consulted_agent",
+           "MAX_VERB_CHARS", "NESTED_FIELD", "QUERY_KEYS", "IN_PLACE_MARK", "TO_FILE_MARK", "check_action_field",
+           "consulted_agent",
            "detect_action_tools", "dispatched_arguments", "dispatched_call", "handoff_agent", "main_text",
            "mend_typos", "nested_text", "one_typo_apart", "read_action", "read_agent_call", "read_consult",
            "read_handoff", "read_nested", "tool_name", "verb_object"]
@@ -170,6 +171,10 @@ _SHELL_SETUP = frozenset({"cd", "export", "source", ".", "set", "pushd", "popd",
 # Programs that print what they are given: with their output sent into a file (`cat <<'EOF' >
 # src/a.py`, `echo x >> notes.txt`) they write it, another action than printing (`cat src/a.py`).
 _PRINTERS = frozenset({"cat", "echo", "printf"})
+#: What a shell program's verb ends with where it writes: a stream editor told to edit in place
+#: (`sed -i`), a printer whose output goes into a file (`cat to_file`). An empty answer is how
+#: these succeed (:func:`mechanism.core.failures.silent_tool`).
+IN_PLACE_MARK, TO_FILE_MARK = " -i", " to_file"
 _NOT_A_FILE = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _SHELL_SPLIT = re.compile(r"&&|\|\||;|\||\n")
 _QUOTING = re.compile(r"['\"\\]")
@@ -333,13 +338,13 @@ def _shell_verb(command: str, nested: bool = False) -> tuple[str, str]:
               and (program not in _CLOSED_SUBCOMMANDS or sub in _CLOSED_SUBCOMMANDS[program])):
             program, rest = f"{program} {sub}", rest[1:]
         elif program in _IN_PLACE_PROGRAMS and any(_IN_PLACE_FLAG.fullmatch(w) for w in rest):
-            program = f"{program} -i"
+            program = f"{program}{IN_PLACE_MARK}"
         elif program in _INTERPRETERS and (not rest or rest[0] in _INLINE_FLAGS or rest[0].startswith("<<")):
             program = f"{program} inline"
         elif program in _INTERPRETERS and rest[0] in _VERSION_FLAGS:
             program = f"{program} --version"
         elif program in _PRINTERS and _writes_file(rest):
-            program = f"{program} to_file"
+            program = f"{program}{TO_FILE_MARK}"
         # what follows on the line (`; print(...)`, a heredoc's lines) is part of the object: the
         # values it carries are where its provenance is read
         after = " ".join(s.strip() for s in segments[i + 1:] if s.strip())

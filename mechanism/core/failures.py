@@ -62,6 +62,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from mechanism.core.actions import IN_PLACE_MARK, TO_FILE_MARK
 from mechanism.core.patterns import LinearPattern, compile_linear
 
 __all__ = ["is_failure", "failure_kind", "compile_error_pattern", "failure_reader", "silent_tool", "FAILURE_KINDS"]
@@ -151,8 +152,8 @@ _SILENT_WORDS = frozenset(("bash", "sh", "zsh", "shell", "terminal", "console", 
                            # calls that ask nothing of the environment answer with nothing
                            "think", "reflect", "plan", "note", "notes", "scratchpad", "thought", "log"))
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-# how a shell program's verb says it writes (`mechanism.core.actions`: `sed -i`, `cat to_file`)
-_WRITING_MARKS = (" -i", " to_file")
+# how a shell program's verb says it writes (`sed -i`, `cat to_file`)
+_WRITING_MARKS = (IN_PLACE_MARK, TO_FILE_MARK)
 # "User not found", "Order #W1 does not exist.", "File not found: x": the phrase closes a clause
 # (a title such as "Not Found is a 2009 album" does not)
 _MISSING = re.compile(r"\b(?:(?:not found|does not exist|doesn't exist|could not be found|cannot be found)"
