@@ -149,6 +149,15 @@ _ATOM = re.compile(r"[#@\w][\w.@#+'/-]*\w|\w", re.UNICODE)
 # (`edit a.py "x = 1\\ny = 2"`) separates words as the break itself would (only there: elsewhere
 # a backslash and a letter may be a path's or LaTeX's, `\\theta`)
 _ESCAPED_SPACE = re.compile(r"\\[ntr]")
+# A number written in groups (`921-602-6976`, `(921) 602-6976`, `4111 1111 1111 1111`) is its
+# groups (an area code is a value too) and the digits run together, as a form or an API takes
+# the number (`9216026976`); after a country code (`+1 921 602 6976`), with and without it.
+# Groups glued to letters are a code's (`NW2352 2025-01-26` is a flight and a date). Dropping
+# the groups instead cost the support world 0.535 -> 0.468 (seeds 0-2).
+_DIGIT_RUN = re.compile(r"(?<![\w.+])\+?\d+(?:[(). -]+\d+)+(?!\w)")
+_DIGIT_GROUP = re.compile(r"\d+")
+_GROUPED = (7, 15)  # the digits a grouped number may have (E.164's longest is 15)
+_MAX_GROUPS, _MAX_GROUP_DIGITS = 6, 4
 _RETRIEVAL = RETRIEVAL_TOOL
 _LITERALS = frozenset({"true", "false", "null"})  # JSON's, written out in a generic tool's command
 @functools.lru_cache(maxsize=1)
@@ -162,7 +171,8 @@ def _stop_words() -> frozenset[str]:
 
 
 def atoms(text: str | None) -> list[str]:
-    """Lower-case content atoms of ``text`` (stop words dropped), in order, each kept once.
+    """Lower-case content atoms of ``text`` (stop words dropped), in order, each kept once; a
+    number written in groups is its groups and its digits run together (:func:`_run_together`).
 
     Examples
     --------
@@ -170,15 +180,36 @@ def atoms(text: str | None) -> list[str]:
     ['director', 'jaws', 'born']
     >>> atoms('{"user_id": "mia_li_3668", "order": "#W4830391", "email": "mia.li@x.com"}')
     ['user_id', 'mia_li_3668', 'order', '#w4830391', 'email', 'mia.li@x.com']
+    >>> atoms("Dial +1 (921) 602-6976.")
+    ['dial', '1', '921', '602-6976', '19216026976', '9216026976']
     """
     if not text:
         return []
     stop = _stop_words()
     seen: dict[str, None] = {}
-    for atom in _ATOM.findall(text[:MAX_FIELD_CHARS].lower()):
+    text = text[:MAX_FIELD_CHARS].lower()
+    for atom in _ATOM.findall(_DIGIT_RUN.sub(_run_together, text)):
         if atom not in stop and atom not in seen:
             seen[atom] = None
     return list(seen)
+
+
+def _run_together(run: re.Match[str]) -> str:
+    """A number written in groups followed by its digits run together (after a country code,
+    with and without it); any other run of digits (a decimal, a date) as it is.
+
+    Examples
+    --------
+    >>> _DIGIT_RUN.sub(_run_together, "call +1 921 602 6976 or (921) 602-6976; 10.5 GB, NW2352 2025-01-26")
+    'call +1 921 602 6976 19216026976 9216026976 or (921) 602-6976 9216026976; 10.5 GB, NW2352 2025-01-26 20250126'
+    """
+    text = run.group()
+    groups = _DIGIT_GROUP.findall(text)
+    if len(groups) > _MAX_GROUPS or any(len(g) > _MAX_GROUP_DIGITS for g in groups):
+        return text
+    forms = [groups, groups[1:]] if text.startswith("+") and len(groups) > 2 else [groups]
+    joined = ["".join(f) for f in forms if _GROUPED[0] <= sum(map(len, f)) <= _GROUPED[1]]
+    return " ".join([text, *joined]) if joined else text
 
 
 content_tokens = atoms  # an alias, for callers that import atoms under this name

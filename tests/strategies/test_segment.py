@@ -253,6 +253,32 @@ def test_atoms_keep_ids_codes_emails_whole():
     assert argument_values('{"a": {"b": [1, "x y"]}, "c": true}', None) == ["1", "x y"]
 
 
+def _phone_call(question, number):
+    step = make_step(tool="get_customer", arguments=json.dumps({"phone_number": number}), observation="{}")
+    return segment(_runs([step], question=question))["sources"][0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(digits=st.text(alphabet="0123456789", min_size=10, max_size=10),
+       style=st.sampled_from(["{a}-{b}-{c}", "({a}) {b}-{c}", "{a} {b} {c}", "+1 {a} {b} {c}", "{a}.{b}.{c}"]))
+def test_a_number_written_in_groups_is_the_users_in_any_grouping(digits, style):
+    # a customer writes `+1 921 602 6976`, the API takes `9216026976` (tau2-bench telecom): one value,
+    # the user's, whichever side groups it; before, the call read `new`
+    grouped = style.format(a=digits[:3], b=digits[3:6], c=digits[6:])
+    assert _phone_call(f"My number is {grouped}, no data since Monday.", digits) == "user"
+    # the other way, the number is the user's (its groups, not written by the user, are new)
+    assert "user" in _phone_call(f"My number is {digits}, no data since Monday.", grouped).split("+")
+    if digits != "5550109999":  # another number is no match
+        assert _phone_call("My number is 555 010 9999, no data.", digits) == "new"
+
+
+def test_grouped_numbers_are_not_a_codes_digits():
+    # a flight code's digits and a date beside it are two values; a decimal and a count are no number
+    assert "23522025" not in atoms("upgrade NW2352 2025-01-26") and "20250126" in atoms("NW2352 2025-01-26")
+    assert atoms("10.5 GB, 2 bars") == ["10.5", "gb", "2", "bars"]
+    assert atoms("+1 921 602 6976") == ["1", "921", "602", "6976", "19216026976", "9216026976"]
+
+
 def test_no_search_and_no_answer():
     moves = segment(_runs([], answer=None))
     assert moves["move"].to_list() == ["no_answer"]
