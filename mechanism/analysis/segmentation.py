@@ -154,9 +154,13 @@ _ESCAPED_SPACE = re.compile(r"\\[ntr]")
 # the number (`9216026976`); after a country code (`+1 921 602 6976`), with and without it.
 # Groups glued to letters are a code's (`NW2352 2025-01-26` is a flight and a date). Dropping
 # the groups instead cost the support world 0.535 -> 0.468 (seeds 0-2).
-_DIGIT_RUN = re.compile(r"(?<![\w.+])\+?\d+(?:[(). -]+\d+)+(?!\w)")
+# One separator throughout, beside an area code's parentheses: a date and the time after it
+# (`2026-03-13 16:30`) are no one number.
+_DIGIT_RUN = re.compile(r"(?<![\w.+])(?:\+?\d+([ .-])\d+(?:\1\d+)*"
+                        r"|(?:\+\d+ ?)?\(\d+\) ?\d+(?:([ .-])\d+(?:\2\d+)*)?)(?!\w)")
 _DIGIT_GROUP = re.compile(r"\d+")
-_GROUPED = (7, 15)  # the digits a grouped number may have (E.164's longest is 15)
+_MAY_GROUP = re.compile(r"\d[ .)-]\d|\d\) \d")
+_GROUPED = (7, 19)  # the digits a grouped number may have (a card number's longest is 19)
 _MAX_GROUPS, _MAX_GROUP_DIGITS = 6, 4
 _RETRIEVAL = RETRIEVAL_TOOL
 _LITERALS = frozenset({"true", "false", "null"})  # JSON's, written out in a generic tool's command
@@ -188,7 +192,9 @@ def atoms(text: str | None) -> list[str]:
     stop = _stop_words()
     seen: dict[str, None] = {}
     text = text[:MAX_FIELD_CHARS].lower()
-    for atom in _ATOM.findall(_DIGIT_RUN.sub(_run_together, text)):
+    if _MAY_GROUP.search(text):  # a quick look first: most texts hold no number in groups
+        text = _DIGIT_RUN.sub(_run_together, text)
+    for atom in _ATOM.findall(text):
         if atom not in stop and atom not in seen:
             seen[atom] = None
     return list(seen)
@@ -202,6 +208,8 @@ def _run_together(run: re.Match[str]) -> str:
     --------
     >>> _DIGIT_RUN.sub(_run_together, "call +1 921 602 6976 or (921) 602-6976; 10.5 GB, NW2352 2025-01-26")
     'call +1 921 602 6976 19216026976 9216026976 or (921) 602-6976 9216026976; 10.5 GB, NW2352 2025-01-26 20250126'
+    >>> _DIGIT_RUN.sub(_run_together, "on 2026-03-13 16:30")
+    'on 2026-03-13 20260313 16:30'
     """
     text = run.group()
     groups = _DIGIT_GROUP.findall(text)

@@ -512,6 +512,11 @@ def _read_call(tool: str, field: str, arguments: str | None, query: str | None, 
         verb, obj = _request_verb(url, method, task)
         if field == "method":
             rest_fields = {k: v for k, v in rest_fields.items() if k not in _URL_FIELDS}
+        body = _json_value(after) if after else None
+        if isinstance(body, (dict, list)):
+            # a JSON body written after the URL is the body a typed request sends: its values,
+            # not its keys and quotes run together with the object
+            rest_fields, after = {**rest_fields, "body": body}, ""
         obj = " ".join(v for v in (obj, after) if v)
         return verb[:MAX_VERB_CHARS], obj, rest_fields, _query_keys(url), False, parsed, quoted
     statement = _statement(text)

@@ -27,12 +27,14 @@ from mechanism.core.schema import from_records, make_step
 from mechanism.datasets.worlds import (
     as_dispatched,
     as_generic_action,
+    assistant,
     computer,
     handoff,
     interpreter,
     leanprover,
     memory,
     multihop,
+    rest,
     service,
     swebash,
     terminal,
@@ -359,13 +361,15 @@ def test_a_shell_tool_logged_through_act_reads_as_the_typed_shell_tool(tmp_path)
     assert render(typed)["tools"].str.contains("pytest").mean() > 0.5
 
 
-@pytest.mark.parametrize("make", [todo, leanprover, swebash, handoff, memory])
-def test_the_same_episodes_through_act_give_the_typed_move_tokens(make, tmp_path):
+@pytest.mark.parametrize(("make", "n"), [(todo, 12), (leanprover, 12), (swebash, 12), (handoff, 12), (memory, 12),
+                                        (rest, 20), (assistant, 12)])  # REST: `act` is found generic from 20
+def test_the_same_episodes_through_act_give_the_typed_move_tokens(make, n, tmp_path):
     # each world was read otherwise through `act` until these were read as typed calls are:
     # TodoWrite's JSON list (its keys are no values), a Lean proof state beside the tactic
     # (`run_tactic 3 "simp"`: the number stays a value), an in-place edit's empty output (a
-    # success, as through `bash`), a handoff's and a memory call's values in any order
-    world = make(n_questions=12, random_state=0)
+    # success, as through `bash`), a handoff's and a memory call's values in any order, a
+    # request's JSON body after its URL, a date and a time side by side (no one number)
+    world = make(n_questions=n, random_state=0)
     typed = render(_read(world, tmp_path))["tokens"].to_list()
     generic = render(_read(as_generic_action(world), tmp_path))["tokens"].to_list()
     assert generic == typed
@@ -376,6 +380,29 @@ def _act_run(commands, observations=None):
                        observation="ok" if observations is None else observations[i]) for i, c in enumerate(commands)]
     return from_records([{"arm": "a", "question_id": "q", "sample_id": 0, "question": "Fix the bug in a.py",
                           "gold": [], "answer": "done", "correct": True, "n_rounds": len(steps), "steps": steps}])
+
+
+def test_a_request_body_written_after_the_url_reads_as_the_typed_body():
+    # the REST agent's `PATCH /orders/ORD-1 {"shipping_address": {...}}` through `act`: the
+    # body's values, as the typed call sends them (its keys were read as new values before)
+    url = "https://admin.example/api/v2/orders/ORD-68446"
+    body = {"shipping_address": {"line1": "75 Nos Road", "city": "Lyon"}}
+    typed = make_step(tool="http_request", arguments=json.dumps({"method": "PATCH", "url": url, "body": body}),
+                      observation="200 OK")
+    written = make_step(tool="act", observation="200 OK", arguments=json.dumps(
+        {"command": f"http_request PATCH {url} {json.dumps(body)}"}))
+    question = "Ship ORD-68446 to 75 Nos Road, Lyon instead."
+
+    def read(step, tool, field):
+        runs = from_records([{"arm": "a", "question_id": "q", "sample_id": 0, "question": question, "gold": [],
+                              "answer": "done", "correct": True, "n_rounds": 1, "steps": [step]}])
+        return segment(runs, action_field={tool: field}).row(0, named=True)
+
+    got, want = read(written, "act", "command"), read(typed, "http_request", "method")
+    fields = ("tool", "sources", "scope", "n_atoms", "share_user", "share_new")
+    assert [got[f] for f in fields] == [want[f] for f in fields]
+    # the id and the address are the user's; the path's version (`v2`) is the only new value
+    assert got["tool"] == "patch_api_orders" and got["sources"] == "user+new"
 
 
 def test_quoted_values_are_one_call_in_any_order_and_a_plain_action_keeps_its_word_order():

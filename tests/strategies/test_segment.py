@@ -276,6 +276,9 @@ def test_grouped_numbers_are_not_a_codes_digits():
     # a flight code's digits and a date beside it are two values; a decimal and a count are no number
     assert "23522025" not in atoms("upgrade NW2352 2025-01-26") and "20250126" in atoms("NW2352 2025-01-26")
     assert atoms("10.5 GB, 2 bars") == ["10.5", "gb", "2", "bars"]
+    # one separator throughout: a date and the time after it are two values, the date a number
+    assert atoms("2026-03-13 16:30") == ["2026-03-13", "20260313", "16", "30"]
+    assert "4111111111111111" in atoms("card 4111 1111 1111 1111")
     assert atoms("+1 921 602 6976") == ["1", "921", "602", "6976", "19216026976", "9216026976"]
 
 
