@@ -149,13 +149,12 @@ _ATOM = re.compile(r"[#@\w][\w.@#+'/-]*\w|\w", re.UNICODE)
 # (`edit a.py "x = 1\\ny = 2"`) separates words as the break itself would (only there: elsewhere
 # a backslash and a letter may be a path's or LaTeX's, `\\theta`)
 _ESCAPED_SPACE = re.compile(r"\\[ntr]")
-# A number written in groups (`921-602-6976`, `(921) 602-6976`, `4111 1111 1111 1111`) is its
-# groups (an area code is a value too) and the digits run together, as a form or an API takes
-# the number (`9216026976`); after a country code (`+1 921 602 6976`), with and without it.
-# Groups glued to letters are a code's (`NW2352 2025-01-26` is a flight and a date). Dropping
-# the groups instead cost the support world 0.535 -> 0.468 (seeds 0-2).
-# One separator throughout, beside an area code's parentheses: a date and the time after it
-# (`2026-03-13 16:30`) are no one number.
+# A number written in groups with one separator (`921-602-6976`, `921 602 6976`, an area code
+# in parentheses, a country code after `+`) is its groups (an area code is a value too) and its
+# digits run together, as a form or an API takes the number (`9216026976`); after a country
+# code, with and without it. Groups glued to letters are a code's (`NW2352 2025-01-26` is a
+# flight and a date), and a date and the time after it (`2026-03-13 16:30`) are no one number.
+# Dropping the groups instead cost the support world 0.535 -> 0.468 (seeds 0-2).
 _DIGIT_RUN = re.compile(r"(?<![\w.+])(?:\+?\d+([ .-])\d+(?:\1\d+)*"
                         r"|(?:\+\d+ ?)?\(\d+\) ?\d+(?:([ .-])\d+(?:\2\d+)*)?)(?!\w)")
 _DIGIT_GROUP = re.compile(r"\d+")
@@ -202,7 +201,7 @@ def atoms(text: str | None) -> list[str]:
 
 def _run_together(run: re.Match[str]) -> str:
     """A number written in groups followed by its digits run together (after a country code,
-    with and without it); any other run of digits (a decimal, a date) as it is.
+    with and without it); any other run of digits (a decimal, a version, a long number) as it is.
 
     Examples
     --------

@@ -513,7 +513,7 @@ def _read_call(tool: str, field: str, arguments: str | None, query: str | None, 
         if field == "method":
             rest_fields = {k: v for k, v in rest_fields.items() if k not in _URL_FIELDS}
         body = _json_value(after) if after else None
-        if isinstance(body, (dict, list)):
+        if body is not None:
             # a JSON body written after the URL is the body a typed request sends: its values,
             # not its keys and quotes run together with the object
             rest_fields, after = {**rest_fields, "body": body}, ""
