@@ -79,11 +79,10 @@ from mechanism.core.errors import InputError
 ActionField = Literal["auto"] | Mapping[str, str] | None
 
 __all__ = ["ACTION_FIELDS", "AGENT_FIELDS", "ActionField", "CONSULT_FIELD", "CONSULT_VERB", "DISPATCHED",
-           "GENERIC_TOOL", "HANDOFF_FIELD", "HANDOFF_VERB", "MARK_FIELDS", "MAX_AGENTS", "MAX_AGENT_TOOLS",
-           "MAX_VERB_CHARS", "NESTED_FIELD", "QUERY_KEYS", "IN_PLACE_MARK", "TO_FILE_MARK", "check_action_field",
-           "consulted_agent",
-           "detect_action_tools", "dispatched_arguments", "dispatched_call", "handoff_agent", "main_text",
-           "mend_typos", "nested_text", "one_typo_apart", "read_action", "read_agent_call", "read_consult",
+           "GENERIC_TOOL", "HANDOFF_FIELD", "HANDOFF_VERB", "IN_PLACE_MARK", "MARK_FIELDS", "MAX_AGENTS",
+           "MAX_AGENT_TOOLS", "MAX_VERB_CHARS", "NESTED_FIELD", "QUERY_KEYS", "TO_FILE_MARK", "check_action_field",
+           "consulted_agent", "detect_action_tools", "dispatched_arguments", "dispatched_call", "handoff_agent",
+           "main_text", "mend_typos", "nested_text", "one_typo_apart", "read_action", "read_agent_call", "read_consult",
            "read_handoff", "read_nested", "tool_name", "verb_object"]
 
 # Argument names that carry the action of a generic tool, in the order they are tried. A
@@ -243,15 +242,8 @@ def main_text(args: dict[str, Any] | None, raw: str, keys: tuple[str, ...] = QUE
 
 
 def _parse(arguments: str | None) -> dict[str, Any] | None:
-    if not arguments:
-        return None
-    text = arguments.lstrip()
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(arguments[:20_000])
-    except ValueError:
-        return None
+    """``arguments`` parsed where they are a JSON object (their first 20,000 characters), else ``None``."""
+    value = _json_value(arguments[:20_000]) if arguments else None
     return value if isinstance(value, dict) else None
 
 
