@@ -24,6 +24,7 @@ Linkage = Literal["average", "complete", "single"]
 ClusterOn = Literal["features", "umap"]
 Families = Literal["merge", "keep"]
 Plans = Literal["apart", "mixed"]
+Refine = Literal["mixture", "none"]
 TaskCallsMode = Literal["auto", "keep"]
 Level = Literal["variant", "family"]  # strategies as fitted, or joined into families (_strategies.levels)
 
@@ -51,7 +52,7 @@ class Bounds:
 CHOICES: dict[str, tuple[str, ...]] = {
     "method": literal_choices(Method), "linkage": literal_choices(Linkage), "cluster_on": literal_choices(ClusterOn),
     "retries": literal_choices(Retries), "families": literal_choices(Families), "plans": literal_choices(Plans),
-    "task_calls": literal_choices(TaskCallsMode),
+    "task_calls": literal_choices(TaskCallsMode), "refine": literal_choices(Refine),
 }
 
 _WEIGHT = Bounds(False, 0, 1e6, "both")

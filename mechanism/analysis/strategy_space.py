@@ -104,6 +104,7 @@ from mechanism.analysis._strategies.features import (
     episodes_are_draws,
     fit_vocabulary,
     habit_reasons,
+    presence_matrix,
     project_tokens,
     task_calls,
     task_plan,
@@ -127,6 +128,7 @@ from mechanism.analysis._strategies.params import (
     Linkage,
     Method,
     Plans,
+    Refine,
     TaskCallsMode,
     check,
     model_params,
@@ -202,12 +204,13 @@ class StrategySpace(BaseEstimator):
         A non-negative integer (same input, same strategies), a numpy Generator or ``None``
         (fresh entropy): seeds UMAP, k-means and the bootstrap (the fit's seed: ``seed_``;
         :func:`mechanism.core.resample.library_seed` hands UMAP and scikit-learn a 32-bit one).
-    retries, families, plans
+    retries, families, plans, refine
         ``retries="merge"``: a failed call and the retries of its tool after it are one attempt (failure and
         retry rates are execution: :meth:`execution`); ``"keep"``: every call a move, failures and retries
         marked. ``families="merge"``: strategies one inserted step apart are one unless the arms take it at
         different rates (:mod:`mechanism.analysis._strategies.families`); ``"keep"``: the cut alone.
-        ``plans="apart"``: a tree per tool plan (:func:`tool_plan`), ``"mixed"``: one.
+        ``plans="apart"``: a tree per tool plan (:func:`tool_plan`), ``"mixed"``: one. ``refine="mixture"``: each
+        row then to its likeliest strategy by move-token profiles (:mod:`~mechanism.analysis._strategies.mixture`).
     error_pattern
         A regular expression (case-insensitive) for your environment's failure messages.
     action_field, ignore_tools
@@ -274,18 +277,17 @@ class StrategySpace(BaseEstimator):
 
     def __init__(self, *, embedder: str | TextEmbedder | None = None, embedding_weight: float = 0.3,
                  structure_weight: float = 1.0, token_rank: int | None = TOKEN_RANK,
-                 method: Method = "agglomerative", resolution: float = 1.5,
+                 method: Method = "agglomerative", resolution: float = 1.5, refine: Refine = "mixture",
                  linkage: Linkage = "average", min_share: float = 0.07, min_share_tested: float = 0.08,
                  k_range: tuple[int, int] = (2, 12), min_cluster_size: int | None = None,
                  cluster_on: ClusterOn = "features", n_components: int = 5, n_neighbors: int = 15,
                  min_dist: float = 0.0, max_umap_points: int = 3000, n_bootstrap: int = 20,
                  random_state: RandomState = 0, retries: Retries = "merge", families: Families = "keep",
                  plans: Plans = "apart", error_pattern: str | None = None, action_field: ActionField = "auto",
-                 ignore_tools: Sequence[str] | None = None,
                  task_calls: TaskCallsMode = "auto", by: str | None = None, cache_dir: str | os.PathLike | None = None,
-                 progress: bool | None = None) -> None:
-        self.embedder, self.embedding_weight, self.structure_weight, self.method = (embedder, embedding_weight,
-                                                                                   structure_weight, method)
+                 ignore_tools: Sequence[str] | None = None, progress: bool | None = None) -> None:
+        self.embedder, self.embedding_weight, self.structure_weight, self.method, self.refine = (
+            embedder, embedding_weight, structure_weight, method, refine)
         self.resolution, self.linkage, self.min_share, self.k_range = resolution, linkage, min_share, k_range
         self.cluster_on, self.n_components, self.n_neighbors = cluster_on, n_components, n_neighbors
         self.min_dist, self.max_umap_points, self.min_cluster_size = min_dist, max_umap_points, min_cluster_size
@@ -590,7 +592,7 @@ def _fit_reading(space: StrategySpace, runs: pl.DataFrame, named: list[str | Non
     uniq, inverse, first = distinct_rows(pair_rows, pair_of_row)
     space.known_pairs_, space.known_rows_ = known_pairs(table["rendering"], table["tokens"], inverse)
     figures = getattr(space, "task_test_", None)  # a habit read once, on the tools as named, whatever the reading
-    rows = _fit_rows(runs, traj, uniq, inverse, first, by=space.by,
+    rows = _fit_rows(runs, traj, uniq, inverse, first, space.vocabulary_, by=space.by,
                      draws=None if figures is None else not habit_reasons(figures))
     space.train_features_, space.train_counts_ = uniq, rows.counts
     space.train_renderings_, space.train_moves_, space.train_plans_ = rows.renderings, rows.moves, rows.plans
@@ -667,10 +669,12 @@ def _read_task_calls(space: StrategySpace, runs: pl.DataFrame
 
 
 def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse: np.ndarray,
-              first: np.ndarray, *, by: str | None = None, draws: bool | None = None) -> FitRows:
+              first: np.ndarray, vocabulary: Sequence[str], *, by: str | None = None,
+              draws: bool | None = None) -> FitRows:
     """What the fit clusters (:class:`~mechanism.analysis._strategies.features.FitRows`) from the rendered
-    table, its distinct rows, each row's distinct row and the first row holding each; ``draws``
-    whether a question's trajectories are draws (None: read on the rendered tools)."""
+    table, its distinct rows, each row's distinct row and the first row holding each, and the
+    fitted vocabulary; ``draws`` whether a question's trajectories are draws (None: read on the
+    rendered tools)."""
     moves = [str(m) for m in traj["moves"].gather(first).to_list()]
     arm_codes = np.unique(runs["arm"].cast(pl.String).to_numpy(), return_inverse=True)[1].ravel()
     arm_counts = np.zeros((len(uniq), int(arm_codes.max()) + 1), dtype=np.int64)
@@ -684,12 +688,16 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
     # planner that sends its moves four at a time is not the one-at-a-time plan of a greedy one)
     plans = [tool_plan(batched_tools(t, m)) for t, m in zip(tools, moves)]
     cut_plans = [task_plan(plan, task) for plan in plans]
+    # the lines no strategy crosses: calling tools or not, and a declared kind
+    blocks = np.array([not t for t in tools], dtype=np.int64)
     if by is not None:  # a plan is a plan of its kind: no cut, join or task test crosses kinds
         kind_of = kind_of_rows(runs, by)
         kinds = [kind_of[i] for i in first]
         plans, cut_plans = ([f"[{k}] {p}" if p else p for k, p in zip(kinds, ps)] for ps in (plans, cut_plans))
+        blocks += 2 * np.unique(np.array(kinds, dtype=object), return_inverse=True)[1].ravel()
     return FitRows(
         plans=cut_plans, tool_plans=plans, task=task, features=uniq,
+        presence=presence_matrix(traj["tokens"].gather(first).to_list(), vocabulary), blocks=blocks,
         counts=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
         renderings=[str(r) for r in traj["rendering"].gather(first).to_list()], moves=moves,
         questions=questions, row_of=inverse, arm_counts=arm_counts,

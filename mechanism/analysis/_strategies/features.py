@@ -688,6 +688,10 @@ class FitRows:
     trajectories are draws (at most :data:`TASK_MAX_REPEATS` of their pairs the same tools, and
     no more alike than :data:`TASK_MAX_AGREEMENT` beyond chance), where
     alone strategies that never share a question can be one on two kinds of task.
+    ``presence`` (rows x vocabulary, sparse: :func:`presence_matrix`) says which move tokens
+    each distinct row's first trajectory holds, and ``blocks`` the line no strategy crosses (a
+    declared kind, calling tools or not): what the mixture refinement reads
+    (:mod:`mechanism.analysis._strategies.mixture`).
     """
 
     features: np.ndarray
@@ -701,7 +705,30 @@ class FitRows:
     plans: list[str]
     tool_plans: list[str]
     task: frozenset[str]
+    presence: spmatrix
+    blocks: np.ndarray
     draws: bool = True
+
+
+def presence_matrix(tokens: Sequence[str], vocabulary: Sequence[str]) -> spmatrix:
+    """Which ``vocabulary`` tokens each row of ``tokens`` (space-separated) holds: a sparse 0/1
+    matrix (rows x vocabulary, CSR); tokens outside the vocabulary are left out.
+
+    Examples
+    --------
+    >>> presence_matrix(["T:a T:b T:a", "T:c"], ["T:a", "T:b"]).toarray().tolist()
+    [[1, 1], [0, 0]]
+    """
+    from scipy.sparse import csr_matrix  # noqa: PLC0415 - scipy: loaded by the steps that use it, not at import
+
+    index = {t: i for i, t in enumerate(vocabulary)}
+    indptr, cols = array("q", [0]), array("q")
+    for row in tokens:
+        cols.extend(sorted({i for i in map(index.get, row.split()) if i is not None}))
+        indptr.append(len(cols))
+    data = np.ones(len(cols), dtype=np.int8)
+    return csr_matrix((data, np.frombuffer(cols, np.int64) if cols else np.zeros(0, np.int64),
+                       np.frombuffer(indptr, np.int64)), shape=(len(tokens), len(vocabulary)))
 
 
 def distinct_rows(pair_rows: np.ndarray, pair_of_row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

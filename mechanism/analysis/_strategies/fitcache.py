@@ -27,6 +27,7 @@ from mechanism.analysis._strategies.clustering import (
 from mechanism.analysis._strategies.describe import summaries
 from mechanism.analysis._strategies.endings import endings
 from mechanism.analysis._strategies.features import FitRows, plan_codes, plan_profiles
+from mechanism.analysis._strategies.mixture import refine
 from mechanism.analysis._strategies.stability import fit_stability
 from mechanism.analysis._strategies.tasks import task_variants
 from mechanism.core.cachefile import code_id, digest, discard, parse_json, read_checked, write_checked
@@ -65,7 +66,9 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
     merged, after = task_variants(family, counts, rows)
     # strategies that differ only in a last action the agent picks on what it saw
     ended, swaps = endings(merged, counts, rows)
-    labels = renumber(ended, space, counts, np.array(rows.renderings, dtype=object))
+    # each trajectory to the strategy whose token profile makes it likeliest
+    refined = refine(rows.presence, counts, ended, rows.blocks) if p.refine == "mixture" else ended
+    labels = renumber(refined, space, counts, np.array(rows.renderings, dtype=object))
     out["optional_steps"] = _by_final(merges, labels, raw, "joined", "step")
     tasks: dict[int, list[str]] = {}
     # each join's final strategy: that of a row its kept strategy held when it was tested
@@ -121,7 +124,10 @@ def fit_key(p: Any, rows: FitRows, *, params: dict[str, Any], model: str, vocabu
              json.dumps([rows.renderings, rows.moves]).encode("utf-8", "surrogatepass"),
              json.dumps(rows.steps).encode("utf-8", "surrogatepass"),
              json.dumps(rows.plans).encode("utf-8", "surrogatepass"),
-             np.ascontiguousarray(rows.arm_counts, dtype=np.int64).tobytes()]
+             np.ascontiguousarray(rows.arm_counts, dtype=np.int64).tobytes(),
+             np.ascontiguousarray(rows.presence.indptr, dtype=np.int64).tobytes(),
+             np.ascontiguousarray(rows.presence.indices, dtype=np.int64).tobytes(),
+             np.ascontiguousarray(rows.blocks, dtype=np.int64).tobytes()]
     return digest(b"\0".join(len(part).to_bytes(8, "little") + part for part in parts))[:40]
 
 

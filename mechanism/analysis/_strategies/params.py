@@ -39,6 +39,7 @@ from mechanism.analysis.strategy_params import (  # noqa: F401 - the Literals: n
     Linkage,
     Method,
     Plans,
+    Refine,
     TaskCallsMode,
 )
 from mechanism.core.errors import InputError, MechanismError
@@ -120,7 +121,7 @@ CONSTRAINTS: dict[str, Any] = {
     "n_bootstrap": [_bounds("n_bootstrap")],
     "random_state": [_bounds("random_state"), np.random.Generator, None],
     "retries": [_choices("retries")], "families": [_choices("families")], "plans": [_choices("plans")],
-    "task_calls": [_choices("task_calls")],
+    "task_calls": [_choices("task_calls")], "refine": [_choices("refine")],
     "error_pattern": [Rule(_pattern, "a regular expression"), None],
     "action_field": [Rule(lambda name, value: check_action_field(value), "'auto', {tool: field} or None")],
     "ignore_tools": [Rule(lambda name, value: ignored_tools(value), "a list of tool names or None")],
@@ -134,7 +135,8 @@ CONSTRAINTS: dict[str, Any] = {
 MODEL_PARAMS = ("embedding_weight", "structure_weight", "token_rank", "method", "resolution", "linkage", "min_share",
                 "min_share_tested", "k_range",
                 "min_cluster_size", "cluster_on", "n_components", "n_neighbors", "min_dist", "max_umap_points",
-                "n_bootstrap", "random_state", "retries", "error_pattern", "families", "plans", "task_calls")
+                "n_bootstrap", "random_state", "retries", "error_pattern", "families", "plans", "task_calls",
+                "refine")
 
 
 def _interval(c: Interval) -> str:

@@ -79,9 +79,10 @@ SAVED_ARRAYS = {"train_features": ("train_features_", "f"), "train_labels": ("tr
 # Saved by spaces before it was removed; it never changed a fit, so it is read and dropped.
 _RETIRED = ("outlier_factor",)
 # Parameters added after spaces were first saved: a space saved without them was fitted as these
-# say (every call its own move, the default failure reading, one tree over every plan, no tested band).
+# say (every call its own move, the default failure reading, one tree over every plan, no tested band,
+# the cut's strategies as they were).
 _SAVED_BEFORE = {"retries": "keep", "error_pattern": None, "families": "keep", "plans": "mixed",
-                 "task_calls": "keep", "min_share_tested": 0.0, "token_rank": None}
+                 "task_calls": "keep", "min_share_tested": 0.0, "token_rank": None, "refine": "none"}
 CHECKSUM = "blake2b"  # what `save` writes; a space without the field was checked with SHA-256
 _CHECKSUMS = ("blake2b", "sha256")
 
