@@ -117,3 +117,15 @@ def test_refine_is_a_checked_and_saved_parameter(handoff_runs, tmp_path):
     loaded = mx.StrategySpace.load(space.save(tmp_path / "space"))
     assert loaded.refine == "none"
     assert (loaded.transform(runs) == space.labels_).all()
+
+
+def test_a_join_is_reported_where_most_of_its_strategy_went():
+    from mechanism.analysis._strategies.fitcache import _by_final
+
+    # strategy 5 (rows 0-2) joined a step; the refinement moved its first row to strategy 1
+    held = np.array([5, 5, 5, 7])
+    final = np.array([1, 0, 0, 1])
+    records = [{"merged": True, "joined": 5, "step": "look"}]
+    assert _by_final(records, final, held, np.array([1, 2, 2, 9]), "joined", "step") == {0: ["look"]}
+    # by trajectories, not rows: a heavy first row keeps it
+    assert _by_final(records, final, held, np.array([9, 2, 2, 1]), "joined", "step") == {1: ["look"]}

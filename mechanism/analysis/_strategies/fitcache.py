@@ -69,17 +69,18 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
     # each trajectory to the strategy whose token profile makes it likeliest
     refined = refine(rows.presence, counts, ended, rows.blocks) if p.refine == "mixture" else ended
     labels = renumber(refined, space, counts, np.array(rows.renderings, dtype=object))
-    out["optional_steps"] = _by_final(merges, labels, raw, "joined", "step")
+    out["optional_steps"] = _by_final(merges, labels, raw, counts, "joined", "step")
     tasks: dict[int, list[str]] = {}
-    # each join's final strategy: that of a row its kept strategy held when it was tested
-    tested = [(labels[cut["index"]], cut["labels"], cut["variants"])] if "variants" in cut else []
-    for final_of, held, records in [*tested, (labels, family, after)]:
+    # each join's final strategy: where most of its kept strategy went, as held when it was tested
+    tested = ([(labels[cut["index"]], cut["labels"], counts[cut["index"]], cut["variants"])] if "variants" in cut
+              else [])
+    for final_of, held, weights, records in [*tested, (labels, family, counts, after)]:
         for rec in records:
             if rec["merged"] and all(rec["blocks"]):  # fragments of one plan swap no tool
-                final = int(final_of[np.flatnonzero(held == rec["kept"])[0]])
+                final = _final(final_of, held == rec["kept"], weights)
                 tasks.setdefault(final, []).append(" / ".join(rec["blocks"]))
     out["task_variants"] = {c: sorted(set(v)) for c, v in tasks.items()}
-    out["endings"] = _by_final(swaps, labels, merged, "kept", "endings")
+    out["endings"] = _by_final(swaps, labels, merged, counts, "kept", "endings")
     if silhouette is not None:
         out["silhouette"] = silhouette
     out["labels"] = labels
@@ -90,15 +91,23 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
     return out
 
 
-def _by_final(records: list[dict], labels: np.ndarray, held: np.ndarray, side: str, field: str) -> dict[int, list[str]]:
+def _by_final(records: list[dict], labels: np.ndarray, held: np.ndarray, counts: np.ndarray, side: str,
+              field: str) -> dict[int, list[str]]:
     """The distinct ``field`` of the joins made (``records`` with ``merged``), under each final
-    strategy (``labels``): that of a row the record's ``side`` strategy held (``held``: the
+    strategy (``labels``): where most of the record's ``side`` strategy went (``held``: the
     labels the join was made on)."""
     out: dict[int, set[str]] = {}
     for rec in records:
         if rec["merged"]:
-            out.setdefault(int(labels[np.flatnonzero(held == rec[side])[0]]), set()).add(rec[field])
+            out.setdefault(_final(labels, held == rec[side], counts), set()).add(rec[field])
     return {c: sorted(v) for c, v in out.items()}
+
+
+def _final(labels: np.ndarray, members: np.ndarray, counts: np.ndarray) -> int:
+    """The final strategy holding most of ``members``' trajectories (the lowest on ties): the
+    mixture refinement may move some members of a joined strategy elsewhere."""
+    finals, index = np.unique(labels[members], return_inverse=True)
+    return int(finals[np.bincount(index.ravel(), weights=counts[members]).argmax()])
 
 
 @functools.lru_cache(maxsize=4)
