@@ -104,6 +104,7 @@ from mechanism.analysis._strategies.features import (
     episodes_are_draws,
     fit_vocabulary,
     habit_reasons,
+    plan_codes,
     presence_matrix,
     project_tokens,
     task_calls,
@@ -688,8 +689,8 @@ def _fit_rows(runs: pl.DataFrame, traj: pl.DataFrame, uniq: np.ndarray, inverse:
     # planner that sends its moves four at a time is not the one-at-a-time plan of a greedy one)
     plans = [tool_plan(batched_tools(t, m)) for t, m in zip(tools, moves)]
     cut_plans = [task_plan(plan, task) for plan in plans]
-    # the lines no strategy crosses: calling tools or not, and a declared kind
-    blocks = np.array([not t for t in tools], dtype=np.int64)
+    # the lines no strategy crosses: calling tools or not (the empty plan, as the cut reads it), and a declared kind
+    blocks = (plan_codes(cut_plans) < 0).astype(np.int64)
     if by is not None:  # a plan is a plan of its kind: no cut, join or task test crosses kinds
         kind_of = kind_of_rows(runs, by)
         kinds = [kind_of[i] for i in first]

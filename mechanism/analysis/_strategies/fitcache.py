@@ -27,7 +27,7 @@ from mechanism.analysis._strategies.clustering import (
 from mechanism.analysis._strategies.describe import summaries
 from mechanism.analysis._strategies.endings import endings
 from mechanism.analysis._strategies.features import FitRows, plan_codes, plan_profiles
-from mechanism.analysis._strategies.mixture import refine
+from mechanism.analysis._strategies.mixture import refine_fit
 from mechanism.analysis._strategies.stability import fit_stability
 from mechanism.analysis._strategies.tasks import task_variants
 from mechanism.core.cachefile import code_id, digest, discard, parse_json, read_checked, write_checked
@@ -67,8 +67,7 @@ def fit_clusters(p: Any, rows: FitRows) -> dict[str, Any]:
     # strategies that differ only in a last action the agent picks on what it saw
     ended, swaps = endings(merged, counts, rows)
     # each trajectory to the strategy whose token profile makes it likeliest
-    refined = refine(rows.presence, counts, ended, rows.blocks) if p.refine == "mixture" else ended
-    labels = renumber(refined, space, counts, np.array(rows.renderings, dtype=object))
+    labels = renumber(refine_fit(p, ended, counts, rows), space, counts, np.array(rows.renderings, dtype=object))
     out["optional_steps"] = _by_final(merges, labels, raw, counts, "joined", "step")
     tasks: dict[int, list[str]] = {}
     # each join's final strategy: where most of its kept strategy went, as held when it was tested

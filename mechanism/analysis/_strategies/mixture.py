@@ -35,7 +35,7 @@ seeds 0-2.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -109,3 +109,15 @@ def refine(presence: np.ndarray | spmatrix, counts: np.ndarray, labels: np.ndarr
     out = labels.copy()
     out[inside] = ids[current]
     return out
+
+
+def refine_fit(p: Any, labels: np.ndarray, counts: np.ndarray, rows: Any, index: np.ndarray | None = None
+               ) -> np.ndarray:
+    """:func:`refine` of the strategies ``labels`` of the distinct rows ``index`` (all by default)
+    of a fit's rows (:class:`~mechanism.analysis._strategies.features.FitRows`) with counts
+    ``counts`` (a resample's), where the parameters ``p`` say ``refine="mixture"``; ``labels``
+    as they are under ``"none"``."""
+    if p.refine != "mixture":
+        return np.asarray(labels)
+    index = np.arange(len(rows.blocks)) if index is None else np.asarray(index)
+    return refine(rows.presence[index], counts, labels, rows.blocks[index])

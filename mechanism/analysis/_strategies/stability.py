@@ -26,7 +26,7 @@ from mechanism.analysis._strategies.clustering import (
 )
 from mechanism.analysis._strategies.endings import endings
 from mechanism.analysis._strategies.features import FitRows, plan_codes, plan_profiles
-from mechanism.analysis._strategies.mixture import refine
+from mechanism.analysis._strategies.mixture import refine_fit
 from mechanism.analysis._strategies.tasks import task_variants
 from mechanism.core.errors import MechanismError
 from mechanism.core.resample import question_bootstrap_weights, stream
@@ -140,10 +140,7 @@ def fit_stability(p: Any, rows: FitRows, labels: np.ndarray, core_dist: np.ndarr
                                     join=lambda labels: task_variants(labels, cnt, rows, heavy[idx])[0],
                                     min_share_tested=p.min_share_tested, arms=resampled_arms(rows, heavy[idx], cnt))
                 joined = task_variants(families(p, cut, cnt, rows, heavy[idx])[0], cnt, rows, heavy[idx])[0]
-                ended = endings(joined, cnt, rows, heavy[idx])[0]
-                if p.refine != "mixture":
-                    return ended
-                return refine(rows.presence[heavy[idx]], cnt, ended, rows.blocks[heavy[idx]])
+                return refine_fit(p, endings(joined, cnt, rows, heavy[idx])[0], cnt, rows, heavy[idx])
 
             stab = bootstrap_stability(refit, len(heavy), labels[heavy], keep[rows.row_of][in_core],
                                        rows.questions[in_core], n_boot=p.n_bootstrap, random_state=seed)
